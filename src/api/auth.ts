@@ -1,0 +1,35 @@
+// Bearer-key authentication for every /v1 route: resolves the key to an account or answers 401.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ServiceError } from '../core/errors.js';
+import type { Account, UserService } from '../core/users.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated account; set by the auth hook on every /v1 route. */
+    account: Account;
+    /** The key the request presented (GET /users/me returns it for free-plan accounts). */
+    apiKey: string;
+  }
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export function readBearerKey(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (!header) throw new ServiceError('unauthorized', 'missing Authorization header; send "Authorization: Bearer <api key>"');
+  const match = BEARER.exec(header);
+  if (!match) throw new ServiceError('unauthorized', 'malformed Authorization header; expected "Bearer <api key>"');
+  return match[1]!;
+}
+
+export function installAuth(app: FastifyInstance, users: UserService): void {
+  app.decorateRequest('account', null as unknown as Account);
+  app.decorateRequest('apiKey', '');
+  app.addHook('onRequest', async (request) => {
+    const key = readBearerKey(request);
+    const account = await users.authenticate(key);
+    if (!account) throw new ServiceError('unauthorized', 'invalid API key');
+    request.account = account;
+    request.apiKey = key;
+  });
+}

@@ -1,0 +1,44 @@
+// Response envelopes and the schemas of the pagination parameters, shared by every route.
+import { Type, type TSchema } from 'typebox';
+import { invalid } from '../core/errors.js';
+import type { Page, PageRequest } from '../core/pagination.js';
+import { fieldParams } from './fields.js';
+
+export const paginationQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Items per page, 1 to 100' }),
+  after: Type.Optional(Type.String({ minLength: 1, description: 'Cursor: items after it' })),
+  before: Type.Optional(Type.String({ minLength: 1, description: 'Cursor: items before it' })),
+  ...fieldParams,
+};
+
+export const pageInfoSchema = Type.Object({
+  total_count: Type.Integer(),
+  count: Type.Integer(),
+  start_cursor: Type.Union([Type.String(), Type.Null()]),
+  end_cursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+export function dataOf<T extends TSchema>(schema: T) {
+  return Type.Object({ data: schema });
+}
+
+export function pageOf<T extends TSchema>(schema: T) {
+  return Type.Object({ page_info: pageInfoSchema, data: Type.Array(schema) });
+}
+
+export function toPageRequest(query: { limit: number; after?: string | undefined; before?: string | undefined }): PageRequest {
+  if (query.after !== undefined && query.before !== undefined) throw invalid('pass either "before" or "after", not both');
+  return { limit: query.limit, after: query.after, before: query.before };
+}
+
+export function pageBody<T, U>(page: Page<T>, map: (item: T) => U) {
+  return {
+    page_info: {
+      total_count: page.totalCount,
+      count: page.items.length,
+      start_cursor: page.startCursor,
+      end_cursor: page.endCursor,
+    },
+    data: page.items.map(map),
+  };
+}

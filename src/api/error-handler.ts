@@ -1,0 +1,56 @@
+// Turns every error, ours or Fastify's, into `{ error, code, details? }` with the right status, in one place.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../core/errors.js';
+
+export interface ErrorBody {
+  error: string;
+  code: string;
+  details?: unknown[];
+}
+
+/** Fastify's own error codes that are the client's fault, with the code we report. */
+const FASTIFY_CLIENT_ERRORS: Record<string, { status: number; code: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_request' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'invalid_request' },
+};
+
+function describe(error: FastifyError | ServiceError | Error): { status: number; body: ErrorBody } {
+  if (error instanceof ServiceError) {
+    const body: ErrorBody = { error: error.message, code: error.code };
+    if (error.details?.length) body.details = error.details;
+    return { status: error.status, body };
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const details = fastifyError.validation.map((v) => ({
+      in: fastifyError.validationContext,
+      field: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || (v.params as { missingProperty?: string })?.missingProperty,
+      message: v.message,
+    }));
+    return { status: 400, body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`, code: 'invalid_request', details } };
+  }
+  const known = fastifyError.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;
+  if (known) return { status: known.status, body: { error: fastifyError.message, code: known.code } };
+  // SyntaxError from a body parser and other 4xx errors carrying statusCode are the client's fault.
+  const status = fastifyError.statusCode;
+  if (status && status >= 400 && status < 500) {
+    return { status, body: { error: fastifyError.message, code: status === 429 ? 'rate_limited' : 'invalid_request' } };
+  }
+  return { status: 500, body: { error: 'internal error', code: 'internal_error' } };
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const { status, body } = describe(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ code: body.code, status }, body.error);
+    if (status === 401) reply.header('www-authenticate', 'Bearer');
+    return reply.status(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    return reply.status(404).send({ error: `route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' } satisfies ErrorBody);
+  });
+}

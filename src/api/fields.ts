@@ -1,0 +1,48 @@
+// `include` and `exclude`: comma-separated field names applied to the `data` of every response.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+
+const FIELD_LIST = '^[A-Za-z0-9_$]+(,[A-Za-z0-9_$]+)*$';
+
+/** Schema properties every endpoint accepts, in its query (GET) or body (POST). */
+export const fieldParams = {
+  include: Type.Optional(Type.String({ pattern: FIELD_LIST, description: 'Comma-separated field names to include; default all' })),
+  exclude: Type.Optional(Type.String({ pattern: FIELD_LIST, description: 'Comma-separated field names to exclude; default none' })),
+};
+
+interface FieldSelection {
+  include?: string[];
+  exclude?: string[];
+}
+
+function selectionOf(request: FastifyRequest): FieldSelection | undefined {
+  const read = (source: unknown, name: 'include' | 'exclude'): string[] | undefined => {
+    const value = source && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined;
+    return typeof value === 'string' && value !== '' ? value.split(',') : undefined;
+  };
+  const include = read(request.body, 'include') ?? read(request.query, 'include');
+  const exclude = read(request.body, 'exclude') ?? read(request.query, 'exclude');
+  if (!include && !exclude) return undefined;
+  return { ...(include && { include }), ...(exclude && { exclude }) };
+}
+
+function pick(item: unknown, selection: FieldSelection): unknown {
+  if (!item || typeof item !== 'object' || Array.isArray(item)) return item;
+  const entries = Object.entries(item).filter(
+    ([name]) => (!selection.include || selection.include.includes(name)) && !selection.exclude?.includes(name),
+  );
+  return Object.fromEntries(entries);
+}
+
+/** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
+export function installFieldSelection(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' || reply.statusCode >= 300) return payload;
+    const selection = selectionOf(request);
+    if (!selection) return payload;
+    const body = JSON.parse(payload) as { data?: unknown };
+    if (body.data === undefined) return payload;
+    body.data = Array.isArray(body.data) ? body.data.map((item) => pick(item, selection)) : pick(body.data, selection);
+    return JSON.stringify(body);
+  });
+}

@@ -1,0 +1,61 @@
+// A source's event summaries (default stream, $logs, $errors) and the deletion of its events.
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Services } from '../../app.js';
+import type { StreamKind } from '../../store/schema.js';
+import { pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { fieldParams } from '../fields.js';
+import { eventSummarySchema } from '../schemas.js';
+import { sourceIdParams } from './sources.js';
+
+const summariesQuery = Type.Object({
+  ...paginationQuery,
+  expand: Type.Optional(Type.Literal('event', { description: 'event: return full event data (otherwise data over 1 KB is truncated)' })),
+});
+
+const STREAMS: Array<{ path: string; stream: StreamKind; summary: string }> = [
+  { path: '/sources/:id/event_summaries', stream: 'emit', summary: 'Events the source emitted, newest first' },
+  { path: '/sources/:id/$logs/event_summaries', stream: '$logs', summary: 'Console output of the source\'s runs and hooks, newest first' },
+  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: 'Errors of the source\'s runs, newest first' },
+];
+
+export function eventRoutes(services: Services): FastifyPluginAsync {
+  return async (plugin) => {
+    const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+
+    for (const { path, stream, summary } of STREAMS) {
+      app.get(
+        path,
+        { schema: { tags: ['events'], summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
+        async (request) => {
+          const { source } = await services.sources.get(request.account.id, request.params.id);
+          const page = await services.events.list(source.id, stream, toPageRequest(request.query), request.query.expand === 'event');
+          return pageBody(page, (e) => e);
+        },
+      );
+    }
+
+    app.delete(
+      '/sources/:id/events',
+      {
+        schema: {
+          tags: ['events'],
+          summary: 'Delete events: all, from start_id on, up to end_id, or the inclusive range',
+          params: sourceIdParams,
+          querystring: Type.Object({
+            start_id: Type.Optional(Type.String({ description: 'event id; deletes it and every later one' })),
+            end_id: Type.Optional(Type.String({ description: 'event id; deletes it and every earlier one' })),
+            ...fieldParams,
+          }),
+        },
+      },
+      async (request, reply) => {
+        const { source } = await services.sources.get(request.account.id, request.params.id);
+        // Done before answering, so the events are gone when the client sees 202 (the spec only requires "soon").
+        await services.events.deleteRange(source.id, request.query.start_id, request.query.end_id);
+        return reply.status(202).send();
+      },
+    );
+  };
+}

@@ -1,0 +1,86 @@
+// Sources: list, create, update, delete, and a manual run.
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Services } from '../../app.js';
+import { ServiceError } from '../../core/errors.js';
+import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { fieldParams } from '../fields.js';
+import { sourceSchema } from '../schemas.js';
+
+const sourceBody = {
+  component_id: Type.Optional(Type.String({ description: 'Saved component id (preferred when several are given)' })),
+  component_code: Type.Optional(Type.String({ description: 'Full component code' })),
+  component_url: Type.Optional(Type.String({ description: 'URL of the component code' })),
+  key: Type.Optional(Type.String({ description: 'Key of a registry component' })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  ...fieldParams,
+};
+
+export const sourceIdParams = Type.Object({ id: Type.String() });
+
+export function sourceRoutes(services: Services): FastifyPluginAsync {
+  return async (plugin) => {
+    const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.get(
+      '/users/me/sources',
+      { schema: { tags: ['sources'], summary: 'The account\'s sources, newest first', querystring: Type.Object(paginationQuery), response: { 200: pageOf(sourceSchema) } } },
+      async (request) => pageBody(await services.sources.list(request.account.id, toPageRequest(request.query)), (s) => s),
+    );
+
+    app.post(
+      '/sources',
+      { schema: { tags: ['sources'], summary: 'Deploy a source', body: Type.Object(sourceBody), response: { 200: dataOf(sourceSchema) } } },
+      async (request) => ({ data: await services.sources.create(request.account.id, request.body) }),
+    );
+
+    app.put(
+      '/sources/:id',
+      {
+        schema: {
+          tags: ['sources'],
+          summary: 'Update a source (code, props, name, active)',
+          params: sourceIdParams,
+          body: Type.Object({ ...sourceBody, active: Type.Optional(Type.Boolean({ description: 'false disables the source; default true' })) }),
+          response: { 200: dataOf(sourceSchema) },
+        },
+      },
+      async (request) => ({ data: await services.sources.update(request.account.id, request.params.id, request.body) }),
+    );
+
+    app.delete(
+      '/sources/:id',
+      { schema: { tags: ['sources'], summary: 'Delete a source with its events, logs, db and subscriptions', params: sourceIdParams, querystring: Type.Object(fieldParams) } },
+      async (request, reply) => {
+        await services.sources.delete(request.account.id, request.params.id);
+        return reply.status(204).send();
+      },
+    );
+
+    app.post(
+      '/sources/:id/run',
+      {
+        schema: {
+          tags: ['sources'],
+          summary: 'Queue a manual run; the JSON body, when any, is the event passed to run()',
+          params: sourceIdParams,
+          body: Type.Optional(Type.Unknown()),
+          response: { 202: dataOf(Type.Object({ id: Type.String({ description: 'invocation id, prefix inv_' }) })) },
+        },
+      },
+      async (request, reply) => {
+        const { source } = await services.sources.get(request.account.id, request.params.id);
+        if (source.active !== 1) throw new ServiceError('conflict', `source "${source.id}" is inactive; activate it with PUT /v1/sources/${source.id} {"active": true}`);
+        const quota = await services.quotas.check(source.user_id);
+        if (!quota.allowed) {
+          reply.header('retry-after', String(quota.retryAfterSeconds));
+          throw new ServiceError('quota_exceeded', quota.reason!);
+        }
+        const [id] = await services.dispatcher.enqueue([{ sourceId: source.id, userId: source.user_id, trigger: 'manual', event: request.body ?? {} }]);
+        return reply.status(202).send({ data: { id: id! } });
+      },
+    );
+  };
+}

@@ -1,0 +1,78 @@
+// Builds the Fastify application: conventions shared by every route, then one plugin per resource.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import { randomUUID } from 'node:crypto';
+import type { Services } from '../app.js';
+import { ServiceError } from '../core/errors.js';
+import { installAuth } from './auth.js';
+import { installErrorHandling } from './error-handler.js';
+import { installFieldSelection } from './fields.js';
+import { healthRoutes } from './routes/health.js';
+import { userRoutes } from './routes/users.js';
+import { componentRoutes } from './routes/components.js';
+import { sourceRoutes } from './routes/sources.js';
+import { eventRoutes } from './routes/events.js';
+import { ingressRoutes } from './routes/ingress.js';
+
+export type App = FastifyInstance;
+
+export async function buildApi(services: Services, logger: Logger): Promise<App> {
+  const { config } = services;
+  const app = Fastify({
+    // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimit,
+    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    ajv: { customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  installErrorHandling(app);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Tributary REST API', version: '1.0.0', description: 'Pipedream-compatible REST API v1 for self-hosted event sources.' },
+      servers: [{ url: config.publicUrl }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes(services));
+  await app.register(ingressRoutes(services));
+  await app.register(
+    async (v1) => {
+      // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
+      v1.removeAllContentTypeParsers();
+      v1.addContentTypeParser('application/json', { parseAs: 'string' }, v1.getDefaultJsonParser('error', 'error'));
+      installAuth(v1, services.users);
+      if (config.rateLimit > 0) {
+        await v1.register(rateLimit, {
+          max: config.rateLimit,
+          timeWindow: 60_000,
+          hook: 'preHandler',
+          keyGenerator: (request) => request.account?.id ?? request.ip,
+          errorResponseBuilder: (_request, context) =>
+            new ServiceError('rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`),
+        });
+      }
+      installFieldSelection(v1);
+      await v1.register(userRoutes(services));
+      await v1.register(componentRoutes(services));
+      await v1.register(sourceRoutes(services));
+      await v1.register(eventRoutes(services));
+    },
+    { prefix: '/v1' },
+  );
+  return app as unknown as App;
+}

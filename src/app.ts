@@ -1,0 +1,160 @@
+// Composition root: opens the store, starts the runtime and services, publishes the registry and serves HTTP.
+import path from 'node:path';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import pino, { type Logger } from 'pino';
+import net from 'node:net';
+import { withListeningPort, type Config } from './config.js';
+import { openStore, type Store } from './store/database.js';
+import { ComponentRuntime } from './runtime/index.js';
+import { UserService, type NewAccount } from './core/users.js';
+import { ComponentService } from './core/components.js';
+import { SourceService } from './core/sources.js';
+import { EventService } from './core/events.js';
+import { SecretBox } from './core/secrets.js';
+import { QuotaService } from './core/quotas.js';
+import { EndpointDirectory } from './core/http-ingress.js';
+import { SourceLocks } from './engine/source-locks.js';
+import { Dispatcher } from './engine/dispatcher.js';
+import { TimerScheduler } from './engine/timers.js';
+import { buildApi } from './api/server.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly store: Store;
+  readonly runtime: ComponentRuntime;
+  readonly users: UserService;
+  readonly components: ComponentService;
+  readonly sources: SourceService;
+  readonly events: EventService;
+  readonly dispatcher: Dispatcher;
+  readonly endpoints: EndpointDirectory;
+  readonly quotas: QuotaService;
+}
+
+export interface RunningTributary {
+  /** The base URL the server listens on (the public URL when one is configured). */
+  readonly url: string;
+  readonly config: Config;
+  readonly services: Services;
+  /** The account created on the first start with an empty database, with its key. */
+  readonly initialAccount: NewAccount | undefined;
+  /** Stops accepting requests, lets in-flight requests finish, stops workers and closes the database. */
+  close(): Promise<void>;
+}
+
+/** The folder that holds package.json; registry/ and dist/ are found from it. */
+export const PACKAGE_ROOT = (() => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  return dir;
+})();
+
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({
+    level: config.logLevel,
+    redact: { paths: ['req.headers.authorization', 'apiKey', 'api_key', 'secret', '*.secret'], censor: '[redacted]' },
+  });
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Whether `publicUrl` was configured explicitly (else it follows the port actually bound). */
+  publicUrlGiven?: boolean;
+  /** Create an account when the database has none (the `serve` command does; tests create their own). */
+  createInitialAccount?: boolean;
+}
+
+export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
+  // Endpoint URLs are built from the public URL, so with `--port 0` the port is chosen before anything starts.
+  const config =
+    givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
+  const logger = options.logger ?? createLogger(config);
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  const runtime = new ComponentRuntime({
+    dataDir: config.dataDir,
+    workerMemoryMb: config.workerMemory,
+    poolSize: config.workerPoolSize,
+    loadTimeoutMs: config.loadTimeout * 1000,
+    logger: logger.child({ module: 'runtime' }),
+  });
+  try {
+    const users = new UserService(store, config);
+    const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
+    const locks = new SourceLocks();
+    const sources = new SourceService(store, components, runtime, SecretBox.open(config.secretKey, config.dataDir), locks, config);
+    const events = new EventService(store);
+    const dispatcher = new Dispatcher(
+      store,
+      runtime,
+      sources,
+      locks,
+      {
+        concurrency: config.workerPoolSize,
+        batchSize: 50,
+        leaseMs: (config.runTimeout + 60) * 1000,
+        pollMs: 1000,
+        reclaimAtStart: store.dialect === 'sqlite',
+      },
+      logger.child({ module: 'dispatcher' }),
+    );
+    const endpoints = new EndpointDirectory(store);
+    sources.onChange((change) => endpoints.evictSource(change.sourceId));
+    const quotas = new QuotaService(store, config);
+    const timers = new TimerScheduler(store, dispatcher, quotas, config.eventRetention, logger.child({ module: 'timers' }));
+    sources.onChange(() => timers.poke());
+    const services: Services = { config, store, runtime, users, components, sources, events, dispatcher, endpoints, quotas };
+
+    await publishRegistry(components, logger);
+    const initialAccount =
+      options.createInitialAccount && (await users.count()) === 0
+        ? await users.create({ username: 'admin', email: 'admin@localhost', plan: 'paid' })
+        : undefined;
+
+    const app = await buildApi(services, logger);
+    await app.listen({ host: config.host, port: config.port });
+    await dispatcher.start();
+    timers.start();
+
+    let closing: Promise<void> | undefined;
+    return {
+      url: config.publicUrl,
+      config,
+      services,
+      initialAccount,
+      close: () =>
+        (closing ??= (async () => {
+          timers.stop();
+          await app.close();
+          await dispatcher.stop();
+          await runtime.close();
+          await store.close();
+        })()),
+    };
+  } catch (error) {
+    await runtime.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+function findFreePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Publishes every component file in registry/ (skipping key and version pairs already published). */
+async function publishRegistry(components: ComponentService, logger: Logger): Promise<void> {
+  const dir = path.join(PACKAGE_ROOT, 'registry');
+  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /\.(m?js|cjs)$/.test(f)).sort() : [];
+  for (const file of files) {
+    const row = await components.publish(fs.readFileSync(path.join(dir, file), 'utf8'), `registry/${file}`);
+    logger.debug({ key: row.key, version: row.version }, 'registry component published');
+  }
+}

@@ -1,0 +1,123 @@
+// The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database.
+import { Command, Option } from 'commander';
+import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
+import { createLogger, startTributary } from '../app.js';
+import { openStore } from '../store/database.js';
+import { UserService, type NewAccount, type Plan } from '../core/users.js';
+import { ServiceError } from '../core/errors.js';
+
+/** Settings the `users` commands need: where the database is. */
+const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
+
+function configFrom(options: Record<string, unknown>): Config {
+  const values: Record<string, unknown> = {};
+  for (const s of SETTINGS) if (options[s.key] !== undefined) values[s.key] = options[s.key];
+  return resolveConfig(values as Partial<Config>);
+}
+
+async function withUsers<T>(options: Record<string, unknown>, work: (users: UserService) => Promise<T>): Promise<T> {
+  const config = configFrom(options);
+  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  try {
+    return await work(new UserService(store, config));
+  } finally {
+    await store.close();
+  }
+}
+
+function accountLines(account: NewAccount): string[] {
+  return [`account ${account.username} (${account.id}, ${account.plan} plan)`, `API key (shown once, store it now): ${account.apiKey}`];
+}
+
+function printAccount(account: NewAccount, json: boolean): void {
+  const { id, username, email, plan, apiKey } = account;
+  console.log(json ? JSON.stringify({ id, username, email, plan, api_key: apiKey }) : accountLines(account).join('\n'));
+}
+
+function storageOptions(): Option[] {
+  return settingOptions().filter((o) => STORAGE_FLAGS.has(o.long ?? ''));
+}
+
+export function buildProgram(): Command {
+  const program = new Command('tributary')
+    .description('Self-hosted event sources with a Pipedream-compatible REST API')
+    .showHelpAfterError()
+    .configureOutput({ outputError: (message, write) => write(message) });
+
+  const serve = program.command('serve').description('start the service (SQLite in the data directory unless --database-url is set)');
+  for (const option of settingOptions()) serve.addOption(option);
+  serve.action(async (options: Record<string, unknown>) => {
+    const config = configFrom(options);
+    const logger = createLogger(config);
+    const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
+    // One write, so that whoever reads standard output sees the whole banner at once.
+    const banner = [`Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`, `storage: ${running.services.store.location}`];
+    if (running.initialAccount) {
+      banner.push('The database was empty, so an account was created:', ...accountLines(running.initialAccount));
+      banner.push(`Try: curl -H "Authorization: Bearer ${running.initialAccount.apiKey}" ${running.url}/v1/users/me`);
+    }
+    console.log(banner.join('\n'));
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
+      running.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+
+  const users = program.command('users').description('manage accounts (works while the server runs)');
+  const create = users
+    .command('create')
+    .description('create an account and print its API key once')
+    .requiredOption('--username <username>', 'unique user name')
+    .requiredOption('--email <email>', 'email address')
+    .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'paid']).default('free'))
+    .option('--json', 'print {"id","username","email","plan","api_key"} on one line');
+  for (const option of storageOptions()) create.addOption(option);
+  create.action(async (options: Record<string, unknown>) => {
+    const account = await withUsers(options, (service) =>
+      service.create({ username: String(options.username), email: String(options.email), plan: options.plan as Plan }),
+    );
+    printAccount(account, options.json === true);
+  });
+
+  const list = users.command('list').description('list accounts').option('--json', 'one JSON object per line');
+  for (const option of storageOptions()) list.addOption(option);
+  list.action(async (options: Record<string, unknown>) => {
+    const accounts = await withUsers(options, (service) => service.list());
+    for (const a of accounts) {
+      console.log(options.json ? JSON.stringify({ id: a.id, username: a.username, email: a.email, plan: a.plan, created_at: a.createdAt }) : `${a.id}  ${a.username}  ${a.email}  ${a.plan}`);
+    }
+    if (!options.json && accounts.length === 0) console.log('no accounts');
+  });
+
+  const rotate = users
+    .command('rotate-key <idOrUsername>')
+    .description('replace an account\'s API key; the old key stops working at once')
+    .option('--json', 'print the account and new key as JSON');
+  for (const option of storageOptions()) rotate.addOption(option);
+  rotate.action(async (idOrUsername: string, options: Record<string, unknown>) => {
+    const account = await withUsers(options, (service) => service.rotateKey(idOrUsername));
+    printAccount(account, options.json === true);
+  });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof ServiceError) {
+      console.error(`error: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}

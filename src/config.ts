@@ -1,0 +1,208 @@
+// Every setting of Tributary, typed, with its flag, its TRIBUTARY_* variable and its default, in one table.
+import path from 'node:path';
+import { Option } from 'commander';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Base URL clients use to reach this service (HTTP endpoints of sources are built from it). */
+  readonly publicUrl: string;
+  readonly dataDir: string;
+  /** `postgres://…` selects PostgreSQL; undefined selects SQLite in the data directory. */
+  readonly databaseUrl: string | undefined;
+  /** Key for secrets at rest; undefined means a key file in the data directory. */
+  readonly secretKey: string | undefined;
+  readonly logLevel: LogLevel;
+  /** Largest accepted API request body, in bytes. */
+  readonly bodyLimit: number;
+  /** Longest a run or hook may take before its worker is killed, in seconds. */
+  readonly runTimeout: number;
+  /** Longest loading a component (to read its props) may take, in seconds. */
+  readonly loadTimeout: number;
+  /** Heap limit of a worker process, in megabytes. */
+  readonly workerMemory: number;
+  /** Most worker processes alive at once. */
+  readonly workerPoolSize: number;
+  /** Shortest accepted timer interval, in seconds. */
+  readonly minTimerInterval: number;
+  /** Events kept per emitter and stream kind. */
+  readonly eventRetention: number;
+  /** API requests per minute per key; 0 disables the limit. */
+  readonly rateLimit: number;
+  /** Let webhooks and component URLs reach loopback, private and link-local addresses. */
+  readonly allowPrivateNetwork: boolean;
+  /** Free plan: invocations per UTC day. */
+  readonly freeDailyInvocations: number;
+  /** Free plan: milliseconds of run time per UTC day. */
+  readonly freeDailyComputeMs: number;
+}
+
+interface SettingSpec<K extends keyof Config> {
+  readonly key: K;
+  readonly flag: string;
+  readonly description: string;
+  readonly defaultValue: Config[K] | ((c: Partial<Config>) => Config[K]);
+  readonly parse: (raw: string) => Config[K];
+  /** How the default is shown in --help and the README. */
+  readonly defaultText?: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    const value = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ConfigError(`expected an integer from ${min} to ${max}, got "${raw}"`);
+    }
+    return value;
+  };
+}
+
+function bool(raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on', ''].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  throw new ConfigError(`expected true or false, got "${raw}"`);
+}
+
+function text(raw: string): string {
+  return raw;
+}
+
+function optionalText(raw: string): string | undefined {
+  return raw === '' ? undefined : raw;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function url(raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`expected an absolute URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`expected an http or https URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function databaseUrl(raw: string): string | undefined {
+  if (raw === '') return undefined;
+  if (!/^postgres(ql)?:\/\//.test(raw)) {
+    throw new ConfigError(`expected a postgres:// URL, got "${raw}"`);
+  }
+  return raw;
+}
+
+/** The settings table: one row per setting; flags and variables follow `--data-dir` ↔ `TRIBUTARY_DATA_DIR`. */
+export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
+  { key: 'host', flag: '--host', description: 'interface to listen on', defaultValue: '127.0.0.1', parse: text },
+  { key: 'port', flag: '--port', description: 'TCP port to listen on (0 picks a free one)', defaultValue: 3000, parse: integer(0, 65535) },
+  {
+    key: 'publicUrl',
+    flag: '--public-url',
+    description: 'base URL clients use to reach the service',
+    defaultValue: (c) => `http://${c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host}:${c.port}`,
+    defaultText: 'http://<host>:<port>',
+    parse: url,
+  },
+  { key: 'dataDir', flag: '--data-dir', description: 'directory for the SQLite database, key file and package cache', defaultValue: './data', parse: text },
+  {
+    key: 'databaseUrl',
+    flag: '--database-url',
+    description: 'postgres:// URL; when unset, SQLite in the data directory',
+    defaultValue: undefined,
+    defaultText: '(SQLite)',
+    parse: databaseUrl,
+  },
+  {
+    key: 'secretKey',
+    flag: '--secret-key',
+    description: 'key that encrypts secrets at rest; when unset, a key file in the data directory',
+    defaultValue: undefined,
+    defaultText: '(key file)',
+    parse: optionalText,
+  },
+  {
+    key: 'logLevel',
+    flag: '--log-level',
+    description: `log level: ${LOG_LEVELS.join(', ')}`,
+    defaultValue: 'info',
+    parse: (raw) => {
+      if (!LOG_LEVELS.includes(raw as LogLevel)) throw new ConfigError(`expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+      return raw as LogLevel;
+    },
+  },
+  { key: 'bodyLimit', flag: '--body-limit', description: 'largest API request body, in bytes', defaultValue: 4 * 1024 * 1024, parse: integer(1024) },
+  { key: 'runTimeout', flag: '--run-timeout', description: 'longest a run or hook may take, in seconds', defaultValue: 60, parse: integer(1, 3600) },
+  { key: 'loadTimeout', flag: '--load-timeout', description: 'longest loading a component may take, in seconds', defaultValue: 10, parse: integer(1, 600) },
+  { key: 'workerMemory', flag: '--worker-memory', description: 'heap limit of a worker process, in MB', defaultValue: 256, parse: integer(16, 16384) },
+  { key: 'workerPoolSize', flag: '--worker-pool-size', description: 'most worker processes alive at once', defaultValue: 4, parse: integer(1, 256) },
+  { key: 'minTimerInterval', flag: '--min-timer-interval', description: 'shortest timer interval, in seconds', defaultValue: 15, parse: integer(1) },
+  { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 100000) },
+  { key: 'rateLimit', flag: '--rate-limit', description: 'API requests per minute per key (0: no limit)', defaultValue: 1200, parse: integer(0) },
+  {
+    key: 'allowPrivateNetwork',
+    flag: '--allow-private-network',
+    description: 'let webhooks and component URLs reach loopback and private addresses',
+    defaultValue: false,
+    parse: bool,
+  },
+  { key: 'freeDailyInvocations', flag: '--free-daily-invocations', description: 'free plan: invocations per UTC day', defaultValue: 10_000, parse: integer(0) },
+  { key: 'freeDailyComputeMs', flag: '--free-daily-compute-ms', description: 'free plan: milliseconds of run time per UTC day', defaultValue: 1_800_000, parse: integer(0) },
+];
+
+/** `--data-dir` → `TRIBUTARY_DATA_DIR`. */
+export function envName(flag: string): string {
+  return `TRIBUTARY_${flag.replace(/^--/, '').replace(/-/g, '_').toUpperCase()}`;
+}
+
+/** Commander options for every setting; commander reads the TRIBUTARY_* variable when the flag is absent. */
+export function settingOptions(): Option[] {
+  return SETTINGS.map((s) => {
+    const isBool = typeof s.defaultValue === 'boolean';
+    const option = new Option(isBool ? `${s.flag} [value]` : `${s.flag} <value>`, s.description).env(envName(s.flag));
+    const shown = s.defaultText ?? (typeof s.defaultValue === 'function' ? undefined : String(s.defaultValue));
+    if (shown !== undefined) option.default(undefined, shown);
+    option.argParser((raw: string | undefined) => (raw === undefined ? true : wrapParse(s, raw)));
+    if (isBool) option.preset('true');
+    return option;
+  });
+}
+
+function wrapParse(s: SettingSpec<keyof Config>, raw: string): unknown {
+  try {
+    return s.parse(raw);
+  } catch (error) {
+    throw new ConfigError(`${s.flag} (${envName(s.flag)}): ${(error as Error).message}`);
+  }
+}
+
+/** Builds a frozen Config from the given values, filling defaults and resolving the data directory. */
+export function resolveConfig(values: Partial<Config> = {}): Config {
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const given = values[s.key];
+    if (given !== undefined) out[s.key] = given;
+  }
+  for (const s of SETTINGS) {
+    if (out[s.key] !== undefined) continue;
+    out[s.key] = typeof s.defaultValue === 'function' ? s.defaultValue(out as Partial<Config>) : s.defaultValue;
+  }
+  out.dataDir = path.resolve(String(out.dataDir));
+  out.publicUrl = String(out.publicUrl).replace(/\/+$/, '');
+  return Object.freeze(out) as unknown as Config;
+}
+
+/** Replaces the port in a default public URL once the real port is known (for `--port 0`). */
+export function withListeningPort(config: Config, port: number, publicUrlWasGiven: boolean): Config {
+  if (publicUrlWasGiven || config.port === port) return config;
+  return resolveConfig({ ...config, port, publicUrl: undefined as unknown as string });
+}

@@ -1,0 +1,167 @@
+// Saved components: checking and loading code in the sandbox, storing it, and finding it by id or key.
+import type { Logger } from 'pino';
+import type { Store } from '../store/database.js';
+import { newId, nowSeconds, isId } from '../store/ids.js';
+import * as components from '../store/components.js';
+import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import { ServiceError, invalid, notFound } from './errors.js';
+import { fetchText } from './outbound.js';
+
+/** The spec's Component resource. */
+export interface ComponentView {
+  id: string;
+  code: string;
+  code_hash: string;
+  name: string;
+  version: string;
+  configurable_props: PropDescriptor[];
+  created_at: number;
+  updated_at: number;
+}
+
+/** A stored component with what the runtime needs to run it. */
+export interface LoadedComponent {
+  row: components.ComponentRow;
+  info: ComponentInfo;
+}
+
+export interface ComponentSource {
+  code?: string | undefined;
+  url?: string | undefined;
+}
+
+const URL_TIMEOUT_MS = 10_000;
+const MAX_CODE_BYTES = 2 * 1024 * 1024;
+/** Registry keys: `app_name_slug-slugified-component-name`. */
+const REGISTRY_KEY = /^[a-z0-9]+(?:_[a-z0-9]+)*-[a-z0-9]+(?:-[a-z0-9]+)*$/;
+const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
+/** The owner id used to load registry components in the sandbox; never an account id. */
+export const REGISTRY_OWNER = 'registry';
+
+export function toComponentView(row: components.ComponentRow): ComponentView {
+  return {
+    id: row.id,
+    code: row.code,
+    code_hash: row.code_hash,
+    name: row.name,
+    version: row.version,
+    configurable_props: JSON.parse(row.configurable_props) as PropDescriptor[],
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function componentInfo(row: components.ComponentRow): ComponentInfo {
+  return (JSON.parse(row.metadata) as { info: ComponentInfo }).info;
+}
+
+export class ComponentService {
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: ComponentRuntime,
+    private readonly options: { allowPrivateNetwork: boolean; logger: Logger },
+  ) {}
+
+  /** POST /components: the code wins over the URL; the URL is then kept as metadata only. */
+  async save(accountId: string, source: ComponentSource): Promise<components.ComponentRow> {
+    const code = await this.resolveCode(source);
+    const { prepared, info } = await this.load(accountId, code);
+    return this.insert(accountId, code, source.url ?? null, prepared, info);
+  }
+
+  /** Reads the code from the request, or fetches it from `component_url` through the outbound guard. */
+  async resolveCode(source: ComponentSource): Promise<string> {
+    if (source.code !== undefined) {
+      if (source.code.trim() === '') throw invalid('component_code is empty');
+      return source.code;
+    }
+    if (source.url === undefined) throw invalid('component_code or component_url is required');
+    let url: URL;
+    try {
+      url = new URL(source.url);
+    } catch {
+      throw invalid(`component_url "${source.url}" is not an absolute URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`component_url must use http or https, got "${url.protocol}"`);
+    try {
+      return await fetchText(source.url, { allowPrivateNetwork: this.options.allowPrivateNetwork, timeoutMs: URL_TIMEOUT_MS, maxBytes: MAX_CODE_BYTES });
+    } catch (error) {
+      throw new ServiceError('invalid_request', `cannot fetch component_url: ${(error as Error).message}`);
+    }
+  }
+
+  /** Prepares and loads code in the account's sandbox; load failures become 422 with the reason. */
+  async load(ownerId: string, code: string): Promise<{ prepared: PreparedComponent; info: ComponentInfo }> {
+    try {
+      const prepared = await this.runtime.prepare(code);
+      const info = await this.runtime.inspect(ownerId, prepared);
+      return { prepared, info };
+    } catch (error) {
+      if (error instanceof ComponentLoadError) {
+        const details = error.details ? [{ reason: error.code, ...error.details }] : [{ reason: error.code }];
+        throw new ServiceError('component_invalid', error.message, details);
+      }
+      throw error;
+    }
+  }
+
+  private async insert(
+    ownerId: string | null,
+    code: string,
+    url: string | null,
+    prepared: PreparedComponent,
+    info: ComponentInfo,
+  ): Promise<components.ComponentRow> {
+    const now = nowSeconds();
+    const row: components.ComponentRow = {
+      id: newId('sc'),
+      user_id: ownerId,
+      key: info.key ?? null,
+      code,
+      code_hash: prepared.codeHash,
+      component_url: url,
+      name: info.name,
+      version: info.version,
+      configurable_props: JSON.stringify(info.props),
+      metadata: JSON.stringify({ info, packages: prepared.packages }),
+      created_at: now,
+      updated_at: now,
+    };
+    await components.insertComponent(this.store.db, row);
+    return row;
+  }
+
+  /** GET /components/{key|id}: the latest component with that key, or that id, in the account. */
+  async get(accountId: string, keyOrId: string): Promise<components.ComponentRow> {
+    const row = isId(keyOrId, 'sc')
+      ? await components.findComponentById(this.store.db, accountId, keyOrId)
+      : await components.findLatestByKey(this.store.db, accountId, keyOrId);
+    if (!row) throw notFound(`component "${keyOrId}"`);
+    return row;
+  }
+
+  async getRegistry(key: string): Promise<components.ComponentRow> {
+    const row = await components.findLatestByKey(this.store.db, null, key);
+    if (!row) throw notFound(`registry component "${key}"`);
+    return row;
+  }
+
+  /** Publishes a registry component unless this key and version are already published; returns its row. */
+  async publish(code: string, origin: string): Promise<components.ComponentRow> {
+    const { prepared, info } = await this.load(REGISTRY_OWNER, code);
+    if (!info.key || !REGISTRY_KEY.test(info.key)) {
+      throw invalid(`${origin}: registry key "${info.key ?? ''}" must look like app_name_slug-slugified-component-name`);
+    }
+    if (!SEMVER.test(info.version)) throw invalid(`${origin}: registry version "${info.version}" is not a semantic version`);
+    const existing = await components.findRegistryVersion(this.store.db, info.key, info.version);
+    if (existing) {
+      if (existing.code_hash !== prepared.codeHash) {
+        this.options.logger.warn({ key: info.key, version: info.version, origin }, 'registry code changed without a version bump; keeping the published code');
+      }
+      return existing;
+    }
+    return this.insert(null, code, null, prepared, info);
+  }
+}

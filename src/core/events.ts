@@ -1,0 +1,36 @@
+// Reading and deleting a source's events: the default stream (with channels), `$logs` and `$errors`.
+import type { Store } from '../store/database.js';
+import type { StreamKind } from '../store/schema.js';
+import * as events from '../store/events.js';
+import { invalid } from './errors.js';
+import type { Page, PageRequest } from './pagination.js';
+import { toSummary, type EventSummary } from './event-pipeline.js';
+
+export class EventService {
+  constructor(private readonly store: Store) {}
+
+  /** Newest first; the caller has checked that the account owns the emitter. */
+  async list(emitterId: string, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
+    const result = await events.listEvents(this.store.db, emitterId, stream, page);
+    return { ...result, items: result.items.map((row) => toSummary(row, expand)) };
+  }
+
+  /** The spec's four cases: none → all; start only → it and later; end only → it and earlier; both → inclusive. */
+  async deleteRange(emitterId: string, startId: string | undefined, endId: string | undefined): Promise<number> {
+    const start = startId === undefined ? undefined : events.parseEventId(startId);
+    const end = endId === undefined ? undefined : events.parseEventId(endId);
+    if (startId !== undefined && !start) throw invalid(`start_id "${startId}" is not an event id (<epoch_ms>-<seq>)`);
+    if (endId !== undefined && !end) throw invalid(`end_id "${endId}" is not an event id (<epoch_ms>-<seq>)`);
+    if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
+      throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
+    }
+    return events.deleteEventRange(this.store.db, emitterId, start, end);
+  }
+
+  /** Retained events after `afterId`, oldest first, for live-stream replay. */
+  async after(emitterId: string, stream: StreamKind, afterId: string): Promise<EventSummary[]> {
+    const after = events.parseEventId(afterId);
+    if (!after) return [];
+    return (await events.eventsAfter(this.store.db, emitterId, stream, after)).map((row) => toSummary(row, true));
+  }
+}

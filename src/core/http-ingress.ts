@@ -1,0 +1,73 @@
+// HTTP endpoints of sources: which source an endpoint id names, and the event a request becomes.
+import querystring from 'node:querystring';
+import type { Store } from '../store/database.js';
+import { findSourceByEndpoint } from '../store/sources.js';
+import { loadComponent } from '../store/components.js';
+import { componentInfo } from './components.js';
+
+export interface EndpointTarget {
+  sourceId: string;
+  userId: string;
+  active: boolean;
+  customResponse: boolean;
+}
+
+/** The event `run` receives for an HTTP request. */
+export interface HttpEvent {
+  method: string;
+  path: string;
+  query: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  bodyRaw: string;
+  body: unknown;
+}
+
+/** Entries live this long, so that other nodes' changes reach this one; local changes evict at once. */
+const TTL_MS = 5_000;
+
+/** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
+export class EndpointDirectory {
+  private readonly cache = new Map<string, { at: number; target: EndpointTarget | null }>();
+
+  constructor(private readonly store: Store) {}
+
+  async resolve(endpointId: string): Promise<EndpointTarget | null> {
+    const cached = this.cache.get(endpointId);
+    if (cached && Date.now() - cached.at < TTL_MS) return cached.target;
+    const target = await this.load(endpointId);
+    if (this.cache.size > 100_000) this.cache.clear();
+    this.cache.set(endpointId, { at: Date.now(), target });
+    return target;
+  }
+
+  /** Forgets what is known of a source's endpoint (after an update or delete). */
+  evictSource(sourceId: string): void {
+    for (const [endpointId, entry] of this.cache) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
+  }
+
+  private async load(endpointId: string): Promise<EndpointTarget | null> {
+    const source = await findSourceByEndpoint(this.store.db, endpointId);
+    if (!source) return null;
+    const component = await loadComponent(this.store.db, source.component_id);
+    const http = component && componentInfo(component).props.find((p) => p.type === '$.interface.http');
+    return { sourceId: source.id, userId: source.user_id, active: source.active === 1, customResponse: http?.customResponse === true };
+  }
+}
+
+/** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable JSON stays raw. */
+export function httpEvent(method: string, path: string, query: Record<string, unknown>, headers: HttpEvent['headers'], raw: Buffer | undefined): HttpEvent {
+  const bodyRaw = raw ? raw.toString('utf8') : '';
+  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  let body: unknown = bodyRaw;
+  if (bodyRaw && (type === 'application/json' || type.endsWith('+json'))) {
+    try {
+      body = JSON.parse(bodyRaw);
+    } catch {
+      body = bodyRaw;
+    }
+  } else if (bodyRaw && type === 'application/x-www-form-urlencoded') {
+    body = { ...querystring.parse(bodyRaw) };
+  }
+  return { method, path, query, headers, bodyRaw, body };
+}
+

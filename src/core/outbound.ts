@@ -1,0 +1,85 @@
+// Outbound HTTP for component URLs and webhooks, guarded so that users cannot make the service reach its own network.
+import dns from 'node:dns';
+import net from 'node:net';
+import { Agent, fetch, type Dispatcher } from 'undici';
+
+/** Loopback, private, link-local, carrier-grade NAT, unspecified and multicast ranges. */
+const BLOCKED = new net.BlockList();
+for (const [address, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
+  ['172.16.0.0', 12], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) BLOCKED.addSubnet(address, prefix, 'ipv4');
+for (const [address, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
+  BLOCKED.addSubnet(address, prefix, 'ipv6');
+}
+
+export function isPrivateAddress(address: string): boolean {
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
+  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+export class OutboundBlockedError extends Error {
+  override name = 'OutboundBlockedError';
+}
+
+/** A dispatcher that refuses to connect to private addresses, checked on the resolved address, not the name. */
+export function guardedDispatcher(allowPrivateNetwork: boolean, timeoutMs: number): Dispatcher {
+  const lookup: net.LookupFunction = (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 4);
+      const list = addresses as dns.LookupAddress[];
+      const allowed = allowPrivateNetwork ? list : list.filter((a) => !isPrivateAddress(a.address));
+      if (!allowed.length) {
+        return callback(new OutboundBlockedError(`${hostname} resolves to a private address; outbound requests may not reach it`), '', 4);
+      }
+      if ((options as dns.LookupOptions).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, allowed);
+      callback(null, allowed[0]!.address, allowed[0]!.family);
+    });
+  };
+  return new Agent({ connect: { lookup, timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+}
+
+/** Rejects URLs whose host is a literal private address, which never goes through the resolver. */
+export function assertPublicLiteral(url: URL, allowPrivateNetwork: boolean): void {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivateNetwork && isPrivateAddress(host)) {
+    throw new OutboundBlockedError(`${url.hostname} is a private address; outbound requests may not reach it`);
+  }
+}
+
+export interface FetchTextOptions {
+  allowPrivateNetwork: boolean;
+  timeoutMs: number;
+  maxBytes: number;
+}
+
+/** GETs a URL as text within a time and size budget; throws an Error with a human message on any failure. */
+export async function fetchText(rawUrl: string, options: FetchTextOptions): Promise<string> {
+  const url = new URL(rawUrl);
+  assertPublicLiteral(url, options.allowPrivateNetwork);
+  const dispatcher = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
+  try {
+    const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(options.timeoutMs), redirect: 'follow' });
+    if (!response.ok) throw new Error(`${rawUrl} answered ${response.status}`);
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body ?? []) {
+      size += (chunk as Uint8Array).byteLength;
+      if (size > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
+      chunks.push(Buffer.from(chunk as Uint8Array));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } catch (error) {
+    const cause = (error as { cause?: Error }).cause;
+    if (cause instanceof OutboundBlockedError) throw cause;
+    if ((error as Error).name === 'TimeoutError') throw new Error(`${rawUrl} did not answer within ${options.timeoutMs} ms`);
+    throw error;
+  } finally {
+    await dispatcher.close().catch(() => undefined);
+  }
+}

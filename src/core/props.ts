@@ -1,0 +1,213 @@
+// Validates configured_props against a component's prop descriptors, seals secrets, and shapes the API echo.
+import { Cron } from 'croner';
+import type { PropDescriptor } from '../runtime/types.js';
+import { ServiceError } from './errors.js';
+import { SecretBox } from './secrets.js';
+
+/** What the API shows instead of a secret; sending it back keeps the stored value. */
+export const SECRET_PLACEHOLDER = '********';
+
+export interface TimerSchedule {
+  intervalSeconds?: number;
+  cron?: string;
+  timezone?: string;
+}
+
+export interface PropProblem {
+  prop: string;
+  message: string;
+}
+
+export interface PropRules {
+  minTimerIntervalSeconds: number;
+}
+
+const SCALAR_TYPES = new Set(['boolean', 'integer', 'string', 'object']);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function checkScalar(type: string, value: unknown): string | undefined {
+  switch (type) {
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : `must be a boolean, got ${describeType(value)}`;
+    case 'integer':
+      return typeof value === 'number' && Number.isSafeInteger(value) ? undefined : `must be an integer, got ${typeof value === 'number' ? value : describeType(value)}`;
+    case 'string':
+      return typeof value === 'string' ? undefined : `must be a string, got ${describeType(value)}`;
+    default:
+      return isPlainObject(value) ? undefined : `must be an object, got ${describeType(value)}`;
+  }
+}
+
+function optionValues(prop: PropDescriptor): unknown[] | undefined {
+  if (!prop.options) return undefined;
+  return prop.options.map((o) => (isPlainObject(o) && 'value' in o ? o.value : o));
+}
+
+/** Checks one user-input value (scalar or array) against type, options and bounds. */
+function checkInput(prop: PropDescriptor, value: unknown): string[] {
+  const isArray = prop.type.endsWith('[]');
+  const base = isArray ? prop.type.slice(0, -2) : prop.type;
+  const items = isArray ? value : [value];
+  if (isArray && !Array.isArray(value)) return [`must be an array of ${base}, got ${describeType(value)}`];
+  const problems: string[] = [];
+  const allowed = optionValues(prop);
+  (items as unknown[]).forEach((item, index) => {
+    const where = isArray ? `item ${index} ` : '';
+    const typeProblem = checkScalar(base, item);
+    if (typeProblem) return problems.push(where + typeProblem);
+    if (allowed && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(item))) {
+      problems.push(`${where}must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}, got ${JSON.stringify(item)}`);
+    }
+    if (base === 'integer') {
+      if (prop.min !== undefined && (item as number) < prop.min) problems.push(`${where}must be at least ${prop.min}, got ${item}`);
+      if (prop.max !== undefined && (item as number) > prop.max) problems.push(`${where}must be at most ${prop.max}, got ${item}`);
+    }
+    return undefined;
+  });
+  return problems;
+}
+
+/** The schedule of a timer prop: the configured value, else the prop's default, else fields written on the prop. */
+export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerSchedule | undefined {
+  const pick = (source: unknown): TimerSchedule | undefined => {
+    if (!isPlainObject(source)) return undefined;
+    const schedule: TimerSchedule = {};
+    if (source.intervalSeconds !== undefined) schedule.intervalSeconds = source.intervalSeconds as number;
+    if (source.cron !== undefined) schedule.cron = source.cron as string;
+    if (source.timezone !== undefined) schedule.timezone = source.timezone as string;
+    return schedule.intervalSeconds !== undefined || schedule.cron !== undefined ? schedule : undefined;
+  };
+  return pick(configured) ?? pick(prop.default) ?? pick(prop);
+}
+
+function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
+  if (!schedule) return ['needs { intervalSeconds } or { cron }, in configured_props or as the prop\'s default'];
+  if (schedule.cron !== undefined) {
+    if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
+      return [`cron must be a 5-field expression, got ${JSON.stringify(schedule.cron)}`];
+    }
+    if (schedule.timezone !== undefined && typeof schedule.timezone !== 'string') return ['timezone must be a string'];
+    try {
+      new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
+    } catch (error) {
+      return [`invalid cron expression ${JSON.stringify(schedule.cron)}: ${(error as Error).message}`];
+    }
+    return [];
+  }
+  const interval = schedule.intervalSeconds;
+  if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${JSON.stringify(interval)}`];
+  if (interval < rules.minTimerIntervalSeconds) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
+  return [];
+}
+
+/**
+ * Validates `given` against the descriptors and returns the props to store (secrets sealed).
+ * `stored` holds the previous values on update, so that a secret placeholder keeps the stored secret.
+ * Every problem is reported in one 422.
+ */
+export function validateProps(
+  descriptors: PropDescriptor[],
+  given: Record<string, unknown>,
+  stored: Record<string, unknown>,
+  secrets: SecretBox,
+  rules: PropRules,
+): Record<string, unknown> {
+  const problems: PropProblem[] = [];
+  const out: Record<string, unknown> = {};
+  const known = new Set(descriptors.map((d) => d.name));
+  for (const name of Object.keys(given)) {
+    if (!known.has(name)) problems.push({ prop: name, message: 'is not a prop of this component' });
+  }
+  for (const prop of descriptors) {
+    const value = given[prop.name];
+    const fail = (message: string) => problems.push({ prop: prop.name, message });
+    switch (prop.type) {
+      case '$.service.db':
+        break;
+      case '$.interface.http':
+        out[prop.name] = { customResponse: prop.customResponse === true };
+        break;
+      case '$.interface.timer': {
+        const schedule = timerSchedule(prop, value);
+        const timerProblems = checkTimer(schedule, rules);
+        timerProblems.forEach(fail);
+        if (!timerProblems.length) out[prop.name] = schedule;
+        break;
+      }
+      case 'app':
+        if (value === undefined || value === null) out[prop.name] = {};
+        else if (!isPlainObject(value) || (value.authProvisionId !== undefined && typeof value.authProvisionId !== 'string')) {
+          fail('must be { authProvisionId: string }');
+        } else out[prop.name] = value.authProvisionId === undefined ? {} : { authProvisionId: value.authProvisionId };
+        break;
+      default: {
+        if (!SCALAR_TYPES.has(prop.type.replace(/\[\]$/, ''))) {
+          fail(`has unsupported type ${prop.type}`);
+          break;
+        }
+        if (value === undefined || value === null) {
+          if (prop.default !== undefined) out[prop.name] = prop.default;
+          else if (!prop.optional) fail('is required');
+          break;
+        }
+        if (prop.secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(stored[prop.name])) {
+          out[prop.name] = stored[prop.name];
+          break;
+        }
+        const inputProblems = checkInput(prop, value);
+        inputProblems.forEach(fail);
+        if (!inputProblems.length) out[prop.name] = prop.secret && typeof value === 'string' ? secrets.encrypt(value) : value;
+      }
+    }
+  }
+  if (problems.length) {
+    const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
+    throw new ServiceError('props_invalid', `invalid configured_props: ${summary}`, problems);
+  }
+  return out;
+}
+
+/** Interval between the next two runs of a cron schedule, so that timer echoes always carry `interval_seconds`. */
+function cronIntervalSeconds(schedule: TimerSchedule): number {
+  const cron = new Cron(schedule.cron!, { timezone: schedule.timezone ?? 'UTC', paused: true });
+  const [first, second] = cron.nextRuns(2);
+  return first && second ? Math.round((second.getTime() - first.getTime()) / 1000) : 0;
+}
+
+/** The `configured_props` echo: timers as `{ cron, interval_seconds }`, HTTP as `{ endpoint_url }`, secrets hidden. */
+export function echoProps(descriptors: PropDescriptor[], stored: Record<string, unknown>, endpointUrl: string | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const prop of descriptors) {
+    const value = stored[prop.name];
+    if (prop.type === '$.service.db') continue;
+    if (prop.type === '$.interface.http') out[prop.name] = { endpoint_url: endpointUrl ?? null };
+    else if (prop.type === '$.interface.timer') {
+      const schedule = (value ?? {}) as TimerSchedule;
+      out[prop.name] = schedule.cron !== undefined
+        ? { cron: schedule.cron, interval_seconds: cronIntervalSeconds(schedule), ...(schedule.timezone && { timezone: schedule.timezone }) }
+        : { cron: null, interval_seconds: schedule.intervalSeconds ?? null };
+    } else if (value === undefined) continue;
+    else out[prop.name] = prop.secret ? SECRET_PLACEHOLDER : value;
+  }
+  return out;
+}
+
+/** The values the component sees as `this.<prop>`, secrets opened. Interface and db props are built by the runtime. */
+export function runtimeProps(descriptors: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const prop of descriptors) {
+    const value = stored[prop.name];
+    if (value === undefined) continue;
+    out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.decrypt(value) : value;
+  }
+  return out;
+}

@@ -1,0 +1,54 @@
+// Free-plan daily quotas: whether an account may start another invocation right now.
+import type { Store } from '../store/database.js';
+import { findUserByIdOrUsername } from '../store/users.js';
+import { readUsage } from '../store/usage.js';
+import { dayPeriod } from './periods.js';
+import type { PlanQuotas } from './users.js';
+
+export interface QuotaVerdict {
+  allowed: boolean;
+  /** Why not, for the 429 body or the `$errors` event. */
+  reason?: string;
+  /** Seconds until the counters reset (00:00 UTC). */
+  retryAfterSeconds?: number;
+}
+
+/** Usage is read at most once per this many milliseconds per account; enforcement may lag by that much. */
+const CACHE_MS = 500;
+
+export function secondsUntilUtcMidnight(nowMs: number): number {
+  const next = new Date(nowMs);
+  next.setUTCHours(24, 0, 0, 0);
+  return Math.max(1, Math.ceil((next.getTime() - nowMs) / 1000));
+}
+
+export class QuotaService {
+  private readonly cache = new Map<string, { at: number; verdict: QuotaVerdict }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly quotas: PlanQuotas,
+  ) {}
+
+  async check(userId: string, nowMs = Date.now()): Promise<QuotaVerdict> {
+    const cached = this.cache.get(userId);
+    if (cached && nowMs - cached.at < CACHE_MS && dayPeriod(cached.at) === dayPeriod(nowMs)) return cached.verdict;
+    const verdict = await this.evaluate(userId, nowMs);
+    this.cache.set(userId, { at: nowMs, verdict });
+    return verdict;
+  }
+
+  private async evaluate(userId: string, nowMs: number): Promise<QuotaVerdict> {
+    const user = await findUserByIdOrUsername(this.store.db, userId);
+    if (!user || user.plan !== 'free') return { allowed: true };
+    const usage = await readUsage(this.store.db, userId, dayPeriod(nowMs));
+    const retryAfterSeconds = secondsUntilUtcMidnight(nowMs);
+    if (usage.invocations >= this.quotas.freeDailyInvocations) {
+      return { allowed: false, retryAfterSeconds, reason: `daily invocation quota of ${this.quotas.freeDailyInvocations} reached; it resets at 00:00 UTC` };
+    }
+    if (usage.computeMs >= this.quotas.freeDailyComputeMs) {
+      return { allowed: false, retryAfterSeconds, reason: `daily compute time quota of ${this.quotas.freeDailyComputeMs} ms reached; it resets at 00:00 UTC` };
+    }
+    return { allowed: true };
+  }
+}

@@ -1,0 +1,47 @@
+// Encrypts secret prop values at rest with AES-256-GCM; the key comes from configuration or a key file.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const PREFIX = 'enc:v1:';
+
+export class SecretBox {
+  private constructor(private readonly key: Buffer) {}
+
+  /**
+   * A configured secret key is hashed to 32 bytes; without one, a random key is kept in `<dataDir>/secret.key`
+   * (every node of a cluster must then be given the same TRIBUTARY_SECRET_KEY instead).
+   */
+  static open(secretKey: string | undefined, dataDir: string): SecretBox {
+    if (secretKey) return new SecretBox(createHash('sha256').update(secretKey, 'utf8').digest());
+    const file = path.join(dataDir, 'secret.key');
+    fs.mkdirSync(dataDir, { recursive: true });
+    try {
+      fs.writeFileSync(file, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key`);
+    return new SecretBox(key);
+  }
+
+  encrypt(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+  }
+
+  decrypt(sealed: string): string {
+    if (!sealed.startsWith(PREFIX)) throw new Error('not an encrypted value');
+    const raw = Buffer.from(sealed.slice(PREFIX.length), 'base64');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+  }
+
+  static isSealed(value: unknown): value is string {
+    return typeof value === 'string' && value.startsWith(PREFIX);
+  }
+}

@@ -1,0 +1,302 @@
+// Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/database.js';
+import { newId, nowSeconds, isId } from '../store/ids.js';
+import * as sources from '../store/sources.js';
+import type { ComponentRow } from '../store/components.js';
+import { loadComponent } from '../store/components.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import type { ComponentInfo, InvocationMethod, InvocationOutcome } from '../runtime/types.js';
+import { commitEffects, type InvocationContext } from '../engine/effects.js';
+import type { SourceLocks } from '../engine/source-locks.js';
+import { timerRowsFor } from '../engine/timers.js';
+import { replaceTimers } from '../store/timers.js';
+import { componentInfo, type ComponentService } from './components.js';
+import { ServiceError, invalid, notFound } from './errors.js';
+import type { Page, PageRequest } from './pagination.js';
+import { echoProps, runtimeProps, validateProps } from './props.js';
+import { SecretBox } from './secrets.js';
+import type { EventSummary } from './event-pipeline.js';
+
+/** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
+export interface SourceView {
+  id: string;
+  user_id?: string;
+  component_id: string;
+  configured_props: Record<string, unknown>;
+  active: boolean;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  name_slug: string;
+}
+
+export interface SourceRequest {
+  component_id?: string | undefined;
+  component_code?: string | undefined;
+  component_url?: string | undefined;
+  key?: string | undefined;
+  name?: string | undefined;
+  configured_props?: Record<string, unknown> | undefined;
+  active?: boolean | undefined;
+}
+
+export interface SourceSettings {
+  publicUrl: string;
+  minTimerInterval: number;
+  runTimeout: number;
+  eventRetention: number;
+}
+
+/** Everything needed to run code of a source: its row, its component and what the runtime learned of it. */
+export interface SourceRuntimeView {
+  source: sources.SourceRow;
+  component: ComponentRow;
+  info: ComponentInfo;
+}
+
+/** Called after a change commits, with the events it stored (for live delivery) and the source as it now is. */
+export type SourceChangeListener = (change: { sourceId: string; kind: 'upsert' | 'delete'; events: EventSummary[] }) => void;
+
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
+  return slug || 'source';
+}
+
+function newEndpointId(): string {
+  return `en${randomBytes(20).toString('hex')}`;
+}
+
+function hasHttp(info: ComponentInfo): boolean {
+  return info.props.some((p) => p.type === '$.interface.http');
+}
+
+export class SourceService {
+  private readonly listeners: SourceChangeListener[] = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly components: ComponentService,
+    private readonly runtime: ComponentRuntime,
+    private readonly secrets: SecretBox,
+    private readonly locks: SourceLocks,
+    private readonly settings: SourceSettings,
+  ) {}
+
+  onChange(listener: SourceChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  endpointUrl(endpointId: string | null): string | undefined {
+    return endpointId ? `${this.settings.publicUrl}/e/${endpointId}` : undefined;
+  }
+
+  toView(row: sources.SourceRow, info: ComponentInfo, withUserId: boolean): SourceView {
+    const view: SourceView = {
+      id: row.id,
+      component_id: row.component_id,
+      configured_props: echoProps(info.props, JSON.parse(row.configured_props), this.endpointUrl(row.endpoint_id)),
+      active: row.active === 1,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      name: row.name,
+      name_slug: row.name_slug,
+    };
+    return withUserId ? { ...view, user_id: row.user_id } : view;
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<Page<SourceView>> {
+    const result = await sources.listSources(this.store.db, accountId, page);
+    const infos = new Map<string, ComponentInfo>();
+    for (const row of result.items) {
+      if (!infos.has(row.component_id)) infos.set(row.component_id, componentInfo((await loadComponent(this.store.db, row.component_id))!));
+    }
+    return { ...result, items: result.items.map((row) => this.toView(row, infos.get(row.component_id)!, false)) };
+  }
+
+  /** The source with its component, or 404 for a missing id or another account's source. */
+  async get(accountId: string, sourceId: string): Promise<SourceRuntimeView> {
+    const source = isId(sourceId, 'dc') ? await sources.findSource(this.store.db, accountId, sourceId) : undefined;
+    if (!source) throw notFound(`source "${sourceId}"`);
+    const component = (await loadComponent(this.store.db, source.component_id))!;
+    return { source, component, info: componentInfo(component) };
+  }
+
+  /** The component a create or update request names: component_id, then code, then URL, then a registry key. */
+  private async resolveComponent(accountId: string, request: SourceRequest): Promise<ComponentRow | undefined> {
+    if (request.component_id !== undefined) return this.components.get(accountId, request.component_id);
+    if (request.component_code !== undefined || request.component_url !== undefined) {
+      return this.components.save(accountId, { code: request.component_code, url: request.component_url });
+    }
+    if (request.key !== undefined) return this.components.getRegistry(request.key);
+    return undefined;
+  }
+
+  private async uniqueSlug(accountId: string, name: string, exceptSourceId?: string): Promise<string> {
+    const base = slugify(name);
+    const taken = new Set(await sources.slugsLike(this.store.db, accountId, base));
+    if (exceptSourceId) {
+      const own = await sources.findSource(this.store.db, accountId, exceptSourceId);
+      if (own) taken.delete(own.name_slug);
+    }
+    if (!taken.has(base)) return base;
+    for (let n = 1; ; n++) if (!taken.has(`${base}-${n}`)) return `${base}-${n}`;
+  }
+
+  async create(accountId: string, request: SourceRequest): Promise<SourceView> {
+    const component = await this.resolveComponent(accountId, request);
+    if (!component) throw invalid('one of component_id, component_code, component_url or key is required');
+    const info = this.deployable(component);
+    const stored = validateProps(info.props, request.configured_props ?? {}, {}, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    const name = request.name ?? slugify(info.name);
+    if (typeof name !== 'string' || name.trim() === '') throw invalid('name must be a non-empty string');
+    const now = nowSeconds();
+    const row: sources.SourceRow = {
+      id: newId('dc'),
+      user_id: accountId,
+      component_id: component.id,
+      name,
+      name_slug: await this.uniqueSlug(accountId, name),
+      active: 1,
+      configured_props: JSON.stringify(stored),
+      endpoint_id: hasHttp(info) ? newEndpointId() : null,
+      created_at: now,
+      updated_at: now,
+    };
+    const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
+    const events = await this.store.db.transaction().execute(async (trx) => {
+      await sources.insertSource(trx, row);
+      await replaceTimers(trx, row.id, timerRowsFor(row, info, Date.now()));
+      return commitEffects(trx, { sourceId: row.id, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites }, this.effectsOptions());
+    });
+    this.emitChange({ sourceId: row.id, kind: 'upsert', events });
+    return this.toView(row, info, true);
+  }
+
+  /** PUT: omitted code fields keep the component, omitted configured_props keep the stored ones; `active` defaults to true. */
+  async update(accountId: string, sourceId: string, request: SourceRequest): Promise<SourceView> {
+    const current = await this.get(accountId, sourceId);
+    const component = (await this.resolveComponent(accountId, request)) ?? current.component;
+    const info = this.deployable(component);
+    const previous = JSON.parse(current.source.configured_props) as Record<string, unknown>;
+    const given = request.configured_props ?? this.reusableProps(info, previous);
+    const stored = validateProps(info.props, given, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    const active = request.active ?? true;
+    const wasActive = current.source.active === 1;
+    const next: sources.SourceRow = {
+      ...current.source,
+      component_id: component.id,
+      name: request.name ?? current.source.name,
+      name_slug: request.name !== undefined ? await this.uniqueSlug(accountId, request.name, sourceId) : current.source.name_slug,
+      active: active ? 1 : 0,
+      configured_props: JSON.stringify(stored),
+      endpoint_id: hasHttp(info) ? current.source.endpoint_id ?? newEndpointId() : null,
+      updated_at: nowSeconds(),
+    };
+    const events = await this.locks.exclusive(sourceId, async () => {
+      const db = await sources.readSourceDb(this.store.db, sourceId);
+      // deactivate() runs with the code and props being replaced; activate() with the new ones.
+      const off = wasActive ? await this.runHooks(current.source, current.component, current.info, ['deactivate'], db) : undefined;
+      const afterOff = { ...db, ...off?.dbWrites };
+      const on = active ? await this.runHooks(next, component, info, ['activate'], afterOff) : undefined;
+      return this.store.db.transaction().execute(async (trx) => {
+        await sources.updateSource(trx, sourceId, next);
+        await replaceTimers(trx, sourceId, timerRowsFor(next, info, Date.now()));
+        const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
+        const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
+        return commitEffects(trx, { sourceId, info, outcomes, dbWrites }, this.effectsOptions());
+      });
+    });
+    this.emitChange({ sourceId, kind: 'upsert', events });
+    return this.toView(next, info, true);
+  }
+
+  async delete(accountId: string, sourceId: string): Promise<void> {
+    const current = await this.get(accountId, sourceId);
+    await this.locks.exclusive(sourceId, async () => {
+      if (current.source.active === 1) {
+        const db = await sources.readSourceDb(this.store.db, sourceId);
+        await this.runHooks(current.source, current.component, current.info, ['deactivate'], db);
+      }
+      await this.store.db.transaction().execute((trx) => sources.deleteSourceCascade(trx, sourceId));
+    });
+    this.emitChange({ sourceId, kind: 'delete', events: [] });
+  }
+
+  private emitChange(change: Parameters<SourceChangeListener>[0]): void {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  /** Stored props as they can be validated again on update (secrets stay sealed, timers keep their schedule). */
+  private reusableProps(info: ComponentInfo, previous: Record<string, unknown>): Record<string, unknown> {
+    const known = new Set(info.props.filter((p) => p.type !== '$.interface.http' && p.type !== '$.service.db').map((p) => p.name));
+    return Object.fromEntries(
+      Object.entries(previous)
+        .filter(([name]) => known.has(name))
+        .map(([name, value]) => [name, info.props.find((p) => p.name === name)?.secret ? '********' : value]),
+    );
+  }
+
+  private deployable(component: ComponentRow): ComponentInfo {
+    const info = componentInfo(component);
+    if (info.type === 'action') {
+      throw new ServiceError('component_invalid', `component "${info.key ?? info.name}" is an action; only sources can be deployed`);
+    }
+    return info;
+  }
+
+  effectsOptions() {
+    return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: Date.now() };
+  }
+
+  /** Everything the runtime needs to call code of this source, props decrypted. */
+  async invocationBase(source: sources.SourceRow, component: ComponentRow, info: ComponentInfo) {
+    const prepared = await this.runtime.prepare(component.code);
+    const http = info.props.find((p) => p.type === '$.interface.http');
+    return {
+      accountId: source.user_id,
+      sourceId: source.id,
+      component: prepared,
+      props: runtimeProps(info.props, JSON.parse(source.configured_props), this.secrets),
+      auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
+      httpEndpoint: this.endpointUrl(source.endpoint_id),
+      customResponse: http?.customResponse === true,
+      timeoutMs: this.settings.runTimeout * 1000,
+    };
+  }
+
+  /**
+   * Runs hooks in order (those the component defines), threading db writes from one to the next.
+   * The first hook that throws fails the request with 422 and nothing is committed.
+   */
+  private async runHooks(
+    source: sources.SourceRow,
+    component: ComponentRow,
+    info: ComponentInfo,
+    methods: Array<Exclude<InvocationMethod, 'run'>>,
+    db: Record<string, unknown>,
+  ): Promise<{ outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>; dbWrites: Record<string, unknown> }> {
+    const outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }> = [];
+    let dbWrites: Record<string, unknown> = {};
+    const base = await this.invocationBase(source, component, info);
+    for (const method of methods) {
+      if (!info.hooks[method]) continue;
+      const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites } });
+      const outcome = result.outcomes[0]!;
+      if (outcome.error) {
+        throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
+          { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
+        ]);
+      }
+      outcomes.push({ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } });
+      dbWrites = { ...dbWrites, ...result.dbWrites };
+    }
+    return { outcomes, dbWrites };
+  }
+}

@@ -1,0 +1,244 @@
+// Takes queued invocations, runs them in batches per source in arrival order, and commits each batch's effects.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Store } from '../store/database.js';
+import { newId } from '../store/ids.js';
+import type { Transaction } from 'kysely';
+import type { Database, TriggerKind } from '../store/schema.js';
+import * as invocations from '../store/invocations.js';
+import { loadSource, readSourceDb } from '../store/sources.js';
+import { loadComponent } from '../store/components.js';
+import { findUserByIdOrUsername } from '../store/users.js';
+import { addUsage } from '../store/usage.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
+import { componentInfo } from '../core/components.js';
+import type { SourceService } from '../core/sources.js';
+import type { EventSummary } from '../core/event-pipeline.js';
+import { billingPeriod, dayPeriod } from '../core/periods.js';
+import { commitEffects, type InvocationContext } from './effects.js';
+import type { SourceLocks } from './source-locks.js';
+
+export interface NewInvocation {
+  sourceId: string;
+  userId: string;
+  trigger: TriggerKind;
+  event: unknown;
+  depth?: number;
+}
+
+export interface DispatcherOptions {
+  /** Sources run in parallel, at most (one batch per source at a time). */
+  concurrency: number;
+  /** Invocations of one source carried by one worker message. */
+  batchSize: number;
+  /** How long a claim is held before another node may take the work back. */
+  leaseMs: number;
+  /** Fallback poll, for work enqueued by other processes. */
+  pollMs: number;
+  /** Reclaim every lease at start (embedded mode: this process is the only one). */
+  reclaimAtStart: boolean;
+}
+
+/** Receives a run's `respond()` as soon as it is called, or undefined and the outcome once the run ended without one. */
+export type Responder = (response: HttpResponse | undefined, outcome?: InvocationOutcome) => void;
+
+/** Called after a batch commits, with the events it stored. */
+export type CommittedListener = (sourceId: string, events: EventSummary[]) => void;
+
+export class Dispatcher {
+  private readonly owner = `node-${randomUUID()}`;
+  private readonly running = new Set<string>();
+  private readonly committedListeners: CommittedListener[] = [];
+  private readonly responders = new Map<string, Responder>();
+  private pumping = false;
+  private pumpAgain = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: ComponentRuntime,
+    private readonly sources: SourceService,
+    private readonly locks: SourceLocks,
+    private readonly options: DispatcherOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.options.reclaimAtStart) await invocations.releaseAllLeases(this.store.db);
+    this.timer = setInterval(() => this.wake(), this.options.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  onCommitted(listener: CommittedListener): void {
+    this.committedListeners.push(listener);
+  }
+
+  /**
+   * Queues invocations durably (they are rows when this resolves) and wakes the dispatcher.
+   * `onResponse` receives the run's `respond()` for HTTP sources with customResponse (undefined: none came).
+   */
+  async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>): Promise<string[]> {
+    const rows = this.invocationRows(items);
+    rows.forEach((row, i) => {
+      const responder = onResponse?.[i];
+      if (responder) this.responders.set(row.id, responder);
+    });
+    await invocations.insertInvocations(this.store.db, rows);
+    this.wake();
+    return rows.map((r) => r.id);
+  }
+
+  /** Queues invocations inside the caller's transaction; call `wake()` once it commits. */
+  async enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]> {
+    const rows = this.invocationRows(items);
+    await invocations.insertInvocations(trx, rows);
+    return rows.map((r) => r.id);
+  }
+
+  private invocationRows(items: NewInvocation[]): invocations.InvocationRow[] {
+    const nowMs = Date.now();
+    return items.map((item) => ({
+      id: newId('inv'),
+      source_id: item.sourceId,
+      user_id: item.userId,
+      trigger: item.trigger,
+      event: JSON.stringify(item.event ?? null),
+      created_ms: nowMs,
+      depth: item.depth ?? 0,
+      attempts: 0,
+      lease_owner: null,
+      lease_until_ms: null,
+    }));
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Resolves when no batch is running and nothing is queued (for shutdown and tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0 || (await invocations.countPending(this.store.db)) > 0) {
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    }
+  }
+
+  /** Stops claiming new work and waits for running batches to commit. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      const free = this.options.concurrency - this.running.size;
+      if (free <= 0) return;
+      const candidates = await invocations.sourcesWithWork(this.store.db, Date.now(), free + this.running.size);
+      for (const sourceId of candidates) {
+        if (this.running.size >= this.options.concurrency) break;
+        if (this.running.has(sourceId)) continue;
+        this.running.add(sourceId);
+        void this.drainSource(sourceId).finally(() => {
+          this.running.delete(sourceId);
+          this.notifyIdle();
+          this.wake();
+        });
+      }
+    } catch (error) {
+      if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
+    }
+  }
+
+  private notifyIdle(): void {
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** Runs batches of one source until its queue is empty. */
+  private async drainSource(sourceId: string): Promise<void> {
+    await this.locks.exclusive(sourceId, async () => {
+      while (!this.stopped) {
+        const batch = await invocations.claimBatch(this.store.db, sourceId, this.owner, Date.now(), this.options.leaseMs, this.options.batchSize);
+        if (!batch.length) return;
+        await this.runBatch(sourceId, batch);
+      }
+    });
+  }
+
+  private async runBatch(sourceId: string, batch: invocations.InvocationRow[]): Promise<void> {
+    const ids = batch.map((b) => b.id);
+    const source = await loadSource(this.store.db, sourceId);
+    if (!source) {
+      // The source was deleted after these were queued; there is nothing left to run them against.
+      await invocations.completeInvocations(this.store.db, ids, this.owner);
+      return;
+    }
+    const component = (await loadComponent(this.store.db, source.component_id))!;
+    const info = componentInfo(component);
+    const events = batch.map((b) => JSON.parse(b.event) as unknown);
+    let outcomes: InvocationOutcome[];
+    let dbWrites: Record<string, unknown>;
+    try {
+      const base = await this.sources.invocationBase(source, component, info);
+      const db = await readSourceDb(this.store.db, sourceId);
+      const result = await this.runtime.invoke(
+        { ...base, method: 'run', events, db },
+        { onRespond: (response: HttpResponse, index = 0) => this.respond(ids[index]!, response) },
+      );
+      outcomes = result.outcomes;
+      dbWrites = result.dbWrites;
+    } catch (error) {
+      // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
+      this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
+      await invocations.releaseInvocations(this.store.db, ids, this.owner);
+      return;
+    }
+    const contexts: InvocationContext[] = batch.map((b, i) => ({ invocationId: b.id, trigger: b.trigger, event: events[i] }));
+    const nowMs = Date.now();
+    const account = await findUserByIdOrUsername(this.store.db, source.user_id);
+    const committed = await this.store.db.transaction().execute(async (trx) => {
+      const stored = await commitEffects(
+        trx,
+        { sourceId, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
+        { ...this.sources.effectsOptions(), nowMs },
+      );
+      if (account) {
+        const computeMs = Math.round(outcomes.reduce((sum, o) => sum + o.durationMs, 0));
+        const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
+        await addUsage(trx, account.id, period, batch.length, computeMs);
+      }
+      await invocations.completeInvocations(trx, ids, this.owner);
+      return stored;
+    });
+    ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));
+    if (committed.length) for (const listener of this.committedListeners) listener(sourceId, committed);
+  }
+
+  /** Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored. */
+  private respond(invocationId: string, response: HttpResponse | undefined, outcome?: InvocationOutcome): void {
+    const responder = this.responders.get(invocationId);
+    if (!responder) return;
+    this.responders.delete(invocationId);
+    responder(response, outcome);
+  }
+
+  /** Drops a waiting responder (the HTTP client went away or waited too long). */
+  forgetResponder(invocationId: string): void {
+    this.responders.delete(invocationId);
+  }
+}

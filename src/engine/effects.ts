@@ -1,0 +1,64 @@
+// Commits what one invocation did (events, logs, errors, db writes) inside the caller's transaction.
+import type { Transaction } from 'kysely';
+import type { ComponentInfo, InvocationOutcome } from '../runtime/types.js';
+import type { DialectName } from '../store/database.js';
+import type { Database, TriggerKind } from '../store/schema.js';
+import { writeSourceDb } from '../store/sources.js';
+import { appendEvents, pendingEmits, type EventSummary, type PendingEvent } from '../core/event-pipeline.js';
+
+/** The context a failure is reported with in an `$errors` event. */
+export interface InvocationContext {
+  invocationId: string;
+  trigger: TriggerKind | 'deploy' | 'activate' | 'deactivate';
+  event: unknown;
+}
+
+export interface EffectsInput {
+  sourceId: string;
+  info: ComponentInfo;
+  /** One outcome per triggering event, with the context it ran in. */
+  outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>;
+  dbWrites: Record<string, unknown>;
+}
+
+export interface EffectsOptions {
+  dialect: DialectName;
+  retention: number;
+  nowMs: number;
+}
+
+/** Builds the `$errors` event of a failed run or hook, as DESIGN.md section 3 describes it. */
+export function errorEvent(sourceId: string, outcome: InvocationOutcome, context: InvocationContext, nowMs: number): PendingEvent {
+  const error = outcome.error!;
+  return {
+    stream: '$errors',
+    name: '$errors',
+    summary: `${error.name}: ${error.message}`.slice(0, 200),
+    event: {
+      error: { name: error.name, message: error.message, stack: error.stack, code: error.code ?? error.name },
+      original_event: context.event ?? null,
+      original_context: { id: context.invocationId, ts: new Date(nowMs).toISOString(), source_id: sourceId, trigger: context.trigger },
+    },
+  };
+}
+
+function logEvents(outcome: InvocationOutcome): PendingEvent[] {
+  return outcome.logs.map((line) => ({ stream: '$logs', name: '$logs', event: line, summary: line.msg.slice(0, 200) }));
+}
+
+/** Stores all effects of an invocation; returns the committed event summaries for live delivery. */
+export async function commitEffects(trx: Transaction<Database>, input: EffectsInput, options: EffectsOptions): Promise<EventSummary[]> {
+  const emits = input.outcomes.flatMap(({ outcome }) => (outcome.error ? [] : outcome.emits));
+  const extra: PendingEvent[] = [];
+  for (const { outcome, context } of input.outcomes) {
+    extra.push(...logEvents(outcome));
+    if (outcome.error) extra.push(errorEvent(input.sourceId, outcome, context, options.nowMs));
+  }
+  await writeSourceDb(trx, input.sourceId, input.dbWrites);
+  return appendEvents(trx, input.sourceId, extra, {
+    dialect: options.dialect,
+    retention: options.retention,
+    nowMs: options.nowMs,
+    dedupe: (cache) => pendingEmits(input.info.dedupe, cache, emits),
+  });
+}

@@ -1,0 +1,155 @@
+// Fires timer props of active sources: each due time once, missed ones as a single catch-up, never stacked.
+import { Cron } from 'croner';
+import type { Logger } from 'pino';
+import type { Store } from '../store/database.js';
+import * as timers from '../store/timers.js';
+import { newId } from '../store/ids.js';
+import type { SourceRow } from '../store/sources.js';
+import type { ComponentInfo } from '../runtime/types.js';
+import { appendEvents } from '../core/event-pipeline.js';
+import type { TimerSchedule } from '../core/props.js';
+import type { QuotaService } from '../core/quotas.js';
+import { errorEvent } from './effects.js';
+import type { Dispatcher } from './dispatcher.js';
+
+/** The event `run` receives from a timer. */
+export interface TimerEvent {
+  timestamp: number;
+  interval_seconds: number | null;
+  cron: string | null;
+}
+
+/** Longest sleep between checks, so that timers written by other nodes are seen. */
+const MAX_SLEEP_MS = 1000;
+const CLAIM_BATCH = 500;
+
+/** The first due time of `schedule` strictly after `afterMs`, keeping an interval's phase from `phaseMs`. */
+export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: number = afterMs): number {
+  if (schedule.cron !== undefined) {
+    const next = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true }).nextRun(new Date(afterMs));
+    return next ? next.getTime() : Number.MAX_SAFE_INTEGER;
+  }
+  const step = schedule.intervalSeconds! * 1000;
+  if (phaseMs > afterMs) return phaseMs;
+  return phaseMs + (Math.floor((afterMs - phaseMs) / step) + 1) * step;
+}
+
+/** The first due time of a newly written timer: one interval from now, or the cron's next run. */
+export function firstDue(schedule: TimerSchedule, nowMs: number): number {
+  return schedule.cron === undefined ? nowMs + schedule.intervalSeconds! * 1000 : nextDue(schedule, nowMs);
+}
+
+/** The timer rows of a source as it now is: one per timer prop while active, none while inactive. */
+export function timerRowsFor(source: SourceRow, info: ComponentInfo, nowMs: number): timers.TimerRow[] {
+  if (source.active !== 1) return [];
+  const stored = JSON.parse(source.configured_props) as Record<string, TimerSchedule | undefined>;
+  return info.props.flatMap((p) => {
+    const schedule = stored[p.name];
+    if (p.type !== '$.interface.timer' || !schedule) return [];
+    return [{ source_id: source.id, prop_name: p.name, user_id: source.user_id, schedule: JSON.stringify(schedule), next_due_ms: firstDue(schedule, nowMs) }];
+  });
+}
+
+export class TimerScheduler {
+  private timeout: NodeJS.Timeout | undefined;
+  private firing = false;
+  private fireAgain = false;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly dispatcher: Dispatcher,
+    private readonly quotas: QuotaService,
+    private readonly retention: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.arm(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timeout) clearTimeout(this.timeout);
+  }
+
+  /** Looks for due timers now (after a source change wrote new timer rows). */
+  poke(): void {
+    this.arm(0);
+  }
+
+  /** Sleeps until the earliest due time (at most MAX_SLEEP_MS), then fires what is due. */
+  private arm(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timeout) clearTimeout(this.timeout);
+    this.timeout = setTimeout(() => void this.fire(), Math.max(0, Math.min(delayMs, MAX_SLEEP_MS)));
+    this.timeout.unref();
+  }
+
+  private async fire(): Promise<void> {
+    if (this.firing) {
+      this.fireAgain = true;
+      return;
+    }
+    this.firing = true;
+    try {
+      let fired = 0;
+      do {
+        const due = await timers.dueTimers(this.store.db, Date.now(), CLAIM_BATCH);
+        for (const timer of due) fired += (await this.fireOne(timer)) ? 1 : 0;
+        if (due.length < CLAIM_BATCH) break;
+      } while (!this.stopped);
+      if (fired) this.dispatcher.wake();
+      const next = await timers.nextDueMs(this.store.db);
+      this.arm(next === undefined ? MAX_SLEEP_MS : next - Date.now());
+    } catch (error) {
+      if (!this.stopped) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
+      this.arm(MAX_SLEEP_MS);
+    } finally {
+      this.firing = false;
+      if (this.fireAgain) {
+        this.fireAgain = false;
+        this.arm(0);
+      }
+    }
+  }
+
+  /** Claims one due time; enqueues its run in the same transaction, or records why it did not run. */
+  private async fireOne(timer: timers.TimerRow): Promise<boolean> {
+    const schedule = JSON.parse(timer.schedule) as TimerSchedule;
+    const nowMs = Date.now();
+    const dueMs = Number(timer.next_due_ms);
+    // Every missed due time collapses into this one run; the next is the first due time after now.
+    const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
+    const event: TimerEvent = {
+      timestamp: Math.floor(dueMs / 1000),
+      interval_seconds: schedule.intervalSeconds ?? null,
+      cron: schedule.cron ?? null,
+    };
+    const quota = await this.quotas.check(timer.user_id, nowMs);
+    return this.store.db.transaction().execute(async (trx) => {
+      if (!(await timers.advanceTimer(trx, timer, following))) return false;
+      if (await timers.hasPendingTimerRun(trx, timer.source_id)) {
+        this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
+        return false;
+      }
+      if (!quota.allowed) {
+        const outcome = {
+          emits: [],
+          logs: [],
+          durationMs: 0,
+          error: { name: 'QuotaExceededError', message: quota.reason!, stack: `QuotaExceededError: ${quota.reason}`, code: 'quota_exceeded' },
+        };
+        const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
+        await appendEvents(trx, timer.source_id, [errorEvent(timer.source_id, outcome, context, nowMs)], {
+          dialect: this.store.dialect,
+          retention: this.retention,
+          nowMs,
+        });
+        return false;
+      }
+      await this.dispatcher.enqueueIn(trx, [{ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event }]);
+      return true;
+    });
+  }
+}

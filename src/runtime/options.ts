@@ -1,0 +1,35 @@
+// The settings a ComponentRuntime is built with, checked once and frozen.
+import path from 'node:path';
+
+export interface RuntimeLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface RuntimeOptions {
+  /** Absolute; the runtime owns `<dataDir>/code` and `<dataDir>/packages`. */
+  dataDir: string;
+  /** `--max-old-space-size` of each worker. */
+  workerMemoryMb: number;
+  /** Most worker processes alive at once. */
+  poolSize: number;
+  /** How long loading and inspecting a module may take. */
+  loadTimeoutMs: number;
+  logger: RuntimeLogger;
+}
+
+function positiveInteger(value: unknown, name: string): void {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw new TypeError(`runtime option ${name} must be a positive integer`);
+}
+
+export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions> {
+  if (typeof options.dataDir !== 'string' || !path.isAbsolute(options.dataDir)) {
+    throw new TypeError('runtime option dataDir must be an absolute path');
+  }
+  positiveInteger(options.workerMemoryMb, 'workerMemoryMb');
+  positiveInteger(options.poolSize, 'poolSize');
+  positiveInteger(options.loadTimeoutMs, 'loadTimeoutMs');
+  return Object.freeze({ ...options });
+}

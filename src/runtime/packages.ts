@@ -1,0 +1,161 @@
+// The npm package cache: each package components import, installed once per exact version under <dataDir>/packages.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Npm } from './npm.js';
+import type { RuntimeLogger } from './options.js';
+
+/** A bare import split up: `@scope/pkg@1.2.3/sub/path` is `{ name: "@scope/pkg", range: "1.2.3", subpath: "/sub/path" }`. */
+export interface PackageImport {
+  name: string;
+  range?: string;
+  subpath: string;
+}
+
+export interface InstalledPackage {
+  name: string;
+  version: string;
+  /** The install folder (its `node_modules` holds the package and its dependencies). */
+  dir: string;
+}
+
+const NAME = /^(?:@[a-z0-9][\w.~-]*\/)?[a-zA-Z0-9][\w.~-]*$/;
+const RANGE = /^[\w.^~<>=*|+-]+$/;
+const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+/** Written inside the install folder last, so a folder without it is never used. */
+const MARKER = '.tributary-installed';
+/** How long "latest" (or a range) is trusted before npm is asked again. */
+const RESOLUTION_TTL_MS = 10 * 60_000;
+
+/** Undefined when the specifier is not an npm package name (with an optional version and subpath). */
+export function parsePackageImport(specifier: string): PackageImport | undefined {
+  const scoped = specifier.startsWith('@');
+  const parts = specifier.split('/');
+  const head = scoped ? parts.slice(0, 2).join('/') : parts[0]!;
+  const subpath = parts.slice(scoped ? 2 : 1).join('/');
+  const at = head.indexOf('@', scoped ? 1 : 0);
+  const name = at === -1 ? head : head.slice(0, at);
+  const range = at === -1 ? undefined : head.slice(at + 1);
+  if (!NAME.test(name) || name.length > 214) return undefined;
+  if (range !== undefined && !RANGE.test(range)) return undefined;
+  if (parts.slice(scoped ? 2 : 1).some((segment) => segment === '' || segment === '.' || segment === '..')) return undefined;
+  return { name, range, subpath: subpath === '' ? '' : `/${subpath}` };
+}
+
+/** Orders `x.y.z[-pre]` versions; enough to pick the newest installed copy when npm is unreachable. */
+function compareVersions(a: string, b: string): number {
+  const [coreA = '', preA] = a.split('-', 2);
+  const [coreB = '', preB] = b.split('-', 2);
+  const numsA = coreA.split('.').map(Number);
+  const numsB = coreB.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    const diff = (numsA[i] ?? 0) - (numsB[i] ?? 0);
+    if (diff !== 0) return diff;
+  }
+  if (preA === preB) return 0;
+  if (preA === undefined) return 1;
+  if (preB === undefined) return -1;
+  return preA < preB ? -1 : 1;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+export class PackageCache {
+  /** One install at a time per name and version: concurrent saves share it. */
+  private readonly installs = new Map<string, Promise<InstalledPackage>>();
+  private readonly resolutions = new Map<string, { version: string; at: number }>();
+
+  constructor(
+    readonly root: string,
+    private readonly npm: Npm,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  folder(name: string, version: string): string {
+    return path.join(this.root, `${name}@${version}`);
+  }
+
+  async isInstalled(dir: string): Promise<boolean> {
+    return exists(path.join(dir, MARKER));
+  }
+
+  /** Installs `name` at the exact version `range` resolves to, unless that version is already in the cache. */
+  async ensure(name: string, range: string | undefined): Promise<InstalledPackage> {
+    const version = await this.resolveVersion(name, range ?? 'latest');
+    const key = `${name}@${version}`;
+    let pending = this.installs.get(key);
+    if (!pending) {
+      pending = this.install(name, version).finally(() => this.installs.delete(key));
+      this.installs.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** The file `require(name + subpath)` loads from the install folder. */
+  resolveFile(pkg: InstalledPackage, subpath: string): string {
+    return createRequire(path.join(pkg.dir, 'package.json')).resolve(pkg.name + subpath);
+  }
+
+  private async resolveVersion(name: string, range: string): Promise<string> {
+    if (EXACT.test(range)) return range;
+    const key = `${name}@${range}`;
+    const known = this.resolutions.get(key);
+    if (known && Date.now() - known.at < RESOLUTION_TTL_MS) return known.version;
+    await fs.mkdir(this.root, { recursive: true });
+    let version: string | undefined;
+    try {
+      version = (await this.npm.versions(key, this.root)).at(-1);
+    } catch (error) {
+      // Unreachable registry: an unpinned import may still use the newest copy already installed.
+      if (range === 'latest') version = await this.newestInstalled(name);
+      if (version === undefined) throw error;
+      this.logger.warn({ package: name, version, err: error }, 'npm unreachable; using the newest installed version');
+    }
+    if (version === undefined) throw new Error(`no published version of ${name} matches "${range}"`);
+    this.resolutions.set(key, { version, at: Date.now() });
+    return version;
+  }
+
+  private async newestInstalled(name: string): Promise<string | undefined> {
+    const parent = path.dirname(this.folder(name, '0'));
+    const prefix = `${path.basename(name)}@`;
+    const entries = await fs.readdir(parent).catch(() => [] as string[]);
+    const versions: string[] = [];
+    for (const entry of entries) {
+      if (entry.startsWith(prefix) && (await this.isInstalled(path.join(parent, entry)))) versions.push(entry.slice(prefix.length));
+    }
+    return versions.sort(compareVersions).at(-1);
+  }
+
+  private async install(name: string, version: string): Promise<InstalledPackage> {
+    const dir = this.folder(name, version);
+    const pkg = { name, version, dir };
+    if (await this.isInstalled(dir)) return pkg;
+    // Install beside the cache entry, then rename: another server process on the same data folder may race us,
+    // and whichever rename lands first wins while a half-installed folder is never visible.
+    const temp = path.join(this.root, '.tmp', `${name.replace('/', '+')}@${version}-${randomBytes(6).toString('hex')}`);
+    await fs.mkdir(temp, { recursive: true });
+    try {
+      await fs.writeFile(path.join(temp, 'package.json'), JSON.stringify({ name: 'tributary-package-cache-entry', private: true }));
+      const started = Date.now();
+      await this.npm.install(`${name}@${version}`, temp);
+      await fs.writeFile(path.join(temp, MARKER), JSON.stringify({ name, version, installedAt: new Date().toISOString() }));
+      await fs.mkdir(path.dirname(dir), { recursive: true });
+      try {
+        await fs.rename(temp, dir);
+      } catch (error) {
+        if (!(await this.isInstalled(dir))) throw error;
+      }
+      this.logger.info({ package: name, version, ms: Date.now() - started }, 'installed npm package');
+      return pkg;
+    } finally {
+      await fs.rm(temp, { recursive: true, force: true });
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// Checks and bundles a component's code without running it: imports resolved, packages installed, one loadable file written.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import { createRequire, isBuiltin } from 'node:module';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+import { locatePlatform } from './locations.js';
+import type { RuntimeLogger } from './options.js';
+import { parsePackageImport, type PackageCache } from './packages.js';
+import { ComponentLoadError, type PreparedComponent } from './types.js';
+
+const PLATFORM = '@pipedream/platform';
+const PLATFORM_NAMESPACE = 'tributary-platform';
+/** Marks our own fallback resolution, so the plugin lets esbuild's resolver answer it. */
+const RAW_RESOLVE = Symbol('raw-resolve');
+
+/** What a component's imports turned out to need. */
+interface Needs {
+  packages: Record<string, string>;
+  readPaths: Set<string>;
+}
+
+/** Saved next to the bundle: preparing the same code again needs neither esbuild nor npm. */
+interface Manifest {
+  packages: Record<string, string>;
+  readPaths: string[];
+}
+
+/**
+ * `@pipedream/platform` as components expect it: Tributary's installed copy, plus the identity helpers
+ * (`defineComponent`, …) that TypeScript-era components call and that the package itself does not export.
+ */
+function platformModule(entry: string): string {
+  return [
+    `const platform = require(${JSON.stringify(entry)});`,
+    'const identity = (definition) => definition;',
+    'module.exports = { defineComponent: identity, defineApp: identity, defineSource: identity, defineAction: identity, ...platform };',
+  ].join('\n');
+}
+
+async function writeAtomically(file: string, contents: string): Promise<void> {
+  const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  await fs.writeFile(temp, contents);
+  await fs.rename(temp, file);
+}
+
+/** esbuild columns count from 0; people count from 1. */
+function syntaxError(message: esbuild.Message): ComponentLoadError {
+  const location = message.location;
+  if (!location) return new ComponentLoadError('syntax_error', message.text);
+  const column = location.column + 1;
+  return new ComponentLoadError('syntax_error', `${message.text} (line ${location.line}, column ${column})`, {
+    line: location.line,
+    column,
+  });
+}
+
+export class Preparer {
+  private readonly inFlight = new Map<string, Promise<PreparedComponent>>();
+
+  constructor(
+    private readonly codeDir: string,
+    private readonly packages: PackageCache,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  prepare(code: string): Promise<PreparedComponent> {
+    const codeHash = createHash('sha256').update(code).digest('hex');
+    let pending = this.inFlight.get(codeHash);
+    if (!pending) {
+      pending = this.prepareHash(code, codeHash).finally(() => this.inFlight.delete(codeHash));
+      this.inFlight.set(codeHash, pending);
+    }
+    return pending;
+  }
+
+  private async prepareHash(code: string, codeHash: string): Promise<PreparedComponent> {
+    const artifactPath = path.join(this.codeDir, `${codeHash}.cjs`);
+    const manifestPath = path.join(this.codeDir, `${codeHash}.json`);
+    const cached = await this.readManifest(artifactPath, manifestPath);
+    if (cached) return { codeHash, artifactPath, readPaths: cached.readPaths, packages: cached.packages };
+
+    const needs: Needs = { packages: {}, readPaths: new Set() };
+    const bundle = await this.bundle(code, needs);
+    const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort() };
+    await fs.mkdir(this.codeDir, { recursive: true });
+    await writeAtomically(artifactPath, bundle);
+    await writeAtomically(manifestPath, JSON.stringify(manifest));
+    this.logger.debug({ codeHash, packages: manifest.packages }, 'prepared component');
+    return { codeHash, artifactPath, ...manifest };
+  }
+
+  /** A manifest counts only if everything it names is still there (the data folder may have moved or been pruned). */
+  private async readManifest(artifactPath: string, manifestPath: string): Promise<Manifest | undefined> {
+    try {
+      const manifest = JSON.parse(await fs.readFile(manifestPath, 'utf8')) as Manifest;
+      await fs.access(artifactPath);
+      for (const dir of manifest.readPaths) {
+        if (dir.startsWith(this.packages.root + path.sep)) {
+          if (!(await this.packages.isInstalled(dir))) return undefined;
+        } else {
+          await fs.access(dir);
+        }
+      }
+      return manifest;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async bundle(code: string, needs: Needs): Promise<string> {
+    let result: esbuild.BuildResult<{ write: false }>;
+    try {
+      result = await esbuild.build({
+        stdin: { contents: code, loader: 'js', sourcefile: 'component.js', resolveDir: this.codeDir },
+        bundle: true,
+        write: false,
+        platform: 'node',
+        format: 'cjs',
+        target: 'node20',
+        sourcemap: 'inline',
+        sourcesContent: false,
+        logLevel: 'silent',
+        plugins: [this.importPlugin(needs)],
+      });
+    } catch (error) {
+      const failure = error as esbuild.BuildFailure;
+      if (!Array.isArray(failure.errors)) throw error;
+      // An import the plugin refused carries its typed error; anything else esbuild reports is a syntax problem.
+      const typed = failure.errors.map((e) => e.detail as unknown).find((d) => d instanceof ComponentLoadError);
+      if (typed) throw typed;
+      const first = failure.errors[0];
+      throw first ? syntaxError(first) : new ComponentLoadError('syntax_error', failure.message);
+    }
+    const output = result.outputFiles[0];
+    if (!output) throw new Error('esbuild produced no output');
+    return output.text;
+  }
+
+  private importPlugin(needs: Needs): esbuild.Plugin {
+    const packages = this.packages;
+    return {
+      name: 'tributary-imports',
+      setup(build) {
+        build.onResolve({ filter: /.*/ }, async (args) => {
+          if (args.pluginData === RAW_RESOLVE) return undefined;
+          // The platform wrapper's own require of the real package.
+          if (args.namespace === PLATFORM_NAMESPACE) return { path: args.path, external: true };
+          const specifier = args.path;
+          if (isBuiltin(specifier)) return { path: specifier, external: true };
+          if (specifier.startsWith('.') || path.isAbsolute(specifier)) {
+            throw new ComponentLoadError(
+              'relative_import',
+              `relative import "${specifier}" is not supported; bundle it into the component`,
+              { import: specifier },
+            );
+          }
+          const parsed = parsePackageImport(specifier);
+          if (!parsed) {
+            throw new ComponentLoadError('package_install_failed', `"${specifier}" is not an npm package name`, { import: specifier });
+          }
+          if (parsed.name === PLATFORM) {
+            // Components get Tributary's own copy, whatever version they name.
+            const platform = locatePlatform();
+            for (const dir of platform.readPaths) needs.readPaths.add(dir);
+            if (parsed.subpath === '') return { path: PLATFORM, namespace: PLATFORM_NAMESPACE };
+            const file = createRequire(path.join(platform.dir, 'package.json')).resolve(PLATFORM + parsed.subpath);
+            return { path: file, external: true };
+          }
+          let file: string;
+          try {
+            const pkg = await packages.ensure(parsed.name, parsed.range);
+            needs.packages[pkg.name] = pkg.version;
+            needs.readPaths.add(pkg.dir);
+            try {
+              file = packages.resolveFile(pkg, parsed.subpath);
+            } catch {
+              // A package that only offers an ES module entry: esbuild knows the `import` condition.
+              const resolved = await build.resolve(pkg.name + parsed.subpath, {
+                kind: 'import-statement',
+                resolveDir: pkg.dir,
+                pluginData: RAW_RESOLVE,
+              });
+              if (resolved.errors.length > 0 || !resolved.path) throw new Error(`cannot resolve "${pkg.name}${parsed.subpath}" in the installed package`);
+              file = resolved.path;
+            }
+          } catch (error) {
+            const reason = error instanceof Error ? error.message : String(error);
+            const wanted = parsed.range === undefined ? parsed.name : `${parsed.name}@${parsed.range}`;
+            throw new ComponentLoadError('package_install_failed', `could not install npm package "${wanted}": ${reason}`, {
+              import: specifier,
+            });
+          }
+          return { path: file, external: true };
+        });
+        build.onLoad({ filter: /.*/, namespace: PLATFORM_NAMESPACE }, () => ({
+          contents: platformModule(locatePlatform().entry),
+          loader: 'js',
+        }));
+      },
+    };
+  }
+}

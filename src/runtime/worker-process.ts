@@ -1,0 +1,190 @@
+// The server's handle on one worker process: started locked down, one call at a time, and a typed reason when it dies.
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { WorkerExitError, type WorkerExitReason } from './errors.js';
+import { workerEntry } from './locations.js';
+import type { RuntimeLogger } from './options.js';
+import { parseFromWorker, ProtocolError, type FromWorker, type ToWorker } from './protocol.js';
+import { EXIT_MARKER } from './worker/harden.js';
+
+export interface WorkerSpec {
+  accountId: string;
+  /** Every folder or file the worker may read; nothing else is readable and nothing is writable. */
+  allowRead: string[];
+  memoryMb: number;
+  startTimeoutMs: number;
+  logger: RuntimeLogger;
+  /** Called once when the process has gone, whatever the cause. */
+  onExit(worker: WorkerProcess): void;
+}
+
+/** Receives each message of the call; returns true on the message that completes it. Throws ProtocolError to kill the worker. */
+export type CallHandler = (message: FromWorker) => boolean;
+
+interface PendingCall {
+  id: number | undefined;
+  handle: CallHandler;
+  resolve(): void;
+  reject(error: WorkerExitError): void;
+  timer?: NodeJS.Timeout;
+}
+
+/** Enough of stderr to find V8's out-of-memory report or our exit marker, which come last. */
+const STDERR_TAIL_CHARS = 16 * 1024;
+const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
+
+export class WorkerProcess {
+  readonly accountId: string;
+  readonly allowed: ReadonlySet<string>;
+  /** Resolves once the process has exited and its stderr is read. */
+  readonly closed: Promise<void>;
+  private readonly child: ChildProcess;
+  private readonly spec: WorkerSpec;
+  private stderrTail = '';
+  private current?: PendingCall;
+  private death?: WorkerExitError;
+  private lastId = 0;
+
+  /** Resolves when the worker has said it is ready for requests. */
+  static async start(spec: WorkerSpec): Promise<WorkerProcess> {
+    const worker = new WorkerProcess(spec);
+    await worker.waitReady();
+    return worker;
+  }
+
+  private constructor(spec: WorkerSpec) {
+    this.spec = spec;
+    this.accountId = spec.accountId;
+    this.allowed = new Set(spec.allowRead);
+    const entry = workerEntry();
+    this.child = fork(entry, [], {
+      execPath: process.execPath,
+      // Not the server's execArgv (test runners add loaders) and not its environment (secrets).
+      execArgv: [
+        `--max-old-space-size=${spec.memoryMb}`,
+        '--experimental-permission',
+        // Node 20 takes one path per flag; a comma-separated list is read as a single path.
+        ...[path.dirname(entry), ...spec.allowRead].map((p) => `--allow-fs-read=${p}`),
+        '--experimental-require-module',
+        '--enable-source-maps',
+        '--disable-warning=ExperimentalWarning',
+      ],
+      env: { NODE_ENV: 'production', TZ: 'UTC' },
+      cwd: path.dirname(entry),
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    this.child.stderr?.setEncoding('utf8');
+    this.child.stderr?.on('data', (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    this.child.on('message', (raw: unknown) => this.onMessage(raw));
+    this.child.on('error', (error) => this.die('crashed', `the worker process failed: ${error.message}`));
+    this.closed = new Promise((resolve) => {
+      this.child.on('close', (code, signal) => {
+        this.die(...this.classifyExit(code, signal));
+        resolve();
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return this.death === undefined;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  nextRequestId(): number {
+    return ++this.lastId;
+  }
+
+  /** Sends a request and feeds the answers to `handle` until it says the call is complete; kills the worker at `timeoutMs`. */
+  call(message: ToWorker, handle: CallHandler, timeoutMs: number): Promise<void> {
+    return this.expect(message.id, handle, timeoutMs, () => this.child.send(message));
+  }
+
+  kill(reason: WorkerExitReason, message: string): void {
+    if (!this.die(reason, message)) return;
+    this.child.kill('SIGKILL');
+  }
+
+  private async waitReady(): Promise<void> {
+    try {
+      await this.expect(undefined, (m) => m.t === 'ready' || fail(`expected ready, got ${m.t}`), this.spec.startTimeoutMs);
+    } catch (error) {
+      this.kill('start_failed', 'the worker did not start');
+      if (error instanceof WorkerExitError && error.reason !== 'closed') {
+        throw new WorkerExitError('start_failed', `the worker did not start: ${error.message}`);
+      }
+      throw error;
+    }
+  }
+
+  private expect(id: number | undefined, handle: CallHandler, timeoutMs: number, send?: () => void): Promise<void> {
+    if (this.death) return Promise.reject(this.death);
+    if (this.current) return Promise.reject(new Error('a worker runs one call at a time'));
+    return new Promise<void>((resolve, reject) => {
+      const call: PendingCall = { id, handle, resolve, reject };
+      call.timer = setTimeout(() => this.kill('timeout', `the call took longer than ${timeoutMs} ms`), timeoutMs);
+      this.current = call;
+      try {
+        send?.();
+      } catch (error) {
+        this.kill('crashed', `cannot send to the worker: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    });
+  }
+
+  private settle(error?: WorkerExitError): void {
+    const call = this.current;
+    if (!call) return;
+    this.current = undefined;
+    clearTimeout(call.timer);
+    if (error) call.reject(error);
+    else call.resolve();
+  }
+
+  private onMessage(raw: unknown): void {
+    if (this.death) return;
+    try {
+      const message = parseFromWorker(raw);
+      const call = this.current;
+      if (!call) fail(`unexpected ${message.t} message while idle`);
+      if ('id' in message && message.id !== call.id) fail(`message for request ${message.id} during request ${String(call.id)}`);
+      if (call.handle(message)) this.settle();
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error);
+      if (!(error instanceof ProtocolError)) this.spec.logger.error({ err: error, accountId: this.accountId }, 'worker call handler failed');
+      this.kill('protocol_error', text);
+    }
+  }
+
+  /** Records the first cause of death; later ones (the `close` after our own SIGKILL) change nothing. */
+  private die(reason: WorkerExitReason, message: string): boolean {
+    if (this.death) return false;
+    this.death = new WorkerExitError(reason, message);
+    this.settle(this.death);
+    this.spec.onExit(this);
+    return true;
+  }
+
+  private classifyExit(code: number | null, signal: NodeJS.Signals | null): [WorkerExitReason, string] {
+    if (OUT_OF_MEMORY.test(this.stderrTail)) {
+      return ['out_of_memory', `the component ran out of memory (worker heap limit ${this.spec.memoryMb} MB)`];
+    }
+    const exit = this.stderrTail.lastIndexOf(`${EXIT_MARKER}(`);
+    if (exit !== -1) {
+      const shown = this.stderrTail.slice(exit + EXIT_MARKER.length + 1).split(')')[0];
+      return ['process_exit', `the component called process.exit(${shown})`];
+    }
+    const how = signal ? `signal ${signal}` : `exit code ${String(code)}`;
+    const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
+    return ['crashed', `the worker exited unexpectedly (${how})${tail ? `: ${tail.slice(0, 500)}` : ''}`];
+  }
+}
+
+function fail(message: string): never {
+  throw new ProtocolError(message);
+}

@@ -1,0 +1,62 @@
+// Builds `this` for one call of run, a hook or a method: prop values, interface objects, bound apps and methods, `$emit`.
+import type { HttpResponse } from '../types.js';
+import type { InvokeRequest } from '../protocol.js';
+import { makeDb } from './db.js';
+import { makeEmit, type Emit } from './emit.js';
+import type { LoadedComponent } from './load.js';
+import { isPlainObject } from './props.js';
+import { makeRespond } from './respond.js';
+import type { CallScope } from './scope.js';
+
+export interface ComponentThis extends Record<string, unknown> {
+  $emit: Emit;
+}
+
+/** Functions found on an object; other values are copied as they are. */
+function bindMethods(target: Record<string, unknown>, methods: unknown): void {
+  if (!isPlainObject(methods)) return;
+  for (const [name, fn] of Object.entries(methods)) {
+    if (typeof fn === 'function') target[name] = fn.bind(target);
+  }
+}
+
+/** A copy of the app per prop, carrying its `$auth`, with its methods bound to itself (not to the component). */
+function appThis(app: Record<string, unknown>, auth: Record<string, unknown>): Record<string, unknown> {
+  const self: Record<string, unknown> = { ...app, $auth: auth };
+  bindMethods(self, app.methods);
+  return self;
+}
+
+export function buildThis(
+  loaded: LoadedComponent,
+  request: InvokeRequest,
+  scope: CallScope,
+  committedDb: ReadonlyMap<string, unknown>,
+  sendResponse: (response: HttpResponse) => void,
+): ComponentThis {
+  const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
+  const self: ComponentThis = { $emit: makeEmit(scope, loaded.info.dedupe) };
+  for (const prop of loaded.props) {
+    const configured = request.props[prop.name];
+    switch (prop.type) {
+      case '$.service.db':
+        self[prop.name] = makeDb(scope, committedDb);
+        break;
+      case '$.interface.http':
+        self[prop.name] = { endpoint: request.httpEndpoint, respond: makeRespond(scope, request.customResponse, sendResponse) };
+        break;
+      case '$.interface.timer':
+        self[prop.name] = { ...(isPlainObject(configured) ? configured : {}), type: '$.interface.timer' };
+        break;
+      case 'app': {
+        const app = declared[prop.name];
+        self[prop.name] = appThis(isPlainObject(app) ? app : {}, request.auths[prop.name] ?? {});
+        break;
+      }
+      default:
+        self[prop.name] = prop.name in request.props ? configured : prop.default;
+    }
+  }
+  bindMethods(self, loaded.component.methods);
+  return self;
+}

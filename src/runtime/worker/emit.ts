@@ -1,0 +1,58 @@
+// `$emit`: checks what a component emits and records it on the call, within the size limits.
+import type { EmittedEvent } from '../types.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
+import { isPlainObject } from './props.js';
+import type { CallScope } from './scope.js';
+
+export type Emit = (event?: unknown, meta?: unknown) => void;
+
+/** A breach of a size limit fails the whole call, even if the component catches the error. */
+function overLimit(scope: CallScope, message: string): never {
+  const error = new RangeError(message);
+  scope.fail(error);
+  throw error;
+}
+
+/** Independent of `this`, so `const { $emit } = this` works too. */
+export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
+  return function $emit(event?: unknown, meta?: unknown): void {
+    if (scope.closed) return;
+    if (meta !== undefined && meta !== null && !isPlainObject(meta)) {
+      throw new TypeError('$emit metadata must be an object: { id, name, summary, ts }');
+    }
+    const { id, name, summary, ts } = (meta ?? {}) as Record<string, unknown>;
+    const emitted: EmittedEvent = { event: null };
+    if (id === undefined || id === null) {
+      if (dedupe !== undefined) throw new Error(`$emit needs an id when dedupe is "${dedupe}"`);
+    } else if (typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))) {
+      emitted.id = id;
+    } else {
+      throw new TypeError('$emit id must be a string or a number');
+    }
+    if (name !== undefined && name !== null) {
+      if (typeof name !== 'string') throw new TypeError('$emit name (the channel) must be a string');
+      emitted.name = name;
+    }
+    if (summary !== undefined && summary !== null) {
+      if (typeof summary !== 'string') throw new TypeError('$emit summary must be a string');
+      emitted.summary = summary;
+    }
+    if (ts !== undefined && ts !== null) {
+      if (!Number.isSafeInteger(ts)) throw new TypeError('$emit ts must be an integer (epoch milliseconds)');
+      emitted.ts = ts as number;
+    }
+    const copy = jsonCopy(event === undefined ? null : event, 'the emitted event');
+    const bytes = jsonBytes(copy.json);
+    if (bytes > MAX_EVENT_BYTES) {
+      overLimit(scope, `the emitted event is ${bytes} bytes of JSON; an event may be at most ${MAX_EVENT_BYTES} bytes`);
+    }
+    if (scope.emitBytes + bytes > MAX_EMIT_BYTES_PER_CALL) {
+      overLimit(scope, `the events emitted by one call may total at most ${MAX_EMIT_BYTES_PER_CALL} bytes of JSON`);
+    }
+    if (scope.emits.length >= MAX_EMITS_PER_CALL) overLimit(scope, `one call may emit at most ${MAX_EMITS_PER_CALL} events`);
+    emitted.event = copy.value;
+    scope.emitBytes += bytes;
+    scope.emits.push(emitted);
+  };
+}

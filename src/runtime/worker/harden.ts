@@ -1,0 +1,51 @@
+// Takes from component code the process powers the permission model leaves it: the IPC channel, signalling other processes.
+import fs from 'node:fs';
+import os from 'node:os';
+
+/** What the server reads on stderr to tell a component's `process.exit` from a crash. */
+export const EXIT_MARKER = 'tributary-worker: process.exit';
+
+export type Send = (message: object) => void;
+
+export interface WorkerChannel {
+  send: Send;
+  /** Exits without the marker: for the worker's own faults. */
+  exit(code: number): never;
+}
+
+/**
+ * Must run before any component code. Returns the only way left to talk to the server: libraries that
+ * find `process.send` (process managers' "ready" signals) would otherwise speak our protocol by accident.
+ */
+export function harden(): WorkerChannel {
+  if (typeof process.send !== 'function') throw new Error('the worker must be started with an IPC channel');
+  const send = process.send.bind(process);
+  const proc = process as unknown as Record<string, unknown>;
+  proc.send = undefined;
+  proc.disconnect = undefined;
+
+  // Root or not, a worker may not signal the server or other workers (pid 0 would mean the server's whole
+  // process group); it may still signal itself. `process.kill` looks `_kill` up on each call.
+  const ownPids = new Set([0, process.pid]);
+  const rawKill = proc._kill as (pid: number, signal: number) => number;
+  proc._kill = (pid: number, signal: number) =>
+    ownPids.has(Number(pid)) ? rawKill.call(process, process.pid, signal) : -os.constants.errno.EPERM;
+  const rawSetPriority = os.setPriority;
+  os.setPriority = ((pidOrPriority: number, priority?: number) => {
+    if (priority === undefined) return rawSetPriority(pidOrPriority);
+    if (!ownPids.has(Number(pidOrPriority))) throw Object.assign(new Error('setPriority: own process only'), { code: 'EPERM' });
+    return rawSetPriority(0, priority);
+  }) as typeof os.setPriority;
+
+  const rawExit = process.exit.bind(process);
+  process.exit = ((code?: number | string | null) => {
+    const shown = code ?? process.exitCode ?? 0;
+    try {
+      fs.writeSync(2, `\n${EXIT_MARKER}(${String(shown)})\n`);
+    } catch {
+      // stderr closed: the exit is reported as a crash instead.
+    }
+    return rawExit(code ?? undefined);
+  }) as typeof process.exit;
+  return { send, exit: rawExit };
+}

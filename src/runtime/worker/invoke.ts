@@ -1,0 +1,137 @@
+// Runs an invoke request in the worker: each event (or the hook) in order, one outcome message per call.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import type { InvocationError, LogLine } from '../types.js';
+import type { InvokeRequest, OutcomeMessage } from '../protocol.js';
+import { buildThis } from './context.js';
+import { LoadFailure } from './failure.js';
+import type { Send } from './harden.js';
+import { MAX_ERROR_CHARS } from './limits.js';
+import { loadComponent, type LoadedComponent } from './load.js';
+import { CallScope } from './scope.js';
+
+const calls = new AsyncLocalStorage<CallScope>();
+/** The call in progress; it owns errors that surface outside any async context. */
+let active: CallScope | undefined;
+
+/** The call whose code is running now: the one that started this async chain, else the one in progress. */
+function currentScope(): CallScope | undefined {
+  return calls.getStore() ?? active;
+}
+
+export function logToCurrentCall(k: LogLine['k'], msg: string): void {
+  currentScope()?.log(k, msg);
+}
+
+/** An uncaught exception or unhandled rejection fails the call it came from; a stray one from an ended call is dropped. */
+export function failCurrentCall(error: unknown): void {
+  currentScope()?.fail(error);
+}
+
+function cut(text: string): string {
+  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
+}
+
+export function toInvocationError(error: unknown): InvocationError {
+  if (error instanceof Error) {
+    const name = typeof error.name === 'string' && error.name ? error.name : 'Error';
+    const message = typeof error.message === 'string' ? error.message : String(error.message);
+    let stack: string;
+    try {
+      stack = typeof error.stack === 'string' ? error.stack : `${name}: ${message}`;
+    } catch {
+      stack = `${name}: ${message}`;
+    }
+    const result: InvocationError = { name: cut(name), message: cut(message), stack: cut(stack) };
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' || typeof code === 'number') result.code = String(code);
+    return result;
+  }
+  let message: string;
+  try {
+    message = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  } catch {
+    message = String(error);
+  }
+  return { name: 'Error', message: cut(message), stack: cut(`Error: ${message}`) };
+}
+
+async function call(scope: CallScope, fn: () => unknown): Promise<void> {
+  active = scope;
+  try {
+    await Promise.race([calls.run(scope, async () => fn()), scope.failed]);
+  } finally {
+    active = undefined;
+  }
+}
+
+function callFor(loaded: LoadedComponent, request: InvokeRequest, self: Record<string, unknown>, event: unknown): () => unknown {
+  const { component } = loaded;
+  if (request.method === 'run') {
+    // A source without run emits each triggering event unchanged.
+    if (typeof component.run !== 'function') return () => (self.$emit as (e: unknown) => void)(event);
+    const run = component.run as (this: unknown, event: unknown) => unknown;
+    return () => run.call(self, event);
+  }
+  const hooks = component.hooks as Record<string, unknown> | undefined;
+  const hook = hooks?.[request.method];
+  if (typeof hook !== 'function') return () => undefined;
+  return () => (hook as (this: unknown) => unknown).call(self);
+}
+
+function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFailure, send: Send): void {
+  const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack: `ComponentLoadError: ${failure.message}`, code: failure.code };
+  for (let index = 0; index < count; index++) {
+    const message: OutcomeMessage = { t: 'outcome', id: request.id, index, outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} };
+    send(message);
+  }
+}
+
+export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
+  const inputs = request.method === 'run' ? request.events : [undefined];
+  let loaded: LoadedComponent;
+  try {
+    loaded = loadComponent(request.artifactPath);
+  } catch (error) {
+    if (!(error instanceof LoadFailure)) throw error;
+    failedOutcomes(request, inputs.length, error, send);
+    send({ t: 'done', id: request.id });
+    return;
+  }
+  const committed = new Map(Object.entries(request.db));
+  for (let index = 0; index < inputs.length; index++) {
+    const scope = new CallScope(request.method, index);
+    const started = performance.now();
+    let error: unknown;
+    let failed = false;
+    try {
+      const self = buildThis(loaded, request, scope, committed, (response) =>
+        send({ t: 'respond', id: request.id, index, response }),
+      );
+      await call(scope, callFor(loaded, request, self, inputs[index]));
+    } catch (thrown) {
+      failed = true;
+      error = thrown;
+    }
+    if (!failed && scope.failure !== undefined) {
+      failed = true;
+      error = scope.failure;
+    }
+    scope.closed = true;
+    const dbWrites: Record<string, unknown> = {};
+    if (!failed) {
+      for (const [key, { value }] of scope.dbWrites) {
+        committed.set(key, value);
+        dbWrites[key] = value;
+      }
+    }
+    const outcome: OutcomeMessage['outcome'] = {
+      emits: failed ? [] : scope.emits,
+      logs: scope.logs,
+      durationMs: performance.now() - started,
+    };
+    if (failed) outcome.error = toInvocationError(error);
+    send({ t: 'outcome', id: request.id, index, outcome, dbWrites });
+  }
+  send({ t: 'done', id: request.id });
+}

@@ -1,0 +1,34 @@
+// Turns component data into JSON strictly, so data that JSON would silently mangle is refused where it is produced.
+
+export interface JsonCopy {
+  /** The data as JSON text (what its size is measured on). */
+  json: string;
+  /** A fresh copy, so later mutation by the component cannot change what was recorded. */
+  value: unknown;
+}
+
+/**
+ * Functions, symbols and BigInts anywhere, cycles, and `undefined` at the top level are refused with a
+ * TypeError naming `what`; `undefined` inside an object is dropped, as JSON does.
+ */
+export function jsonCopy(value: unknown, what: string): JsonCopy {
+  if (value === undefined) throw new TypeError(`${what} is not JSON-serialisable: undefined`);
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value, (key, v: unknown) => {
+      if (typeof v === 'function' || typeof v === 'symbol') {
+        throw new TypeError(`a ${typeof v}${key === '' ? '' : ` at key "${key}"`}`);
+      }
+      return v;
+    });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new TypeError(`${what} is not JSON-serialisable: ${reason}`);
+  }
+  if (json === undefined) throw new TypeError(`${what} is not JSON-serialisable`);
+  return { json, value: JSON.parse(json) };
+}
+
+export function jsonBytes(json: string): number {
+  return Buffer.byteLength(json, 'utf8');
+}

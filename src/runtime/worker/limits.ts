@@ -1,0 +1,18 @@
+// How much one call of a component may send back, so that a runaway run fails alone instead of swamping the server.
+
+/** One emitted event, as JSON. */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+/** All events emitted by one call, as JSON. */
+export const MAX_EMIT_BYTES_PER_CALL = 8 * 1024 * 1024;
+/** Events emitted by one call. */
+export const MAX_EMITS_PER_CALL = 10_000;
+/** `$.service.db` values written by one call, as JSON. */
+export const MAX_DB_BYTES_PER_CALL = 8 * 1024 * 1024;
+/** The body given to `respond()`. */
+export const MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024;
+/** One console line; longer lines are cut. */
+export const MAX_LOG_LINE_CHARS = 64 * 1024;
+/** All console output of one call; later lines are dropped. */
+export const MAX_LOG_CHARS_PER_CALL = 1024 * 1024;
+/** An error message or stack sent back. */
+export const MAX_ERROR_CHARS = 16 * 1024;

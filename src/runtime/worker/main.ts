@@ -1,0 +1,41 @@
+// Entry of a worker process: answers the server's load and invoke requests, one at a time, by running component code.
+import type { ToWorker } from '../protocol.js';
+import { captureConsole } from './console.js';
+import { LoadFailure } from './failure.js';
+import { harden } from './harden.js';
+import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
+import { loadComponent } from './load.js';
+
+const { send, exit } = harden();
+captureConsole(logToCurrentCall);
+process.on('uncaughtException', failCurrentCall);
+process.on('unhandledRejection', failCurrentCall);
+// Without the server there is no one to answer to.
+process.on('disconnect', () => exit(0));
+
+/** Internal faults (not the component's) end the worker; the server reports the exit. */
+function die(error: unknown): void {
+  process.stderr.write(`tributary worker fault: ${error instanceof Error ? error.stack : String(error)}\n`);
+  exit(70);
+}
+
+function load(request: Extract<ToWorker, { t: 'load' }>): void {
+  try {
+    const { info } = loadComponent(request.artifactPath);
+    send({ t: 'loaded', id: request.id, info });
+  } catch (error) {
+    if (!(error instanceof LoadFailure)) throw error;
+    send({ t: 'load_failed', id: request.id, code: error.code, message: error.message, details: error.details });
+  }
+}
+
+let queue: Promise<void> = Promise.resolve();
+
+process.on('message', (message: ToWorker) => {
+  // The server sends one request at a time; chaining keeps the order even if it did not.
+  queue = queue
+    .then(() => (message.t === 'load' ? load(message) : invoke(message, send)))
+    .catch(die);
+});
+
+send({ t: 'ready' });

@@ -1,0 +1,114 @@
+// Turns the many ways a component may declare its props into PropDescriptors, in declaration order.
+import type { PropDescriptor } from '../types.js';
+import { LoadFailure } from './failure.js';
+
+const BASE_TYPES = ['app', 'boolean', 'integer', 'string', 'object'];
+const KNOWN_TYPES: ReadonlySet<string> = new Set([
+  ...BASE_TYPES,
+  ...BASE_TYPES.filter((t) => t !== 'app').map((t) => `${t}[]`),
+  '$.interface.http',
+  '$.interface.timer',
+  '$.service.db',
+]);
+
+type Obj = Record<string, unknown>;
+
+export function isPlainObject(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An app object, whether placed directly as a prop value or written out as `{ type: "app", app }`. */
+export function isApp(value: unknown): value is Obj {
+  return isPlainObject(value) && value.type === 'app';
+}
+
+/** Data meant for the API must be JSON; anything else (a function default, a cycle) is left out. */
+function jsonOrUndefined(value: unknown): unknown {
+  if (value === undefined || typeof value === 'function') return undefined;
+  try {
+    const json = JSON.stringify(value);
+    return json === undefined ? undefined : JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+}
+
+function staticOptions(options: unknown[]): PropDescriptor['options'] {
+  const out: NonNullable<PropDescriptor['options']> = [];
+  for (const option of options) {
+    if (typeof option === 'string' || typeof option === 'number' || typeof option === 'boolean') {
+      out.push(option);
+    } else if (isPlainObject(option) && 'value' in option) {
+      out.push({ label: String(option.label ?? option.value), value: jsonOrUndefined(option.value) ?? null });
+    }
+  }
+  return out;
+}
+
+/** Follows `propDefinition: [app, name, inputValues?]` to the app's definition, the instance's own fields winning. */
+function resolvePropDefinition(name: string, prop: Obj, props: Obj): { definition: Obj; ref: [string, string] } {
+  const [app, definitionName] = Array.isArray(prop.propDefinition) ? prop.propDefinition : [];
+  if (!isApp(app) || typeof definitionName !== 'string') {
+    throw new LoadFailure('load_failed', `prop "${name}": propDefinition must be [app, "definitionName", inputValues?]`, { prop: name });
+  }
+  const appPropName = Object.keys(props).find((key) => props[key] === app);
+  if (appPropName === undefined) {
+    throw new LoadFailure('load_failed', `prop "${name}": the app of its propDefinition is not one of the component's props`, {
+      prop: name,
+    });
+  }
+  const definitions = isPlainObject(app.propDefinitions) ? app.propDefinitions : {};
+  const inherited = definitions[definitionName];
+  if (!isPlainObject(inherited)) {
+    throw new LoadFailure('load_failed', `prop "${name}": app "${String(app.app)}" has no propDefinition "${definitionName}"`, {
+      prop: name,
+    });
+  }
+  const { propDefinition: _ignored, ...overrides } = prop;
+  return { definition: { ...inherited, ...overrides }, ref: [appPropName, definitionName] };
+}
+
+function describe(name: string, prop: Obj, propDefinition?: [string, string]): PropDescriptor {
+  const type = prop.type;
+  if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) {
+    const shown = typeof type === 'string' ? `"${type}"` : 'no type';
+    throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${shown}`, { prop: name });
+  }
+  const d: PropDescriptor = { name, type };
+  if (typeof prop.label === 'string') d.label = prop.label;
+  if (typeof prop.description === 'string') d.description = prop.description;
+  const def = jsonOrUndefined(prop.default);
+  if (def !== undefined) d.default = def;
+  if (typeof prop.optional === 'boolean') d.optional = prop.optional;
+  if (typeof prop.secret === 'boolean') d.secret = prop.secret;
+  if (typeof prop.min === 'number') d.min = prop.min;
+  if (typeof prop.max === 'number') d.max = prop.max;
+  if (Array.isArray(prop.options)) d.options = staticOptions(prop.options);
+  else if (typeof prop.options === 'function') d.remoteOptions = true;
+  if (type === 'app' && typeof prop.app === 'string') d.app = prop.app;
+  if (type === '$.interface.http' && typeof prop.customResponse === 'boolean') d.customResponse = prop.customResponse;
+  if (type === '$.interface.timer') {
+    // Older components put the schedule on the prop itself rather than in `default`.
+    if (typeof prop.intervalSeconds === 'number') d.intervalSeconds = prop.intervalSeconds;
+    if (typeof prop.cron === 'string') d.cron = prop.cron;
+    if (typeof prop.timezone === 'string') d.timezone = prop.timezone;
+  }
+  if (propDefinition) d.propDefinition = propDefinition;
+  return d;
+}
+
+export function normalizeProps(props: unknown): PropDescriptor[] {
+  if (props === undefined || props === null) return [];
+  if (!isPlainObject(props)) throw new LoadFailure('load_failed', 'props must be an object');
+  return Object.entries(props).map(([name, value]) => {
+    if (typeof value === 'string') return describe(name, { type: value });
+    if (!isPlainObject(value)) {
+      throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${typeof value}`, { prop: name });
+    }
+    if (value.propDefinition !== undefined) {
+      const { definition, ref } = resolvePropDefinition(name, value, props);
+      return describe(name, definition, ref);
+    }
+    return describe(name, value);
+  });
+}

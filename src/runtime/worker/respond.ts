@@ -1,0 +1,85 @@
+// `respond()` of an HTTP interface prop: checks the response and sends the first valid one at once.
+import type { HttpResponse } from '../types.js';
+import { jsonCopy } from './json.js';
+import { MAX_RESPONSE_BODY_BYTES } from './limits.js';
+import { isPlainObject } from './props.js';
+import type { CallScope } from './scope.js';
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
+
+function headerValue(name: string, value: unknown): string {
+  const text = Array.isArray(value) ? value.map(String).join(', ') : value;
+  if (typeof text !== 'string' && typeof text !== 'number' && typeof text !== 'boolean') {
+    throw new TypeError(`respond(): header "${name}" must be a string`);
+  }
+  const result = String(text);
+  if (HEADER_VALUE_FORBIDDEN.test(result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
+  return result;
+}
+
+function status(value: unknown): number {
+  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 100 || n > 599) {
+    throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSON.stringify(value) ?? String(value)}`);
+  }
+  return n;
+}
+
+/** Turns what the component passed into an HttpResponse; throws a TypeError or RangeError explaining what is wrong. */
+export function normalizeResponse(input: unknown): HttpResponse {
+  if (!isPlainObject(input)) throw new TypeError('respond() takes an object: { status, headers, body }');
+  const headers: Record<string, string> = {};
+  if (input.headers !== undefined && input.headers !== null) {
+    if (!isPlainObject(input.headers)) throw new TypeError('respond(): headers must be an object');
+    for (const [name, value] of Object.entries(input.headers)) {
+      if (!HEADER_NAME.test(name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
+      headers[name] = headerValue(name, value);
+    }
+  }
+  const raw = input.body;
+  let body: HttpResponse['body'];
+  if (raw === undefined || raw === null) body = null;
+  else if (typeof raw === 'string' || Buffer.isBuffer(raw)) body = raw;
+  else if (raw instanceof Uint8Array) body = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  else if (raw instanceof ArrayBuffer) body = Buffer.from(raw);
+  else {
+    body = jsonCopy(raw, 'the response body').json;
+    if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  }
+  const size = body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  if (size > MAX_RESPONSE_BODY_BYTES) {
+    throw new RangeError(`respond(): the body is ${size} bytes; it may be at most ${MAX_RESPONSE_BODY_BYTES} bytes`);
+  }
+  return { status: status(input.status), headers, body };
+}
+
+export type Respond = (response: unknown) => void;
+
+/** Only the first valid call of a `run` answers the request; other calls are logged as warnings and ignored. */
+export function makeRespond(scope: CallScope, customResponse: boolean, send: (response: HttpResponse) => void): Respond {
+  return function respond(input: unknown): void {
+    if (scope.closed) return;
+    if (scope.method !== 'run') {
+      scope.log('warn', `respond() is only usable in run, not in the ${scope.method} hook; the call was ignored`);
+      return;
+    }
+    let response: HttpResponse;
+    try {
+      response = normalizeResponse(input);
+    } catch (error) {
+      scope.fail(error);
+      throw error;
+    }
+    if (!customResponse) {
+      scope.log('warn', 'respond() was ignored: set customResponse: true on the $.interface.http prop to answer requests yourself');
+      return;
+    }
+    if (scope.response) {
+      scope.log('warn', 'respond() was called more than once; only the first response was sent');
+      return;
+    }
+    scope.response = response;
+    send(response);
+  };
+}

@@ -1,0 +1,53 @@
+// What one call of `run` or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
+import type { EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
+import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS } from './limits.js';
+
+export class CallScope {
+  readonly emits: EmittedEvent[] = [];
+  readonly logs: LogLine[] = [];
+  /** Keys written during this call; they reach the batch's db only if the call succeeds. */
+  readonly dbWrites = new Map<string, { value: unknown; bytes: number }>();
+  emitBytes = 0;
+  response?: HttpResponse;
+  /** Set once the call has ended: late effects of stray callbacks are dropped. */
+  closed = false;
+  /** The first error that fails the call regardless of what the component does with it. */
+  failure?: unknown;
+  /** Rejects on `fail`, ending the wait for the component's promise (which may never settle). */
+  readonly failed: Promise<never>;
+  private rejectFailed!: (reason: unknown) => void;
+  private logChars = 0;
+  private logsDropped = false;
+
+  constructor(
+    readonly method: InvocationMethod,
+    readonly index: number,
+  ) {
+    this.failed = new Promise<never>((_, reject) => {
+      this.rejectFailed = reject;
+    });
+    // Nobody awaits `failed` once the call has ended; that must not count as an unhandled rejection.
+    this.failed.catch(() => undefined);
+  }
+
+  /** Fails the call: an uncaught error of the component, or a breach of the contract it may have caught. */
+  fail(error: unknown): void {
+    if (this.closed || this.failure !== undefined) return;
+    this.failure = error ?? new Error('the component failed with an empty error');
+    this.rejectFailed(this.failure);
+  }
+
+  log(k: LogLine['k'], msg: string): void {
+    if (this.closed || this.logsDropped) return;
+    if (msg.length > MAX_LOG_LINE_CHARS) {
+      msg = `${msg.slice(0, MAX_LOG_LINE_CHARS)}… [${msg.length - MAX_LOG_LINE_CHARS} more characters cut]`;
+    }
+    this.logChars += msg.length;
+    if (this.logChars > MAX_LOG_CHARS_PER_CALL) {
+      this.logsDropped = true;
+      msg = `log output of this call passed ${MAX_LOG_CHARS_PER_CALL} characters; later lines are dropped`;
+      k = 'warn';
+    }
+    this.logs.push({ k, ts: Date.now(), msg });
+  }
+}

@@ -1,0 +1,71 @@
+// Opens the database (SQLite file by default, PostgreSQL for a postgres:// URL) and runs the migrations.
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { Database } from './schema.js';
+import { migrateToLatest } from './migrate.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: DialectName;
+  /** Where the data lives, for messages: the SQLite path or the PostgreSQL URL without its password. */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  /** Run pending migrations (true for the server and the CLI). */
+  migrate?: boolean;
+}
+
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const store = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir);
+  try {
+    await sql`select 1`.execute(store.db);
+    if (options.migrate !== false) await migrateToLatest(store.db, store.dialect);
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw new Error(`cannot open the database at ${store.location}: ${(error as Error).message}`);
+  }
+  return store;
+}
+
+function openSqlite(dataDir: string): Store {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'tributary.db');
+  const connection = new SQLite(file);
+  connection.pragma('journal_mode = WAL');
+  connection.pragma('synchronous = NORMAL');
+  connection.pragma('foreign_keys = ON');
+  // The CLI and the server may write the same file; wait for the other's lock instead of failing.
+  connection.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+function openPostgres(url: string): Store {
+  // int8 (bigint) columns hold epoch times and counters that fit a JS number; count(*) comes back as int8 too.
+  const types = {
+    getTypeParser: (oid: number, format?: string) =>
+      oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
+  };
+  const pool = new pg.Pool({ connectionString: url, max: 10, types } as pg.PoolConfig);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', location: url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'), close: () => db.destroy() };
+}
+
+/** True when the database answers a trivial query; used by /healthz. */
+export async function isReachable(store: Store): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(store.db);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,126 @@
+// Queries on events and emitter state: append with ids, keep the last N per stream, page newest first.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
+import type { DialectName } from './database.js';
+import type { Database, EventsTable, StreamKind } from './schema.js';
+
+export type EventRow = Selectable<EventsTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface EmitterState {
+  lastMs: number;
+  lastSeq: number;
+  dedupe: unknown;
+}
+
+/** Reads the emitter's state, locking its row on PostgreSQL so that concurrent commits take turns. */
+export async function readEmitterState(db: Db, dialect: DialectName, emitterId: string): Promise<EmitterState> {
+  let query = db.selectFrom('emitter_state').selectAll().where('emitter_id', '=', emitterId);
+  if (dialect === 'postgres') query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  return row ? { lastMs: Number(row.last_ms), lastSeq: Number(row.last_seq), dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe) } : { lastMs: 0, lastSeq: -1, dedupe: null };
+}
+
+export async function writeEmitterState(db: Db, emitterId: string, state: EmitterState): Promise<void> {
+  const row = { emitter_id: emitterId, last_ms: state.lastMs, last_seq: state.lastSeq, dedupe: state.dedupe === null ? null : JSON.stringify(state.dedupe) };
+  await db
+    .insertInto('emitter_state')
+    .values(row)
+    .onConflict((oc) => oc.column('emitter_id').doUpdateSet({ last_ms: row.last_ms, last_seq: row.last_seq, dedupe: row.dedupe }))
+    .execute();
+}
+
+export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
+  // Chunked so that a large batch stays under SQLite's bound-parameter limit.
+  for (let i = 0; i < rows.length; i += 500) await db.insertInto('events').values(rows.slice(i, i + 500)).execute();
+}
+
+/** Keeps the newest `keep` events of one stream of one emitter. */
+export async function trimStream(db: Db, emitterId: string, stream: StreamKind, keep: number): Promise<void> {
+  const boundary = await db
+    .selectFrom('events')
+    .select(['ms', 'seq'])
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .orderBy('ms', 'desc')
+    .orderBy('seq', 'desc')
+    .offset(keep - 1)
+    .limit(1)
+    .executeTakeFirst();
+  if (!boundary) return;
+  await db
+    .deleteFrom('events')
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .where((eb) => eb.or([eb('ms', '<', boundary.ms), eb.and([eb('ms', '=', boundary.ms), eb('seq', '<', boundary.seq)])]))
+    .execute();
+}
+
+const EVENT_ID = /^(\d{1,16})-(\d{1,12})$/;
+
+export function parseEventId(id: string): { ms: number; seq: number } | undefined {
+  const match = EVENT_ID.exec(id);
+  return match ? { ms: Number(match[1]), seq: Number(match[2]) } : undefined;
+}
+
+export function eventIdOf(row: Pick<EventRow, 'ms' | 'seq'>): string {
+  return `${row.ms}-${row.seq}`;
+}
+
+/** One stream of an emitter, newest first; `emit` covers the default stream and every named channel. */
+export async function listEvents(db: Kysely<Database>, emitterId: string, stream: StreamKind, page: PageRequest): Promise<Page<EventRow>> {
+  const base = db.selectFrom('events').selectAll().where('emitter_id', '=', emitterId).where('stream', '=', stream);
+  const keyOf = (cursor: string) => parseEventId(decodeCursor(cursor, (key) => parseEventId(key) !== undefined))!;
+  let rows: EventRow[];
+  if (page.before !== undefined) {
+    const { ms, seq } = keyOf(page.before);
+    rows = await base
+      .where((eb) => eb.or([eb('ms', '>', ms), eb.and([eb('ms', '=', ms), eb('seq', '>', seq)])]))
+      .orderBy('ms', 'asc')
+      .orderBy('seq', 'asc')
+      .limit(page.limit)
+      .execute();
+    rows.reverse();
+  } else {
+    let query = base;
+    if (page.after !== undefined) {
+      const { ms, seq } = keyOf(page.after);
+      query = query.where((eb) => eb.or([eb('ms', '<', ms), eb.and([eb('ms', '=', ms), eb('seq', '<', seq)])]));
+    }
+    rows = await query.orderBy('ms', 'desc').orderBy('seq', 'desc').limit(page.limit).execute();
+  }
+  const total = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .executeTakeFirstOrThrow();
+  return toPage(rows, Number(total.n), eventIdOf);
+}
+
+/** Events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
+export function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: { ms: number; seq: number }): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .where((eb) => eb.or([eb('ms', '>', after.ms), eb.and([eb('ms', '=', after.ms), eb('seq', '>', after.seq)])]))
+    .orderBy('ms', 'asc')
+    .orderBy('seq', 'asc')
+    .execute();
+}
+
+/** Deletes the emitted events (all streams of kind `emit`) between two ids, inclusive; either end may be open. */
+export async function deleteEventRange(
+  db: Db,
+  emitterId: string,
+  start: { ms: number; seq: number } | undefined,
+  end: { ms: number; seq: number } | undefined,
+): Promise<number> {
+  let query = db.deleteFrom('events').where('emitter_id', '=', emitterId).where('stream', '=', 'emit');
+  if (start) query = query.where((eb) => eb.or([eb('ms', '>', start.ms), eb.and([eb('ms', '=', start.ms), eb('seq', '>=', start.seq)])]));
+  if (end) query = query.where((eb) => eb.or([eb('ms', '<', end.ms), eb.and([eb('ms', '=', end.ms), eb('seq', '<=', end.seq)])]));
+  const result = await query.executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

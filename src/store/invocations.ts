@@ -1,0 +1,67 @@
+// Queries on the durable invocation queue: enqueue, claim a batch of one source with a lease, complete.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, InvocationsTable } from './schema.js';
+
+export type InvocationRow = Selectable<InvocationsTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function insertInvocations(db: Db, rows: InvocationRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) await db.insertInto('invocations').values(rows.slice(i, i + 500)).execute();
+}
+
+/** Sources with claimable invocations, oldest waiting first. */
+export async function sourcesWithWork(db: Db, nowMs: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('invocations')
+    .select('source_id')
+    .select((eb) => eb.fn.min('id').as('first_id'))
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .groupBy('source_id')
+    .orderBy('first_id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.source_id);
+}
+
+/** Leases the oldest `limit` claimable invocations of one source for `owner`; returns them in queue order. */
+export async function claimBatch(db: Db, sourceId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<InvocationRow[]> {
+  const candidates = await db
+    .selectFrom('invocations')
+    .select('id')
+    .where('source_id', '=', sourceId)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  if (!candidates.length) return [];
+  const ids = candidates.map((c) => c.id);
+  await db
+    .updateTable('invocations')
+    .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', ids)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
+    .execute();
+  return db.selectFrom('invocations').selectAll().where('id', 'in', ids).where('lease_owner', '=', owner).orderBy('id').execute();
+}
+
+/** Removes completed invocations, only where this owner still holds them (a reclaimed row is not ours to drop). */
+export async function completeInvocations(db: Db, ids: string[], owner: string): Promise<void> {
+  if (!ids.length) return;
+  await db.deleteFrom('invocations').where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+}
+
+export async function releaseInvocations(db: Db, ids: string[], owner: string): Promise<void> {
+  if (!ids.length) return;
+  await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+}
+
+/** On an embedded (single-process) start, leases of the previous process can be taken back at once. */
+export async function releaseAllLeases(db: Db): Promise<void> {
+  await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('lease_owner', 'is not', null).execute();
+}
+
+export async function countPending(db: Db, sourceId?: string): Promise<number> {
+  let query = db.selectFrom('invocations').select((eb) => eb.fn.countAll<number>().as('n'));
+  if (sourceId) query = query.where('source_id', '=', sourceId);
+  return Number((await query.executeTakeFirstOrThrow()).n);
+}

@@ -1,0 +1,29 @@
+// Runs a keyset-paginated query over a table whose `id` column sorts by creation (newest first in lists).
+import type { SelectQueryBuilder } from 'kysely';
+import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
+import { isId, type IdPrefix } from './ids.js';
+
+/**
+ * `base` must select from the table with all filters applied and no order or limit; `count` is the same
+ * filter counting rows. Rows are returned newest first.
+ */
+export async function paginateById<DB, TB extends keyof DB, Row extends { id: string }>(
+  base: SelectQueryBuilder<DB, TB, Row>,
+  count: () => Promise<number>,
+  prefix: IdPrefix,
+  page: PageRequest,
+): Promise<Page<Row>> {
+  const valid = (key: string) => isId(key, prefix);
+  const idColumn = 'id' as any; // Kysely cannot prove `id` exists on an arbitrary table; Row guarantees it.
+  let rows: Row[];
+  if (page.before !== undefined) {
+    const key = decodeCursor(page.before, valid);
+    rows = (await base.where(idColumn, '>', key).orderBy(idColumn, 'asc').limit(page.limit).execute()).reverse();
+  } else if (page.after !== undefined) {
+    const key = decodeCursor(page.after, valid);
+    rows = await base.where(idColumn, '<', key).orderBy(idColumn, 'desc').limit(page.limit).execute();
+  } else {
+    rows = await base.orderBy(idColumn, 'desc').limit(page.limit).execute();
+  }
+  return toPage(rows, await count(), (row) => row.id);
+}

@@ -1,0 +1,126 @@
+// Row types of every table, shared by both dialects (JSON is stored as text, booleans as 0/1, times as integers).
+
+export interface UsersTable {
+  id: string;
+  username: string;
+  email: string;
+  plan: 'free' | 'paid';
+  api_key_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ComponentsTable {
+  id: string;
+  /** Null for components published to the global registry. */
+  user_id: string | null;
+  key: string | null;
+  code: string;
+  code_hash: string;
+  component_url: string | null;
+  name: string;
+  version: string;
+  /** JSON: the configurable_props array returned by the API. */
+  configurable_props: string;
+  /** JSON: everything else the runtime learned when it loaded the code (hooks, dedupe, imports). */
+  metadata: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Invocation and compute counters of one account over one period (`day:YYYY-MM-DD` or `billing:<start ts>`). */
+export interface UsageTable {
+  user_id: string;
+  period: string;
+  invocations: number;
+  compute_ms: number;
+}
+
+export interface SourcesTable {
+  id: string;
+  user_id: string;
+  component_id: string;
+  name: string;
+  name_slug: string;
+  active: number;
+  /** JSON: the props as configured; secret values are sealed (encrypted), interface props hold their settings. */
+  configured_props: string;
+  /** Unguessable id of the HTTP endpoint, for sources with a `$.interface.http` prop. */
+  endpoint_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** `$.service.db` of a source: one row per key, the value as JSON. */
+export interface SourceDbTable {
+  source_id: string;
+  key: string;
+  value: string;
+}
+
+/** Per-emitter state that must survive restarts: the last event id given out and the dedupe cache. */
+export interface EmitterStateTable {
+  emitter_id: string;
+  last_ms: number;
+  last_seq: number;
+  /** JSON: `unique` → array of ids (oldest first), `greatest` → number, `last` → id; null when unset. */
+  dedupe: string | null;
+}
+
+export type StreamKind = 'emit' | '$errors' | '$logs';
+
+export interface EventsTable {
+  emitter_id: string;
+  stream: StreamKind;
+  ms: number;
+  seq: number;
+  /** Channel name for emits (empty for the default stream); `$errors`/`$logs` for those streams. */
+  name: string;
+  emit_id: string;
+  /** The `id` given to `$emit`, as JSON (string or number), or null. */
+  event_key: string | null;
+  summary: string | null;
+  ts: number | null;
+  event: string;
+  indexed_at_ms: number;
+}
+
+export type TriggerKind = 'manual' | 'http' | 'timer' | 'listener';
+
+/** The durable invocation queue: a trigger is a row before it is acknowledged; rows go when their run commits. */
+export interface InvocationsTable {
+  id: string;
+  source_id: string;
+  user_id: string;
+  trigger: TriggerKind;
+  /** JSON of the triggering event. */
+  event: string;
+  created_ms: number;
+  /** How many listener hops led here, to cut subscription loops. */
+  depth: number;
+  attempts: number;
+  lease_owner: string | null;
+  lease_until_ms: number | null;
+}
+
+/** One timer prop of an active source; claimed with a compare-and-set on `next_due_ms` so each due time fires once. */
+export interface TimersTable {
+  source_id: string;
+  prop_name: string;
+  user_id: string;
+  /** JSON: `{ intervalSeconds }` or `{ cron, timezone? }`. */
+  schedule: string;
+  next_due_ms: number;
+}
+
+export interface Database {
+  timers: TimersTable;
+  sources: SourcesTable;
+  source_db: SourceDbTable;
+  emitter_state: EmitterStateTable;
+  events: EventsTable;
+  invocations: InvocationsTable;
+  usage: UsageTable;
+  users: UsersTable;
+  components: ComponentsTable;
+}

@@ -1,0 +1,73 @@
+// Queries on sources and on what belongs to them ($.service.db rows, emitter state).
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Page, PageRequest } from '../core/pagination.js';
+import type { Database, SourcesTable } from './schema.js';
+import { paginateById } from './paginate.js';
+
+export type SourceRow = Selectable<SourcesTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function insertSource(db: Db, row: SourceRow): Promise<void> {
+  await db.insertInto('sources').values(row).execute();
+}
+
+export async function updateSource(db: Db, id: string, changes: Partial<Omit<SourceRow, 'id' | 'user_id'>>): Promise<void> {
+  await db.updateTable('sources').set(changes).where('id', '=', id).execute();
+}
+
+export function findSource(db: Db, userId: string, id: string): Promise<SourceRow | undefined> {
+  return db.selectFrom('sources').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+}
+
+/** A source by id regardless of owner, for the engine (which got the id from an owned trigger). */
+export function loadSource(db: Db, id: string): Promise<SourceRow | undefined> {
+  return db.selectFrom('sources').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findSourceByEndpoint(db: Db, endpointId: string): Promise<SourceRow | undefined> {
+  return db.selectFrom('sources').selectAll().where('endpoint_id', '=', endpointId).executeTakeFirst();
+}
+
+export function listSources(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<SourceRow>> {
+  const base = db.selectFrom('sources').selectAll().where('user_id', '=', userId);
+  const count = async () =>
+    Number((await db.selectFrom('sources').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n);
+  return paginateById(base, count, 'dc', page);
+}
+
+/** Slugs in the account that start with `base`, to pick the next free `base-N`. */
+export async function slugsLike(db: Db, userId: string, base: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sources')
+    .select('name_slug')
+    .where('user_id', '=', userId)
+    .where((eb) => eb.or([eb('name_slug', '=', base), eb('name_slug', 'like', `${base}-%`)]))
+    .execute();
+  return rows.map((r) => r.name_slug);
+}
+
+/** Removes a source and everything that belongs to it. */
+export async function deleteSourceCascade(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('invocations').where('source_id', '=', id).execute();
+  await db.deleteFrom('timers').where('source_id', '=', id).execute();
+  await db.deleteFrom('events').where('emitter_id', '=', id).execute();
+  await db.deleteFrom('emitter_state').where('emitter_id', '=', id).execute();
+  await db.deleteFrom('source_db').where('source_id', '=', id).execute();
+  await db.deleteFrom('sources').where('id', '=', id).execute();
+}
+
+export async function readSourceDb(db: Db, sourceId: string): Promise<Record<string, unknown>> {
+  const rows = await db.selectFrom('source_db').select(['key', 'value']).where('source_id', '=', sourceId).execute();
+  return Object.fromEntries(rows.map((r) => [r.key, JSON.parse(r.value)]));
+}
+
+export async function writeSourceDb(db: Db, sourceId: string, writes: Record<string, unknown>): Promise<void> {
+  const entries = Object.entries(writes);
+  if (!entries.length) return;
+  const rows = entries.map(([key, value]) => ({ source_id: sourceId, key, value: JSON.stringify(value) }));
+  await db
+    .insertInto('source_db')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['source_id', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+    .execute();
+}

@@ -1,0 +1,42 @@
+// Queries on timers: replace a source's timers, find the next due time, claim a due time exactly once.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, TimersTable } from './schema.js';
+
+export type TimerRow = Selectable<TimersTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function replaceTimers(db: Db, sourceId: string, rows: TimerRow[]): Promise<void> {
+  await db.deleteFrom('timers').where('source_id', '=', sourceId).execute();
+  if (rows.length) await db.insertInto('timers').values(rows).execute();
+}
+
+export async function deleteTimers(db: Db, sourceId: string): Promise<void> {
+  await db.deleteFrom('timers').where('source_id', '=', sourceId).execute();
+}
+
+export async function nextDueMs(db: Db): Promise<number | undefined> {
+  const row = await db.selectFrom('timers').select((eb) => eb.fn.min('next_due_ms').as('due')).executeTakeFirst();
+  return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
+}
+
+export function dueTimers(db: Db, nowMs: number, limit: number): Promise<TimerRow[]> {
+  return db.selectFrom('timers').selectAll().where('next_due_ms', '<=', nowMs).orderBy('next_due_ms').limit(limit).execute();
+}
+
+/** Moves a timer from `expectedDue` to `nextDue`; false when another node (or an update) got there first. */
+export async function advanceTimer(db: Db, timer: TimerRow, nextDue: number): Promise<boolean> {
+  const result = await db
+    .updateTable('timers')
+    .set({ next_due_ms: nextDue })
+    .where('source_id', '=', timer.source_id)
+    .where('prop_name', '=', timer.prop_name)
+    .where('next_due_ms', '=', timer.next_due_ms)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** True when a timer run of this source is queued or running, so the next one is skipped, not stacked. */
+export async function hasPendingTimerRun(db: Db, sourceId: string): Promise<boolean> {
+  const row = await db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where('trigger', '=', 'timer').limit(1).executeTakeFirst();
+  return row !== undefined;
+}

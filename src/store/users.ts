@@ -1,0 +1,34 @@
+// Queries on the users table.
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, UsersTable } from './schema.js';
+
+export type UserRow = Selectable<UsersTable>;
+
+export function insertUser(db: Kysely<Database>, row: UserRow): Promise<unknown> {
+  return db.insertInto('users').values(row).execute();
+}
+
+export function findUserByKeyHash(db: Kysely<Database>, hash: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+}
+
+export function findUserByIdOrUsername(db: Kysely<Database>, idOrUsername: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where((eb) => eb.or([eb('id', '=', idOrUsername), eb('username', '=', idOrUsername)]))
+    .executeTakeFirst();
+}
+
+export function listAllUsers(db: Kysely<Database>): Promise<UserRow[]> {
+  return db.selectFrom('users').selectAll().orderBy('id', 'asc').execute();
+}
+
+export async function countUsers(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function setUserKeyHash(db: Kysely<Database>, id: string, hash: string, now: number): Promise<void> {
+  await db.updateTable('users').set({ api_key_hash: hash, updated_at: now }).where('id', '=', id).execute();
+}

@@ -1,0 +1,174 @@
+// Components API: saving code (both module styles, every prop form), load failures, imports, URLs, look-ups.
+import http from 'node:http';
+import { createHash } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+
+const CJS = `
+const common = {
+  props: { db: "$.service.db" },
+  methods: { greet() { return "hi"; } },
+};
+const github = {
+  type: "app",
+  app: "github",
+  propDefinitions: {
+    repo: { type: "string", label: "Repository", description: "owner/name" },
+  },
+};
+module.exports = {
+  key: "github-new-stars",
+  name: "New Stars",
+  version: "0.1.0",
+  props: {
+    ...common.props,
+    github,
+    http: "$.interface.http",
+    token: "string",
+    repo: { propDefinition: [github, "repo"], optional: true },
+    limit: { type: "integer", label: "Limit", description: "How many", min: 1, max: 50, default: 10, optional: true },
+    mode: { type: "string", options: ["a", { label: "B", value: "b" }] },
+    secretKey: { type: "string", secret: true },
+    timer: { type: "$.interface.timer", default: { intervalSeconds: 300 } },
+    hook: { type: "$.interface.http", customResponse: true },
+  },
+  methods: { ...common.methods },
+  async run() {},
+};
+`;
+
+const ESM = `
+import { axios } from "@pipedream/platform";
+import crypto from "crypto";
+export default {
+  name: "ESM Source",
+  version: "2.0.0",
+  props: { flag: { type: "boolean", optional: true } },
+  async run() { this.$emit({ hasAxios: typeof axios === "function", hash: crypto.createHash("sha1").update("x").digest("hex") }); },
+};
+`;
+
+describe.each(DIALECTS)('components API on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { loadTimeout: 2, allowPrivateNetwork: false });
+    api = client(server.url, (await server.createUser()).apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  it('saves a CommonJS component with every prop form, in declaration order', async () => {
+    const res = await api.post('/v1/components', { component_code: CJS });
+    expect(res.status).toBe(200);
+    const data = res.body.data;
+    expect(Object.keys(data).sort()).toEqual(['code', 'code_hash', 'configurable_props', 'created_at', 'id', 'name', 'updated_at', 'version']);
+    expect(data.id).toMatch(/^sc_[0-9a-z]{26}$/);
+    expect(data.code).toBe(CJS);
+    expect(data.code_hash).toBe(createHash('sha256').update(CJS).digest('hex'));
+    expect(data).toMatchObject({ name: 'New Stars', version: '0.1.0' });
+    expect(data.configurable_props).toEqual([
+      { name: 'db', type: '$.service.db' },
+      { name: 'github', type: 'app', app: 'github' },
+      { name: 'http', type: '$.interface.http' },
+      { name: 'token', type: 'string' },
+      { name: 'repo', type: 'string', label: 'Repository', description: 'owner/name', optional: true, propDefinition: ['github', 'repo'] },
+      { name: 'limit', type: 'integer', label: 'Limit', description: 'How many', min: 1, max: 50, default: 10, optional: true },
+      { name: 'mode', type: 'string', options: ['a', { label: 'B', value: 'b' }] },
+      { name: 'secretKey', type: 'string', secret: true },
+      { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 300 } },
+      { name: 'hook', type: '$.interface.http', customResponse: true },
+    ]);
+    expect(Math.abs(data.created_at - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it('saves an ES module that imports @pipedream/platform and a built-in, and runs it', async () => {
+    const res = await api.post('/v1/components', { component_code: ESM });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ name: 'ESM Source', version: '2.0.0', configurable_props: [{ name: 'flag', type: 'boolean', optional: true }] });
+  });
+
+  it('finds a component by id and by key (the latest), and hides other accounts\' components', async () => {
+    const first = (await api.post('/v1/components', { component_code: CJS })).body.data;
+    const second = (await api.post('/v1/components', { component_code: CJS.replace('0.1.0', '0.2.0') })).body.data;
+    expect((await api.get(`/v1/components/${first.id}`)).body.data.id).toBe(first.id);
+    const byKey = await api.get('/v1/components/github-new-stars');
+    expect(byKey.status).toBe(200);
+    expect(byKey.body.data).toMatchObject({ id: second.id, version: '0.2.0' });
+    const stranger = client(server.url, (await server.createUser()).apiKey);
+    const hidden = await stranger.get(`/v1/components/${first.id}`);
+    expect(hidden.status).toBe(404);
+    expect(hidden.body).toEqual({ error: `component "${first.id}" not found`, code: 'not_found' });
+    expect((await stranger.get('/v1/components/github-new-stars')).status).toBe(404);
+  });
+
+  it('serves the shipped registry components by key', async () => {
+    for (const key of ['http-new-requests', 'schedule-custom-interval', 'json_feed-new-items']) {
+      const res = await api.get(`/v1/components/registry/${key}`);
+      expect(res.status, key).toBe(200);
+      expect(res.body.data.version).toMatch(/^\d+\.\d+\.\d+/);
+    }
+    const polling = (await api.get('/v1/components/registry/json_feed-new-items')).body.data;
+    expect(polling.configurable_props.map((p: { name: string }) => p.name)).toEqual(['db', 'timer', 'feedUrl', 'maxItems']);
+    expect((await api.get('/v1/components/registry/nope-nothing')).status).toBe(404);
+  });
+
+  it('answers 400 when neither code nor URL is given', async () => {
+    const res = await api.post('/v1/components', {});
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'component_code or component_url is required', code: 'invalid_request' });
+  });
+
+  const failures: Array<[string, string, string, RegExp]> = [
+    ['a syntax error, with line and column', 'module.exports = {\n  name: "x",\n  version: "1",\n  run() { return ; ) }\n};', 'syntax_error', /line 4, column \d+/],
+    ['no exported component', 'const x = 1;', 'no_component_exported', /export/],
+    ['a missing name', 'module.exports = { version: "1", run() {} };', 'missing_name', /name/],
+    ['a missing version', 'module.exports = { name: "x", run() {} };', 'missing_version', /version/],
+    ['an unknown prop type', 'module.exports = { name: "x", version: "1", props: { p: { type: "float" } }, run() {} };', 'unknown_prop_type', /float/],
+    ['a relative import', 'import helper from "./helper.js";\nexport default { name: "x", version: "1", run() { helper(); } };', 'relative_import', /\.\/helper\.js/],
+    ['an endless loop at load', 'while (true) {}\nmodule.exports = { name: "x", version: "1", run() {} };', 'load_timeout', /took longer than 2000 ms/],
+    ['an uninstallable package', 'import x from "tributary-no-such-package-zz9";\nexport default { name: "x", version: "1", run() { x(); } };', 'package_install_failed', /tributary-no-such-package-zz9/],
+  ];
+
+  for (const [what, code, reason, message] of failures) {
+    it(`answers 422 for ${what}, and stays healthy`, async () => {
+      const res = await api.post('/v1/components', { component_code: code });
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('component_invalid');
+      expect(res.body.error).toMatch(message);
+      expect(res.body.details[0].reason).toBe(reason);
+      expect((await request('GET', `${server.url}/healthz`)).status).toBe(200);
+    });
+  }
+
+  it('fetches component_url with the outbound guard, and keeps the URL when code is also given', async () => {
+    const host = http.createServer((_req, res) => res.end('module.exports = { name: "From URL", version: "1.0.0", run() {} };'));
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/component.js`;
+    try {
+      const blocked = await api.post('/v1/components', { component_url: url });
+      expect(blocked.status).toBe(400);
+      expect(blocked.body.error).toContain('private address');
+      const both = await api.post('/v1/components', { component_url: url, component_code: 'module.exports = { name: "Inline", version: "1", run() {} };' });
+      expect(both.status).toBe(200);
+      expect(both.body.data.name).toBe('Inline');
+      const open = await startTestServer(dialect, { allowPrivateNetwork: true });
+      try {
+        const openApi = client(open.url, (await open.createUser()).apiKey);
+        const fetched = await openApi.post('/v1/components', { component_url: url });
+        expect(fetched.status).toBe(200);
+        expect(fetched.body.data.name).toBe('From URL');
+        const refused = await openApi.post('/v1/components', { component_url: 'http://127.0.0.1:1/component.js' });
+        expect(refused.status).toBe(400);
+        expect(refused.body.error).toContain('cannot fetch component_url');
+      } finally {
+        await open.destroy();
+      }
+    } finally {
+      host.close();
+    }
+    expect((await api.post('/v1/components', { component_url: 'ftp://example.com/x.js' })).status).toBe(400);
+  });
+});

@@ -1,0 +1,111 @@
+// Conventions every endpoint shares: authentication, error bodies, content types, body limit, fields, rate limit.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+
+describe.each(DIALECTS)('API conventions on %s', (dialect) => {
+  let server: TestServer;
+  let key: string;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { bodyLimit: 2048, rateLimit: 50 });
+    key = (await server.createUser()).apiKey;
+  });
+  afterAll(() => server?.destroy());
+
+  it('answers 401 with a JSON error and WWW-Authenticate for a missing key', async () => {
+    const res = await request('GET', `${server.url}/v1/users/me`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(res.body).toEqual({ error: expect.stringContaining('missing Authorization header'), code: 'unauthorized' });
+  });
+
+  it('answers 401 for a malformed header and for an unknown key', async () => {
+    const malformed = await request('GET', `${server.url}/v1/users/me`, { headers: { authorization: `Token ${key}` } });
+    expect(malformed.status).toBe(401);
+    expect(malformed.body.code).toBe('unauthorized');
+    expect(malformed.body.error).toContain('malformed');
+    const unknown = await request('GET', `${server.url}/v1/users/me`, { key: 'trb_not-a-real-key' });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toEqual({ error: 'invalid API key', code: 'unauthorized' });
+  });
+
+  it('answers 404 with a JSON body for an unknown route', async () => {
+    const res = await client(server.url, key).get('/v1/nothing-here');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'route GET /v1/nothing-here not found', code: 'not_found' });
+  });
+
+  it('answers 415 to a JSON body sent without the JSON content type, and changes nothing', async () => {
+    const res = await request('POST', `${server.url}/v1/components`, {
+      key,
+      raw: { body: JSON.stringify({ component_code: 'module.exports = {}' }), contentType: 'text/plain' },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.code).toBe('unsupported_media_type');
+  });
+
+  it('answers 400 to malformed JSON', async () => {
+    const res = await request('POST', `${server.url}/v1/components`, { key, raw: { body: '{"component_code": ', contentType: 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_request');
+  });
+
+  it('answers 413 to a body over the limit', async () => {
+    const res = await client(server.url, key).post('/v1/components', { component_code: 'x'.repeat(4096) });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('payload_too_large');
+  });
+
+  it('applies include and exclude to the data of a response', async () => {
+    const api = client(server.url, key);
+    const included = await api.get('/v1/users/me?include=id,username');
+    expect(included.status).toBe(200);
+    expect(Object.keys(included.body.data).sort()).toEqual(['id', 'username']);
+    const excluded = await api.get('/v1/users/me?exclude=api_key,email');
+    expect(excluded.status).toBe(200);
+    expect(excluded.body.data.api_key).toBeUndefined();
+    expect(excluded.body.data.email).toBeUndefined();
+    expect(excluded.body.data.username).toBeDefined();
+    const bad = await api.get('/v1/users/me?include=id;drop');
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('invalid_request');
+  });
+
+  it('tags every response with a request id', async () => {
+    const res = await client(server.url, key).get('/v1/users/me', { headers: { 'x-request-id': 'trace-123' } });
+    expect(res.headers.get('x-request-id')).toBe('trace-123');
+  });
+
+  it('serves /healthz without a key', async () => {
+    const res = await request('GET', `${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', database: 'ok' });
+  });
+
+  it('serves the OpenAPI document and the interactive docs', async () => {
+    const doc = await request('GET', `${server.url}/v1/openapi.json`);
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/users/me', '/v1/components', '/v1/components/{keyOrId}']));
+    const docs = await request('GET', `${server.url}/docs/`);
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain('<html');
+  });
+
+  it('limits requests per key with 429 and Retry-After', async () => {
+    const other = (await server.createUser()).apiKey;
+    const api = client(server.url, other);
+    let limited: Awaited<ReturnType<typeof api.get>> | undefined;
+    for (let i = 0; i < 60 && !limited; i++) {
+      const res = await api.get('/v1/users/me');
+      if (res.status === 429) limited = res;
+      else expect(res.status).toBe(200);
+    }
+    expect(limited).toBeDefined();
+    expect(limited!.body.code).toBe('rate_limited');
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Another key is not affected.
+    expect((await client(server.url, key).get('/v1/users/me')).status).toBe(200);
+  });
+});

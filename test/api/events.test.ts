@@ -1,0 +1,171 @@
+// Runs and their events: manual runs, event summaries, truncation, deletion, $logs, $errors, dedupe, restarts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { emitterSource } from '../helpers/components.js';
+
+type Api = ReturnType<typeof client>;
+
+describe.each(DIALECTS)('events on %s', (dialect) => {
+  let server: TestServer;
+  let api: Api;
+  let key: string;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { eventRetention: 100 });
+    key = (await server.createUser()).apiKey;
+    api = client(server.url, key);
+  });
+  afterAll(() => server?.destroy());
+
+  async function deploy(code = emitterSource()): Promise<string> {
+    const res = await api.post('/v1/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    return res.body.data.id;
+  }
+
+  /** Queues a manual run and waits until the queue has run it. */
+  async function runAndWait(sourceId: string, event: unknown): Promise<void> {
+    const res = await api.post(`/v1/sources/${sourceId}/run`, event);
+    expect(res.status).toBe(202);
+    expect(res.body.data.id).toMatch(/^inv_/);
+    await waitFor(
+      () => server.running.services.store.db.selectFrom('invocations').select('id').where('id', '=', res.body.data.id).execute(),
+      (rows) => rows.length === 0,
+      { what: `invocation ${res.body.data.id} to complete` },
+    );
+  }
+
+  const emitsOf = (items: Array<{ event: unknown; meta?: object }>) => ({ emits: items.map((i) => ({ event: i.event, meta: i.meta ?? {} })) });
+
+  it('stores emitted events with <ms>-<seq> ids and the spec metadata, newest first', async () => {
+    const id = await deploy();
+    await runAndWait(id, emitsOf([{ event: { n: 1 }, meta: { summary: 'one', id: 'a' } }, { event: { n: 2 }, meta: { name: 'channel-x' } }]));
+    const res = await api.get(`/v1/sources/${id}/event_summaries`);
+    expect(res.status).toBe(200);
+    expect(res.body.page_info).toMatchObject({ total_count: 2, count: 2 });
+    const [second, first] = res.body.data;
+    expect(first).toEqual({
+      id: expect.stringMatching(/^\d{13}-\d+$/),
+      indexed_at_ms: expect.any(Number),
+      event: { n: 1 },
+      metadata: { emitter_id: id, emit_id: expect.any(String), name: '', summary: 'one', id: 'a' },
+    });
+    expect(second.metadata.name).toBe('channel-x');
+    const [ms1, seq1] = first.id.split('-').map(Number);
+    const [ms2, seq2] = second.id.split('-').map(Number);
+    expect(ms2 > ms1 || (ms2 === ms1 && seq2 > seq1)).toBe(true);
+  });
+
+  it('orders the events of one run by ts, oldest first', async () => {
+    const id = await deploy();
+    await runAndWait(id, emitsOf([{ event: 'c', meta: { ts: 3000 } }, { event: 'a', meta: { ts: 1000 } }, { event: 'b', meta: { ts: 2000 } }]));
+    const res = await api.get(`/v1/sources/${id}/event_summaries`);
+    expect(res.body.data.map((e: { event: string }) => e.event)).toEqual(['c', 'b', 'a']);
+    expect(res.body.data[0].metadata.ts).toBe(3000);
+  });
+
+  it('pages with limit, before and after, and truncates large events unless expand=event', async () => {
+    const id = await deploy();
+    const big = { text: 'x'.repeat(2000) };
+    await runAndWait(id, emitsOf([...Array.from({ length: 5 }, (_, i) => ({ event: { i } })), { event: big }]));
+    const last3 = await api.get(`/v1/sources/${id}/event_summaries?limit=3`);
+    expect(last3.body.page_info).toMatchObject({ total_count: 6, count: 3 });
+    const truncated = last3.body.data[0].event;
+    expect(truncated).toEqual({ $truncated: true, size: JSON.stringify(big).length, preview: JSON.stringify(big).slice(0, 1024) });
+    expect(last3.body.data.slice(1).map((e: { event: { i: number } }) => e.event.i)).toEqual([4, 3]);
+    const older = await api.get(`/v1/sources/${id}/event_summaries?limit=3&after=${last3.body.page_info.end_cursor}`);
+    expect(older.body.data.map((e: { event: { i: number } }) => e.event.i)).toEqual([2, 1, 0]);
+    const newer = await api.get(`/v1/sources/${id}/event_summaries?limit=2&before=${older.body.page_info.start_cursor}`);
+    expect(newer.body.data.map((e: { event: { i?: number } }) => e.event.i)).toEqual([4, 3]);
+    const expanded = await api.get(`/v1/sources/${id}/event_summaries?limit=1&expand=event`);
+    expect(expanded.body.data[0].event).toEqual(big);
+    expect((await api.get(`/v1/sources/${id}/event_summaries?expand=all`)).status).toBe(400);
+  });
+
+  it('keeps only the last 100 events', async () => {
+    const id = await deploy();
+    await runAndWait(id, emitsOf(Array.from({ length: 120 }, (_, i) => ({ event: i }))));
+    const res = await api.get(`/v1/sources/${id}/event_summaries?limit=100`);
+    expect(res.body.page_info.total_count).toBe(100);
+    expect(res.body.data[0].event).toBe(119);
+    expect(res.body.data[99].event).toBe(20);
+  });
+
+  it('deletes events in the four ways the spec lists, answering 202', async () => {
+    const id = await deploy();
+    await runAndWait(id, emitsOf(Array.from({ length: 6 }, (_, i) => ({ event: i }))));
+    const all = (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { id: string }) => e.id).reverse();
+    const remaining = async () => (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: number }) => e.event).reverse();
+
+    expect((await api.delete(`/v1/sources/${id}/events?start_id=${all[2]}&end_id=${all[2]}`)).status).toBe(202);
+    expect(await remaining()).toEqual([0, 1, 3, 4, 5]);
+    expect((await api.delete(`/v1/sources/${id}/events?start_id=${all[4]}`)).status).toBe(202);
+    expect(await remaining()).toEqual([0, 1, 3]);
+    expect((await api.delete(`/v1/sources/${id}/events?end_id=${all[0]}`)).status).toBe(202);
+    expect(await remaining()).toEqual([1, 3]);
+    expect((await api.delete(`/v1/sources/${id}/events?start_id=${all[1]}&end_id=${all[3]}`)).status).toBe(202);
+    expect(await remaining()).toEqual([]);
+
+    await runAndWait(id, emitsOf([{ event: 'again' }]));
+    expect((await api.delete(`/v1/sources/${id}/events`)).status).toBe(202);
+    expect(await remaining()).toEqual([]);
+    const bad = await api.delete(`/v1/sources/${id}/events?start_id=yesterday`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain('start_id "yesterday" is not an event id');
+  });
+
+  it('records console output on $logs and failures on $errors, committing nothing of a failed run', async () => {
+    const id = await deploy();
+    await runAndWait(id, { fail: 'kaput', emits: [{ event: 'never' }] });
+    const errors = await api.get(`/v1/sources/${id}/$errors/event_summaries`);
+    expect(errors.body.page_info.total_count).toBe(1);
+    const error = errors.body.data[0];
+    expect(error.metadata.name).toBe('$errors');
+    expect(error.event).toMatchObject({
+      error: { name: 'Error', message: 'kaput', stack: expect.stringContaining('kaput') },
+      original_event: { fail: 'kaput', emits: [{ event: 'never' }] },
+      original_context: { id: expect.stringMatching(/^inv_/), source_id: id, trigger: 'manual', ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+    });
+    expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data).toEqual([]);
+    const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries`);
+    expect(logs.body.data[0].event).toEqual({ k: 'log', ts: expect.any(Number), msg: 'run 1' });
+    expect(logs.body.data[0].metadata.name).toBe('$logs');
+    // The failed run's db write was discarded: the next run counts 1 again.
+    await runAndWait(id, emitsOf([{ event: 'ok' }]));
+    const after = await api.get(`/v1/sources/${id}/$logs/event_summaries`);
+    expect(after.body.data[0].event.msg).toBe('run 1');
+  });
+
+  it('keeps dedupe state across runs', async () => {
+    const unique = await deploy(emitterSource('unique'));
+    await runAndWait(unique, emitsOf([{ event: 1, meta: { id: 'a' } }, { event: 2, meta: { id: 'b' } }]));
+    await runAndWait(unique, emitsOf([{ event: 3, meta: { id: 'b' } }, { event: 4, meta: { id: 'c' } }]));
+    const events = (await api.get(`/v1/sources/${unique}/event_summaries`)).body.data.map((e: { event: number }) => e.event);
+    expect(events).toEqual([4, 2, 1]);
+
+    const greatest = await deploy(emitterSource('greatest'));
+    await runAndWait(greatest, emitsOf([{ event: 'five', meta: { id: 5 } }]));
+    await runAndWait(greatest, emitsOf([{ event: 'four', meta: { id: 4 } }, { event: 'six', meta: { id: 6 } }]));
+    expect((await api.get(`/v1/sources/${greatest}/event_summaries`)).body.data.map((e: { event: string }) => e.event)).toEqual(['six', 'five']);
+  });
+
+  it('rejects an emit without id under a dedupe strategy with a clear error', async () => {
+    const id = await deploy(emitterSource('unique'));
+    await runAndWait(id, emitsOf([{ event: 'no id' }]));
+    const errors = await api.get(`/v1/sources/${id}/$errors/event_summaries`);
+    expect(errors.body.data[0].event.error.message).toBe('$emit needs an id when dedupe is "unique"');
+  });
+
+  it('keeps $.service.db and dedupe state across a restart', async () => {
+    const id = await deploy(emitterSource('unique'));
+    await runAndWait(id, emitsOf([{ event: 1, meta: { id: 'a' } }]));
+    await server.restart();
+    api = client(server.url, key);
+    await runAndWait(id, emitsOf([{ event: 2, meta: { id: 'a' } }, { event: 3, meta: { id: 'b' } }]));
+    expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: number }) => e.event)).toEqual([3, 1]);
+    const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries`);
+    expect(logs.body.data[0].event.msg).toBe('run 2');
+  });
+});

@@ -1,0 +1,242 @@
+// Sources API: deploy, list, update, activate/deactivate, delete, props validation and hooks on each transition.
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client } from '../helpers/client.js';
+import { HOOKS_SOURCE, PROPS_SOURCE, emitterSource } from '../helpers/components.js';
+
+const SOURCE_KEYS = ['active', 'component_id', 'configured_props', 'created_at', 'id', 'name', 'name_slug', 'updated_at', 'user_id'];
+
+describe.each(DIALECTS)('sources API on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  let userId: string;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { minTimerInterval: 30 });
+    const user = await server.createUser();
+    userId = user.id;
+    api = client(server.url, user.apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  /** The hooks recorded by HOOKS_SOURCE, read through a manual run. */
+  async function recordedCalls(sourceId: string): Promise<string[]> {
+    const db = await server.running.services.store.db
+      .selectFrom('source_db')
+      .select('value')
+      .where('source_id', '=', sourceId)
+      .where('key', '=', 'calls')
+      .executeTakeFirst();
+    return db ? JSON.parse(db.value) : [];
+  }
+
+  it('deploys from component_code with the spec shape, active, named after the component', async () => {
+    const res = await api.post('/v1/sources', { component_code: emitterSource() });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.data).sort()).toEqual(SOURCE_KEYS);
+    expect(res.body.data).toMatchObject({ user_id: userId, active: true, name: 'emitter', name_slug: 'emitter', configured_props: {} });
+    expect(res.body.data.id).toMatch(/^dc_[0-9a-z]{26}$/);
+    expect(res.body.data.component_id).toMatch(/^sc_/);
+  });
+
+  it('gives taken names the next free slug', async () => {
+    const a = await api.post('/v1/sources', { component_code: emitterSource(), name: 'My Source!' });
+    const b = await api.post('/v1/sources', { component_code: emitterSource(), name: 'My Source!' });
+    const c = await api.post('/v1/sources', { component_code: emitterSource(), name: 'my source' });
+    expect([a.body.data.name_slug, b.body.data.name_slug, c.body.data.name_slug]).toEqual(['my-source', 'my-source-1', 'my-source-2']);
+    expect(b.body.data.name).toBe('My Source!');
+  });
+
+  it('deploys from component_id, preferring it over code, and from a registry key', async () => {
+    const saved = await api.post('/v1/components', { component_code: emitterSource() });
+    const fromId = await api.post('/v1/sources', { component_id: saved.body.data.id, component_code: 'this is not even javascript' });
+    expect(fromId.status).toBe(200);
+    expect(fromId.body.data.component_id).toBe(saved.body.data.id);
+    const fromKey = await api.post('/v1/sources', { key: 'http-new-requests' });
+    expect(fromKey.status).toBe(200);
+    expect(fromKey.body.data.configured_props.http.endpoint_url).toMatch(new RegExp(`^${server.url}/e/[0-9a-z]{32,}$`));
+  });
+
+  it('answers 400 when no component is named, and 404 for another account\'s component_id', async () => {
+    const none = await api.post('/v1/sources', { name: 'x' });
+    expect(none.status).toBe(400);
+    expect(none.body).toEqual({ error: 'one of component_id, component_code, component_url or key is required', code: 'invalid_request' });
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const saved = await other.post('/v1/components', { component_code: emitterSource() });
+    const res = await api.post('/v1/sources', { component_id: saved.body.data.id });
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('not_found');
+  });
+
+  it('validates props, lists every problem in one 422, and stores nothing', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const res = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { count: 11, color: 'purple', enabled: 'yes', tags: ['a', 1], unknown: 1, timer: { intervalSeconds: 5 } },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('props_invalid');
+    const byProp = Object.fromEntries(res.body.details.map((d: { prop: string; message: string }) => [d.prop, d.message]));
+    expect(byProp).toEqual({
+      unknown: 'is not a prop of this component',
+      timer: 'intervalSeconds must be at least 30, got 5',
+      token: 'is required',
+      count: 'must be at most 10, got 11',
+      color: 'must be one of "red", "green", "blue", got "purple"',
+      enabled: 'must be a boolean, got a string',
+      tags: 'item 1 must be a string, got a number',
+    });
+    const after = await api.get('/v1/users/me/sources?limit=100');
+    expect(after.body.page_info.total_count).toBe(before.body.page_info.total_count);
+  });
+
+  it('rejects an invalid cron expression with 422', async () => {
+    const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer: { cron: '61 * * * *' } } });
+    expect(res.status).toBe(422);
+    expect(res.body.details[0].prop).toBe('timer');
+  });
+
+  it('echoes timers, HTTP endpoints and secrets as the spec says, and keeps secrets encrypted at rest', async () => {
+    const res = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 'sk-very-secret', count: 3, color: 'blue', tags: ['x'] },
+    });
+    expect(res.status).toBe(200);
+    const props = res.body.data.configured_props;
+    expect(props).toEqual({
+      http: { endpoint_url: expect.stringMatching(new RegExp(`^${server.url}/e/`)) },
+      timer: { cron: null, interval_seconds: 60 },
+      token: '********',
+      count: 3,
+      color: 'blue',
+      tags: ['x'],
+      greeting: 'hello',
+    });
+    expect(JSON.stringify(await api.get('/v1/users/me/sources?limit=100'))).not.toContain('sk-very-secret');
+    if (dialect === 'sqlite') {
+      const db = new SQLite(path.join(server.dataDir, 'tributary.db'), { readonly: true });
+      const row = db.prepare('select configured_props from sources where id = ?').get(res.body.data.id) as { configured_props: string };
+      db.close();
+      expect(row.configured_props).not.toContain('sk-very-secret');
+      expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v1:/);
+    }
+    // Sending the placeholder back keeps the secret; a cron timer echoes its expression.
+    const updated = await api.put(`/v1/sources/${res.body.data.id}`, {
+      configured_props: { token: '********', count: 4, color: 'red', timer: { cron: '*/5 * * * *' } },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data.configured_props.timer).toEqual({ cron: '*/5 * * * *', interval_seconds: 300 });
+    expect(updated.body.data.configured_props.http).toEqual(props.http);
+    const run = await api.post(`/v1/sources/${res.body.data.id}/run`, {});
+    expect(run.status).toBe(202);
+    const { waitFor } = await import('../helpers/wait.js');
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${res.body.data.id}/event_summaries`),
+      (r) => r.body.data?.length === 1,
+      { what: 'the manual run to emit' },
+    );
+    expect(events.body.data[0].event).toEqual({ token: 'sk-very-secret', count: 4, greeting: 'hello', endpoint: props.http.endpoint_url });
+  });
+
+  it('runs deploy then activate on create; deactivate then activate on update; keeps the id', async () => {
+    const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { label: 'v1' } });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    expect(await recordedCalls(id)).toEqual(['deploy:v1', 'activate:v1']);
+    const updated = await api.put(`/v1/sources/${id}`, { configured_props: { label: 'v2' } });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data.id).toBe(id);
+    expect(await recordedCalls(id)).toEqual(['deploy:v1', 'activate:v1', 'deactivate:v1', 'activate:v2']);
+    const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries?limit=100`);
+    expect(logs.body.data.map((e: { event: { msg: string } }) => e.event.msg).reverse()).toEqual(['hook deploy', 'hook activate', 'hook deactivate', 'hook activate']);
+  });
+
+  it('active false runs deactivate and active true runs activate', async () => {
+    const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE })).body.data.id;
+    const off = await api.put(`/v1/sources/${id}`, { active: false });
+    expect(off.body.data.active).toBe(false);
+    const offAgain = await api.put(`/v1/sources/${id}`, { active: false });
+    expect(offAgain.body.data.active).toBe(false);
+    const on = await api.put(`/v1/sources/${id}`, { active: true });
+    expect(on.body.data.active).toBe(true);
+    expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none', 'deactivate:none', 'activate:none']);
+    const run = await api.post(`/v1/sources/${id}/run`, {});
+    expect(run.status).toBe(202);
+    await api.put(`/v1/sources/${id}`, { active: false });
+    const refused = await api.post(`/v1/sources/${id}/run`, {});
+    expect(refused.status).toBe(409);
+  });
+
+  it('fails a request whose hook throws with 422 and leaves the source as it was', async () => {
+    const failing = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deploy' } });
+    expect(failing.status).toBe(422);
+    expect(failing.body.code).toBe('hook_failed');
+    expect(failing.body.error).toBe('deploy() hook failed: Error: boom in deploy');
+
+    const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, name: 'stable' });
+    const id = created.body.data.id;
+    const res = await api.put(`/v1/sources/${id}`, { configured_props: { failIn: 'activate', label: 'broken' }, name: 'renamed' });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toContain('activate() hook failed');
+    const list = await api.get('/v1/users/me/sources?limit=100');
+    const stored = list.body.data.find((s: { id: string }) => s.id === id);
+    expect(stored).toMatchObject({ name: 'stable', active: true, configured_props: { label: 'none', failIn: '' } });
+    expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none']);
+  });
+
+  it('deletes with deactivate, removes events and db, and answers 404 afterwards', async () => {
+    const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE })).body.data.id;
+    expect((await api.delete(`/v1/sources/${id}`)).status).toBe(204);
+    expect(await recordedCalls(id)).toEqual([]);
+    const leftovers = await server.running.services.store.db.selectFrom('events').select('emitter_id').where('emitter_id', '=', id).execute();
+    expect(leftovers).toEqual([]);
+    expect((await api.delete(`/v1/sources/${id}`)).status).toBe(404);
+    expect((await api.get(`/v1/sources/${id}/event_summaries`)).status).toBe(404);
+  });
+
+  it('hides other accounts\' sources behind 404', async () => {
+    const id = (await api.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    const stranger = client(server.url, (await server.createUser()).apiKey);
+    for (const res of [
+      await stranger.put(`/v1/sources/${id}`, { active: false }),
+      await stranger.delete(`/v1/sources/${id}`),
+      await stranger.post(`/v1/sources/${id}/run`, {}),
+      await stranger.get(`/v1/sources/${id}/event_summaries`),
+      await stranger.delete(`/v1/sources/${id}/events`),
+    ]) {
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: `source "${id}" not found`, code: 'not_found' });
+    }
+    expect((await stranger.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
+  });
+
+  it('paginates the source list newest first with stable cursors', async () => {
+    const fresh = client(server.url, (await server.createUser()).apiKey);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await fresh.post('/v1/sources', { component_code: emitterSource(), name: `s${i}` })).body.data.id);
+    const newestFirst = [...ids].reverse();
+    const first = await fresh.get('/v1/users/me/sources?limit=2');
+    expect(first.body.page_info).toMatchObject({ total_count: 5, count: 2 });
+    expect(first.body.data.map((s: { id: string }) => s.id)).toEqual(newestFirst.slice(0, 2));
+    expect(first.body.data[0].user_id).toBeUndefined();
+    // A source created between pages does not shift the next page.
+    await fresh.post('/v1/sources', { component_code: emitterSource(), name: 'late' });
+    const second = await fresh.get(`/v1/users/me/sources?limit=2&after=${first.body.page_info.end_cursor}`);
+    expect(second.body.data.map((s: { id: string }) => s.id)).toEqual(newestFirst.slice(2, 4));
+    expect(second.body.page_info.total_count).toBe(6);
+    const back = await fresh.get(`/v1/users/me/sources?limit=2&before=${second.body.page_info.start_cursor}`);
+    expect(back.body.data.map((s: { id: string }) => s.id)).toEqual(newestFirst.slice(0, 2));
+    const defaults = await fresh.get('/v1/users/me/sources');
+    expect(defaults.body.page_info.count).toBe(6);
+  });
+
+  it('rejects bad pagination parameters with 400', async () => {
+    for (const query of ['limit=0', 'limit=101', 'limit=1.5', 'limit=abc', 'after=!!!', 'after=Zm9v', 'after=a&before=b']) {
+      const res = await api.get(`/v1/users/me/sources?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(['invalid_request', 'invalid_cursor']).toContain(res.body.code);
+    }
+  });
+});

@@ -1,0 +1,122 @@
+// The `tributary` command end to end: serve on an empty data directory, users commands, --help, SIGTERM.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import SQLite from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SETTINGS, envName } from '../../src/config.js';
+import { hashApiKey } from '../../src/core/users.js';
+import { tempDir } from '../helpers/server.js';
+import { request } from '../helpers/client.js';
+
+const BIN = path.resolve(import.meta.dirname, '../../bin/tributary.js');
+const run = promisify(execFile);
+const CLEAN_ENV = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+
+function tributary(args: string[], env: Record<string, string> = {}) {
+  return run(process.execPath, [BIN, ...args], { env: { ...CLEAN_ENV, ...env } });
+}
+
+/** Starts `tributary serve` and resolves once it prints its URL (and, on a first start, the key). */
+function serve(args: string[]): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', ...args], { env: CLEAN_ENV });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening at (http:\/\/\S+) /.exec(output);
+      if (match) {
+        child.stdout!.off('data', onData);
+        resolve({ child, url: match[1]!, output: () => output });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${output}`)));
+  });
+}
+
+function exitCode(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('tributary CLI', () => {
+  const children: ChildProcess[] = [];
+  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
+
+  it('serve --help lists every setting with its TRIBUTARY_ variable', async () => {
+    const { stdout } = await tributary(['serve', '--help']);
+    for (const s of SETTINGS) {
+      expect(stdout).toContain(s.flag);
+      expect(stdout).toContain(envName(s.flag));
+    }
+    expect(envName('--data-dir')).toBe('TRIBUTARY_DATA_DIR');
+  });
+
+  it('rejects a bad setting with a clear message and exit code 2', async () => {
+    const error = await tributary(['users', 'list', '--database-url', 'mysql://x']).catch((e: { code: number; stderr: string }) => e);
+    expect((error as { code: number }).code).toBe(2);
+    expect((error as { stderr: string }).stderr).toContain('--database-url (TRIBUTARY_DATABASE_URL): expected a postgres:// URL');
+  });
+
+  it('creates, lists and rotates accounts, storing only key hashes', async () => {
+    const dataDir = tempDir();
+    const { stdout } = await tributary(['users', 'create', '--username', 'ada', '--email', 'ada@example.test', '--plan', 'paid', '--json', '--data-dir', dataDir]);
+    const created = JSON.parse(stdout.trim());
+    expect(Object.keys(created)).toEqual(['id', 'username', 'email', 'plan', 'api_key']);
+    expect(created).toMatchObject({ username: 'ada', email: 'ada@example.test', plan: 'paid' });
+
+    // The variable works as the flag does.
+    const listed = await tributary(['users', 'list', '--json'], { TRIBUTARY_DATA_DIR: dataDir });
+    expect(JSON.parse(listed.stdout.trim())).toMatchObject({ id: created.id, username: 'ada', plan: 'paid' });
+
+    const duplicate = await tributary(['users', 'create', '--username', 'ada', '--email', 'a@b.c', '--data-dir', dataDir]).catch((e) => e);
+    expect(duplicate.code).toBe(2);
+    expect(duplicate.stderr).toContain('username "ada" is taken');
+
+    const rotated = JSON.parse((await tributary(['users', 'rotate-key', 'ada', '--json', '--data-dir', dataDir])).stdout.trim());
+    expect(rotated.api_key).not.toBe(created.api_key);
+
+    const db = new SQLite(path.join(dataDir, 'tributary.db'), { readonly: true });
+    const row = db.prepare('select api_key_hash from users where id = ?').get(created.id) as { api_key_hash: string };
+    const dump = JSON.stringify(db.prepare('select * from users').all());
+    db.close();
+    expect(row.api_key_hash).toBe(hashApiKey(rotated.api_key));
+    expect(dump).not.toContain(rotated.api_key);
+    expect(dump).not.toContain(created.api_key);
+  });
+
+  it('serve creates an account on an empty database, accepts users created while it runs, and exits 0 on SIGTERM', async () => {
+    const dataDir = tempDir();
+    const server = await serve(['--data-dir', dataDir]);
+    children.push(server.child);
+    const key = /API key \(shown once, store it now\): (\S+)/.exec(server.output())?.[1];
+    expect(key).toBeDefined();
+    const me = await request('GET', `${server.url}/v1/users/me`, { key: key! });
+    expect(me.status).toBe(200);
+    expect(me.body.data.username).toBe('admin');
+
+    const { stdout } = await tributary(['users', 'create', '--username', 'bob', '--email', 'bob@example.test', '--json', '--data-dir', dataDir]);
+    const bob = JSON.parse(stdout.trim());
+    const bobMe = await request('GET', `${server.url}/v1/users/me`, { key: bob.api_key });
+    expect(bobMe.status).toBe(200);
+    expect(bobMe.body.data.api_key).toBe(bob.api_key);
+
+    const health = await request('GET', `${server.url}/healthz`);
+    expect(health.body).toEqual({ status: 'ok', database: 'ok' });
+    expect(server.output()).not.toContain(bob.api_key);
+
+    const exited = exitCode(server.child);
+    server.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    // A second start on the same data keeps the accounts and prints no new key.
+    const again = await serve(['--data-dir', dataDir]);
+    children.push(again.child);
+    expect(again.output()).not.toContain('API key');
+    expect((await request('GET', `${again.url}/v1/users/me`, { key: bob.api_key })).status).toBe(200);
+    const exitedAgain = exitCode(again.child);
+    again.child.kill('SIGTERM');
+    expect(await exitedAgain).toBe(0);
+  });
+});

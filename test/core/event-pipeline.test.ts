@@ -1,0 +1,84 @@
+// Properties of ts ordering and the three dedupe strategies, checked against their definitions in the spec.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { applyDedupe, orderByTs, UNIQUE_CACHE_SIZE } from '../../src/core/event-pipeline.js';
+import type { EmittedEvent } from '../../src/runtime/types.js';
+
+const emits = (ids: Array<string | number>): EmittedEvent[] => ids.map((id) => ({ event: { id }, id }));
+
+describe('orderByTs', () => {
+  it('orders timed events oldest first and keeps untimed ones in emit order after them', () => {
+    fc.assert(
+      fc.property(fc.array(fc.option(fc.integer({ min: 0, max: 1000 }), { nil: undefined })), (tss) => {
+        const input = tss.map((ts, index) => ({ ts, index }));
+        const out = orderByTs(input);
+        const timed = out.filter((e) => e.ts !== undefined);
+        for (let i = 1; i < timed.length; i++) expect(timed[i]!.ts! >= timed[i - 1]!.ts!).toBe(true);
+        const untimed = out.filter((e) => e.ts === undefined).map((e) => e.index);
+        expect(untimed).toEqual(input.filter((e) => e.ts === undefined).map((e) => e.index));
+        expect(out.slice(timed.length).every((e) => e.ts === undefined)).toBe(true);
+      }),
+    );
+  });
+});
+
+describe('dedupe', () => {
+  it('unique emits each id not among the last 100 seen, first in first out', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.integer({ min: 0, max: 150 }), { maxLength: 60 }), { maxLength: 8 }), (runs) => {
+        let cache: unknown = null;
+        const seen: string[] = [];
+        for (const ids of runs) {
+          const result = applyDedupe('unique', cache, emits(ids));
+          const expected: number[] = [];
+          for (const id of ids) {
+            if (seen.includes(JSON.stringify(id))) continue;
+            expected.push(id);
+            seen.push(JSON.stringify(id));
+            if (seen.length > UNIQUE_CACHE_SIZE) seen.shift();
+          }
+          expect(result.accepted.map((e) => e.id)).toEqual(expected);
+          cache = result.cache;
+        }
+        expect(cache === null ? [] : cache).toEqual(seen);
+      }),
+    );
+  });
+
+  it('unique forgets the oldest id once 100 newer ones were seen', () => {
+    const first = applyDedupe('unique', null, emits([0]));
+    const hundred = applyDedupe('unique', first.cache, emits(Array.from({ length: 100 }, (_, i) => i + 1)));
+    expect(applyDedupe('unique', hundred.cache, emits([0])).accepted).toHaveLength(1);
+    expect(applyDedupe('unique', hundred.cache, emits([100])).accepted).toHaveLength(0);
+  });
+
+  it('greatest emits only ids larger than every id emitted before', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -50, max: 50 }), { maxLength: 50 }), (ids) => {
+        const result = applyDedupe('greatest', null, emits(ids));
+        let max = -Infinity;
+        const expected = ids.filter((id) => (id > max ? ((max = id), true) : false));
+        expect(result.accepted.map((e) => e.id)).toEqual(expected);
+        expect(result.cache).toBe(expected.length ? Math.max(...expected) : null);
+      }),
+    );
+  });
+
+  it('greatest compares numerically, including numeric strings', () => {
+    const first = applyDedupe('greatest', null, emits(['9']));
+    expect(applyDedupe('greatest', first.cache, emits(['10', '8'])).accepted.map((e) => e.id)).toEqual(['10']);
+  });
+
+  it('last emits only the events after the cached id, or all when it does not match', () => {
+    const first = applyDedupe('last', null, emits(['a', 'b', 'c']));
+    expect(first.accepted.map((e) => e.id)).toEqual(['a', 'b', 'c']);
+    expect(first.cache).toBe('"c"');
+    const second = applyDedupe('last', first.cache, emits(['b', 'c', 'd', 'e']));
+    expect(second.accepted.map((e) => e.id)).toEqual(['d', 'e']);
+    const none = applyDedupe('last', second.cache, emits(['x', 'y']));
+    expect(none.accepted.map((e) => e.id)).toEqual(['x', 'y']);
+    const nothingNew = applyDedupe('last', none.cache, emits(['x', 'y']));
+    expect(nothingNew.accepted).toEqual([]);
+    expect(nothingNew.cache).toBe('"y"');
+  });
+});
