@@ -17,6 +17,7 @@ import { EndpointDirectory } from './core/http-ingress.js';
 import { SourceLocks } from './engine/source-locks.js';
 import { Dispatcher } from './engine/dispatcher.js';
 import { TimerScheduler } from './engine/timers.js';
+import { NO_ROUTING } from './engine/routing.js';
 import { buildApi } from './api/server.js';
 
 export interface Services {
@@ -82,7 +83,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const users = new UserService(store, config);
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
-    const sources = new SourceService(store, components, runtime, SecretBox.open(config.secretKey, config.dataDir), locks, config);
+    const router = NO_ROUTING;
+    const sources = new SourceService(store, components, runtime, SecretBox.open(config.secretKey, config.dataDir), locks, router, config);
     const events = new EventService(store);
     const dispatcher = new Dispatcher(
       store,
@@ -92,7 +94,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       {
         concurrency: config.workerPoolSize,
         batchSize: 50,
-        leaseMs: (config.runTimeout + 60) * 1000,
+        leaseMs: 15_000,
         pollMs: 1000,
         reclaimAtStart: store.dialect === 'sqlite',
       },
@@ -101,7 +103,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const endpoints = new EndpointDirectory(store);
     sources.onChange((change) => endpoints.evictSource(change.sourceId));
     const quotas = new QuotaService(store, config);
-    const timers = new TimerScheduler(store, dispatcher, quotas, config.eventRetention, logger.child({ module: 'timers' }));
+    const timers = new TimerScheduler(store, dispatcher, quotas, config.eventRetention, router, logger.child({ module: 'timers' }));
     sources.onChange(() => timers.poke());
     const services: Services = { config, store, runtime, users, components, sources, events, dispatcher, endpoints, quotas };
 

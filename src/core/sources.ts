@@ -16,7 +16,7 @@ import { ServiceError, invalid, notFound } from './errors.js';
 import type { Page, PageRequest } from './pagination.js';
 import { echoProps, runtimeProps, validateProps } from './props.js';
 import { SecretBox } from './secrets.js';
-import type { EventSummary } from './event-pipeline.js';
+import type { EventRouter } from '../engine/routing.js';
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -55,8 +55,8 @@ export interface SourceRuntimeView {
   info: ComponentInfo;
 }
 
-/** Called after a change commits, with the events it stored (for live delivery) and the source as it now is. */
-export type SourceChangeListener = (change: { sourceId: string; kind: 'upsert' | 'delete'; events: EventSummary[] }) => void;
+/** Called after a change to a source commits. */
+export type SourceChangeListener = (change: { sourceId: string; kind: 'upsert' | 'delete' }) => void;
 
 export function slugify(name: string): string {
   const slug = name
@@ -86,6 +86,7 @@ export class SourceService {
     private readonly runtime: ComponentRuntime,
     private readonly secrets: SecretBox,
     private readonly locks: SourceLocks,
+    private readonly router: EventRouter,
     private readonly settings: SourceSettings,
   ) {}
 
@@ -170,12 +171,14 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
-    const events = await this.store.db.transaction().execute(async (trx) => {
+    const committed = await this.store.db.transaction().execute(async (trx) => {
       await sources.insertSource(trx, row);
       await replaceTimers(trx, row.id, timerRowsFor(row, info, Date.now()));
-      return commitEffects(trx, { sourceId: row.id, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites }, this.effectsOptions());
+      const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
+      return commitEffects(trx, effects, this.effectsOptions());
     });
-    this.emitChange({ sourceId: row.id, kind: 'upsert', events });
+    this.router.afterCommit(committed);
+    this.emitChange({ sourceId: row.id, kind: 'upsert' });
     return this.toView(row, info, true);
   }
 
@@ -199,7 +202,7 @@ export class SourceService {
       endpoint_id: hasHttp(info) ? current.source.endpoint_id ?? newEndpointId() : null,
       updated_at: nowSeconds(),
     };
-    const events = await this.locks.exclusive(sourceId, async () => {
+    const committed = await this.locks.exclusive(sourceId, async () => {
       const db = await sources.readSourceDb(this.store.db, sourceId);
       // deactivate() runs with the code and props being replaced; activate() with the new ones.
       const off = wasActive ? await this.runHooks(current.source, current.component, current.info, ['deactivate'], db) : undefined;
@@ -210,10 +213,11 @@ export class SourceService {
         await replaceTimers(trx, sourceId, timerRowsFor(next, info, Date.now()));
         const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
         const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
-        return commitEffects(trx, { sourceId, info, outcomes, dbWrites }, this.effectsOptions());
+        return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, outcomes, dbWrites }, this.effectsOptions());
       });
     });
-    this.emitChange({ sourceId, kind: 'upsert', events });
+    this.router.afterCommit(committed);
+    this.emitChange({ sourceId, kind: 'upsert' });
     return this.toView(next, info, true);
   }
 
@@ -226,7 +230,7 @@ export class SourceService {
       }
       await this.store.db.transaction().execute((trx) => sources.deleteSourceCascade(trx, sourceId));
     });
-    this.emitChange({ sourceId, kind: 'delete', events: [] });
+    this.emitChange({ sourceId, kind: 'delete' });
   }
 
   private emitChange(change: Parameters<SourceChangeListener>[0]): void {
@@ -252,7 +256,7 @@ export class SourceService {
   }
 
   effectsOptions() {
-    return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: Date.now() };
+    return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: Date.now(), router: this.router };
   }
 
   /** Everything the runtime needs to call code of this source, props decrypted. */

@@ -14,7 +14,6 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
 import { componentInfo } from '../core/components.js';
 import type { SourceService } from '../core/sources.js';
-import type { EventSummary } from '../core/event-pipeline.js';
 import { billingPeriod, dayPeriod } from '../core/periods.js';
 import { commitEffects, type InvocationContext } from './effects.js';
 import type { SourceLocks } from './source-locks.js';
@@ -32,7 +31,7 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Invocations of one source carried by one worker message. */
   batchSize: number;
-  /** How long a claim is held before another node may take the work back. */
+  /** How long a claim is held without renewal before another node may take the work back. */
   leaseMs: number;
   /** Fallback poll, for work enqueued by other processes. */
   pollMs: number;
@@ -43,13 +42,10 @@ export interface DispatcherOptions {
 /** Receives a run's `respond()` as soon as it is called, or undefined and the outcome once the run ended without one. */
 export type Responder = (response: HttpResponse | undefined, outcome?: InvocationOutcome) => void;
 
-/** Called after a batch commits, with the events it stored. */
-export type CommittedListener = (sourceId: string, events: EventSummary[]) => void;
 
 export class Dispatcher {
   private readonly owner = `node-${randomUUID()}`;
   private readonly running = new Set<string>();
-  private readonly committedListeners: CommittedListener[] = [];
   private readonly responders = new Map<string, Responder>();
   private pumping = false;
   private pumpAgain = false;
@@ -71,10 +67,6 @@ export class Dispatcher {
     this.timer = setInterval(() => this.wake(), this.options.pollMs);
     this.timer.unref();
     this.wake();
-  }
-
-  onCommitted(listener: CommittedListener): void {
-    this.committedListeners.push(listener);
   }
 
   /**
@@ -193,6 +185,12 @@ export class Dispatcher {
     const events = batch.map((b) => JSON.parse(b.event) as unknown);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
+    // A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies.
+    const renewal = setInterval(() => {
+      invocations.renewLeases(this.store.db, ids, this.owner, Date.now() + this.options.leaseMs).catch((error: unknown) => {
+        this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
+      });
+    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
     try {
       const base = await this.sources.invocationBase(source, component, info);
       const db = await readSourceDb(this.store.db, sourceId);
@@ -207,14 +205,18 @@ export class Dispatcher {
       this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
       await invocations.releaseInvocations(this.store.db, ids, this.owner);
       return;
+    } finally {
+      clearInterval(renewal);
     }
     const contexts: InvocationContext[] = batch.map((b, i) => ({ invocationId: b.id, trigger: b.trigger, event: events[i] }));
     const nowMs = Date.now();
     const account = await findUserByIdOrUsername(this.store.db, source.user_id);
+    // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
+    const depth = Math.max(...batch.map((b) => b.depth));
     const committed = await this.store.db.transaction().execute(async (trx) => {
       const stored = await commitEffects(
         trx,
-        { sourceId, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
+        { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
         { ...this.sources.effectsOptions(), nowMs },
       );
       if (account) {
@@ -226,7 +228,7 @@ export class Dispatcher {
       return stored;
     });
     ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));
-    if (committed.length) for (const listener of this.committedListeners) listener(sourceId, committed);
+    if (committed.events.length) this.sources.effectsOptions().router.afterCommit(committed);
   }
 
   /** Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored. */

@@ -6,10 +6,10 @@ import * as timers from '../store/timers.js';
 import { newId } from '../store/ids.js';
 import type { SourceRow } from '../store/sources.js';
 import type { ComponentInfo } from '../runtime/types.js';
-import { appendEvents } from '../core/event-pipeline.js';
 import type { TimerSchedule } from '../core/props.js';
 import type { QuotaService } from '../core/quotas.js';
-import { errorEvent } from './effects.js';
+import { errorEvent, storeAndRoute } from './effects.js';
+import type { CommittedEvents, EventRouter } from './routing.js';
 import type { Dispatcher } from './dispatcher.js';
 
 /** The event `run` receives from a timer. */
@@ -61,6 +61,7 @@ export class TimerScheduler {
     private readonly dispatcher: Dispatcher,
     private readonly quotas: QuotaService,
     private readonly retention: number,
+    private readonly router: EventRouter,
     private readonly logger: Logger,
   ) {}
 
@@ -127,7 +128,8 @@ export class TimerScheduler {
       cron: schedule.cron ?? null,
     };
     const quota = await this.quotas.check(timer.user_id, nowMs);
-    return this.store.db.transaction().execute(async (trx) => {
+    let quotaError: CommittedEvents | undefined;
+    const fired = await this.store.db.transaction().execute(async (trx) => {
       if (!(await timers.advanceTimer(trx, timer, following))) return false;
       if (await timers.hasPendingTimerRun(trx, timer.source_id)) {
         this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
@@ -141,15 +143,15 @@ export class TimerScheduler {
           error: { name: 'QuotaExceededError', message: quota.reason!, stack: `QuotaExceededError: ${quota.reason}`, code: 'quota_exceeded' },
         };
         const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
-        await appendEvents(trx, timer.source_id, [errorEvent(timer.source_id, outcome, context, nowMs)], {
-          dialect: this.store.dialect,
-          retention: this.retention,
-          nowMs,
-        });
+        const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };
+        const options = { dialect: this.store.dialect, retention: this.retention, nowMs, router: this.router };
+        quotaError = await storeAndRoute(trx, emitter, [errorEvent(timer.source_id, outcome, context, nowMs)], options);
         return false;
       }
       await this.dispatcher.enqueueIn(trx, [{ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event }]);
       return true;
     });
+    if (quotaError) this.router.afterCommit(quotaError);
+    return fired;
   }
 }

@@ -1,6 +1,7 @@
 // The component runtime: prepares component code on save, and loads and runs it in sandboxed worker processes.
 import fs from 'node:fs';
 import path from 'node:path';
+import { AccountCode } from './account-code.js';
 import { inspectIn } from './inspection.js';
 import { invokeIn, type InvokeHooks } from './invocation.js';
 import { locatePlatform } from './locations.js';
@@ -17,15 +18,11 @@ export { RuntimeClosedError, WorkerExitError, type WorkerExitReason } from './er
 export type { InvokeHooks } from './invocation.js';
 export type { RuntimeLogger, RuntimeOptions } from './options.js';
 
-/** What a worker must be able to read to run a component. */
-function readNeeds(component: PreparedComponent): string[] {
-  return [component.artifactPath, ...component.readPaths];
-}
-
 export class ComponentRuntime {
   private readonly options: Readonly<RuntimeOptions>;
   private readonly preparer: Preparer;
   private readonly pool: WorkerPool;
+  private readonly accountCode: AccountCode;
 
   constructor(options: RuntimeOptions) {
     const checked = checkOptions(options);
@@ -35,15 +32,18 @@ export class ComponentRuntime {
     this.options = Object.freeze({ ...checked, dataDir });
     const packagesDir = path.join(dataDir, 'packages');
     const npm = new Npm(path.join(packagesDir, '.npm', 'home'), path.join(packagesDir, '.npm', 'cache'), checked.logger);
-    this.preparer = new Preparer(path.join(dataDir, 'code'), new PackageCache(packagesDir, npm, checked.logger), checked.logger);
-    const platformPaths = locatePlatform().readPaths;
+    const codeDir = path.join(dataDir, 'code');
+    this.preparer = new Preparer(codeDir, new PackageCache(packagesDir, npm, checked.logger), checked.logger);
+    this.accountCode = new AccountCode(path.join(codeDir, 'accounts'));
     this.pool = new WorkerPool({
       size: checked.poolSize,
+      // @pipedream/platform is public code any component may load.
+      sharedReadPaths: locatePlatform().readPaths,
       start: (accountId, allowRead, onExit) =>
         WorkerProcess.start({
           accountId,
-          // @pipedream/platform is public code every component may load.
-          allowRead: [...new Set([...platformPaths, ...allowRead])],
+          // The account's folder holds every bundle it uses, including ones saved after the worker started.
+          allowRead: [this.accountCode.dir(accountId), ...allowRead],
           memoryMb: checked.workerMemoryMb,
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,
@@ -61,8 +61,9 @@ export class ComponentRuntime {
   }
 
   /** Loads the component in a worker of `accountId` and describes it. Throws ComponentLoadError. */
-  inspect(accountId: string, component: PreparedComponent): Promise<ComponentInfo> {
-    return this.pool.use(accountId, readNeeds(component), (worker) => inspectIn(worker, component, this.options.loadTimeoutMs));
+  async inspect(accountId: string, component: PreparedComponent): Promise<ComponentInfo> {
+    const artifactPath = await this.accountCode.link(accountId, component.artifactPath);
+    return this.pool.use(accountId, component.readPaths, (worker) => inspectIn(worker, artifactPath, this.options.loadTimeoutMs));
   }
 
   /**
@@ -71,8 +72,9 @@ export class ComponentRuntime {
    */
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
     if (request.method === 'run' && (request.events ?? []).length === 0) return { outcomes: [], dbWrites: {} };
-    return this.pool.use(request.accountId, readNeeds(request.component), (worker) =>
-      invokeIn(worker, request, hooks, this.options.logger),
+    const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
+    return this.pool.use(request.accountId, request.component.readPaths, (worker) =>
+      invokeIn(worker, request, artifactPath, hooks, this.options.logger),
     );
   }
 

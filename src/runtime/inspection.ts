@@ -1,7 +1,7 @@
 // Loads a prepared component in a worker and turns what happens into ComponentInfo or a ComponentLoadError.
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import { ProtocolError } from './protocol.js';
-import { ComponentLoadError, type ComponentInfo, type PreparedComponent } from './types.js';
+import { ComponentLoadError, type ComponentInfo } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
 function loadErrorFor(error: WorkerExitError, timeoutMs: number): Error {
@@ -23,12 +23,13 @@ function loadErrorFor(error: WorkerExitError, timeoutMs: number): Error {
   }
 }
 
-export async function inspectIn(worker: WorkerProcess, component: PreparedComponent, timeoutMs: number): Promise<ComponentInfo> {
+/** `artifactPath` is the bundle as the worker's account sees it. */
+export async function inspectIn(worker: WorkerProcess, artifactPath: string, timeoutMs: number): Promise<ComponentInfo> {
   let result: ComponentInfo | ComponentLoadError | undefined;
   const id = worker.nextRequestId();
   try {
     await worker.call(
-      { t: 'load', id, artifactPath: component.artifactPath },
+      { t: 'load', id, artifactPath },
       (message) => {
         if (message.t === 'loaded') result = message.info;
         else if (message.t === 'load_failed') result = new ComponentLoadError(message.code, message.message, message.details);

@@ -26,9 +26,11 @@ function errorFor(exit: WorkerExitError, request: InvocationRequest): Invocation
   return { name, message, stack: `${name}: ${message}`, code };
 }
 
+/** `artifactPath` is the bundle as the worker's account sees it. */
 export async function invokeIn(
   worker: WorkerProcess,
   request: InvocationRequest,
+  artifactPath: string,
   hooks: InvokeHooks | undefined,
   logger: RuntimeLogger,
 ): Promise<InvocationResult> {
@@ -42,7 +44,7 @@ export async function invokeIn(
   const message: InvokeRequest = {
     t: 'invoke',
     id: worker.nextRequestId(),
-    artifactPath: request.component.artifactPath,
+    artifactPath,
     method: request.method,
     events,
     props: request.props,

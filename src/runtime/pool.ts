@@ -4,7 +4,9 @@ import type { WorkerProcess } from './worker-process.js';
 
 export interface PoolOptions {
   size: number;
-  /** Starts a worker for `accountId` that may read `allowRead`; `onExit` fires when it dies. */
+  /** What every worker may read (the platform package): never a reason to start another worker. */
+  sharedReadPaths: string[];
+  /** Starts a worker for `accountId` that may read `allowRead` (and its account's code); `onExit` fires when it dies. */
   start(accountId: string, allowRead: string[], onExit: (worker: WorkerProcess) => void): Promise<WorkerProcess>;
   /** An idle worker is stopped after this long, to give the memory back. */
   idleTtlMs?: number;
@@ -42,8 +44,11 @@ export class WorkerPool {
   /** Workers still starting, so that close() can wait for them too. */
   private readonly starting = new Set<Promise<WorkerProcess | undefined>>();
   private closed = false;
+  private readonly shared: ReadonlySet<string>;
 
-  constructor(private readonly options: PoolOptions) {}
+  constructor(private readonly options: PoolOptions) {
+    this.shared = new Set(options.sharedReadPaths);
+  }
 
   /** Runs `fn` on a worker of `accountId` that may read `needs`, waiting for room when every worker is busy. */
   async use<T>(accountId: string, needs: string[], fn: (worker: WorkerProcess) => Promise<T>): Promise<T> {
@@ -81,6 +86,7 @@ export class WorkerPool {
 
   private acquire(accountId: string, needs: string[]): Promise<Slot> {
     if (this.closed) return Promise.reject(new RuntimeClosedError());
+    needs = needs.filter((p) => !this.shared.has(p));
     this.remember(accountId, needs);
     return new Promise<Slot>((resolve, reject) => {
       this.waiters.push({ accountId, needs, resolve, reject });
@@ -174,7 +180,8 @@ export class WorkerPool {
     const allowed = new Set([...(this.accountPaths.get(waiter.accountId) ?? []), ...waiter.needs]);
     const slot: Slot = { accountId: waiter.accountId, allowed, state: 'busy', idleSince: Date.now() };
     this.slots.add(slot);
-    const started = this.options.start(waiter.accountId, [...allowed], () => this.onExit(slot)).then(
+    const allowRead = [...this.shared, ...allowed];
+    const started = this.options.start(waiter.accountId, allowRead, () => this.onExit(slot)).then(
       (worker) => {
         slot.worker = worker;
         if (this.closed || !this.slots.has(slot)) {

@@ -80,10 +80,10 @@ export class Preparer {
     const cached = await this.readManifest(artifactPath, manifestPath);
     if (cached) return { codeHash, artifactPath, readPaths: cached.readPaths, packages: cached.packages };
 
+    await fs.mkdir(this.codeDir, { recursive: true });
     const needs: Needs = { packages: {}, readPaths: new Set() };
     const bundle = await this.bundle(code, needs);
     const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort() };
-    await fs.mkdir(this.codeDir, { recursive: true });
     await writeAtomically(artifactPath, bundle);
     await writeAtomically(manifestPath, JSON.stringify(manifest));
     this.logger.debug({ codeHash, packages: manifest.packages }, 'prepared component');
@@ -113,6 +113,8 @@ export class Preparer {
     try {
       result = await esbuild.build({
         stdin: { contents: code, loader: 'js', sourcefile: 'component.js', resolveDir: this.codeDir },
+        // Source map paths are relative to this: stack traces then name the component file beside its bundle.
+        absWorkingDir: this.codeDir,
         bundle: true,
         write: false,
         platform: 'node',

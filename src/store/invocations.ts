@@ -65,3 +65,9 @@ export async function countPending(db: Db, sourceId?: string): Promise<number> {
   if (sourceId) query = query.where('source_id', '=', sourceId);
   return Number((await query.executeTakeFirstOrThrow()).n);
 }
+
+/** Extends the lease of invocations this owner is still running. */
+export async function renewLeases(db: Db, ids: string[], owner: string, untilMs: number): Promise<void> {
+  if (!ids.length) return;
+  await db.updateTable('invocations').set({ lease_until_ms: untilMs }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+}

@@ -4,6 +4,7 @@ import type { DialectName } from './database.js';
 import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-sources.js';
 import { migration003 } from './migrations/003-timers.js';
+import { migration004 } from './migrations/004-delivery.js';
 
 /** A migration receives the dialect so that the rare dialect-specific type can be chosen in place. */
 export type DialectMigration = (dialect: DialectName) => Migration;
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
   '002-sources': migration002,
   '003-timers': migration003,
+  '004-delivery': migration004,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

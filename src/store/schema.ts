@@ -114,6 +114,10 @@ export interface TimersTable {
 }
 
 export interface Database {
+  subscriptions: SubscriptionsTable;
+  auto_subscriptions: AutoSubscriptionsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   timers: TimersTable;
   sources: SourcesTable;
   source_db: SourceDbTable;
@@ -123,4 +127,64 @@ export interface Database {
   usage: UsageTable;
   users: UsersTable;
   components: ComponentsTable;
+}
+
+/** Routes events of an emitter (an id, or the glob `dc_*` / `p_*`) on one stream to a listener. */
+export interface SubscriptionsTable {
+  id: string;
+  user_id: string;
+  emitter_id: string;
+  listener_id: string;
+  /** As given: '' when none, 'default', '$errors', '$logs' or a channel name. */
+  event_name: string;
+  created_at: number;
+}
+
+/** Subscriptions to materialise for every source created after this row. */
+export interface AutoSubscriptionsTable {
+  id: string;
+  user_id: string;
+  listener_id: string;
+  event_name: string;
+  created_at: number;
+}
+
+export interface WebhooksTable {
+  id: string;
+  user_id: string;
+  name: string | null;
+  description: string | null;
+  url: string;
+  /** The `whsec_…` signing secret, sealed with the SecretBox. */
+  secret: string;
+  active: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export type DeliveryState = 'pending' | 'succeeded' | 'failed';
+
+/** One attempt to deliver one event to one webhook: pending rows are the queue, finished rows the log. */
+export interface WebhookDeliveriesTable {
+  id: string;
+  /** Standard Webhooks `webhook-id`: the same for every attempt of one event to one webhook. */
+  message_id: string;
+  webhook_id: string;
+  user_id: string;
+  emitter_id: string;
+  event_id: string;
+  /** JSON of the event summary, sent as the request body. */
+  payload: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  state: DeliveryState;
+  /** Pending: when this attempt is due. Failed: when the retry is due, or null when there is none. */
+  next_attempt_ms: number | null;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  attempted_ms: number | null;
+  created_ms: number;
+  lease_owner: string | null;
+  lease_until_ms: number | null;
 }

@@ -53,6 +53,8 @@ export async function deleteSourceCascade(db: Db, id: string): Promise<void> {
   await db.deleteFrom('events').where('emitter_id', '=', id).execute();
   await db.deleteFrom('emitter_state').where('emitter_id', '=', id).execute();
   await db.deleteFrom('source_db').where('source_id', '=', id).execute();
+  await db.deleteFrom('subscriptions').where((eb) => eb.or([eb('emitter_id', '=', id), eb('listener_id', '=', id)])).execute();
+  await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
   await db.deleteFrom('sources').where('id', '=', id).execute();
 }
 

@@ -1,6 +1,8 @@
 // Runs an invoke request in the worker: each event (or the hook) in order, one outcome message per call.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import type { InvocationError, LogLine } from '../types.js';
 import type { InvokeRequest, OutcomeMessage } from '../protocol.js';
 import { buildThis } from './context.js';
@@ -28,6 +30,17 @@ export function failCurrentCall(error: unknown): void {
   currentScope()?.fail(error);
 }
 
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The worker's own files, built and (through source maps) as written: frames in them are machinery, not the component's. */
+const OWN_FILES = [here, path.resolve(here, '../../../src/runtime/worker')].map((dir) => dir + path.sep);
+
+function withoutOwnFrames(stack: string): string {
+  return stack
+    .split('\n')
+    .filter((line) => !(/^\s+at /.test(line) && (OWN_FILES.some((dir) => line.includes(dir)) || line.includes('AsyncLocalStorage.run'))))
+    .join('\n');
+}
+
 function cut(text: string): string {
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
 }
@@ -38,7 +51,7 @@ export function toInvocationError(error: unknown): InvocationError {
     const message = typeof error.message === 'string' ? error.message : String(error.message);
     let stack: string;
     try {
-      stack = typeof error.stack === 'string' ? error.stack : `${name}: ${message}`;
+      stack = typeof error.stack === 'string' ? withoutOwnFrames(error.stack) : `${name}: ${message}`;
     } catch {
       stack = `${name}: ${message}`;
     }
@@ -59,7 +72,13 @@ export function toInvocationError(error: unknown): InvocationError {
 async function call(scope: CallScope, fn: () => unknown): Promise<void> {
   active = scope;
   try {
-    await Promise.race([calls.run(scope, async () => fn()), scope.failed]);
+    const running = calls.run(scope, async () => fn());
+    // When a failure wins the race, the component's promise may still reject later; that belongs to no one.
+    running.catch(() => undefined);
+    await Promise.race([running, scope.failed]);
+    // Node reports a floating rejected promise only once the microtask queue drains: give it that chance
+    // while the call is still open, so the rejection fails the call it came from.
+    await Promise.race([new Promise((resolve) => setImmediate(resolve)), scope.failed]);
   } finally {
     active = undefined;
   }

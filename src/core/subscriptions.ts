@@ -1,0 +1,133 @@
+// Subscriptions and auto-subscriptions: which emitter's stream goes to which listener, checked within the account.
+import type { Transaction } from 'kysely';
+import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+import { isId, newId, nowSeconds } from '../store/ids.js';
+import { findSource, type SourceRow } from '../store/sources.js';
+import { findWebhook } from '../store/webhooks.js';
+import * as subscriptions from '../store/subscriptions.js';
+import { invalid, notFound } from './errors.js';
+
+/** The spec's Subscription. */
+export interface SubscriptionView {
+  id: string;
+  emitter_id: string;
+  listener_id: string;
+  event_name: string;
+}
+
+/** An auto-subscription: the listener and stream every source created later is subscribed with. */
+export interface AutoSubscriptionView {
+  id: string;
+  listener_id: string;
+  event_name: string;
+}
+
+/** Emitter globs: every source, every workflow of the account, present and future. */
+export const EMITTER_GLOBS = ['dc_*', 'p_*'] as const;
+
+/** The glob that covers an emitter id, if any. */
+export function globOf(emitterId: string): string | undefined {
+  if (emitterId.startsWith('dc_')) return 'dc_*';
+  if (emitterId.startsWith('p_')) return 'p_*';
+  return undefined;
+}
+
+/**
+ * Whether a subscription's `event_name` selects an event of stream `name` (the summary's `metadata.name`):
+ * '' and 'default' the default stream, '$errors' and '$logs' those, anything else that channel.
+ */
+export function streamMatches(eventName: string, name: string): boolean {
+  if (eventName === '' || eventName === 'default') return name === '';
+  return eventName === name;
+}
+
+function toView(row: subscriptions.SubscriptionRow): SubscriptionView {
+  return { id: row.id, emitter_id: row.emitter_id, listener_id: row.listener_id, event_name: row.event_name };
+}
+
+export interface SubscriptionRequest {
+  emitterId: string;
+  listenerId: string;
+  eventName: string;
+}
+
+export class SubscriptionService {
+  constructor(private readonly store: Store) {}
+
+  /** Idempotent: the same triple returns the subscription that exists. */
+  async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
+    await this.checkEmitter(accountId, request.emitterId);
+    await this.checkListener(accountId, request.listenerId);
+    const row = await subscriptions.insertSubscription(this.store.db, {
+      id: newId('sub'),
+      user_id: accountId,
+      emitter_id: request.emitterId,
+      listener_id: request.listenerId,
+      event_name: request.eventName,
+      created_at: nowSeconds(),
+    });
+    return toView(row);
+  }
+
+  /** Removes the subscription with exactly this triple; 404 when none matched. */
+  async delete(accountId: string, request: SubscriptionRequest): Promise<void> {
+    const key = { userId: accountId, ...request };
+    if ((await subscriptions.deleteSubscription(this.store.db, key)) === 0) {
+      throw notFound(`subscription of "${request.listenerId}" to "${request.emitterId}" with event_name "${request.eventName}"`);
+    }
+  }
+
+  async list(accountId: string): Promise<SubscriptionView[]> {
+    return (await subscriptions.listSubscriptions(this.store.db, accountId)).map(toView);
+  }
+
+  async createAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<AutoSubscriptionView> {
+    await this.checkListener(accountId, request.listenerId);
+    const row = await subscriptions.insertAutoSubscription(this.store.db, {
+      id: newId('sub'),
+      user_id: accountId,
+      listener_id: request.listenerId,
+      event_name: request.eventName,
+      created_at: nowSeconds(),
+    });
+    return { id: row.id, listener_id: row.listener_id, event_name: row.event_name };
+  }
+
+  async deleteAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<void> {
+    if ((await subscriptions.deleteAutoSubscription(this.store.db, accountId, request.listenerId, request.eventName)) === 0) {
+      throw notFound(`auto-subscription of "${request.listenerId}" with event_name "${request.eventName}"`);
+    }
+  }
+
+  /** Subscribes a source being created to every auto-subscription of its account, inside its creation transaction. */
+  async materialise(trx: Transaction<Database>, source: SourceRow): Promise<void> {
+    for (const auto of await subscriptions.listAutoSubscriptions(trx, source.user_id)) {
+      await subscriptions.insertSubscription(trx, {
+        id: newId('sub'),
+        user_id: source.user_id,
+        emitter_id: source.id,
+        listener_id: auto.listener_id,
+        event_name: auto.event_name,
+        created_at: source.created_at,
+      });
+    }
+  }
+
+  /** Emitters: a source of the account, or a glob; workflows do not exist yet, so any other `p_` id is unknown. */
+  private async checkEmitter(accountId: string, emitterId: string): Promise<void> {
+    if ((EMITTER_GLOBS as readonly string[]).includes(emitterId)) return;
+    if (isId(emitterId, 'dc') && (await findSource(this.store.db, accountId, emitterId))) return;
+    throw notFound(`emitter "${emitterId}"`);
+  }
+
+  /** Listeners: a source or webhook of the account; workflows do not exist yet, so a `p_` id is unknown. */
+  private async checkListener(accountId: string, listenerId: string): Promise<void> {
+    if ((EMITTER_GLOBS as readonly string[]).includes(listenerId)) {
+      throw invalid(`listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "${listenerId}"`);
+    }
+    if (isId(listenerId, 'dc') && (await findSource(this.store.db, accountId, listenerId))) return;
+    if (isId(listenerId, 'wh') && (await findWebhook(this.store.db, accountId, listenerId))) return;
+    throw notFound(`listener "${listenerId}"`);
+  }
+}

@@ -1,0 +1,27 @@
+// The seam between storing events and delivering them: routing inside the commit, live fan-out after it.
+import type { Transaction } from 'kysely';
+import type { Database } from '../store/schema.js';
+import type { EventSummary } from '../core/event-pipeline.js';
+
+/** Events one commit stored for one emitter. */
+export interface CommittedEvents {
+  emitterId: string;
+  /** The account owning the emitter; subscriptions are matched within it. */
+  userId: string;
+  /** Listener hops that led to the run that emitted these (0 for HTTP, timers, manual runs, hooks). */
+  depth: number;
+  events: EventSummary[];
+}
+
+export interface EventRouter {
+  /** Inside the committing transaction: queue webhook deliveries and listener invocations for these events. */
+  routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void>;
+  /** After the commit: live fan-out (SSE) and waking whoever has new work. */
+  afterCommit(committed: CommittedEvents): void;
+}
+
+/** Routes nothing; the service uses it until delivery is wired in, and tests of storage alone may use it. */
+export const NO_ROUTING: EventRouter = {
+  routeInTransaction: async () => undefined,
+  afterCommit: () => undefined,
+};

@@ -1,0 +1,131 @@
+// Queries on webhook deliveries: pending attempts claimed with a lease, finished attempts kept as the log.
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { Page, PageRequest } from '../core/pagination.js';
+import type { Database, WebhookDeliveriesTable } from './schema.js';
+import { paginateById } from './paginate.js';
+
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** A claimed attempt with what sending it needs from its webhook. */
+export interface ClaimedDelivery extends DeliveryRow {
+  url: string;
+  secret: string;
+  active: number;
+}
+
+export async function insertDeliveries(db: Db, rows: Array<Insertable<WebhookDeliveriesTable>>): Promise<void> {
+  for (let i = 0; i < rows.length; i += 200) await db.insertInto('webhook_deliveries').values(rows.slice(i, i + 200)).execute();
+}
+
+/** Leases up to `limit` due pending attempts for `owner`, earliest due first. */
+export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+  const candidates = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('state', '=', 'pending')
+    .where('next_attempt_ms', '<=', nowMs)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .orderBy('next_attempt_ms')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  if (!candidates.length) return [];
+  const ids = candidates.map((c) => c.id);
+  // The lease is a compare-and-set: of two nodes that saw the same candidates, each row goes to one.
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_owner: owner, lease_until_ms: nowMs + leaseMs })
+    .where('id', 'in', ids)
+    .where('state', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .execute();
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .selectAll('d')
+    .select(['w.url', 'w.secret', 'w.active'])
+    .where('d.id', 'in', ids)
+    .where('d.lease_owner', '=', owner)
+    .where('d.lease_until_ms', '=', nowMs + leaseMs)
+    .orderBy('d.next_attempt_ms')
+    .orderBy('d.id')
+    .execute();
+}
+
+export interface AttemptResult {
+  state: 'succeeded' | 'failed';
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  attemptedMs: number;
+  /** When the retry is due; null when there is none. */
+  nextAttemptMs: number | null;
+}
+
+/** Records an attempt this owner still holds; false when its lease was lost (another node has it now). */
+export async function recordAttempt(db: Db, id: string, owner: string, result: AttemptResult): Promise<boolean> {
+  const updated = await db
+    .updateTable('webhook_deliveries')
+    .set({
+      state: result.state,
+      status_code: result.statusCode,
+      error: result.error,
+      duration_ms: Math.round(result.durationMs),
+      attempted_ms: result.attemptedMs,
+      next_attempt_ms: result.nextAttemptMs,
+      lease_owner: null,
+      lease_until_ms: null,
+    })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) === 1;
+}
+
+/** Gives claimed attempts back untried (shutdown), so that they are sent again at once. */
+export async function releaseDeliveries(db: Db, ids: string[], owner: string): Promise<void> {
+  if (!ids.length) return;
+  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until_ms: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+}
+
+/** On an embedded (single-process) start, the previous process's leases can be taken back at once. */
+export async function releaseAllDeliveryLeases(db: Db): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_owner: null, lease_until_ms: null })
+    .where('state', '=', 'pending')
+    .where('lease_owner', 'is not', null)
+    .execute();
+}
+
+/** Ends every pending attempt of a webhook (it was deactivated): they are logged as failed with `reason`. */
+export async function failPending(db: Db, webhookId: string, reason: string, nowMs: number): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'failed', error: reason, next_attempt_ms: null, attempted_ms: nowMs, lease_owner: null, lease_until_ms: null })
+    .where('webhook_id', '=', webhookId)
+    .where('state', '=', 'pending')
+    .execute();
+}
+
+/** The earliest due time of a pending attempt, to sleep until it. */
+export async function nextDueMs(db: Db): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_ms').as('due'))
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
+}
+
+/** The attempt log of one webhook, newest first. */
+export function listDeliveries(db: Kysely<Database>, webhookId: string, page: PageRequest): Promise<Page<DeliveryRow>> {
+  const base = db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
+  const count = async () =>
+    Number(
+      (await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()).n,
+    );
+  return paginateById(base, count, 'dl', page);
+}

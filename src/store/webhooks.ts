@@ -1,0 +1,41 @@
+// Queries on webhooks: create, read within an account, list newest first, deactivate, delete.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Page, PageRequest } from '../core/pagination.js';
+import type { Database, WebhooksTable } from './schema.js';
+import { paginateById } from './paginate.js';
+
+export type WebhookRow = Selectable<WebhooksTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function insertWebhook(db: Db, row: WebhookRow): Promise<void> {
+  await db.insertInto('webhooks').values(row).execute();
+}
+
+export function findWebhook(db: Db, userId: string, id: string): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+}
+
+/** The account's active webhooks among `ids` (listeners of a commit). */
+export function activeWebhooks(db: Db, userId: string, ids: string[]): Promise<WebhookRow[]> {
+  if (!ids.length) return Promise.resolve([]);
+  return db.selectFrom('webhooks').selectAll().where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1).execute();
+}
+
+export function listWebhooks(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<WebhookRow>> {
+  const base = db.selectFrom('webhooks').selectAll().where('user_id', '=', userId);
+  const count = async () =>
+    Number((await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n);
+  return paginateById(base, count, 'wh', page);
+}
+
+export async function deactivateWebhook(db: Db, id: string, nowSeconds: number): Promise<void> {
+  await db.updateTable('webhooks').set({ active: 0, updated_at: nowSeconds }).where('id', '=', id).execute();
+}
+
+/** Removes a webhook with its delivery queue and log, and every subscription naming it. */
+export async function deleteWebhookCascade(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+  await db.deleteFrom('subscriptions').where('listener_id', '=', id).execute();
+  await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
+  await db.deleteFrom('webhooks').where('id', '=', id).execute();
+}

@@ -1,0 +1,158 @@
+// HTTP endpoints of sources: the event shape, customResponse semantics, and the endpoint's error answers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+
+const RESPONDER = `
+module.exports = {
+  name: "Responder",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const q = event.query;
+    if (q.mode === "none") return;
+    if (q.mode === "slow") { await new Promise((r) => setTimeout(r, 60000)); return; }
+    if (q.mode === "throw") throw new Error("broken before responding");
+    if (q.mode === "bad") { this.http.respond({ status: 700, body: "nope" }); return; }
+    if (q.mode === "buffer") { this.http.respond({ status: "202", headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
+    this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
+    this.http.respond({ status: 500, body: "second call is ignored" });
+    this.$emit({ after: "respond" });
+  },
+};
+`;
+
+const PLAIN_RESPONDER = `
+module.exports = {
+  name: "Plain",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.http.respond({ status: 418, body: "ignored" });
+    this.$emit(event);
+  },
+};
+`;
+
+describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { runTimeout: 3 });
+    api = client(server.url, (await server.createUser()).apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  async function deployHttp(body: object): Promise<{ id: string; url: string }> {
+    const res = await api.post('/v1/sources', body);
+    expect(res.status).toBe(200);
+    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
+  }
+
+  async function eventsOf(id: string, n: number, stream = '') {
+    const res = await waitFor(
+      () => api.get(`/v1/sources/${id}${stream}/event_summaries?expand=event&limit=100`),
+      (r) => r.body.data?.length >= n,
+      { what: `${n} events on ${id}${stream}` },
+    );
+    return res.body.data;
+  }
+
+  it('queues any method and sub-path, answers {"success":true}, and passes the request as the event', async () => {
+    const { id, url } = await deployHttp({ key: 'http-new-requests' });
+    expect(url).toMatch(/\/e\/en[0-9a-f]{40}$/);
+    const res = await request('POST', `${url}/hooks/github?x=1&y=two`, { raw: { body: '{"a":1}', contentType: 'application/json' }, headers: { 'x-custom': 'v' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true });
+    const put = await request('PUT', url, { raw: { body: 'a=1&b=2', contentType: 'application/x-www-form-urlencoded' } });
+    expect(put.status).toBe(200);
+    const get = await request('GET', `${url}/`);
+    expect(get.status).toBe(200);
+    const [last, second, first] = await eventsOf(id, 3);
+    expect(first.event).toMatchObject({ method: 'POST', path: '/hooks/github', query: { x: '1', y: 'two' }, bodyRaw: '{"a":1}', body: { a: 1 } });
+    expect(first.event.headers['x-custom']).toBe('v');
+    expect(first.metadata.summary).toBe('POST /hooks/github');
+    expect(second.event).toMatchObject({ method: 'PUT', path: '/', body: { a: '1', b: '2' }, bodyRaw: 'a=1&b=2' });
+    expect(last.event).toMatchObject({ method: 'GET', path: '/', body: '', bodyRaw: '' });
+  });
+
+  it('keeps a text body as a string and answers CORS preflight', async () => {
+    const { id, url } = await deployHttp({ key: 'http-new-requests' });
+    expect((await request('POST', url, { raw: { body: 'plain words', contentType: 'text/plain' } })).status).toBe(200);
+    const [event] = await eventsOf(id, 1);
+    expect(event.event.body).toBe('plain words');
+    const preflight = await request('OPTIONS', url, { headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('content-type');
+  });
+
+  it('answers 404 for unknown and inactive endpoints, and 413 over 512 KiB', async () => {
+    const unknown = await request('POST', `${server.url}/e/en${'0'.repeat(40)}`, { body: {} });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ error: 'no active source at this endpoint', code: 'not_found' });
+    const { id, url } = await deployHttp({ key: 'http-new-requests' });
+    const tooBig = await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024 + 1), contentType: 'text/plain' } });
+    expect(tooBig.status).toBe(413);
+    expect((await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024), contentType: 'text/plain' } })).status).toBe(200);
+    await api.put(`/v1/sources/${id}`, { active: false });
+    expect((await request('POST', url, { body: {} })).status).toBe(404);
+    await api.put(`/v1/sources/${id}`, { active: true });
+    expect((await request('POST', url, { body: {} })).status).toBe(200);
+  });
+
+  it('answers with the first respond() of a customResponse source; a second call is ignored with a warning', async () => {
+    const { id, url } = await deployHttp({ component_code: RESPONDER });
+    const res = await request('POST', url, { body: { hello: 'world' } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-source')).toBe('yes');
+    expect(res.body).toEqual({ got: { hello: 'world' }, endpoint: url });
+    const [emitted] = await eventsOf(id, 1);
+    expect(emitted.event).toEqual({ after: 'respond' });
+    const logs = await eventsOf(id, 1, '/$logs');
+    expect(logs[0].event.k).toBe('warn');
+    expect(logs[0].event.msg).toContain('respond');
+  });
+
+  it('accepts a numeric-string status and a buffer body', async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const res = await fetch(`${url}?mode=buffer`, { method: 'POST' });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect([...new Uint8Array(await res.arrayBuffer())]).toEqual([1, 2, 3]);
+  });
+
+  it('answers 500 for an invalid status (recorded on $errors) and for a run that throws first', async () => {
+    const { id, url } = await deployHttp({ component_code: RESPONDER });
+    const bad = await request('POST', `${url}?mode=bad`, { body: {} });
+    expect(bad.status).toBe(500);
+    const [error] = await eventsOf(id, 1, '/$errors');
+    expect(error.event.error.message).toMatch(/status/);
+    const thrown = await request('POST', `${url}?mode=throw`, { body: {} });
+    expect(thrown.status).toBe(500);
+    expect(thrown.body.error).toContain('broken before responding');
+  });
+
+  it('answers 504 when the run ends or times out without responding', async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const none = await request('POST', `${url}?mode=none`, { body: {} });
+    expect(none.status).toBe(504);
+    expect(none.body.code).toBe('no_response');
+    const slow = await request('POST', `${url}?mode=slow`, { body: {} });
+    expect(slow.status).toBe(504);
+  });
+
+  it('ignores respond() on an endpoint without customResponse, with a warning on $logs', async () => {
+    const { id, url } = await deployHttp({ component_code: PLAIN_RESPONDER });
+    const res = await request('POST', url, { body: { x: 1 } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true });
+    const [event] = await eventsOf(id, 1);
+    expect(event.event.body).toEqual({ x: 1 });
+    const logs = await eventsOf(id, 1, '/$logs');
+    expect(logs[0].event.k).toBe('warn');
+  });
+});

@@ -1,0 +1,205 @@
+// Hostile components are contained: each failure is reported on its own event, and the pool and other accounts carry on.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InvocationOutcome, PreparedComponent } from '../../src/runtime/index.js';
+import { createRuntime, request, runCode, source, type TestRuntime } from './helpers.js';
+
+const HOSTILE = 'acct_hostile';
+const BYSTANDER = 'acct_bystander';
+const MARKER = 'TRIBUTARY_TEST_SERVER_SECRET';
+
+let t: TestRuntime;
+/** Another account's component that reports its worker's pid and a per-worker call counter. */
+let bystander: PreparedComponent;
+
+async function bystanderRun(): Promise<{ pid: number; calls: number }> {
+  const result = await t.runtime.invoke(request(BYSTANDER, bystander));
+  expect(result.outcomes[0]!.error).toBeUndefined();
+  return result.outcomes[0]!.emits[0]!.event as { pid: number; calls: number };
+}
+
+/** Runs `fn` between two calls of the bystander, which must find its warm worker alive with its state intact. */
+async function contained<T>(fn: () => Promise<T>): Promise<T> {
+  const before = await bystanderRun();
+  const result = await fn();
+  const after = await bystanderRun();
+  expect(after).toEqual({ pid: before.pid, calls: before.calls + 1 });
+  return result;
+}
+
+async function hostile(body: string, overrides: Parameters<typeof request>[2] = {}): Promise<InvocationOutcome> {
+  const result = await runCode(t.runtime, HOSTILE, source(body), { timeoutMs: 2_000, ...overrides });
+  return result.outcomes[0]!;
+}
+
+beforeAll(async () => {
+  process.env[MARKER] = 'must-not-leak';
+  t = createRuntime({ poolSize: 3, workerMemoryMb: 64 });
+  bystander = await t.runtime.prepare(
+    source('globalThis.calls = (globalThis.calls ?? 0) + 1; this.$emit({ pid: process.pid, calls: globalThis.calls });'),
+  );
+});
+
+afterAll(async () => {
+  delete process.env[MARKER];
+  await t.close();
+});
+
+describe('runaway code', () => {
+  it('times out an endless loop, keeping the outcomes of events finished before it', async () => {
+    const result = await contained(() => runCode(
+      t.runtime,
+      HOSTILE,
+      source('if (event.n === 2) for (;;) {} this.db.set("n" + event.n, true); this.$emit(event);', 'props: { db: "$.service.db" },'),
+      { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 2_000 },
+    ));
+    const [done, looping, never] = result.outcomes;
+    expect(done!.emits).toEqual([{ event: { n: 1 } }]);
+    expect(done!.error).toBeUndefined();
+    const timeout = { name: 'TimeoutError', message: 'run timed out after 2000 ms' };
+    expect(looping!.error).toMatchObject(timeout);
+    expect(never!.error).toMatchObject(timeout);
+    expect(result.dbWrites).toEqual({ n1: true });
+    // The pool still works for the same account.
+    expect((await hostile('this.$emit("after");')).emits).toEqual([{ event: 'after' }]);
+  });
+
+  it('reports a memory bomb as out of memory', async () => {
+    const outcome = await contained(() =>
+      hostile('const hoard = []; for (;;) hoard.push(new Array(100000).fill({ n: Math.random() }));', { timeoutMs: 30_000 }),
+    );
+    expect(outcome.error).toMatchObject({ name: 'OutOfMemoryError', code: 'out_of_memory' });
+    expect(outcome.error!.message).toContain('64 MB');
+  });
+
+  it('reports process.exit as such', async () => {
+    const outcome = await contained(() => hostile('process.exit(3);'));
+    expect(outcome.error).toMatchObject({ name: 'ProcessExitError', message: 'the component called process.exit(3)' });
+  });
+
+  it('turns an unhandled rejection into the error of its run', async () => {
+    const outcome = await hostile('Promise.reject(new Error("nobody caught me")); await new Promise(() => {});');
+    expect(outcome.error).toMatchObject({ name: 'Error', message: 'nobody caught me' });
+  });
+
+  it('fails a run that leaves a rejected promise unhandled, even if it returns', async () => {
+    const outcome = await hostile('Promise.reject(new Error("floating")); this.$emit("returned");');
+    expect(outcome.error).toMatchObject({ message: 'floating' });
+    expect(outcome.emits).toEqual([]);
+  });
+
+  it('turns an uncaught exception in a callback into the error of its run', async () => {
+    const outcome = await hostile('setTimeout(() => { throw new TypeError("from a timer"); }, 0); await new Promise(() => {});');
+    expect(outcome.error).toMatchObject({ name: 'TypeError', message: 'from a timer' });
+  });
+
+  it('reports a throw in each hook', async () => {
+    const prepared = await t.runtime.prepare(`
+      module.exports = {
+        name: "throwing hooks", version: "1",
+        hooks: {
+          deploy() { throw new Error("deploy failed"); },
+          async activate() { throw new Error("activate failed"); },
+          deactivate() { return Promise.reject(new Error("deactivate failed")); },
+        },
+        run() {},
+      };`);
+    for (const method of ['deploy', 'activate', 'deactivate'] as const) {
+      const result = await t.runtime.invoke(request(HOSTILE, prepared, { method }));
+      expect(result.outcomes).toHaveLength(1);
+      expect(result.outcomes[0]!.error).toMatchObject({ message: `${method} failed` });
+    }
+  });
+
+  it('fails an event that emits too much, cleanly', async () => {
+    const single = await hostile('try { this.$emit("x".repeat(2 * 1024 * 1024)); } catch {} this.$emit("small");');
+    expect(single.error).toMatchObject({ name: 'RangeError' });
+    expect(single.error!.message).toMatch(/an event may be at most 1048576 bytes/);
+    expect(single.emits).toEqual([]);
+    const many = await hostile('const chunk = "y".repeat(900 * 1024); for (let i = 0; i < 20; i++) this.$emit(chunk);');
+    expect(many.error!.message).toMatch(/may total at most 8388608 bytes/);
+    expect(many.emits).toEqual([]);
+  });
+
+  it('kills a worker that speaks out of protocol and reports it', async () => {
+    const outcome = await contained(() => hostile('process._send({ t: "outcome", id: "forged" }, undefined, {}); await new Promise(() => {});'));
+    expect(outcome.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
+  });
+});
+
+describe('sandbox', () => {
+  it('shows no server environment variables', async () => {
+    const outcome = await hostile('this.$emit(Object.assign({}, process.env));');
+    expect(process.env[MARKER]).toBe('must-not-leak');
+    const env = outcome.emits[0]!.event as Record<string, string>;
+    expect(env[MARKER]).toBeUndefined();
+    expect(Object.keys(env).sort()).toEqual(['NODE_ENV', 'TZ']);
+  });
+
+  it('cannot read files outside its code', async () => {
+    const testFile = fileURLToPath(import.meta.url);
+    for (const file of ['/etc/hostname', '/etc/passwd', testFile]) {
+      const outcome = await hostile(`this.$emit(require("fs").readFileSync(${JSON.stringify(file)}, "utf8"));`);
+      expect(outcome.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+      expect(outcome.emits).toEqual([]);
+    }
+  });
+
+  it("cannot read another account's code", async () => {
+    const outcome = await hostile(`this.$emit(require("fs").readFileSync(${JSON.stringify(bystander.artifactPath)}, "utf8"));`);
+    expect(outcome.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+  });
+
+  it('cannot write files', async () => {
+    const target = path.join(os.tmpdir(), `tributary-sandbox-write-${process.pid}`);
+    const outcome = await hostile(`require("fs").writeFileSync(${JSON.stringify(target)}, "x");`);
+    expect(outcome.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+    expect(fs.existsSync(target)).toBe(false);
+  });
+
+  it('cannot start processes or threads', async () => {
+    const spawn = await hostile('require("child_process").execSync("echo hi");');
+    expect(spawn.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+    const thread = await hostile('new (require("worker_threads").Worker)("1", { eval: true });');
+    expect(thread.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+  });
+
+  it('cannot signal the server or other workers', async () => {
+    const outcome = await hostile('process.kill(process.ppid, "SIGKILL");');
+    expect(outcome.error).toMatchObject({ code: 'EPERM' });
+    const { pid } = await bystanderRun();
+    const other = await contained(() => hostile(`process.kill(${pid}, "SIGKILL");`));
+    expect(other.error).toMatchObject({ code: 'EPERM' });
+  });
+
+  it('cannot reach the IPC channel through process.send', async () => {
+    const outcome = await hostile('this.$emit([typeof process.send, typeof process.disconnect]);');
+    expect(outcome.emits).toEqual([{ event: ['undefined', 'undefined'] }]);
+  });
+});
+
+describe('accounts', () => {
+  it("never runs one account's code in another account's worker", async () => {
+    const writer = source('globalThis.leaked = event.secret; this.$emit({ pid: process.pid, seen: globalThis.leaked });');
+    const reader = source('this.$emit({ pid: process.pid, seen: globalThis.leaked ?? null });');
+    const a1 = await runCode(t.runtime, 'acct_a', writer, { events: [{ secret: 'A-only' }] });
+    const aPid = (a1.outcomes[0]!.emits[0]!.event as { pid: number }).pid;
+    // Account A's warm worker is reused for A: its global state is still there.
+    const a2 = await runCode(t.runtime, 'acct_a', reader);
+    expect(a2.outcomes[0]!.emits[0]!.event).toEqual({ pid: aPid, seen: 'A-only' });
+    const b = await runCode(t.runtime, 'acct_b', reader);
+    const bEvent = b.outcomes[0]!.emits[0]!.event as { pid: number; seen: unknown };
+    expect(bEvent.seen).toBeNull();
+    expect(bEvent.pid).not.toBe(aPid);
+  });
+
+  it('queues calls beyond the pool size and serves them all', async () => {
+    const prepared = await t.runtime.prepare(source('await Promise.resolve(); this.$emit(event.n);'));
+    const accounts = ['q1', 'q2', 'q3', 'q4', 'q1', 'q2'];
+    const results = await Promise.all(accounts.map((a, n) => t.runtime.invoke(request(a, prepared, { events: [{ n }] }))));
+    expect(results.map((r) => r.outcomes[0]!.emits[0]!.event)).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+});

@@ -1,0 +1,105 @@
+// npm imports: installed once per exact version into the data folder's cache, and loadable by the sandboxed worker.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ComponentLoadError, ComponentRuntime } from '../../src/runtime/index.js';
+import { createRuntime, request, type TestRuntime } from './helpers.js';
+
+let t: TestRuntime;
+beforeAll(() => {
+  t = createRuntime({ poolSize: 1 });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+function npmRuns(): string[][] {
+  return t.logs.filter((l) => l.msg === 'running npm').map((l) => l.obj.npm as string[]);
+}
+
+const code = (extra = '') => `
+  import isNumber from "is-number";
+  const isOdd = require("is-odd@3.0.1");
+  ${extra}
+  export default {
+    name: "uses packages", version: "1",
+    run(event) { this.$emit({ odd: isOdd(event.n), number: isNumber(String(event.n)) }); },
+  };`;
+
+describe('npm packages', () => {
+  it('installs each import into the cache and the worker loads it', async () => {
+    const prepared = await t.runtime.prepare(code());
+    const version = prepared.packages['is-number'];
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(prepared.packages['is-odd']).toBe('3.0.1');
+    const root = path.join(fs.realpathSync(t.dataDir), 'packages');
+    expect(prepared.readPaths).toEqual(expect.arrayContaining([path.join(root, 'is-odd@3.0.1'), path.join(root, `is-number@${version}`)]));
+    expect(fs.existsSync(path.join(root, 'is-odd@3.0.1', '.tributary-installed'))).toBe(true);
+    const bundle = fs.readFileSync(prepared.artifactPath, 'utf8');
+    expect(bundle).toContain(`require("${path.join(root, 'is-odd@3.0.1', 'node_modules', 'is-odd', 'index.js')}")`);
+
+    const installs = npmRuns().filter((args) => args[0] === 'install');
+    expect(installs.map((args) => args.at(-1)).sort()).toEqual([`is-number@${version}`, 'is-odd@3.0.1']);
+
+    const result = await t.runtime.invoke(request('acct_pkg', prepared, { events: [{ n: 3 }, { n: 4 }] }));
+    expect(result.outcomes.map((o) => o.error ?? o.emits[0]!.event)).toEqual([
+      { odd: true, number: true },
+      { odd: false, number: true },
+    ]);
+  });
+
+  it('does not run npm again for packages already installed', async () => {
+    const marker = path.join(fs.realpathSync(t.dataDir), 'packages', 'is-odd@3.0.1', '.tributary-installed');
+    const mtime = fs.statSync(marker).mtimeMs;
+    const before = npmRuns().length;
+    const other = await t.runtime.prepare(code('const unused = 1;'));
+    expect(other.packages['is-odd']).toBe('3.0.1');
+    expect(npmRuns().length).toBe(before);
+    expect(fs.statSync(marker).mtimeMs).toBe(mtime);
+  });
+
+  it('does not run npm for an installed pinned version after a restart', async () => {
+    const logs: string[] = [];
+    const log = (_: object, msg?: string) => void logs.push(msg ?? '');
+    const restarted = new ComponentRuntime({
+      dataDir: t.dataDir,
+      workerMemoryMb: 64,
+      poolSize: 1,
+      loadTimeoutMs: 10_000,
+      logger: { info: log, warn: log, error: log, debug: log },
+    });
+    try {
+      const prepared = await restarted.prepare('const isOdd = require("is-odd@3.0.1/index.js"); module.exports = { name: "x", version: "1", run() { this.$emit(isOdd(1)); } };');
+      expect(logs).not.toContain('running npm');
+      const result = await restarted.invoke(request('acct_pkg', prepared));
+      expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  it('installs a package once when several saves need it at the same time', async () => {
+    const saves = [1, 2, 3].map((n) =>
+      t.runtime.prepare(`const isEven = require("is-even@1.0.0"); module.exports = { name: "even ${n}", version: "1", run() { this.$emit(isEven(${n})); } };`),
+    );
+    const prepared = await Promise.all(saves);
+    expect(prepared.map((p) => p.packages)).toEqual([1, 2, 3].map(() => ({ 'is-even': '1.0.0' })));
+    expect(npmRuns().filter((args) => args.at(-1) === 'is-even@1.0.0')).toHaveLength(1);
+    const result = await t.runtime.invoke(request('acct_pkg', prepared[1]!));
+    expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
+  });
+
+  it('fails the save with package_install_failed, naming the package', async () => {
+    const missing = await t.runtime.prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };').catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ComponentLoadError);
+    expect(missing).toMatchObject({ code: 'package_install_failed', details: { import: 'tributary-no-such-package-a1b2c3' } });
+    expect((missing as Error).message).toContain('"tributary-no-such-package-a1b2c3"');
+
+    const badVersion = await t.runtime.prepare('import x from "is-odd@99.99.99"; export default { name: "x", version: "1" };').catch((e: unknown) => e);
+    expect(badVersion).toMatchObject({ code: 'package_install_failed' });
+    expect((badVersion as Error).message).toContain('"is-odd@99.99.99"');
+
+    const notAName = await t.runtime.prepare('import x from "Not A Package!"; export default { name: "x", version: "1" };').catch((e: unknown) => e);
+    expect(notAName).toMatchObject({ code: 'package_install_failed' });
+  });
+});

@@ -1,0 +1,49 @@
+// The server's checks on worker messages: what a well-behaved worker sends passes, anything else is a ProtocolError.
+import { describe, expect, it } from 'vitest';
+import { parseFromWorker, ProtocolError } from '../../src/runtime/protocol.js';
+
+const outcome = (patch: Record<string, unknown> = {}) => ({
+  t: 'outcome',
+  id: 1,
+  index: 0,
+  outcome: { emits: [{ event: { a: [1, 'x', null, true] }, id: 'e1', ts: 5 }], logs: [{ k: 'log', ts: 1, msg: 'hi' }], durationMs: 1.5 },
+  dbWrites: { k: { v: 1 } },
+  ...patch,
+});
+
+describe('parseFromWorker', () => {
+  it('accepts well-formed messages and drops fields the protocol does not know', () => {
+    const parsed = parseFromWorker({ ...outcome(), extra: 'dropped' });
+    expect(parsed).toEqual(outcome());
+    expect(parseFromWorker({ t: 'ready', pid: 1 })).toEqual({ t: 'ready' });
+    expect(parseFromWorker({ t: 'respond', id: 2, index: 0, response: { status: 200, headers: { a: 'b' }, body: Buffer.from('x') } })).toEqual({
+      t: 'respond',
+      id: 2,
+      index: 0,
+      response: { status: 200, headers: { a: 'b' }, body: Buffer.from('x') },
+    });
+  });
+
+  it.each([
+    ['not an object', 'hello'],
+    ['an unknown type', { t: 'surprise' }],
+    ['an id that is not an integer', outcome({ id: 'x' })],
+    ['emits that are not an array', outcome({ outcome: { emits: {}, logs: [], durationMs: 0 } })],
+    ['an event that is not plain JSON', outcome({ outcome: { emits: [{ event: new Map() }], logs: [], durationMs: 0 } })],
+    ['an event holding a Date', outcome({ outcome: { emits: [{ event: { at: new Date() } }], logs: [], durationMs: 0 } })],
+    ['a ts that is not an integer', outcome({ outcome: { emits: [{ event: 1, ts: 1.5 }], logs: [], durationMs: 0 } })],
+    ['an unknown log kind', outcome({ outcome: { emits: [], logs: [{ k: 'shout', ts: 1, msg: '' }], durationMs: 0 } })],
+    ['db writes that are not JSON', outcome({ dbWrites: { k: new Set() } })],
+    ['a status out of range', { t: 'respond', id: 1, index: 0, response: { status: 700, headers: {}, body: null } }],
+    ['a load failure code that does not exist', { t: 'load_failed', id: 1, code: 'oops', message: 'x' }],
+    ['info without hooks', { t: 'loaded', id: 1, info: { name: 'x', version: '1', props: [], hasRun: true } }],
+  ])('refuses %s', (_, message) => {
+    expect(() => parseFromWorker(message)).toThrow(ProtocolError);
+  });
+
+  it('refuses data nested too deeply to check', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 1000; i++) deep = [deep];
+    expect(() => parseFromWorker(outcome({ dbWrites: { k: deep } }))).toThrow(ProtocolError);
+  });
+});
