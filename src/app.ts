@@ -93,7 +93,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       locks,
       {
         concurrency: config.workerPoolSize,
-        batchSize: 50,
+        batchSize: 200,
         leaseMs: 15_000,
         pollMs: 1000,
         reclaimAtStart: store.dialect === 'sqlite',

@@ -37,6 +37,8 @@ export interface Config {
   readonly freeDailyInvocations: number;
   /** Free plan: milliseconds of run time per UTC day. */
   readonly freeDailyComputeMs: number;
+  /** Delays before each retry of a failed webhook delivery, in seconds (one retry per entry). */
+  readonly webhookRetrySchedule: readonly number[];
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -93,6 +95,16 @@ function url(raw: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** Comma-separated whole seconds, e.g. `5,300,1800`; empty for no retries. */
+function secondsList(raw: string): readonly number[] {
+  if (raw.trim() === '') return Object.freeze([]);
+  return Object.freeze(raw.split(',').map((part) => {
+    const value = part.trim();
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`expected comma-separated whole seconds, got "${raw}"`);
+    return Number(value);
+  }));
+}
+
 function databaseUrl(raw: string): string | undefined {
   if (raw === '') return undefined;
   if (!/^postgres(ql)?:\/\//.test(raw)) {
@@ -146,7 +158,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   { key: 'workerMemory', flag: '--worker-memory', description: 'heap limit of a worker process, in MB', defaultValue: 256, parse: integer(16, 16384) },
   { key: 'workerPoolSize', flag: '--worker-pool-size', description: 'most worker processes alive at once', defaultValue: 4, parse: integer(1, 256) },
   { key: 'minTimerInterval', flag: '--min-timer-interval', description: 'shortest timer interval, in seconds', defaultValue: 15, parse: integer(1) },
-  { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 100000) },
+  { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 10_000_000) },
   { key: 'rateLimit', flag: '--rate-limit', description: 'API requests per minute per key (0: no limit)', defaultValue: 1200, parse: integer(0) },
   {
     key: 'allowPrivateNetwork',
@@ -157,6 +169,14 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   },
   { key: 'freeDailyInvocations', flag: '--free-daily-invocations', description: 'free plan: invocations per UTC day', defaultValue: 10_000, parse: integer(0) },
   { key: 'freeDailyComputeMs', flag: '--free-daily-compute-ms', description: 'free plan: milliseconds of run time per UTC day', defaultValue: 1_800_000, parse: integer(0) },
+  {
+    key: 'webhookRetrySchedule',
+    flag: '--webhook-retry-schedule',
+    description: 'seconds before each retry of a failed webhook delivery, comma-separated',
+    defaultValue: Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]),
+    defaultText: '5,300,1800,7200,18000,36000,36000',
+    parse: secondsList,
+  },
 ];
 
 /** `--data-dir` → `TRIBUTARY_DATA_DIR`. */

@@ -137,8 +137,15 @@ export async function appendEvents(
     };
   });
   await events.insertEvents(trx, rows);
-  await events.writeEmitterState(trx, emitterId, { lastMs, lastSeq, dedupe });
-  for (const stream of new Set(rows.map((r) => r.stream))) await events.trimStream(trx, emitterId, stream, options.retention);
+  const counts = { ...state.counts };
+  for (const row of rows) counts[row.stream] = (counts[row.stream] ?? 0) + 1;
+  for (const stream of Object.keys(counts) as StreamKind[]) {
+    const excess = counts[stream]! - options.retention;
+    if (excess <= 0) continue;
+    await events.trimOldest(trx, emitterId, stream, excess);
+    counts[stream] = options.retention;
+  }
+  await events.writeEmitterState(trx, emitterId, { lastMs, lastSeq, dedupe, counts });
   return rows.map((row) => toSummary(row, true));
 }
 

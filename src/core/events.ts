@@ -24,7 +24,12 @@ export class EventService {
     if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
       throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
     }
-    return events.deleteEventRange(this.store.db, emitterId, start, end);
+    return this.store.db.transaction().execute(async (trx) => {
+      const deleted = await events.deleteEventRange(trx, emitterId, start, end);
+      const state = await events.readEmitterState(trx, this.store.dialect, emitterId);
+      await events.writeEmitterState(trx, emitterId, { ...state, counts: { ...state.counts, emit: await events.countStream(trx, emitterId, 'emit') } });
+      return deleted;
+    });
   }
 
   /** Retained events after `afterId`, oldest first, for live-stream replay. */

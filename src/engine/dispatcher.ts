@@ -17,6 +17,7 @@ import type { SourceService } from '../core/sources.js';
 import { billingPeriod, dayPeriod } from '../core/periods.js';
 import { commitEffects, type InvocationContext } from './effects.js';
 import type { SourceLocks } from './source-locks.js';
+import { GroupCommit } from './group-commit.js';
 
 export interface NewInvocation {
   sourceId: string;
@@ -47,8 +48,13 @@ export class Dispatcher {
   private readonly owner = `node-${randomUUID()}`;
   private readonly running = new Set<string>();
   private readonly responders = new Map<string, Responder>();
-  private pumping = false;
-  private pumpAgain = false;
+  /** Sources known to have queued work, waiting for a free slot. */
+  private readonly ready = new Set<string>();
+  private readonly inserts = new GroupCommit<invocations.InvocationRow>((rows) =>
+    this.store.db.transaction().execute((trx) => invocations.insertInvocations(trx, rows)),
+  );
+  private scanning = false;
+  private scanAgain = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly idleWaiters: Array<() => void> = [];
@@ -79,12 +85,17 @@ export class Dispatcher {
       const responder = onResponse?.[i];
       if (responder) this.responders.set(row.id, responder);
     });
-    await invocations.insertInvocations(this.store.db, rows);
-    this.wake();
+    try {
+      await this.inserts.add(rows);
+    } catch (error) {
+      for (const row of rows) this.responders.delete(row.id);
+      throw error;
+    }
+    this.markReady(rows.map((r) => r.source_id));
     return rows.map((r) => r.id);
   }
 
-  /** Queues invocations inside the caller's transaction; call `wake()` once it commits. */
+  /** Queues invocations inside the caller's transaction; call `wake(sourceIds)` once it commits. */
   async enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]> {
     const rows = this.invocationRows(items);
     await invocations.insertInvocations(trx, rows);
@@ -107,20 +118,46 @@ export class Dispatcher {
     }));
   }
 
-  wake(): void {
+  /**
+   * Makes the dispatcher look for work: for the given sources at once, or (without ids) by scanning the
+   * queue for work written by other processes or left by a previous run.
+   */
+  wake(sourceIds?: string[]): void {
+    if (sourceIds) return this.markReady(sourceIds);
     if (this.stopped) return;
-    if (this.pumping) {
-      this.pumpAgain = true;
+    if (this.scanning) {
+      this.scanAgain = true;
       return;
     }
-    this.pumping = true;
-    void this.pump().finally(() => {
-      this.pumping = false;
-      if (this.pumpAgain) {
-        this.pumpAgain = false;
+    this.scanning = true;
+    void this.scan().finally(() => {
+      this.scanning = false;
+      if (this.scanAgain) {
+        this.scanAgain = false;
         this.wake();
       }
     });
+  }
+
+  private markReady(sourceIds: string[]): void {
+    for (const id of sourceIds) this.ready.add(id);
+    this.startReady();
+  }
+
+  /** Starts draining ready sources while there are free slots; a source never drains twice at once. */
+  private startReady(): void {
+    if (this.stopped) return;
+    for (const sourceId of this.ready) {
+      if (this.running.size >= this.options.concurrency) return;
+      if (this.running.has(sourceId)) continue;
+      this.ready.delete(sourceId);
+      this.running.add(sourceId);
+      void this.drainSource(sourceId).finally(() => {
+        this.running.delete(sourceId);
+        this.notifyIdle();
+        this.startReady();
+      });
+    }
   }
 
   /** Resolves when no batch is running and nothing is queued (for shutdown and tests). */
@@ -137,21 +174,9 @@ export class Dispatcher {
     while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async pump(): Promise<void> {
+  private async scan(): Promise<void> {
     try {
-      const free = this.options.concurrency - this.running.size;
-      if (free <= 0) return;
-      const candidates = await invocations.sourcesWithWork(this.store.db, Date.now(), free + this.running.size);
-      for (const sourceId of candidates) {
-        if (this.running.size >= this.options.concurrency) break;
-        if (this.running.has(sourceId)) continue;
-        this.running.add(sourceId);
-        void this.drainSource(sourceId).finally(() => {
-          this.running.delete(sourceId);
-          this.notifyIdle();
-          this.wake();
-        });
-      }
+      this.markReady(await invocations.sourcesWithWork(this.store.db, Date.now(), 1000));
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
     }
@@ -165,7 +190,15 @@ export class Dispatcher {
   private async drainSource(sourceId: string): Promise<void> {
     await this.locks.exclusive(sourceId, async () => {
       while (!this.stopped) {
-        const batch = await invocations.claimBatch(this.store.db, sourceId, this.owner, Date.now(), this.options.leaseMs, this.options.batchSize);
+        const batch = await invocations.claimBatch(
+          this.store.db,
+          this.store.dialect,
+          sourceId,
+          this.owner,
+          Date.now(),
+          this.options.leaseMs,
+          this.options.batchSize,
+        );
         if (!batch.length) return;
         await this.runBatch(sourceId, batch);
       }

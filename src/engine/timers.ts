@@ -94,13 +94,13 @@ export class TimerScheduler {
     }
     this.firing = true;
     try {
-      let fired = 0;
+      const fired: string[] = [];
       do {
         const due = await timers.dueTimers(this.store.db, Date.now(), CLAIM_BATCH);
-        for (const timer of due) fired += (await this.fireOne(timer)) ? 1 : 0;
+        for (const timer of due) if (await this.fireOne(timer)) fired.push(timer.source_id);
         if (due.length < CLAIM_BATCH) break;
       } while (!this.stopped);
-      if (fired) this.dispatcher.wake();
+      if (fired.length) this.dispatcher.wake(fired);
       const next = await timers.nextDueMs(this.store.db);
       this.arm(next === undefined ? MAX_SLEEP_MS : next - Date.now());
     } catch (error) {

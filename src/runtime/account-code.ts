@@ -4,8 +4,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 
 export class AccountCode {
-  /** Links known to exist, so the hot path of an invocation touches no disk. */
-  private readonly linked = new Set<string>();
+  /** The inode each link was last seen pointing at, so the usual call costs one stat of the bundle. */
+  private readonly linked = new Map<string, number>();
+  private static readonly MAX_REMEMBERED = 100_000;
 
   constructor(private readonly root: string) {}
 
@@ -16,26 +17,24 @@ export class AccountCode {
 
   /**
    * The path under which `accountId`'s workers load the bundle. A hard link, not a symlink: the module loader
-   * resolves symlinks to their target, which the worker may not read.
+   * resolves symlinks to their target, which the worker may not read. A bundle rewritten since (its packages
+   * were reinstalled elsewhere) gets a fresh link.
    */
   async link(accountId: string, artifactPath: string): Promise<string> {
     const target = path.join(this.dir(accountId), path.basename(artifactPath));
-    if (this.linked.has(target)) return target;
-    const present = await fs.access(target).then(
-      () => true,
-      () => false,
-    );
-    if (!present) {
+    const { ino } = await fs.stat(artifactPath);
+    if (this.linked.get(target) === ino) return target;
+    const current = await fs.stat(target).catch(() => undefined);
+    if (current?.ino !== ino) {
       await fs.mkdir(path.dirname(target), { recursive: true });
-      await fs.link(artifactPath, target).catch(async (error: NodeJS.ErrnoException) => {
-        if (error.code === 'EEXIST') return;
-        // A file system without hard links: a copy, renamed into place so no worker sees half a file.
-        const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-        await fs.copyFile(artifactPath, temp);
-        await fs.rename(temp, target);
-      });
+      // Linked (or, on a file system without hard links, copied) beside the target and renamed over it,
+      // so a worker never sees a missing or half-written file.
+      const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
+      await fs.link(artifactPath, temp).catch(() => fs.copyFile(artifactPath, temp));
+      await fs.rename(temp, target);
     }
-    this.linked.add(target);
+    if (this.linked.size >= AccountCode.MAX_REMEMBERED) this.linked.clear();
+    this.linked.set(target, ino);
     return target;
   }
 }

@@ -48,7 +48,10 @@ export class ComponentRuntime {
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,
           onExit: (worker) => {
-            checked.logger.debug({ accountId, pid: worker.pid }, 'worker process ended');
+            const reason = worker.exit?.reason;
+            // Stopping a worker on purpose is routine; a worker that died under component code is worth a look.
+            const level = reason === 'evicted' || reason === 'closed' ? 'debug' : 'warn';
+            checked.logger[level]({ accountId, pid: worker.pid, reason, detail: worker.exit?.message }, 'worker process ended');
             onExit(worker);
           },
         }),

@@ -110,7 +110,8 @@ export class PackageCache {
     await fs.mkdir(this.root, { recursive: true });
     let version: string | undefined;
     try {
-      version = (await this.npm.versions(key, this.root)).at(-1);
+      // Publication order is not version order (a backported patch comes after a newer major).
+      version = (await this.npm.versions(key, this.root)).sort(compareVersions).at(-1);
     } catch (error) {
       // Unreachable registry: an unpinned import may still use the newest copy already installed.
       if (range === 'latest') version = await this.newestInstalled(name);

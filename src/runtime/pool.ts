@@ -8,8 +8,6 @@ export interface PoolOptions {
   sharedReadPaths: string[];
   /** Starts a worker for `accountId` that may read `allowRead` (and its account's code); `onExit` fires when it dies. */
   start(accountId: string, allowRead: string[], onExit: (worker: WorkerProcess) => void): Promise<WorkerProcess>;
-  /** An idle worker is stopped after this long, to give the memory back. */
-  idleTtlMs?: number;
 }
 
 interface Slot {
@@ -29,7 +27,8 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-const DEFAULT_IDLE_TTL_MS = 5 * 60_000;
+/** An idle worker is stopped after this long, to give its memory back. */
+const IDLE_TTL_MS = 5 * 60_000;
 /** Past this many paths an account's remembered set starts again from what the current call needs. */
 const MAX_REMEMBERED_PATHS = 256;
 
@@ -77,13 +76,6 @@ export class WorkerPool {
     await Promise.all(exits);
   }
 
-  /** Counts for tests and metrics. */
-  stats(): { total: number; idle: number; busy: number; waiting: number } {
-    let idle = 0;
-    for (const slot of this.slots) if (slot.state === 'idle') idle++;
-    return { total: this.slots.size, idle, busy: this.slots.size - idle, waiting: this.waiters.length };
-  }
-
   private acquire(accountId: string, needs: string[]): Promise<Slot> {
     if (this.closed) return Promise.reject(new RuntimeClosedError());
     needs = needs.filter((p) => !this.shared.has(p));
@@ -110,7 +102,7 @@ export class WorkerPool {
     } else {
       slot.state = 'idle';
       slot.idleSince = Date.now();
-      slot.idleTimer = setTimeout(() => this.retire(slot, 'idle for too long'), this.options.idleTtlMs ?? DEFAULT_IDLE_TTL_MS);
+      slot.idleTimer = setTimeout(() => this.retire(slot, 'idle for too long'), IDLE_TTL_MS);
       slot.idleTimer.unref();
     }
     this.drain();

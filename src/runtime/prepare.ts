@@ -6,7 +6,7 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { locatePlatform } from './locations.js';
 import type { RuntimeLogger } from './options.js';
-import { parsePackageImport, type PackageCache } from './packages.js';
+import { parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
 import { ComponentLoadError, type PreparedComponent } from './types.js';
 
 const PLATFORM = '@pipedream/platform';
@@ -55,8 +55,28 @@ function syntaxError(message: esbuild.Message): ComponentLoadError {
   });
 }
 
+/** Installs the package of a bare import (once per version) and finds the file the worker will require. */
+async function packageFile(build: esbuild.PluginBuild, packages: PackageCache, parsed: PackageImport, needs: Needs): Promise<string> {
+  const pkg = await packages.ensure(parsed.name, parsed.range);
+  needs.packages[pkg.name] = pkg.version;
+  needs.readPaths.add(pkg.dir);
+  try {
+    return packages.resolveFile(pkg, parsed.subpath);
+  } catch {
+    // A package that only offers an ES module entry: esbuild knows the `import` condition.
+    const wanted = pkg.name + parsed.subpath;
+    const resolved = await build.resolve(wanted, { kind: 'import-statement', resolveDir: pkg.dir, pluginData: RAW_RESOLVE });
+    if (resolved.errors.length > 0 || !resolved.path) throw new Error(`"${wanted}" is not a module of the installed package`);
+    return resolved.path;
+  }
+}
+
+/** Prepared components kept in memory: callers prepare the same code before every batch of runs. */
+const MAX_REMEMBERED = 1000;
+
 export class Preparer {
   private readonly inFlight = new Map<string, Promise<PreparedComponent>>();
+  private readonly remembered = new Map<string, PreparedComponent>();
 
   constructor(
     private readonly codeDir: string,
@@ -66,9 +86,17 @@ export class Preparer {
 
   prepare(code: string): Promise<PreparedComponent> {
     const codeHash = createHash('sha256').update(code).digest('hex');
+    const known = this.remembered.get(codeHash);
+    if (known) return Promise.resolve(known);
     let pending = this.inFlight.get(codeHash);
     if (!pending) {
-      pending = this.prepareHash(code, codeHash).finally(() => this.inFlight.delete(codeHash));
+      pending = this.prepareHash(code, codeHash)
+        .then((prepared) => {
+          if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
+          this.remembered.set(codeHash, Object.freeze(prepared));
+          return prepared;
+        })
+        .finally(() => this.inFlight.delete(codeHash));
       this.inFlight.set(codeHash, pending);
     }
     return pending;
@@ -169,23 +197,8 @@ export class Preparer {
             const file = createRequire(path.join(platform.dir, 'package.json')).resolve(PLATFORM + parsed.subpath);
             return { path: file, external: true };
           }
-          let file: string;
           try {
-            const pkg = await packages.ensure(parsed.name, parsed.range);
-            needs.packages[pkg.name] = pkg.version;
-            needs.readPaths.add(pkg.dir);
-            try {
-              file = packages.resolveFile(pkg, parsed.subpath);
-            } catch {
-              // A package that only offers an ES module entry: esbuild knows the `import` condition.
-              const resolved = await build.resolve(pkg.name + parsed.subpath, {
-                kind: 'import-statement',
-                resolveDir: pkg.dir,
-                pluginData: RAW_RESOLVE,
-              });
-              if (resolved.errors.length > 0 || !resolved.path) throw new Error(`cannot resolve "${pkg.name}${parsed.subpath}" in the installed package`);
-              file = resolved.path;
-            }
+            return { path: await packageFile(build, packages, parsed, needs), external: true };
           } catch (error) {
             const reason = error instanceof Error ? error.message : String(error);
             const wanted = parsed.range === undefined ? parsed.name : `${parsed.name}@${parsed.range}`;
@@ -193,7 +206,6 @@ export class Preparer {
               import: specifier,
             });
           }
-          return { path: file, external: true };
         });
         build.onLoad({ filter: /.*/, namespace: PLATFORM_NAMESPACE }, () => ({
           contents: platformModule(locatePlatform().entry),

@@ -42,7 +42,7 @@ export class WorkerProcess {
   private readonly spec: WorkerSpec;
   private stderrTail = '';
   private current?: PendingCall;
-  private death?: WorkerExitError;
+  private exitError?: WorkerExitError;
   private lastId = 0;
 
   /** Resolves when the worker has said it is ready for requests. */
@@ -89,7 +89,12 @@ export class WorkerProcess {
   }
 
   get alive(): boolean {
-    return this.death === undefined;
+    return this.exitError === undefined;
+  }
+
+  /** Why the worker ended; undefined while it is alive. */
+  get exit(): WorkerExitError | undefined {
+    return this.exitError;
   }
 
   get pid(): number | undefined {
@@ -123,7 +128,7 @@ export class WorkerProcess {
   }
 
   private expect(id: number | undefined, handle: CallHandler, timeoutMs: number, send?: () => void): Promise<void> {
-    if (this.death) return Promise.reject(this.death);
+    if (this.exitError) return Promise.reject(this.exitError);
     if (this.current) return Promise.reject(new Error('a worker runs one call at a time'));
     return new Promise<void>((resolve, reject) => {
       const call: PendingCall = { id, handle, resolve, reject };
@@ -147,7 +152,7 @@ export class WorkerProcess {
   }
 
   private onMessage(raw: unknown): void {
-    if (this.death) return;
+    if (this.exitError) return;
     try {
       const message = parseFromWorker(raw);
       const call = this.current;
@@ -156,16 +161,18 @@ export class WorkerProcess {
       if (call.handle(message)) this.settle();
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);
-      if (!(error instanceof ProtocolError)) this.spec.logger.error({ err: error, accountId: this.accountId }, 'worker call handler failed');
+      if (!(error instanceof ProtocolError)) {
+        this.spec.logger.error({ err: error, accountId: this.accountId }, 'worker call handler failed');
+      }
       this.kill('protocol_error', text);
     }
   }
 
   /** Records the first cause of death; later ones (the `close` after our own SIGKILL) change nothing. */
   private die(reason: WorkerExitReason, message: string): boolean {
-    if (this.death) return false;
-    this.death = new WorkerExitError(reason, message);
-    this.settle(this.death);
+    if (this.exitError) return false;
+    this.exitError = new WorkerExitError(reason, message);
+    this.settle(this.exitError);
     this.spec.onExit(this);
     return true;
   }

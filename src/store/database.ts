@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
 
@@ -45,8 +45,31 @@ function openSqlite(dataDir: string): Store {
   connection.pragma('foreign_keys = ON');
   // The CLI and the server may write the same file; wait for the other's lock instead of failing.
   connection.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }) });
   return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/** Most distinct statements kept prepared; batch inserts of different sizes each have their own SQL. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
+ * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
+ */
+function withStatementCache(connection: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => connection.close(),
+    prepare: (query: string) => {
+      let statement = statements.get(query);
+      if (!statement) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        statement = connection.prepare(query);
+        statements.set(query, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 function openPostgres(url: string): Store {

@@ -11,6 +11,8 @@ export interface EmitterState {
   lastMs: number;
   lastSeq: number;
   dedupe: unknown;
+  /** Events stored per stream kind. */
+  counts: Partial<Record<StreamKind, number>>;
 }
 
 /** Reads the emitter's state, locking its row on PostgreSQL so that concurrent commits take turns. */
@@ -18,15 +20,22 @@ export async function readEmitterState(db: Db, dialect: DialectName, emitterId: 
   let query = db.selectFrom('emitter_state').selectAll().where('emitter_id', '=', emitterId);
   if (dialect === 'postgres') query = query.forUpdate();
   const row = await query.executeTakeFirst();
-  return row ? { lastMs: Number(row.last_ms), lastSeq: Number(row.last_seq), dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe) } : { lastMs: 0, lastSeq: -1, dedupe: null };
+  if (!row) return { lastMs: 0, lastSeq: -1, dedupe: null, counts: {} };
+  return { lastMs: Number(row.last_ms), lastSeq: Number(row.last_seq), dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe), counts: JSON.parse(row.counts) };
 }
 
 export async function writeEmitterState(db: Db, emitterId: string, state: EmitterState): Promise<void> {
-  const row = { emitter_id: emitterId, last_ms: state.lastMs, last_seq: state.lastSeq, dedupe: state.dedupe === null ? null : JSON.stringify(state.dedupe) };
+  const row = {
+    emitter_id: emitterId,
+    last_ms: state.lastMs,
+    last_seq: state.lastSeq,
+    dedupe: state.dedupe === null ? null : JSON.stringify(state.dedupe),
+    counts: JSON.stringify(state.counts),
+  };
   await db
     .insertInto('emitter_state')
     .values(row)
-    .onConflict((oc) => oc.column('emitter_id').doUpdateSet({ last_ms: row.last_ms, last_seq: row.last_seq, dedupe: row.dedupe }))
+    .onConflict((oc) => oc.column('emitter_id').doUpdateSet({ last_ms: row.last_ms, last_seq: row.last_seq, dedupe: row.dedupe, counts: row.counts }))
     .execute();
 }
 
@@ -35,16 +44,16 @@ export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 500) await db.insertInto('events').values(rows.slice(i, i + 500)).execute();
 }
 
-/** Keeps the newest `keep` events of one stream of one emitter. */
-export async function trimStream(db: Db, emitterId: string, stream: StreamKind, keep: number): Promise<void> {
+/** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */
+export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<void> {
   const boundary = await db
     .selectFrom('events')
     .select(['ms', 'seq'])
     .where('emitter_id', '=', emitterId)
     .where('stream', '=', stream)
-    .orderBy('ms', 'desc')
-    .orderBy('seq', 'desc')
-    .offset(keep - 1)
+    .orderBy('ms', 'asc')
+    .orderBy('seq', 'asc')
+    .offset(excess - 1)
     .limit(1)
     .executeTakeFirst();
   if (!boundary) return;
@@ -52,8 +61,19 @@ export async function trimStream(db: Db, emitterId: string, stream: StreamKind, 
     .deleteFrom('events')
     .where('emitter_id', '=', emitterId)
     .where('stream', '=', stream)
-    .where((eb) => eb.or([eb('ms', '<', boundary.ms), eb.and([eb('ms', '=', boundary.ms), eb('seq', '<', boundary.seq)])]))
+    .where((eb) => eb.or([eb('ms', '<', boundary.ms), eb.and([eb('ms', '=', boundary.ms), eb('seq', '<=', boundary.seq)])]))
     .execute();
+}
+
+/** Counts the events of one stream, to correct the stored count after a range deletion. */
+export async function countStream(db: Db, emitterId: string, stream: StreamKind): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 const EVENT_ID = /^(\d{1,16})-(\d{1,12})$/;

@@ -1,5 +1,6 @@
 // Queries on the durable invocation queue: enqueue, claim a batch of one source with a lease, complete.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
+import type { DialectName } from './database.js';
 import type { Database, InvocationsTable } from './schema.js';
 
 export type InvocationRow = Selectable<InvocationsTable>;
@@ -23,25 +24,29 @@ export async function sourcesWithWork(db: Db, nowMs: number, limit: number): Pro
   return rows.map((r) => r.source_id);
 }
 
-/** Leases the oldest `limit` claimable invocations of one source for `owner`; returns them in queue order. */
-export async function claimBatch(db: Db, sourceId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<InvocationRow[]> {
-  const candidates = await db
-    .selectFrom('invocations')
-    .select('id')
-    .where('source_id', '=', sourceId)
-    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  if (!candidates.length) return [];
-  const ids = candidates.map((c) => c.id);
-  await db
+/** Leases the oldest `limit` claimable invocations of one source for `owner` in one statement; returns them in queue order. */
+export async function claimBatch(
+  db: Db,
+  dialect: DialectName,
+  sourceId: string,
+  owner: string,
+  nowMs: number,
+  leaseMs: number,
+  limit: number,
+): Promise<InvocationRow[]> {
+  const claimable = (eb: ExpressionBuilder<Database, 'invocations'>) =>
+    eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]);
+  let candidates = db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
+  // Two nodes may race for the same rows: PostgreSQL skips rows another claim holds; the outer filter re-checks.
+  if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  const rows = await db
     .updateTable('invocations')
     .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', ids)
-    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
+    .where('id', 'in', candidates)
+    .where(claimable)
+    .returningAll()
     .execute();
-  return db.selectFrom('invocations').selectAll().where('id', 'in', ids).where('lease_owner', '=', owner).orderBy('id').execute();
+  return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** Removes completed invocations, only where this owner still holds them (a reclaimed row is not ours to drop). */

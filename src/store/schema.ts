@@ -65,6 +65,8 @@ export interface EmitterStateTable {
   last_seq: number;
   /** JSON: `unique` → array of ids (oldest first), `greatest` → number, `last` → id; null when unset. */
   dedupe: string | null;
+  /** JSON: events currently stored per stream kind, so that retention trims only the excess. */
+  counts: string;
 }
 
 export type StreamKind = 'emit' | '$errors' | '$logs';

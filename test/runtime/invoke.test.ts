@@ -139,6 +139,17 @@ describe('$.service.db', () => {
     expect(result.dbWrites).toEqual({});
   });
 
+  it('keeps any string as an ordinary key, "__proto__" included', async () => {
+    const result = await runCode(
+      t.runtime,
+      ACCOUNT,
+      source('this.db.set("__proto__", { x: 1 }); this.$emit(this.db.get("__proto__"));', 'props: { db: "$.service.db" },'),
+    );
+    expect(result.outcomes[0]!.emits).toEqual([{ event: { x: 1 } }]);
+    expect(Object.keys(result.dbWrites)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(result.dbWrites)).toBe(Object.prototype);
+  });
+
   it('returns copies, so changing a value without set changes nothing', async () => {
     const result = await runCode(
       t.runtime,
@@ -337,6 +348,16 @@ describe('hooks and logs', () => {
     const prepared = await t.runtime.prepare(code);
     const result = await t.runtime.invoke(request(ACCOUNT, prepared, { method: 'deactivate' }));
     expect(result.outcomes).toEqual([{ emits: [], logs: [], durationMs: expect.any(Number) }]);
+  });
+
+  it('fails every event with the reason when the component no longer loads', async () => {
+    const prepared = await t.runtime.prepare('throw new Error("gone bad");');
+    const result = await t.runtime.invoke(request(ACCOUNT, prepared, { events: [1, 2] }));
+    expect(result.outcomes.map((o) => o.error)).toEqual([1, 2].map(() => expect.objectContaining({
+      name: 'ComponentLoadError',
+      code: 'load_failed',
+      message: expect.stringContaining('gone bad'),
+    })));
   });
 
   it('returns no outcomes for a run without events', async () => {

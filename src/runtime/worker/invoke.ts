@@ -45,7 +45,7 @@ function cut(text: string): string {
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
 }
 
-export function toInvocationError(error: unknown): InvocationError {
+function toInvocationError(error: unknown): InvocationError {
   if (error instanceof Error) {
     const name = typeof error.name === 'string' && error.name ? error.name : 'Error';
     const message = typeof error.message === 'string' ? error.message : String(error.message);
@@ -98,11 +98,13 @@ function callFor(loaded: LoadedComponent, request: InvokeRequest, self: Record<s
   return () => (hook as (this: unknown) => unknown).call(self);
 }
 
+/** A component that no longer loads (it did when saved) fails every call of the request with the reason. */
 function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFailure, send: Send): void {
-  const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack: `ComponentLoadError: ${failure.message}`, code: failure.code };
+  const stack = `ComponentLoadError: ${failure.message}`;
+  const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack, code: failure.code };
   for (let index = 0; index < count; index++) {
-    const message: OutcomeMessage = { t: 'outcome', id: request.id, index, outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} };
-    send(message);
+    const outcome: OutcomeMessage['outcome'] = { emits: [], logs: [], error, durationMs: 0 };
+    send({ t: 'outcome', id: request.id, index, outcome, dbWrites: {} });
   }
 }
 
@@ -137,13 +139,11 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       error = scope.failure;
     }
     scope.closed = true;
-    const dbWrites: Record<string, unknown> = {};
-    if (!failed) {
-      for (const [key, { value }] of scope.dbWrites) {
-        committed.set(key, value);
-        dbWrites[key] = value;
-      }
-    }
+    // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
+    const dbWrites: Record<string, unknown> = failed
+      ? {}
+      : Object.fromEntries([...scope.dbWrites].map(([key, { value }]) => [key, value]));
+    if (!failed) for (const [key, value] of Object.entries(dbWrites)) committed.set(key, value);
     const outcome: OutcomeMessage['outcome'] = {
       emits: failed ? [] : scope.emits,
       logs: scope.logs,

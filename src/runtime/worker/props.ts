@@ -1,6 +1,7 @@
 // Turns the many ways a component may declare its props into PropDescriptors, in declaration order.
 import type { PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
+import { jsonCopy } from './json.js';
 
 const BASE_TYPES = ['app', 'boolean', 'integer', 'string', 'object'];
 const KNOWN_TYPES: ReadonlySet<string> = new Set([
@@ -24,10 +25,8 @@ export function isApp(value: unknown): value is Obj {
 
 /** Data meant for the API must be JSON; anything else (a function default, a cycle) is left out. */
 function jsonOrUndefined(value: unknown): unknown {
-  if (value === undefined || typeof value === 'function') return undefined;
   try {
-    const json = JSON.stringify(value);
-    return json === undefined ? undefined : JSON.parse(json);
+    return value === undefined ? undefined : jsonCopy(value, 'a prop setting').value;
   } catch {
     return undefined;
   }

@@ -34,6 +34,7 @@ export const migration002: DialectMigration = () => ({
       .addColumn('last_ms', 'bigint', (c) => c.notNull())
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .addColumn('dedupe', 'text')
+      .addColumn('counts', 'text', (c) => c.notNull().defaultTo('{}'))
       .execute();
 
     await db.schema

@@ -1,0 +1,152 @@
+// Webhooks: account-level HTTP destinations, their signing secrets (shown once) and their delivery log.
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/database.js';
+import { isId, newId, nowSeconds } from '../store/ids.js';
+import * as webhooks from '../store/webhooks.js';
+import { listDeliveries, type DeliveryRow } from '../store/deliveries.js';
+import { invalid, notFound } from './errors.js';
+import type { Page, PageRequest } from './pagination.js';
+import { OutboundBlockedError, assertPublicLiteral } from './outbound.js';
+import type { SecretBox } from './secrets.js';
+
+/** The spec's Webhook; `user_id` and `secret` only in the create response. */
+export interface WebhookView {
+  id: string;
+  user_id?: string;
+  name: string | null;
+  description: string | null;
+  url: string;
+  active: boolean;
+  created_at: number;
+  updated_at: number;
+  secret?: string;
+}
+
+/** One attempt of the delivery log. */
+export interface DeliveryView {
+  id: string;
+  event_id: string;
+  emitter_id: string;
+  attempt: number;
+  state: DeliveryRow['state'];
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  attempted_at_ms: number | null;
+  next_attempt_at_ms: number | null;
+  created_at: number;
+}
+
+export interface WebhookRequest {
+  url: string;
+  name?: string | undefined;
+  description?: string | undefined;
+}
+
+/** A Standard Webhooks secret: `whsec_` and the base64 of 24 random bytes. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+function toView(row: webhooks.WebhookRow): WebhookView {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    url: row.url,
+    active: row.active === 1,
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+function toDeliveryView(row: DeliveryRow): DeliveryView {
+  const ms = (value: number | null) => (value === null ? null : Number(value));
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    emitter_id: row.emitter_id,
+    attempt: row.attempt,
+    state: row.state,
+    status_code: row.status_code,
+    error: row.error,
+    duration_ms: row.duration_ms,
+    attempted_at_ms: ms(row.attempted_ms),
+    next_attempt_at_ms: ms(row.next_attempt_ms),
+    created_at: Math.floor(Number(row.created_ms) / 1000),
+  };
+}
+
+export class WebhookService {
+  constructor(
+    private readonly store: Store,
+    private readonly secrets: SecretBox,
+    private readonly options: { allowPrivateNetwork: boolean },
+  ) {}
+
+  /** The only response that carries the secret; it is stored sealed, for signing. */
+  async create(accountId: string, request: WebhookRequest): Promise<WebhookView> {
+    this.checkUrl(request.url);
+    const secret = newWebhookSecret();
+    const now = nowSeconds();
+    const row: webhooks.WebhookRow = {
+      id: newId('wh'),
+      user_id: accountId,
+      name: request.name ?? null,
+      description: request.description ?? null,
+      url: request.url,
+      secret: this.secrets.encrypt(secret),
+      active: 1,
+      created_at: now,
+      updated_at: now,
+    };
+    await webhooks.insertWebhook(this.store.db, row);
+    return { ...toView(row), user_id: accountId, secret };
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<Page<WebhookView>> {
+    const result = await webhooks.listWebhooks(this.store.db, accountId, page);
+    return { ...result, items: result.items.map(toView) };
+  }
+
+  async get(accountId: string, webhookId: string): Promise<WebhookView> {
+    return toView(await this.find(accountId, webhookId));
+  }
+
+  /** Removes the webhook, its pending deliveries and log, and the subscriptions naming it. */
+  async delete(accountId: string, webhookId: string): Promise<void> {
+    await this.find(accountId, webhookId);
+    await this.store.db.transaction().execute((trx) => webhooks.deleteWebhookCascade(trx, webhookId));
+  }
+
+  async deliveries(accountId: string, webhookId: string, page: PageRequest): Promise<Page<DeliveryView>> {
+    await this.find(accountId, webhookId);
+    const result = await listDeliveries(this.store.db, webhookId, page);
+    return { ...result, items: result.items.map(toDeliveryView) };
+  }
+
+  private async find(accountId: string, webhookId: string): Promise<webhooks.WebhookRow> {
+    const row = isId(webhookId, 'wh') ? await webhooks.findWebhook(this.store.db, accountId, webhookId) : undefined;
+    if (!row) throw notFound(`webhook "${webhookId}"`);
+    return row;
+  }
+
+  /** http or https with a host (port and path allowed); a literal private address is refused up front. */
+  private checkUrl(raw: string): void {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw invalid(`url "${raw}" is not an absolute URL; expected http:// or https:// and a host`);
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+      throw invalid(`url "${raw}" must use http or https and name a host`);
+    }
+    try {
+      assertPublicLiteral(url, this.options.allowPrivateNetwork);
+    } catch (error) {
+      if (error instanceof OutboundBlockedError) throw invalid(`url "${raw}": ${error.message} (see --allow-private-network)`);
+      throw error;
+    }
+  }
+}

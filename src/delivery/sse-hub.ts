@@ -1,0 +1,199 @@
+// Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, heartbeats, slow-client cut-off.
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { EventSummary } from '../core/event-pipeline.js';
+import type { EventBus } from './bus.js';
+
+export interface SseHubOptions {
+  /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
+  heartbeatMs: number;
+  /** A client whose unsent output exceeds this is cut off instead of buffering without bound. */
+  maxBufferedBytes: number;
+  /** Live events held for a client while its replay is read; past this it is cut off. */
+  maxQueuedWhileReplaying: number;
+}
+
+export const DEFAULT_SSE_OPTIONS: SseHubOptions = { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024, maxQueuedWhileReplaying: 10_000 };
+
+/** What one stream carries: a predicate on event summaries of one emitter. */
+export type StreamFilter = (summary: EventSummary) => boolean;
+
+export interface StreamRequest {
+  emitterId: string;
+  filter: StreamFilter;
+  /** Retained events after the client's Last-Event-ID, oldest first; absent when the client sent none. */
+  replay?: () => Promise<EventSummary[]>;
+  /** Extra response headers (the request id). */
+  headers?: Record<string, string>;
+}
+
+interface Client {
+  readonly emitterId: string;
+  readonly filter: StreamFilter;
+  readonly response: ServerResponse;
+  /** Id of the last event written, to skip events seen both in the replay and live. */
+  last: { ms: number; seq: number } | undefined;
+  /** Live events that arrived during the replay; null once the client is live. */
+  queued: EventSummary[] | null;
+  closed: boolean;
+}
+
+const HANDSHAKE = ':sse-handshake\n\n';
+
+function parseId(id: string): { ms: number; seq: number } {
+  const [ms, seq] = id.split('-');
+  return { ms: Number(ms), seq: Number(seq) };
+}
+
+function isAfter(id: { ms: number; seq: number }, last: { ms: number; seq: number } | undefined): boolean {
+  return !last || id.ms > last.ms || (id.ms === last.ms && id.seq > last.seq);
+}
+
+/** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
+export function sseFrame(summary: EventSummary): string {
+  return `id: ${summary.id}\ndata: ${JSON.stringify(summary)}\n\n`;
+}
+
+export class SseHub {
+  private readonly clients = new Map<string, Set<Client>>();
+  private readonly unsubscribe: () => void;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private options: SseHubOptions;
+  private closed = false;
+
+  constructor(
+    bus: EventBus,
+    options: Partial<SseHubOptions> = {},
+    private readonly logger?: Logger,
+  ) {
+    this.options = { ...DEFAULT_SSE_OPTIONS, ...options };
+    this.unsubscribe = bus.subscribe((emitterId, events) => this.publish(emitterId, events));
+    this.armHeartbeat();
+  }
+
+  /** Changes the options of a running hub (tests shorten the heartbeat and the buffer bound). */
+  configure(options: Partial<SseHubOptions>): void {
+    this.options = { ...this.options, ...options };
+    this.armHeartbeat();
+  }
+
+  /** Streams to `response` until the client goes away, the emitter is deleted or the hub closes. */
+  async open(response: ServerResponse, request: StreamRequest): Promise<void> {
+    const client: Client = { emitterId: request.emitterId, filter: request.filter, response, last: undefined, queued: request.replay ? [] : null, closed: false };
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...request.headers,
+    });
+    response.on('close', () => this.remove(client));
+    if (this.closed) return void response.end();
+    let set = this.clients.get(client.emitterId);
+    if (!set) this.clients.set(client.emitterId, (set = new Set()));
+    set.add(client);
+    // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
+    this.write(client, HANDSHAKE);
+    if (!request.replay) return;
+    try {
+      for (const summary of await request.replay()) this.send(client, summary, null);
+    } catch (error) {
+      this.logger?.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
+      return this.cut(client);
+    }
+    const queued = client.queued ?? [];
+    client.queued = null;
+    for (const summary of queued) this.send(client, summary, null);
+  }
+
+  /** Fans events of one emitter out to its clients; each frame is serialised once for all of them. */
+  publish(emitterId: string, events: readonly EventSummary[]): void {
+    const set = this.clients.get(emitterId);
+    if (!set?.size) return;
+    const frames = new Map<EventSummary, string>();
+    for (const client of set) {
+      for (const summary of events) {
+        if (client.closed) break;
+        if (client.queued) {
+          if (client.queued.length >= this.options.maxQueuedWhileReplaying) this.cut(client);
+          else client.queued.push(summary);
+          continue;
+        }
+        this.send(client, summary, frames);
+      }
+    }
+  }
+
+  /** Ends every stream of an emitter (it was deleted). */
+  closeEmitter(emitterId: string): void {
+    for (const client of [...(this.clients.get(emitterId) ?? [])]) this.end(client);
+  }
+
+  /** Clients connected to one emitter, or to all. */
+  clientCount(emitterId?: string): number {
+    if (emitterId !== undefined) return this.clients.get(emitterId)?.size ?? 0;
+    let total = 0;
+    for (const set of this.clients.values()) total += set.size;
+    return total;
+  }
+
+  /** Ends every stream; run before the HTTP server closes, which would otherwise wait for them. */
+  close(): void {
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.unsubscribe();
+    for (const set of [...this.clients.values()]) for (const client of [...set]) this.end(client);
+  }
+
+  private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): void {
+    if (!client.filter(summary)) return;
+    const id = parseId(summary.id);
+    if (!isAfter(id, client.last)) return;
+    let frame = frames?.get(summary);
+    if (frame === undefined) {
+      frame = sseFrame(summary);
+      frames?.set(summary, frame);
+    }
+    client.last = id;
+    this.write(client, frame);
+  }
+
+  /** Writes unless the client is too far behind, in which case it is cut off so that it slows nobody else. */
+  private write(client: Client, text: string): void {
+    if (client.closed) return;
+    if (client.response.writableLength > this.options.maxBufferedBytes) return this.cut(client);
+    client.response.write(text);
+    if (client.response.writableLength > this.options.maxBufferedBytes) this.cut(client);
+  }
+
+  private armHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.closed) return;
+    this.heartbeat = setInterval(() => {
+      for (const set of this.clients.values()) for (const client of set) this.write(client, HANDSHAKE);
+    }, this.options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** A slow client: drop what it has not read and close the connection at once. */
+  private cut(client: Client): void {
+    if (client.closed) return;
+    this.logger?.info({ emitterId: client.emitterId, buffered: client.response.writableLength }, 'live stream client too slow; disconnected');
+    this.remove(client);
+    client.response.destroy();
+  }
+
+  private end(client: Client): void {
+    if (client.closed) return;
+    this.remove(client);
+    client.response.end();
+  }
+
+  private remove(client: Client): void {
+    client.closed = true;
+    const set = this.clients.get(client.emitterId);
+    if (!set) return;
+    set.delete(client);
+    if (!set.size) this.clients.delete(client.emitterId);
+  }
+}

@@ -1,0 +1,247 @@
+// Sends webhook deliveries: Standard Webhooks signatures, retries on a schedule, Retry-After, 410, leases.
+import { createHmac, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { request, type Dispatcher } from 'undici';
+import type { Store } from '../store/database.js';
+import { newId, nowSeconds } from '../store/ids.js';
+import * as deliveries from '../store/deliveries.js';
+import { deactivateWebhook } from '../store/webhooks.js';
+import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../core/outbound.js';
+import type { SecretBox } from '../core/secrets.js';
+
+export interface WebhookSenderOptions {
+  allowPrivateNetwork: boolean;
+  /** Seconds before each retry; the first attempt plus one per entry. */
+  retryScheduleSeconds: readonly number[];
+  /** Longest an attempt may take, connection to last byte. */
+  timeoutMs: number;
+  /** How long a claim is held before another node may take the attempt back. */
+  leaseMs: number;
+  /** Fallback poll, for deliveries queued by other nodes. */
+  pollMs: number;
+  /** Attempts in flight at once. */
+  concurrency: number;
+  /** Reclaim every lease at start (embedded mode: this process is the only one). */
+  reclaimAtStart: boolean;
+}
+
+export const WEBHOOK_TIMEOUT_MS = 15_000;
+/** A Retry-After further away than this is not believed. */
+const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+/** The part of a response body read (and thrown away) so that the connection can be reused. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed by the base64 part of the `whsec_` secret. */
+export function signPayload(secret: string, messageId: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
+}
+
+/** Retry-After as seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, nowMs: number): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const ms = /^\s*\d+\s*$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - nowMs;
+  if (Number.isNaN(ms)) return undefined;
+  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
+}
+
+interface SendResult {
+  statusCode: number | null;
+  error: string | null;
+  retryAfterMs: number | undefined;
+}
+
+export class WebhookSender {
+  private readonly owner = `node-${randomUUID()}`;
+  private readonly inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly agent: Dispatcher;
+  private pumping = false;
+  private pumpAgain = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly secrets: SecretBox,
+    private readonly options: WebhookSenderOptions,
+    private readonly logger: Logger,
+  ) {
+    this.agent = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
+  }
+
+  async start(): Promise<void> {
+    if (this.options.reclaimAtStart) await deliveries.releaseAllDeliveryLeases(this.store.db);
+    this.wake();
+  }
+
+  /** Sends what is due now; called after a commit queued deliveries, and by the fallback timer. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Stops claiming, aborts attempts in flight (they stay pending, to be sent again) and closes connections. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    for (const { abort } of this.inFlight.values()) abort.abort();
+    await Promise.all([...this.inFlight.values()].map((f) => f.done));
+    await this.agent.close().catch(() => undefined);
+  }
+
+  private async pump(): Promise<void> {
+    let sleepMs = this.options.pollMs;
+    try {
+      while (!this.stopped) {
+        const free = this.options.concurrency - this.inFlight.size;
+        if (free <= 0) break;
+        const claimed = await deliveries.claimDue(this.store.db, this.owner, Date.now(), this.options.leaseMs, free);
+        for (const row of claimed) this.launch(row);
+        if (claimed.length < free) break;
+      }
+      const due = await deliveries.nextDueMs(this.store.db);
+      if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - Date.now()));
+    } catch (error) {
+      if (!this.stopped) this.logger.error({ err: error }, 'webhook sender could not read its queue');
+    }
+    this.arm(sleepMs);
+  }
+
+  private arm(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), delayMs);
+    this.timer.unref();
+  }
+
+  private launch(row: deliveries.ClaimedDelivery): void {
+    const abort = new AbortController();
+    const done = this.attempt(row, abort.signal)
+      .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        this.wake();
+      });
+    this.inFlight.set(row.id, { abort, done });
+  }
+
+  private async attempt(row: deliveries.ClaimedDelivery, stop: AbortSignal): Promise<void> {
+    const attemptedMs = Date.now();
+    const started = performance.now();
+    const result: SendResult =
+      row.active === 1 ? await this.send(row, stop) : { statusCode: null, error: 'the webhook is inactive', retryAfterMs: undefined };
+    const durationMs = performance.now() - started;
+    if (stop.aborted && this.stopped) {
+      // Shutting down: not the receiver's fault, so the attempt does not count; it is sent again after the restart.
+      await deliveries.releaseDeliveries(this.store.db, [row.id], this.owner);
+      return;
+    }
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const gone = result.statusCode === 410;
+    const retryDelayMs = this.retryDelayMs(row, result, ok || gone || row.active !== 1);
+    const nowMs = Date.now();
+    const nextAttemptMs = retryDelayMs === undefined ? null : nowMs + retryDelayMs;
+    await this.store.db.transaction().execute(async (trx) => {
+      const recorded = await deliveries.recordAttempt(trx, row.id, this.owner, {
+        state: ok ? 'succeeded' : 'failed',
+        statusCode: result.statusCode,
+        error: result.error,
+        durationMs,
+        attemptedMs,
+        nextAttemptMs,
+      });
+      if (!recorded) return;
+      if (gone) {
+        // 410 Gone: the receiver asks for no more deliveries; the webhook is deactivated and its queue emptied.
+        await deactivateWebhook(trx, row.webhook_id, nowSeconds());
+        await deliveries.failPending(trx, row.webhook_id, 'not sent: the webhook was deactivated after its URL answered 410 Gone', nowMs);
+      }
+      if (nextAttemptMs !== null) {
+        await deliveries.insertDeliveries(trx, [
+          {
+            id: newId('dl'),
+            message_id: row.message_id,
+            webhook_id: row.webhook_id,
+            user_id: row.user_id,
+            emitter_id: row.emitter_id,
+            event_id: row.event_id,
+            payload: row.payload,
+            attempt: row.attempt + 1,
+            state: 'pending',
+            next_attempt_ms: nextAttemptMs,
+            created_ms: nowMs,
+          },
+        ]);
+      }
+    });
+    if (!ok) this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
+  }
+
+  /** Retry-After when the receiver sent one, else the schedule's delay for this attempt; undefined when it was the last. */
+  private retryDelayMs(row: deliveries.ClaimedDelivery, result: SendResult, final: boolean): number | undefined {
+    if (final || row.attempt > this.options.retryScheduleSeconds.length) return undefined;
+    return result.retryAfterMs ?? this.options.retryScheduleSeconds[row.attempt - 1]! * 1000;
+  }
+
+  private async send(row: deliveries.ClaimedDelivery, stop: AbortSignal): Promise<SendResult> {
+    try {
+      const url = new URL(row.url);
+      assertPublicLiteral(url, this.options.allowPrivateNetwork);
+      const timestamp = nowSeconds();
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        signal: AbortSignal.any([stop, AbortSignal.timeout(this.options.timeoutMs)]),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Tributary-Webhooks/1',
+          'webhook-id': row.message_id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signPayload(this.secrets.decrypt(row.secret), row.message_id, timestamp, row.payload),
+        },
+        body: row.payload,
+      });
+      await drain(response.body);
+      return { statusCode: response.statusCode, error: null, retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) };
+    } catch (error) {
+      return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };
+    }
+  }
+
+  private describe(error: unknown): string {
+    const err = error as Error & { code?: string; cause?: unknown };
+    const cause = err.cause as (Error & { code?: string }) | undefined;
+    if (err instanceof OutboundBlockedError) return err.message;
+    if (cause instanceof OutboundBlockedError) return cause.message;
+    if (err.name === 'TimeoutError' || err.name === 'HeadersTimeoutError' || err.name === 'BodyTimeoutError' || err.code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return `no response within ${this.options.timeoutMs / 1000} s`;
+    }
+    if (err.name === 'AbortError' && !this.stopped) return `no response within ${this.options.timeoutMs / 1000} s`;
+    const detail = cause?.message ?? err.message;
+    return (err.code ?? cause?.code) ? `${err.code ?? cause?.code}: ${detail}` : detail;
+  }
+}
+
+/** Reads up to MAX_RESPONSE_BYTES of a response and drops the rest (the connection is then not reused). */
+async function drain(body: AsyncIterable<Uint8Array> & { destroy(): unknown }): Promise<void> {
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      body.destroy();
+      return;
+    }
+  }
+}
