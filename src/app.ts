@@ -17,7 +17,12 @@ import { EndpointDirectory } from './core/http-ingress.js';
 import { SourceLocks } from './engine/source-locks.js';
 import { Dispatcher } from './engine/dispatcher.js';
 import { TimerScheduler } from './engine/timers.js';
-import { NO_ROUTING } from './engine/routing.js';
+import { SubscriptionService } from './core/subscriptions.js';
+import { WebhookService } from './core/webhooks.js';
+import { LocalBus, type EventBus } from './delivery/bus.js';
+import { DeliveryRouter } from './delivery/router.js';
+import { SseHub } from './delivery/sse-hub.js';
+import { WEBHOOK_TIMEOUT_MS, WebhookSender } from './delivery/webhook-sender.js';
 import { buildApi } from './api/server.js';
 
 export interface Services {
@@ -31,6 +36,11 @@ export interface Services {
   readonly dispatcher: Dispatcher;
   readonly endpoints: EndpointDirectory;
   readonly quotas: QuotaService;
+  readonly subscriptions: SubscriptionService;
+  readonly webhooks: WebhookService;
+  readonly webhookSender: WebhookSender;
+  readonly bus: EventBus;
+  readonly sse: SseHub;
 }
 
 export interface RunningTributary {
@@ -83,8 +93,27 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const users = new UserService(store, config);
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
-    const router = NO_ROUTING;
-    const sources = new SourceService(store, components, runtime, SecretBox.open(config.secretKey, config.dataDir), locks, router, config);
+    const secrets = SecretBox.open(config.secretKey, config.dataDir);
+    const bus = new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
+    const webhookSender = new WebhookSender(
+      store,
+      secrets,
+      {
+        allowPrivateNetwork: config.allowPrivateNetwork,
+        retryScheduleSeconds: config.webhookRetrySchedule,
+        timeoutMs: WEBHOOK_TIMEOUT_MS,
+        leaseMs: WEBHOOK_TIMEOUT_MS + 45_000,
+        pollMs: 1000,
+        concurrency: 32,
+        reclaimAtStart: store.dialect === 'sqlite',
+      },
+      logger.child({ module: 'webhooks' }),
+    );
+    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, wakeSender: () => webhookSender.wake() });
+    const sources = new SourceService(store, components, runtime, secrets, locks, router, config);
+    const subscriptions = new SubscriptionService(store);
+    sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
+    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
     const events = new EventService(store);
     const dispatcher = new Dispatcher(
       store,
@@ -100,12 +129,15 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       },
       logger.child({ module: 'dispatcher' }),
     );
+    router.connect(dispatcher);
+    const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
+    sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const endpoints = new EndpointDirectory(store);
     sources.onChange((change) => endpoints.evictSource(change.sourceId));
     const quotas = new QuotaService(store, config);
     const timers = new TimerScheduler(store, dispatcher, quotas, config.eventRetention, router, logger.child({ module: 'timers' }));
     sources.onChange(() => timers.poke());
-    const services: Services = { config, store, runtime, users, components, sources, events, dispatcher, endpoints, quotas };
+    const services: Services = { config, store, runtime, users, components, sources, events, dispatcher, endpoints, quotas, subscriptions, webhooks, webhookSender, bus, sse };
 
     await publishRegistry(components, logger);
     const initialAccount =
@@ -116,6 +148,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const app = await buildApi(services, logger);
     await app.listen({ host: config.host, port: config.port });
     await dispatcher.start();
+    await webhookSender.start();
     timers.start();
 
     let closing: Promise<void> | undefined;
@@ -127,8 +160,12 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       close: () =>
         (closing ??= (async () => {
           timers.stop();
+          // Live streams never end by themselves; the server would wait for them.
+          sse.close();
           await app.close();
           await dispatcher.stop();
+          await webhookSender.stop();
+          await bus.close();
           await runtime.close();
           await store.close();
         })()),

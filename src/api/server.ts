@@ -17,6 +17,9 @@ import { componentRoutes } from './routes/components.js';
 import { sourceRoutes } from './routes/sources.js';
 import { eventRoutes } from './routes/events.js';
 import { ingressRoutes } from './routes/ingress.js';
+import { subscriptionRoutes } from './routes/subscriptions.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { sseRoutes } from './routes/sse.js';
 
 export type App = FastifyInstance;
 
@@ -50,6 +53,7 @@ export async function buildApi(services: Services, logger: Logger): Promise<App>
 
   await app.register(healthRoutes(services));
   await app.register(ingressRoutes(services));
+  await app.register(sseRoutes(services, { authenticate: true }));
   await app.register(
     async (v1) => {
       // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
@@ -71,6 +75,9 @@ export async function buildApi(services: Services, logger: Logger): Promise<App>
       await v1.register(componentRoutes(services));
       await v1.register(sourceRoutes(services));
       await v1.register(eventRoutes(services));
+      await v1.register(sseRoutes(services, { authenticate: false }));
+      await v1.register(subscriptionRoutes(services));
+      await v1.register(webhookRoutes(services));
     },
     { prefix: '/v1' },
   );

@@ -17,6 +17,8 @@ import type { Page, PageRequest } from './pagination.js';
 import { echoProps, runtimeProps, validateProps } from './props.js';
 import { SecretBox } from './secrets.js';
 import type { EventRouter } from '../engine/routing.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../store/schema.js';
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -55,6 +57,9 @@ export interface SourceRuntimeView {
   info: ComponentInfo;
 }
 
+/** Runs inside the transaction that creates a source (auto-subscriptions are materialised this way). */
+export type SourceCreationStep = (trx: Transaction<Database>, source: sources.SourceRow) => Promise<void>;
+
 /** Called after a change to a source commits. */
 export type SourceChangeListener = (change: { sourceId: string; kind: 'upsert' | 'delete' }) => void;
 
@@ -79,6 +84,7 @@ function hasHttp(info: ComponentInfo): boolean {
 
 export class SourceService {
   private readonly listeners: SourceChangeListener[] = [];
+  private readonly creationSteps: SourceCreationStep[] = [];
 
   constructor(
     private readonly store: Store,
@@ -92,6 +98,10 @@ export class SourceService {
 
   onChange(listener: SourceChangeListener): void {
     this.listeners.push(listener);
+  }
+
+  onCreateInTransaction(step: SourceCreationStep): void {
+    this.creationSteps.push(step);
   }
 
   endpointUrl(endpointId: string | null): string | undefined {
@@ -173,6 +183,7 @@ export class SourceService {
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
     const committed = await this.store.db.transaction().execute(async (trx) => {
       await sources.insertSource(trx, row);
+      for (const step of this.creationSteps) await step(trx, row);
       await replaceTimers(trx, row.id, timerRowsFor(row, info, Date.now()));
       const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
       return commitEffects(trx, effects, this.effectsOptions());

@@ -179,11 +179,10 @@ export class Preparer {
           const specifier = args.path;
           if (isBuiltin(specifier)) return { path: specifier, external: true };
           if (specifier.startsWith('.') || path.isAbsolute(specifier)) {
-            throw new ComponentLoadError(
-              'relative_import',
-              `relative import "${specifier}" is not supported; bundle it into the component`,
-              { import: specifier },
-            );
+            const kind = specifier.startsWith('.') ? 'relative import' : 'import of the file';
+            throw new ComponentLoadError('relative_import', `${kind} "${specifier}" is not supported; bundle it into the component`, {
+              import: specifier,
+            });
           }
           const parsed = parsePackageImport(specifier);
           if (!parsed) {
@@ -194,8 +193,11 @@ export class Preparer {
             const platform = locatePlatform();
             for (const dir of platform.readPaths) needs.readPaths.add(dir);
             if (parsed.subpath === '') return { path: PLATFORM, namespace: PLATFORM_NAMESPACE };
-            const file = createRequire(path.join(platform.dir, 'package.json')).resolve(PLATFORM + parsed.subpath);
-            return { path: file, external: true };
+            try {
+              return { path: createRequire(path.join(platform.dir, 'package.json')).resolve(PLATFORM + parsed.subpath), external: true };
+            } catch {
+              throw new ComponentLoadError('package_install_failed', `"${specifier}" is not a module of ${PLATFORM}`, { import: specifier });
+            }
           }
           try {
             return { path: await packageFile(build, packages, parsed, needs), external: true };

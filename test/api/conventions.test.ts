@@ -1,7 +1,7 @@
 // Conventions every endpoint shares: authentication, error bodies, content types, body limit, fields, rate limit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { client, request } from '../helpers/client.js';
+import { client, request, type ApiResponse } from '../helpers/client.js';
 
 describe.each(DIALECTS)('API conventions on %s', (dialect) => {
   let server: TestServer;
@@ -72,6 +72,16 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(bad.body.code).toBe('invalid_request');
   });
 
+  it('applies include and exclude sent in a POST body', async () => {
+    const api = client(server.url, key);
+    const code = 'module.exports = { name: "Tiny", version: "1", run() {} };';
+    const included = await api.post('/v1/components', { component_code: code, include: 'id,name' });
+    expect(included.status).toBe(200);
+    expect(included.body).toEqual({ data: { id: expect.stringMatching(/^sc_/), name: 'Tiny' } });
+    const excluded = await api.post('/v1/components', { component_code: code, exclude: 'code,configurable_props' });
+    expect(Object.keys(excluded.body.data).sort()).toEqual(['code_hash', 'created_at', 'id', 'name', 'updated_at', 'version']);
+  });
+
   it('tags every response with a request id', async () => {
     const res = await client(server.url, key).get('/v1/users/me', { headers: { 'x-request-id': 'trace-123' } });
     expect(res.headers.get('x-request-id')).toBe('trace-123');
@@ -96,7 +106,7 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
   it('limits requests per key with 429 and Retry-After', async () => {
     const other = (await server.createUser()).apiKey;
     const api = client(server.url, other);
-    let limited: Awaited<ReturnType<typeof api.get>> | undefined;
+    let limited: ApiResponse | undefined;
     for (let i = 0; i < 60 && !limited; i++) {
       const res = await api.get('/v1/users/me');
       if (res.status === 429) limited = res;

@@ -62,6 +62,9 @@ describe('prepare', () => {
     expect(error.details).toEqual({ import: './helper.js' });
     const parent = await loadError('const x = require("../x");\nmodule.exports = { name: "x", version: "1" };');
     expect(parent.details).toEqual({ import: '../x' });
+    const absolute = await loadError('const x = require("/etc/passwd");\nmodule.exports = { name: "x", version: "1" };');
+    expect(absolute.code).toBe('relative_import');
+    expect(absolute.message).toBe('import of the file "/etc/passwd" is not supported; bundle it into the component');
   });
 
   it('keeps Node built-ins external, with and without the node: prefix', async () => {

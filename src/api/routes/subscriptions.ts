@@ -1,0 +1,117 @@
+// Subscriptions and auto-subscriptions: route an emitter's stream to a source, workflow or webhook listener.
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Services } from '../../app.js';
+import { dataOf } from '../envelope.js';
+import { fieldParams } from '../fields.js';
+
+export const subscriptionSchema = Type.Object({
+  id: Type.String({ description: 'prefix sub_' }),
+  emitter_id: Type.String({ description: 'source (dc_) or workflow (p_) id, or the glob dc_* / p_*' }),
+  listener_id: Type.String({ description: 'source (dc_), workflow (p_) or webhook (wh_) id' }),
+  event_name: Type.String({ description: 'stream: "" or "default", "$errors", "$logs" or a channel name' }),
+});
+
+const autoSubscriptionSchema = Type.Object({
+  id: Type.String({ description: 'prefix sub_' }),
+  listener_id: Type.String(),
+  event_name: Type.String(),
+});
+
+const eventName = Type.String({
+  maxLength: 200,
+  description: 'Stream: "" or "default" (default stream), "$errors", "$logs", or a custom channel name',
+});
+const emitterId = Type.String({ minLength: 1, maxLength: 100, description: 'Source or workflow id, or the glob dc_* (all sources) / p_* (all workflows)' });
+const listenerId = Type.String({ minLength: 1, maxLength: 100, description: 'Source (dc_), workflow (p_) or webhook (wh_) id' });
+
+const subscriptionQuery = Type.Object({
+  emitter_id: emitterId,
+  listener_id: listenerId,
+  event_name: Type.Optional(eventName),
+  ...fieldParams,
+});
+const autoSubscriptionQuery = Type.Object({ event_name: eventName, listener_id: listenerId, ...fieldParams });
+
+export function subscriptionRoutes(services: Services): FastifyPluginAsync {
+  return async (plugin) => {
+    const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const toRequest = (q: { emitter_id: string; listener_id: string; event_name?: string | undefined }) => ({
+      emitterId: q.emitter_id,
+      listenerId: q.listener_id,
+      eventName: q.event_name ?? '',
+    });
+
+    app.post(
+      '/subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: 'Deliver events of an emitter\'s stream to a listener (idempotent: the same triple returns the existing subscription)',
+          querystring: subscriptionQuery,
+          response: { 200: dataOf(subscriptionSchema) },
+        },
+      },
+      async (request) => ({ data: await services.subscriptions.create(request.account.id, toRequest(request.query)) }),
+    );
+
+    app.delete(
+      '/subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: 'Remove the subscription with exactly this triple (event_name= for one made without a name); 404 when none matched',
+          querystring: subscriptionQuery,
+        },
+      },
+      async (request, reply) => {
+        await services.subscriptions.delete(request.account.id, toRequest(request.query));
+        return reply.status(204).send();
+      },
+    );
+
+    app.get(
+      '/users/me/subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: 'Every subscription of the account (not paginated)',
+          querystring: Type.Object(fieldParams),
+          response: { 200: Type.Object({ data: Type.Array(subscriptionSchema) }) },
+        },
+      },
+      async (request) => ({ data: await services.subscriptions.list(request.account.id) }),
+    );
+
+    app.post(
+      '/auto_subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: 'Subscribe the listener to this stream of every source created from now on (existing ones are not affected)',
+          querystring: autoSubscriptionQuery,
+          response: { 200: dataOf(autoSubscriptionSchema) },
+        },
+      },
+      async (request) => ({
+        data: await services.subscriptions.createAuto(request.account.id, { listenerId: request.query.listener_id, eventName: request.query.event_name }),
+      }),
+    );
+
+    app.delete(
+      '/auto_subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: 'Stop subscribing sources created from now on (subscriptions already made stay)',
+          querystring: autoSubscriptionQuery,
+        },
+      },
+      async (request, reply) => {
+        await services.subscriptions.deleteAuto(request.account.id, { listenerId: request.query.listener_id, eventName: request.query.event_name });
+        return reply.status(204).send();
+      },
+    );
+  };
+}

@@ -1,0 +1,166 @@
+// Routes committed events by subscription: webhook deliveries and listener runs inside the commit, live fan-out after.
+import type { Transaction } from 'kysely';
+import type { Database } from '../store/schema.js';
+import type { DialectName } from '../store/database.js';
+import { newId } from '../store/ids.js';
+import { activeListenerSources, subscriptionsOf, type SubscriptionRow } from '../store/subscriptions.js';
+import { activeWebhooks } from '../store/webhooks.js';
+import { insertDeliveries } from '../store/deliveries.js';
+import { appendEvents, type EventSummary, type PendingEvent } from '../core/event-pipeline.js';
+import { globOf, streamMatches } from '../core/subscriptions.js';
+import type { NewInvocation } from '../engine/dispatcher.js';
+import type { CommittedEvents, EventRouter } from '../engine/routing.js';
+import type { EventBus } from './bus.js';
+
+/** Listener hops an event may travel; a run that deep does not trigger further listeners (a subscription loop). */
+export const MAX_LISTENER_DEPTH = 8;
+
+/** Where listener runs are queued: the dispatcher. */
+export interface ListenerQueue {
+  enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]>;
+  /** Without ids: look for work by scanning the queue. */
+  wake(sourceIds?: string[]): void;
+}
+
+export interface DeliveryRouterOptions {
+  dialect: DialectName;
+  retention: number;
+  bus: EventBus;
+  /** Wakes the webhook sender once deliveries are committed. */
+  wakeSender: () => void;
+}
+
+/** What routing one commit did, remembered until its afterCommit. */
+interface Routed {
+  /** `$errors` events this routing added (subscription loops cut), to fan out with the commit's own. */
+  extra: EventSummary[];
+  /** Listener sources that got runs queued. */
+  queuedRuns: string[];
+  queuedDeliveries: boolean;
+}
+
+export class DeliveryRouter implements EventRouter {
+  private queue: ListenerQueue | undefined;
+  private readonly routed = new WeakMap<CommittedEvents, Routed>();
+
+  constructor(private readonly options: DeliveryRouterOptions) {}
+
+  /** The dispatcher is built after the services that route events, so it is connected afterwards. */
+  connect(queue: ListenerQueue): void {
+    this.queue = queue;
+  }
+
+  async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
+    const routed: Routed = { extra: [], queuedRuns: [], queuedDeliveries: false };
+    this.routed.set(committed, routed);
+    const glob = globOf(committed.emitterId);
+    // Everything here runs on `trx`: on SQLite the store has one connection, which the transaction holds.
+    const subscriptions = await subscriptionsOf(trx, committed.userId, glob ? [committed.emitterId, glob] : [committed.emitterId]);
+    if (!subscriptions.length) return;
+    routed.queuedDeliveries = await this.queueDeliveries(trx, committed, committed.events, subscriptions);
+
+    const runs = listenersByEvent(committed.events, subscriptions, 'dc_');
+    if (!runs.length) return;
+    const listeners = new Set((await activeListenerSources(trx, committed.userId, [...new Set(runs.flatMap((r) => r.listeners))])).map((s) => s.id));
+    const depth = committed.depth + 1;
+    if (depth > MAX_LISTENER_DEPTH) {
+      const cut = runs.filter((r) => r.listeners.some((l) => listeners.has(l)));
+      if (cut.length) routed.extra = await this.reportLoop(trx, committed, cut, listeners);
+      if (routed.extra.length) routed.queuedDeliveries = (await this.queueDeliveries(trx, committed, routed.extra, subscriptions)) || routed.queuedDeliveries;
+      return;
+    }
+    const items: NewInvocation[] = runs.flatMap(({ event, listeners: ids }) =>
+      ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
+    );
+    if (!items.length) return;
+    if (!this.queue) throw new Error('the delivery router has no listener queue; call connect() first');
+    await this.queue.enqueueIn(trx, items);
+    routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
+  }
+
+  afterCommit(committed: CommittedEvents): void {
+    const routed = this.routed.get(committed);
+    this.routed.delete(committed);
+    const events = routed?.extra.length ? [...committed.events, ...routed.extra] : committed.events;
+    this.options.bus.publish(committed.emitterId, events);
+    // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
+    if (!routed) this.queue?.wake();
+    else if (routed.queuedRuns.length) this.queue?.wake(routed.queuedRuns);
+    if (!routed || routed.queuedDeliveries) this.options.wakeSender();
+  }
+
+  /** One pending delivery per event and active webhook listening to its stream. */
+  private async queueDeliveries(trx: Transaction<Database>, committed: CommittedEvents, events: EventSummary[], subscriptions: SubscriptionRow[]): Promise<boolean> {
+    const matches = listenersByEvent(events, subscriptions, 'wh_');
+    if (!matches.length) return false;
+    const webhooks = new Set(
+      (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => w.id),
+    );
+    const nowMs = Date.now();
+    const rows = matches.flatMap(({ event, listeners }) =>
+      listeners
+        .filter((id) => webhooks.has(id))
+        .map((webhookId) => {
+          const id = newId('dl');
+          return {
+            id,
+            message_id: id,
+            webhook_id: webhookId,
+            user_id: committed.userId,
+            emitter_id: committed.emitterId,
+            event_id: event.id,
+            payload: JSON.stringify(event),
+            attempt: 1,
+            state: 'pending' as const,
+            next_attempt_ms: nowMs,
+            created_ms: nowMs,
+          };
+        }),
+    );
+    if (!rows.length) return false;
+    await insertDeliveries(trx, rows);
+    return true;
+  }
+
+  /**
+   * Records on the emitter's `$errors` stream that events were not handed to listener sources because they
+   * had already travelled MAX_LISTENER_DEPTH hops. The report itself goes to webhooks and live streams only,
+   * never to listener sources, so that reporting a loop cannot start another.
+   */
+  private async reportLoop(
+    trx: Transaction<Database>,
+    committed: CommittedEvents,
+    cut: Array<{ event: EventSummary; listeners: string[] }>,
+    active: Set<string>,
+  ): Promise<EventSummary[]> {
+    const nowMs = Date.now();
+    const listeners = [...new Set(cut.flatMap((c) => c.listeners.filter((l) => active.has(l))))];
+    const message =
+      `${cut.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
+      `${committed.depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
+    const first = cut[0]!.event;
+    const report: PendingEvent = {
+      stream: '$errors',
+      name: '$errors',
+      summary: `SubscriptionLoopError: ${message}`.slice(0, 200),
+      event: {
+        error: { name: 'SubscriptionLoopError', message, stack: `SubscriptionLoopError: ${message}`, code: 'subscription_loop' },
+        original_event: first,
+        original_context: { id: first.id, ts: new Date(nowMs).toISOString(), source_id: committed.emitterId, trigger: 'listener' },
+      },
+    };
+    return appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs });
+  }
+}
+
+/** For each event, the distinct listeners with `prefix` whose subscriptions select its stream, in event order. */
+function listenersByEvent(events: EventSummary[], subscriptions: SubscriptionRow[], prefix: string): Array<{ event: EventSummary; listeners: string[] }> {
+  const relevant = subscriptions.filter((s) => s.listener_id.startsWith(prefix));
+  if (!relevant.length) return [];
+  const out: Array<{ event: EventSummary; listeners: string[] }> = [];
+  for (const event of events) {
+    const listeners = [...new Set(relevant.filter((s) => streamMatches(s.event_name, event.metadata.name)).map((s) => s.listener_id))];
+    if (listeners.length) out.push({ event, listeners });
+  }
+  return out;
+}
