@@ -1,10 +1,21 @@
 // Queries on events and emitter state: append with ids, keep the last N per stream, page newest first.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
 import type { DialectName } from './database.js';
 import type { Database, EventsTable, StreamKind } from './schema.js';
 
 export type EventRow = Selectable<EventsTable>;
+
+/** An event's position in its emitter's sequence: the two parts of `<ms>-<seq>`. */
+export interface EventKey {
+  ms: number;
+  seq: number;
+}
+
+/** `(ms, seq) <op> key`, written out because SQLite and PostgreSQL compare row values differently. */
+function eventKey(eb: ExpressionBuilder<Database, 'events'>, op: '<' | '<=' | '>' | '>=', key: EventKey) {
+  return eb.or([eb('ms', op[0] as '<' | '>', key.ms), eb.and([eb('ms', '=', key.ms), eb('seq', op, key.seq)])]);
+}
 type Db = Kysely<Database> | Transaction<Database>;
 
 export interface EmitterState {
@@ -61,7 +72,7 @@ export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, 
     .deleteFrom('events')
     .where('emitter_id', '=', emitterId)
     .where('stream', '=', stream)
-    .where((eb) => eb.or([eb('ms', '<', boundary.ms), eb.and([eb('ms', '=', boundary.ms), eb('seq', '<=', boundary.seq)])]))
+    .where((eb) => eventKey(eb, '<=', boundary))
     .execute();
 }
 
@@ -78,7 +89,7 @@ export async function countStream(db: Db, emitterId: string, stream: StreamKind)
 
 const EVENT_ID = /^(\d{1,16})-(\d{1,12})$/;
 
-export function parseEventId(id: string): { ms: number; seq: number } | undefined {
+export function parseEventId(id: string): EventKey | undefined {
   const match = EVENT_ID.exec(id);
   return match ? { ms: Number(match[1]), seq: Number(match[2]) } : undefined;
 }
@@ -93,9 +104,9 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
   const keyOf = (cursor: string) => parseEventId(decodeCursor(cursor, (key) => parseEventId(key) !== undefined))!;
   let rows: EventRow[];
   if (page.before !== undefined) {
-    const { ms, seq } = keyOf(page.before);
+    const key = keyOf(page.before);
     rows = await base
-      .where((eb) => eb.or([eb('ms', '>', ms), eb.and([eb('ms', '=', ms), eb('seq', '>', seq)])]))
+      .where((eb) => eventKey(eb, '>', key))
       .orderBy('ms', 'asc')
       .orderBy('seq', 'asc')
       .limit(page.limit)
@@ -104,8 +115,8 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
   } else {
     let query = base;
     if (page.after !== undefined) {
-      const { ms, seq } = keyOf(page.after);
-      query = query.where((eb) => eb.or([eb('ms', '<', ms), eb.and([eb('ms', '=', ms), eb('seq', '<', seq)])]));
+      const key = keyOf(page.after);
+      query = query.where((eb) => eventKey(eb, '<', key));
     }
     rows = await query.orderBy('ms', 'desc').orderBy('seq', 'desc').limit(page.limit).execute();
   }
@@ -119,13 +130,13 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
 }
 
 /** Events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
-export function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: { ms: number; seq: number }): Promise<EventRow[]> {
+export function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: EventKey): Promise<EventRow[]> {
   return db
     .selectFrom('events')
     .selectAll()
     .where('emitter_id', '=', emitterId)
     .where('stream', '=', stream)
-    .where((eb) => eb.or([eb('ms', '>', after.ms), eb.and([eb('ms', '=', after.ms), eb('seq', '>', after.seq)])]))
+    .where((eb) => eventKey(eb, '>', after))
     .orderBy('ms', 'asc')
     .orderBy('seq', 'asc')
     .execute();
@@ -135,12 +146,12 @@ export function eventsAfter(db: Kysely<Database>, emitterId: string, stream: Str
 export async function deleteEventRange(
   db: Db,
   emitterId: string,
-  start: { ms: number; seq: number } | undefined,
-  end: { ms: number; seq: number } | undefined,
+  start: EventKey | undefined,
+  end: EventKey | undefined,
 ): Promise<number> {
   let query = db.deleteFrom('events').where('emitter_id', '=', emitterId).where('stream', '=', 'emit');
-  if (start) query = query.where((eb) => eb.or([eb('ms', '>', start.ms), eb.and([eb('ms', '=', start.ms), eb('seq', '>=', start.seq)])]));
-  if (end) query = query.where((eb) => eb.or([eb('ms', '<', end.ms), eb.and([eb('ms', '=', end.ms), eb('seq', '<=', end.seq)])]));
+  if (start) query = query.where((eb) => eventKey(eb, '>=', start));
+  if (end) query = query.where((eb) => eventKey(eb, '<=', end));
   const result = await query.executeTakeFirst();
   return Number(result.numDeletedRows);
 }
