@@ -1,10 +1,10 @@
 // What happens to emitted events before they are stored: ordering by ts, dedupe, and `<ms>-<seq>` ids.
-import { monotonicFactory } from 'ulidx';
 import type { Transaction } from 'kysely';
 import type { EmittedEvent } from '../runtime/types.js';
 import type { DialectName } from '../store/database.js';
 import type { Database, StreamKind } from '../store/schema.js';
 import * as events from '../store/events.js';
+import { ulid } from '../store/ids.js';
 
 export type DedupeStrategy = 'unique' | 'greatest' | 'last';
 
@@ -36,7 +36,6 @@ export interface EventSummary {
   };
 }
 
-const nextEmitId = monotonicFactory();
 
 /** Orders by `ts` oldest first; events without `ts` keep their order after the timed ones. */
 export function orderByTs<T extends { ts?: number | undefined }>(emits: T[]): T[] {
@@ -128,7 +127,7 @@ export async function appendEvents(
       ms: lastMs,
       seq: lastSeq,
       name: p.name,
-      emit_id: nextEmitId().toLowerCase(),
+      emit_id: ulid(options.nowMs),
       event_key: p.key === undefined ? null : JSON.stringify(p.key),
       summary: p.summary ?? null,
       ts: p.ts ?? null,

@@ -81,6 +81,7 @@ export class DeliveryRouter implements EventRouter {
   afterCommit(committed: CommittedEvents): void {
     const routed = this.routed.get(committed);
     this.routed.delete(committed);
+    if (!routed && !committed.events.length) return;
     const events = routed?.extra.length ? [...committed.events, ...routed.extra] : committed.events;
     this.options.bus.publish(committed.emitterId, events);
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.

@@ -24,8 +24,10 @@ export function ingressRoutes(services: Services) {
     // Endpoints take any content type; the event carries the raw body and a parsed one.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: INGRESS_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    app.addHook('onSend', async (_request, reply) => {
-      if (!reply.hasHeader('access-control-allow-origin')) reply.header('access-control-allow-origin', '*');
+    // Set first, so that a header the source sets with respond() replaces it.
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.header('access-control-allow-origin', '*');
+      done();
     });
 
     const handle = async (request: FastifyRequest<{ Params: { endpointId: string; '*'?: string } }>, reply: FastifyReply) => {

@@ -1,0 +1,138 @@
+// Shared pieces of the delivery tests: a webhook receiver on 127.0.0.1, an account with helpers, SSE clients.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import { EventSource } from 'eventsource';
+import { client } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { emitterSource } from '../helpers/components.js';
+import type { TestServer } from '../helpers/server.js';
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  receivedAt: number;
+}
+
+/** What the receiver answers: a status with optional headers, or 'hang' to never answer. */
+export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
+
+export interface Receiver {
+  readonly url: string;
+  readonly requests: ReceivedRequest[];
+  /** Requests received on one path. */
+  on(path: string): ReceivedRequest[];
+  /** Sets how the receiver answers the next requests (default 200); called with each request. */
+  answer(fn: (request: ReceivedRequest, index: number) => Answer): void;
+  close(): Promise<void>;
+}
+
+/** A webhook receiver on 127.0.0.1 and a free port, recording every request. */
+export async function startReceiver(): Promise<Receiver> {
+  const requests: ReceivedRequest[] = [];
+  const hanging = new Set<http.ServerResponse>();
+  let answer: (request: ReceivedRequest, index: number) => Answer = () => ({ status: 200 });
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received = { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
+      requests.push(received);
+      const given = answer(received, requests.length - 1);
+      if (given === 'hang') {
+        hanging.add(res);
+        return;
+      }
+      res.writeHead(given.status, given.headers ?? {});
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    on: (path) => requests.filter((r) => r.path === path),
+    answer: (fn) => {
+      answer = fn;
+    },
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type Api = ReturnType<typeof client>;
+
+/** A fresh account on the server, so that globs and auto-subscriptions see only this test's sources. */
+export async function account(server: TestServer) {
+  const key = (await server.createUser()).apiKey;
+  const api = client(server.url, key);
+
+  async function deploy(code = emitterSource()): Promise<string> {
+    const res = await api.post('/v1/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    return res.body.data.id;
+  }
+
+  /** Queues a manual run and waits until the queue has run it (its effects are then committed). */
+  async function runAndWait(sourceId: string, event: unknown): Promise<void> {
+    const res = await api.post(`/v1/sources/${sourceId}/run`, event);
+    expect(res.status).toBe(202);
+    await waitFor(
+      () => server.running.services.store.db.selectFrom('invocations').select('id').where('id', '=', res.body.data.id).execute(),
+      (rows) => rows.length === 0,
+      { what: `invocation ${res.body.data.id} to complete` },
+    );
+  }
+
+  async function subscribe(emitterId: string, listenerId: string, eventName?: string) {
+    const query = new URLSearchParams({ emitter_id: emitterId, listener_id: listenerId, ...(eventName !== undefined && { event_name: eventName }) });
+    const res = await api.post(`/v1/subscriptions?${query}`);
+    expect(res.status).toBe(200);
+    return res.body.data as { id: string; emitter_id: string; listener_id: string; event_name: string };
+  }
+
+  async function createWebhook(url: string, name = 'hook'): Promise<{ id: string; secret: string }> {
+    const res = await api.post(`/v1/webhooks?${new URLSearchParams({ url, name, description: 'test' })}`);
+    expect(res.status).toBe(200);
+    return res.body.data;
+  }
+
+  /** Events of a stream ('' default, '/$logs', '/$errors'), newest first, once there are at least `n`. */
+  async function eventsOf(id: string, n: number, stream = ''): Promise<any[]> {
+    const res = await waitFor(
+      () => api.get(`/v1/sources/${id}${stream}/event_summaries?expand=event&limit=100`),
+      (r) => r.body.data?.length >= n,
+      { what: `${n} events on ${id}${stream}` },
+    );
+    return res.body.data;
+  }
+
+  async function deliveriesOf(webhookId: string, until: (rows: any[]) => boolean, what = 'deliveries'): Promise<any[]> {
+    const res = await waitFor(() => api.get(`/v1/webhooks/${webhookId}/deliveries?limit=100`), (r) => r.status === 200 && until(r.body.data), { what });
+    return res.body.data;
+  }
+
+  return { key, api, deploy, runAndWait, subscribe, createWebhook, eventsOf, deliveriesOf };
+}
+
+export const emitsOf = (items: Array<{ event: unknown; meta?: object }>) => ({ emits: items.map((i) => ({ event: i.event, meta: i.meta ?? {} })) });
+
+/** An EventSource that sends the key (and optionally a Last-Event-ID) with its requests, collecting messages. */
+export function openStream(url: string, key: string, headers: Record<string, string> = {}) {
+  const messages: MessageEvent[] = [];
+  const source = new EventSource(url, {
+    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${key}`, ...headers } }),
+  });
+  source.onmessage = (message) => messages.push(message);
+  const opened = new Promise<void>((resolve, reject) => {
+    source.onopen = () => resolve();
+    source.onerror = (error) => reject(new Error(`stream failed to open: ${error.message ?? error.code}`));
+  });
+  return { source, messages, opened, data: () => messages.map((m) => JSON.parse(m.data as string)) };
+}

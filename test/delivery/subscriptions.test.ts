@@ -1,0 +1,207 @@
+// Subscriptions and auto-subscriptions: the API, stream matching, globs, listener sources and loop cut-off.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { MAX_LISTENER_DEPTH } from '../../src/delivery/router.js';
+import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
+
+describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
+  let server: TestServer;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    server = await startTestServer(dialect, { allowPrivateNetwork: true, webhookRetrySchedule: [] });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
+
+  it('creates idempotently, lists without pagination, and deletes exactly the triple', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const listener = await a.deploy();
+    const first = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}`);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ data: { id: expect.stringMatching(/^sub_[0-9a-z]{26}$/), emitter_id: emitter, listener_id: listener, event_name: '' } });
+    const again = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}`);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const named = await a.subscribe(emitter, listener, 'default');
+    expect(named.id).not.toBe(first.body.data.id);
+
+    const listed = await a.api.get('/v1/users/me/subscriptions');
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({ data: [first.body.data, named] });
+
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`)).status).toBe(204);
+    const missing = await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`);
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ error: expect.stringContaining('not found'), code: 'not_found' });
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=$errors`)).status).toBe(404);
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=default`)).status).toBe(204);
+    expect((await a.api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+  });
+
+  it('answers 404 for emitters and listeners outside the account, and 400 for malformed requests', async () => {
+    const a = await account(server);
+    const b = await account(server);
+    const mine = await a.deploy();
+    const theirs = await b.deploy();
+    const theirHook = await b.createWebhook(`${receiver.url}/theirs`);
+    const post = (q: string) => a.api.post(`/v1/subscriptions?${q}`);
+    for (const [query, what] of [
+      [`emitter_id=${theirs}&listener_id=${mine}`, `emitter "${theirs}"`],
+      [`emitter_id=${mine}&listener_id=${theirs}`, `listener "${theirs}"`],
+      [`emitter_id=${mine}&listener_id=${theirHook.id}`, `listener "${theirHook.id}"`],
+      [`emitter_id=dc_00000000000000000000000000&listener_id=${mine}`, 'emitter "dc_00000000000000000000000000"'],
+      [`emitter_id=${mine}&listener_id=p_01hzzzzzzzzzzzzzzzzzzzzzzz`, 'listener "p_01hzzzzzzzzzzzzzzzzzzzzzzz"'],
+      [`emitter_id=p_01hzzzzzzzzzzzzzzzzzzzzzzz&listener_id=${mine}`, 'emitter "p_01hzzzzzzzzzzzzzzzzzzzzzzz"'],
+    ]) {
+      const res = await post(query!);
+      expect(res.status, query).toBe(404);
+      expect(res.body).toEqual({ error: `${what} not found`, code: 'not_found' });
+    }
+    expect((await post(`emitter_id=p_*&listener_id=${mine}`)).status).toBe(200);
+    const glob = await post(`emitter_id=${mine}&listener_id=dc_*`);
+    expect(glob.status).toBe(400);
+    expect(glob.body.code).toBe('invalid_request');
+    const missing = await post(`listener_id=${mine}`);
+    expect(missing.status).toBe(400);
+    expect(missing.body.details).toEqual([expect.objectContaining({ in: 'querystring', field: 'emitter_id' })]);
+    expect((await a.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${theirs}`)).status).toBe(404);
+    expect((await a.api.post(`/v1/auto_subscriptions?listener_id=${mine}`)).status).toBe(400);
+  });
+
+  it('selects streams: "" and default the default stream, a channel name that channel, $errors and $logs those', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const names = ['', 'default', 'orders', '$errors', '$logs'];
+    for (const [i, name] of names.entries()) {
+      const hook = await a.createWebhook(`${receiver.url}/streams-${dialect}-${i}`);
+      await a.subscribe(emitter, hook.id, name);
+    }
+    await a.runAndWait(emitter, emitsOf([{ event: 'plain' }, { event: 'order', meta: { name: 'orders' } }, { event: 'other', meta: { name: 'misc' } }]));
+    await a.runAndWait(emitter, { fail: 'broken' });
+    const bodies = async (i: number, n: number) => {
+      const got = await waitFor(async () => receiver.on(`/streams-${dialect}-${i}`), (r) => r.length >= n, { what: `${n} deliveries for "${names[i]}"` });
+      return got.map((r) => JSON.parse(r.body));
+    };
+    expect((await bodies(0, 1)).map((s) => s.event)).toEqual(['plain']);
+    expect((await bodies(1, 1)).map((s) => s.event)).toEqual(['plain']);
+    expect((await bodies(2, 1)).map((s) => [s.event, s.metadata.name])).toEqual([['order', 'orders']]);
+    const [error] = await bodies(3, 1);
+    expect(error.metadata.name).toBe('$errors');
+    expect(error.event.error.message).toBe('broken');
+    expect((await bodies(4, 2)).map((s) => [s.metadata.name, s.event.msg])).toEqual([['$logs', 'run 1'], ['$logs', 'run 2']]);
+    // Nothing else arrived: each webhook got exactly its stream (checked after the last expected delivery).
+    const logs = await a.api.get(`/v1/sources/${emitter}/$logs/event_summaries`);
+    expect(logs.body.page_info.total_count).toBe(2);
+    expect(receiver.requests.filter((r) => r.path.startsWith(`/streams-${dialect}-`))).toHaveLength(6);
+  });
+
+  it('glob dc_* delivers events of every source of the account, including sources created later', async () => {
+    const a = await account(server);
+    const before = await a.deploy();
+    const hook = await a.createWebhook(`${receiver.url}/glob-${dialect}`);
+    await a.subscribe('dc_*', hook.id);
+    const later = await a.deploy();
+    const other = await account(server);
+    const foreign = await other.deploy();
+    await other.runAndWait(foreign, emitsOf([{ event: 'not mine' }]));
+    await a.runAndWait(before, emitsOf([{ event: 'from before' }]));
+    await a.runAndWait(later, emitsOf([{ event: 'from later' }]));
+    const got = await waitFor(async () => receiver.on(`/glob-${dialect}`), (r) => r.length >= 2, { what: 'glob deliveries' });
+    expect(got.map((r) => JSON.parse(r.body)).map((s) => [s.metadata.emitter_id, s.event])).toEqual([
+      [before, 'from before'],
+      [later, 'from later'],
+    ]);
+  });
+
+  it('auto-subscriptions apply to sources created after them, and only to those', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook(`${receiver.url}/auto-${dialect}`);
+    const existing = await a.deploy();
+    const auto = await a.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`);
+    expect(auto.status).toBe(200);
+    expect(auto.body).toEqual({ data: { id: expect.stringMatching(/^sub_/), listener_id: hook.id, event_name: 'default' } });
+    expect((await a.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).body).toEqual(auto.body);
+    const created = await a.deploy();
+    const listed = await a.api.get('/v1/users/me/subscriptions');
+    expect(listed.body.data).toEqual([{ id: expect.stringMatching(/^sub_/), emitter_id: created, listener_id: hook.id, event_name: 'default' }]);
+    await a.runAndWait(existing, emitsOf([{ event: 'old source' }]));
+    await a.runAndWait(created, emitsOf([{ event: 'new source' }]));
+    const got = await waitFor(async () => receiver.on(`/auto-${dialect}`), (r) => r.length >= 1, { what: 'auto-subscribed delivery' });
+    expect(got.map((r) => JSON.parse(r.body).event)).toEqual(['new source']);
+    // Once removed, sources created afterwards are no longer subscribed.
+    expect((await a.api.delete(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).status).toBe(204);
+    await a.deploy();
+    expect((await a.api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(1);
+  });
+
+  it('queues a run of a listener source with the event summary as its event', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const listener = await a.deploy();
+    await a.subscribe(emitter, listener);
+    await a.runAndWait(emitter, emitsOf([{ event: { n: 1 }, meta: { id: 'k1', summary: 'first' } }]));
+    const [emitted] = await a.eventsOf(emitter, 1);
+    const [received] = await a.eventsOf(listener, 1);
+    expect(received.event).toEqual(emitted);
+    expect(received.metadata.emitter_id).toBe(listener);
+    // An inactive listener gets nothing; the emitter's events still commit.
+    expect((await a.api.put(`/v1/sources/${listener}`, { active: false })).status).toBe(200);
+    await a.runAndWait(emitter, emitsOf([{ event: { n: 2 } }]));
+    await a.eventsOf(emitter, 2);
+    expect(await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', listener).execute()).toEqual([]);
+    expect((await a.api.get(`/v1/sources/${listener}/event_summaries`)).body.page_info.total_count).toBe(1);
+  });
+
+  it(`cuts a loop after ${MAX_LISTENER_DEPTH} listener hops and reports it on $errors`, async () => {
+    const a = await account(server);
+    const self = await a.deploy();
+    await a.subscribe(self, self);
+    await a.runAndWait(self, emitsOf([{ event: 'start' }]));
+    const [report] = await a.eventsOf(self, 1, '/$errors');
+    expect(report.metadata.name).toBe('$errors');
+    expect(report.event).toMatchObject({
+      error: { name: 'SubscriptionLoopError', code: 'subscription_loop', message: expect.stringContaining(`the most allowed is ${MAX_LISTENER_DEPTH}`) },
+      original_event: { metadata: { emitter_id: self } },
+      original_context: { source_id: self, trigger: 'listener' },
+    });
+    await waitFor(async () => (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', self).execute()).length, (n) => n === 0);
+    // The manual run and one run per allowed hop emitted; nothing ran after the cut.
+    expect((await a.api.get(`/v1/sources/${self}/event_summaries`)).body.page_info.total_count).toBe(MAX_LISTENER_DEPTH + 1);
+    expect((await a.api.get(`/v1/sources/${self}/$errors/event_summaries`)).body.page_info.total_count).toBe(1);
+  });
+
+  it('cuts a loop through another source too', async () => {
+    const a = await account(server);
+    const ping = await a.deploy();
+    const pong = await a.deploy();
+    await a.subscribe(ping, pong);
+    await a.subscribe(pong, ping);
+    await a.runAndWait(ping, emitsOf([{ event: 'serve' }]));
+    const [report] = await a.eventsOf(ping, 1, '/$errors');
+    expect(report.event.error.code).toBe('subscription_loop');
+    const count = async (id: string) => (await a.api.get(`/v1/sources/${id}/event_summaries`)).body.page_info.total_count;
+    expect((await count(ping)) + (await count(pong))).toBe(MAX_LISTENER_DEPTH + 1);
+  });
+
+  it('deleting a source or a webhook removes the subscriptions naming it', async () => {
+    const a = await account(server);
+    const one = await a.deploy();
+    const two = await a.deploy();
+    const hook = await a.createWebhook(`${receiver.url}/cascade`);
+    await a.subscribe(one, two);
+    await a.subscribe(two, one, '$errors');
+    await a.subscribe(two, hook.id);
+    const keep = await a.subscribe('dc_*', hook.id, '$logs');
+    expect((await a.api.delete(`/v1/sources/${one}`)).status).toBe(204);
+    expect((await a.api.get('/v1/users/me/subscriptions')).body.data.map((s: { emitter_id: string }) => s.emitter_id)).toEqual([two, 'dc_*']);
+    expect((await a.api.delete(`/v1/webhooks/${hook.id}`)).status).toBe(204);
+    expect((await a.api.get('/v1/users/me/subscriptions')).body.data).toEqual([]);
+    expect(keep.listener_id).toBe(hook.id);
+  });
+});

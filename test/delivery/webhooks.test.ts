@@ -1,0 +1,269 @@
+// Webhooks: the API, signed deliveries as a Standard Webhooks receiver checks them, retries, 410, restarts, the network guard.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { client } from '../helpers/client.js';
+import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
+import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
+
+describe('webhook signing and Retry-After parsing', () => {
+  it('signs as the Standard Webhooks library does', () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = '{"id":"1-0"}';
+    const signed = signPayload(secret, 'msg_1', 1_700_000_000, body);
+    expect(signed).toBe(new Webhook(secret).sign('msg_1', new Date(1_700_000_000 * 1000), body));
+  });
+
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    expect(retryAfterMs('7', now)).toBe(7000);
+    expect(retryAfterMs('Tue, 01 Jan 2030 00:00:30 GMT', now)).toBe(30_000);
+    expect(retryAfterMs('Mon, 31 Dec 2029 00:00:00 GMT', now)).toBe(0);
+    expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs(undefined, now)).toBeUndefined();
+    expect(retryAfterMs('999999999', now)).toBe(24 * 3600 * 1000);
+  });
+});
+
+describe.each(DIALECTS)('webhooks on %s', (dialect) => {
+  let server: TestServer;
+  let receiver: Receiver;
+  let path = 0;
+  /** A fresh path per test, so each test sees only its own requests. */
+  const nextPath = () => `/hook-${dialect}-${++path}`;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    server = await startTestServer(dialect, { allowPrivateNetwork: true, webhookRetrySchedule: [1, 1] });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
+
+  it('creates a webhook with a whsec_ secret shown once, lists, reads and deletes it', async () => {
+    const a = await account(server);
+    const created = await a.api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com:8443/hooks/in?x=1')}&name=orders&description=all%20orders`);
+    expect(created.status).toBe(200);
+    const webhook = created.body.data;
+    expect(webhook).toEqual({
+      id: expect.stringMatching(/^wh_[0-9a-z]{26}$/),
+      user_id: expect.stringMatching(/^u_/),
+      name: 'orders',
+      description: 'all orders',
+      url: 'https://example.com:8443/hooks/in?x=1',
+      active: true,
+      created_at: expect.any(Number),
+      updated_at: expect.any(Number),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{32}$/),
+    });
+    expect(Buffer.from(webhook.secret.slice(6), 'base64')).toHaveLength(24);
+    const { secret: _secret, user_id: _user, ...shown } = webhook;
+    expect((await a.api.get(`/v1/webhooks/${webhook.id}`)).body).toEqual({ data: shown });
+    const second = await a.createWebhook('http://example.org/');
+    const list = await a.api.get('/v1/users/me/webhooks?limit=1');
+    expect(list.status).toBe(200);
+    expect(list.body.page_info).toMatchObject({ total_count: 2, count: 1 });
+    expect(list.body.data).toEqual([{ id: second.id, name: 'hook', description: 'test', url: 'http://example.org/', active: true, created_at: expect.any(Number), updated_at: expect.any(Number) }]);
+    const older = await a.api.get(`/v1/users/me/webhooks?limit=1&after=${list.body.page_info.end_cursor}`);
+    expect(older.body.data).toEqual([shown]);
+
+    const other = await account(server);
+    expect((await other.api.get(`/v1/webhooks/${webhook.id}`)).status).toBe(404);
+    expect((await other.api.delete(`/v1/webhooks/${webhook.id}`)).status).toBe(404);
+    expect((await other.api.get(`/v1/webhooks/${webhook.id}/deliveries`)).status).toBe(404);
+    expect((await a.api.delete(`/v1/webhooks/${webhook.id}`)).status).toBe(204);
+    expect((await a.api.get(`/v1/webhooks/${webhook.id}`)).status).toBe(404);
+    expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(1);
+  });
+
+  it('refuses URLs without http or https and a host', async () => {
+    const a = await account(server);
+    for (const url of ['example.com/hook', 'ftp://example.com/x', 'http://', 'javascript:alert(1)', 'not a url', '']) {
+      const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=x&description=y`);
+      expect(res.status, url).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+    }
+    expect((await a.api.post('/v1/webhooks?name=x')).status).toBe(400);
+  });
+
+  it('delivers the event summary with a signature that a Standard Webhooks receiver accepts', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: { order: 42 }, meta: { id: 'o-42', summary: 'order 42' } }]));
+    const [request] = await waitFor(async () => receiver.on(at), (r) => r.length === 1, { what: 'the delivery' });
+    const [summary] = await a.eventsOf(source, 1);
+    expect(request!.method).toBe('POST');
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['webhook-id']).toMatch(/^dl_/);
+    expect(Number(request!.headers['webhook-timestamp'])).toBeCloseTo(Date.now() / 1000, -2);
+    const verified = new Webhook(hook.secret).verify(request!.body, request!.headers as Record<string, string>);
+    expect(verified).toEqual(summary);
+    expect(() => new Webhook(hook.secret).verify(request!.body.replace('42', '43'), request!.headers as Record<string, string>)).toThrow();
+    const log = await a.deliveriesOf(hook.id, (rows) => rows.length === 1 && rows[0].state === 'succeeded');
+    expect(log).toEqual([
+      {
+        id: request!.headers['webhook-id'],
+        event_id: summary.id,
+        emitter_id: source,
+        attempt: 1,
+        state: 'succeeded',
+        status_code: 200,
+        error: null,
+        duration_ms: expect.any(Number),
+        attempted_at_ms: expect.any(Number),
+        next_attempt_at_ms: null,
+        created_at: expect.any(Number),
+      },
+    ]);
+  });
+
+  it('retries a failed delivery on the schedule with the same webhook-id, and gives up after the last retry', async () => {
+    const a = await account(server);
+    const okAt = nextPath();
+    const failAt = nextPath();
+    receiver.answer((r) => (r.path === failAt ? { status: 500 } : r.path === okAt && receiver.on(okAt).length === 1 ? { status: 500 } : { status: 200 }));
+    const flaky = await a.createWebhook(`${receiver.url}${okAt}`);
+    const broken = await a.createWebhook(`${receiver.url}${failAt}`);
+    const source = await a.deploy();
+    await a.subscribe(source, flaky.id);
+    await a.subscribe(source, broken.id);
+    await a.runAndWait(source, emitsOf([{ event: 'retry me' }]));
+
+    const flakyLog = await a.deliveriesOf(flaky.id, (rows) => rows[0]?.state === 'succeeded', 'the retry to succeed');
+    expect(flakyLog.map((d) => [d.attempt, d.state, d.status_code])).toEqual([
+      [2, 'succeeded', 200],
+      [1, 'failed', 500],
+    ]);
+    expect(flakyLog[1].next_attempt_at_ms).toBeGreaterThanOrEqual(flakyLog[1].attempted_at_ms + 1000);
+    const sent = receiver.on(okAt);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]!.headers['webhook-id']).toBe(sent[1]!.headers['webhook-id']);
+    expect(sent[0]!.body).toBe(sent[1]!.body);
+
+    // Schedule [1, 1]: the first attempt and two retries, then no more.
+    const brokenLog = await a.deliveriesOf(broken.id, (rows) => rows.length === 3 && rows.every((d) => d.state === 'failed'), 'three failed attempts');
+    expect(brokenLog.map((d) => [d.attempt, d.status_code, d.next_attempt_at_ms === null])).toEqual([
+      [3, 500, true],
+      [2, 500, false],
+      [1, 500, false],
+    ]);
+    receiver.answer(() => ({ status: 200 }));
+  });
+
+  it('honours Retry-After instead of the schedule', async () => {
+    const slow = await startTestServer(dialect, { allowPrivateNetwork: true, webhookRetrySchedule: [3600] });
+    try {
+      const a = await account(slow);
+      const at = nextPath();
+      receiver.answer((r) => (r.path === at && receiver.on(at).length === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 }));
+      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      const source = await a.deploy();
+      await a.subscribe(source, hook.id);
+      await a.runAndWait(source, emitsOf([{ event: 'later' }]));
+      const log = await a.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'succeeded', 'the retry Retry-After asked for');
+      expect(log.map((d) => [d.attempt, d.state, d.status_code])).toEqual([
+        [2, 'succeeded', 200],
+        [1, 'failed', 503],
+      ]);
+      expect(log[1].next_attempt_at_ms - log[1].attempted_at_ms).toBeLessThan(3_600_000);
+    } finally {
+      receiver.answer(() => ({ status: 200 }));
+      await slow.destroy();
+    }
+  });
+
+  it('deactivates a webhook whose URL answers 410 and sends it nothing more', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    receiver.answer((r) => (r.path === at ? { status: 410 } : { status: 200 }));
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'one' }]));
+    const log = await a.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'failed', 'the 410 to be recorded');
+    expect(log.map((d) => [d.attempt, d.status_code, d.next_attempt_at_ms])).toEqual([[1, 410, null]]);
+    const shown = await a.api.get(`/v1/webhooks/${hook.id}`);
+    expect(shown.body.data.active).toBe(false);
+    expect(shown.body.data.updated_at).toBeGreaterThanOrEqual(shown.body.data.created_at);
+    // Deliveries are queued in the commit that stores the events: once the events are visible, none was queued.
+    await a.runAndWait(source, emitsOf([{ event: 'two' }]));
+    await a.eventsOf(source, 2);
+    expect((await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.page_info.total_count).toBe(1);
+    expect(receiver.on(at)).toHaveLength(1);
+    receiver.answer(() => ({ status: 200 }));
+  });
+
+  it('pages the delivery log newest first', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook(`${receiver.url}${nextPath()}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([1, 2, 3].map((n) => ({ event: n }))));
+    const all = await a.deliveriesOf(hook.id, (rows) => rows.length === 3 && rows.every((d) => d.state === 'succeeded'));
+    const events = await a.eventsOf(source, 3);
+    expect(all.map((d) => d.event_id)).toEqual(events.map((e) => e.id));
+    const first = await a.api.get(`/v1/webhooks/${hook.id}/deliveries?limit=2`);
+    expect(first.body.page_info).toMatchObject({ total_count: 3, count: 2 });
+    const rest = await a.api.get(`/v1/webhooks/${hook.id}/deliveries?limit=2&after=${first.body.page_info.end_cursor}`);
+    expect(rest.body.data.map((d: { id: string }) => d.id)).toEqual([all[2].id]);
+  });
+
+  it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    receiver.answer((r) => (r.path === at && receiver.on(at).length === 1 ? 'hang' : { status: 200 }));
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'survives' }]));
+    await waitFor(async () => receiver.on(at).length, (n) => n === 1, { what: 'the first attempt to reach the receiver' });
+    await server.restart();
+    const api = client(server.url, a.key);
+    const log = await waitFor(
+      () => api.get(`/v1/webhooks/${hook.id}/deliveries`),
+      (r) => r.body.data?.[0]?.state === 'succeeded',
+      { what: 'the delivery after the restart' },
+    );
+    // The interrupted attempt did not count: one attempt in the log, two requests with one webhook-id.
+    expect(log.body.data.map((d: { attempt: number; status_code: number }) => [d.attempt, d.status_code])).toEqual([[1, 200]]);
+    const sent = receiver.on(at);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.headers['webhook-id']).toBe(sent[0]!.headers['webhook-id']);
+    expect(new Webhook(hook.secret).verify(sent[1]!.body, sent[1]!.headers as Record<string, string>)).toMatchObject({ event: 'survives' });
+    receiver.answer(() => ({ status: 200 }));
+  });
+});
+
+describe.each(DIALECTS)('webhook network guard on %s', (dialect) => {
+  let server: TestServer;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    server = await startTestServer(dialect, { allowPrivateNetwork: false, webhookRetrySchedule: [] });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
+
+  it('refuses a literal private address and records a name that resolves to one as a failed attempt', async () => {
+    const a = await account(server);
+    const literal = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/x`)}&name=n&description=d`);
+    expect(literal.status).toBe(400);
+    expect(literal.body.error).toContain('private address');
+    const port = new URL(receiver.url).port;
+    const hook = await a.createWebhook(`http://localhost:${port}/guarded`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'blocked' }]));
+    const [attempt] = await a.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'failed', 'the refused attempt');
+    expect(attempt).toMatchObject({ attempt: 1, status_code: null, next_attempt_at_ms: null, error: expect.stringContaining('private address') });
+    expect(receiver.requests).toEqual([]);
+  });
+});
