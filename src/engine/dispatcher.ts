@@ -97,6 +97,7 @@ export class Dispatcher {
 
   /** Queues invocations inside the caller's transaction; call `wake(sourceIds)` once it commits. */
   async enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]> {
+    if (!items.length) return [];
     const rows = this.invocationRows(items);
     await invocations.insertInvocations(trx, rows);
     return rows.map((r) => r.id);

@@ -7,10 +7,12 @@ import { newId } from '../store/ids.js';
 import type { SourceRow } from '../store/sources.js';
 import type { ComponentInfo } from '../runtime/types.js';
 import type { TimerSchedule } from '../core/props.js';
-import type { QuotaService } from '../core/quotas.js';
+import type { QuotaService, QuotaVerdict } from '../core/quotas.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../store/schema.js';
 import { errorEvent, storeAndRoute } from './effects.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
-import type { Dispatcher } from './dispatcher.js';
+import type { Dispatcher, NewInvocation } from './dispatcher.js';
 
 /** The event `run` receives from a timer. */
 export interface TimerEvent {
@@ -97,7 +99,7 @@ export class TimerScheduler {
       const fired: string[] = [];
       do {
         const due = await timers.dueTimers(this.store.db, Date.now(), CLAIM_BATCH);
-        for (const timer of due) if (await this.fireOne(timer)) fired.push(timer.source_id);
+        if (due.length) fired.push(...(await this.fireDue(due)));
         if (due.length < CLAIM_BATCH) break;
       } while (!this.stopped);
       if (fired.length) this.dispatcher.wake(fired);
@@ -115,43 +117,49 @@ export class TimerScheduler {
     }
   }
 
-  /** Claims one due time; enqueues its run in the same transaction, or records why it did not run. */
-  private async fireOne(timer: timers.TimerRow): Promise<boolean> {
-    const schedule = JSON.parse(timer.schedule) as TimerSchedule;
+  /**
+   * Claims due times in one transaction: each claimed timer gets its run queued in that transaction, or a
+   * quota error recorded, or is skipped while its previous run is pending. Returns the sources given a run.
+   */
+  private async fireDue(due: timers.TimerRow[]): Promise<string[]> {
     const nowMs = Date.now();
-    const dueMs = Number(timer.next_due_ms);
-    // Every missed due time collapses into this one run; the next is the first due time after now.
-    const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
-    const event: TimerEvent = {
-      timestamp: Math.floor(dueMs / 1000),
-      interval_seconds: schedule.intervalSeconds ?? null,
-      cron: schedule.cron ?? null,
-    };
-    const quota = await this.quotas.check(timer.user_id, nowMs);
-    let quotaError: CommittedEvents | undefined;
+    const verdicts = new Map<string, QuotaVerdict>();
+    for (const userId of new Set(due.map((t) => t.user_id))) verdicts.set(userId, await this.quotas.check(userId, nowMs));
+    const quotaErrors: CommittedEvents[] = [];
     const fired = await this.store.db.transaction().execute(async (trx) => {
-      if (!(await timers.advanceTimer(trx, timer, following))) return false;
-      if (await timers.hasPendingTimerRun(trx, timer.source_id)) {
-        this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
-        return false;
+      const runs: NewInvocation[] = [];
+      for (const timer of due) {
+        const schedule = JSON.parse(timer.schedule) as TimerSchedule;
+        const dueMs = Number(timer.next_due_ms);
+        // Every missed due time collapses into this one run; the next is the first due time after now.
+        const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
+        if (!(await timers.advanceTimer(trx, timer, following))) continue;
+        if (await timers.hasPendingTimerRun(trx, timer.source_id)) {
+          this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
+          continue;
+        }
+        const event: TimerEvent = { timestamp: Math.floor(dueMs / 1000), interval_seconds: schedule.intervalSeconds ?? null, cron: schedule.cron ?? null };
+        const quota = verdicts.get(timer.user_id)!;
+        if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
+        else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
       }
-      if (!quota.allowed) {
-        const outcome = {
-          emits: [],
-          logs: [],
-          durationMs: 0,
-          error: { name: 'QuotaExceededError', message: quota.reason!, stack: `QuotaExceededError: ${quota.reason}`, code: 'quota_exceeded' },
-        };
-        const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
-        const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };
-        const options = { dialect: this.store.dialect, retention: this.retention, nowMs, router: this.router };
-        quotaError = await storeAndRoute(trx, emitter, [errorEvent(timer.source_id, outcome, context, nowMs)], options);
-        return false;
-      }
-      await this.dispatcher.enqueueIn(trx, [{ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event }]);
-      return true;
+      await this.dispatcher.enqueueIn(trx, runs);
+      return runs.map((r) => r.sourceId);
     });
-    if (quotaError) this.router.afterCommit(quotaError);
+    for (const committed of quotaErrors) this.router.afterCommit(committed);
     return fired;
+  }
+
+  private recordQuotaError(trx: Transaction<Database>, timer: timers.TimerRow, event: TimerEvent, quota: QuotaVerdict, nowMs: number): Promise<CommittedEvents> {
+    const outcome = {
+      emits: [],
+      logs: [],
+      durationMs: 0,
+      error: { name: 'QuotaExceededError', message: quota.reason!, stack: `QuotaExceededError: ${quota.reason}`, code: 'quota_exceeded' },
+    };
+    const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
+    const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };
+    const options = { dialect: this.store.dialect, retention: this.retention, nowMs, router: this.router };
+    return storeAndRoute(trx, emitter, [errorEvent(timer.source_id, outcome, context, nowMs)], options);
   }
 }
