@@ -19,7 +19,7 @@ import { Dispatcher } from './engine/dispatcher.js';
 import { TimerScheduler } from './engine/timers.js';
 import { SubscriptionService } from './core/subscriptions.js';
 import { WebhookService } from './core/webhooks.js';
-import { LocalBus, type EventBus } from './delivery/bus.js';
+import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { DeliveryRouter } from './delivery/router.js';
 import { SseHub } from './delivery/sse-hub.js';
 import { WEBHOOK_TIMEOUT_MS, WebhookSender } from './delivery/webhook-sender.js';
@@ -94,7 +94,11 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
     const secrets = SecretBox.open(config.secretKey, config.dataDir);
-    const bus = new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
+    // With PostgreSQL any number of nodes share the database, so live streams hear of every node's events.
+    const bus: EventBus =
+      store.dialect === 'postgres'
+        ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
+        : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
     const webhookSender = new WebhookSender(
       store,
       secrets,
@@ -145,6 +149,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         ? await users.create({ username: 'admin', email: 'admin@localhost', plan: 'paid' })
         : undefined;
 
+    await bus.start();
     const app = await buildApi(services, logger);
     await app.listen({ host: config.host, port: config.port });
     await dispatcher.start();

@@ -1,11 +1,21 @@
-// Carries committed events from the node that stored them to live consumers (the SSE hub) in this process.
-import type { EventSummary } from '../core/event-pipeline.js';
+// Carries committed events to live consumers (the SSE hub): in this process, and with PostgreSQL to every node.
+import { randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { toSummary, type EventSummary } from '../core/event-pipeline.js';
+import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+import { parseEventId } from '../store/events.js';
+import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
 
 export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;
 
 export interface EventBus {
-  /** Hands events of one emitter, just committed, to every subscriber. */
+  start(): Promise<void>;
+  /** Hands events of one emitter, just committed here, to every subscriber in this process. */
   publish(emitterId: string, events: readonly EventSummary[]): void;
+  /** Inside the committing transaction: tells the other nodes which events it stores (cluster mode only). */
+  announceInTransaction?(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void>;
   /** Returns a function that unsubscribes. */
   subscribe(listener: BusListener): () => void;
   close(): Promise<void>;
@@ -16,6 +26,8 @@ export class LocalBus implements EventBus {
   private readonly listeners = new Set<BusListener>();
 
   constructor(private readonly onListenerError: (error: unknown) => void = () => undefined) {}
+
+  async start(): Promise<void> {}
 
   publish(emitterId: string, events: readonly EventSummary[]): void {
     if (!events.length) return;
@@ -36,5 +48,74 @@ export class LocalBus implements EventBus {
 
   async close(): Promise<void> {
     this.listeners.clear();
+  }
+}
+
+const CHANNEL = 'tributary_events';
+
+/** What a notification carries: ids only (NOTIFY payloads are small); the receivers read the events. */
+interface Announcement {
+  /** The announcing node, which has delivered the events itself. */
+  n: string;
+  e: string;
+  /** First and last event id of the commit (one commit's ids of one emitter are consecutive). */
+  f: string;
+  l: string;
+}
+
+/**
+ * The cluster's bus: events committed on this node go to local subscribers at once, as with LocalBus, and are
+ * announced to the other nodes by a NOTIFY sent in the committing transaction, so it arrives in commit order
+ * and only if the commit succeeded. Each node reads announced events back by id and hands them to its own.
+ */
+export class PostgresBus extends LocalBus {
+  private readonly node = randomUUID();
+  private listener: Listener | undefined;
+  /** Announcements are read one at a time, so that each emitter's events reach streams in order. */
+  private reading: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store,
+    private readonly databaseUrl: string,
+    private readonly logger: Logger,
+  ) {
+    super((error) => logger.error({ err: error }, 'live fan-out failed'));
+  }
+
+  override async start(): Promise<void> {
+    this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), (error) =>
+      this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
+    );
+    await this.listener.ready;
+  }
+
+  async announceInTransaction(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void> {
+    if (!events.length) return;
+    const announcement: Announcement = { n: this.node, e: emitterId, f: events[0]!.id, l: events[events.length - 1]!.id };
+    await notify(trx, CHANNEL, JSON.stringify(announcement));
+  }
+
+  private receive(payload: string): void {
+    let message: Announcement;
+    try {
+      message = JSON.parse(payload) as Announcement;
+    } catch {
+      return;
+    }
+    const from = parseEventId(message.f);
+    const to = parseEventId(message.l);
+    if (message.n === this.node || !from || !to) return;
+    this.reading = this.reading
+      .then(async () => {
+        const rows = await eventsBetween(this.store.db, message.e, from, to);
+        this.publish(message.e, rows.map((row) => toSummary(row, true)));
+      })
+      .catch((error: unknown) => this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events'));
+  }
+
+  override async close(): Promise<void> {
+    await this.listener?.close();
+    await this.reading;
+    await super.close();
   }
 }

@@ -53,6 +53,13 @@ export class DeliveryRouter implements EventRouter {
   async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
     const routed: Routed = { extra: [], queuedRuns: [], queuedDeliveries: false };
     this.routed.set(committed, routed);
+    await this.route(trx, committed, routed);
+    // In a cluster, the other nodes' live streams learn of the events when (and only if) this commits.
+    const stored = routed.extra.length ? [...committed.events, ...routed.extra] : committed.events;
+    await this.options.bus.announceInTransaction?.(trx, committed.emitterId, stored);
+  }
+
+  private async route(trx: Transaction<Database>, committed: CommittedEvents, routed: Routed): Promise<void> {
     const glob = globOf(committed.emitterId);
     // Everything here runs on `trx`: on SQLite the store has one connection, which the transaction holds.
     const subscriptions = await subscriptionsOf(trx, committed.userId, glob ? [committed.emitterId, glob] : [committed.emitterId]);
@@ -61,12 +68,13 @@ export class DeliveryRouter implements EventRouter {
 
     const runs = listenersByEvent(committed.events, subscriptions, 'dc_');
     if (!runs.length) return;
-    const listeners = new Set((await activeListenerSources(trx, committed.userId, [...new Set(runs.flatMap((r) => r.listeners))])).map((s) => s.id));
+    const named = [...new Set(runs.flatMap((r) => r.listeners))];
+    const listeners = new Set((await activeListenerSources(trx, committed.userId, named)).map((s) => s.id));
     const depth = committed.depth + 1;
     if (depth > MAX_LISTENER_DEPTH) {
       const cut = runs.filter((r) => r.listeners.some((l) => listeners.has(l)));
       if (cut.length) routed.extra = await this.reportLoop(trx, committed, cut, listeners);
-      if (routed.extra.length) routed.queuedDeliveries = (await this.queueDeliveries(trx, committed, routed.extra, subscriptions)) || routed.queuedDeliveries;
+      if (routed.extra.length && (await this.queueDeliveries(trx, committed, routed.extra, subscriptions))) routed.queuedDeliveries = true;
       return;
     }
     const items: NewInvocation[] = runs.flatMap(({ event, listeners: ids }) =>

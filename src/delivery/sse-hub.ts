@@ -1,4 +1,5 @@
 // Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, heartbeats, slow-client cut-off.
+import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { EventSummary } from '../core/event-pipeline.js';
@@ -7,7 +8,10 @@ import type { EventBus } from './bus.js';
 export interface SseHubOptions {
   /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
   heartbeatMs: number;
-  /** A client whose unsent output exceeds this is cut off instead of buffering without bound. */
+  /**
+   * A client still holding more unsent output than this when the next commit's events (or a heartbeat) come
+   * is cut off, instead of buffering without bound; one commit's events are always written whole.
+   */
   maxBufferedBytes: number;
   /** Live events held for a client while its replay is read; past this it is cut off. */
   maxQueuedWhileReplaying: number;
@@ -93,10 +97,14 @@ export class SseHub {
     if (!set) this.clients.set(client.emitterId, (set = new Set()));
     set.add(client);
     // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
-    this.write(client, HANDSHAKE);
+    client.response.write(HANDSHAKE);
     if (!request.replay) return;
     try {
-      for (const summary of await request.replay()) this.send(client, summary, null);
+      // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
+      for (const summary of await request.replay()) {
+        if (client.closed) return;
+        if (!this.send(client, summary, null)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+      }
     } catch (error) {
       this.logger?.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
       return this.cut(client);
@@ -112,15 +120,13 @@ export class SseHub {
     if (!set?.size) return;
     const frames = new Map<EventSummary, string>();
     for (const client of set) {
-      for (const summary of events) {
-        if (client.closed) break;
-        if (client.queued) {
-          if (client.queued.length >= this.options.maxQueuedWhileReplaying) this.cut(client);
-          else client.queued.push(summary);
-          continue;
-        }
-        this.send(client, summary, frames);
+      if (client.queued) {
+        if (client.queued.length + events.length > this.options.maxQueuedWhileReplaying) this.cut(client);
+        else client.queued.push(...events);
+        continue;
       }
+      if (this.tooSlow(client)) continue;
+      for (const summary of events) this.send(client, summary, frames);
     }
   }
 
@@ -145,32 +151,33 @@ export class SseHub {
     for (const set of [...this.clients.values()]) for (const client of [...set]) this.end(client);
   }
 
-  private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): void {
-    if (!client.filter(summary)) return;
+  /** Writes one event if the client's stream selects it and has not had it; false when the socket wants a drain. */
+  private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): boolean {
+    if (client.closed || !client.filter(summary)) return true;
     const id = parseId(summary.id);
-    if (!isAfter(id, client.last)) return;
+    if (!isAfter(id, client.last)) return true;
     let frame = frames?.get(summary);
     if (frame === undefined) {
       frame = sseFrame(summary);
       frames?.set(summary, frame);
     }
     client.last = id;
-    this.write(client, frame);
+    return client.response.write(frame);
   }
 
-  /** Writes unless the client is too far behind, in which case it is cut off so that it slows nobody else. */
-  private write(client: Client, text: string): void {
-    if (client.closed) return;
-    if (client.response.writableLength > this.options.maxBufferedBytes) return this.cut(client);
-    client.response.write(text);
-    if (client.response.writableLength > this.options.maxBufferedBytes) this.cut(client);
+  /** A client that has not read what it was sent before is cut off, so that it slows nobody else. */
+  private tooSlow(client: Client): boolean {
+    if (client.closed) return true;
+    if (client.response.writableLength <= this.options.maxBufferedBytes) return false;
+    this.cut(client);
+    return true;
   }
 
   private armHeartbeat(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.closed) return;
     this.heartbeat = setInterval(() => {
-      for (const set of this.clients.values()) for (const client of set) this.write(client, HANDSHAKE);
+      for (const set of this.clients.values()) for (const client of set) if (!client.queued && !this.tooSlow(client)) client.response.write(HANDSHAKE);
     }, this.options.heartbeatMs);
     this.heartbeat.unref();
   }

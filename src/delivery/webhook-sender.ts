@@ -28,6 +28,9 @@ export interface WebhookSenderOptions {
 export const WEBHOOK_TIMEOUT_MS = 15_000;
 /** A Retry-After further away than this is not believed. */
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+/** Finished attempts kept per webhook in the delivery log; pruned every PRUNE_EVERY attempts. */
+export const DELIVERY_LOG_SIZE = 1000;
+const PRUNE_EVERY = 100;
 /** The part of a response body read (and thrown away) so that the connection can be reused. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -58,6 +61,8 @@ export class WebhookSender {
   private readonly agent: Dispatcher;
   private pumping = false;
   private pumpAgain = false;
+  private pumped: Promise<void> = Promise.resolve();
+  private readonly sincePrune = new Map<string, number>();
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -83,7 +88,7 @@ export class WebhookSender {
       return;
     }
     this.pumping = true;
-    void this.pump().finally(() => {
+    this.pumped = this.pump().finally(() => {
       this.pumping = false;
       if (this.pumpAgain) {
         this.pumpAgain = false;
@@ -96,6 +101,7 @@ export class WebhookSender {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.pumped;
     for (const { abort } of this.inFlight.values()) abort.abort();
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.agent.close().catch(() => undefined);
@@ -108,9 +114,14 @@ export class WebhookSender {
         const free = this.options.concurrency - this.inFlight.size;
         if (free <= 0) break;
         const claimed = await deliveries.claimDue(this.store.db, this.owner, Date.now(), this.options.leaseMs, free);
+        if (this.stopped) {
+          await deliveries.releaseDeliveries(this.store.db, claimed.map((row) => row.id), this.owner);
+          return;
+        }
         for (const row of claimed) this.launch(row);
         if (claimed.length < free) break;
       }
+      if (this.stopped) return;
       const due = await deliveries.nextDueMs(this.store.db);
       if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - Date.now()));
     } catch (error) {
@@ -187,6 +198,18 @@ export class WebhookSender {
       }
     });
     if (!ok) this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
+    await this.pruneLog(row.webhook_id);
+  }
+
+  /** Keeps each webhook's log bounded; counted in memory, so that only every PRUNE_EVERY-th attempt pays for it. */
+  private async pruneLog(webhookId: string): Promise<void> {
+    const count = (this.sincePrune.get(webhookId) ?? 0) + 1;
+    if (count < PRUNE_EVERY) {
+      this.sincePrune.set(webhookId, count);
+      return;
+    }
+    this.sincePrune.delete(webhookId);
+    await deliveries.pruneLog(this.store.db, webhookId, DELIVERY_LOG_SIZE);
   }
 
   /** Retry-After when the receiver sent one, else the schedule's delay for this attempt; undefined when it was the last. */

@@ -79,6 +79,9 @@ function openPostgres(url: string): Store {
       oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
   };
   const pool = new pg.Pool({ connectionString: url, max: 10, types } as pg.PoolConfig);
+  // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
+  // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
+  pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', location: url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'), close: () => db.destroy() };
 }

@@ -110,6 +110,26 @@ export async function failPending(db: Db, webhookId: string, reason: string, now
     .execute();
 }
 
+/** Deletes the finished attempts of a webhook beyond the newest `keep`; pending ones stay. */
+export async function pruneLog(db: Db, webhookId: string, keep: number): Promise<void> {
+  const boundary = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('webhook_id', '=', webhookId)
+    .where('state', '!=', 'pending')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .offset(keep)
+    .executeTakeFirst();
+  if (!boundary) return;
+  await db
+    .deleteFrom('webhook_deliveries')
+    .where('webhook_id', '=', webhookId)
+    .where('state', '!=', 'pending')
+    .where('id', '<=', boundary.id)
+    .execute();
+}
+
 /** The earliest due time of a pending attempt, to sleep until it. */
 export async function nextDueMs(db: Db): Promise<number | undefined> {
   const row = await db

@@ -45,8 +45,9 @@ export async function deleteSubscription(db: Db, key: SubscriptionKey): Promise<
   return Number(result.numDeletedRows);
 }
 
+/** Newest first, as every list. */
 export function listSubscriptions(db: Db, userId: string): Promise<SubscriptionRow[]> {
-  return db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).orderBy('id', 'asc').execute();
+  return db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
 }
 
 /** Subscriptions of the account naming this emitter or the glob covering it. */

@@ -5,6 +5,8 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
+import { insertDeliveries, pruneLog } from '../../src/store/deliveries.js';
+import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
 describe('webhook signing and Retry-After parsing', () => {
@@ -211,6 +213,24 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(first.body.page_info).toMatchObject({ total_count: 3, count: 2 });
     const rest = await a.api.get(`/v1/webhooks/${hook.id}/deliveries?limit=2&after=${first.body.page_info.end_cursor}`);
     expect(rest.body.data.map((d: { id: string }) => d.id)).toEqual([all[2].id]);
+  });
+
+  it('prunes the log to the newest finished attempts, keeping pending ones', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook('https://example.com/pruned');
+    const db = server.running.services.store.db;
+    const row = (state: 'succeeded' | 'failed' | 'pending', attempt: number) => {
+      const id = newId('dl');
+      return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: `1-${attempt}`, payload: '{}', attempt, state, next_attempt_ms: state === 'pending' ? Date.now() + 3_600_000 : null, created_ms: Date.now() };
+    };
+    await insertDeliveries(db, [row('failed', 1), row('succeeded', 2), row('failed', 3), row('succeeded', 4), row('pending', 5)]);
+    await pruneLog(db, hook.id, 2);
+    const left = (await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data;
+    expect(left.map((d: { event_id: string; state: string }) => [d.event_id, d.state])).toEqual([
+      ['1-5', 'pending'],
+      ['1-4', 'succeeded'],
+      ['1-3', 'failed'],
+    ]);
   });
 
   it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {

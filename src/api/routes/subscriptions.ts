@@ -26,6 +26,8 @@ const eventName = Type.String({
 const emitterId = Type.String({ minLength: 1, maxLength: 100, description: 'Source or workflow id, or the glob dc_* (all sources) / p_* (all workflows)' });
 const listenerId = Type.String({ minLength: 1, maxLength: 100, description: 'Source (dc_), workflow (p_) or webhook (wh_) id' });
 
+const noContent = Type.Null({ description: 'deleted' });
+
 const subscriptionQuery = Type.Object({
   emitter_id: emitterId,
   listener_id: listenerId,
@@ -63,11 +65,12 @@ export function subscriptionRoutes(services: Services): FastifyPluginAsync {
           tags: ['subscriptions'],
           summary: 'Remove the subscription with exactly this triple (event_name= for one made without a name); 404 when none matched',
           querystring: subscriptionQuery,
+          response: { 204: noContent },
         },
       },
       async (request, reply) => {
         await services.subscriptions.delete(request.account.id, toRequest(request.query));
-        return reply.status(204).send();
+        return reply.status(204).send(null);
       },
     );
 
@@ -106,11 +109,12 @@ export function subscriptionRoutes(services: Services): FastifyPluginAsync {
           tags: ['subscriptions'],
           summary: 'Stop subscribing sources created from now on (subscriptions already made stay)',
           querystring: autoSubscriptionQuery,
+          response: { 204: noContent },
         },
       },
       async (request, reply) => {
         await services.subscriptions.deleteAuto(request.account.id, { listenerId: request.query.listener_id, eventName: request.query.event_name });
-        return reply.status(204).send();
+        return reply.status(204).send(null);
       },
     );
   };

@@ -85,11 +85,12 @@ export function webhookRoutes(services: Services): FastifyPluginAsync {
           summary: 'Delete a webhook with its pending deliveries, its log and the subscriptions naming it',
           params: webhookIdParams,
           querystring: Type.Object(fieldParams),
+          response: { 204: Type.Null({ description: 'deleted' }) },
         },
       },
       async (request, reply) => {
         await services.webhooks.delete(request.account.id, request.params.id);
-        return reply.status(204).send();
+        return reply.status(204).send(null);
       },
     );
 

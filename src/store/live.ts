@@ -1,0 +1,84 @@
+// PostgreSQL LISTEN/NOTIFY for the cluster bus: announcing committed event ids, listening, reading them back.
+import pg from 'pg';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from './schema.js';
+import type { EventKey, EventRow } from './events.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Sends a notification; inside a transaction PostgreSQL delivers it at commit, in commit order, or never. */
+export async function notify(db: Db, channel: string, payload: string): Promise<void> {
+  await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+}
+
+/** Every event of an emitter from `from` to `to` inclusive, all streams, oldest first. */
+export function eventsBetween(db: Kysely<Database>, emitterId: string, from: EventKey, to: EventKey): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('emitter_id', '=', emitterId)
+    .where((eb) => eb.or([eb('ms', '>', from.ms), eb.and([eb('ms', '=', from.ms), eb('seq', '>=', from.seq)])]))
+    .where((eb) => eb.or([eb('ms', '<', to.ms), eb.and([eb('ms', '=', to.ms), eb('seq', '<=', to.seq)])]))
+    .orderBy('ms', 'asc')
+    .orderBy('seq', 'asc')
+    .execute();
+}
+
+export interface Listener {
+  /** Resolves once the first LISTEN is in place. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on `channel` over a dedicated connection (a pooled one cannot hold a LISTEN), reconnecting after
+ * failures; notifications sent while it was disconnected are lost, which live streams tolerate.
+ */
+export function listen(url: string, channel: string, onPayload: (payload: string) => void, onError: (error: unknown) => void): Listener {
+  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name "${channel}"`);
+  let client: pg.Client | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+
+  const reconnect = (failed: pg.Client) => {
+    if (closed || client !== failed) return;
+    client = undefined;
+    failed.end().catch(() => undefined);
+    retry = setTimeout(() => void connect(), 1000);
+    retry.unref();
+  };
+  const connect = async () => {
+    const next = new pg.Client({ connectionString: url });
+    client = next;
+    next.on('notification', (message) => {
+      if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
+    });
+    next.on('error', (error) => {
+      if (closed) return;
+      onError(error);
+      reconnect(next);
+    });
+    next.on('end', () => reconnect(next));
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${channel}`);
+      markReady();
+    } catch (error) {
+      if (closed) return;
+      onError(error);
+      reconnect(next);
+    }
+  };
+  void connect();
+  return {
+    ready,
+    close: async () => {
+      closed = true;
+      if (retry) clearTimeout(retry);
+      markReady();
+      await client?.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,157 @@
+// Live streams: auth, the id/data format, Last-Event-ID replay, $logs and $errors, heartbeats, many and slow clients.
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { DEFAULT_SSE_OPTIONS } from '../../src/delivery/sse-hub.js';
+import { account, emitsOf, openStream } from './helpers.js';
+
+/** Emits `count` events of about `size` bytes each. */
+const BULK_SOURCE = `
+module.exports = {
+  name: "Bulk",
+  version: "0.0.1",
+  async run(event) {
+    for (let i = 0; i < event.count; i++) this.$emit({ i, pad: "x".repeat(event.size) });
+  },
+};
+`;
+
+describe.each(DIALECTS)('live streams on %s', (dialect) => {
+  let server: TestServer;
+  const streams: Array<{ source: { close(): void } }> = [];
+  const open = (...args: Parameters<typeof openStream>) => {
+    const stream = openStream(...args);
+    streams.push(stream);
+    return stream;
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect);
+  });
+  afterEach(() => {
+    for (const stream of streams.splice(0)) stream.source.close();
+    server.running.services.sse.configure(DEFAULT_SSE_OPTIONS);
+  });
+  afterAll(() => server?.destroy());
+
+  it('needs a key and answers 404 for another account\'s source, on both addresses', async () => {
+    const a = await account(server);
+    const b = await account(server);
+    const source = await a.deploy();
+    for (const path of [`/sources/${source}/sse`, `/v1/sources/${source}/sse`]) {
+      const anonymous = await request('GET', `${server.url}${path}`);
+      expect(anonymous.status, path).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+      expect(anonymous.body).toEqual({ error: expect.stringContaining('missing Authorization header'), code: 'unauthorized' });
+      expect((await request('GET', `${server.url}${path}`, { key: 'trb_wrong' })).status).toBe(401);
+      const foreign = await request('GET', `${server.url}${path}`, { key: b.key });
+      expect(foreign.status).toBe(404);
+      expect(foreign.body.code).toBe('not_found');
+    }
+  });
+
+  it('streams each event as id: and data: with the event summary', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const stream = open(`${server.url}/sources/${source}/sse`, a.key);
+    await stream.opened;
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 1);
+    await a.runAndWait(source, emitsOf([{ event: { hello: 'live' }, meta: { summary: 'hi' } }, { event: 2, meta: { name: 'chan' } }]));
+    await waitFor(async () => stream.messages.length, (n) => n === 2, { what: 'two live events' });
+    const stored = (await a.eventsOf(source, 2)).reverse();
+    expect(stream.data()).toEqual(stored);
+    expect(stream.messages.map((m) => m.lastEventId)).toEqual(stored.map((e) => e.id));
+    stream.source.close();
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the closed client to be removed' });
+  });
+
+  it('replays retained events after Last-Event-ID, then goes live', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    await a.runAndWait(source, emitsOf([1, 2, 3].map((n) => ({ event: n }))));
+    const [, , first] = await a.eventsOf(source, 3);
+    const stream = open(`${server.url}/v1/sources/${source}/sse`, a.key, { 'last-event-id': first.id });
+    await waitFor(async () => stream.messages.length, (n) => n === 2, { what: 'the replay' });
+    await a.runAndWait(source, emitsOf([{ event: 4 }]));
+    await waitFor(async () => stream.messages.length, (n) => n === 3, { what: 'the live event after the replay' });
+    expect(stream.data().map((e) => e.event)).toEqual([2, 3, 4]);
+  });
+
+  it('streams $logs or $errors instead of the emits with event_name', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const logs = open(`${server.url}/sources/${source}/sse?event_name=$logs`, a.key);
+    const errors = open(`${server.url}/sources/${source}/sse?event_name=%24errors`, a.key);
+    await Promise.all([logs.opened, errors.opened]);
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 2);
+    await a.runAndWait(source, emitsOf([{ event: 'not a log' }]));
+    await a.runAndWait(source, { fail: 'bad input' });
+    await waitFor(async () => logs.messages.length, (n) => n === 2, { what: 'two log lines' });
+    await waitFor(async () => errors.messages.length, (n) => n === 1, { what: 'one error' });
+    expect(logs.data().map((e) => [e.metadata.name, e.event.msg])).toEqual([['$logs', 'run 1'], ['$logs', 'run 2']]);
+    expect(errors.data().map((e) => [e.metadata.name, e.event.error.message])).toEqual([['$errors', 'bad input']]);
+  });
+
+  it('sends a :sse-handshake comment at connect and on every heartbeat', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    server.running.services.sse.configure({ heartbeatMs: 50 });
+    const abort = new AbortController();
+    const res = await fetch(`${server.url}/sources/${source}/sse`, { headers: { authorization: `Bearer ${a.key}` }, signal: abort.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('no-cache, no-transform');
+    const reader = res.body!.getReader();
+    let text = '';
+    while ((text.match(/:sse-handshake\n\n/g) ?? []).length < 3) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text.startsWith(':sse-handshake\n\n')).toBe(true);
+    abort.abort();
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the aborted client to be removed' });
+  });
+
+  it('fans one event out to 200 clients of one source', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const clients = Array.from({ length: 200 }, () => open(`${server.url}/sources/${source}/sse`, a.key));
+    await Promise.all(clients.map((c) => c.opened));
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 200, { what: '200 connected clients' });
+    await a.runAndWait(source, emitsOf([{ event: 'to everyone' }]));
+    await waitFor(async () => clients.filter((c) => c.messages.length === 1).length, (n) => n === 200, { what: 'every client to receive the event' });
+    expect(new Set(clients.map((c) => c.messages[0]!.data)).size).toBe(1);
+  });
+
+  it('cuts off a client that does not read, while a reading client gets everything', async () => {
+    const a = await account(server);
+    const source = await a.deploy(BULK_SOURCE);
+    server.running.services.sse.configure({ maxBufferedBytes: 256 * 1024 });
+    const reader = open(`${server.url}/sources/${source}/sse`, a.key);
+    await reader.opened;
+    // A raw connection that sends its request and then never reads a byte.
+    const { port, hostname } = new URL(server.url);
+    const stalled = net.connect(Number(port), hostname);
+    await new Promise<void>((resolve) => stalled.once('connect', resolve));
+    stalled.write(`GET /sources/${source}/sse HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${a.key}\r\n\r\n`);
+    stalled.pause();
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 2, { what: 'both clients connected' });
+    // Far more than the kernel's socket buffers hold, so that output piles up for the stalled client.
+    // The reader has read each run's events before the next run, so its backlog is empty whenever the hub checks.
+    for (let run = 1; run <= 3; run++) {
+      await a.runAndWait(source, { count: 7, size: 1_000_000 });
+      await waitFor(async () => reader.messages.length, (n) => n === 7 * run, { what: `the events of run ${run} at the reading client` });
+    }
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 1, { what: 'the stalled client to be cut off' });
+    expect(reader.data().map((e) => e.event.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6]);
+    stalled.destroy();
+  });
+
+  it('ends the streams of a deleted source', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const stream = open(`${server.url}/sources/${source}/sse`, a.key);
+    await stream.opened;
+    expect((await a.api.delete(`/v1/sources/${source}`)).status).toBe(204);
+    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the stream to end' });
+  });
+});
