@@ -1,5 +1,6 @@
 // The server's handle on one worker process: started locked down, one call at a time, and a typed reason when it dies.
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
@@ -27,11 +28,24 @@ interface PendingCall {
   resolve(): void;
   reject(error: WorkerExitError): void;
   timer?: NodeJS.Timeout;
+  memoryWatch?: NodeJS.Timeout | undefined;
 }
 
 /** Enough of stderr to find V8's out-of-memory report or our exit marker, which come last. */
 const STDERR_TAIL_CHARS = 16 * 1024;
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
+const MB = 1024 * 1024;
+const MEMORY_CHECK_MS = 100;
+
+/** Resident memory of a process from /proc (Linux); undefined where it cannot be read. */
+function residentBytes(pid: number): number | undefined {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export class WorkerProcess {
   readonly accountId: string;
@@ -133,6 +147,7 @@ export class WorkerProcess {
     return new Promise<void>((resolve, reject) => {
       const call: PendingCall = { id, handle, resolve, reject };
       call.timer = setTimeout(() => this.kill('timeout', `the call took longer than ${timeoutMs} ms`), timeoutMs);
+      call.memoryWatch = this.watchMemory();
       this.current = call;
       try {
         send?.();
@@ -142,11 +157,30 @@ export class WorkerProcess {
     });
   }
 
+  /**
+   * The heap limit does not cover Buffers and other memory outside V8's heap, so while a call runs the
+   * worker's resident memory is checked too: past twice the heap limit plus Node's own footprint, it is killed.
+   */
+  private watchMemory(): NodeJS.Timeout | undefined {
+    const pid = this.child.pid;
+    if (pid === undefined) return undefined;
+    const limitMb = this.spec.memoryMb * 2 + 128;
+    const timer = setInterval(() => {
+      const resident = residentBytes(pid);
+      if (resident !== undefined && resident > limitMb * MB) {
+        this.kill('out_of_memory', `the component used ${Math.round(resident / MB)} MB of memory, over the worker limit of ${limitMb} MB`);
+      }
+    }, MEMORY_CHECK_MS);
+    timer.unref();
+    return timer;
+  }
+
   private settle(error?: WorkerExitError): void {
     const call = this.current;
     if (!call) return;
     this.current = undefined;
     clearTimeout(call.timer);
+    clearInterval(call.memoryWatch);
     if (error) call.reject(error);
     else call.resolve();
   }

@@ -67,6 +67,16 @@ describe('runaway code', () => {
     expect((await hostile('this.$emit("after");')).emits).toEqual([{ event: 'after' }]);
   });
 
+  it('reports memory held outside the heap (Buffers) as out of memory', async () => {
+    const outcome = await contained(() =>
+      hostile('const held = []; for (;;) { held.push(Buffer.alloc(32 * 1024 * 1024, 1)); await new Promise((r) => setTimeout(r, 5)); }', {
+        timeoutMs: 30_000,
+      }),
+    );
+    expect(outcome.error).toMatchObject({ name: 'OutOfMemoryError', code: 'out_of_memory' });
+    expect(outcome.error!.message).toMatch(/over the worker limit of 256 MB/);
+  });
+
   it('reports a memory bomb as out of memory', async () => {
     const outcome = await contained(() =>
       hostile('const hoard = []; for (;;) hoard.push(new Array(100000).fill({ n: Math.random() }));', { timeoutMs: 30_000 }),
