@@ -149,15 +149,27 @@ export class SourceService {
     return undefined;
   }
 
-  private async uniqueSlug(accountId: string, name: string, exceptSourceId?: string): Promise<string> {
+  /** `base`, else the next free `base-N`; a few indexed look-ups however many sources share the name. */
+  private async uniqueSlug(accountId: string, name: string, ownSlug?: string): Promise<string> {
     const base = slugify(name);
-    const taken = new Set(await sources.slugsLike(this.store.db, accountId, base));
-    if (exceptSourceId) {
-      const own = await sources.findSource(this.store.db, accountId, exceptSourceId);
-      if (own) taken.delete(own.name_slug);
+    if (base === ownSlug || !(await sources.slugTaken(this.store.db, accountId, base))) return base;
+    let n = (await sources.countSuffixedSlugs(this.store.db, accountId, base)) + 1;
+    // Gaps left by deleted sources mean the count may land on a taken slug; step down to the first free one.
+    while (n > 1 && !(await sources.slugTaken(this.store.db, accountId, `${base}-${n - 1}`))) n--;
+    while (`${base}-${n}` !== ownSlug && (await sources.slugTaken(this.store.db, accountId, `${base}-${n}`))) n++;
+    return `${base}-${n}`;
+  }
+
+  /** Retries a write that lost a race for a slug (two deploys with one name at once) with a fresh slug. */
+  private async withFreshSlug<T>(row: sources.SourceRow, name: string, write: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (error) {
+        if (!sources.isSlugConflict(error) || attempt >= 5) throw error;
+        row.name_slug = await this.uniqueSlug(row.user_id, name);
+      }
     }
-    if (!taken.has(base)) return base;
-    for (let n = 1; ; n++) if (!taken.has(`${base}-${n}`)) return `${base}-${n}`;
   }
 
   async create(accountId: string, request: SourceRequest): Promise<SourceView> {
@@ -181,13 +193,13 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
-    const committed = await this.store.db.transaction().execute(async (trx) => {
+    const committed = await this.withFreshSlug(row, name, () => this.store.db.transaction().execute(async (trx) => {
       await sources.insertSource(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
       await replaceTimers(trx, row.id, timerRowsFor(row, info, Date.now()));
       const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
       return commitEffects(trx, effects, this.effectsOptions());
-    });
+    }));
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });
     return this.toView(row, info, true);
@@ -207,7 +219,7 @@ export class SourceService {
       ...current.source,
       component_id: component.id,
       name: request.name ?? current.source.name,
-      name_slug: request.name !== undefined ? await this.uniqueSlug(accountId, request.name, sourceId) : current.source.name_slug,
+      name_slug: request.name !== undefined ? await this.uniqueSlug(accountId, request.name, current.source.name_slug) : current.source.name_slug,
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
       endpoint_id: hasHttp(info) ? current.source.endpoint_id ?? newEndpointId() : null,

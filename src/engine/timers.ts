@@ -36,9 +36,13 @@ export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: numbe
   return phaseMs + (Math.floor((afterMs - phaseMs) / step) + 1) * step;
 }
 
-/** The first due time of a newly written timer: one interval from now, or the cron's next run. */
+/**
+ * The first due time of a newly written timer: one interval from now (rounded up to a whole second, so that
+ * the event's `timestamp` in seconds is the exact due time), or the cron's next run.
+ */
 export function firstDue(schedule: TimerSchedule, nowMs: number): number {
-  return schedule.cron === undefined ? nowMs + schedule.intervalSeconds! * 1000 : nextDue(schedule, nowMs);
+  if (schedule.cron !== undefined) return nextDue(schedule, nowMs);
+  return Math.ceil((nowMs + schedule.intervalSeconds! * 1000) / 1000) * 1000;
 }
 
 /** The timer rows of a source as it now is: one per timer prop while active, none while inactive. */

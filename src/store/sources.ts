@@ -35,15 +35,26 @@ export function listSources(db: Kysely<Database>, userId: string, page: PageRequ
   return paginateById(base, count, 'dc', page);
 }
 
-/** Slugs in the account that start with `base`, to pick the next free `base-N`. */
-export async function slugsLike(db: Db, userId: string, base: string): Promise<string[]> {
-  const rows = await db
+export async function slugTaken(db: Db, userId: string, slug: string): Promise<boolean> {
+  const row = await db.selectFrom('sources').select('id').where('user_id', '=', userId).where('name_slug', '=', slug).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** How many slugs of the account look like `base-…`; the next free `base-N` is usually just past it. */
+export async function countSuffixedSlugs(db: Db, userId: string, base: string): Promise<number> {
+  const row = await db
     .selectFrom('sources')
-    .select('name_slug')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('user_id', '=', userId)
-    .where((eb) => eb.or([eb('name_slug', '=', base), eb('name_slug', 'like', `${base}-%`)]))
-    .execute();
-  return rows.map((r) => r.name_slug);
+    .where('name_slug', 'like', `${base}-%`)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** True for the error a second source with the same slug in an account raises, on either dialect. */
+export function isSlugConflict(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string; message?: string };
+  return (e.code === '23505' && e.constraint === 'sources_user_slug') || /UNIQUE constraint failed: sources\.user_id, sources\.name_slug/.test(e.message ?? '');
 }
 
 /** Removes a source and everything that belongs to it. */
