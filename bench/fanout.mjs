@@ -1,0 +1,76 @@
+// 2. fanout: at a fixed rate, time from the HTTP request to the event arriving at an SSE client and at a
+// local webhook receiver. Baseline: the same path through a bare Node HTTP server that forwards each request
+// to an SSE client and to the webhook receiver directly.
+import { loadgen } from './lib/client.mjs';
+import { watched } from './lib/machine.mjs';
+import { startRelay } from './lib/servers.mjs';
+import { int, p50p99 } from './lib/stats.mjs';
+import { met, row } from './lib/table.mjs';
+import { startTributary } from './lib/tributary.mjs';
+
+export const name = 'fanout';
+export const summary = 'events at a fixed rate: request → SSE client and → webhook receiver, p50/p99';
+
+const ECHO = 'module.exports = { name: "bench-fanout", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
+
+export async function run(cfg, log) {
+  const job = { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: Math.min(cfg.warmup, 2) * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
+  const timeout = (cfg.warmup + cfg.duration) * 1000 + 120_000;
+
+  // The server must reach the receiver on 127.0.0.1; the retention only needs to cover the SSE replay window.
+  const server = await startTributary(['--allow-private-network']);
+  let trib;
+  let tribBusy;
+  try {
+    const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
+    const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'fanout' });
+    log(`tributary: ${cfg.fanoutRate} events/s for ${job.warmupMs / 1000} s warm-up + ${cfg.duration} s`);
+    const ingestUrl = `${source.data.configured_props.http.endpoint_url}/bench`;
+    [trib, tribBusy] = await watched(() => loadgen({ ...job, kind: 'tributary', baseUrl: server.url, key: server.key, sourceId: source.data.id, ingestUrl }, timeout));
+    for (const note of trib.notes) log(`tributary: ${note}`);
+  } finally {
+    await server.stop();
+  }
+
+  const relay = await startRelay();
+  let base;
+  let baseBusy;
+  try {
+    log('baseline: bare Node relay, same rate');
+    [base, baseBusy] = await watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout));
+  } finally {
+    await relay.stop();
+  }
+
+  const rate = (r) => `${int(r.achievedRate)}/s offered`;
+  const received = (summary, r) => `${int(summary.n)}/${int(r.measured)} received`;
+  const figure = (available, summary, r, what) =>
+    available ? `${p50p99(summary)} (${received(summary, r)})${tribBusy}` : `not available (${what})`;
+  const notesOf = (prefix) => trib.notes.filter((n) => n.includes(prefix)).join('; ') || 'no endpoint';
+  const complete = (summary, r) => summary.n >= r.measured;
+  return [
+    row(
+      'fanout',
+      `request → SSE client p50 / p99 (${cfg.fanoutRate}/s)`,
+      figure(trib.sseAvailable, trib.sse, trib, notesOf('sse')),
+      `${p50p99(base.sse)} (${received(base.sse, base)})${baseBusy}`,
+      'p99 ≤ 10 ms',
+      trib.sseAvailable ? met(trib.sse.p99 <= 10 && complete(trib.sse, trib)) : 'n/a',
+    ),
+    row(
+      'fanout',
+      `request → webhook receiver p50 / p99 (${cfg.fanoutRate}/s)`,
+      figure(trib.webhookAvailable, trib.webhook, trib, notesOf('/v1/')),
+      `${p50p99(base.webhook)} (${received(base.webhook, base)})${baseBusy}`,
+      'p99 ≤ 25 ms',
+      trib.webhookAvailable ? met(trib.webhook.p99 <= 25 && complete(trib.webhook, trib)) : 'n/a',
+    ),
+    row(
+      'fanout',
+      'HTTP acknowledgement p50 / p99',
+      `${p50p99(trib.ack)} (${rate(trib)}, ${int(trib.acked)} acked, ${int(trib.failed)} failed)`,
+      `${p50p99(base.ack)} (${rate(base)})`,
+      '',
+    ),
+  ];
+}
