@@ -16,6 +16,7 @@ import { QuotaService } from './core/quotas.js';
 import { EndpointDirectory } from './core/http-ingress.js';
 import { SourceLocks } from './engine/source-locks.js';
 import { Dispatcher } from './engine/dispatcher.js';
+import { TransactionGroup } from './engine/group-commit.js';
 import { TimerScheduler } from './engine/timers.js';
 import { SubscriptionService } from './core/subscriptions.js';
 import { WebhookService } from './core/webhooks.js';
@@ -119,6 +120,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
     const events = new EventService(store);
+    const transactions = new TransactionGroup(store);
     const dispatcher = new Dispatcher(
       store,
       runtime,
@@ -131,6 +133,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         pollMs: 1000,
         reclaimAtStart: store.dialect === 'sqlite',
       },
+      transactions,
       logger.child({ module: 'dispatcher' }),
     );
     router.connect(dispatcher);

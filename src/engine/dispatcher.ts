@@ -6,18 +6,16 @@ import { newId } from '../store/ids.js';
 import type { Transaction } from 'kysely';
 import type { Database, TriggerKind } from '../store/schema.js';
 import * as invocations from '../store/invocations.js';
-import { loadSource, readSourceDb } from '../store/sources.js';
-import { loadComponent } from '../store/components.js';
-import { findUserByIdOrUsername } from '../store/users.js';
+import { readSourceDb } from '../store/sources.js';
 import { addUsage } from '../store/usage.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
-import { componentInfo } from '../core/components.js';
 import type { SourceService } from '../core/sources.js';
 import { billingPeriod, dayPeriod } from '../core/periods.js';
 import { commitEffects, type InvocationContext } from './effects.js';
 import type { SourceLocks } from './source-locks.js';
-import { GroupCommit } from './group-commit.js';
+import type { TransactionGroup } from './group-commit.js';
+import { SourceCache } from './source-cache.js';
 
 export interface NewInvocation {
   sourceId: string;
@@ -50,9 +48,7 @@ export class Dispatcher {
   private readonly responders = new Map<string, Responder>();
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();
-  private readonly inserts = new GroupCommit<invocations.InvocationRow>((rows) =>
-    this.store.db.transaction().execute((trx) => invocations.insertInvocations(trx, rows)),
-  );
+  private readonly cache: SourceCache;
   private scanning = false;
   private scanAgain = false;
   private stopped = false;
@@ -65,8 +61,12 @@ export class Dispatcher {
     private readonly sources: SourceService,
     private readonly locks: SourceLocks,
     private readonly options: DispatcherOptions,
+    private readonly transactions: TransactionGroup,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.cache = new SourceCache(store);
+    sources.onChange((change) => this.cache.evict(change.sourceId));
+  }
 
   async start(): Promise<void> {
     if (this.options.reclaimAtStart) await invocations.releaseAllLeases(this.store.db);
@@ -86,7 +86,7 @@ export class Dispatcher {
       if (responder) this.responders.set(row.id, responder);
     });
     try {
-      await this.inserts.add(rows);
+      await this.transactions.run((trx) => invocations.insertInvocations(trx, rows));
     } catch (error) {
       for (const row of rows) this.responders.delete(row.id);
       throw error;
@@ -208,14 +208,13 @@ export class Dispatcher {
 
   private async runBatch(sourceId: string, batch: invocations.InvocationRow[]): Promise<void> {
     const ids = batch.map((b) => b.id);
-    const source = await loadSource(this.store.db, sourceId);
-    if (!source) {
+    const runnable = await this.cache.get(sourceId);
+    if (!runnable) {
       // The source was deleted after these were queued; there is nothing left to run them against.
       await invocations.completeInvocations(this.store.db, ids, this.owner);
       return;
     }
-    const component = (await loadComponent(this.store.db, source.component_id))!;
-    const info = componentInfo(component);
+    const { source, component, info, account } = runnable;
     const events = batch.map((b) => JSON.parse(b.event) as unknown);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
@@ -244,10 +243,9 @@ export class Dispatcher {
     }
     const contexts: InvocationContext[] = batch.map((b, i) => ({ invocationId: b.id, trigger: b.trigger, event: events[i] }));
     const nowMs = Date.now();
-    const account = await findUserByIdOrUsername(this.store.db, source.user_id);
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
     const depth = Math.max(...batch.map((b) => b.depth));
-    const committed = await this.store.db.transaction().execute(async (trx) => {
+    const committed = await this.transactions.run(async (trx) => {
       const stored = await commitEffects(
         trx,
         { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },

@@ -1,22 +1,35 @@
-// Group commit: writes requested in the same turn of the event loop share one transaction.
+// Group commit: database work submitted in the same turn of the event loop shares one transaction.
+import type { Transaction } from 'kysely';
+import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+
+type Work<T> = (trx: Transaction<Database>) => Promise<T>;
+
+interface Pending {
+  work: Work<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
 
 /**
- * Collects items from concurrent callers and hands them to `flush` together; every caller's promise settles
- * when the flush holding its items has committed (or failed). At most one flush runs at a time.
+ * Every `run()` joins the next group; a group commits once, and each caller's promise settles with its own
+ * result after that commit. A commit costs more than most of the statements in it, so under load many runs,
+ * queue inserts and claims share one. When a group fails, its items are retried one transaction each, so
+ * that one bad item fails alone. Work must use only the transaction it is given (SQLite has one connection).
  */
-export class GroupCommit<T> {
-  private pending: Array<{ items: T[]; resolve: () => void; reject: (error: unknown) => void }> = [];
+export class TransactionGroup {
+  private pending: Pending[] = [];
   private flushing = false;
   private scheduled = false;
 
   constructor(
-    private readonly flush: (items: T[]) => Promise<void>,
-    private readonly maxItems = 1000,
+    private readonly store: Store,
+    private readonly maxItems = 500,
   ) {}
 
-  add(items: T[]): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ items, resolve, reject });
+  run<T>(work: Work<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -24,28 +37,32 @@ export class GroupCommit<T> {
   private schedule(): void {
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
-    // setImmediate lets every request parsed in this turn join the group.
+    // setImmediate lets everything submitted in this turn (requests parsed, runs finished) join the group.
     setImmediate(() => {
       this.scheduled = false;
-      void this.run();
+      void this.flush();
     });
   }
 
-  private async run(): Promise<void> {
+  private async flush(): Promise<void> {
     if (this.flushing || !this.pending.length) return;
     this.flushing = true;
-    const group: typeof this.pending = [];
-    let count = 0;
-    while (this.pending.length && count < this.maxItems) {
-      const next = this.pending.shift()!;
-      group.push(next);
-      count += next.items.length;
-    }
+    const group = this.pending.splice(0, this.maxItems);
     try {
-      await this.flush(group.flatMap((g) => g.items));
-      for (const g of group) g.resolve();
-    } catch (error) {
-      for (const g of group) g.reject(error);
+      const results = await this.store.db.transaction().execute(async (trx) => {
+        const out: unknown[] = [];
+        for (const item of group) out.push(await item.work(trx));
+        return out;
+      });
+      group.forEach((item, i) => item.resolve(results[i]));
+    } catch {
+      for (const item of group) {
+        try {
+          item.resolve(await this.store.db.transaction().execute((trx) => item.work(trx)));
+        } catch (error) {
+          item.reject(error);
+        }
+      }
     } finally {
       this.flushing = false;
       if (this.pending.length) this.schedule();

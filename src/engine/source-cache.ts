@@ -1,0 +1,46 @@
+// What the engine needs to run a source (its row, component, account), cached between batches.
+import type { Store } from '../store/database.js';
+import { loadSource, type SourceRow } from '../store/sources.js';
+import { loadComponent, type ComponentRow } from '../store/components.js';
+import { findUserByIdOrUsername, type UserRow } from '../store/users.js';
+import type { ComponentInfo } from '../runtime/types.js';
+import { componentInfo } from '../core/components.js';
+
+export interface RunnableSource {
+  source: SourceRow;
+  component: ComponentRow;
+  info: ComponentInfo;
+  account: UserRow | undefined;
+}
+
+/**
+ * Changes made through this process evict at once; an entry also expires after `ttlMs`, so that changes made
+ * on other nodes of a cluster are seen within that time.
+ */
+export class SourceCache {
+  private readonly entries = new Map<string, { at: number; value: RunnableSource }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly ttlMs = 1000,
+  ) {}
+
+  async get(sourceId: string): Promise<RunnableSource | undefined> {
+    const cached = this.entries.get(sourceId);
+    if (cached && Date.now() - cached.at < this.ttlMs) return cached.value;
+    const source = await loadSource(this.store.db, sourceId);
+    if (!source) {
+      this.entries.delete(sourceId);
+      return undefined;
+    }
+    const component = (await loadComponent(this.store.db, source.component_id))!;
+    const value = { source, component, info: componentInfo(component), account: await findUserByIdOrUsername(this.store.db, source.user_id) };
+    if (this.entries.size > 50_000) this.entries.clear();
+    this.entries.set(sourceId, { at: Date.now(), value });
+    return value;
+  }
+
+  evict(sourceId: string): void {
+    this.entries.delete(sourceId);
+  }
+}
