@@ -127,7 +127,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       sources,
       locks,
       {
-        concurrency: config.workerPoolSize,
+        concurrency: config.workerPoolSize * 4,
         batchSize: 200,
         leaseMs: 15_000,
         pollMs: 1000,

@@ -64,7 +64,8 @@ export class Dispatcher {
     private readonly transactions: TransactionGroup,
     private readonly logger: Logger,
   ) {
-    this.cache = new SourceCache(store);
+    // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
+    this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     sources.onChange((change) => this.cache.evict(change.sourceId));
   }
 
@@ -202,6 +203,8 @@ export class Dispatcher {
         );
         if (!batch.length) return;
         await this.runBatch(sourceId, batch);
+        // A short batch emptied the queue; work queued since then marks the source ready again.
+        if (batch.length < this.options.batchSize) return;
       }
     });
   }

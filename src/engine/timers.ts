@@ -37,12 +37,12 @@ export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: numbe
 }
 
 /**
- * The first due time of a newly written timer: one interval from now (rounded up to a whole second, so that
- * the event's `timestamp` in seconds is the exact due time), or the cron's next run.
+ * The first due time of a newly written timer: one interval from now, or the cron's next run. Interval
+ * timers keep the millisecond phase of their deploy, which spreads many timers over the second instead of
+ * firing them all at once; the event's `timestamp` is the due time floored to whole seconds.
  */
 export function firstDue(schedule: TimerSchedule, nowMs: number): number {
-  if (schedule.cron !== undefined) return nextDue(schedule, nowMs);
-  return Math.ceil((nowMs + schedule.intervalSeconds! * 1000) / 1000) * 1000;
+  return schedule.cron === undefined ? nowMs + schedule.intervalSeconds! * 1000 : nextDue(schedule, nowMs);
 }
 
 /** The timer rows of a source as it now is: one per timer prop while active, none while inactive. */

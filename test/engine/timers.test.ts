@@ -72,9 +72,7 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     expect(await timerRow(id)).toBeUndefined();
     await api.put(`/v1/sources/${id}`, { active: true, configured_props: { timer: { intervalSeconds: 1 } } });
     const after = (await timerRow(id))!;
-    // Due times fall on whole seconds, so the event's timestamp (in seconds) is the exact due time.
-    expect(Number(after.next_due_ms) % 1000).toBe(0);
-    expect(Number(after.next_due_ms)).toBeLessThanOrEqual(Date.now() + 2000);
+    expect(Number(after.next_due_ms)).toBeLessThanOrEqual(Date.now() + 1000);
     await waitFor(() => events(id), (e) => e.length >= 1, { what: 'a tick after the update' });
   });
 
