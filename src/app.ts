@@ -100,6 +100,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       store.dialect === 'postgres'
         ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
+    // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.
+    const transactions = new TransactionGroup(store);
     const webhookSender = new WebhookSender(
       store,
       secrets,
@@ -112,6 +114,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',
       },
+      transactions,
       logger.child({ module: 'webhooks' }),
     );
     const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, wakeSender: () => webhookSender.wake() });
@@ -120,7 +123,6 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
     const events = new EventService(store);
-    const transactions = new TransactionGroup(store);
     const dispatcher = new Dispatcher(
       store,
       runtime,

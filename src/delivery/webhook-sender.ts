@@ -3,6 +3,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import type { Store } from '../store/database.js';
+import type { TransactionGroup } from '../engine/group-commit.js';
 import { newId, nowSeconds } from '../store/ids.js';
 import * as deliveries from '../store/deliveries.js';
 import { deactivateWebhook } from '../store/webhooks.js';
@@ -65,11 +66,14 @@ export class WebhookSender {
   private readonly sincePrune = new Map<string, number>();
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The last claim filled every free slot, so more may be due as soon as an attempt finishes. */
+  private saturated = false;
 
   constructor(
     private readonly store: Store,
     private readonly secrets: SecretBox,
     private readonly options: WebhookSenderOptions,
+    private readonly transactions: TransactionGroup,
     private readonly logger: Logger,
   ) {
     this.agent = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
@@ -112,8 +116,10 @@ export class WebhookSender {
     try {
       while (!this.stopped) {
         const free = this.options.concurrency - this.inFlight.size;
+        this.saturated = free <= 0;
         if (free <= 0) break;
         const claimed = await deliveries.claimDue(this.store.db, this.owner, Date.now(), this.options.leaseMs, free);
+        this.saturated = claimed.length === free;
         if (this.stopped) {
           await deliveries.releaseDeliveries(this.store.db, claimed.map((row) => row.id), this.owner);
           return;
@@ -143,7 +149,8 @@ export class WebhookSender {
       .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.inFlight.delete(row.id);
-        this.wake();
+        // New deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
+        if (this.saturated) this.wake();
       });
     this.inFlight.set(row.id, { abort, done });
   }
@@ -164,7 +171,7 @@ export class WebhookSender {
     const retryDelayMs = this.retryDelayMs(row, result, ok || gone || row.active !== 1);
     const nowMs = Date.now();
     const nextAttemptMs = retryDelayMs === undefined ? null : nowMs + retryDelayMs;
-    await this.store.db.transaction().execute(async (trx) => {
+    await this.transactions.run(async (trx) => {
       const recorded = await deliveries.recordAttempt(trx, row.id, this.owner, {
         state: ok ? 'succeeded' : 'failed',
         statusCode: result.statusCode,
