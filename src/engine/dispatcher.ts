@@ -14,7 +14,7 @@ import type { SourceService } from '../core/sources.js';
 import { billingPeriod, dayPeriod } from '../core/periods.js';
 import { commitEffects, type InvocationContext } from './effects.js';
 import type { SourceLocks } from './source-locks.js';
-import type { TransactionGroup } from './group-commit.js';
+import { TransactionGroup } from './group-commit.js';
 import { SourceCache } from './source-cache.js';
 
 export interface NewInvocation {
@@ -49,6 +49,8 @@ export class Dispatcher {
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();
   private readonly cache: SourceCache;
+  /** Queue inserts have a group of their own: an acknowledgement should not wait for a batch's commit. */
+  private readonly inserts: TransactionGroup;
   private scanning = false;
   private scanAgain = false;
   private stopped = false;
@@ -66,6 +68,7 @@ export class Dispatcher {
   ) {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
+    this.inserts = new TransactionGroup(store);
     sources.onChange((change) => this.cache.evict(change.sourceId));
   }
 
@@ -87,7 +90,7 @@ export class Dispatcher {
       if (responder) this.responders.set(row.id, responder);
     });
     try {
-      await this.transactions.run((trx) => invocations.insertInvocations(trx, rows));
+      await this.inserts.run((trx) => invocations.insertInvocations(trx, rows));
     } catch (error) {
       for (const row of rows) this.responders.delete(row.id);
       throw error;
