@@ -135,7 +135,7 @@ export async function appendEvents(
       indexed_at_ms: options.nowMs,
     };
   });
-  await events.insertEvents(trx, rows);
+  await events.insertEvents(trx, options.dialect, rows);
   const counts = { ...state.counts };
   for (const row of rows) counts[row.stream] = (counts[row.stream] ?? 0) + 1;
   for (const stream of Object.keys(counts) as StreamKind[]) {

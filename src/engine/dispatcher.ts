@@ -90,7 +90,7 @@ export class Dispatcher {
       if (responder) this.responders.set(row.id, responder);
     });
     try {
-      await this.inserts.run((trx) => invocations.insertInvocations(trx, rows));
+      await this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
     } catch (error) {
       for (const row of rows) this.responders.delete(row.id);
       throw error;
@@ -103,7 +103,7 @@ export class Dispatcher {
   async enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]> {
     if (!items.length) return [];
     const rows = this.invocationRows(items);
-    await invocations.insertInvocations(trx, rows);
+    await invocations.insertInvocations(trx, this.store.dialect, rows);
     return rows.map((r) => r.id);
   }
 

@@ -2,6 +2,7 @@
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
 import type { DialectName } from './database.js';
+import { bulkInsert } from './bulk-insert.js';
 import type { Database, EventsTable, StreamKind } from './schema.js';
 
 export type EventRow = Selectable<EventsTable>;
@@ -50,9 +51,10 @@ export async function writeEmitterState(db: Db, emitterId: string, state: Emitte
     .execute();
 }
 
-export async function insertEvents(db: Db, rows: EventRow[]): Promise<void> {
-  // Chunked so that a large batch stays under SQLite's bound-parameter limit.
-  for (let i = 0; i < rows.length; i += 500) await db.insertInto('events').values(rows.slice(i, i + 500)).execute();
+const EVENT_COLUMNS = ['emitter_id', 'stream', 'ms', 'seq', 'name', 'emit_id', 'event_key', 'summary', 'ts', 'event', 'indexed_at_ms'] as const;
+
+export async function insertEvents(db: Db, dialect: DialectName, rows: EventRow[]): Promise<void> {
+  await bulkInsert(db, dialect, 'events', EVENT_COLUMNS, rows);
 }
 
 /** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */

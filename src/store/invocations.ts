@@ -1,13 +1,16 @@
 // Queries on the durable invocation queue: enqueue, claim a batch of one source with a lease, complete.
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName } from './database.js';
+import { bulkInsert } from './bulk-insert.js';
 import type { Database, InvocationsTable } from './schema.js';
 
 export type InvocationRow = Selectable<InvocationsTable>;
 type Db = Kysely<Database> | Transaction<Database>;
 
-export async function insertInvocations(db: Db, rows: InvocationRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) await db.insertInto('invocations').values(rows.slice(i, i + 500)).execute();
+const INVOCATION_COLUMNS = ['id', 'source_id', 'user_id', 'trigger', 'event', 'created_ms', 'depth', 'attempts', 'lease_owner', 'lease_until_ms'] as const;
+
+export async function insertInvocations(db: Db, dialect: DialectName, rows: InvocationRow[]): Promise<void> {
+  await bulkInsert(db, dialect, 'invocations', INVOCATION_COLUMNS, rows);
 }
 
 /** Sources with claimable invocations, oldest waiting first. */
