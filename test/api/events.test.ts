@@ -2,42 +2,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
-import { waitFor } from '../helpers/wait.js';
 import { emitterSource } from '../helpers/components.js';
+import { account, emitsOf } from '../helpers/account.js';
 
 type Api = ReturnType<typeof client>;
 
 describe.each(DIALECTS)('events on %s', (dialect) => {
   let server: TestServer;
   let api: Api;
-  let key: string;
+  let me: Awaited<ReturnType<typeof account>>;
 
   beforeAll(async () => {
     server = await startTestServer(dialect, { eventRetention: 100 });
-    key = (await server.createUser()).apiKey;
-    api = client(server.url, key);
+    me = await account(server);
+    api = me.api;
   });
   afterAll(() => server?.destroy());
 
-  async function deploy(code = emitterSource()): Promise<string> {
-    const res = await api.post('/v1/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return res.body.data.id;
-  }
-
-  /** Queues a manual run and waits until the queue has run it. */
-  async function runAndWait(sourceId: string, event: unknown): Promise<void> {
-    const res = await api.post(`/v1/sources/${sourceId}/run`, event);
-    expect(res.status).toBe(202);
-    expect(res.body.data.id).toMatch(/^inv_/);
-    await waitFor(
-      () => server.running.services.store.db.selectFrom('invocations').select('id').where('id', '=', res.body.data.id).execute(),
-      (rows) => rows.length === 0,
-      { what: `invocation ${res.body.data.id} to complete` },
-    );
-  }
-
-  const emitsOf = (items: Array<{ event: unknown; meta?: object }>) => ({ emits: items.map((i) => ({ event: i.event, meta: i.meta ?? {} })) });
+  const deploy = (code?: string) => me.deploy(code);
+  const runAndWait = (sourceId: string, event: unknown) => me.runAndWait(sourceId, event);
 
   it('stores emitted events with <ms>-<seq> ids and the spec metadata, newest first', async () => {
     const id = await deploy();
@@ -162,7 +145,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     const id = await deploy(emitterSource('unique'));
     await runAndWait(id, emitsOf([{ event: 1, meta: { id: 'a' } }]));
     await server.restart();
-    api = client(server.url, key);
+    api = me.api;
     await runAndWait(id, emitsOf([{ event: 2, meta: { id: 'a' } }, { event: 3, meta: { id: 'b' } }]));
     expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: number }) => e.event)).toEqual([3, 1]);
     const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries`);

@@ -3,10 +3,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { EventSource } from 'eventsource';
-import { client } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-import { emitterSource } from '../helpers/components.js';
 import type { TestServer } from '../helpers/server.js';
+import type { client } from '../helpers/client.js';
+import { account as baseAccount, emitsOf } from '../helpers/account.js';
 
 export interface ReceivedRequest {
   method: string;
@@ -68,60 +68,33 @@ export async function startReceiver(): Promise<Receiver> {
 
 export type Api = ReturnType<typeof client>;
 
-/** A fresh account on the server, so that globs and auto-subscriptions see only this test's sources. */
+/** A fresh account on the server (so that globs and auto-subscriptions see only this test's sources), with delivery calls. */
 export async function account(server: TestServer) {
-  const key = (await server.createUser()).apiKey;
-  const api = client(server.url, key);
-
-  async function deploy(code = emitterSource()): Promise<string> {
-    const res = await api.post('/v1/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return res.body.data.id;
-  }
-
-  /** Queues a manual run and waits until the queue has run it (its effects are then committed). */
-  async function runAndWait(sourceId: string, event: unknown): Promise<void> {
-    const res = await api.post(`/v1/sources/${sourceId}/run`, event);
-    expect(res.status).toBe(202);
-    await waitFor(
-      () => server.running.services.store.db.selectFrom('invocations').select('id').where('id', '=', res.body.data.id).execute(),
-      (rows) => rows.length === 0,
-      { what: `invocation ${res.body.data.id} to complete` },
-    );
-  }
+  const base = await baseAccount(server);
+  const api = () => base.api;
 
   async function subscribe(emitterId: string, listenerId: string, eventName?: string) {
     const query = new URLSearchParams({ emitter_id: emitterId, listener_id: listenerId, ...(eventName !== undefined && { event_name: eventName }) });
-    const res = await api.post(`/v1/subscriptions?${query}`);
+    const res = await api().post(`/v1/subscriptions?${query}`);
     expect(res.status).toBe(200);
     return res.body.data as { id: string; emitter_id: string; listener_id: string; event_name: string };
   }
 
   async function createWebhook(url: string, name = 'hook'): Promise<{ id: string; secret: string }> {
-    const res = await api.post(`/v1/webhooks?${new URLSearchParams({ url, name, description: 'test' })}`);
+    const res = await api().post(`/v1/webhooks?${new URLSearchParams({ url, name, description: 'test' })}`);
     expect(res.status).toBe(200);
     return res.body.data;
   }
 
-  /** Events of a stream ('' default, '/$logs', '/$errors'), newest first, once there are at least `n`. */
-  async function eventsOf(id: string, n: number, stream = ''): Promise<any[]> {
-    const res = await waitFor(
-      () => api.get(`/v1/sources/${id}${stream}/event_summaries?expand=event&limit=100`),
-      (r) => r.body.data?.length >= n,
-      { what: `${n} events on ${id}${stream}` },
-    );
-    return res.body.data;
-  }
-
   async function deliveriesOf(webhookId: string, until: (rows: any[]) => boolean, what = 'deliveries'): Promise<any[]> {
-    const res = await waitFor(() => api.get(`/v1/webhooks/${webhookId}/deliveries?limit=100`), (r) => r.status === 200 && until(r.body.data), { what });
+    const res = await waitFor(() => api().get(`/v1/webhooks/${webhookId}/deliveries?limit=100`), (r) => r.status === 200 && until(r.body.data), { what });
     return res.body.data;
   }
 
-  return { key, api, deploy, runAndWait, subscribe, createWebhook, eventsOf, deliveriesOf };
+  return Object.assign(base, { subscribe, createWebhook, deliveriesOf });
 }
 
-export const emitsOf = (items: Array<{ event: unknown; meta?: object }>) => ({ emits: items.map((i) => ({ event: i.event, meta: i.meta ?? {} })) });
+export { emitsOf };
 
 /** An EventSource that sends the key (and optionally a Last-Event-ID) with its requests, collecting messages. */
 export function openStream(url: string, key: string, headers: Record<string, string> = {}) {
