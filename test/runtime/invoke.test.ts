@@ -48,6 +48,13 @@ describe('run and $emit', () => {
     expect(relay.outcomes[0]!.error?.message).toBe('$emit needs an id when dedupe is "unique"');
   });
 
+  it('refuses the reserved channel names $errors and $logs', async () => {
+    for (const name of ['$errors', '$logs']) {
+      const result = await runCode(t.runtime, ACCOUNT, source(`this.$emit({}, { name: "${name}" });`));
+      expect(result.outcomes[0]!.error).toMatchObject({ name: 'TypeError', message: `$emit name "${name}" is reserved for the source's ${name} stream` });
+    }
+  });
+
   it('refuses a ts that is not an integer and an event that is not JSON', async () => {
     const ts = await runCode(t.runtime, ACCOUNT, source('this.$emit({}, { ts: 1.5 });'));
     expect(ts.outcomes[0]!.error).toMatchObject({ name: 'TypeError', message: '$emit ts must be an integer (epoch milliseconds)' });

@@ -32,6 +32,8 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
     }
     if (name !== undefined && name !== null) {
       if (typeof name !== 'string') throw new TypeError('$emit name (the channel) must be a string');
+      // Subscriptions select these streams by name; a channel of the same name would be delivered as one of them.
+      if (name === '$errors' || name === '$logs') throw new TypeError(`$emit name "${name}" is reserved for the source's ${name} stream`);
       emitted.name = name;
     }
     if (summary !== undefined && summary !== null) {
