@@ -1,0 +1,84 @@
+// Bad input never gets a 5xx: random bodies and parameters on every endpoint that takes input answer below 500,
+// always with a JSON error body when they fail.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+import { emitterSource } from '../helpers/components.js';
+
+const json = fc.jsonValue({ maxDepth: 3 });
+const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('', '0', '-1', '1.5', 'dc_', 'wh_x', '$errors', '%00', '../..', 'a'.repeat(300)));
+const bodyOf = (fields: string[]) =>
+  fc.oneof(json, fc.record(Object.fromEntries(fields.map((f) => [f, fc.oneof(json, text)])), { requiredKeys: [] }));
+
+describe('bad input', () => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  let sourceId: string;
+  let key: string;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite', { rateLimit: 0 });
+    key = (await server.createUser()).apiKey;
+    api = client(server.url, key);
+    sourceId = (await api.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+  });
+  afterAll(() => server?.destroy());
+
+  function expectClientError(res: { status: number; body: unknown }, what: string): void {
+    expect(res.status, `${what} → ${res.status} ${JSON.stringify(res.body)}`).toBeLessThan(500);
+    if (res.status >= 400) expect(res.body, what).toMatchObject({ error: expect.any(String), code: expect.any(String) });
+  }
+
+  it('POST and PUT bodies', async () => {
+    const targets: Array<[string, string, string[]]> = [
+      ['POST', '/v1/components', ['component_code', 'component_url', 'include', 'exclude']],
+      ['POST', '/v1/sources', ['component_id', 'component_code', 'component_url', 'key', 'name', 'configured_props']],
+      ['PUT', `/v1/sources/${sourceId}`, ['component_id', 'name', 'configured_props', 'active']],
+    ];
+    for (const [method, path, fields] of targets) {
+      await fc.assert(
+        fc.asyncProperty(bodyOf(fields), async (body) => {
+          const res = await request(method, `${server.url}${path}`, { key, body });
+          expectClientError(res, `${method} ${path} ${JSON.stringify(body)}`);
+        }),
+        { numRuns: 40 },
+      );
+    }
+  });
+
+  it('query parameters', async () => {
+    const paths = [
+      (q: string) => `/v1/users/me/sources?${q}`,
+      (q: string) => `/v1/sources/${sourceId}/event_summaries?${q}`,
+      (q: string) => `/v1/sources/${sourceId}/$errors/event_summaries?${q}`,
+      (q: string) => `/v1/users/me/webhooks?${q}`,
+    ];
+    const names = fc.constantFrom('limit', 'after', 'before', 'expand', 'include', 'exclude');
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...paths), fc.array(fc.tuple(names, text), { maxLength: 4 }), async (path, pairs) => {
+        const res = await api.get(path(new URLSearchParams(pairs).toString()));
+        expectClientError(res, path(new URLSearchParams(pairs).toString()));
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('ids and query-only POSTs', async () => {
+    await fc.assert(
+      fc.asyncProperty(text, text, text, async (a, b, c) => {
+        const checks = [
+          await api.get(`/v1/components/${encodeURIComponent(a) || 'x'}`),
+          await api.delete(`/v1/sources/${encodeURIComponent(a) || 'x'}`),
+          await api.delete(`/v1/sources/${sourceId}/events?${new URLSearchParams({ start_id: a, end_id: b })}`),
+          await api.post(`/v1/subscriptions?${new URLSearchParams({ emitter_id: a, listener_id: b, event_name: c })}`),
+          await api.delete(`/v1/subscriptions?${new URLSearchParams({ emitter_id: a, listener_id: b, event_name: c })}`),
+          await api.post(`/v1/webhooks?${new URLSearchParams({ url: a, name: b, description: c })}`),
+          await api.post(`/v1/auto_subscriptions?${new URLSearchParams({ event_name: a, listener_id: b })}`),
+        ];
+        for (const res of checks) expectClientError(res, `ids ${JSON.stringify([a, b, c])}`);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
