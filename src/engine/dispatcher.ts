@@ -232,7 +232,8 @@ export class Dispatcher {
     }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
     try {
       const base = await this.sources.invocationBase(source, component, info);
-      const db = await readSourceDb(this.store.db, sourceId);
+      // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
+      const db = info.props.some((p) => p.type === '$.service.db') ? await readSourceDb(this.store.db, sourceId) : {};
       const result = await this.runtime.invoke(
         { ...base, method: 'run', events, db },
         { onRespond: (response: HttpResponse, index = 0) => this.respond(ids[index]!, response) },
