@@ -1,6 +1,7 @@
 // Floors measured without Tributary, each in a child process of its own: plain setInterval timers, and direct
 // calls of a component's run(). Gets one job over IPC, answers { ok, result } and exits.
 import { summarize } from './stats.mjs';
+import { answerOneJob } from './job.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -64,13 +65,4 @@ async function direct({ code, calls }) {
   return { calls, nsPerCall: ns / calls, perSecond: calls / (ns / 1e9) };
 }
 
-const MODES = { intervals, direct };
-
-process.once('message', async (job) => {
-  try {
-    const result = await MODES[job.mode](job);
-    process.send({ ok: true, result }, () => process.exit(0));
-  } catch (error) {
-    process.send({ ok: false, error: error?.stack ?? String(error) }, () => process.exit(1));
-  }
-});
+answerOneJob({ intervals, direct });

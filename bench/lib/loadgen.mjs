@@ -4,6 +4,7 @@ import http from 'node:http';
 import { Client, Pool } from 'undici';
 import { openSse } from './sse.mjs';
 import { summarize } from './stats.mjs';
+import { answerOneJob } from './job.mjs';
 
 const now = () => performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -347,13 +348,4 @@ async function overhead({ baseUrl, key, sourceId, runs, warmup, timeoutMs = 120_
   return { available: true, runs: done, lost, firstError, elapsedMs, perSecond: (done / elapsedMs) * 1000, ack: summarize(ack), roundTrip: summarize(roundTrip) };
 }
 
-const MODES = { closed, concurrent, fanout, overhead };
-
-process.once('message', async (job) => {
-  try {
-    const result = await MODES[job.mode](job);
-    process.send({ ok: true, result }, () => process.exit(0));
-  } catch (error) {
-    process.send({ ok: false, error: error?.stack ?? String(error) }, () => process.exit(1));
-  }
-});
+answerOneJob({ closed, concurrent, fanout, overhead });
