@@ -6,7 +6,7 @@ import * as components from '../store/components.js';
 import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from './errors.js';
-import { fetchText } from './outbound.js';
+import { fetchText, parseHttpUrl } from './outbound.js';
 
 /** The spec's Component resource. */
 export interface ComponentView {
@@ -78,13 +78,7 @@ export class ComponentService {
       return source.code;
     }
     if (source.url === undefined) throw invalid('component_code or component_url is required');
-    let url: URL;
-    try {
-      url = new URL(source.url);
-    } catch {
-      throw invalid(`component_url "${source.url}" is not an absolute URL`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`component_url must use http or https, got "${url.protocol}"`);
+    parseHttpUrl(source.url, 'component_url');
     try {
       return await fetchText(source.url, { allowPrivateNetwork: this.options.allowPrivateNetwork, timeoutMs: URL_TIMEOUT_MS, maxBytes: MAX_CODE_BYTES });
     } catch (error) {

@@ -2,6 +2,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, fetch, type Dispatcher } from 'undici';
+import { invalid } from './errors.js';
 
 /** Loopback, private, link-local, carrier-grade NAT, unspecified and multicast ranges. */
 const BLOCKED = new net.BlockList();
@@ -19,6 +20,20 @@ export function isPrivateAddress(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
   return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
+export function parseHttpUrl(raw: string, field: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid(`${field} "${raw}" is not an absolute URL; expected http:// or https:// and a host`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw invalid(`${field} "${raw}" must use http or https and name a host`);
+  }
+  return url;
 }
 
 export class OutboundBlockedError extends Error {

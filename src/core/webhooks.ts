@@ -6,7 +6,7 @@ import * as webhooks from '../store/webhooks.js';
 import { listDeliveries, type DeliveryRow } from '../store/deliveries.js';
 import { invalid, notFound } from './errors.js';
 import type { Page, PageRequest } from './pagination.js';
-import { OutboundBlockedError, assertPublicLiteral } from './outbound.js';
+import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from './outbound.js';
 import type { SecretBox } from './secrets.js';
 
 /** The spec's Webhook; `user_id` and `secret` only in the create response. */
@@ -133,15 +133,7 @@ export class WebhookService {
 
   /** http or https with a host (port and path allowed); a literal private address is refused up front. */
   private checkUrl(raw: string): void {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      throw invalid(`url "${raw}" is not an absolute URL; expected http:// or https:// and a host`);
-    }
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
-      throw invalid(`url "${raw}" must use http or https and name a host`);
-    }
+    const url = parseHttpUrl(raw, 'url');
     try {
       assertPublicLiteral(url, this.options.allowPrivateNetwork);
     } catch (error) {

@@ -165,13 +165,6 @@ export class Dispatcher {
     }
   }
 
-  /** Resolves when no batch is running and nothing is queued (for shutdown and tests). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0 || (await invocations.countPending(this.store.db)) > 0) {
-      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    }
-  }
-
   /** Stops claiming new work and waits for running batches to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -252,11 +245,12 @@ export class Dispatcher {
     const nowMs = Date.now();
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
     const depth = Math.max(...batch.map((b) => b.depth));
+    const options = { ...this.sources.effectsOptions(), nowMs };
     const committed = await this.transactions.run(async (trx) => {
       const stored = await commitEffects(
         trx,
         { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
-        { ...this.sources.effectsOptions(), nowMs },
+        options,
       );
       if (account) {
         const computeMs = Math.round(outcomes.reduce((sum, o) => sum + o.durationMs, 0));
@@ -267,7 +261,7 @@ export class Dispatcher {
       return stored;
     });
     ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));
-    if (committed.events.length) this.sources.effectsOptions().router.afterCommit(committed);
+    if (committed.events.length) options.router.afterCommit(committed);
   }
 
   /** Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored. */

@@ -19,9 +19,3 @@ export interface EventRouter {
   /** After the commit: live fan-out (SSE) and waking whoever has new work. */
   afterCommit(committed: CommittedEvents): void;
 }
-
-/** Routes nothing; the service uses it until delivery is wired in, and tests of storage alone may use it. */
-export const NO_ROUTING: EventRouter = {
-  routeInTransaction: async () => undefined,
-  afterCommit: () => undefined,
-};

@@ -68,12 +68,6 @@ export async function releaseAllLeases(db: Db): Promise<void> {
   await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('lease_owner', 'is not', null).execute();
 }
 
-export async function countPending(db: Db, sourceId?: string): Promise<number> {
-  let query = db.selectFrom('invocations').select((eb) => eb.fn.countAll<number>().as('n'));
-  if (sourceId) query = query.where('source_id', '=', sourceId);
-  return Number((await query.executeTakeFirstOrThrow()).n);
-}
-
 /** Extends the lease of invocations this owner is still running. */
 export async function renewLeases(db: Db, ids: string[], owner: string, untilMs: number): Promise<void> {
   if (!ids.length) return;

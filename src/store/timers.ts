@@ -10,10 +10,6 @@ export async function replaceTimers(db: Db, sourceId: string, rows: TimerRow[]):
   if (rows.length) await db.insertInto('timers').values(rows).execute();
 }
 
-export async function deleteTimers(db: Db, sourceId: string): Promise<void> {
-  await db.deleteFrom('timers').where('source_id', '=', sourceId).execute();
-}
-
 export async function nextDueMs(db: Db): Promise<number | undefined> {
   const row = await db.selectFrom('timers').select((eb) => eb.fn.min('next_due_ms').as('due')).executeTakeFirst();
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
