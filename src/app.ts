@@ -133,7 +133,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         batchSize: 200,
         leaseMs: 15_000,
         pollMs: 1000,
-        reclaimAtStart: store.dialect === 'sqlite',
+        soleConsumer: store.dialect === 'sqlite',
       },
       transactions,
       logger.child({ module: 'dispatcher' }),

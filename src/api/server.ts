@@ -23,13 +23,20 @@ import { sseRoutes } from './routes/sse.js';
 
 export type App = FastifyInstance;
 
+// A random prefix per process and a counter: unique enough to follow a request through the logs, and cheap.
+const requestIdPrefix = randomUUID().slice(0, 8);
+let requestCount = 0;
+function nextRequestId(): string {
+  return `${requestIdPrefix}-${(++requestCount).toString(36)}`;
+}
+
 export async function buildApi(services: Services, logger: Logger): Promise<App> {
   const { config } = services;
   const app = Fastify({
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimit,
-    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : randomUUID()),
+    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId()),
     requestIdHeader: false,
     return503OnClosing: true,
     ajv: { customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true } },

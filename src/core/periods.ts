@@ -1,8 +1,14 @@
 // The periods usage is counted over: the UTC day (free plan) and the monthly billing period (paid plan).
 
+const DAY_MS = 86_400_000;
+/** The last day asked for: every request and batch asks, and nearly always for the same day. */
+let lastDay = { start: 0, key: 'day:1970-01-01' };
+
 /** `day:YYYY-MM-DD` of the UTC day holding `atMs`. */
 export function dayPeriod(atMs: number): string {
-  return `day:${new Date(atMs).toISOString().slice(0, 10)}`;
+  const start = atMs - (((atMs % DAY_MS) + DAY_MS) % DAY_MS);
+  if (start !== lastDay.start) lastDay = { start, key: `day:${new Date(start).toISOString().slice(0, 10)}` };
+  return lastDay.key;
 }
 
 /** Billing periods run monthly from the account's creation; returns the one holding `atMs`, in epoch seconds. */

@@ -32,11 +32,30 @@ export interface DispatcherOptions {
   batchSize: number;
   /** How long a claim is held without renewal before another node may take the work back. */
   leaseMs: number;
-  /** Fallback poll, for work enqueued by other processes. */
+  /** Fallback poll, for work enqueued by other processes or left behind. */
   pollMs: number;
-  /** Reclaim every lease at start (embedded mode: this process is the only one). */
-  reclaimAtStart: boolean;
+  /**
+   * This process is the queue's only consumer (embedded mode, one process on one SQLite file): batches need no
+   * leases, and what this process queues is handed to its batch from memory instead of being read back.
+   */
+  soleConsumer: boolean;
 }
+
+/** An invocation taken for a batch, with its event parsed. */
+interface QueuedInvocation {
+  id: string;
+  trigger: TriggerKind;
+  depth: number;
+  event: unknown;
+}
+
+/** A queued invocation handed to the dispatcher in memory; taken only once its row is committed. */
+interface HandedOff extends QueuedInvocation {
+  committed: boolean;
+}
+
+/** Invocations of one source kept in memory at most; past it the source's queue is read from the database. */
+const MAX_HANDOFF_PER_SOURCE = 10_000;
 
 /** Receives a run's `respond()` as soon as it is called, or undefined and the outcome once the run ended without one. */
 export type Responder = (response: HttpResponse | undefined, outcome?: InvocationOutcome) => void;
@@ -48,9 +67,20 @@ export class Dispatcher {
   private readonly responders = new Map<string, Responder>();
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();
+  /**
+   * Sole consumer only: per source, the invocations `enqueue` is queuing, in order, not yet taken. They are rows
+   * too; memory only saves reading them back. An entry is added before its row is written, so that any row a
+   * database read can see is already in memory and is dropped from it there. `fromDatabase` marks sources that
+   * may have rows memory lacks (queued in another transaction, left by an earlier process, or handed back): they
+   * are read from the database until a short read shows none is left.
+   */
+  private readonly handoff = new Map<string, HandedOff[]>();
+  private readonly fromDatabase = new Set<string>();
   private readonly cache: SourceCache;
   /** Queue inserts have a group of their own: an acknowledgement should not wait for a batch's commit. */
   private readonly inserts: TransactionGroup;
+  /** Queue rows of this turn, inserted together (see insertRows). */
+  private pendingInsert: { rows: invocations.InvocationRow[]; done: Promise<void> } | undefined;
   private scanning = false;
   private scanAgain = false;
   private stopped = false;
@@ -73,7 +103,6 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
-    if (this.options.reclaimAtStart) await invocations.releaseAllLeases(this.store.db);
     this.timer = setInterval(() => this.wake(), this.options.pollMs);
     this.timer.unref();
     this.wake();
@@ -89,14 +118,55 @@ export class Dispatcher {
       const responder = onResponse?.[i];
       if (responder) this.responders.set(row.id, responder);
     });
+    const handed = this.options.soleConsumer ? rows.map((row, i) => this.handOff(row, items[i]!.event ?? null)) : [];
     try {
-      await this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
+      await this.insertRows(rows);
     } catch (error) {
       for (const row of rows) this.responders.delete(row.id);
+      this.dropHandOff(handed);
       throw error;
     }
+    for (const entry of handed) if (entry) entry.committed = true;
     this.markReady(rows.map((r) => r.source_id));
     return rows.map((r) => r.id);
+  }
+
+  /** Rows queued in the same turn of the event loop (concurrent requests) share one multi-row insert. */
+  private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
+    if (!this.pendingInsert) {
+      const pending: invocations.InvocationRow[] = [];
+      this.pendingInsert = { rows: pending, done: this.inserts.run((trx) => {
+        // Closed once its transaction starts; later rows go to the next insert.
+        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
+        return invocations.insertInvocations(trx, this.store.dialect, pending);
+      }) };
+    }
+    this.pendingInsert.rows.push(...rows);
+    return this.pendingInsert.done;
+  }
+
+  private handOff(row: invocations.InvocationRow, event: unknown): HandedOff | undefined {
+    const sourceId = row.source_id;
+    let queue = this.handoff.get(sourceId);
+    if (!queue) this.handoff.set(sourceId, (queue = []));
+    if (queue.length >= MAX_HANDOFF_PER_SOURCE) {
+      // A backlog this deep is read from the database instead of held in memory.
+      this.fromDatabase.add(sourceId);
+      return undefined;
+    }
+    const entry: HandedOff = { id: row.id, trigger: row.trigger, depth: row.depth, event, committed: false };
+    queue.push(entry);
+    return entry;
+  }
+
+  /** Forgets entries whose rows were never written. */
+  private dropHandOff(entries: Array<HandedOff | undefined>): void {
+    const dropped = new Set(entries);
+    for (const [sourceId, queue] of this.handoff) {
+      const kept = queue.filter((entry) => !dropped.has(entry));
+      if (kept.length) this.handoff.set(sourceId, kept);
+      else this.handoff.delete(sourceId);
+    }
   }
 
   /** Queues invocations inside the caller's transaction; call `wake(sourceIds)` once it commits. */
@@ -128,7 +198,11 @@ export class Dispatcher {
    * queue for work written by other processes or left by a previous run.
    */
   wake(sourceIds?: string[]): void {
-    if (sourceIds) return this.markReady(sourceIds);
+    if (sourceIds) {
+      // Queued by someone else's transaction: the rows are not in memory.
+      for (const id of sourceIds) this.fromDatabase.add(id);
+      return this.markReady(sourceIds);
+    }
     if (this.stopped) return;
     if (this.scanning) {
       this.scanAgain = true;
@@ -174,7 +248,13 @@ export class Dispatcher {
 
   private async scan(): Promise<void> {
     try {
-      this.markReady(await invocations.sourcesWithWork(this.store.db, Date.now(), 1000));
+      let found = await invocations.sourcesWithWork(this.store.db, Date.now(), 1000);
+      if (this.options.soleConsumer) {
+        // Sources running or waiting for a slot will drain their queue anyway; the others have rows memory lacks.
+        found = found.filter((id) => !this.running.has(id) && !this.ready.has(id));
+        for (const id of found) this.fromDatabase.add(id);
+      }
+      this.markReady(found);
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
     }
@@ -184,49 +264,114 @@ export class Dispatcher {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  /** Runs batches of one source until its queue is empty. */
+  /**
+   * Runs batches of one source until its queue is empty. Batches run in order, and so do their commits; where
+   * it is safe, the next batch runs in the worker while the previous one commits.
+   */
   private async drainSource(sourceId: string): Promise<void> {
     await this.locks.exclusive(sourceId, async () => {
-      while (!this.stopped) {
-        const batch = await invocations.claimBatch(
-          this.store.db,
-          this.store.dialect,
-          sourceId,
-          this.owner,
-          Date.now(),
-          this.options.leaseMs,
-          this.options.batchSize,
-        );
-        if (!batch.length) return;
-        await this.runBatch(sourceId, batch);
-        // A short batch emptied the queue; work queued since then marks the source ready again.
-        if (batch.length < this.options.batchSize) return;
+      // The previous batch's commit: true once committed, false if it failed (the drain then stops).
+      let committing: Promise<boolean> | undefined;
+      const settle = async (): Promise<boolean> => {
+        const committed = committing ? await committing : true;
+        committing = undefined;
+        return committed;
+      };
+      let runAhead = false;
+      try {
+        while (!this.stopped) {
+          const fromMemory = this.options.soleConsumer && !this.fromDatabase.has(sourceId);
+          // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
+          if ((!runAhead || !fromMemory) && !(await settle())) return;
+          let batch = await this.takeBatch(sourceId);
+          if (!batch.length && committing) {
+            // Nothing more yet: let the previous batch commit, then look once more.
+            if (!(await settle())) return;
+            batch = await this.takeBatch(sourceId);
+          }
+          if (!batch.length) return;
+          const ran = await this.runBatch(sourceId, batch);
+          if (!(await settle()) || !ran) return;
+          committing = ran.commit().then(
+            () => true,
+            (error: unknown) => {
+              // Its rows are still queued and run again; a batch run after it is not committed either.
+              if (this.options.soleConsumer) this.fromDatabase.add(sourceId);
+              this.logger.error({ err: error, sourceId }, 'could not commit a batch; its invocations will be retried');
+              return false;
+            },
+          );
+          runAhead = ran.runAhead;
+          // A short read of the database emptied the queue; work queued since then marks the source ready again.
+          if (!fromMemory && batch.length < this.options.batchSize) return;
+        }
+      } finally {
+        await settle();
       }
     });
   }
 
-  private async runBatch(sourceId: string, batch: invocations.InvocationRow[]): Promise<void> {
+  /** The source's next invocations in queue order: from memory, else from the database (leased, unless the sole consumer). */
+  private async takeBatch(sourceId: string): Promise<QueuedInvocation[]> {
+    const limit = this.options.batchSize;
+    if (this.options.soleConsumer && !this.fromDatabase.has(sourceId)) {
+      const queue = this.handoff.get(sourceId);
+      if (!queue) return [];
+      // Entries are in queue order, and rows commit in that order: stop at the first one still being written.
+      let count = 0;
+      while (count < queue.length && count < limit && queue[count]!.committed) count++;
+      const batch = queue.splice(0, count);
+      if (!queue.length) this.handoff.delete(sourceId);
+      return batch;
+    }
+    const rows = this.options.soleConsumer
+      ? await invocations.oldestInvocations(this.store.db, sourceId, limit)
+      : await invocations.claimBatch(this.store.db, this.store.dialect, sourceId, this.owner, Date.now(), this.options.leaseMs, limit);
+    if (this.options.soleConsumer) {
+      const read = new Set(rows.map((row) => row.id));
+      const queue = this.handoff.get(sourceId);
+      const rest = queue?.filter((entry) => !read.has(entry.id)) ?? [];
+      if (rest.length) this.handoff.set(sourceId, rest);
+      else this.handoff.delete(sourceId);
+      // A short read took every row there was; the rest of memory is rows written since, in order.
+      if (rows.length < limit) this.fromDatabase.delete(sourceId);
+    }
+    return rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, event: JSON.parse(row.event) as unknown }));
+  }
+
+  /** The lease owner rows are completed or released as; null when leases are not used. */
+  private get leaseOwner(): string | null {
+    return this.options.soleConsumer ? null : this.owner;
+  }
+
+  /**
+   * Runs a batch in a worker; returns how to commit what it did, or undefined when there is nothing to commit.
+   * `runAhead`: the next batch may run before this one commits (it does not read state this one writes).
+   */
+  private async runBatch(sourceId: string, batch: QueuedInvocation[]): Promise<{ commit(): Promise<void>; runAhead: boolean } | undefined> {
     const ids = batch.map((b) => b.id);
     const runnable = await this.cache.get(sourceId);
     if (!runnable) {
       // The source was deleted after these were queued; there is nothing left to run them against.
-      await invocations.completeInvocations(this.store.db, ids, this.owner);
-      return;
+      return { commit: () => invocations.completeInvocations(this.store.db, ids, this.leaseOwner), runAhead: false };
     }
     const { source, component, info, account } = runnable;
-    const events = batch.map((b) => JSON.parse(b.event) as unknown);
+    const events = batch.map((b) => b.event);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
     // A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies.
-    const renewal = setInterval(() => {
-      invocations.renewLeases(this.store.db, ids, this.owner, Date.now() + this.options.leaseMs).catch((error: unknown) => {
-        this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
-      });
-    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    const renewal = this.options.soleConsumer
+      ? undefined
+      : setInterval(() => {
+          invocations.renewLeases(this.store.db, ids, this.owner, Date.now() + this.options.leaseMs).catch((error: unknown) => {
+            this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
+          });
+        }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
+    const usesDb = info.props.some((p) => p.type === '$.service.db');
     try {
       const base = await this.sources.invocationBase(source, component, info);
-      // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
-      const db = info.props.some((p) => p.type === '$.service.db') ? await readSourceDb(this.store.db, sourceId) : {};
+      const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
       const result = await this.runtime.invoke(
         { ...base, method: 'run', events, db },
         { onRespond: (response: HttpResponse, index = 0) => this.respond(ids[index]!, response) },
@@ -236,8 +381,10 @@ export class Dispatcher {
     } catch (error) {
       // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
       this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
-      await invocations.releaseInvocations(this.store.db, ids, this.owner);
-      return;
+      // The next poll finds the rows again (from the database: they are no longer in memory).
+      if (this.options.soleConsumer) this.fromDatabase.add(sourceId);
+      else await invocations.releaseInvocations(this.store.db, ids, this.owner);
+      return undefined;
     } finally {
       clearInterval(renewal);
     }
@@ -246,22 +393,25 @@ export class Dispatcher {
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
     const depth = Math.max(...batch.map((b) => b.depth));
     const options = { ...this.sources.effectsOptions(), nowMs };
-    const committed = await this.transactions.run(async (trx) => {
-      const stored = await commitEffects(
-        trx,
-        { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
-        options,
-      );
-      if (account) {
-        const computeMs = Math.round(outcomes.reduce((sum, o) => sum + o.durationMs, 0));
-        const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
-        await addUsage(trx, account.id, period, batch.length, computeMs);
-      }
-      await invocations.completeInvocations(trx, ids, this.owner);
-      return stored;
-    });
-    ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));
-    if (committed.events.length) options.router.afterCommit(committed);
+    const commit = async () => {
+      const committed = await this.transactions.run(async (trx) => {
+        const stored = await commitEffects(
+          trx,
+          { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
+          options,
+        );
+        if (account) {
+          const computeMs = Math.round(outcomes.reduce((sum, o) => sum + o.durationMs, 0));
+          const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
+          await addUsage(trx, account.id, period, batch.length, computeMs);
+        }
+        await invocations.completeInvocations(trx, ids, this.leaseOwner);
+        return stored;
+      });
+      ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));
+      if (committed.events.length) options.router.afterCommit(committed);
+    };
+    return { commit, runAhead: this.options.soleConsumer && !usesDb };
   }
 
   /** Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored. */

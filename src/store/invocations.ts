@@ -27,6 +27,11 @@ export async function sourcesWithWork(db: Db, nowMs: number, limit: number): Pro
   return rows.map((r) => r.source_id);
 }
 
+/** The oldest `limit` invocations of one source, for a process that is the queue's only consumer (no leases needed). */
+export async function oldestInvocations(db: Db, sourceId: string, limit: number): Promise<InvocationRow[]> {
+  return db.selectFrom('invocations').selectAll().where('source_id', '=', sourceId).orderBy('id').limit(limit).execute();
+}
+
 /** Leases the oldest `limit` claimable invocations of one source for `owner` in one statement; returns them in queue order. */
 export async function claimBatch(
   db: Db,
@@ -52,20 +57,21 @@ export async function claimBatch(
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** Removes completed invocations, only where this owner still holds them (a reclaimed row is not ours to drop). */
-export async function completeInvocations(db: Db, ids: string[], owner: string): Promise<void> {
+/**
+ * Removes completed invocations; with an owner, only where it still holds them (a reclaimed row is not ours to
+ * drop). Without one (the queue's only consumer), unconditionally.
+ */
+export async function completeInvocations(db: Db, ids: string[], owner: string | null): Promise<void> {
   if (!ids.length) return;
-  await db.deleteFrom('invocations').where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+  let query = db.deleteFrom('invocations').where('id', 'in', ids);
+  if (owner !== null) query = query.where('lease_owner', '=', owner);
+  await query.execute();
 }
 
+/** Gives leased invocations back to the queue, for another attempt. */
 export async function releaseInvocations(db: Db, ids: string[], owner: string): Promise<void> {
   if (!ids.length) return;
   await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
-}
-
-/** On an embedded (single-process) start, leases of the previous process can be taken back at once. */
-export async function releaseAllLeases(db: Db): Promise<void> {
-  await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('lease_owner', 'is not', null).execute();
 }
 
 /** Extends the lease of invocations this owner is still running. */
