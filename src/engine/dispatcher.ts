@@ -135,11 +135,12 @@ export class Dispatcher {
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
     if (!this.pendingInsert) {
       const pending: invocations.InvocationRow[] = [];
-      this.pendingInsert = { rows: pending, done: this.inserts.run((trx) => {
+      const done = this.inserts.run((trx) => {
         // Closed once its transaction starts; later rows go to the next insert.
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
         return invocations.insertInvocations(trx, this.store.dialect, pending);
-      }) };
+      });
+      this.pendingInsert = { rows: pending, done };
     }
     this.pendingInsert.rows.push(...rows);
     return this.pendingInsert.done;
