@@ -122,13 +122,7 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
     }
     rows = await query.orderBy('ms', 'desc').orderBy('seq', 'desc').limit(page.limit).execute();
   }
-  const total = await db
-    .selectFrom('events')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('emitter_id', '=', emitterId)
-    .where('stream', '=', stream)
-    .executeTakeFirstOrThrow();
-  return toPage(rows, Number(total.n), eventIdOf);
+  return toPage(rows, await countStream(db, emitterId, stream), eventIdOf);
 }
 
 /** Events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
