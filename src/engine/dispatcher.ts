@@ -281,14 +281,13 @@ export class Dispatcher {
       let runAhead = false;
       try {
         while (!this.stopped) {
-          const fromMemory = this.options.soleConsumer && !this.fromDatabase.has(sourceId);
           // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
-          if ((!runAhead || !fromMemory) && !(await settle())) return;
-          let batch = await this.takeBatch(sourceId);
+          if ((!runAhead || !this.takesFromMemory(sourceId)) && !(await settle())) return;
+          let { batch, fromMemory } = await this.takeBatch(sourceId);
           if (!batch.length && committing) {
             // Nothing more yet: let the previous batch commit, then look once more.
             if (!(await settle())) return;
-            batch = await this.takeBatch(sourceId);
+            ({ batch, fromMemory } = await this.takeBatch(sourceId));
           }
           if (!batch.length) return;
           const ran = await this.runBatch(sourceId, batch);
@@ -312,18 +311,23 @@ export class Dispatcher {
     });
   }
 
+  /** Whether the source's next batch is taken from memory rather than read from the database. */
+  private takesFromMemory(sourceId: string): boolean {
+    return this.options.soleConsumer && !this.fromDatabase.has(sourceId);
+  }
+
   /** The source's next invocations in queue order: from memory, else from the database (leased, unless the sole consumer). */
-  private async takeBatch(sourceId: string): Promise<QueuedInvocation[]> {
+  private async takeBatch(sourceId: string): Promise<{ batch: QueuedInvocation[]; fromMemory: boolean }> {
     const limit = this.options.batchSize;
-    if (this.options.soleConsumer && !this.fromDatabase.has(sourceId)) {
+    if (this.takesFromMemory(sourceId)) {
       const queue = this.handoff.get(sourceId);
-      if (!queue) return [];
+      if (!queue) return { batch: [], fromMemory: true };
       // Entries are in queue order, and rows commit in that order: stop at the first one still being written.
       let count = 0;
       while (count < queue.length && count < limit && queue[count]!.committed) count++;
       const batch = queue.splice(0, count);
       if (!queue.length) this.handoff.delete(sourceId);
-      return batch;
+      return { batch, fromMemory: true };
     }
     const rows = this.options.soleConsumer
       ? await invocations.oldestInvocations(this.store.db, sourceId, limit)
@@ -337,7 +341,8 @@ export class Dispatcher {
       // A short read took every row there was; the rest of memory is rows written since, in order.
       if (rows.length < limit) this.fromDatabase.delete(sourceId);
     }
-    return rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, event: JSON.parse(row.event) as unknown }));
+    const batch = rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, event: JSON.parse(row.event) as unknown }));
+    return { batch, fromMemory: false };
   }
 
   /** The lease owner rows are completed or released as; null when leases are not used. */
