@@ -117,7 +117,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       transactions,
       logger.child({ module: 'webhooks' }),
     );
-    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, wakeSender: () => webhookSender.wake() });
+    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender });
     const sources = new SourceService(store, components, runtime, secrets, locks, router, config);
     const subscriptions = new SubscriptionService(store);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));

@@ -5,7 +5,7 @@ import type { DialectName } from '../store/database.js';
 import { newId } from '../store/ids.js';
 import { activeListenerSources, subscriptionsOf, type SubscriptionRow } from '../store/subscriptions.js';
 import { activeWebhooks } from '../store/webhooks.js';
-import { insertDeliveries } from '../store/deliveries.js';
+import { insertDeliveries, type ClaimedDelivery } from '../store/deliveries.js';
 import { appendEvents, type EventSummary, type PendingEvent } from '../core/event-pipeline.js';
 import { globOf, streamMatches } from '../core/subscriptions.js';
 import type { NewInvocation } from '../engine/dispatcher.js';
@@ -22,12 +22,24 @@ export interface ListenerQueue {
   wake(sourceIds?: string[]): void;
 }
 
+/**
+ * Where new webhook deliveries go: the sender. Deliveries it can take soon are inserted already leased to it and
+ * handed over in memory after the commit, so that sending them costs no claim; the rest it claims from the table.
+ */
+export interface DeliveryQueue {
+  /** A lease for deliveries inserted now, or undefined when the sender already holds enough work in memory. */
+  leaseForNew(nowMs: number): { owner: string; untilMs: number } | undefined;
+  /** After the commit: sends deliveries inserted with a lease from leaseForNew. */
+  handOver(deliveries: ClaimedDelivery[]): void;
+  /** After the commit: deliveries were inserted without a lease; claim them. */
+  wake(): void;
+}
+
 export interface DeliveryRouterOptions {
   dialect: DialectName;
   retention: number;
   bus: EventBus;
-  /** Wakes the webhook sender once deliveries are committed. */
-  wakeSender: () => void;
+  deliveries: DeliveryQueue;
 }
 
 /** What routing one commit did, remembered until its afterCommit. */
@@ -36,7 +48,10 @@ interface Routed {
   extra: EventSummary[];
   /** Listener sources that got runs queued. */
   queuedRuns: string[];
-  queuedDeliveries: boolean;
+  /** Deliveries inserted with a lease for the sender, to hand over after the commit. */
+  leased: ClaimedDelivery[];
+  /** Deliveries were inserted without a lease, for the sender to claim. */
+  unleased: boolean;
 }
 
 export class DeliveryRouter implements EventRouter {
@@ -51,7 +66,7 @@ export class DeliveryRouter implements EventRouter {
   }
 
   async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
-    const routed: Routed = { extra: [], queuedRuns: [], queuedDeliveries: false };
+    const routed: Routed = { extra: [], queuedRuns: [], leased: [], unleased: false };
     this.routed.set(committed, routed);
     await this.route(trx, committed, routed);
     // In a cluster, the other nodes' live streams learn of the events when (and only if) this commits.
@@ -64,7 +79,7 @@ export class DeliveryRouter implements EventRouter {
     // Everything here runs on `trx`: on SQLite the store has one connection, which the transaction holds.
     const subscriptions = await subscriptionsOf(trx, committed.userId, glob ? [committed.emitterId, glob] : [committed.emitterId]);
     if (!subscriptions.length) return;
-    routed.queuedDeliveries = await this.queueDeliveries(trx, committed, committed.events, subscriptions);
+    await this.queueDeliveries(trx, committed, committed.events, subscriptions, routed);
 
     const runs = listenersByEvent(committed.events, subscriptions, 'dc_');
     if (!runs.length) return;
@@ -74,7 +89,7 @@ export class DeliveryRouter implements EventRouter {
     if (depth > MAX_LISTENER_DEPTH) {
       const cut = runs.filter((r) => r.listeners.some((l) => listeners.has(l)));
       if (cut.length) routed.extra = await this.reportLoop(trx, committed, cut, listeners);
-      if (routed.extra.length && (await this.queueDeliveries(trx, committed, routed.extra, subscriptions))) routed.queuedDeliveries = true;
+      if (routed.extra.length) await this.queueDeliveries(trx, committed, routed.extra, subscriptions, routed);
       return;
     }
     const items: NewInvocation[] = runs.flatMap(({ event, listeners: ids }) =>
@@ -95,40 +110,60 @@ export class DeliveryRouter implements EventRouter {
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
     if (!routed) this.queue?.wake();
     else if (routed.queuedRuns.length) this.queue?.wake(routed.queuedRuns);
-    if (!routed || routed.queuedDeliveries) this.options.wakeSender();
+    if (routed?.leased.length) this.options.deliveries.handOver(routed.leased);
+    if (!routed || routed.unleased) this.options.deliveries.wake();
   }
 
-  /** One pending delivery per event and active webhook listening to its stream. */
-  private async queueDeliveries(trx: Transaction<Database>, committed: CommittedEvents, events: EventSummary[], subscriptions: SubscriptionRow[]): Promise<boolean> {
+  /** One pending delivery per event and active webhook listening to its stream, recorded in `routed`. */
+  private async queueDeliveries(
+    trx: Transaction<Database>,
+    committed: CommittedEvents,
+    events: EventSummary[],
+    subscriptions: SubscriptionRow[],
+    routed: Routed,
+  ): Promise<void> {
     const matches = listenersByEvent(events, subscriptions, 'wh_');
-    if (!matches.length) return false;
-    const webhooks = new Set(
-      (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => w.id),
+    if (!matches.length) return;
+    const webhooks = new Map(
+      (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]),
     );
     const nowMs = Date.now();
-    const rows = matches.flatMap(({ event, listeners }) =>
-      listeners
-        .filter((id) => webhooks.has(id))
-        .map((webhookId) => {
-          const id = newId('dl');
-          return {
-            id,
-            message_id: id,
-            webhook_id: webhookId,
-            user_id: committed.userId,
-            emitter_id: committed.emitterId,
-            event_id: event.id,
-            payload: JSON.stringify(event),
-            attempt: 1,
-            state: 'pending' as const,
-            next_attempt_ms: nowMs,
-            created_ms: nowMs,
-          };
-        }),
-    );
-    if (!rows.length) return false;
-    await insertDeliveries(trx, rows);
-    return true;
+    const lease = this.options.deliveries.leaseForNew(nowMs);
+    const rows: ClaimedDelivery[] = [];
+    for (const { event, listeners } of matches) {
+      const payload = JSON.stringify(event);
+      for (const webhookId of listeners) {
+        const webhook = webhooks.get(webhookId);
+        if (!webhook) continue;
+        const id = newId('dl');
+        rows.push({
+          id,
+          message_id: id,
+          webhook_id: webhookId,
+          user_id: committed.userId,
+          emitter_id: committed.emitterId,
+          event_id: event.id,
+          payload,
+          attempt: 1,
+          state: 'pending',
+          next_attempt_ms: nowMs,
+          status_code: null,
+          error: null,
+          duration_ms: null,
+          attempted_ms: null,
+          created_ms: nowMs,
+          lease_owner: lease?.owner ?? null,
+          lease_until_ms: lease?.untilMs ?? null,
+          url: webhook.url,
+          secret: webhook.secret,
+          active: webhook.active,
+        });
+      }
+    }
+    if (!rows.length) return;
+    await insertDeliveries(trx, this.options.dialect, rows);
+    if (lease) routed.leased.push(...rows);
+    else routed.unleased = true;
   }
 
   /**

@@ -9,6 +9,7 @@ import * as deliveries from '../store/deliveries.js';
 import { deactivateWebhook } from '../store/webhooks.js';
 import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../core/outbound.js';
 import type { SecretBox } from '../core/secrets.js';
+import type { DeliveryQueue } from './router.js';
 
 export interface WebhookSenderOptions {
   allowPrivateNetwork: boolean;
@@ -32,6 +33,12 @@ const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** Finished attempts kept per webhook in the delivery log; pruned every PRUNE_EVERY attempts. */
 export const DELIVERY_LOG_SIZE = 1000;
 const PRUNE_EVERY = 100;
+/** A delivery handed over in memory is sent from there only with at least this much of its lease left after the timeout. */
+const LEASE_MARGIN_MS = 5_000;
+/** Longest an attempt's record waits to share another commit. */
+const RECORD_DELAY_MS = 50;
+/** Decrypted webhook secrets kept, keyed by their sealed form (a rotated secret is a new key). */
+const SECRET_CACHE_SIZE = 1000;
 /** The part of a response body read (and thrown away) so that the connection can be reused. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -56,9 +63,14 @@ interface SendResult {
   retryAfterMs: number | undefined;
 }
 
-export class WebhookSender {
+export class WebhookSender implements DeliveryQueue {
   private readonly owner = `node-${randomUUID()}`;
   private readonly inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Deliveries leased to this sender when they were inserted, handed over after their commit, waiting for a slot. */
+  private readonly handed: deliveries.ClaimedDelivery[] = [];
+  /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
+  private renewing = 0;
+  private readonly secretCache = new Map<string, string>();
   private readonly agent: Dispatcher;
   private pumping = false;
   private pumpAgain = false;
@@ -101,11 +113,59 @@ export class WebhookSender {
     });
   }
 
+  /** New deliveries are leased to this sender while it holds less than two rounds of work; the rest wait in the table. */
+  leaseForNew(nowMs: number): { owner: string; untilMs: number } | undefined {
+    if (this.stopped || this.inFlight.size + this.renewing + this.handed.length >= this.options.concurrency * 2) return undefined;
+    return { owner: this.owner, untilMs: nowMs + this.options.leaseMs };
+  }
+
+  handOver(rows: deliveries.ClaimedDelivery[]): void {
+    this.handed.push(...rows);
+    this.launchHanded();
+  }
+
+  /** Sends handed-over deliveries while slots are free; one whose lease is running out is renewed first. */
+  private launchHanded(): void {
+    const nowMs = Date.now();
+    const stale: deliveries.ClaimedDelivery[] = [];
+    while (!this.stopped && this.handed.length && this.freeSlots() > stale.length) {
+      const row = this.handed.shift()!;
+      if (row.lease_until_ms! - nowMs >= this.options.timeoutMs + LEASE_MARGIN_MS) this.launch(row);
+      else stale.push(row);
+    }
+    if (stale.length) void this.renewAndLaunch(stale);
+  }
+
+  private async renewAndLaunch(rows: deliveries.ClaimedDelivery[]): Promise<void> {
+    this.renewing += rows.length;
+    const untilMs = Date.now() + this.options.leaseMs;
+    let held = new Set<string>();
+    try {
+      held = new Set(await deliveries.renewDeliveryLeases(this.store.db, rows.map((row) => row.id), this.owner, untilMs));
+    } catch (error) {
+      // The leases run out and the attempts are claimed from the table again.
+      this.logger.error({ err: error }, 'webhook sender could not renew its leases');
+    } finally {
+      this.renewing -= rows.length;
+    }
+    for (const row of rows) if (held.has(row.id) && !this.stopped) this.launch({ ...row, lease_until_ms: untilMs });
+    this.launchHanded();
+  }
+
+  private freeSlots(): number {
+    return this.options.concurrency - this.inFlight.size - this.renewing;
+  }
+
   /** Stops claiming, aborts attempts in flight (they stay pending, to be sent again) and closes connections. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.pumped;
+    // Handed over but not started: given back, so that the next start (or another node) sends them at once.
+    const waiting = this.handed.splice(0).map((row) => row.id);
+    await deliveries.releaseDeliveries(this.store.db, waiting, this.owner).catch((error: unknown) => {
+      this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
+    });
     for (const { abort } of this.inFlight.values()) abort.abort();
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.agent.close().catch(() => undefined);
@@ -115,7 +175,7 @@ export class WebhookSender {
     let sleepMs = this.options.pollMs;
     try {
       while (!this.stopped) {
-        const free = this.options.concurrency - this.inFlight.size;
+        const free = this.freeSlots() - this.handed.length;
         this.saturated = free <= 0;
         if (free <= 0) break;
         const claimed = await deliveries.claimDue(this.store.db, this.owner, Date.now(), this.options.leaseMs, free);
@@ -149,7 +209,8 @@ export class WebhookSender {
       .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.inFlight.delete(row.id);
-        // New deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
+        this.launchHanded();
+        // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
         if (this.saturated) this.wake();
       });
     this.inFlight.set(row.id, { abort, done });
@@ -171,7 +232,9 @@ export class WebhookSender {
     const retryDelayMs = this.retryDelayMs(row, result, ok || gone || row.active !== 1);
     const nowMs = Date.now();
     const nextAttemptMs = retryDelayMs === undefined ? null : nowMs + retryDelayMs;
-    await this.transactions.run(async (trx) => {
+    // The receiver has its answer; the record may wait a moment for a commit that happens anyway. Lost in a crash,
+    // it costs one more attempt with the same webhook-id, which receivers must accept.
+    await this.transactions.runLazily(async (trx) => {
       const recorded = await deliveries.recordAttempt(trx, row.id, this.owner, {
         state: ok ? 'succeeded' : 'failed',
         statusCode: result.statusCode,
@@ -187,7 +250,7 @@ export class WebhookSender {
         await deliveries.failPending(trx, row.webhook_id, 'not sent: the webhook was deactivated after its URL answered 410 Gone', nowMs);
       }
       if (nextAttemptMs !== null) {
-        await deliveries.insertDeliveries(trx, [
+        await deliveries.insertDeliveries(trx, this.store.dialect, [
           {
             id: newId('dl'),
             message_id: row.message_id,
@@ -199,11 +262,17 @@ export class WebhookSender {
             attempt: row.attempt + 1,
             state: 'pending',
             next_attempt_ms: nextAttemptMs,
+            status_code: null,
+            error: null,
+            duration_ms: null,
+            attempted_ms: null,
             created_ms: nowMs,
+            lease_owner: null,
+            lease_until_ms: null,
           },
         ]);
       }
-    });
+    }, RECORD_DELAY_MS);
     if (!ok) this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
     await this.pruneLog(row.webhook_id);
   }
@@ -239,7 +308,7 @@ export class WebhookSender {
           'user-agent': 'Tributary-Webhooks/1',
           'webhook-id': row.message_id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': signPayload(this.secrets.decrypt(row.secret), row.message_id, timestamp, row.payload),
+          'webhook-signature': signPayload(this.secretOf(row.secret), row.message_id, timestamp, row.payload),
         },
         body: row.payload,
       });
@@ -248,6 +317,17 @@ export class WebhookSender {
     } catch (error) {
       return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };
     }
+  }
+
+  /** Decrypting costs more than signing; a webhook's secret is decrypted once, not per attempt. */
+  private secretOf(sealed: string): string {
+    let plain = this.secretCache.get(sealed);
+    if (plain === undefined) {
+      plain = this.secrets.decrypt(sealed);
+      if (this.secretCache.size >= SECRET_CACHE_SIZE) this.secretCache.clear();
+      this.secretCache.set(sealed, plain);
+    }
+    return plain;
   }
 
   private describe(error: unknown): string {

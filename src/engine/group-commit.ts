@@ -21,6 +21,8 @@ export class TransactionGroup {
   private pending: Pending[] = [];
   private flushing = false;
   private scheduled = false;
+  /** Flushes work submitted with runLazily when no other group has taken it in time. */
+  private lazyTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -31,6 +33,21 @@ export class TransactionGroup {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       this.schedule();
+    });
+  }
+
+  /**
+   * Like run, but the work waits up to `maxDelayMs` for a group that commits anyway. For work no caller waits on
+   * (the record of a finished webhook attempt), so that under load it adds no commit of its own.
+   */
+  runLazily<T>(work: Work<T>, maxDelayMs: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.scheduled || this.flushing || this.lazyTimer) return;
+      this.lazyTimer = setTimeout(() => {
+        this.lazyTimer = undefined;
+        this.schedule();
+      }, maxDelayMs);
     });
   }
 
@@ -48,6 +65,10 @@ export class TransactionGroup {
     if (this.flushing || !this.pending.length) return;
     this.flushing = true;
     const group = this.pending.splice(0, this.maxItems);
+    if (!this.pending.length && this.lazyTimer) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = undefined;
+    }
     try {
       const results = await this.store.db.transaction().execute(async (trx) => {
         const out: unknown[] = [];

@@ -1,7 +1,9 @@
 // Queries on webhook deliveries: pending attempts claimed with a lease, finished attempts kept as the log.
-import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../core/pagination.js';
+import type { DialectName } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
+import { bulkInsert } from './bulk-insert.js';
 import { paginateById } from './paginate.js';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -14,8 +16,13 @@ export interface ClaimedDelivery extends DeliveryRow {
   active: number;
 }
 
-export async function insertDeliveries(db: Db, rows: Array<Insertable<WebhookDeliveriesTable>>): Promise<void> {
-  for (let i = 0; i < rows.length; i += 200) await db.insertInto('webhook_deliveries').values(rows.slice(i, i + 200)).execute();
+const DELIVERY_COLUMNS = [
+  'id', 'message_id', 'webhook_id', 'user_id', 'emitter_id', 'event_id', 'payload', 'attempt', 'state', 'next_attempt_ms',
+  'status_code', 'error', 'duration_ms', 'attempted_ms', 'created_ms', 'lease_owner', 'lease_until_ms',
+] as const satisfies ReadonlyArray<keyof WebhookDeliveriesTable>;
+
+export async function insertDeliveries(db: Db, dialect: DialectName, rows: readonly DeliveryRow[]): Promise<void> {
+  await bulkInsert(db, dialect, 'webhook_deliveries', DELIVERY_COLUMNS, rows);
 }
 
 /** Leases up to `limit` due pending attempts for `owner`, earliest due first. */
@@ -82,6 +89,20 @@ export async function recordAttempt(db: Db, id: string, owner: string, result: A
     .where('state', '=', 'pending')
     .executeTakeFirst();
   return Number(updated.numUpdatedRows) === 1;
+}
+
+/** Extends this owner's leases on pending attempts; returns the ids it still holds (the others were taken back). */
+export async function renewDeliveryLeases(db: Db, ids: string[], owner: string, untilMs: number): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_until_ms: untilMs })
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .where('state', '=', 'pending')
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
 }
 
 /** Gives claimed attempts back untried (shutdown), so that they are sent again at once. */

@@ -16,8 +16,8 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** What the receiver answers: a status with optional headers, or 'hang' to never answer. */
-export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
+/** What the receiver answers: a status with optional headers, after `delayMs` if given, or 'hang' to never answer. */
+export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
 export interface Receiver {
   readonly url: string;
@@ -45,8 +45,12 @@ export async function startReceiver(): Promise<Receiver> {
         hanging.add(res);
         return;
       }
-      res.writeHead(given.status, given.headers ?? {});
-      res.end('ok');
+      const send = () => {
+        res.writeHead(given.status, given.headers ?? {});
+        res.end('ok');
+      };
+      if (given.delayMs) setTimeout(send, given.delayMs);
+      else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -5,7 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
-import { insertDeliveries, pruneLog } from '../../src/store/deliveries.js';
+import { claimDue, insertDeliveries, pruneLog, type ClaimedDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -215,15 +215,64 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(rest.body.data.map((d: { id: string }) => d.id)).toEqual([all[2].id]);
   });
 
+  it('leases a delivery to the sender in the commit that queues it, so that no other claimer takes it', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    // Another node's sender (or this one's poll) looks for due deliveries as soon as the events are committed.
+    const { store, bus } = server.running.services;
+    let claims: Promise<ClaimedDelivery[]> | undefined;
+    const unsubscribe = bus.subscribe((emitterId) => {
+      if (emitterId === source) claims ??= claimDue(store.db, 'another-node', Date.now(), 60_000, 1000);
+    });
+    await a.runAndWait(source, emitsOf([1, 2, 3].map((n) => ({ event: n }))));
+    unsubscribe();
+    expect(claims).toBeDefined();
+    expect((await claims!).filter((d) => d.webhook_id === hook.id)).toEqual([]);
+    await waitFor(async () => receiver.on(at).length, (n) => n === 3, { what: 'three deliveries' });
+    const rows = await a.deliveriesOf(hook.id, (found) => found.length === 3 && found.every((d) => d.state === 'succeeded'));
+    expect(rows.map((d) => d.attempt)).toEqual([1, 1, 1]);
+  });
+
+  it('sends each delivery exactly once when more are due than the sender holds in memory', async () => {
+    // The sender takes up to two rounds of its 32 slots in memory; the second run's deliveries arrive while the
+    // first run's still fill memory, so they wait in the table and are claimed from there.
+    const a = await account(server);
+    const at = nextPath();
+    receiver.answer((r) => (r.path === at ? { status: 200, delayMs: 50 } : { status: 200 }));
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    const many = (from: number) => emitsOf(Array.from({ length: 100 }, (_, i) => ({ event: { n: from + i } })));
+    await a.runAndWait(source, many(0));
+    await a.runAndWait(source, many(100));
+    const db = server.running.services.store.db;
+    const rows = await waitFor(
+      () => db.selectFrom('webhook_deliveries').select(['state', 'attempt']).where('webhook_id', '=', hook.id).execute(),
+      (found) => found.length === 200 && found.every((d) => d.state === 'succeeded'),
+      { what: '200 succeeded deliveries' },
+    );
+    expect(rows.every((d) => d.attempt === 1)).toBe(true);
+    const sent = receiver.on(at);
+    expect(sent).toHaveLength(200);
+    expect(new Set(sent.map((r) => r.headers['webhook-id'])).size).toBe(200);
+    expect(new Set(sent.map((r) => JSON.parse(r.body).event.n)).size).toBe(200);
+    receiver.answer(() => ({ status: 200 }));
+  });
+
   it('prunes the log to the newest finished attempts, keeping pending ones', async () => {
     const a = await account(server);
     const hook = await a.createWebhook('https://example.com/pruned');
     const db = server.running.services.store.db;
     const row = (state: 'succeeded' | 'failed' | 'pending', attempt: number) => {
       const id = newId('dl');
-      return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: `1-${attempt}`, payload: '{}', attempt, state, next_attempt_ms: state === 'pending' ? Date.now() + 3_600_000 : null, created_ms: Date.now() };
+      const nextAttemptMs = state === 'pending' ? Date.now() + 3_600_000 : null;
+      const unsent = { status_code: null, error: null, duration_ms: null, attempted_ms: null, lease_owner: null, lease_until_ms: null };
+      return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: `1-${attempt}`, payload: '{}', attempt, state, next_attempt_ms: nextAttemptMs, created_ms: Date.now(), ...unsent };
     };
-    await insertDeliveries(db, [row('failed', 1), row('succeeded', 2), row('failed', 3), row('succeeded', 4), row('pending', 5)]);
+    await insertDeliveries(db, server.running.services.store.dialect, [row('failed', 1), row('succeeded', 2), row('failed', 3), row('succeeded', 4), row('pending', 5)]);
     await pruneLog(db, hook.id, 2);
     const left = (await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data;
     expect(left.map((d: { event_id: string; state: string }) => [d.event_id, d.state])).toEqual([
