@@ -151,11 +151,18 @@ export async function pruneLog(db: Db, webhookId: string, keep: number): Promise
     .execute();
 }
 
-/** The earliest due time of a pending attempt, to sleep until it. */
+/**
+ * When the next pending attempt can be claimed, to sleep until then: its due time, or the end of its lease while
+ * it is being sent (otherwise a sender would wake at once, again and again, for attempts already in flight).
+ */
 export async function nextDueMs(db: Db): Promise<number | undefined> {
   const row = await db
     .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.min('next_attempt_ms').as('due'))
+    .select((eb) =>
+      eb.fn
+        .min(eb.case().when('lease_until_ms', '>', eb.ref('next_attempt_ms')).then(eb.ref('lease_until_ms')).else(eb.ref('next_attempt_ms')).end())
+        .as('due'),
+    )
     .where('state', '=', 'pending')
     .executeTakeFirst();
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);

@@ -57,27 +57,24 @@ export async function insertEvents(db: Db, dialect: DialectName, rows: EventRow[
   await bulkInsert(db, dialect, 'events', EVENT_COLUMNS, rows);
 }
 
-/** Deletes the `excess` oldest events of one stream of one emitter in one statement; costs O(excess), not O(stream). */
+/** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */
 export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<void> {
+  const boundary = await db
+    .selectFrom('events')
+    .select(['ms', 'seq'])
+    .where('emitter_id', '=', emitterId)
+    .where('stream', '=', stream)
+    .orderBy('ms', 'asc')
+    .orderBy('seq', 'asc')
+    .offset(excess - 1)
+    .limit(1)
+    .executeTakeFirst();
+  if (!boundary) return;
   await db
     .deleteFrom('events')
     .where('emitter_id', '=', emitterId)
     .where('stream', '=', stream)
-    .where((eb) =>
-      eb(
-        eb.refTuple('ms', 'seq'),
-        'in',
-        eb
-          .selectFrom('events')
-          .select(['ms', 'seq'])
-          .where('emitter_id', '=', emitterId)
-          .where('stream', '=', stream)
-          .orderBy('ms', 'asc')
-          .orderBy('seq', 'asc')
-          .limit(excess)
-          .$asTuple('ms', 'seq'),
-      ),
-    )
+    .where((eb) => eventKey(eb, '<=', boundary))
     .execute();
 }
 

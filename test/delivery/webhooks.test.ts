@@ -5,7 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
-import { claimDue, insertDeliveries, pruneLog, type ClaimedDelivery } from '../../src/store/deliveries.js';
+import { claimDue, insertDeliveries, nextDueMs, pruneLog, type ClaimedDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -280,6 +280,29 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       ['1-4', 'succeeded'],
       ['1-3', 'failed'],
     ]);
+  });
+
+  it('sleeps until the end of the lease of an attempt in flight, not until its past due time', async () => {
+    // A sender that woke at the due time of attempts it is already sending would poll without pause. A server of
+    // its own: the earliest due time is global, and the other tests leave attempts behind.
+    const own = await startTestServer(dialect);
+    try {
+      const hook = await (await account(own)).createWebhook('https://example.com/in-flight');
+      const { db, dialect: name } = own.running.services.store;
+      const now = Date.now();
+      const pending = (due: number, leaseUntil: number | null) => {
+        const id = newId('dl');
+        const lease = { lease_owner: leaseUntil === null ? null : 'sender', lease_until_ms: leaseUntil };
+        const unsent = { status_code: null, error: null, duration_ms: null, attempted_ms: null };
+        return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, state: 'pending' as const, next_attempt_ms: due, created_ms: now, ...unsent, ...lease };
+      };
+      await insertDeliveries(db, name, [pending(now - 1000, now + 3_600_000)]);
+      expect(await nextDueMs(db)).toBe(now + 3_600_000);
+      await insertDeliveries(db, name, [pending(now + 1_800_000, null)]);
+      expect(await nextDueMs(db)).toBe(now + 1_800_000);
+    } finally {
+      await own.destroy();
+    }
   });
 
   it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {
