@@ -2,9 +2,9 @@
 // local webhook receiver. Baseline: the same path through a bare Node HTTP server that forwards each request
 // to an SSE client and to the webhook receiver directly.
 import { loadgen } from './lib/client.mjs';
-import { watched } from './lib/machine.mjs';
+import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { startRelay } from './lib/servers.mjs';
-import { int, p50p99 } from './lib/stats.mjs';
+import { cpuPerEvent, int, p50p99 } from './lib/stats.mjs';
 import { met, row } from './lib/table.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
@@ -21,12 +21,15 @@ export async function run(cfg, log) {
   const server = await startTributary(['--allow-private-network']);
   let trib;
   let tribBusy;
+  let tribCpuMs;
   try {
     const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
     const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'fanout' });
     log(`tributary: ${cfg.fanoutRate} events/s for ${job.warmupMs / 1000} s warm-up + ${cfg.duration} s`);
     const ingestUrl = `${source.data.configured_props.http.endpoint_url}/bench`;
-    [trib, tribBusy] = await watched(() => loadgen({ ...job, kind: 'tributary', baseUrl: server.url, key: server.key, sourceId: source.data.id, ingestUrl }, timeout));
+    [[trib, tribBusy], tribCpuMs] = await serverCpuDuring(server.pid, () =>
+      watched(() => loadgen({ ...job, kind: 'tributary', baseUrl: server.url, key: server.key, sourceId: source.data.id, ingestUrl }, timeout)),
+    );
     for (const note of trib.notes) log(`tributary: ${note}`);
   } finally {
     await server.stop();
@@ -35,9 +38,12 @@ export async function run(cfg, log) {
   const relay = await startRelay();
   let base;
   let baseBusy;
+  let baseCpuMs;
   try {
     log('baseline: bare Node relay, same rate');
-    [base, baseBusy] = await watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout));
+    [[base, baseBusy], baseCpuMs] = await serverCpuDuring(relay.pid, () =>
+      watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout)),
+    );
   } finally {
     await relay.stop();
   }
@@ -65,6 +71,7 @@ export async function run(cfg, log) {
       'p99 ≤ 25 ms',
       trib.webhookAvailable ? met(trib.webhook.p99 <= 25 && complete(trib.webhook, trib)) : 'n/a',
     ),
+    row('fanout', 'server CPU per event (server + workers)', cpuPerEvent(tribCpuMs, trib.acked), cpuPerEvent(baseCpuMs, base.acked), ''),
     row(
       'fanout',
       'HTTP acknowledgement p50 / p99',

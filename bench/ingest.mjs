@@ -2,10 +2,10 @@
 // Acknowledged requests per second and latency, and a count proving that every acknowledged request
 // produced exactly one event. Baseline: a bare Fastify route answering {"success":true}, same load.
 import { loadgen } from './lib/client.mjs';
-import { watched } from './lib/machine.mjs';
+import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { forEachEvent, waitForCount } from './lib/events.mjs';
 import { startBareFastify } from './lib/servers.mjs';
-import { int, p50p99 } from './lib/stats.mjs';
+import { cpuPerEvent, int, p50p99 } from './lib/stats.mjs';
 import { met, row } from './lib/table.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
@@ -23,17 +23,22 @@ export async function run(cfg, log) {
   let loadBusy;
   let drain;
   let check;
+  let cpuMs;
   try {
     const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
     const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'ingest' });
     const sourceId = source.data.id;
     const endpoint = source.data.configured_props.http.endpoint_url;
     log(`tributary: ${cfg.connections} connections, ${cfg.warmup} s warm-up + ${cfg.duration} s into one source`);
-    [load, loadBusy] = await watched(() => loadgen({ ...job, url: `${endpoint}/bench` }, timeout));
-    const loadEnded = Date.now();
-    log(`tributary: ${int(load.rate)} acknowledged/s; waiting for ${int(load.acked)} events to be stored`);
-    drain = await waitForCount(server.api, sourceId, load.acked, { timeoutMs: cfg.drainTimeout * 1000 });
-    drain.afterLoadMs = Date.now() - loadEnded;
+    // The server's CPU is counted until every acknowledged event is stored, so it covers the whole of each event.
+    [[load, loadBusy], cpuMs] = await serverCpuDuring(server.pid, async () => {
+      const measured = await watched(() => loadgen({ ...job, url: `${endpoint}/bench` }, timeout));
+      const loadEnded = Date.now();
+      log(`tributary: ${int(measured[0].rate)} acknowledged/s; waiting for ${int(measured[0].acked)} events to be stored`);
+      drain = await waitForCount(server.api, sourceId, measured[0].acked, { timeoutMs: cfg.drainTimeout * 1000 });
+      drain.afterLoadMs = Date.now() - loadEnded;
+      return measured;
+    });
     log(`tributary: ${int(drain.count)} events stored ${(drain.afterLoadMs / 1000).toFixed(1)} s after the load; reading them back`);
     check = await verify(server.api, sourceId, load);
   } finally {
@@ -43,9 +48,10 @@ export async function run(cfg, log) {
   const bare = await startBareFastify();
   let base;
   let baseBusy;
+  let baseCpuMs;
   try {
     log('baseline: bare Fastify, same load');
-    [base, baseBusy] = await watched(() => loadgen({ ...job, url: `${bare.url}/e/bench` }, timeout));
+    [[base, baseBusy], baseCpuMs] = await serverCpuDuring(bare.pid, () => watched(() => loadgen({ ...job, url: `${bare.url}/e/bench` }, timeout)));
   } finally {
     await bare.stop();
   }
@@ -63,6 +69,7 @@ export async function run(cfg, log) {
       met(load.rate >= 5000 && share >= 0.4),
     ),
     row('ingest', 'latency p50 / p99', p50p99(load.latency), p50p99(base.latency), ''),
+    row('ingest', 'server CPU per request (server + workers)', cpuPerEvent(cpuMs, load.acked), cpuPerEvent(baseCpuMs, base.acked), ''),
     row(
       'ingest',
       'acknowledged → stored events',

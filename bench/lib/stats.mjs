@@ -46,3 +46,9 @@ export function mb(bytes) {
 }
 
 export const sleep = (msDelay) => new Promise((resolve) => setTimeout(resolve, msDelay));
+
+/** Server CPU per event (or request) in microseconds. */
+export function cpuPerEvent(cpuMs, events) {
+  if (!events) return 'n/a';
+  return `${int((cpuMs * 1000) / events)} µs`;
+}
