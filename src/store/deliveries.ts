@@ -5,6 +5,7 @@ import type { DialectName } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
 import { bulkInsert } from './bulk-insert.js';
 import { paginateById } from './paginate.js';
+import { compiledOnce } from './compiled.js';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -70,25 +71,32 @@ export interface AttemptResult {
   nextAttemptMs: number | null;
 }
 
+const updateAttempt = compiledOnce(
+  'recordAttempt',
+  (db, id: string, owner: string, result: AttemptResult) =>
+    db
+      .updateTable('webhook_deliveries')
+      .set({
+        state: result.state,
+        status_code: result.statusCode,
+        error: result.error,
+        duration_ms: Math.round(result.durationMs),
+        attempted_ms: result.attemptedMs,
+        next_attempt_ms: result.nextAttemptMs,
+        lease_owner: null,
+        lease_until_ms: null,
+      })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('state', '=', 'pending'),
+  (id, owner, result) => [
+    result.state, result.statusCode, result.error, Math.round(result.durationMs), result.attemptedMs, result.nextAttemptMs, null, null, id, owner, 'pending',
+  ],
+);
+
 /** Records an attempt this owner still holds; false when its lease was lost (another node has it now). */
 export async function recordAttempt(db: Db, id: string, owner: string, result: AttemptResult): Promise<boolean> {
-  const updated = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      state: result.state,
-      status_code: result.statusCode,
-      error: result.error,
-      duration_ms: Math.round(result.durationMs),
-      attempted_ms: result.attemptedMs,
-      next_attempt_ms: result.nextAttemptMs,
-      lease_owner: null,
-      lease_until_ms: null,
-    })
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
-  return Number(updated.numUpdatedRows) === 1;
+  return Number((await updateAttempt(db, id, owner, result)).numAffectedRows ?? 0) === 1;
 }
 
 /** Extends this owner's leases on pending attempts; returns the ids it still holds (the others were taken back). */

@@ -3,7 +3,8 @@ import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely'
 import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
-import type { Database, EventsTable, StreamKind } from './schema.js';
+import type { Database, EmitterStateTable, EventsTable, StreamKind } from './schema.js';
+import { compiledOnce } from './compiled.js';
 
 export type EventRow = Selectable<EventsTable>;
 
@@ -27,28 +28,42 @@ export interface EmitterState {
   counts: Partial<Record<StreamKind, number>>;
 }
 
+const selectEmitterState = compiledOnce(
+  'readEmitterState',
+  (db, dialect: DialectName, emitterId: string) => {
+    const query = db.selectFrom('emitter_state').selectAll().where('emitter_id', '=', emitterId);
+    return dialect === 'postgres' ? query.forUpdate() : query;
+  },
+  (_dialect, emitterId) => [emitterId],
+);
+
 /** Reads the emitter's state, locking its row on PostgreSQL so that concurrent commits take turns. */
 export async function readEmitterState(db: Db, dialect: DialectName, emitterId: string): Promise<EmitterState> {
-  let query = db.selectFrom('emitter_state').selectAll().where('emitter_id', '=', emitterId);
-  if (dialect === 'postgres') query = query.forUpdate();
-  const row = await query.executeTakeFirst();
+  const row = (await selectEmitterState(db, dialect, emitterId)).rows[0];
   if (!row) return { lastMs: 0, lastSeq: -1, dedupe: null, counts: {} };
   return { lastMs: Number(row.last_ms), lastSeq: Number(row.last_seq), dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe), counts: JSON.parse(row.counts) };
 }
 
+type EmitterStateRow = Selectable<EmitterStateTable>;
+
+const upsertEmitterState = compiledOnce(
+  'writeEmitterState',
+  (db, row: EmitterStateRow) =>
+    db
+      .insertInto('emitter_state')
+      .values(row)
+      .onConflict((oc) => oc.column('emitter_id').doUpdateSet({ last_ms: row.last_ms, last_seq: row.last_seq, dedupe: row.dedupe, counts: row.counts })),
+  (row) => [row.emitter_id, row.last_ms, row.last_seq, row.dedupe, row.counts, row.last_ms, row.last_seq, row.dedupe, row.counts],
+);
+
 export async function writeEmitterState(db: Db, emitterId: string, state: EmitterState): Promise<void> {
-  const row = {
+  await upsertEmitterState(db, {
     emitter_id: emitterId,
     last_ms: state.lastMs,
     last_seq: state.lastSeq,
     dedupe: state.dedupe === null ? null : JSON.stringify(state.dedupe),
     counts: JSON.stringify(state.counts),
-  };
-  await db
-    .insertInto('emitter_state')
-    .values(row)
-    .onConflict((oc) => oc.column('emitter_id').doUpdateSet({ last_ms: row.last_ms, last_seq: row.last_seq, dedupe: row.dedupe, counts: row.counts }))
-    .execute();
+  });
 }
 
 const EVENT_COLUMNS = ['emitter_id', 'stream', 'ms', 'seq', 'name', 'emit_id', 'event_key', 'summary', 'ts', 'event', 'indexed_at_ms'] as const;
@@ -57,25 +72,37 @@ export async function insertEvents(db: Db, dialect: DialectName, rows: EventRow[
   await bulkInsert(db, dialect, 'events', EVENT_COLUMNS, rows);
 }
 
+const oldestKeptBoundary = compiledOnce(
+  'trimOldest.boundary',
+  (db, emitterId: string, stream: StreamKind, excess: number) =>
+    db
+      .selectFrom('events')
+      .select(['ms', 'seq'])
+      .where('emitter_id', '=', emitterId)
+      .where('stream', '=', stream)
+      .orderBy('ms', 'asc')
+      .orderBy('seq', 'asc')
+      .limit(1)
+      .offset(excess - 1),
+  (emitterId, stream, excess) => [emitterId, stream, 1, excess - 1],
+);
+
+const deleteThrough = compiledOnce(
+  'trimOldest.delete',
+  (db, emitterId: string, stream: StreamKind, boundary: EventKey) =>
+    db
+      .deleteFrom('events')
+      .where('emitter_id', '=', emitterId)
+      .where('stream', '=', stream)
+      .where((eb) => eventKey(eb, '<=', boundary)),
+  (emitterId, stream, boundary) => [emitterId, stream, boundary.ms, boundary.ms, boundary.seq],
+);
+
 /** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */
 export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<void> {
-  const boundary = await db
-    .selectFrom('events')
-    .select(['ms', 'seq'])
-    .where('emitter_id', '=', emitterId)
-    .where('stream', '=', stream)
-    .orderBy('ms', 'asc')
-    .orderBy('seq', 'asc')
-    .offset(excess - 1)
-    .limit(1)
-    .executeTakeFirst();
+  const boundary = (await oldestKeptBoundary(db, emitterId, stream, excess)).rows[0];
   if (!boundary) return;
-  await db
-    .deleteFrom('events')
-    .where('emitter_id', '=', emitterId)
-    .where('stream', '=', stream)
-    .where((eb) => eventKey(eb, '<=', boundary))
-    .execute();
+  await deleteThrough(db, emitterId, stream, { ms: Number(boundary.ms), seq: Number(boundary.seq) });
 }
 
 /** Counts the events of one stream, to correct the stored count after a range deletion. */

@@ -3,6 +3,7 @@ import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely'
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
 import type { Database, InvocationsTable } from './schema.js';
+import { compiledOnce } from './compiled.js';
 
 export type InvocationRow = Selectable<InvocationsTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -61,11 +62,22 @@ export async function claimBatch(
  * Removes completed invocations; with an owner, only where it still holds them (a reclaimed row is not ours to
  * drop). Without one (the queue's only consumer), unconditionally.
  */
+const deleteInvocations = compiledOnce(
+  'completeInvocations',
+  (db, ids: string[]) => db.deleteFrom('invocations').where('id', 'in', ids),
+  (ids) => ids,
+);
+
+const deleteLeasedInvocations = compiledOnce(
+  'completeInvocations.leased',
+  (db, ids: string[], owner: string) => db.deleteFrom('invocations').where('id', 'in', ids).where('lease_owner', '=', owner),
+  (ids, owner) => [...ids, owner],
+);
+
 export async function completeInvocations(db: Db, ids: string[], owner: string | null): Promise<void> {
   if (!ids.length) return;
-  let query = db.deleteFrom('invocations').where('id', 'in', ids);
-  if (owner !== null) query = query.where('lease_owner', '=', owner);
-  await query.execute();
+  if (owner === null) await deleteInvocations(db, ids);
+  else await deleteLeasedInvocations(db, ids, owner);
 }
 
 /** Gives leased invocations back to the queue, for another attempt. */

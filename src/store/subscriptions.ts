@@ -1,6 +1,7 @@
 // Queries on subscriptions and auto-subscriptions: create once per triple, match an emitter, remove.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { AutoSubscriptionsTable, Database, SubscriptionsTable } from './schema.js';
+import { compiledOnce } from './compiled.js';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type AutoSubscriptionRow = Selectable<AutoSubscriptionsTable>;
@@ -51,8 +52,14 @@ export function listSubscriptions(db: Db, userId: string): Promise<SubscriptionR
 }
 
 /** Subscriptions of the account naming this emitter or the glob covering it. */
-export function subscriptionsOf(db: Db, userId: string, emitterIds: string[]): Promise<SubscriptionRow[]> {
-  return db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).where('emitter_id', 'in', emitterIds).execute();
+const selectSubscriptionsOf = compiledOnce(
+  'subscriptionsOf',
+  (db, userId: string, emitterIds: string[]) => db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).where('emitter_id', 'in', emitterIds),
+  (userId, emitterIds) => [userId, ...emitterIds],
+);
+
+export async function subscriptionsOf(db: Db, userId: string, emitterIds: string[]): Promise<SubscriptionRow[]> {
+  return (await selectSubscriptionsOf(db, userId, emitterIds)).rows;
 }
 
 export async function deleteSubscriptionsNaming(db: Db, id: string): Promise<void> {

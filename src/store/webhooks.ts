@@ -3,6 +3,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../core/pagination.js';
 import type { Database, WebhooksTable } from './schema.js';
 import { paginateById } from './paginate.js';
+import { compiledOnce } from './compiled.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -16,9 +17,15 @@ export function findWebhook(db: Db, userId: string, id: string): Promise<Webhook
 }
 
 /** The account's active webhooks among `ids` (listeners of a commit). */
-export function activeWebhooks(db: Db, userId: string, ids: string[]): Promise<WebhookRow[]> {
-  if (!ids.length) return Promise.resolve([]);
-  return db.selectFrom('webhooks').selectAll().where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1).execute();
+const selectActiveWebhooks = compiledOnce(
+  'activeWebhooks',
+  (db, userId: string, ids: string[]) => db.selectFrom('webhooks').selectAll().where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1),
+  (userId, ids) => [userId, ...ids, 1],
+);
+
+export async function activeWebhooks(db: Db, userId: string, ids: string[]): Promise<WebhookRow[]> {
+  if (!ids.length) return [];
+  return (await selectActiveWebhooks(db, userId, ids)).rows;
 }
 
 export function listWebhooks(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<WebhookRow>> {
