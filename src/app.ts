@@ -82,7 +82,11 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   const config =
     givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+  const store = await openStore({
+    dataDir: config.dataDir,
+    databaseUrl: config.databaseUrl,
+    backgroundCheckpoints: { onFailure: (error) => logger.error({ err: error }, 'background checkpoints stopped; commits checkpoint the log again') },
+  });
   const runtime = new ComponentRuntime({
     dataDir: config.dataDir,
     workerMemoryMb: config.workerMemory,

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
+import { BackgroundCheckpointer } from './checkpointer.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -22,10 +23,15 @@ export interface OpenStoreOptions {
   databaseUrl?: string | undefined;
   /** Run pending migrations (true for the server and the CLI). */
   migrate?: boolean;
+  /**
+   * SQLite: copy the write-ahead log into the database file from a thread of its own (the server), instead of
+   * in whichever commit crosses the log's size limit, which then stalls for milliseconds.
+   */
+  backgroundCheckpoints?: { onFailure(error: Error): void };
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const store = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir);
+  const store = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir, options.backgroundCheckpoints);
   try {
     await sql`select 1`.execute(store.db);
     if (options.migrate !== false) await migrateToLatest(store.db, store.dialect);
@@ -36,7 +42,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   return store;
 }
 
-function openSqlite(dataDir: string): Store {
+/** SQLite's own default: a commit that finds the log past this many pages copies it into the database file. */
+const AUTO_CHECKPOINT_PAGES = 1000;
+/** How often the background thread checkpoints; under load the log grows by a few MB in that time at most. */
+const CHECKPOINT_EVERY_MS = 250;
+
+function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundCheckpoints']): Store {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'tributary.db');
   const connection = new SQLite(file);
@@ -45,8 +56,24 @@ function openSqlite(dataDir: string): Store {
   connection.pragma('foreign_keys = ON');
   // The CLI and the server may write the same file; wait for the other's lock instead of failing.
   connection.pragma('busy_timeout = 5000');
+  let checkpointer: BackgroundCheckpointer | undefined;
+  if (background) {
+    connection.pragma('wal_autocheckpoint = 0');
+    checkpointer = new BackgroundCheckpointer(file, {
+      everyMs: CHECKPOINT_EVERY_MS,
+      onFailure: (error) => {
+        // The log must not grow without end: commits checkpoint it again, stalls and all.
+        if (connection.open) connection.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
+        background.onFailure(error);
+      },
+    });
+  }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }) });
-  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+  const close = async () => {
+    await checkpointer?.close();
+    await db.destroy();
+  };
+  return { db, dialect: 'sqlite', location: file, close };
 }
 
 /** Most distinct statements kept prepared; batch inserts of different sizes each have their own SQL. */

@@ -1,0 +1,74 @@
+// Copies the SQLite write-ahead log into the database file from a thread of its own, so that commits never wait for it.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * The thread's code. It opens its own connection to the file and runs a PASSIVE checkpoint every `everyMs`:
+ * one that copies what it can without blocking the server's commits, with the fsync it needs off the server's
+ * thread. Errors are posted back; `stop` closes the connection and lets the thread end.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.file, { fileMustExist: true });
+db.pragma('busy_timeout = 5000');
+db.pragma('synchronous = NORMAL');
+const checkpoint = () => {
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch (error) {
+    parentPort.postMessage({ error: String((error && error.message) || error) });
+  }
+};
+const timer = setInterval(checkpoint, workerData.everyMs);
+parentPort.on('message', (message) => {
+  if (message !== 'stop') return;
+  clearInterval(timer);
+  checkpoint();
+  db.close();
+  parentPort.close();
+});
+`;
+
+export interface CheckpointerOptions {
+  /** Time between checkpoints; the log grows by what commits write in that time. */
+  everyMs: number;
+  /** Called when the thread fails; the caller should then let its own connection checkpoint again. */
+  onFailure(error: Error): void;
+}
+
+export class BackgroundCheckpointer {
+  private readonly thread: Worker;
+  private readonly ended: Promise<void>;
+  private stopping = false;
+
+  constructor(file: string, options: CheckpointerOptions) {
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.thread = new Worker(THREAD_SOURCE, { eval: true, workerData: { driver, file, everyMs: options.everyMs } });
+    // It must not keep the process alive on its own; close() ends it.
+    this.thread.unref();
+    let failed = false;
+    const fail = (error: Error) => {
+      if (failed || this.stopping) return;
+      failed = true;
+      options.onFailure(error);
+    };
+    this.thread.on('message', (message: { error?: string }) => {
+      if (message.error) fail(new Error(`background checkpoint failed: ${message.error}`));
+    });
+    this.thread.on('error', (error) => fail(error));
+    this.ended = new Promise((resolve) => {
+      this.thread.once('exit', (code) => {
+        if (code !== 0) fail(new Error(`the checkpoint thread exited with code ${code}`));
+        resolve();
+      });
+    });
+  }
+
+  /** Runs a last checkpoint and ends the thread. */
+  async close(): Promise<void> {
+    this.stopping = true;
+    this.thread.postMessage('stop');
+    await this.ended;
+  }
+}
