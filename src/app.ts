@@ -23,7 +23,7 @@ import { WebhookService } from './core/webhooks.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { DeliveryRouter } from './delivery/router.js';
 import { SseHub } from './delivery/sse-hub.js';
-import { WEBHOOK_TIMEOUT_MS, WebhookSender } from './delivery/webhook-sender.js';
+import { WebhookSender } from './delivery/webhook-sender.js';
 import { buildApi } from './api/server.js';
 
 export interface Services {
@@ -112,8 +112,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       {
         allowPrivateNetwork: config.allowPrivateNetwork,
         retryScheduleSeconds: config.webhookRetrySchedule,
-        timeoutMs: WEBHOOK_TIMEOUT_MS,
-        leaseMs: WEBHOOK_TIMEOUT_MS + 45_000,
+        timeoutMs: config.webhookTimeout * 1000,
+        leaseMs: config.webhookTimeout * 1000 + 45_000,
         pollMs: 1000,
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',

@@ -39,6 +39,8 @@ export interface Config {
   readonly freeDailyComputeMs: number;
   /** Delays before each retry of a failed webhook delivery, in seconds (one retry per entry). */
   readonly webhookRetrySchedule: readonly number[];
+  /** Longest a webhook delivery attempt may take, connection to last byte, in seconds. */
+  readonly webhookTimeout: number;
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -176,6 +178,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: Object.freeze([5, 300, 1800, 7200, 18000, 36000, 36000]),
     defaultText: '5,300,1800,7200,18000,36000,36000',
     parse: secondsList,
+  },
+  {
+    key: 'webhookTimeout',
+    flag: '--webhook-timeout',
+    description: 'longest a webhook delivery attempt may take, connection to last byte, in seconds',
+    defaultValue: 15,
+    parse: integer(1, 600),
   },
 ];
 

@@ -27,7 +27,6 @@ export interface WebhookSenderOptions {
   reclaimAtStart: boolean;
 }
 
-export const WEBHOOK_TIMEOUT_MS = 15_000;
 /** A Retry-After further away than this is not believed. */
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** Finished attempts kept per webhook in the delivery log; pruned every PRUNE_EVERY attempts. */
@@ -204,8 +203,9 @@ export class WebhookSender implements DeliveryQueue {
   }
 
   private launch(row: deliveries.ClaimedDelivery): void {
+    // Aborted by stop(), or by the attempt's own timeout.
     const abort = new AbortController();
-    const done = this.attempt(row, abort.signal)
+    const done = this.attempt(row, abort)
       .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.inFlight.delete(row.id);
@@ -216,13 +216,13 @@ export class WebhookSender implements DeliveryQueue {
     this.inFlight.set(row.id, { abort, done });
   }
 
-  private async attempt(row: deliveries.ClaimedDelivery, stop: AbortSignal): Promise<void> {
+  private async attempt(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<void> {
     const attemptedMs = Date.now();
     const started = performance.now();
     const result: SendResult =
-      row.active === 1 ? await this.send(row, stop) : { statusCode: null, error: 'the webhook is inactive', retryAfterMs: undefined };
+      row.active === 1 ? await this.send(row, abort) : { statusCode: null, error: 'the webhook is inactive', retryAfterMs: undefined };
     const durationMs = performance.now() - started;
-    if (stop.aborted && this.stopped) {
+    if (abort.signal.aborted && this.stopped) {
       // Shutting down: not the receiver's fault, so the attempt does not count; it is sent again after the restart.
       await deliveries.releaseDeliveries(this.store.db, [row.id], this.owner);
       return;
@@ -294,7 +294,9 @@ export class WebhookSender implements DeliveryQueue {
     return result.retryAfterMs ?? this.options.retryScheduleSeconds[row.attempt - 1]! * 1000;
   }
 
-  private async send(row: deliveries.ClaimedDelivery, stop: AbortSignal): Promise<SendResult> {
+  private async send(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<SendResult> {
+    // One timer for the whole attempt: AbortSignal.any with AbortSignal.timeout cost a third of a request's CPU.
+    const timeout = setTimeout(() => abort.abort(new DOMException('the attempt timed out', 'TimeoutError')), this.options.timeoutMs);
     try {
       const url = new URL(row.url);
       assertPublicLiteral(url, this.options.allowPrivateNetwork);
@@ -302,7 +304,7 @@ export class WebhookSender implements DeliveryQueue {
       const response = await request(url, {
         method: 'POST',
         dispatcher: this.agent,
-        signal: AbortSignal.any([stop, AbortSignal.timeout(this.options.timeoutMs)]),
+        signal: abort.signal,
         headers: {
           'content-type': 'application/json',
           'user-agent': 'Tributary-Webhooks/1',
@@ -312,10 +314,13 @@ export class WebhookSender implements DeliveryQueue {
         },
         body: row.payload,
       });
-      await drain(response.body);
+      // Read to let the connection be reused; a larger body closes it instead.
+      await response.body.dump({ limit: MAX_RESPONSE_BYTES });
       return { statusCode: response.statusCode, error: null, retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) };
     } catch (error) {
       return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };
+    } finally {
+      clearTimeout(timeout);
     }
   }
 
@@ -341,17 +346,5 @@ export class WebhookSender implements DeliveryQueue {
     if (err.name === 'AbortError' && !this.stopped) return `no response within ${this.options.timeoutMs / 1000} s`;
     const detail = cause?.message ?? err.message;
     return (err.code ?? cause?.code) ? `${err.code ?? cause?.code}: ${detail}` : detail;
-  }
-}
-
-/** Reads up to MAX_RESPONSE_BYTES of a response and drops the rest (the connection is then not reused). */
-async function drain(body: AsyncIterable<Uint8Array> & { destroy(): unknown }): Promise<void> {
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      body.destroy();
-      return;
-    }
   }
 }

@@ -305,6 +305,29 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     }
   });
 
+  it('ends an attempt that gets no answer within --webhook-timeout and retries it', async () => {
+    const own = await startTestServer(dialect, { allowPrivateNetwork: true, webhookTimeout: 1, webhookRetrySchedule: [1] });
+    try {
+      const a = await account(own);
+      const at = nextPath();
+      receiver.answer((r) => (r.path === at ? 'hang' : { status: 200 }));
+      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      const source = await a.deploy();
+      await a.subscribe(source, hook.id);
+      await a.runAndWait(source, emitsOf([{ event: 'slow' }]));
+      const log = await a.deliveriesOf(hook.id, (rows) => rows.length === 2 && rows.every((d) => d.state === 'failed'), 'two timed-out attempts');
+      expect(log.map((d) => [d.attempt, d.status_code, d.error])).toEqual([
+        [2, null, 'no response within 1 s'],
+        [1, null, 'no response within 1 s'],
+      ]);
+      expect(log.every((d) => d.duration_ms >= 1000 && d.duration_ms < 5000)).toBe(true);
+      expect(receiver.on(at)).toHaveLength(2);
+    } finally {
+      receiver.answer(() => ({ status: 200 }));
+      await own.destroy();
+    }
+  });
+
   it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {
     const a = await account(server);
     const at = nextPath();
