@@ -120,7 +120,16 @@ export class WebhookSender implements DeliveryQueue {
 
   handOver(rows: deliveries.ClaimedDelivery[]): void {
     this.handed.push(...rows);
-    this.launchHanded();
+    if (this.stopped) void this.releaseHanded();
+    else this.launchHanded();
+  }
+
+  /** Gives back deliveries handed over but not started, so that the next start (or another node) sends them at once. */
+  private async releaseHanded(): Promise<void> {
+    const waiting = this.handed.splice(0).map((row) => row.id);
+    await deliveries.releaseDeliveries(this.store.db, waiting, this.owner).catch((error: unknown) => {
+      this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
+    });
   }
 
   /** Sends handed-over deliveries while slots are free; one whose lease is running out is renewed first. */
@@ -160,11 +169,7 @@ export class WebhookSender implements DeliveryQueue {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.pumped;
-    // Handed over but not started: given back, so that the next start (or another node) sends them at once.
-    const waiting = this.handed.splice(0).map((row) => row.id);
-    await deliveries.releaseDeliveries(this.store.db, waiting, this.owner).catch((error: unknown) => {
-      this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
-    });
+    await this.releaseHanded();
     for (const { abort } of this.inFlight.values()) abort.abort();
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.agent.close().catch(() => undefined);

@@ -5,7 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
-import { claimDue, insertDeliveries, nextDueMs, pruneLog, type ClaimedDelivery } from '../../src/store/deliveries.js';
+import { claimDue, insertDeliveries, nextDueMs, pruneLog, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
 import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -27,6 +27,16 @@ describe('webhook signing and Retry-After parsing', () => {
     expect(retryAfterMs('999999999', now)).toBe(24 * 3600 * 1000);
   });
 });
+
+/** A delivery row as the store keeps it: a first attempt, pending and unleased unless `fields` say otherwise. */
+function deliveryRow(webhookId: string, fields: Partial<DeliveryRow> = {}): DeliveryRow {
+  const id = newId('dl');
+  return {
+    id, message_id: id, webhook_id: webhookId, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, state: 'pending',
+    next_attempt_ms: Date.now(), status_code: null, error: null, duration_ms: null, attempted_ms: null, created_ms: Date.now(),
+    lease_owner: null, lease_until_ms: null, ...fields,
+  };
+}
 
 describe.each(DIALECTS)('webhooks on %s', (dialect) => {
   let server: TestServer;
@@ -266,12 +276,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const a = await account(server);
     const hook = await a.createWebhook('https://example.com/pruned');
     const db = server.running.services.store.db;
-    const row = (state: 'succeeded' | 'failed' | 'pending', attempt: number) => {
-      const id = newId('dl');
-      const nextAttemptMs = state === 'pending' ? Date.now() + 3_600_000 : null;
-      const unsent = { status_code: null, error: null, duration_ms: null, attempted_ms: null, lease_owner: null, lease_until_ms: null };
-      return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: `1-${attempt}`, payload: '{}', attempt, state, next_attempt_ms: nextAttemptMs, created_ms: Date.now(), ...unsent };
-    };
+    const row = (state: DeliveryRow['state'], attempt: number) =>
+      deliveryRow(hook.id, { state, attempt, event_id: `1-${attempt}`, next_attempt_ms: state === 'pending' ? Date.now() + 3_600_000 : null });
     await insertDeliveries(db, server.running.services.store.dialect, [row('failed', 1), row('succeeded', 2), row('failed', 3), row('succeeded', 4), row('pending', 5)]);
     await pruneLog(db, hook.id, 2);
     const left = (await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data;
@@ -290,12 +296,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       const hook = await (await account(own)).createWebhook('https://example.com/in-flight');
       const { db, dialect: name } = own.running.services.store;
       const now = Date.now();
-      const pending = (due: number, leaseUntil: number | null) => {
-        const id = newId('dl');
-        const lease = { lease_owner: leaseUntil === null ? null : 'sender', lease_until_ms: leaseUntil };
-        const unsent = { status_code: null, error: null, duration_ms: null, attempted_ms: null };
-        return { id, message_id: id, webhook_id: hook.id, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, state: 'pending' as const, next_attempt_ms: due, created_ms: now, ...unsent, ...lease };
-      };
+      const pending = (due: number, leaseUntil: number | null) =>
+        deliveryRow(hook.id, { next_attempt_ms: due, lease_owner: leaseUntil === null ? null : 'sender', lease_until_ms: leaseUntil });
       await insertDeliveries(db, name, [pending(now - 1000, now + 3_600_000)]);
       expect(await nextDueMs(db)).toBe(now + 3_600_000);
       await insertDeliveries(db, name, [pending(now + 1_800_000, null)]);
