@@ -14,8 +14,8 @@ export const summary = 'events at a fixed rate: request → SSE client and → w
 const ECHO = 'module.exports = { name: "bench-fanout", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
 
 export async function run(cfg, log) {
-  const job = { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: Math.min(cfg.warmup, 2) * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
-  const timeout = (cfg.warmup + cfg.duration) * 1000 + 120_000;
+  const job = { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: cfg.fanoutWarmup * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
+  const timeout = (cfg.fanoutWarmup + cfg.duration) * 1000 + 120_000;
 
   // The server must reach the receiver on 127.0.0.1; the retention only needs to cover the SSE replay window.
   const server = await startTributary(['--allow-private-network']);
@@ -70,6 +70,13 @@ export async function run(cfg, log) {
       `${p50p99(base.webhook)} (${received(base.webhook, base)})${baseBusy}`,
       'p99 ≤ 25 ms',
       trib.webhookAvailable ? met(trib.webhook.p99 <= 25 && complete(trib.webhook, trib)) : 'n/a',
+    ),
+    row(
+      'fanout',
+      `during the warm-up (first ${cfg.fanoutWarmup} s after start): SSE / webhook p50 / p99`,
+      trib.sseAvailable && trib.webhookAvailable ? `${p50p99(trib.warmUpSse)} / ${p50p99(trib.warmUpWebhook)}` : 'n/a',
+      `${p50p99(base.warmUpSse)} / ${p50p99(base.warmUpWebhook)}`,
+      '',
     ),
     row('fanout', 'server CPU per event (server + workers)', cpuPerEvent(tribCpuMs, trib.acked), cpuPerEvent(baseCpuMs, base.acked), ''),
     row(

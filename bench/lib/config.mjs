@@ -18,6 +18,11 @@ export function loadConfig() {
     connections: num('BENCH_CONNECTIONS', 32),
     /** Fan-out: events per second. */
     fanoutRate: num('BENCH_FANOUT_RATE', 500),
+    /**
+     * Fan-out: seconds of load before the measurement. A fresh server spends its first seconds compiling its hot
+     * paths (p99 above 60 ms in the first 2 s, under 10 ms from about 4 s on); those seconds get a row of their own.
+     */
+    fanoutWarmup: num('BENCH_FANOUT_WARMUP', 10),
     /** Timers: interval sources firing (intervals of 1 and 2 s). */
     timers: num('BENCH_TIMERS', 1000),
     /** Scale: deployed sources. */

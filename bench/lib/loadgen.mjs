@@ -269,6 +269,7 @@ async function fanout({ kind, baseUrl, key, sourceId, ingestUrl, rate, warmupMs,
   receiver.server.closeAllConnections?.();
   await receiver.close();
   const pick = (map) => [...map].filter(([seq]) => seq >= firstMeasured).map(([, v]) => v);
+  const pickWarmUp = (map) => [...map].filter(([seq]) => seq < firstMeasured).map(([, v]) => v);
   return {
     rate,
     sent,
@@ -283,6 +284,8 @@ async function fanout({ kind, baseUrl, key, sourceId, ingestUrl, rate, warmupMs,
     webhookAvailable,
     sse: summarize(pick(sseLatency)),
     webhook: summarize(pick(webhookLatency)),
+    warmUpSse: summarize(pickWarmUp(sseLatency)),
+    warmUpWebhook: summarize(pickWarmUp(webhookLatency)),
     notes,
   };
 }
