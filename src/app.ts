@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import net from 'node:net';
 import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
+import { lockDataDir } from './store/data-dir-lock.js';
 import { ComponentRuntime } from './runtime/index.js';
 import { UserService, type NewAccount } from './core/users.js';
 import { ComponentService } from './core/components.js';
@@ -82,11 +83,19 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   const config =
     givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
-  const store = await openStore({
-    dataDir: config.dataDir,
-    databaseUrl: config.databaseUrl,
-    backgroundCheckpoints: { onFailure: (error) => logger.error({ err: error }, 'background checkpoints stopped; commits checkpoint the log again') },
-  });
+  // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
+  const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
+  let store: Store;
+  try {
+    store = await openStore({
+      dataDir: config.dataDir,
+      databaseUrl: config.databaseUrl,
+      backgroundCheckpoints: { onFailure: (error) => logger.error({ err: error }, 'background checkpoints stopped; commits checkpoint the log again') },
+    });
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   const runtime = new ComponentRuntime({
     dataDir: config.dataDir,
     workerMemoryMb: config.workerMemory,
@@ -182,11 +191,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           await bus.close();
           await runtime.close();
           await store.close();
+          lock?.release();
         })()),
     };
   } catch (error) {
     await runtime.close().catch(() => undefined);
     await store.close().catch(() => undefined);
+    lock?.release();
     throw error;
   }
 }

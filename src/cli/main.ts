@@ -5,6 +5,7 @@ import { createLogger, startTributary } from '../app.js';
 import { openStore } from '../store/database.js';
 import { UserService, type NewAccount, type Plan } from '../core/users.js';
 import { ServiceError } from '../core/errors.js';
+import { DataDirInUseError } from '../store/data-dir-lock.js';
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -50,13 +51,6 @@ export function buildProgram(): Command {
     const config = configFrom(options);
     const logger = createLogger(config);
     const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
-    // One write, so that whoever reads standard output sees the whole banner at once.
-    const banner = [`Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`, `storage: ${running.services.store.location}`];
-    if (running.initialAccount) {
-      banner.push('The database was empty, so an account was created:', ...accountLines(running.initialAccount));
-      banner.push(`Try: curl -H "Authorization: Bearer ${running.initialAccount.apiKey}" ${running.url}/v1/users/me`);
-    }
-    console.log(banner.join('\n'));
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
       running.close().then(
@@ -69,6 +63,14 @@ export function buildProgram(): Command {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // One write, so that whoever reads standard output sees the whole banner at once; and only once the signals
+    // are handled, since whoever reads it may stop the server straight away.
+    const banner = [`Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`, `storage: ${running.services.store.location}`];
+    if (running.initialAccount) {
+      banner.push('The database was empty, so an account was created:', ...accountLines(running.initialAccount));
+      banner.push(`Try: curl -H "Authorization: Bearer ${running.initialAccount.apiKey}" ${running.url}/v1/users/me`);
+    }
+    console.log(banner.join('\n'));
   });
 
   const users = program.command('users').description('manage accounts (works while the server runs)');
@@ -114,7 +116,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof ServiceError) {
+    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError) {
       console.error(`error: ${error.message}`);
       process.exit(2);
     }

@@ -119,4 +119,25 @@ describe('tributary CLI', () => {
     again.child.kill('SIGTERM');
     expect(await exitedAgain).toBe(0);
   });
+
+  it('refuses a second serve on a data directory a running server uses, and takes over after a crash', async () => {
+    const dataDir = tempDir();
+    const first = await serve(['--data-dir', dataDir]);
+    children.push(first.child);
+    const second = await tributary(['serve', '--port', '0', '--data-dir', dataDir]).catch((e: { code: number; stderr: string }) => e);
+    expect((second as { code: number }).code).toBe(2);
+    expect((second as { stderr: string }).stderr).toContain(`error: another tributary serve (pid ${first.child.pid}) is using the data directory ${dataDir}`);
+    // The users commands still work beside the server.
+    await tributary(['users', 'list', '--data-dir', dataDir]);
+
+    // A server killed without shutting down leaves its lock behind; the next start takes it over.
+    const killed = exitCode(first.child);
+    first.child.kill('SIGKILL');
+    await killed;
+    const next = await serve(['--data-dir', dataDir]);
+    children.push(next.child);
+    const exited = exitCode(next.child);
+    next.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
 });
