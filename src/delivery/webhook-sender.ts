@@ -192,8 +192,11 @@ export class WebhookSender implements DeliveryQueue {
         if (claimed.length < free) break;
       }
       if (this.stopped) return;
-      const due = await deliveries.nextDueMs(this.store.db);
-      if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - Date.now()));
+      // Every slot busy: a finishing attempt wakes the pump, and due work would only wake it again and again.
+      if (!this.saturated) {
+        const due = await deliveries.nextDueMs(this.store.db);
+        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - Date.now()));
+      }
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'webhook sender could not read its queue');
     }

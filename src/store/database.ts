@@ -44,7 +44,15 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 
 /** SQLite's own default: a commit that finds the log past this many pages copies it into the database file. */
 const AUTO_CHECKPOINT_PAGES = 1000;
-/** How often the background thread checkpoints; under load the log grows by a few MB in that time at most. */
+/**
+ * With background checkpoints, the commit's own checkpoint stays as a ceiling (16 MB of log). Under sustained
+ * writes a checkpoint on another connection never catches up with the last commit, and only a writer that
+ * finds the log fully copied starts it over; this commit then copies just what the thread has not.
+ */
+const CEILING_CHECKPOINT_PAGES = 4000;
+/** The log file is cut back to this size when it starts over, instead of keeping its largest size on disk. */
+const LOG_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
+/** How often the background thread checkpoints. */
 const CHECKPOINT_EVERY_MS = 250;
 
 function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundCheckpoints']): Store {
@@ -58,11 +66,12 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
   connection.pragma('busy_timeout = 5000');
   let checkpointer: BackgroundCheckpointer | undefined;
   if (background) {
-    connection.pragma('wal_autocheckpoint = 0');
+    connection.pragma(`wal_autocheckpoint = ${CEILING_CHECKPOINT_PAGES}`);
+    connection.pragma(`journal_size_limit = ${LOG_SIZE_LIMIT_BYTES}`);
     checkpointer = new BackgroundCheckpointer(file, {
       everyMs: CHECKPOINT_EVERY_MS,
       onFailure: (error) => {
-        // The log must not grow without end: commits checkpoint it again, stalls and all.
+        // Commits take the copying back, every 1,000 pages as SQLite does by default, stalls and all.
         if (connection.open) connection.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
         background.onFailure(error);
       },

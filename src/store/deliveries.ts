@@ -160,20 +160,20 @@ export async function pruneLog(db: Db, webhookId: string, keep: number): Promise
 }
 
 /**
- * When the next pending attempt can be claimed, to sleep until then: its due time, or the end of its lease while
- * it is being sent (otherwise a sender would wake at once, again and again, for attempts already in flight).
+ * The due time of the earliest pending attempt nobody holds, to sleep until then. Attempts in flight are left
+ * out: they are pending with a due time in the past, and a sender woken for them would wake again and again.
+ * Leases that run out are found by the fallback poll. Walks the due-time index in order.
  */
 export async function nextDueMs(db: Db): Promise<number | undefined> {
   const row = await db
     .selectFrom('webhook_deliveries')
-    .select((eb) =>
-      eb.fn
-        .min(eb.case().when('lease_until_ms', '>', eb.ref('next_attempt_ms')).then(eb.ref('lease_until_ms')).else(eb.ref('next_attempt_ms')).end())
-        .as('due'),
-    )
+    .select('next_attempt_ms')
     .where('state', '=', 'pending')
+    .where('lease_until_ms', 'is', null)
+    .orderBy('next_attempt_ms')
+    .limit(1)
     .executeTakeFirst();
-  return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
+  return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
 }
 
 /** The attempt log of one webhook, newest first. */

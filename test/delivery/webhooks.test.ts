@@ -288,19 +288,17 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     ]);
   });
 
-  it('sleeps until the end of the lease of an attempt in flight, not until its past due time', async () => {
-    // A sender that woke at the due time of attempts it is already sending would poll without pause. A server of
-    // its own: the earliest due time is global, and the other tests leave attempts behind.
+  it('sleeps until the earliest attempt nobody holds is due, not until the past due time of one in flight', async () => {
+    // A sender that woke for attempts it is already sending would poll without pause. A server of its own: the
+    // earliest due time is global, and the other tests leave attempts behind.
     const own = await startTestServer(dialect);
     try {
       const hook = await (await account(own)).createWebhook('https://example.com/in-flight');
       const { db, dialect: name } = own.running.services.store;
       const now = Date.now();
-      const pending = (due: number, leaseUntil: number | null) =>
-        deliveryRow(hook.id, { next_attempt_ms: due, lease_owner: leaseUntil === null ? null : 'sender', lease_until_ms: leaseUntil });
-      await insertDeliveries(db, name, [pending(now - 1000, now + 3_600_000)]);
-      expect(await nextDueMs(db)).toBe(now + 3_600_000);
-      await insertDeliveries(db, name, [pending(now + 1_800_000, null)]);
+      await insertDeliveries(db, name, [deliveryRow(hook.id, { next_attempt_ms: now - 1000, lease_owner: 'sender', lease_until_ms: now + 3_600_000 })]);
+      expect(await nextDueMs(db)).toBeUndefined();
+      await insertDeliveries(db, name, [deliveryRow(hook.id, { next_attempt_ms: now + 1_800_000 }), deliveryRow(hook.id, { next_attempt_ms: now + 2_400_000 })]);
       expect(await nextDueMs(db)).toBe(now + 1_800_000);
     } finally {
       await own.destroy();
