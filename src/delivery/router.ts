@@ -27,8 +27,8 @@ export interface ListenerQueue {
  * handed over in memory after the commit, so that sending them costs no claim; the rest it claims from the table.
  */
 export interface DeliveryQueue {
-  /** A lease for deliveries inserted now, or undefined when the sender already holds enough work in memory. */
-  leaseForNew(nowMs: number): { owner: string; untilMs: number } | undefined;
+  /** A lease for at most `count` of the deliveries inserted now (fewer when the sender already holds much), or undefined. */
+  leaseForNew(nowMs: number, count: number): { owner: string; untilMs: number; count: number } | undefined;
   /** After the commit: sends deliveries inserted with a lease from leaseForNew. */
   handOver(deliveries: ClaimedDelivery[]): void;
   /** After the commit: deliveries were inserted without a lease; claim them. */
@@ -128,7 +128,8 @@ export class DeliveryRouter implements EventRouter {
       (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]),
     );
     const nowMs = Date.now();
-    const lease = this.options.deliveries.leaseForNew(nowMs);
+    const wanted = matches.reduce((sum, m) => sum + m.listeners.filter((id) => webhooks.has(id)).length, 0);
+    const lease = this.options.deliveries.leaseForNew(nowMs, wanted);
     const rows: ClaimedDelivery[] = [];
     for (const { event, listeners } of matches) {
       const payload = JSON.stringify(event);
@@ -136,6 +137,7 @@ export class DeliveryRouter implements EventRouter {
         const webhook = webhooks.get(webhookId);
         if (!webhook) continue;
         const id = newId('dl');
+        const leased = lease !== undefined && rows.length < lease.count;
         rows.push({
           id,
           message_id: id,
@@ -152,8 +154,8 @@ export class DeliveryRouter implements EventRouter {
           duration_ms: null,
           attempted_ms: null,
           created_ms: nowMs,
-          lease_owner: lease?.owner ?? null,
-          lease_until_ms: lease?.untilMs ?? null,
+          lease_owner: leased ? lease.owner : null,
+          lease_until_ms: leased ? lease.untilMs : null,
           url: webhook.url,
           secret: webhook.secret,
           active: webhook.active,
@@ -162,8 +164,9 @@ export class DeliveryRouter implements EventRouter {
     }
     if (!rows.length) return;
     await insertDeliveries(trx, this.options.dialect, rows);
-    if (lease) routed.leased.push(...rows);
-    else routed.unleased = true;
+    const leasedCount = lease?.count ?? 0;
+    routed.leased.push(...rows.slice(0, leasedCount));
+    if (rows.length > leasedCount) routed.unleased = true;
   }
 
   /**

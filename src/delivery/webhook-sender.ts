@@ -70,6 +70,7 @@ export class WebhookSender implements DeliveryQueue {
   /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
   private renewing = 0;
   private readonly secretCache = new Map<string, string>();
+  private readonly chores = new Set<Promise<void>>();
   private readonly agent: Dispatcher;
   private pumping = false;
   private pumpAgain = false;
@@ -112,15 +113,20 @@ export class WebhookSender implements DeliveryQueue {
     });
   }
 
-  /** New deliveries are leased to this sender while it holds less than two rounds of work; the rest wait in the table. */
-  leaseForNew(nowMs: number): { owner: string; untilMs: number } | undefined {
-    if (this.stopped || this.inFlight.size + this.renewing + this.handed.length >= this.options.concurrency * 2) return undefined;
-    return { owner: this.owner, untilMs: nowMs + this.options.leaseMs };
+  /**
+   * New deliveries are leased to this sender up to two rounds of its slots; the rest wait in the table. Commits
+   * routed in one group all see the same count, so memory may briefly hold a few rounds more; a lease running
+   * out is renewed, or the attempt is left to the table.
+   */
+  leaseForNew(nowMs: number, count: number): { owner: string; untilMs: number; count: number } | undefined {
+    const room = this.options.concurrency * 2 - (this.inFlight.size + this.renewing + this.handed.length);
+    if (this.stopped || room <= 0 || count <= 0) return undefined;
+    return { owner: this.owner, untilMs: nowMs + this.options.leaseMs, count: Math.min(count, room) };
   }
 
   handOver(rows: deliveries.ClaimedDelivery[]): void {
     this.handed.push(...rows);
-    if (this.stopped) void this.releaseHanded();
+    if (this.stopped) this.track(this.releaseHanded());
     else this.launchHanded();
   }
 
@@ -141,23 +147,40 @@ export class WebhookSender implements DeliveryQueue {
       if (row.lease_until_ms! - nowMs >= this.options.timeoutMs + LEASE_MARGIN_MS) this.launch(row);
       else stale.push(row);
     }
-    if (stale.length) void this.renewAndLaunch(stale);
+    if (stale.length) this.track(this.renewAndLaunch(stale));
   }
 
+  /**
+   * Renews leases that have more than LEASE_MARGIN_MS left: no claim can have taken those (a claim needs an
+   * expired lease), so sending them cannot send twice. The others are left to the table, to be claimed there.
+   */
   private async renewAndLaunch(rows: deliveries.ClaimedDelivery[]): Promise<void> {
     this.renewing += rows.length;
-    const untilMs = Date.now() + this.options.leaseMs;
+    const nowMs = Date.now();
+    const untilMs = nowMs + this.options.leaseMs;
     let held = new Set<string>();
     try {
-      held = new Set(await deliveries.renewDeliveryLeases(this.store.db, rows.map((row) => row.id), this.owner, untilMs));
+      const ids = rows.map((row) => row.id);
+      held = new Set(await deliveries.renewDeliveryLeases(this.store.db, ids, this.owner, untilMs, nowMs + LEASE_MARGIN_MS));
     } catch (error) {
       // The leases run out and the attempts are claimed from the table again.
       this.logger.error({ err: error }, 'webhook sender could not renew its leases');
     } finally {
       this.renewing -= rows.length;
     }
-    for (const row of rows) if (held.has(row.id) && !this.stopped) this.launch({ ...row, lease_until_ms: untilMs });
+    const renewed = rows.filter((row) => held.has(row.id)).map((row) => ({ ...row, lease_until_ms: untilMs }));
+    if (this.stopped) {
+      this.handed.push(...renewed);
+      return this.releaseHanded();
+    }
+    for (const row of renewed) this.launch(row);
     this.launchHanded();
+  }
+
+  /** Background work that stop() must wait for before the database closes. */
+  private track(chore: Promise<void>): void {
+    this.chores.add(chore);
+    void chore.finally(() => this.chores.delete(chore));
   }
 
   private freeSlots(): number {
@@ -169,6 +192,7 @@ export class WebhookSender implements DeliveryQueue {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.pumped;
+    await Promise.all([...this.chores]);
     await this.releaseHanded();
     for (const { abort } of this.inFlight.values()) abort.abort();
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
@@ -211,6 +235,8 @@ export class WebhookSender implements DeliveryQueue {
   }
 
   private launch(row: deliveries.ClaimedDelivery): void {
+    // One attempt at a time per delivery, whichever way it reached this sender.
+    if (this.inFlight.has(row.id)) return;
     // Aborted by stop(), or by the attempt's own timeout.
     const abort = new AbortController();
     const done = this.attempt(row, abort)
@@ -323,7 +349,7 @@ export class WebhookSender implements DeliveryQueue {
         body: row.payload,
       });
       // Read to let the connection be reused; a larger body closes it instead.
-      await response.body.dump({ limit: MAX_RESPONSE_BYTES });
+      await response.body.dump({ limit: MAX_RESPONSE_BYTES, signal: abort.signal });
       return { statusCode: response.statusCode, error: null, retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) };
     } catch (error) {
       return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };

@@ -1,6 +1,7 @@
 // Keeps a second server off a data directory whose SQLite database a running server uses: each assumes it is the queue's only consumer.
 import fs from 'node:fs';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 
 export class DataDirInUseError extends Error {
   override name = 'DataDirInUseError';
@@ -19,43 +20,34 @@ function readPid(file: string): number | undefined {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
- * Creates `<dataDir>/tributary.pid` exclusively. A file left by a process that has ended (a crash) is taken
- * over; one whose process runs is a DataDirInUseError that says what to do.
+ * Holds an exclusive lock on `<dataDir>/tributary.lock` (a small SQLite file) for as long as the server runs. The
+ * operating system drops it when the process ends, however it ends, so a crashed server leaves nothing to clean
+ * up. `tributary.pid` beside it only names the holder in the error a second server gets.
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'tributary.pid');
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
-      return {
-        release: () => {
-          if (readPid(file) === process.pid) fs.rmSync(file, { force: true });
-        },
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = readPid(file);
-    // This process may hold it too: a server started again in the same process (tests restart servers in place).
-    if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
-      throw new DataDirInUseError(
-        `another tributary serve (pid ${holder}) is using the data directory ${dataDir}; stop it, or start this one with ` +
-          `another --data-dir (if no such process runs, delete ${file})`,
-      );
-    }
-    fs.rmSync(file, { force: true });
+  const pidFile = path.join(dataDir, 'tributary.pid');
+  // No busy timeout: a held lock is an answer now, not something to wait for.
+  const lock = new SQLite(path.join(dataDir, 'tributary.lock'), { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    // Never committed: the open transaction holds the lock until the connection closes.
+    lock.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    lock.close();
+    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+    const holder = readPid(pidFile);
+    throw new DataDirInUseError(
+      `another tributary serve${holder ? ` (pid ${holder})` : ''} is using the data directory ${dataDir}; stop it, or start ` +
+        'this one with another --data-dir',
+    );
   }
-  throw new DataDirInUseError(`could not lock the data directory ${dataDir}: ${file} keeps being created by another process`);
+  fs.writeFileSync(pidFile, `${process.pid}\n`);
+  return {
+    release: () => {
+      if (readPid(pidFile) === process.pid) fs.rmSync(pidFile, { force: true });
+      lock.close();
+    },
+  };
 }

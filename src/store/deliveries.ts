@@ -99,14 +99,15 @@ export async function recordAttempt(db: Db, id: string, owner: string, result: A
   return Number((await updateAttempt(db, id, owner, result)).numAffectedRows ?? 0) === 1;
 }
 
-/** Extends this owner's leases on pending attempts; returns the ids it still holds (the others were taken back). */
-export async function renewDeliveryLeases(db: Db, ids: string[], owner: string, untilMs: number): Promise<string[]> {
+/** Extends this owner's leases that still run past `validAfterMs`; returns the ids renewed. */
+export async function renewDeliveryLeases(db: Db, ids: string[], owner: string, untilMs: number, validAfterMs: number): Promise<string[]> {
   if (!ids.length) return [];
   const rows = await db
     .updateTable('webhook_deliveries')
     .set({ lease_until_ms: untilMs })
     .where('id', 'in', ids)
     .where('lease_owner', '=', owner)
+    .where('lease_until_ms', '>', validAfterMs)
     .where('state', '=', 'pending')
     .returning('id')
     .execute();

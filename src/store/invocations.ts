@@ -58,10 +58,6 @@ export async function claimBatch(
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/**
- * Removes completed invocations; with an owner, only where it still holds them (a reclaimed row is not ours to
- * drop). Without one (the queue's only consumer), unconditionally.
- */
 const deleteInvocations = compiledOnce(
   'completeInvocations',
   (db, ids: string[]) => db.deleteFrom('invocations').where('id', 'in', ids),
@@ -74,6 +70,10 @@ const deleteLeasedInvocations = compiledOnce(
   (ids, owner) => [...ids, owner],
 );
 
+/**
+ * Removes completed invocations; with an owner, only where it still holds them (a reclaimed row is not ours to
+ * drop). Without one (the queue's only consumer), unconditionally.
+ */
 export async function completeInvocations(db: Db, ids: string[], owner: string | null): Promise<void> {
   if (!ids.length) return;
   if (owner === null) await deleteInvocations(db, ids);

@@ -51,13 +51,13 @@ export function listSubscriptions(db: Db, userId: string): Promise<SubscriptionR
   return db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
 }
 
-/** Subscriptions of the account naming this emitter or the glob covering it. */
 const selectSubscriptionsOf = compiledOnce(
   'subscriptionsOf',
   (db, userId: string, emitterIds: string[]) => db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).where('emitter_id', 'in', emitterIds),
   (userId, emitterIds) => [userId, ...emitterIds],
 );
 
+/** Subscriptions of the account naming this emitter or the glob covering it. */
 export async function subscriptionsOf(db: Db, userId: string, emitterIds: string[]): Promise<SubscriptionRow[]> {
   return (await selectSubscriptionsOf(db, userId, emitterIds)).rows;
 }

@@ -16,13 +16,13 @@ export function findWebhook(db: Db, userId: string, id: string): Promise<Webhook
   return db.selectFrom('webhooks').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
 }
 
-/** The account's active webhooks among `ids` (listeners of a commit). */
 const selectActiveWebhooks = compiledOnce(
   'activeWebhooks',
   (db, userId: string, ids: string[]) => db.selectFrom('webhooks').selectAll().where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1),
   (userId, ids) => [userId, ...ids, 1],
 );
 
+/** The account's active webhooks among `ids` (listeners of a commit). */
 export async function activeWebhooks(db: Db, userId: string, ids: string[]): Promise<WebhookRow[]> {
   if (!ids.length) return [];
   return (await selectActiveWebhooks(db, userId, ids)).rows;

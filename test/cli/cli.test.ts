@@ -120,7 +120,7 @@ describe('tributary CLI', () => {
     expect(await exitedAgain).toBe(0);
   });
 
-  it('refuses a second serve on a data directory a running server uses, and takes over after a crash', async () => {
+  it('refuses a second serve on a data directory a running server uses, and starts again after a crash', async () => {
     const dataDir = tempDir();
     const first = await serve(['--data-dir', dataDir]);
     children.push(first.child);
@@ -130,7 +130,7 @@ describe('tributary CLI', () => {
     // The users commands still work beside the server.
     await tributary(['users', 'list', '--data-dir', dataDir]);
 
-    // A server killed without shutting down leaves its lock behind; the next start takes it over.
+    // A server killed without shutting down loses its lock with its process; the next start gets it.
     const killed = exitCode(first.child);
     first.child.kill('SIGKILL');
     await killed;

@@ -5,7 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
-import { claimDue, insertDeliveries, nextDueMs, pruneLog, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
+import { claimDue, insertDeliveries, nextDueMs, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
 import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -244,6 +244,38 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     await waitFor(async () => receiver.on(at).length, (n) => n === 3, { what: 'three deliveries' });
     const rows = await a.deliveriesOf(hook.id, (found) => found.length === 3 && found.every((d) => d.state === 'succeeded'));
     expect(rows.map((d) => d.attempt)).toEqual([1, 1, 1]);
+  });
+
+  it('leases to the sender at most two rounds of its 32 slots from one commit; the rest are left for claims', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook(`${receiver.url}${nextPath()}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    const { store, bus } = server.running.services;
+    let claims: Promise<ClaimedDelivery[]> | undefined;
+    const unsubscribe = bus.subscribe((emitterId) => {
+      if (emitterId === source) claims ??= claimDue(store.db, 'another-node', Date.now(), 60_000, 1000);
+    });
+    await a.runAndWait(source, emitsOf(Array.from({ length: 100 }, (_, i) => ({ event: i }))));
+    unsubscribe();
+    // 64 at most were leased to the sender (fewer if it still held attempts of earlier tests).
+    const claimable = (await claims!).filter((d) => d.webhook_id === hook.id);
+    expect(claimable.length).toBeGreaterThanOrEqual(36);
+    expect(claimable.length).toBeLessThanOrEqual(100);
+  });
+
+  it('renews only leases that are still valid past the margin; an expired one may have been claimed already', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook('https://example.com/renewals');
+    const { db, dialect: name } = server.running.services.store;
+    const now = Date.now();
+    const valid = deliveryRow(hook.id, { next_attempt_ms: now + 3_600_000, lease_owner: 'sender', lease_until_ms: now + 10_000 });
+    const expired = deliveryRow(hook.id, { next_attempt_ms: now + 3_600_000, lease_owner: 'sender', lease_until_ms: now - 1000 });
+    const foreign = deliveryRow(hook.id, { next_attempt_ms: now + 3_600_000, lease_owner: 'other', lease_until_ms: now + 10_000 });
+    await insertDeliveries(db, name, [valid, expired, foreign]);
+    const renewed = await renewDeliveryLeases(db, [valid.id, expired.id, foreign.id], 'sender', now + 60_000, now + 5000);
+    expect(renewed).toEqual([valid.id]);
+    await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', hook.id).execute();
   });
 
   it('sends each delivery exactly once when more are due than the sender holds in memory', async () => {
