@@ -225,22 +225,29 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(rest.body.data.map((d: { id: string }) => d.id)).toEqual([all[2].id]);
   });
 
+  /**
+   * Runs the source and returns the deliveries of `webhookId` that another node's sender (or this one's poll)
+   * can claim the instant the run's events are committed.
+   */
+  async function claimedAtCommit(a: { runAndWait(id: string, event: unknown): Promise<void> }, source: string, webhookId: string, event: unknown) {
+    const { store, bus } = server.running.services;
+    let claims: Promise<ClaimedDelivery[]> | undefined;
+    const unsubscribe = bus.subscribe((emitterId) => {
+      if (emitterId === source) claims ??= claimDue(store.db, 'another-node', Date.now(), 60_000, 1000);
+    });
+    await a.runAndWait(source, event);
+    unsubscribe();
+    expect(claims).toBeDefined();
+    return (await claims!).filter((d) => d.webhook_id === webhookId);
+  }
+
   it('leases a delivery to the sender in the commit that queues it, so that no other claimer takes it', async () => {
     const a = await account(server);
     const at = nextPath();
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
-    // Another node's sender (or this one's poll) looks for due deliveries as soon as the events are committed.
-    const { store, bus } = server.running.services;
-    let claims: Promise<ClaimedDelivery[]> | undefined;
-    const unsubscribe = bus.subscribe((emitterId) => {
-      if (emitterId === source) claims ??= claimDue(store.db, 'another-node', Date.now(), 60_000, 1000);
-    });
-    await a.runAndWait(source, emitsOf([1, 2, 3].map((n) => ({ event: n }))));
-    unsubscribe();
-    expect(claims).toBeDefined();
-    expect((await claims!).filter((d) => d.webhook_id === hook.id)).toEqual([]);
+    expect(await claimedAtCommit(a, source, hook.id, emitsOf([1, 2, 3].map((n) => ({ event: n }))))).toEqual([]);
     await waitFor(async () => receiver.on(at).length, (n) => n === 3, { what: 'three deliveries' });
     const rows = await a.deliveriesOf(hook.id, (found) => found.length === 3 && found.every((d) => d.state === 'succeeded'));
     expect(rows.map((d) => d.attempt)).toEqual([1, 1, 1]);
@@ -251,15 +258,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const hook = await a.createWebhook(`${receiver.url}${nextPath()}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
-    const { store, bus } = server.running.services;
-    let claims: Promise<ClaimedDelivery[]> | undefined;
-    const unsubscribe = bus.subscribe((emitterId) => {
-      if (emitterId === source) claims ??= claimDue(store.db, 'another-node', Date.now(), 60_000, 1000);
-    });
-    await a.runAndWait(source, emitsOf(Array.from({ length: 100 }, (_, i) => ({ event: i }))));
-    unsubscribe();
     // 64 at most were leased to the sender (fewer if it still held attempts of earlier tests).
-    const claimable = (await claims!).filter((d) => d.webhook_id === hook.id);
+    const claimable = await claimedAtCommit(a, source, hook.id, emitsOf(Array.from({ length: 100 }, (_, i) => ({ event: i }))));
     expect(claimable.length).toBeGreaterThanOrEqual(36);
     expect(claimable.length).toBeLessThanOrEqual(100);
   });
