@@ -127,7 +127,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultText: 'http://<host>:<port>',
     parse: url,
   },
-  { key: 'dataDir', flag: '--data-dir', description: 'directory for the SQLite database, key file and package cache', defaultValue: './data', parse: text },
+  { key: 'dataDir', flag: '--data-dir', description: 'directory for the SQLite database and its lock, the key file and the package cache', defaultValue: './data', parse: text },
   {
     key: 'databaseUrl',
     flag: '--database-url',
