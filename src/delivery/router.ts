@@ -5,7 +5,7 @@ import type { DialectName } from '../store/database.js';
 import { newId } from '../store/ids.js';
 import { activeListenerSources, subscriptionsOf, type SubscriptionRow } from '../store/subscriptions.js';
 import { activeWebhooks } from '../store/webhooks.js';
-import { insertDeliveries, type ClaimedDelivery } from '../store/deliveries.js';
+import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../store/deliveries.js';
 import { appendEvents, type EventSummary, type PendingEvent } from '../core/event-pipeline.js';
 import { globOf, streamMatches } from '../core/subscriptions.js';
 import type { NewInvocation } from '../engine/dispatcher.js';
@@ -128,8 +128,6 @@ export class DeliveryRouter implements EventRouter {
       (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]),
     );
     const nowMs = Date.now();
-    const wanted = matches.reduce((sum, m) => sum + m.listeners.filter((id) => webhooks.has(id)).length, 0);
-    const lease = this.options.deliveries.leaseForNew(nowMs, wanted);
     const rows: ClaimedDelivery[] = [];
     for (const { event, listeners } of matches) {
       const payload = JSON.stringify(event);
@@ -137,8 +135,7 @@ export class DeliveryRouter implements EventRouter {
         const webhook = webhooks.get(webhookId);
         if (!webhook) continue;
         const id = newId('dl');
-        const leased = lease !== undefined && rows.length < lease.count;
-        rows.push({
+        const delivery = pendingDelivery({
           id,
           message_id: id,
           webhook_id: webhookId,
@@ -147,26 +144,23 @@ export class DeliveryRouter implements EventRouter {
           event_id: event.id,
           payload,
           attempt: 1,
-          state: 'pending',
           next_attempt_ms: nowMs,
-          status_code: null,
-          error: null,
-          duration_ms: null,
-          attempted_ms: null,
           created_ms: nowMs,
-          lease_owner: leased ? lease.owner : null,
-          lease_until_ms: leased ? lease.untilMs : null,
-          url: webhook.url,
-          secret: webhook.secret,
-          active: webhook.active,
         });
+        rows.push({ ...delivery, url: webhook.url, secret: webhook.secret, active: webhook.active });
       }
     }
     if (!rows.length) return;
+    // The first ones the sender has room for are leased to it, to be handed over; the rest it claims.
+    const lease = this.options.deliveries.leaseForNew(nowMs, rows.length);
+    const leased = rows.slice(0, lease?.count ?? 0);
+    for (const row of leased) {
+      row.lease_owner = lease!.owner;
+      row.lease_until_ms = lease!.untilMs;
+    }
     await insertDeliveries(trx, this.options.dialect, rows);
-    const leasedCount = lease?.count ?? 0;
-    routed.leased.push(...rows.slice(0, leasedCount));
-    if (rows.length > leasedCount) routed.unleased = true;
+    routed.leased.push(...leased);
+    if (rows.length > leased.length) routed.unleased = true;
   }
 
   /**

@@ -285,7 +285,7 @@ export class WebhookSender implements DeliveryQueue {
       }
       if (nextAttemptMs !== null) {
         await deliveries.insertDeliveries(trx, this.store.dialect, [
-          {
+          deliveries.pendingDelivery({
             id: newId('dl'),
             message_id: row.message_id,
             webhook_id: row.webhook_id,
@@ -294,16 +294,9 @@ export class WebhookSender implements DeliveryQueue {
             event_id: row.event_id,
             payload: row.payload,
             attempt: row.attempt + 1,
-            state: 'pending',
             next_attempt_ms: nextAttemptMs,
-            status_code: null,
-            error: null,
-            duration_ms: null,
-            attempted_ms: null,
             created_ms: nowMs,
-            lease_owner: null,
-            lease_until_ms: null,
-          },
+          }),
         ]);
       }
     }, RECORD_DELAY_MS);

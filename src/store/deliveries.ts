@@ -22,6 +22,14 @@ const DELIVERY_COLUMNS = [
   'status_code', 'error', 'duration_ms', 'attempted_ms', 'created_ms', 'lease_owner', 'lease_until_ms',
 ] as const satisfies ReadonlyArray<keyof WebhookDeliveriesTable>;
 
+/** The fields an attempt fills in when it is made, and the lease of one that nobody holds yet. */
+type UnmadeFields = 'state' | 'status_code' | 'error' | 'duration_ms' | 'attempted_ms' | 'lease_owner' | 'lease_until_ms';
+
+/** A pending attempt not made yet and held by no one. */
+export function pendingDelivery(fields: Omit<DeliveryRow, UnmadeFields>): DeliveryRow {
+  return { ...fields, state: 'pending', status_code: null, error: null, duration_ms: null, attempted_ms: null, lease_owner: null, lease_until_ms: null };
+}
+
 export async function insertDeliveries(db: Db, dialect: DialectName, rows: readonly DeliveryRow[]): Promise<void> {
   await bulkInsert(db, dialect, 'webhook_deliveries', DELIVERY_COLUMNS, rows);
 }

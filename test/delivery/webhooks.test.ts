@@ -5,7 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
-import { claimDue, insertDeliveries, nextDueMs, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
+import { claimDue, insertDeliveries, nextDueMs, pendingDelivery, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
 import { newId } from '../../src/store/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -31,11 +31,8 @@ describe('webhook signing and Retry-After parsing', () => {
 /** A delivery row as the store keeps it: a first attempt, pending and unleased unless `fields` say otherwise. */
 function deliveryRow(webhookId: string, fields: Partial<DeliveryRow> = {}): DeliveryRow {
   const id = newId('dl');
-  return {
-    id, message_id: id, webhook_id: webhookId, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, state: 'pending',
-    next_attempt_ms: Date.now(), status_code: null, error: null, duration_ms: null, attempted_ms: null, created_ms: Date.now(),
-    lease_owner: null, lease_until_ms: null, ...fields,
-  };
+  const pending = pendingDelivery({ id, message_id: id, webhook_id: webhookId, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, next_attempt_ms: Date.now(), created_ms: Date.now() });
+  return { ...pending, ...fields };
 }
 
 describe.each(DIALECTS)('webhooks on %s', (dialect) => {
