@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AccountCode } from './account-code.js';
 import { inspectIn } from './inspection.js';
-import { invokeIn, type InvokeHooks } from './invocation.js';
+import { invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
 import { locatePlatform } from './locations.js';
 import { Npm } from './npm.js';
 import { checkOptions, type RuntimeOptions } from './options.js';
@@ -76,8 +76,8 @@ export class ComponentRuntime {
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
     if (request.method === 'run' && (request.events ?? []).length === 0) return { outcomes: [], dbWrites: {} };
     const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
-    return this.pool.use(request.accountId, request.component.readPaths, (worker) =>
-      invokeIn(worker, request, artifactPath, hooks, this.options.logger),
+    return invokeIsolatingFailures(request, hooks, (part, partHooks) =>
+      this.pool.use(request.accountId, request.component.readPaths, (worker) => invokeIn(worker, part, artifactPath, partHooks, this.options.logger)),
     );
   }
 

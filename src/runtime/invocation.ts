@@ -1,14 +1,29 @@
-// Runs an InvocationRequest on a worker and assembles its result, also when the worker is killed or dies halfway.
+// Runs an InvocationRequest on workers and assembles its result, also when a worker is killed or dies halfway.
 import { performance } from 'node:perf_hooks';
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import type { RuntimeLogger } from './options.js';
 import { ProtocolError, type InvokeRequest } from './protocol.js';
+import { OUTCOME_FLUSH_MS } from './worker/limits.js';
 import type { HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
 export interface InvokeHooks {
   /** Called as soon as a run calls `respond()`, with the index of the event whose run answered. */
   onRespond?(response: HttpResponse, eventIndex: number): void;
+}
+
+/** What one worker reported of a request: the outcomes of its first calls, and why it stopped short when it did. */
+export interface WorkerReport {
+  outcomes: InvocationOutcome[];
+  dbWrites: Map<string, unknown>;
+  /** Set when the worker died before reporting every call. */
+  stopped?: {
+    error: InvocationError;
+    /** Since the worker's last report: the first unreported call ran at most this long. */
+    durationMs: number;
+    /** `respond()` answers of calls whose outcomes never came. */
+    responses: Map<number, HttpResponse>;
+  };
 }
 
 const ERROR_NAMES: Record<string, { name: string; code: string }> = {
@@ -19,7 +34,7 @@ const ERROR_NAMES: Record<string, { name: string; code: string }> = {
   crashed: { name: 'WorkerCrashError', code: 'worker_crashed' },
 };
 
-/** The error reported for the call a worker died in and for the calls of the batch it never reached. */
+/** The error reported for the call a worker died in. */
 function errorFor(exit: WorkerExitError, request: InvocationRequest): InvocationError {
   const { name, code } = ERROR_NAMES[exit.reason] ?? { name: 'WorkerCrashError', code: 'worker_crashed' };
   const message = exit.reason === 'timeout' ? `${request.method} timed out after ${request.timeoutMs} ms` : exit.message;
@@ -33,14 +48,14 @@ export async function invokeIn(
   artifactPath: string,
   hooks: InvokeHooks | undefined,
   logger: RuntimeLogger,
-): Promise<InvocationResult> {
+): Promise<WorkerReport> {
   const events = request.method === 'run' ? (request.events ?? []) : [];
   const count = request.method === 'run' ? events.length : 1;
   const outcomes: InvocationOutcome[] = [];
   // A Map, not an object: a key such as "__proto__" must stay a key.
   const dbWrites = new Map<string, unknown>();
   const responses = new Map<number, HttpResponse>();
-  let currentStarted = performance.now();
+  let reportedAt = performance.now();
   const message: InvokeRequest = {
     t: 'invoke',
     id: worker.nextRequestId(),
@@ -59,7 +74,7 @@ export async function invokeIn(
       (m) => {
         switch (m.t) {
           case 'respond': {
-            if (!message.customResponse || m.index !== outcomes.length || responses.has(m.index)) {
+            if (!message.customResponse || m.index < outcomes.length || m.index >= count || responses.has(m.index)) {
               throw new ProtocolError(`unexpected response for event ${m.index}`);
             }
             responses.set(m.index, m.response);
@@ -70,39 +85,71 @@ export async function invokeIn(
             }
             return false;
           }
-          case 'outcome': {
-            const { outcome } = m;
-            if (m.index !== outcomes.length || m.index >= count) throw new ProtocolError(`unexpected outcome for event ${m.index}`);
-            if (outcome.error && (outcome.emits.length > 0 || Object.keys(m.dbWrites).length > 0)) {
-              throw new ProtocolError('a failed call reported effects');
+          case 'outcomes': {
+            if (m.index !== outcomes.length || m.index + m.results.length > count) throw new ProtocolError(`unexpected outcomes from event ${m.index}`);
+            for (const { outcome, dbWrites: writes } of m.results) {
+              if (outcome.error && (outcome.emits.length > 0 || Object.keys(writes).length > 0)) {
+                throw new ProtocolError('a failed call reported effects');
+              }
+              const response = responses.get(outcomes.length);
+              responses.delete(outcomes.length);
+              outcomes.push(response ? { ...outcome, response } : outcome);
+              if (!outcome.error) for (const [key, value] of Object.entries(writes)) dbWrites.set(key, value);
             }
-            const response = responses.get(m.index);
-            outcomes.push(response ? { ...outcome, response } : outcome);
-            if (!outcome.error) for (const [key, value] of Object.entries(m.dbWrites)) dbWrites.set(key, value);
-            currentStarted = performance.now();
-            return false;
+            reportedAt = performance.now();
+            if (m.done && outcomes.length !== count) throw new ProtocolError(`done after ${outcomes.length} of ${count} outcomes`);
+            return m.done;
           }
-          case 'done':
-            if (outcomes.length !== count) throw new ProtocolError(`done after ${outcomes.length} of ${count} outcomes`);
-            return true;
           default:
             throw new ProtocolError(`unexpected ${m.t} message during an invocation`);
         }
       },
-      request.timeoutMs,
+      // A worker holds finished outcomes for up to OUTCOME_FLUSH_MS: a call is late only once that has passed too.
+      request.timeoutMs + OUTCOME_FLUSH_MS,
     );
   } catch (error) {
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    const failure = errorFor(error, request);
-    if (outcomes.length < count) {
-      const response = responses.get(outcomes.length);
-      const current: InvocationOutcome = { emits: [], logs: [], error: failure, durationMs: performance.now() - currentStarted };
-      if (response) current.response = response;
-      outcomes.push(current);
+    return { outcomes, dbWrites, stopped: { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses } };
+  }
+  return { outcomes, dbWrites };
+}
+
+/**
+ * Runs a request through `attempt` (one worker call). When a worker dies with several calls unreported, which of
+ * them killed it is unknown: each of those runs again on its own, so that the failure lands on its own event and
+ * the others still run. A call that finished before the death may so run twice, as after any crash (DESIGN.md 1).
+ */
+export async function invokeIsolatingFailures(
+  request: InvocationRequest,
+  hooks: InvokeHooks | undefined,
+  attempt: (request: InvocationRequest, hooks: InvokeHooks | undefined) => Promise<WorkerReport>,
+): Promise<InvocationResult> {
+  const { outcomes, dbWrites, stopped } = await attempt(request, hooks);
+  const count = request.method === 'run' ? (request.events ?? []).length : 1;
+  if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
+  else if (stopped) {
+    const events = request.events ?? [];
+    const onRespond = hooks?.onRespond;
+    for (let index = outcomes.length; index < count; index++) {
+      const alone = await attempt(
+        { ...request, events: [events[index]], db: { ...request.db, ...Object.fromEntries(dbWrites) } },
+        onRespond && { onRespond: (response: HttpResponse) => onRespond(response, index) },
+      );
+      const outcome = alone.outcomes[0] ?? failedOutcome(alone.stopped!, 0);
+      const earlier = stopped.responses.get(index);
+      outcomes.push(earlier && !outcome.response ? { ...outcome, response: earlier } : outcome);
+      for (const [key, value] of alone.dbWrites) dbWrites.set(key, value);
     }
-    while (outcomes.length < count) outcomes.push({ emits: [], logs: [], error: failure, durationMs: 0 });
   }
   return { outcomes, dbWrites: Object.fromEntries(dbWrites) };
+}
+
+/** The outcome of call `index` of a report that stopped before it. */
+function failedOutcome(stopped: NonNullable<WorkerReport['stopped']>, index: number): InvocationOutcome {
+  const outcome: InvocationOutcome = { emits: [], logs: [], error: stopped.error, durationMs: stopped.durationMs };
+  const response = stopped.responses.get(index);
+  if (response) outcome.response = response;
+  return outcome;
 }

@@ -18,7 +18,12 @@ export interface LoadRequest {
   artifactPath: string;
 }
 
-/** Run `run` for each event, or one hook; answered by one `outcome` per call, then `done`. */
+/**
+ * Run `run` for each event, or one hook; answered by `outcomes` messages, the last one `done`. A worker sends the
+ * outcomes it holds at the end of a call once OUTCOME_FLUSH_MS (worker/limits.ts) have passed since its last
+ * message, and at the end of the request: one write per batch instead of one per event, and the server still
+ * hears within a bounded time.
+ */
 export interface InvokeRequest {
   t: 'invoke';
   id: number;
@@ -62,20 +67,22 @@ export interface RespondMessage {
   response: HttpResponse;
 }
 /** One finished call; `response` travels in the earlier `respond` message instead. */
-export interface OutcomeMessage {
-  t: 'outcome';
-  id: number;
-  index: number;
+export interface CallResult {
   outcome: Omit<InvocationOutcome, 'response'>;
   /** The keys this call wrote, with their final values; empty when the call failed. */
   dbWrites: Record<string, unknown>;
 }
-export interface DoneMessage {
-  t: 'done';
+/** Finished calls `index`, `index + 1`, …; `done` when they end the request. */
+export interface OutcomesMessage {
+  t: 'outcomes';
   id: number;
+  index: number;
+  results: CallResult[];
+  done: boolean;
 }
 
-export type FromWorker = ReadyMessage | LoadedMessage | LoadFailedMessage | RespondMessage | OutcomeMessage | DoneMessage;
+export type FromWorker = ReadyMessage | LoadedMessage | LoadFailedMessage | RespondMessage | OutcomesMessage;
+
 
 /** A worker said something the protocol does not allow; the worker is killed for it. */
 export class ProtocolError extends Error {
@@ -269,7 +276,7 @@ function httpResponse(value: unknown): HttpResponse {
   return { status, headers: headers as Record<string, string>, body };
 }
 
-function outcome(value: unknown): OutcomeMessage['outcome'] {
+function outcome(value: unknown): CallResult['outcome'] {
   const o = object(value, 'outcome');
   if (!Array.isArray(o.emits)) fail('outcome.emits is not an array');
   if (!Array.isArray(o.logs)) fail('outcome.logs is not an array');
@@ -306,16 +313,19 @@ export function parseFromWorker(raw: unknown): FromWorker {
       }
       case 'respond':
         return { t: 'respond', id: integer(m.id, 'id'), index: integer(m.index, 'index'), response: httpResponse(m.response) };
-      case 'outcome':
+      case 'outcomes': {
+        if (!Array.isArray(m.results)) fail('results is not an array');
         return {
-          t: 'outcome',
+          t: 'outcomes',
           id: integer(m.id, 'id'),
           index: integer(m.index, 'index'),
-          outcome: outcome(m.outcome),
-          dbWrites: jsonRecord(m.dbWrites, 'dbWrites'),
+          results: m.results.map((r, i) => {
+            const result = object(r, `results[${i}]`);
+            return { outcome: outcome(result.outcome), dbWrites: jsonRecord(result.dbWrites, `results[${i}].dbWrites`) };
+          }),
+          done: boolean(m.done, 'done'),
         };
-      case 'done':
-        return { t: 'done', id: integer(m.id, 'id') };
+      }
       default:
         return fail('unknown message type');
     }

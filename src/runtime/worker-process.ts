@@ -119,7 +119,10 @@ export class WorkerProcess {
     return ++this.lastId;
   }
 
-  /** Sends a request and feeds the answers to `handle` until it says the call is complete; kills the worker at `timeoutMs`. */
+  /**
+   * Sends a request and feeds the answers to `handle` until it says the call is complete; kills the worker when
+   * `timeoutMs` pass without a message from it.
+   */
   call(message: ToWorker, handle: CallHandler, timeoutMs: number): Promise<void> {
     return this.expect(message.id, handle, timeoutMs, () => this.child.send(message));
   }
@@ -192,6 +195,7 @@ export class WorkerProcess {
       const call = this.current;
       if (!call) fail(`unexpected ${message.t} message while idle`);
       if ('id' in message && message.id !== call.id) fail(`message for request ${message.id} during request ${String(call.id)}`);
+      call.timer?.refresh();
       if (call.handle(message)) this.settle();
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);

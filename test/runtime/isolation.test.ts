@@ -49,22 +49,48 @@ afterAll(async () => {
 });
 
 describe('runaway code', () => {
-  it('times out an endless loop, keeping the outcomes of events finished before it', async () => {
+  it('times out an endless loop alone: the events before and after it run', async () => {
     const result = await contained(() => runCode(
       t.runtime,
       HOSTILE,
       source('if (event.n === 2) for (;;) {} this.db.set("n" + event.n, true); this.$emit(event);', 'props: { db: "$.service.db" },'),
       { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 2_000 },
     ));
-    const [done, looping, never] = result.outcomes;
-    expect(done!.emits).toEqual([{ event: { n: 1 } }]);
-    expect(done!.error).toBeUndefined();
-    const timeout = { name: 'TimeoutError', message: 'run timed out after 2000 ms' };
-    expect(looping!.error).toMatchObject(timeout);
-    expect(never!.error).toMatchObject(timeout);
-    expect(result.dbWrites).toEqual({ n1: true });
+    const [before, looping, after] = result.outcomes;
+    expect(before!.emits).toEqual([{ event: { n: 1 } }]);
+    expect(before!.error).toBeUndefined();
+    expect(looping!.error).toMatchObject({ name: 'TimeoutError', message: 'run timed out after 2000 ms' });
+    expect(looping!.emits).toEqual([]);
+    expect(after!.emits).toEqual([{ event: { n: 3 } }]);
+    expect(after!.error).toBeUndefined();
+    expect(result.dbWrites).toEqual({ n1: true, n3: true });
     // The pool still works for the same account.
     expect((await hostile('this.$emit("after");')).emits).toEqual([{ event: 'after' }]);
+  });
+
+  it('fails only the event that killed its worker: the others run, seeing the db writes of those before them', async () => {
+    const result = await contained(() => runCode(
+      t.runtime,
+      HOSTILE,
+      source('if (event.n === 2) process.exit(4); const sawN1 = this.db.get("n1") ?? false; this.db.set("n" + event.n, true); this.$emit({ n: event.n, sawN1 });', 'props: { db: "$.service.db" },'),
+      { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 5_000 },
+    ));
+    const [before, exiting, after] = result.outcomes;
+    expect(before).toMatchObject({ emits: [{ event: { n: 1, sawN1: false } }] });
+    expect(before!.error).toBeUndefined();
+    expect(exiting).toMatchObject({ emits: [], error: { name: 'ProcessExitError', message: 'the component called process.exit(4)' } });
+    expect(after).toMatchObject({ emits: [{ event: { n: 3, sawN1: true } }] });
+    expect(after!.error).toBeUndefined();
+    expect(result.dbWrites).toEqual({ n1: true, n3: true });
+  });
+
+  it('gives each run of a batch its own timeout', async () => {
+    // Three runs of 600 ms take longer than one timeout of 1,500 ms together, but none does alone.
+    const result = await runCode(t.runtime, HOSTILE, source('await new Promise((resolve) => setTimeout(resolve, 600)); this.$emit(event.n);'), {
+      events: [{ n: 1 }, { n: 2 }, { n: 3 }],
+      timeoutMs: 1_500,
+    });
+    expect(result.outcomes.map((o) => [o.error, o.emits])).toEqual([1, 2, 3].map((n) => [undefined, [{ event: n }]]));
   });
 
   it('reports memory held outside the heap (Buffers) as out of memory', async () => {

@@ -2,13 +2,20 @@
 import { describe, expect, it } from 'vitest';
 import { parseFromWorker, ProtocolError } from '../../src/runtime/protocol.js';
 
-const outcome = (patch: Record<string, unknown> = {}) => ({
-  t: 'outcome',
+/** An `outcomes` message with one result; `patch` replaces fields of that result, `message` fields of the message. */
+const outcome = (patch: Record<string, unknown> = {}, message: Record<string, unknown> = {}) => ({
+  t: 'outcomes',
   id: 1,
   index: 0,
-  outcome: { emits: [{ event: { a: [1, 'x', null, true] }, id: 'e1', ts: 5 }], logs: [{ k: 'log', ts: 1, msg: 'hi' }], durationMs: 1.5 },
-  dbWrites: { k: { v: 1 } },
-  ...patch,
+  results: [
+    {
+      outcome: { emits: [{ event: { a: [1, 'x', null, true] }, id: 'e1', ts: 5 }], logs: [{ k: 'log', ts: 1, msg: 'hi' }], durationMs: 1.5 },
+      dbWrites: { k: { v: 1 } },
+      ...patch,
+    },
+  ],
+  done: true,
+  ...message,
 });
 
 describe('parseFromWorker', () => {
@@ -27,7 +34,10 @@ describe('parseFromWorker', () => {
   it.each([
     ['not an object', 'hello'],
     ['an unknown type', { t: 'surprise' }],
-    ['an id that is not an integer', outcome({ id: 'x' })],
+    ['an id that is not an integer', outcome({}, { id: 'x' })],
+    ['results that are not an array', outcome({}, { results: {} })],
+    ['a done flag that is not a boolean', outcome({}, { done: 1 })],
+    ['a result that is not an object', outcome({}, { results: [null] })],
     ['emits that are not an array', outcome({ outcome: { emits: {}, logs: [], durationMs: 0 } })],
     ['an event that is not plain JSON', outcome({ outcome: { emits: [{ event: new Map() }], logs: [], durationMs: 0 } })],
     ['an event holding a Date', outcome({ outcome: { emits: [{ event: { at: new Date() } }], logs: [], durationMs: 0 } })],

@@ -1,14 +1,14 @@
-// Runs an invoke request in the worker: each event (or the hook) in order, one outcome message per call.
+// Runs an invoke request in the worker: each event (or the hook) in order, its outcomes sent back in few messages.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { InvocationError, LogLine } from '../types.js';
-import type { InvokeRequest, OutcomeMessage } from '../protocol.js';
+import type { CallResult, InvokeRequest } from '../protocol.js';
 import { buildThis } from './context.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
-import { MAX_ERROR_CHARS } from './limits.js';
+import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent } from './load.js';
 import { CallScope } from './scope.js';
 
@@ -98,14 +98,45 @@ function callFor(loaded: LoadedComponent, request: InvokeRequest, self: Record<s
   return () => (hook as (this: unknown) => unknown).call(self);
 }
 
+/**
+ * Collects the outcomes of a request's calls and sends them together: at the end of the request, and after a call
+ * that ends OUTCOME_FLUSH_MS after the last message or with OUTCOME_FLUSH_BYTES waiting, so that the server hears
+ * of progress (and of a call that never ends) in bounded time and memory.
+ */
+class OutcomeBatch {
+  private results: CallResult[] = [];
+  private firstIndex = 0;
+  private bytes = 0;
+  private sentAt = performance.now();
+
+  constructor(
+    private readonly requestId: number,
+    private readonly send: Send,
+  ) {}
+
+  add(result: CallResult, bytes: number): void {
+    this.results.push(result);
+    this.bytes += bytes;
+    if (this.bytes >= OUTCOME_FLUSH_BYTES || performance.now() - this.sentAt >= OUTCOME_FLUSH_MS) this.flush(false);
+  }
+
+  flush(done: boolean): void {
+    if (!this.results.length && !done) return;
+    this.send({ t: 'outcomes', id: this.requestId, index: this.firstIndex, results: this.results, done });
+    this.firstIndex += this.results.length;
+    this.results = [];
+    this.bytes = 0;
+    this.sentAt = performance.now();
+  }
+}
+
 /** A component that no longer loads (it did when saved) fails every call of the request with the reason. */
 function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFailure, send: Send): void {
   const stack = `ComponentLoadError: ${failure.message}`;
   const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack, code: failure.code };
-  for (let index = 0; index < count; index++) {
-    const outcome: OutcomeMessage['outcome'] = { emits: [], logs: [], error, durationMs: 0 };
-    send({ t: 'outcome', id: request.id, index, outcome, dbWrites: {} });
-  }
+  const results: CallResult[] = [];
+  for (let index = 0; index < count; index++) results.push({ outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} });
+  send({ t: 'outcomes', id: request.id, index: 0, results, done: true });
 }
 
 export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
@@ -116,10 +147,10 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
   } catch (error) {
     if (!(error instanceof LoadFailure)) throw error;
     failedOutcomes(request, inputs.length, error, send);
-    send({ t: 'done', id: request.id });
     return;
   }
   const committed = new Map(Object.entries(request.db));
+  const batch = new OutcomeBatch(request.id, send);
   for (let index = 0; index < inputs.length; index++) {
     const scope = new CallScope(request.method, index);
     const started = performance.now();
@@ -143,14 +174,20 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const dbWrites: Record<string, unknown> = failed
       ? {}
       : Object.fromEntries([...scope.dbWrites].map(([key, { value }]) => [key, value]));
-    if (!failed) for (const [key, value] of Object.entries(dbWrites)) committed.set(key, value);
-    const outcome: OutcomeMessage['outcome'] = {
+    let dbBytes = 0;
+    if (!failed) {
+      for (const [key, write] of scope.dbWrites) {
+        committed.set(key, write.value);
+        dbBytes += write.bytes;
+      }
+    }
+    const outcome: CallResult['outcome'] = {
       emits: failed ? [] : scope.emits,
       logs: scope.logs,
       durationMs: performance.now() - started,
     };
     if (failed) outcome.error = toInvocationError(error);
-    send({ t: 'outcome', id: request.id, index, outcome, dbWrites });
+    batch.add({ outcome, dbWrites }, failed ? 0 : scope.emitBytes + dbBytes);
   }
-  send({ t: 'done', id: request.id });
+  batch.flush(true);
 }

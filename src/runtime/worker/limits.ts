@@ -1,4 +1,5 @@
-// How much one call of a component may send back, so that a runaway run fails alone instead of swamping the server.
+// How much one call of a component may send back, so that a runaway run fails alone instead of swamping the server,
+// and how long finished outcomes may wait in the worker to share a message.
 
 /** One emitted event, as JSON. */
 export const MAX_EVENT_BYTES = 1024 * 1024;
@@ -16,3 +17,11 @@ export const MAX_LOG_LINE_CHARS = 64 * 1024;
 export const MAX_LOG_CHARS_PER_CALL = 1024 * 1024;
 /** An error message or stack sent back. */
 export const MAX_ERROR_CHARS = 16 * 1024;
+
+/**
+ * A worker holds finished outcomes at most this long before sending them (it sends at the end of a call, so a
+ * long call adds its own length). The server's kill timer therefore allows this much on top of a call's timeout.
+ */
+export const OUTCOME_FLUSH_MS = 10;
+/** A worker sends the outcomes it holds once their emitted events and db writes pass this many bytes of JSON. */
+export const OUTCOME_FLUSH_BYTES = 1024 * 1024;
