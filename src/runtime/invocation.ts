@@ -26,6 +26,9 @@ export interface WorkerReport {
   };
 }
 
+/** Time for a worker's message to be written, read and checked, beyond a run's own timeout. */
+const DELIVERY_GRACE_MS = 250;
+
 const ERROR_NAMES: Record<string, { name: string; code: string }> = {
   timeout: { name: 'TimeoutError', code: 'timeout' },
   out_of_memory: { name: 'OutOfMemoryError', code: 'out_of_memory' },
@@ -86,11 +89,13 @@ export async function invokeIn(
             return false;
           }
           case 'outcomes': {
-            if (m.index !== outcomes.length || m.index + m.results.length > count) throw new ProtocolError(`unexpected outcomes from event ${m.index}`);
+            if (m.index !== outcomes.length || m.index + m.results.length > count || (!m.results.length && !m.done)) {
+              throw new ProtocolError(`unexpected outcomes from event ${m.index}`);
+            }
+            if (m.results.some(({ outcome, dbWrites: writes }) => outcome.error && (outcome.emits.length > 0 || Object.keys(writes).length > 0))) {
+              throw new ProtocolError('a failed call reported effects');
+            }
             for (const { outcome, dbWrites: writes } of m.results) {
-              if (outcome.error && (outcome.emits.length > 0 || Object.keys(writes).length > 0)) {
-                throw new ProtocolError('a failed call reported effects');
-              }
               const response = responses.get(outcomes.length);
               responses.delete(outcomes.length);
               outcomes.push(response ? { ...outcome, response } : outcome);
@@ -98,14 +103,17 @@ export async function invokeIn(
             }
             reportedAt = performance.now();
             if (m.done && outcomes.length !== count) throw new ProtocolError(`done after ${outcomes.length} of ${count} outcomes`);
+            // Only finished runs count as progress: a message cannot buy a run more time (respond() does not either).
+            if (m.results.length) worker.extendTimeout();
             return m.done;
           }
           default:
             throw new ProtocolError(`unexpected ${m.t} message during an invocation`);
         }
       },
-      // A worker holds finished outcomes for up to OUTCOME_FLUSH_MS: a call is late only once that has passed too.
-      request.timeoutMs + OUTCOME_FLUSH_MS,
+      // A worker holds finished outcomes for up to OUTCOME_FLUSH_MS, and a message of several MB takes a while to
+      // travel and be checked: a call is late only once both have passed too.
+      request.timeoutMs + OUTCOME_FLUSH_MS + DELIVERY_GRACE_MS,
     );
   } catch (error) {
     if (!(error instanceof WorkerExitError)) throw error;
@@ -119,7 +127,8 @@ export async function invokeIn(
 /**
  * Runs a request through `attempt` (one worker call). When a worker dies with several calls unreported, which of
  * them killed it is unknown: each of those runs again on its own, so that the failure lands on its own event and
- * the others still run. A call that finished before the death may so run twice, as after any crash (DESIGN.md 1).
+ * the others still run. A call that finished before the death may so run twice, as after any crash (DESIGN.md,
+ * section 1). If a worker cannot even be started for that, the rest fail with the error of the death.
  */
 export async function invokeIsolatingFailures(
   request: InvocationRequest,
@@ -133,13 +142,21 @@ export async function invokeIsolatingFailures(
     const events = request.events ?? [];
     const onRespond = hooks?.onRespond;
     for (let index = outcomes.length; index < count; index++) {
-      const alone = await attempt(
-        { ...request, events: [events[index]], db: { ...request.db, ...Object.fromEntries(dbWrites) } },
-        onRespond && { onRespond: (response: HttpResponse) => onRespond(response, index) },
-      );
+      let alone: WorkerReport;
+      try {
+        alone = await attempt(
+          { ...request, events: [events[index]], db: { ...request.db, ...Object.fromEntries(dbWrites) } },
+          onRespond && { onRespond: (response: HttpResponse) => onRespond(response, index) },
+        );
+      } catch (error) {
+        if (error instanceof RuntimeClosedError) throw error;
+        for (; index < count; index++) outcomes.push(failedOutcome(stopped, index));
+        break;
+      }
       const outcome = alone.outcomes[0] ?? failedOutcome(alone.stopped!, 0);
+      // The HTTP client got the first answer given; a second one from the re-run went nowhere.
       const earlier = stopped.responses.get(index);
-      outcomes.push(earlier && !outcome.response ? { ...outcome, response: earlier } : outcome);
+      outcomes.push(earlier ? { ...outcome, response: earlier } : outcome);
       for (const [key, value] of alone.dbWrites) dbWrites.set(key, value);
     }
   }

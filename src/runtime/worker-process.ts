@@ -121,10 +121,15 @@ export class WorkerProcess {
 
   /**
    * Sends a request and feeds the answers to `handle` until it says the call is complete; kills the worker when
-   * `timeoutMs` pass without a message from it.
+   * `timeoutMs` pass, counted from the last `extendTimeout()` of the call.
    */
   call(message: ToWorker, handle: CallHandler, timeoutMs: number): Promise<void> {
     return this.expect(message.id, handle, timeoutMs, () => this.child.send(message));
+  }
+
+  /** Restarts the current call's timeout: for a caller that has seen the worker make progress. */
+  extendTimeout(): void {
+    this.current?.timer?.refresh();
   }
 
   kill(reason: WorkerExitReason, message: string): void {
@@ -195,7 +200,6 @@ export class WorkerProcess {
       const call = this.current;
       if (!call) fail(`unexpected ${message.t} message while idle`);
       if ('id' in message && message.id !== call.id) fail(`message for request ${message.id} during request ${String(call.id)}`);
-      call.timer?.refresh();
       if (call.handle(message)) this.settle();
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);

@@ -19,9 +19,15 @@ export interface WorkerChannel {
  */
 export function harden(): WorkerChannel {
   if (typeof process.send !== 'function') throw new Error('the worker must be started with an IPC channel');
-  const send = process.send.bind(process);
   const proc = process as unknown as Record<string, unknown>;
+  // `process.send` looks `_send` up on each call, so code that replaced `_send` would see and forge our messages:
+  // keep the real one, and take both away.
+  const rawSend = (proc._send as (message: object, handle: undefined, options: object) => boolean).bind(process);
+  const send: Send = (message) => {
+    if (process.connected) rawSend(message, undefined, { swallowErrors: false });
+  };
   proc.send = undefined;
+  proc._send = undefined;
   proc.disconnect = undefined;
 
   // Root or not, a worker may not signal the server or other workers (pid 0 would mean the server's whole

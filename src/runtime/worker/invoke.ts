@@ -187,7 +187,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       durationMs: performance.now() - started,
     };
     if (failed) outcome.error = toInvocationError(error);
-    batch.add({ outcome, dbWrites }, failed ? 0 : scope.emitBytes + dbBytes);
+    batch.add({ outcome, dbWrites }, scope.emitBytes + dbBytes + scope.logChars);
   }
   batch.flush(true);
 }

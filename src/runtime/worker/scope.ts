@@ -16,7 +16,8 @@ export class CallScope {
   /** Rejects on `fail`, ending the wait for the component's promise (which may never settle). */
   readonly failed: Promise<never>;
   private rejectFailed!: (reason: unknown) => void;
-  private logChars = 0;
+  /** Characters logged so far (capped by MAX_LOG_CHARS_PER_CALL). */
+  logChars = 0;
   private logsDropped = false;
 
   constructor(
