@@ -21,7 +21,7 @@ export interface LoadRequest {
 /**
  * Run `run` for each event, or one hook; answered by `outcomes` messages, the last one `done`. A worker sends the
  * outcomes it holds at the end of a call once OUTCOME_FLUSH_MS (worker/limits.ts) have passed since its last
- * message, and at the end of the request: one write per batch instead of one per event, and the server still
+ * message or OUTCOME_FLUSH_BYTES wait, and at the end of the request: one write per batch instead of one per event, and the server still
  * hears within a bounded time.
  */
 export interface InvokeRequest {
@@ -82,7 +82,6 @@ export interface OutcomesMessage {
 }
 
 export type FromWorker = ReadyMessage | LoadedMessage | LoadFailedMessage | RespondMessage | OutcomesMessage;
-
 
 /** A worker said something the protocol does not allow; the worker is killed for it. */
 export class ProtocolError extends Error {

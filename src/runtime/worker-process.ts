@@ -121,7 +121,7 @@ export class WorkerProcess {
 
   /**
    * Sends a request and feeds the answers to `handle` until it says the call is complete; kills the worker when
-   * `timeoutMs` pass, counted from the last `extendTimeout()` of the call.
+   * `timeoutMs` pass, counted from the send or from the call's last `extendTimeout()`.
    */
   call(message: ToWorker, handle: CallHandler, timeoutMs: number): Promise<void> {
     return this.expect(message.id, handle, timeoutMs, () => this.child.send(message));

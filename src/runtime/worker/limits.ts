@@ -23,5 +23,5 @@ export const MAX_ERROR_CHARS = 16 * 1024;
  * long call adds its own length). The server's kill timer therefore allows this much on top of a call's timeout.
  */
 export const OUTCOME_FLUSH_MS = 10;
-/** A worker sends the outcomes it holds once their emitted events and db writes pass this many bytes of JSON. */
+/** A worker sends the outcomes it holds once their emitted events, db writes and logs pass this many bytes. */
 export const OUTCOME_FLUSH_BYTES = 1024 * 1024;
