@@ -135,7 +135,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const subscriptions = new SubscriptionService(store);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
-    const events = new EventService(store);
+    const events = new EventService(store, config.eventRetention);
     const dispatcher = new Dispatcher(
       store,
       runtime,

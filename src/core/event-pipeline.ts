@@ -88,6 +88,14 @@ export function pendingEmits(strategy: DedupeStrategy | undefined, cache: unknow
   return { pending, cache: next };
 }
 
+/**
+ * Events a stream may hold past retention before an append trims it back: trimming costs more than an append,
+ * so it happens once per this many events, and readers see only the newest `retention` (store/events.ts).
+ */
+export function trimSlack(retention: number): number {
+  return Math.floor(retention / 10);
+}
+
 export interface AppendOptions {
   dialect: DialectName;
   retention: number;
@@ -98,7 +106,8 @@ export interface AppendOptions {
 
 /**
  * Stores events of one emitter inside the caller's transaction: ids strictly increasing even when the clock
- * steps back, the newest `retention` kept per stream. Returns the stored summaries in id order.
+ * steps back, the newest `retention` kept per stream (and up to trimSlack more, unseen). Returns the stored
+ * summaries in id order.
  */
 export async function appendEvents(
   trx: Transaction<Database>,
@@ -140,7 +149,7 @@ export async function appendEvents(
   for (const row of rows) counts[row.stream] = (counts[row.stream] ?? 0) + 1;
   for (const stream of Object.keys(counts) as StreamKind[]) {
     const excess = counts[stream]! - options.retention;
-    if (excess <= 0) continue;
+    if (excess <= trimSlack(options.retention)) continue;
     await events.trimOldest(trx, emitterId, stream, excess);
     counts[stream] = options.retention;
   }

@@ -7,11 +7,15 @@ import type { Page, PageRequest } from './pagination.js';
 import { toSummary, type EventSummary } from './event-pipeline.js';
 
 export class EventService {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** Events kept per emitter and stream; readers see no more, whatever is stored until the next trim. */
+    private readonly retention: number,
+  ) {}
 
   /** Newest first; the caller has checked that the account owns the emitter. */
   async list(emitterId: string, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
-    const result = await events.listEvents(this.store.db, emitterId, stream, page);
+    const result = await events.listEvents(this.store.db, emitterId, stream, page, this.retention);
     return { ...result, items: result.items.map((row) => toSummary(row, expand)) };
   }
 
@@ -21,10 +25,13 @@ export class EventService {
     const end = endId === undefined ? undefined : events.parseEventId(endId);
     if (startId !== undefined && !start) throw invalid(`start_id "${startId}" is not an event id (<epoch_ms>-<seq>)`);
     if (endId !== undefined && !end) throw invalid(`end_id "${endId}" is not an event id (<epoch_ms>-<seq>)`);
-    if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
+    if (start && end && events.compareKeys(start, end) > 0) {
       throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
     }
     return this.store.db.transaction().execute(async (trx) => {
+      // Events past retention that no reader sees go first, so that the count answered is of events users saw.
+      const excess = (await events.countStream(trx, emitterId, 'emit')) - this.retention;
+      if (excess > 0) await events.trimOldest(trx, emitterId, 'emit', excess);
       const deleted = await events.deleteEventRange(trx, emitterId, start, end);
       const state = await events.readEmitterState(trx, this.store.dialect, emitterId);
       await events.writeEmitterState(trx, emitterId, { ...state, counts: { ...state.counts, emit: await events.countStream(trx, emitterId, 'emit') } });
@@ -36,6 +43,6 @@ export class EventService {
   async after(emitterId: string, stream: StreamKind, afterId: string): Promise<EventSummary[]> {
     const after = events.parseEventId(afterId);
     if (!after) return [];
-    return (await events.eventsAfter(this.store.db, emitterId, stream, after)).map((row) => toSummary(row, true));
+    return (await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention)).map((row) => toSummary(row, true));
   }
 }

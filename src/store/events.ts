@@ -72,7 +72,7 @@ export async function insertEvents(db: Db, dialect: DialectName, rows: EventRow[
   await bulkInsert(db, dialect, 'events', EVENT_COLUMNS, rows);
 }
 
-const oldestKeptBoundary = compiledOnce(
+const excessBoundary = compiledOnce(
   'trimOldest.boundary',
   (db, emitterId: string, stream: StreamKind, excess: number) =>
     db
@@ -98,11 +98,34 @@ const deleteThrough = compiledOnce(
   (emitterId, stream, boundary) => [emitterId, stream, boundary.ms, boundary.ms, boundary.seq],
 );
 
+/** The key of the `excess`-th oldest event of a stream; costs O(excess), not O(stream). */
+async function newestOfOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<EventKey | undefined> {
+  const row = (await excessBoundary(db, emitterId, stream, excess)).rows[0];
+  return row && { ms: Number(row.ms), seq: Number(row.seq) };
+}
+
 /** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */
 export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<void> {
-  const boundary = (await oldestKeptBoundary(db, emitterId, stream, excess)).rows[0];
-  if (!boundary) return;
-  await deleteThrough(db, emitterId, stream, { ms: Number(boundary.ms), seq: Number(boundary.seq) });
+  const boundary = await newestOfOldest(db, emitterId, stream, excess);
+  if (boundary) await deleteThrough(db, emitterId, stream, boundary);
+}
+
+/** What readers see of a stream: its newest `retention` events, of the ones stored. */
+export interface RetainedView {
+  /** How many events readers see. */
+  count: number;
+  /** The newest stored event past retention, which readers do not see; undefined when none is stored. */
+  hiddenThrough: EventKey | undefined;
+}
+
+/**
+ * Appends trim a stream only once it holds a few events past retention (a trim costs more than an append),
+ * so readers ask for this view and see exactly the newest `retention` events.
+ */
+export async function retainedView(db: Db, emitterId: string, stream: StreamKind, retention: number): Promise<RetainedView> {
+  const stored = await countStream(db, emitterId, stream);
+  const excess = stored - retention;
+  return { count: Math.min(stored, retention), hiddenThrough: excess > 0 ? await newestOfOldest(db, emitterId, stream, excess) : undefined };
 }
 
 /** Counts the events of one stream, to correct the stored count after a range deletion. */
@@ -123,13 +146,25 @@ export function parseEventId(id: string): EventKey | undefined {
   return match ? { ms: Number(match[1]), seq: Number(match[2]) } : undefined;
 }
 
+export function compareKeys(a: EventKey, b: EventKey): number {
+  return a.ms - b.ms || a.seq - b.seq;
+}
+
 export function eventIdOf(row: Pick<EventRow, 'ms' | 'seq'>): string {
   return `${row.ms}-${row.seq}`;
 }
 
-/** One stream of an emitter, newest first; `emit` covers the default stream and every named channel. */
-export async function listEvents(db: Kysely<Database>, emitterId: string, stream: StreamKind, page: PageRequest): Promise<Page<EventRow>> {
-  const base = db.selectFrom('events').selectAll().where('emitter_id', '=', emitterId).where('stream', '=', stream);
+/** The retained events of one stream, newest first; `emit` covers the default stream and every named channel. */
+export async function listEvents(
+  db: Kysely<Database>,
+  emitterId: string,
+  stream: StreamKind,
+  page: PageRequest,
+  retention: number,
+): Promise<Page<EventRow>> {
+  const view = await retainedView(db, emitterId, stream, retention);
+  let base = db.selectFrom('events').selectAll().where('emitter_id', '=', emitterId).where('stream', '=', stream);
+  if (view.hiddenThrough) base = base.where((eb) => eventKey(eb, '>', view.hiddenThrough!));
   const keyOf = (cursor: string) => parseEventId(decodeCursor(cursor, (key) => parseEventId(key) !== undefined))!;
   let rows: EventRow[];
   if (page.before !== undefined) {
@@ -149,11 +184,13 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
     }
     rows = await query.orderBy('ms', 'desc').orderBy('seq', 'desc').limit(page.limit).execute();
   }
-  return toPage(rows, await countStream(db, emitterId, stream), eventIdOf);
+  return toPage(rows, view.count, eventIdOf);
 }
 
-/** Events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
-export function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: EventKey): Promise<EventRow[]> {
+/** Retained events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
+export async function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: EventKey, retention: number): Promise<EventRow[]> {
+  const { hiddenThrough } = await retainedView(db, emitterId, stream, retention);
+  if (hiddenThrough && compareKeys(hiddenThrough, after) > 0) after = hiddenThrough;
   return db
     .selectFrom('events')
     .selectAll()

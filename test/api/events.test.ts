@@ -76,6 +76,34 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(res.body.data[99].event).toBe(20);
   });
 
+  it('shows exactly the newest 100 while up to 10 more wait for the next trim, and deletes what it shows', async () => {
+    const id = await deploy();
+    const events = async (query = 'limit=100') => (await api.get(`/v1/sources/${id}/event_summaries?${query}`)).body;
+    // 105 stored: the trim waits until more than 110 are (a trim costs more than an append).
+    await runAndWait(id, emitsOf(Array.from({ length: 105 }, (_, i) => ({ event: i }))));
+    const page = await events();
+    expect(page.page_info.total_count).toBe(100);
+    expect(page.data.map((e: { event: number }) => e.event)).toEqual(Array.from({ length: 100 }, (_, i) => 104 - i));
+    expect((await events(`limit=100&after=${page.page_info.end_cursor}`)).data).toEqual([]);
+    const oldest = (await events('limit=1&after=' + (await events('limit=99')).page_info.end_cursor)).data;
+    expect(oldest.map((e: { event: number }) => e.event)).toEqual([5]);
+
+    // 111 stored: trimmed back to the newest 100 (11 to 110).
+    await runAndWait(id, emitsOf(Array.from({ length: 6 }, (_, i) => ({ event: 105 + i }))));
+    const trimmed = await events();
+    expect(trimmed.page_info.total_count).toBe(100);
+    expect([trimmed.data[0].event, trimmed.data[99].event]).toEqual([110, 11]);
+
+    // Deleting "everything up to" an event removes only events a reader could see, and those hidden before them.
+    await runAndWait(id, emitsOf(Array.from({ length: 5 }, (_, i) => ({ event: 111 + i }))));
+    const before = (await events()).data;
+    expect(before[99].event).toBe(16);
+    expect((await api.delete(`/v1/sources/${id}/events?end_id=${before[49].id}`)).status).toBe(202);
+    const after = await events();
+    expect(after.page_info.total_count).toBe(49);
+    expect(after.data.map((e: { event: number }) => e.event)).toEqual(before.slice(0, 49).map((e: { event: number }) => e.event));
+  });
+
   it('deletes events in the four ways the spec lists, answering 202', async () => {
     const id = await deploy();
     await runAndWait(id, emitsOf(Array.from({ length: 6 }, (_, i) => ({ event: i }))));

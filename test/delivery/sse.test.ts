@@ -79,6 +79,20 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     expect(stream.data().map((e) => e.event)).toEqual([2, 3, 4]);
   });
 
+  it('replays only retained events after a Last-Event-ID that has fallen out of retention', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    await a.runAndWait(source, emitsOf(Array.from({ length: 100 }, (_, i) => ({ event: i }))));
+    const third = (await a.eventsOf(source, 100))[97];
+    expect(third.event).toBe(2);
+    // 105 stored, the newest 100 retained: events 0 to 4 are gone for readers, though not yet trimmed.
+    await a.runAndWait(source, emitsOf(Array.from({ length: 5 }, (_, i) => ({ event: 100 + i }))));
+    const stream = open(`${server.url}/v1/sources/${source}/sse`, a.key, { 'last-event-id': third.id });
+    await waitFor(async () => stream.messages.length, (n) => n >= 100, { what: 'the replay' });
+    const replayed = stream.data().map((e) => e.event);
+    expect([replayed.length, replayed[0], replayed[99]]).toEqual([100, 5, 104]);
+  });
+
   it('streams $logs or $errors instead of the emits with event_name', async () => {
     const a = await account(server);
     const source = await a.deploy();
