@@ -1,7 +1,7 @@
 // Sends webhook deliveries: Standard Webhooks signatures, retries on a schedule, Retry-After, 410, leases.
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Store } from '../store/database.js';
 import type { TransactionGroup } from '../engine/group-commit.js';
 import { newId, nowSeconds } from '../store/ids.js';
@@ -321,34 +321,72 @@ export class WebhookSender implements DeliveryQueue {
     return result.retryAfterMs ?? this.options.retryScheduleSeconds[row.attempt - 1]! * 1000;
   }
 
-  private async send(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<SendResult> {
-    // One timer for the whole attempt: AbortSignal.any with AbortSignal.timeout cost a third of a request's CPU.
-    const timeout = setTimeout(() => abort.abort(new DOMException('the attempt timed out', 'TimeoutError')), this.options.timeoutMs);
-    try {
-      const url = new URL(row.url);
-      assertPublicLiteral(url, this.options.allowPrivateNetwork);
-      const timestamp = nowSeconds();
-      const response = await request(url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: abort.signal,
-        headers: {
+  /**
+   * One POST through the dispatcher's handler interface: `request()` wraps each response in a stream, a promise
+   * and signal listeners, which cost about a third of an attempt's CPU. Never rejects.
+   */
+  private send(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<SendResult> {
+    return new Promise((resolve) => {
+      let controller: Dispatcher.DispatchController | undefined;
+      let cancelled: Error | undefined;
+      let settled = false;
+      let received = 0;
+      let response: { statusCode: number; retryAfter: string | string[] | undefined } | undefined;
+      const settle = (result: SendResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timeout);
+        abort.signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      const fail = (error: unknown) => settle({ statusCode: null, error: this.describe(error), retryAfterMs: undefined });
+      const answered = () => settle({ statusCode: response!.statusCode, error: null, retryAfterMs: retryAfterMs(response!.retryAfter, Date.now()) });
+      // Ends the attempt now; the request is cut off at once, or as soon as it gets a connection.
+      const cancel = (reason: Error) => {
+        cancelled = reason;
+        controller?.abort(reason);
+        fail(reason);
+      };
+      const onAbort = () => cancel(abort.signal.reason as Error);
+      // One timer for the whole attempt, connection to last byte.
+      const timeout = setTimeout(() => cancel(new DOMException('the attempt timed out', 'TimeoutError')), this.options.timeoutMs);
+      abort.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        const url = new URL(row.url);
+        assertPublicLiteral(url, this.options.allowPrivateNetwork);
+        const timestamp = nowSeconds();
+        const headers = {
           'content-type': 'application/json',
           'user-agent': 'Tributary-Webhooks/1',
           'webhook-id': row.message_id,
           'webhook-timestamp': String(timestamp),
           'webhook-signature': signPayload(this.secretOf(row.secret), row.message_id, timestamp, row.payload),
-        },
-        body: row.payload,
-      });
-      // Read to let the connection be reused; a larger body closes it instead.
-      await response.body.dump({ limit: MAX_RESPONSE_BYTES, signal: abort.signal });
-      return { statusCode: response.statusCode, error: null, retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()) };
-    } catch (error) {
-      return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };
-    } finally {
-      clearTimeout(timeout);
-    }
+        };
+        this.agent.dispatch(
+          { origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body: row.payload },
+          {
+            onRequestStart: (started) => {
+              controller = started;
+              if (cancelled) started.abort(cancelled);
+            },
+            onResponseStart: (_controller, statusCode, responseHeaders) => {
+              response = { statusCode, retryAfter: responseHeaders['retry-after'] };
+            },
+            // The body is read and thrown away so that the connection can be reused; a larger one closes it.
+            onResponseData: (started, chunk) => {
+              received += chunk.length;
+              if (received <= MAX_RESPONSE_BYTES) return;
+              answered();
+              started.abort(new Error('response body too large to read'));
+            },
+            onResponseEnd: () => answered(),
+            onResponseError: (_controller, error) => fail(error),
+          },
+        );
+      } catch (error) {
+        fail(error);
+      }
+    });
   }
 
   /** Decrypting costs more than signing; a webhook's secret is decrypted once, not per attempt. */

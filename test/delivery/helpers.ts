@@ -16,8 +16,8 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** What the receiver answers: a status with optional headers, after `delayMs` if given, or 'hang' to never answer. */
-export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
+/** What the receiver answers: a status with optional headers and body, after `delayMs` if given, or 'hang' to never answer. */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
 
 export interface Receiver {
   readonly url: string;
@@ -47,7 +47,7 @@ export async function startReceiver(): Promise<Receiver> {
       }
       const send = () => {
         res.writeHead(given.status, given.headers ?? {});
-        res.end('ok');
+        res.end(given.body ?? 'ok');
       };
       if (given.delayMs) setTimeout(send, given.delayMs);
       else send();
