@@ -1,5 +1,5 @@
 // Sends webhook deliveries: Standard Webhooks signatures, retries on a schedule, Retry-After, 410, leases.
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/database.js';
@@ -36,14 +36,22 @@ const PRUNE_EVERY = 100;
 const LEASE_MARGIN_MS = 5_000;
 /** Longest an attempt's record waits to share another commit. */
 const RECORD_DELAY_MS = 50;
-/** Decrypted webhook secrets kept, keyed by their sealed form (a rotated secret is a new key). */
-const SECRET_CACHE_SIZE = 1000;
+/** Signing keys kept, keyed by the sealed secret they come from (a rotated secret is a new entry). */
+const SIGNING_KEY_CACHE_SIZE = 1000;
 /** The part of a response body read (and thrown away) so that the connection can be reused. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed by the base64 part of the `whsec_` secret. */
 export function signPayload(secret: string, messageId: string, timestampSeconds: number, body: string): string {
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  return signWith(signingKey(secret), messageId, timestampSeconds, body);
+}
+
+/** The HMAC key of a `whsec_` secret: the bytes its base64 part encodes. */
+function signingKey(secret: string): KeyObject {
+  return createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64'));
+}
+
+function signWith(key: KeyObject, messageId: string, timestampSeconds: number, body: string): string {
   return `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64')}`;
 }
 
@@ -69,7 +77,7 @@ export class WebhookSender implements DeliveryQueue {
   private readonly handed: deliveries.ClaimedDelivery[] = [];
   /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
   private renewing = 0;
-  private readonly secretCache = new Map<string, string>();
+  private readonly signingKeys = new Map<string, KeyObject>();
   private readonly chores = new Set<Promise<void>>();
   private readonly agent: Dispatcher;
   private pumping = false;
@@ -360,7 +368,7 @@ export class WebhookSender implements DeliveryQueue {
           'user-agent': 'Tributary-Webhooks/1',
           'webhook-id': row.message_id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': signPayload(this.secretOf(row.secret), row.message_id, timestamp, row.payload),
+          'webhook-signature': signWith(this.signingKeyOf(row.secret), row.message_id, timestamp, row.payload),
         };
         this.agent.dispatch(
           { origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body: row.payload },
@@ -389,15 +397,15 @@ export class WebhookSender implements DeliveryQueue {
     });
   }
 
-  /** Decrypting costs more than signing; a webhook's secret is decrypted once, not per attempt. */
-  private secretOf(sealed: string): string {
-    let plain = this.secretCache.get(sealed);
-    if (plain === undefined) {
-      plain = this.secrets.decrypt(sealed);
-      if (this.secretCache.size >= SECRET_CACHE_SIZE) this.secretCache.clear();
-      this.secretCache.set(sealed, plain);
+  /** Decrypting costs more than signing; a webhook's secret is decrypted once, not per attempt, and kept as a key only. */
+  private signingKeyOf(sealed: string): KeyObject {
+    let key = this.signingKeys.get(sealed);
+    if (key === undefined) {
+      key = signingKey(this.secrets.decrypt(sealed));
+      if (this.signingKeys.size >= SIGNING_KEY_CACHE_SIZE) this.signingKeys.clear();
+      this.signingKeys.set(sealed, key);
     }
-    return plain;
+    return key;
   }
 
   private describe(error: unknown): string {

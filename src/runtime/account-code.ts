@@ -7,13 +7,21 @@ import path from 'node:path';
 export class AccountCode {
   /** The inode each link was last seen pointing at, so the usual call costs one stat of the bundle. */
   private readonly linked = new Map<string, number>();
+  /** Each account's folder, so that the usual call hashes nothing. */
+  private readonly dirs = new Map<string, string>();
   private static readonly MAX_REMEMBERED = 100_000;
 
   constructor(private readonly root: string) {}
 
   /** Named by a hash, so no account id can steer the path. */
   dir(accountId: string): string {
-    return path.join(this.root, createHash('sha256').update(accountId).digest('hex').slice(0, 32));
+    let dir = this.dirs.get(accountId);
+    if (dir === undefined) {
+      dir = path.join(this.root, createHash('sha256').update(accountId).digest('hex').slice(0, 32));
+      if (this.dirs.size >= AccountCode.MAX_REMEMBERED) this.dirs.clear();
+      this.dirs.set(accountId, dir);
+    }
+    return dir;
   }
 
   /**
