@@ -1,0 +1,112 @@
+// The sender's in-memory hand-over: leases renewed before a late send, ones too old left to the table, and
+// deliveries handed over after stop() given back. A second sender runs on the test server's database.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { SecretBox } from '../../src/core/secrets.js';
+import { TransactionGroup } from '../../src/engine/group-commit.js';
+import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/webhook-sender.js';
+import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
+import { newId } from '../../src/store/ids.js';
+import { account, startReceiver, type Receiver } from './helpers.js';
+
+describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
+  let server: TestServer;
+  let receiver: Receiver;
+  let path = 0;
+  const nextPath = () => `/handover-${dialect}-${++path}`;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    server = await startTestServer(dialect, { allowPrivateNetwork: true, webhookRetrySchedule: [] });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
+
+  /** A sender of its own with one slot; not started, so it sends only what is handed over to it. */
+  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'>): WebhookSender {
+    const { store, config } = server.running.services;
+    return new WebhookSender(
+      store,
+      SecretBox.open(config.secretKey, config.dataDir),
+      { allowPrivateNetwork: true, retryScheduleSeconds: [], pollMs: 60_000, concurrency: 1, reclaimAtStart: false, ...options },
+      new TransactionGroup(store),
+      pino({ level: 'silent' }),
+    );
+  }
+
+  /** Inserts one delivery to a new webhook at each of `paths`, leased as the router does, and returns them. */
+  async function leasedDeliveries(sender: WebhookSender, paths: string[]): Promise<ClaimedDelivery[]> {
+    const a = await account(server);
+    const { store } = server.running.services;
+    const nowMs = Date.now();
+    const lease = sender.leaseForNew(nowMs, paths.length)!;
+    expect(lease.count).toBe(paths.length);
+    const rows: ClaimedDelivery[] = [];
+    for (const at of paths) {
+      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      const webhook = await store.db.selectFrom('webhooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow();
+      const id = newId('dl');
+      const row = pendingDelivery({ id, message_id: id, webhook_id: hook.id, user_id: webhook.user_id, emitter_id: 'dc_x', event_id: '1-0', payload: JSON.stringify({ at }), attempt: 1, next_attempt_ms: nowMs, created_ms: nowMs });
+      rows.push({ ...row, lease_owner: lease.owner, lease_until_ms: lease.untilMs, url: webhook.url, secret: webhook.secret, active: webhook.active });
+    }
+    await insertDeliveries(store.db, store.dialect, rows);
+    return rows;
+  }
+
+  const leaseOf = async (id: string) =>
+    server.running.services.store.db.selectFrom('webhook_deliveries').select(['lease_owner', 'lease_until_ms', 'state']).where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('renews the lease of a handed-over delivery that waited for a slot, then sends it once', async () => {
+    // Stale means less than timeout + 5 s of lease left: the second delivery is stale once the first took 1 s,
+    // and still renewable (more than 5 s left).
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 7500 });
+    const [first, second] = [nextPath(), nextPath()];
+    receiver.answer((r) => (r.path === first ? { status: 200, delayMs: 1000 } : r.path === second ? 'hang' : { status: 200 }));
+    try {
+      const rows = await leasedDeliveries(sender, [first, second]);
+      sender.handOver(rows);
+      await waitFor(async () => receiver.on(second).length, (n) => n === 1, { what: 'the second delivery to be sent' });
+      const held = await leaseOf(rows[1]!.id);
+      expect(held.lease_owner).toBe(rows[1]!.lease_owner);
+      expect(Number(held.lease_until_ms)).toBeGreaterThan(rows[1]!.lease_until_ms!);
+      expect(receiver.on(first)).toHaveLength(1);
+    } finally {
+      await sender.stop();
+    }
+  });
+
+  it('leaves a handed-over delivery whose lease ran too short to the table, where it is claimed and sent once', async () => {
+    // The first attempt hangs until its 2 s timeout; by then the second has under 5 s of its 6.5 s lease left.
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 6500 });
+    const [first, second] = [nextPath(), nextPath()];
+    receiver.answer((r) => (r.path === first ? 'hang' : { status: 200 }));
+    try {
+      const rows = await leasedDeliveries(sender, [first, second]);
+      sender.handOver(rows);
+      // The server's own sender claims it from the table once the lease has run out.
+      const [sent] = await waitFor(async () => receiver.on(second), (found) => found.length === 1, { what: 'the second delivery to be claimed and sent' });
+      expect(sent!.receivedAt).toBeGreaterThanOrEqual(rows[1]!.lease_until_ms!);
+      await waitFor(async () => (await leaseOf(rows[1]!.id)).state, (state) => state === 'succeeded', { what: 'the attempt to be recorded' });
+      expect(receiver.on(second)).toHaveLength(1);
+    } finally {
+      await sender.stop();
+    }
+  });
+
+  it('gives back deliveries handed over after stop(), for another sender to send at once', async () => {
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 });
+    const at = nextPath();
+    receiver.answer(() => ({ status: 200 }));
+    const rows = await leasedDeliveries(sender, [at]);
+    await sender.stop();
+    sender.handOver(rows);
+    // Released, not left leased for a minute: the server's own sender sends it within its poll.
+    await waitFor(async () => receiver.on(at).length, (n) => n === 1, { what: 'the released delivery to be sent' });
+    expect(receiver.requests.filter((r) => r.path === at)).toHaveLength(1);
+    expect(Date.now()).toBeLessThan(rows[0]!.lease_until_ms!);
+  });
+});
