@@ -146,6 +146,7 @@ export function parseEventId(id: string): EventKey | undefined {
   return match ? { ms: Number(match[1]), seq: Number(match[2]) } : undefined;
 }
 
+/** Negative when `a` is the older event, positive when it is the newer, zero for the same. */
 export function compareKeys(a: EventKey, b: EventKey): number {
   return a.ms - b.ms || a.seq - b.seq;
 }
