@@ -29,11 +29,12 @@ export class EventService {
       throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
     }
     return this.store.db.transaction().execute(async (trx) => {
-      // Events past retention that no reader sees go first, so that the count answered is of events users saw.
+      // Read first: on PostgreSQL it locks the emitter, so no append trims between the count and the trim below.
+      const state = await events.readEmitterState(trx, this.store.dialect, emitterId);
+      // Events past retention that no reader sees go first: a range from start_id on must not leave them showing.
       const excess = (await events.countStream(trx, emitterId, 'emit')) - this.retention;
       if (excess > 0) await events.trimOldest(trx, emitterId, 'emit', excess);
       const deleted = await events.deleteEventRange(trx, emitterId, start, end);
-      const state = await events.readEmitterState(trx, this.store.dialect, emitterId);
       await events.writeEmitterState(trx, emitterId, { ...state, counts: { ...state.counts, emit: await events.countStream(trx, emitterId, 'emit') } });
       return deleted;
     });

@@ -359,6 +359,7 @@ export class WebhookSender implements DeliveryQueue {
       // One timer for the whole attempt, connection to last byte.
       const timeout = setTimeout(() => cancel(new DOMException('the attempt timed out', 'TimeoutError')), this.options.timeoutMs);
       abort.signal.addEventListener('abort', onAbort, { once: true });
+      if (abort.signal.aborted) return onAbort();
       try {
         const url = new URL(row.url);
         assertPublicLiteral(url, this.options.allowPrivateNetwork);

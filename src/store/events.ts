@@ -118,14 +118,31 @@ export interface RetainedView {
   hiddenThrough: EventKey | undefined;
 }
 
+const newestHidden = compiledOnce(
+  'retainedView.newestHidden',
+  (db, emitterId: string, stream: StreamKind, retention: number) =>
+    db
+      .selectFrom('events')
+      .select(['ms', 'seq'])
+      .where('emitter_id', '=', emitterId)
+      .where('stream', '=', stream)
+      .orderBy('ms', 'desc')
+      .orderBy('seq', 'desc')
+      .limit(1)
+      .offset(retention),
+  (emitterId, stream, retention) => [emitterId, stream, 1, retention],
+);
+
 /**
  * Appends trim a stream only once it holds a few events past retention (a trim costs more than an append),
- * so readers ask for this view and see exactly the newest `retention` events.
+ * so readers ask for this view and see exactly the newest `retention` events. The boundary is counted from
+ * the newest event, not from the count: a trim committed between the two reads then hides nothing visible.
  */
 export async function retainedView(db: Db, emitterId: string, stream: StreamKind, retention: number): Promise<RetainedView> {
   const stored = await countStream(db, emitterId, stream);
-  const excess = stored - retention;
-  return { count: Math.min(stored, retention), hiddenThrough: excess > 0 ? await newestOfOldest(db, emitterId, stream, excess) : undefined };
+  if (stored <= retention) return { count: stored, hiddenThrough: undefined };
+  const row = (await newestHidden(db, emitterId, stream, retention)).rows[0];
+  return { count: retention, hiddenThrough: row && { ms: Number(row.ms), seq: Number(row.seq) } };
 }
 
 /** Counts the events of one stream, to correct the stored count after a range deletion. */

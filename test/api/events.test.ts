@@ -76,7 +76,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(res.body.data[99].event).toBe(20);
   });
 
-  it('shows exactly the newest 100 while up to 10 more wait for the next trim, and deletes what it shows', async () => {
+  it('shows exactly the newest 100 while up to 10 more wait for the next trim, and deletes only what it shows', async () => {
     const id = await deploy();
     const events = async (query = 'limit=100') => (await api.get(`/v1/sources/${id}/event_summaries?${query}`)).body;
     // 105 stored: the trim waits until more than 110 are (a trim costs more than an append).
@@ -94,14 +94,19 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(trimmed.page_info.total_count).toBe(100);
     expect([trimmed.data[0].event, trimmed.data[99].event]).toEqual([110, 11]);
 
-    // Deleting "everything up to" an event removes only events a reader could see, and those hidden before them.
+    // 105 stored again (11 to 115, 16 and on shown). Deleting from an event on leaves the older shown ones,
+    // not the hidden ones behind them; deleting up to an event removes shown and hidden alike.
     await runAndWait(id, emitsOf(Array.from({ length: 5 }, (_, i) => ({ event: 111 + i }))));
-    const before = (await events()).data;
-    expect(before[99].event).toBe(16);
-    expect((await api.delete(`/v1/sources/${id}/events?end_id=${before[49].id}`)).status).toBe(202);
-    const after = await events();
-    expect(after.page_info.total_count).toBe(49);
-    expect(after.data.map((e: { event: number }) => e.event)).toEqual(before.slice(0, 49).map((e: { event: number }) => e.event));
+    const shown = (await events()).data.map((e: { id: string; event: number }) => e);
+    expect([shown[0].event, shown[99].event]).toEqual([115, 16]);
+    expect((await api.delete(`/v1/sources/${id}/events?start_id=${shown[49].id}`)).status).toBe(202);
+    const older = await events();
+    expect(older.page_info.total_count).toBe(50);
+    expect(older.data.map((e: { event: number }) => e.event)).toEqual(shown.slice(50).map((e: { event: number }) => e.event));
+    expect((await api.delete(`/v1/sources/${id}/events?end_id=${shown[75].id}`)).status).toBe(202);
+    const newer = await events();
+    expect(newer.page_info.total_count).toBe(25);
+    expect(newer.data.map((e: { event: number }) => e.event)).toEqual(shown.slice(50, 75).map((e: { event: number }) => e.event));
   });
 
   it('deletes events in the four ways the spec lists, answering 202', async () => {

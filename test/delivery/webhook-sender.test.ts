@@ -42,17 +42,21 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   async function leasedDeliveries(sender: WebhookSender, paths: string[]): Promise<ClaimedDelivery[]> {
     const a = await account(server);
     const { store } = server.running.services;
+    const webhooks = [];
+    for (const at of paths) {
+      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      webhooks.push(await store.db.selectFrom('webhooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow());
+    }
+    // The lease is taken last, just before the hand-over: the tests count on its length from here.
     const nowMs = Date.now();
     const lease = sender.leaseForNew(nowMs, paths.length)!;
     expect(lease.count).toBe(paths.length);
-    const rows: ClaimedDelivery[] = [];
-    for (const at of paths) {
-      const hook = await a.createWebhook(`${receiver.url}${at}`);
-      const webhook = await store.db.selectFrom('webhooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow();
+    const rows = webhooks.map((webhook, i): ClaimedDelivery => {
       const id = newId('dl');
-      const row = pendingDelivery({ id, message_id: id, webhook_id: hook.id, user_id: webhook.user_id, emitter_id: 'dc_x', event_id: '1-0', payload: JSON.stringify({ at }), attempt: 1, next_attempt_ms: nowMs, created_ms: nowMs });
-      rows.push({ ...row, lease_owner: lease.owner, lease_until_ms: lease.untilMs, url: webhook.url, secret: webhook.secret, active: webhook.active });
-    }
+      const payload = JSON.stringify({ at: paths[i] });
+      const row = pendingDelivery({ id, message_id: id, webhook_id: webhook.id, user_id: webhook.user_id, emitter_id: 'dc_x', event_id: '1-0', payload, attempt: 1, next_attempt_ms: nowMs, created_ms: nowMs });
+      return { ...row, lease_owner: lease.owner, lease_until_ms: lease.untilMs, url: webhook.url, secret: webhook.secret, active: webhook.active };
+    });
     await insertDeliveries(store.db, store.dialect, rows);
     return rows;
   }

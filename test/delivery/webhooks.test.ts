@@ -189,7 +189,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
   it('records a 2xx whose body is too large to read as a success, and keeps delivering', async () => {
     const a = await account(server);
     const at = nextPath();
-    receiver.answer((r) => (r.path === at && receiver.on(at).length === 1 ? { status: 202, body: 'x'.repeat(200 * 1024) } : { status: 200 }));
+    receiver.answer((r) => (r.path === at && JSON.parse(r.body).event === 'large answer' ? { status: 202, body: 'x'.repeat(200 * 1024) } : { status: 200 }));
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
@@ -197,7 +197,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     await a.runAndWait(source, emitsOf([{ event: 'next' }]));
     const log = await a.deliveriesOf(hook.id, (rows) => rows.length === 2 && rows.every((d) => d.state === 'succeeded'), 'both deliveries');
     expect(log.map((d) => d.status_code).sort()).toEqual([200, 202]);
-    expect(receiver.on(at).map((r) => JSON.parse(r.body).event)).toEqual(['large answer', 'next']);
+    expect(receiver.on(at).map((r) => JSON.parse(r.body).event).sort()).toEqual(['large answer', 'next']);
   });
 
   it('deactivates a webhook whose URL answers 410 and sends it nothing more', async () => {
