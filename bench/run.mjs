@@ -22,7 +22,7 @@ async function main() {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     console.log('usage: npm run bench [-- <name> …]\n');
     for (const b of BENCHMARKS) console.log(`  ${b.name.padEnd(9)} ${b.summary}`);
-    console.log('\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,');
+    console.log('\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_INGEST_ROUNDS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,');
     console.log('       BENCH_DEPLOY_CONCURRENCY, BENCH_LATENCY_REQUESTS, BENCH_OVERHEAD_RUNS, BENCH_DIRECT_CALLS, BENCH_DRAIN_TIMEOUT, BENCH_WAIT_QUIET');
     return 0;
   }

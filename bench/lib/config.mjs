@@ -16,6 +16,8 @@ export function loadConfig() {
     warmup: num('BENCH_WARMUP', 2),
     /** Connections of the ingest closed loop. */
     connections: num('BENCH_CONNECTIONS', 32),
+    /** Ingest: rounds of Tributary then the baseline, in turn; the round with the median share is reported. */
+    ingestRounds: Math.max(1, Math.round(num('BENCH_INGEST_ROUNDS', 3))),
     /** Fan-out: events per second. */
     fanoutRate: num('BENCH_FANOUT_RATE', 500),
     /**
