@@ -72,20 +72,30 @@ export async function insertEvents(db: Db, dialect: DialectName, rows: EventRow[
   await bulkInsert(db, dialect, 'events', EVENT_COLUMNS, rows);
 }
 
-const excessBoundary = compiledOnce(
-  'trimOldest.boundary',
-  (db, emitterId: string, stream: StreamKind, excess: number) =>
-    db
-      .selectFrom('events')
-      .select(['ms', 'seq'])
-      .where('emitter_id', '=', emitterId)
-      .where('stream', '=', stream)
-      .orderBy('ms', 'asc')
-      .orderBy('seq', 'asc')
-      .limit(1)
-      .offset(excess - 1),
-  (emitterId, stream, excess) => [emitterId, stream, 1, excess - 1],
-);
+/** The key `skip` events in from the oldest (`asc`) or the newest (`desc`) end of a stream; costs O(skip). */
+function keyAtPosition(order: 'asc' | 'desc') {
+  const query = compiledOnce(
+    `keyAtPosition.${order}`,
+    (db, emitterId: string, stream: StreamKind, skip: number) =>
+      db
+        .selectFrom('events')
+        .select(['ms', 'seq'])
+        .where('emitter_id', '=', emitterId)
+        .where('stream', '=', stream)
+        .orderBy('ms', order)
+        .orderBy('seq', order)
+        .limit(1)
+        .offset(skip),
+    (emitterId, stream, skip) => [emitterId, stream, 1, skip],
+  );
+  return async (db: Db, emitterId: string, stream: StreamKind, skip: number): Promise<EventKey | undefined> => {
+    const row = (await query(db, emitterId, stream, skip)).rows[0];
+    return row && { ms: Number(row.ms), seq: Number(row.seq) };
+  };
+}
+
+const keyFromOldest = keyAtPosition('asc');
+const keyFromNewest = keyAtPosition('desc');
 
 const deleteThrough = compiledOnce(
   'trimOldest.delete',
@@ -98,15 +108,9 @@ const deleteThrough = compiledOnce(
   (emitterId, stream, boundary) => [emitterId, stream, boundary.ms, boundary.ms, boundary.seq],
 );
 
-/** The key of the `excess`-th oldest event of a stream; costs O(excess), not O(stream). */
-async function newestOfOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<EventKey | undefined> {
-  const row = (await excessBoundary(db, emitterId, stream, excess)).rows[0];
-  return row && { ms: Number(row.ms), seq: Number(row.seq) };
-}
-
 /** Deletes the `excess` oldest events of one stream of one emitter; costs O(excess), not O(stream). */
 export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, excess: number): Promise<void> {
-  const boundary = await newestOfOldest(db, emitterId, stream, excess);
+  const boundary = await keyFromOldest(db, emitterId, stream, excess - 1);
   if (boundary) await deleteThrough(db, emitterId, stream, boundary);
 }
 
@@ -118,21 +122,6 @@ export interface RetainedView {
   hiddenThrough: EventKey | undefined;
 }
 
-const newestHidden = compiledOnce(
-  'retainedView.newestHidden',
-  (db, emitterId: string, stream: StreamKind, retention: number) =>
-    db
-      .selectFrom('events')
-      .select(['ms', 'seq'])
-      .where('emitter_id', '=', emitterId)
-      .where('stream', '=', stream)
-      .orderBy('ms', 'desc')
-      .orderBy('seq', 'desc')
-      .limit(1)
-      .offset(retention),
-  (emitterId, stream, retention) => [emitterId, stream, 1, retention],
-);
-
 /**
  * Appends trim a stream only once it holds a few events past retention (a trim costs more than an append),
  * so readers ask for this view and see exactly the newest `retention` events. The boundary is counted from
@@ -141,8 +130,7 @@ const newestHidden = compiledOnce(
 export async function retainedView(db: Db, emitterId: string, stream: StreamKind, retention: number): Promise<RetainedView> {
   const stored = await countStream(db, emitterId, stream);
   if (stored <= retention) return { count: stored, hiddenThrough: undefined };
-  const row = (await newestHidden(db, emitterId, stream, retention)).rows[0];
-  return { count: retention, hiddenThrough: row && { ms: Number(row.ms), seq: Number(row.seq) } };
+  return { count: retention, hiddenThrough: await keyFromNewest(db, emitterId, stream, retention) };
 }
 
 /** Counts the events of one stream, to correct the stored count after a range deletion. */
