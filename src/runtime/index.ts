@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AccountCode } from './account-code.js';
 import { inspectIn } from './inspection.js';
-import { invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
+import { callCount, invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
 import { locatePlatform } from './locations.js';
 import { Npm } from './npm.js';
 import { checkOptions, type RuntimeOptions } from './options.js';
@@ -74,7 +74,7 @@ export class ComponentRuntime {
    * timeouts, crashes) come back as outcome errors; the promise rejects only for faults of the runtime itself.
    */
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
-    if (request.method === 'run' && (request.events ?? []).length === 0) return { outcomes: [], dbWrites: {} };
+    if (callCount(request) === 0) return { outcomes: [], dbWrites: {} };
     const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
     return invokeIsolatingFailures(request, hooks, (part, partHooks) =>
       this.pool.use(request.accountId, request.component.readPaths, (worker) => invokeIn(worker, part, artifactPath, partHooks, this.options.logger)),

@@ -37,6 +37,11 @@ const ERROR_NAMES: Record<string, { name: string; code: string }> = {
   crashed: { name: 'WorkerCrashError', code: 'worker_crashed' },
 };
 
+/** How many calls a request makes: one per event for `run`, one for a hook. */
+export function callCount(request: InvocationRequest): number {
+  return request.method === 'run' ? (request.events ?? []).length : 1;
+}
+
 /** The error reported for the call a worker died in. */
 function errorFor(exit: WorkerExitError, request: InvocationRequest): InvocationError {
   const { name, code } = ERROR_NAMES[exit.reason] ?? { name: 'WorkerCrashError', code: 'worker_crashed' };
@@ -53,7 +58,7 @@ export async function invokeIn(
   logger: RuntimeLogger,
 ): Promise<WorkerReport> {
   const events = request.method === 'run' ? (request.events ?? []) : [];
-  const count = request.method === 'run' ? events.length : 1;
+  const count = callCount(request);
   const outcomes: InvocationOutcome[] = [];
   // A Map, not an object: a key such as "__proto__" must stay a key.
   const dbWrites = new Map<string, unknown>();
@@ -136,7 +141,7 @@ export async function invokeIsolatingFailures(
   attempt: (request: InvocationRequest, hooks: InvokeHooks | undefined) => Promise<WorkerReport>,
 ): Promise<InvocationResult> {
   const { outcomes, dbWrites, stopped } = await attempt(request, hooks);
-  const count = request.method === 'run' ? (request.events ?? []).length : 1;
+  const count = callCount(request);
   if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
   else if (stopped) {
     const events = request.events ?? [];

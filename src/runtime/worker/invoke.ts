@@ -170,17 +170,17 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       error = scope.failure;
     }
     scope.closed = true;
-    // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
-    const dbWrites: Record<string, unknown> = failed
-      ? {}
-      : Object.fromEntries([...scope.dbWrites].map(([key, { value }]) => [key, value]));
+    const written: Array<[string, unknown]> = [];
     let dbBytes = 0;
     if (!failed) {
       for (const [key, write] of scope.dbWrites) {
+        written.push([key, write.value]);
         committed.set(key, write.value);
         dbBytes += write.bytes;
       }
     }
+    // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
+    const dbWrites: Record<string, unknown> = Object.fromEntries(written);
     const outcome: CallResult['outcome'] = {
       emits: failed ? [] : scope.emits,
       logs: scope.logs,
