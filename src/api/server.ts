@@ -11,6 +11,7 @@ import { ServiceError } from '../core/errors.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
+import { lazyChildLoggerFactory } from './request-logger.js';
 import { healthRoutes } from './routes/health.js';
 import { userRoutes } from './routes/users.js';
 import { componentRoutes } from './routes/components.js';
@@ -35,6 +36,7 @@ export async function buildApi(services: Services, logger: Logger): Promise<App>
   const app = Fastify({
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
     loggerInstance: logger as FastifyBaseLogger,
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: config.bodyLimit,
     genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId()),
     requestIdHeader: false,

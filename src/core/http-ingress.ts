@@ -31,9 +31,15 @@ export class EndpointDirectory {
 
   constructor(private readonly store: Store) {}
 
-  async resolve(endpointId: string): Promise<EndpointTarget | null> {
+  /** What the cache knows of an endpoint without waiting: its target, null for none, undefined when unknown or stale. */
+  known(endpointId: string): EndpointTarget | null | undefined {
     const cached = this.cache.get(endpointId);
-    if (cached && Date.now() - cached.at < TTL_MS) return cached.target;
+    return cached && Date.now() - cached.at < TTL_MS ? cached.target : undefined;
+  }
+
+  async resolve(endpointId: string): Promise<EndpointTarget | null> {
+    const known = this.known(endpointId);
+    if (known !== undefined) return known;
     const target = await this.load(endpointId);
     if (this.cache.size > 100_000) this.cache.clear();
     this.cache.set(endpointId, { at: Date.now(), target });

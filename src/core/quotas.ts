@@ -30,9 +30,15 @@ export class QuotaService {
     private readonly quotas: PlanQuotas,
   ) {}
 
-  async check(userId: string, nowMs = Date.now()): Promise<QuotaVerdict> {
+  /** The verdict read within the last CACHE_MS of the same day, without waiting; undefined when there is none. */
+  known(userId: string, nowMs = Date.now()): QuotaVerdict | undefined {
     const cached = this.cache.get(userId);
-    if (cached && nowMs - cached.at < CACHE_MS && dayPeriod(cached.at) === dayPeriod(nowMs)) return cached.verdict;
+    return cached && nowMs - cached.at < CACHE_MS && dayPeriod(cached.at) === dayPeriod(nowMs) ? cached.verdict : undefined;
+  }
+
+  async check(userId: string, nowMs = Date.now()): Promise<QuotaVerdict> {
+    const known = this.known(userId, nowMs);
+    if (known) return known;
     const verdict = await this.evaluate(userId, nowMs);
     this.cache.set(userId, { at: nowMs, verdict });
     return verdict;

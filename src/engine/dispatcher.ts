@@ -77,8 +77,6 @@ export class Dispatcher {
   private readonly handoff = new Map<string, HandedOff[]>();
   private readonly fromDatabase = new Set<string>();
   private readonly cache: SourceCache;
-  /** Queue inserts have a group of their own: an acknowledgement should not wait for a batch's commit. */
-  private readonly inserts: TransactionGroup;
   /** Queue rows of this turn, inserted together (see insertRows). */
   private pendingInsert: { rows: invocations.InvocationRow[]; done: Promise<void> } | undefined;
   private scanning = false;
@@ -98,7 +96,6 @@ export class Dispatcher {
   ) {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
-    this.inserts = new TransactionGroup(store);
     sources.onChange((change) => this.cache.evict(change.sourceId));
   }
 
@@ -135,7 +132,7 @@ export class Dispatcher {
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
     if (!this.pendingInsert) {
       const pending: invocations.InvocationRow[] = [];
-      const done = this.inserts.run((trx) => {
+      const done = this.transactions.run((trx) => {
         // Closed once its transaction starts; later rows go to the next insert.
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
         return invocations.insertInvocations(trx, this.store.dialect, pending);

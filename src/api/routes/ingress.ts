@@ -31,11 +31,14 @@ export function ingressRoutes(services: Services) {
     });
 
     const handle = async (request: FastifyRequest<{ Params: { endpointId: string; '*'?: string } }>, reply: FastifyReply) => {
-      const target = await services.endpoints.resolve(request.params.endpointId);
+      // Nearly every request hits the caches; skipping the awaits there saves two trips through the microtask queue.
+      const { endpointId } = request.params;
+      const known = services.endpoints.known(endpointId);
+      const target = known === undefined ? await services.endpoints.resolve(endpointId) : known;
       if (!target || !target.active) {
         return reply.status(404).send({ error: 'no active source at this endpoint', code: 'not_found' });
       }
-      const quota = await services.quotas.check(target.userId);
+      const quota = services.quotas.known(target.userId) ?? (await services.quotas.check(target.userId));
       if (!quota.allowed) {
         reply.header('retry-after', String(quota.retryAfterSeconds));
         return reply.status(429).send({ error: quota.reason, code: 'quota_exceeded' });

@@ -1,0 +1,69 @@
+// Request loggers: the child logger that carries a request's id is made only when the request logs something.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Bindings, ChildLoggerOptions } from 'pino';
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type LogFn = FastifyBaseLogger['info'];
+
+/**
+ * Fastify gives every request a child of the server's logger. pino takes microseconds to make one, paid by every
+ * ingress request although at the default level most requests log nothing; this makes it on the first call at an
+ * enabled level. Calls below the level cost one check.
+ */
+class LazyChildLogger implements FastifyBaseLogger {
+  private made: FastifyBaseLogger | undefined;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger & { isLevelEnabled(level: string): boolean },
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private get real(): FastifyBaseLogger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+
+  private write(level: Level, args: Parameters<LogFn>): void {
+    if (this.made || this.parent.isLevelEnabled(level)) (this.real[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  // Methods on the prototype, not closures per instance: a request would otherwise pay for six of them.
+  fatal(...args: Parameters<LogFn>): void {
+    this.write('fatal', args);
+  }
+  error(...args: Parameters<LogFn>): void {
+    this.write('error', args);
+  }
+  warn(...args: Parameters<LogFn>): void {
+    this.write('warn', args);
+  }
+  info(...args: Parameters<LogFn>): void {
+    this.write('info', args);
+  }
+  debug(...args: Parameters<LogFn>): void {
+    this.write('debug', args);
+  }
+  trace(...args: Parameters<LogFn>): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+
+  get level(): string {
+    return this.made?.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.real.level = level;
+  }
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.real.child(bindings, options);
+  }
+}
+
+/** Fastify's `childLoggerFactory`: a lazy child, unless the route sets options of its own (a level, serializers). */
+export function lazyChildLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  const parent = logger as FastifyBaseLogger & { isLevelEnabled?(level: string): boolean };
+  if (typeof parent.isLevelEnabled !== 'function' || Object.keys(options).length) return logger.child(bindings, options);
+  return new LazyChildLogger(parent as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, bindings, options);
+}
