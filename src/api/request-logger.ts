@@ -24,7 +24,9 @@ class LazyChildLogger implements FastifyBaseLogger {
   }
 
   private write(level: Level, args: Parameters<LogFn>): void {
-    if (this.made || this.parent.isLevelEnabled(level)) (this.real[level] as (...a: unknown[]) => void)(...args);
+    if (!this.made && !this.parent.isLevelEnabled(level)) return;
+    const real = this.real;
+    (real[level] as (...a: unknown[]) => void).apply(real, args);
   }
 
   // Methods on the prototype, not closures per instance: a request would otherwise pay for six of them.

@@ -77,6 +77,12 @@ export class Dispatcher {
   private readonly handoff = new Map<string, HandedOff[]>();
   private readonly fromDatabase = new Set<string>();
   private readonly cache: SourceCache;
+  /**
+   * The group queue inserts commit in. SQLite runs one transaction at a time on its one connection: there they
+   * join the batch commits' group and share its COMMITs. On PostgreSQL they have a group of their own, so that an
+   * acknowledgement does not wait for a batch's commit running on another connection.
+   */
+  private readonly inserts: TransactionGroup;
   /** Queue rows of this turn, inserted together (see insertRows). */
   private pendingInsert: { rows: invocations.InvocationRow[]; done: Promise<void> } | undefined;
   private scanning = false;
@@ -96,6 +102,7 @@ export class Dispatcher {
   ) {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
+    this.inserts = store.dialect === 'sqlite' ? transactions : new TransactionGroup(store);
     sources.onChange((change) => this.cache.evict(change.sourceId));
   }
 
@@ -132,7 +139,7 @@ export class Dispatcher {
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
     if (!this.pendingInsert) {
       const pending: invocations.InvocationRow[] = [];
-      const done = this.transactions.run((trx) => {
+      const done = this.inserts.run((trx) => {
         // Closed once its transaction starts; later rows go to the next insert.
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
         return invocations.insertInvocations(trx, this.store.dialect, pending);
