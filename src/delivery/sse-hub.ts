@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { EventSummary } from '../core/event-pipeline.js';
+import { compareKeys, parseEventId, type EventKey } from '../store/events.js';
 import type { EventBus } from './bus.js';
 
 export interface SseHubOptions {
@@ -36,22 +37,13 @@ interface Client {
   readonly filter: StreamFilter;
   readonly response: ServerResponse;
   /** Id of the last event written, to skip events seen both in the replay and live. */
-  last: { ms: number; seq: number } | undefined;
+  last: EventKey | undefined;
   /** Live events that arrived during the replay; null once the client is live. */
   queued: EventSummary[] | null;
   closed: boolean;
 }
 
 const HANDSHAKE = ':sse-handshake\n\n';
-
-function parseId(id: string): { ms: number; seq: number } {
-  const [ms, seq] = id.split('-');
-  return { ms: Number(ms), seq: Number(seq) };
-}
-
-function isAfter(id: { ms: number; seq: number }, last: { ms: number; seq: number } | undefined): boolean {
-  return !last || id.ms > last.ms || (id.ms === last.ms && id.seq > last.seq);
-}
 
 /** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
 export function sseFrame(summary: EventSummary): string {
@@ -154,8 +146,9 @@ export class SseHub {
   /** Writes one event if the client's stream selects it and has not had it; false when the socket wants a drain. */
   private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): boolean {
     if (client.closed || !client.filter(summary)) return true;
-    const id = parseId(summary.id);
-    if (!isAfter(id, client.last)) return true;
+    // Summary ids are always `<ms>-<seq>`, made by eventIdOf.
+    const id = parseEventId(summary.id)!;
+    if (client.last && compareKeys(id, client.last) <= 0) return true;
     let frame = frames?.get(summary);
     if (frame === undefined) {
       frame = sseFrame(summary);

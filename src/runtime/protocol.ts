@@ -21,8 +21,8 @@ export interface LoadRequest {
 /**
  * Run `run` for each event, or one hook; answered by `outcomes` messages, the last one `done`. A worker sends the
  * outcomes it holds at the end of a call once OUTCOME_FLUSH_MS (worker/limits.ts) have passed since its last
- * message or OUTCOME_FLUSH_BYTES wait, and at the end of the request: one write per batch instead of one per event, and the server still
- * hears within a bounded time.
+ * message or OUTCOME_FLUSH_BYTES wait, and at the end of the request: one write per batch instead of one per
+ * event, and the server still hears within a bounded time.
  */
 export interface InvokeRequest {
   t: 'invoke';

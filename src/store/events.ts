@@ -15,7 +15,7 @@ export interface EventKey {
 }
 
 /** `(ms, seq) <op> key`, written out because SQLite and PostgreSQL compare row values differently. */
-function eventKey(eb: ExpressionBuilder<Database, 'events'>, op: '<' | '<=' | '>' | '>=', key: EventKey) {
+export function eventKey(eb: ExpressionBuilder<Database, 'events'>, op: '<' | '<=' | '>' | '>=', key: EventKey) {
   return eb.or([eb('ms', op[0] as '<' | '>', key.ms), eb.and([eb('ms', '=', key.ms), eb('seq', op, key.seq)])]);
 }
 type Db = Kysely<Database> | Transaction<Database>;

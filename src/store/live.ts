@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
-import type { EventKey, EventRow } from './events.js';
+import { eventKey, type EventKey, type EventRow } from './events.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -17,8 +17,8 @@ export function eventsBetween(db: Kysely<Database>, emitterId: string, from: Eve
     .selectFrom('events')
     .selectAll()
     .where('emitter_id', '=', emitterId)
-    .where((eb) => eb.or([eb('ms', '>', from.ms), eb.and([eb('ms', '=', from.ms), eb('seq', '>=', from.seq)])]))
-    .where((eb) => eb.or([eb('ms', '<', to.ms), eb.and([eb('ms', '=', to.ms), eb('seq', '<=', to.seq)])]))
+    .where((eb) => eventKey(eb, '>=', from))
+    .where((eb) => eventKey(eb, '<=', to))
     .orderBy('ms', 'asc')
     .orderBy('seq', 'asc')
     .execute();
