@@ -54,6 +54,8 @@ const CEILING_CHECKPOINT_PAGES = 4000;
 const LOG_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
 /** How often the background thread checkpoints. */
 const CHECKPOINT_EVERY_MS = 250;
+/** How often the background thread flushes the log to disk (see CheckpointerOptions.syncLogEveryMs). */
+const SYNC_LOG_EVERY_MS = 50;
 
 function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundCheckpoints']): Store {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -70,6 +72,7 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
     connection.pragma(`journal_size_limit = ${LOG_SIZE_LIMIT_BYTES}`);
     checkpointer = new BackgroundCheckpointer(file, {
       everyMs: CHECKPOINT_EVERY_MS,
+      syncLogEveryMs: SYNC_LOG_EVERY_MS,
       onFailure: (error) => {
         // Commits take the copying back, every 1,000 pages as SQLite does by default, stalls and all.
         if (connection.open) connection.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
