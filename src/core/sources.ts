@@ -6,7 +6,7 @@ import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, InvocationMethod, InvocationOutcome } from '../runtime/types.js';
+import type { ComponentInfo, InvocationMethod, InvocationOutcome, InvocationRequest } from '../runtime/types.js';
 import { commitEffects, type InvocationContext } from '../engine/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
 import { timerRowsFor } from '../engine/timers.js';
@@ -19,6 +19,9 @@ import { SecretBox } from './secrets.js';
 import type { EventRouter } from '../engine/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
+
+/** What every invocation of a source carries, whatever it calls: the prepared bundle, its props, its endpoint. */
+export type InvocationBase = Omit<InvocationRequest, 'method' | 'events' | 'db'>;
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -283,7 +286,7 @@ export class SourceService {
   }
 
   /** Everything the runtime needs to call code of this source, props decrypted. */
-  async invocationBase(source: sources.SourceRow, component: ComponentRow, info: ComponentInfo) {
+  async invocationBase(source: sources.SourceRow, component: ComponentRow, info: ComponentInfo): Promise<InvocationBase> {
     const prepared = await this.runtime.prepare(component.code);
     const http = info.props.find((p) => p.type === '$.interface.http');
     return {

@@ -36,8 +36,8 @@ const PRUNE_EVERY = 100;
 const LEASE_MARGIN_MS = 5_000;
 /** Longest an attempt's record waits to share another commit. */
 const RECORD_DELAY_MS = 50;
-/** Signing keys kept, keyed by the sealed secret they come from (a rotated secret is a new entry). */
-const SIGNING_KEY_CACHE_SIZE = 1000;
+/** Signing keys and parsed URLs kept, each keyed by the text they come from (a rotated secret is a new entry). */
+const REMEMBERED_PER_KIND = 1000;
 /** The part of a response body read (and thrown away) so that the connection can be reused. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -64,20 +64,46 @@ export function retryAfterMs(value: string | string[] | undefined, nowMs: number
   return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
 }
 
+/** `make(key)`, made once while the map holds it; a full map starts over rather than tracking use. */
+function remembered<T>(map: Map<string, T>, key: string, make: () => T): T {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    if (map.size >= REMEMBERED_PER_KIND) map.clear();
+    map.set(key, value);
+  }
+  return value;
+}
+
 interface SendResult {
   statusCode: number | null;
   error: string | null;
   retryAfterMs: number | undefined;
+  /** stop() cut the attempt off: it does not count, and is sent again after the restart. */
+  stopped?: boolean;
+}
+
+/** An attempt in flight. stop() ends it through `cancel`, which send() sets (cheaper than an AbortController per attempt). */
+interface InFlight {
+  cancel: ((reason: Error) => void) | undefined;
+  done: Promise<void>;
+}
+
+/** A webhook URL as an attempt needs it, parsed and checked once per URL rather than per attempt. */
+interface Target {
+  origin: string;
+  path: string;
 }
 
 export class WebhookSender implements DeliveryQueue {
   private readonly owner = `node-${randomUUID()}`;
-  private readonly inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly inFlight = new Map<string, InFlight>();
   /** Deliveries leased to this sender when they were inserted, handed over after their commit, waiting for a slot. */
   private readonly handed: deliveries.ClaimedDelivery[] = [];
   /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
   private renewing = 0;
   private readonly signingKeys = new Map<string, KeyObject>();
+  private readonly targets = new Map<string, Target>();
   private readonly chores = new Set<Promise<void>>();
   private readonly agent: Dispatcher;
   private pumping = false;
@@ -202,7 +228,7 @@ export class WebhookSender implements DeliveryQueue {
     await this.pumped;
     await Promise.all([...this.chores]);
     await this.releaseHanded();
-    for (const { abort } of this.inFlight.values()) abort.abort();
+    for (const flight of this.inFlight.values()) flight.cancel?.(new Error('the webhook sender is stopping'));
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.agent.close().catch(() => undefined);
   }
@@ -245,9 +271,9 @@ export class WebhookSender implements DeliveryQueue {
   private launch(row: deliveries.ClaimedDelivery): void {
     // One attempt at a time per delivery, whichever way it reached this sender.
     if (this.inFlight.has(row.id)) return;
-    // Aborted by stop(), or by the attempt's own timeout.
-    const abort = new AbortController();
-    const done = this.attempt(row, abort)
+    const flight: InFlight = { cancel: undefined, done: Promise.resolve() };
+    this.inFlight.set(row.id, flight);
+    flight.done = this.attempt(row, flight)
       .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.inFlight.delete(row.id);
@@ -255,16 +281,15 @@ export class WebhookSender implements DeliveryQueue {
         // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
         if (this.saturated) this.wake();
       });
-    this.inFlight.set(row.id, { abort, done });
   }
 
-  private async attempt(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<void> {
+  private async attempt(row: deliveries.ClaimedDelivery, flight: InFlight): Promise<void> {
     const attemptedMs = Date.now();
     const started = performance.now();
     const result: SendResult =
-      row.active === 1 ? await this.send(row, abort) : { statusCode: null, error: 'the webhook is inactive', retryAfterMs: undefined };
+      row.active === 1 ? await this.send(row, flight) : { statusCode: null, error: 'the webhook is inactive', retryAfterMs: undefined };
     const durationMs = performance.now() - started;
-    if (abort.signal.aborted && this.stopped) {
+    if (result.stopped) {
       // Shutting down: not the receiver's fault, so the attempt does not count; it is sent again after the restart.
       await deliveries.releaseDeliveries(this.store.db, [row.id], this.owner);
       return;
@@ -333,7 +358,7 @@ export class WebhookSender implements DeliveryQueue {
    * One POST through the dispatcher's handler interface: `request()` wraps each response in a stream, a promise
    * and signal listeners, which cost about a third of an attempt's CPU. Never rejects.
    */
-  private send(row: deliveries.ClaimedDelivery, abort: AbortController): Promise<SendResult> {
+  private send(row: deliveries.ClaimedDelivery, flight: InFlight): Promise<SendResult> {
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       let cancelled: Error | undefined;
@@ -344,7 +369,7 @@ export class WebhookSender implements DeliveryQueue {
         if (settled) return;
         settled = true;
         clearTimeout(timeout);
-        abort.signal.removeEventListener('abort', onAbort);
+        flight.cancel = undefined;
         resolve(result);
       };
       const fail = (error: unknown) => settle({ statusCode: null, error: this.describe(error), retryAfterMs: undefined });
@@ -355,14 +380,15 @@ export class WebhookSender implements DeliveryQueue {
         controller?.abort(reason);
         fail(reason);
       };
-      const onAbort = () => cancel(abort.signal.reason as Error);
       // One timer for the whole attempt, connection to last byte.
       const timeout = setTimeout(() => cancel(new DOMException('the attempt timed out', 'TimeoutError')), this.options.timeoutMs);
-      abort.signal.addEventListener('abort', onAbort, { once: true });
-      if (abort.signal.aborted) return onAbort();
+      flight.cancel = (reason) => {
+        settle({ statusCode: null, error: reason.message, retryAfterMs: undefined, stopped: true });
+        cancel(reason);
+      };
+      if (this.stopped) return flight.cancel(new Error('the webhook sender is stopping'));
       try {
-        const url = new URL(row.url);
-        assertPublicLiteral(url, this.options.allowPrivateNetwork);
+        const target = this.targetOf(row.url);
         const timestamp = nowSeconds();
         const headers = {
           'content-type': 'application/json',
@@ -372,7 +398,7 @@ export class WebhookSender implements DeliveryQueue {
           'webhook-signature': signWith(this.signingKeyOf(row.secret), row.message_id, timestamp, row.payload),
         };
         this.agent.dispatch(
-          { origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body: row.payload },
+          { origin: target.origin, path: target.path, method: 'POST', headers, body: row.payload },
           {
             onRequestStart: (started) => {
               controller = started;
@@ -398,15 +424,18 @@ export class WebhookSender implements DeliveryQueue {
     });
   }
 
+  /** Where an attempt goes. Throws for a URL that is invalid or a private address literal (see assertPublicLiteral). */
+  private targetOf(url: string): Target {
+    return remembered(this.targets, url, () => {
+      const parsed = new URL(url);
+      assertPublicLiteral(parsed, this.options.allowPrivateNetwork);
+      return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    });
+  }
+
   /** Decrypting costs more than signing; a webhook's secret is decrypted once, not per attempt, and kept as a key only. */
   private signingKeyOf(sealed: string): KeyObject {
-    let key = this.signingKeys.get(sealed);
-    if (key === undefined) {
-      key = signingKey(this.secrets.decrypt(sealed));
-      if (this.signingKeys.size >= SIGNING_KEY_CACHE_SIZE) this.signingKeys.clear();
-      this.signingKeys.set(sealed, key);
-    }
-    return key;
+    return remembered(this.signingKeys, sealed, () => signingKey(this.secrets.decrypt(sealed)));
   }
 
   private describe(error: unknown): string {

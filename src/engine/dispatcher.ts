@@ -10,12 +10,12 @@ import { readSourceDb } from '../store/sources.js';
 import { addUsage } from '../store/usage.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
-import type { SourceService } from '../core/sources.js';
+import type { InvocationBase, SourceService } from '../core/sources.js';
 import { billingPeriod, dayPeriod } from '../core/periods.js';
 import { commitEffects, type InvocationContext } from './effects.js';
 import type { SourceLocks } from './source-locks.js';
 import { TransactionGroup } from './group-commit.js';
-import { SourceCache } from './source-cache.js';
+import { SourceCache, type RunnableSource } from './source-cache.js';
 
 export interface NewInvocation {
   sourceId: string;
@@ -77,6 +77,8 @@ export class Dispatcher {
   private readonly handoff = new Map<string, HandedOff[]>();
   private readonly fromDatabase = new Set<string>();
   private readonly cache: SourceCache;
+  /** Each cache entry's invocation base, made once: the entry is replaced when its source changes. */
+  private readonly bases = new WeakMap<RunnableSource, InvocationBase>();
   /**
    * The group queue inserts commit in. SQLite runs one transaction at a time on its one connection: there they
    * join the batch commits' group and share its COMMITs. On PostgreSQL they have a group of their own, so that an
@@ -380,7 +382,11 @@ export class Dispatcher {
     // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
     const usesDb = info.props.some((p) => p.type === '$.service.db');
     try {
-      const base = await this.sources.invocationBase(source, component, info);
+      let base = this.bases.get(runnable);
+      if (!base) {
+        base = await this.sources.invocationBase(source, component, info);
+        this.bases.set(runnable, base);
+      }
       const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
       const result = await this.runtime.invoke(
         { ...base, method: 'run', events, db },

@@ -5,11 +5,13 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 
 export class AccountCode {
-  /** The inode each link was last seen pointing at, so the usual call costs one stat of the bundle. */
-  private readonly linked = new Map<string, number>();
+  /** The inode each link was last seen pointing at and when, so that the usual call costs no system call. */
+  private readonly linked = new Map<string, { ino: number; checkedMs: number }>();
   /** Each account's folder, so that the usual call hashes nothing. */
   private readonly dirs = new Map<string, string>();
   private static readonly MAX_REMEMBERED = 100_000;
+  /** How long a link is trusted before the bundle is looked at again. */
+  private static readonly RECHECK_MS = 1000;
 
   constructor(private readonly root: string) {}
 
@@ -27,14 +29,21 @@ export class AccountCode {
   /**
    * The path under which `accountId`'s workers load the bundle. A hard link, not a symlink: the module loader
    * resolves symlinks to their target, which the worker may not read. A bundle rewritten since (its packages
-   * were reinstalled elsewhere) gets a fresh link.
+   * were reinstalled elsewhere) gets a fresh link within RECHECK_MS.
    */
   async link(accountId: string, artifactPath: string): Promise<string> {
     const target = path.join(this.dir(accountId), path.basename(artifactPath));
-    // Synchronous on purpose: this runs before every batch, and a stat of a cached inode costs less than the
-    // round trip through libuv's thread pool that the asynchronous one adds to each batch's latency.
+    const nowMs = Date.now();
+    const known = this.linked.get(target);
+    // Runs before every batch: at one event per batch, even a stat each time is a measurable share of the work.
+    if (known && nowMs - known.checkedMs < AccountCode.RECHECK_MS) return target;
+    // Synchronous on purpose: a stat of a cached inode costs less than the round trip through libuv's thread
+    // pool that the asynchronous one adds to the batch's latency.
     const { ino } = statSync(artifactPath);
-    if (this.linked.get(target) === ino) return target;
+    if (known?.ino === ino) {
+      known.checkedMs = nowMs;
+      return target;
+    }
     const current = await fs.stat(target).catch(() => undefined);
     if (current?.ino !== ino) {
       await fs.mkdir(path.dirname(target), { recursive: true });
@@ -45,7 +54,7 @@ export class AccountCode {
       await fs.rename(temp, target);
     }
     if (this.linked.size >= AccountCode.MAX_REMEMBERED) this.linked.clear();
-    this.linked.set(target, ino);
+    this.linked.set(target, { ino, checkedMs: nowMs });
     return target;
   }
 }
