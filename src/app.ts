@@ -100,6 +100,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     dataDir: config.dataDir,
     workerMemoryMb: config.workerMemory,
     poolSize: config.workerPoolSize,
+    workerNice: config.workerNice,
     loadTimeoutMs: config.loadTimeout * 1000,
     logger: logger.child({ module: 'runtime' }),
   });

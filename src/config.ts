@@ -25,6 +25,8 @@ export interface Config {
   readonly workerMemory: number;
   /** Most worker processes alive at once. */
   readonly workerPoolSize: number;
+  /** Scheduling niceness of worker processes (0 to 19): above 0, the server's own threads go first. */
+  readonly workerNice: number;
   /** Shortest accepted timer interval, in seconds. */
   readonly minTimerInterval: number;
   /** Events kept per emitter and stream kind. */
@@ -159,6 +161,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   { key: 'loadTimeout', flag: '--load-timeout', description: 'longest loading a component may take, in seconds', defaultValue: 10, parse: integer(1, 600) },
   { key: 'workerMemory', flag: '--worker-memory', description: 'heap limit of a worker process, in MB', defaultValue: 256, parse: integer(16, 16384) },
   { key: 'workerPoolSize', flag: '--worker-pool-size', description: 'most worker processes alive at once', defaultValue: 4, parse: integer(1, 256) },
+  {
+    key: 'workerNice',
+    flag: '--worker-nice',
+    description: 'scheduling niceness of worker processes, 0 (as the server) to 19 (lowest)',
+    defaultValue: 10,
+    parse: integer(0, 19),
+  },
   { key: 'minTimerInterval', flag: '--min-timer-interval', description: 'shortest timer interval, in seconds', defaultValue: 15, parse: integer(1) },
   { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 10_000_000) },
   { key: 'rateLimit', flag: '--rate-limit', description: 'API requests per minute per key (0: no limit)', defaultValue: 1200, parse: integer(0) },

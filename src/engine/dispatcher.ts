@@ -365,7 +365,7 @@ export class Dispatcher {
     const runnable = await this.cache.get(sourceId);
     if (!runnable) {
       // The source was deleted after these were queued; there is nothing left to run them against.
-      return { commit: () => invocations.completeInvocations(this.store.db, ids, this.leaseOwner), runAhead: false };
+      return { commit: () => invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner), runAhead: false };
     }
     const { source, component, info, account } = runnable;
     const events = batch.map((b) => b.event);
@@ -375,7 +375,7 @@ export class Dispatcher {
     const renewal = this.options.soleConsumer
       ? undefined
       : setInterval(() => {
-          invocations.renewLeases(this.store.db, ids, this.owner, Date.now() + this.options.leaseMs).catch((error: unknown) => {
+          invocations.renewLeases(this.store.db, sourceId, ids, this.owner, Date.now() + this.options.leaseMs).catch((error: unknown) => {
             this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
           });
         }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
@@ -399,7 +399,7 @@ export class Dispatcher {
       this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
       // The next poll finds the rows again (from the database: they are no longer in memory).
       if (this.options.soleConsumer) this.fromDatabase.add(sourceId);
-      else await invocations.releaseInvocations(this.store.db, ids, this.owner);
+      else await invocations.releaseInvocations(this.store.db, sourceId, ids, this.owner);
       return undefined;
     } finally {
       clearInterval(renewal);
@@ -421,7 +421,7 @@ export class Dispatcher {
           const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
           await addUsage(trx, account.id, period, batch.length, computeMs);
         }
-        await invocations.completeInvocations(trx, ids, this.leaseOwner);
+        await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
         return stored;
       });
       ids.forEach((id, i) => this.respond(id, undefined, outcomes[i]));

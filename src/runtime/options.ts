@@ -15,6 +15,11 @@ export interface RuntimeOptions {
   workerMemoryMb: number;
   /** Most worker processes alive at once. */
   poolSize: number;
+  /**
+   * Niceness of worker processes (0–19; default 0). Above 0, a worker the server wakes does not preempt the
+   * server's thread, and component code cannot starve the API or the queue of CPU.
+   */
+  workerNice?: number;
   /** How long loading and inspecting a module may take. */
   loadTimeoutMs: number;
   logger: RuntimeLogger;
@@ -31,5 +36,7 @@ export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions> 
   positiveInteger(options.workerMemoryMb, 'workerMemoryMb');
   positiveInteger(options.poolSize, 'poolSize');
   positiveInteger(options.loadTimeoutMs, 'loadTimeoutMs');
+  const nice = options.workerNice ?? 0;
+  if (!Number.isSafeInteger(nice) || nice < 0 || nice > 19) throw new TypeError('runtime option workerNice must be an integer from 0 to 19');
   return Object.freeze({ ...options });
 }

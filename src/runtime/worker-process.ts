@@ -1,6 +1,7 @@
 // The server's handle on one worker process: started locked down, one call at a time, and a typed reason when it dies.
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
@@ -13,6 +14,8 @@ export interface WorkerSpec {
   /** Every folder or file the worker may read; nothing else is readable and nothing is writable. */
   allowRead: string[];
   memoryMb: number;
+  /** Scheduling niceness, 0 to 19. */
+  nice: number;
   startTimeoutMs: number;
   logger: RuntimeLogger;
   /** Called once when the process has gone, whatever the cause. */
@@ -46,6 +49,17 @@ function residentBytes(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** Sets a worker's niceness; where the system refuses, the worker runs at the server's priority and says so once. */
+function lowerPriority(pid: number, nice: number, logger: RuntimeLogger): void {
+  try {
+    os.setPriority(pid, nice);
+  } catch (error) {
+    if (!priorityWarned) logger.warn({ err: error, pid, nice }, 'could not lower the priority of a worker process');
+    priorityWarned = true;
+  }
+}
+let priorityWarned = false;
 
 export class WorkerProcess {
   readonly accountId: string;
@@ -88,6 +102,7 @@ export class WorkerProcess {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
+    if (spec.nice > 0 && this.child.pid !== undefined) lowerPriority(this.child.pid, spec.nice, spec.logger);
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);

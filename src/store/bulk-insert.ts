@@ -6,6 +6,27 @@ import type { Database } from './schema.js';
 /** Rows per statement; keeps the bound parameters well under both databases' limits. */
 const ROWS_PER_STATEMENT = 500;
 
+/** The SQL of each shape (dialect, table, columns, row count) seen: inserts of a hot path repeat a few shapes. */
+const sqlByShape = new Map<string, string>();
+/** Shapes kept at most; past it the cache starts over. */
+const MAX_SHAPES = 2000;
+
+function insertSql(dialect: DialectName, table: string, columns: readonly string[], rowCount: number): string {
+  const shape = `${dialect}/${table}/${columns.join(',')}/${rowCount}`;
+  let sql = sqlByShape.get(shape);
+  if (sql === undefined) {
+    const tuples: string[] = [];
+    let parameter = 0;
+    for (let row = 0; row < rowCount; row++) {
+      tuples.push(`(${columns.map(() => (dialect === 'postgres' ? `$${++parameter}` : '?')).join(', ')})`);
+    }
+    sql = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`;
+    if (sqlByShape.size >= MAX_SHAPES) sqlByShape.clear();
+    sqlByShape.set(shape, sql);
+  }
+  return sql;
+}
+
 /**
  * Inserts rows (all with the same columns, in `columns` order) into `table`. The SQL for a given table and row
  * count is always the same string, so SQLite's prepared-statement cache serves it.
@@ -17,19 +38,13 @@ export async function bulkInsert<T extends keyof Database & string>(
   columns: ReadonlyArray<keyof Database[T] & string>,
   rows: ReadonlyArray<Database[T]>,
 ): Promise<void> {
-  const columnList = columns.map((c) => `"${c}"`).join(', ');
   for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(start, start + ROWS_PER_STATEMENT);
+    const end = Math.min(rows.length, start + ROWS_PER_STATEMENT);
     const parameters: unknown[] = [];
-    const tuples: string[] = [];
-    for (const row of chunk) {
-      const marks: string[] = [];
-      for (const column of columns) {
-        parameters.push(row[column]);
-        marks.push(dialect === 'postgres' ? `$${parameters.length}` : '?');
-      }
-      tuples.push(`(${marks.join(', ')})`);
+    for (let i = start; i < end; i++) {
+      const row = rows[i]!;
+      for (const column of columns) parameters.push(row[column]);
     }
-    await db.executeQuery(CompiledQuery.raw(`insert into "${table}" (${columnList}) values ${tuples.join(', ')}`, parameters));
+    await db.executeQuery(CompiledQuery.raw(insertSql(dialect, table, columns, end - start), parameters));
   }
 }

@@ -51,6 +51,7 @@ export async function claimBatch(
   const rows = await db
     .updateTable('invocations')
     .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
+    .where('source_id', '=', sourceId)
     .where('id', 'in', candidates)
     .where(claimable)
     .returningAll()
@@ -58,36 +59,50 @@ export async function claimBatch(
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
+// Every statement on rows by id names their source too: the queue's key is (source_id, id).
 const deleteInvocations = compiledOnce(
   'completeInvocations',
-  (db, ids: string[]) => db.deleteFrom('invocations').where('id', 'in', ids),
-  (ids) => ids,
+  (db, sourceId: string, ids: string[]) => db.deleteFrom('invocations').where('source_id', '=', sourceId).where('id', 'in', ids),
+  (sourceId, ids) => [sourceId, ...ids],
 );
 
 const deleteLeasedInvocations = compiledOnce(
   'completeInvocations.leased',
-  (db, ids: string[], owner: string) => db.deleteFrom('invocations').where('id', 'in', ids).where('lease_owner', '=', owner),
-  (ids, owner) => [...ids, owner],
+  (db, sourceId: string, ids: string[], owner: string) =>
+    db.deleteFrom('invocations').where('source_id', '=', sourceId).where('id', 'in', ids).where('lease_owner', '=', owner),
+  (sourceId, ids, owner) => [sourceId, ...ids, owner],
 );
 
 /**
- * Removes completed invocations; with an owner, only where it still holds them (a reclaimed row is not ours to
- * drop). Without one (the queue's only consumer), unconditionally.
+ * Removes completed invocations of one source; with an owner, only where it still holds them (a reclaimed row is
+ * not ours to drop). Without one (the queue's only consumer), unconditionally.
  */
-export async function completeInvocations(db: Db, ids: string[], owner: string | null): Promise<void> {
+export async function completeInvocations(db: Db, sourceId: string, ids: string[], owner: string | null): Promise<void> {
   if (!ids.length) return;
-  if (owner === null) await deleteInvocations(db, ids);
-  else await deleteLeasedInvocations(db, ids, owner);
+  if (owner === null) await deleteInvocations(db, sourceId, ids);
+  else await deleteLeasedInvocations(db, sourceId, ids, owner);
 }
 
-/** Gives leased invocations back to the queue, for another attempt. */
-export async function releaseInvocations(db: Db, ids: string[], owner: string): Promise<void> {
+/** Gives leased invocations of one source back to the queue, for another attempt. */
+export async function releaseInvocations(db: Db, sourceId: string, ids: string[], owner: string): Promise<void> {
   if (!ids.length) return;
-  await db.updateTable('invocations').set({ lease_owner: null, lease_until_ms: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('invocations')
+    .set({ lease_owner: null, lease_until_ms: null })
+    .where('source_id', '=', sourceId)
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .execute();
 }
 
-/** Extends the lease of invocations this owner is still running. */
-export async function renewLeases(db: Db, ids: string[], owner: string, untilMs: number): Promise<void> {
+/** Extends the lease of invocations of one source this owner is still running. */
+export async function renewLeases(db: Db, sourceId: string, ids: string[], owner: string, untilMs: number): Promise<void> {
   if (!ids.length) return;
-  await db.updateTable('invocations').set({ lease_until_ms: untilMs }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('invocations')
+    .set({ lease_until_ms: untilMs })
+    .where('source_id', '=', sourceId)
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .execute();
 }

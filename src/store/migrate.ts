@@ -5,6 +5,7 @@ import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-sources.js';
 import { migration003 } from './migrations/003-timers.js';
 import { migration004 } from './migrations/004-delivery.js';
+import { migration005 } from './migrations/005-queue-key.js';
 
 /** A migration receives the dialect so that the rare dialect-specific type can be chosen in place. */
 export type DialectMigration = (dialect: DialectName) => Migration;
@@ -14,13 +15,20 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '002-sources': migration002,
   '003-timers': migration003,
   '004-delivery': migration004,
+  '005-queue-key': migration005,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {
+  await migrateTo(db, dialect, 'latest');
+}
+
+/** Migrates up (or down) to the named migration, or to the latest; tests use it to upgrade an older schema. */
+export async function migrateTo(db: Kysely<any>, dialect: DialectName, target: string): Promise<void> {
   const provider: MigrationProvider = {
     getMigrations: async () => Object.fromEntries(Object.entries(MIGRATIONS).map(([name, m]) => [name, m(dialect)])),
   };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = target === 'latest' ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`migration ${failed} failed: ${(error as Error).message ?? String(error)}`);

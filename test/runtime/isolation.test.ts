@@ -225,6 +225,26 @@ describe('sandbox', () => {
     expect(other.error).toMatchObject({ code: 'EPERM' });
   });
 
+  it('runs at the niceness it is started with and cannot raise its own priority back', async () => {
+    const niced = createRuntime({ poolSize: 1, workerNice: 5 });
+    try {
+      const result = await runCode(
+        niced.runtime,
+        HOSTILE,
+        source(`
+          const os = require("os");
+          const before = os.getPriority();
+          const attempt = (fn) => { try { fn(); return "allowed"; } catch (e) { return e.code; } };
+          const raised = [attempt(() => os.setPriority(0)), attempt(() => os.setPriority(process.pid, -5)), attempt(() => os.setPriority(0, 4))];
+          os.setPriority(7);
+          this.$emit({ before, raised, after: os.getPriority() });`),
+      );
+      expect(result.outcomes[0]!.emits).toEqual([{ event: { before: 5, raised: ['EPERM', 'EPERM', 'EPERM'], after: 7 } }]);
+    } finally {
+      await niced.close();
+    }
+  });
+
   it('cannot reach the IPC channel through process.send', async () => {
     const outcome = await hostile('this.$emit([typeof process.send, typeof process._send, typeof process.disconnect]);');
     expect(outcome.emits).toEqual([{ event: ['undefined', 'undefined', 'undefined'] }]);

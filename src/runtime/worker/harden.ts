@@ -38,9 +38,11 @@ export function harden(): WorkerChannel {
     ownPids.has(Number(pid)) ? rawKill.call(process, process.pid, signal) : -os.constants.errno.EPERM;
   const rawSetPriority = os.setPriority;
   os.setPriority = ((pidOrPriority: number, priority?: number) => {
-    if (priority === undefined) return rawSetPriority(pidOrPriority);
-    if (!ownPids.has(Number(pidOrPriority))) throw Object.assign(new Error('setPriority: own process only'), { code: 'EPERM' });
-    return rawSetPriority(0, priority);
+    const [pid, value] = priority === undefined ? [0, pidOrPriority] : [pidOrPriority, priority];
+    if (!ownPids.has(Number(pid))) throw Object.assign(new Error('setPriority: own process only'), { code: 'EPERM' });
+    // The server starts workers at --worker-nice so that they never starve it; as root, code could undo that.
+    if (Number(value) < os.getPriority(0)) throw Object.assign(new Error('setPriority: may only lower its own priority'), { code: 'EPERM' });
+    return rawSetPriority(0, value);
   }) as typeof os.setPriority;
 
   const rawExit = process.exit.bind(process);

@@ -1,0 +1,58 @@
+// Upgrading a database that has queued invocations: migration 005 keys the queue by (source_id, id) and keeps every row.
+import { afterEach, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { openStore, type Store } from '../../src/store/database.js';
+import { migrateTo } from '../../src/store/migrate.js';
+import { completeInvocations, oldestInvocations } from '../../src/store/invocations.js';
+import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
+
+const row = (id: string, sourceId: string) => ({
+  id,
+  source_id: sourceId,
+  user_id: 'u_test',
+  trigger: 'http' as const,
+  event: JSON.stringify({ n: id }),
+  created_ms: 1,
+  depth: 0,
+  attempts: 0,
+  lease_owner: null,
+  lease_until_ms: null,
+});
+
+describe.each(DIALECTS)('migrations on %s', (dialect) => {
+  let store: Store | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await store?.close();
+    await drop?.();
+    store = undefined;
+    drop = undefined;
+  });
+
+  it('005 keeps the queued invocations of a 004 database and serves them per source, in id order', async () => {
+    let databaseUrl: string | undefined;
+    if (dialect === 'postgres') ({ url: databaseUrl, drop } = await createTestDatabase());
+    store = await openStore({ dataDir: tempDir(), databaseUrl, migrate: false });
+    await migrateTo(store.db, dialect, '004-delivery');
+    const rows = [row('inv_2', 'dc_a'), row('inv_1', 'dc_a'), row('inv_3', 'dc_b')];
+    await store.db.insertInto('invocations').values(rows).execute();
+
+    await migrateTo(store.db, dialect, 'latest');
+
+    expect((await oldestInvocations(store.db, 'dc_a', 10)).map((r) => r.id)).toEqual(['inv_1', 'inv_2']);
+    expect(await oldestInvocations(store.db, 'dc_b', 10)).toEqual([row('inv_3', 'dc_b')]);
+    await completeInvocations(store.db, 'dc_a', ['inv_1', 'inv_3'], null);
+    // inv_3 belongs to another source: removing by id names the source too.
+    expect((await store.db.selectFrom('invocations').select('id').orderBy('id').execute()).map((r) => r.id)).toEqual(['inv_2', 'inv_3']);
+    await expect(store.db.insertInto('invocations').values(row('inv_2', 'dc_a')).execute()).rejects.toThrow(/unique|duplicate/i);
+
+    if (dialect === 'sqlite') {
+      // One b-tree: no table besides the key, and no index.
+      const { rows: trees } = await sql<{ type: string; sql: string | null }>`select type, sql from sqlite_master where tbl_name = 'invocations'`.execute(store.db);
+      expect(trees).toEqual([{ type: 'table', sql: expect.stringMatching(/primary key \("source_id", "id"\)\) without rowid$/i) }]);
+    } else {
+      const { rows: indexes } = await sql<{ indexdef: string }>`select indexdef from pg_indexes where tablename = 'invocations'`.execute(store.db);
+      expect(indexes.map((i) => i.indexdef)).toEqual([expect.stringMatching(/invocations_pkey .*\(source_id, id\)/)]);
+    }
+  });
+});
