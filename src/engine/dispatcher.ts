@@ -41,12 +41,12 @@ export interface DispatcherOptions {
   soleConsumer: boolean;
 }
 
-/** An invocation taken for a batch, with its event parsed. */
+/** An invocation taken for a batch; its event stays the JSON text of its row, which is what the worker takes. */
 interface QueuedInvocation {
   id: string;
   trigger: TriggerKind;
   depth: number;
-  event: unknown;
+  eventJson: string;
 }
 
 /** A queued invocation handed to the dispatcher in memory; taken only once its row is committed. */
@@ -124,7 +124,7 @@ export class Dispatcher {
       const responder = onResponse?.[i];
       if (responder) this.responders.set(row.id, responder);
     });
-    const handed = this.options.soleConsumer ? rows.map((row, i) => this.handOff(row, items[i]!.event ?? null)) : [];
+    const handed = this.options.soleConsumer ? rows.map((row) => this.handOff(row)) : [];
     try {
       await this.insertRows(rows);
     } catch (error) {
@@ -152,7 +152,7 @@ export class Dispatcher {
     return this.pendingInsert.done;
   }
 
-  private handOff(row: invocations.InvocationRow, event: unknown): HandedOff | undefined {
+  private handOff(row: invocations.InvocationRow): HandedOff | undefined {
     const sourceId = row.source_id;
     let queue = this.handoff.get(sourceId);
     if (!queue) this.handoff.set(sourceId, (queue = []));
@@ -161,7 +161,7 @@ export class Dispatcher {
       this.fromDatabase.add(sourceId);
       return undefined;
     }
-    const entry: HandedOff = { id: row.id, trigger: row.trigger, depth: row.depth, event, committed: false };
+    const entry: HandedOff = { id: row.id, trigger: row.trigger, depth: row.depth, eventJson: row.event, committed: false };
     queue.push(entry);
     return entry;
   }
@@ -347,7 +347,7 @@ export class Dispatcher {
       // A short read took every row there was; the rest of memory is rows written since, in order.
       if (rows.length < limit) this.fromDatabase.delete(sourceId);
     }
-    const batch = rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, event: JSON.parse(row.event) as unknown }));
+    const batch = rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, eventJson: row.event }));
     return { batch, fromMemory: false };
   }
 
@@ -368,7 +368,7 @@ export class Dispatcher {
       return { commit: () => invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner), runAhead: false };
     }
     const { source, component, info, account } = runnable;
-    const events = batch.map((b) => b.event);
+    const eventJson = batch.map((b) => b.eventJson);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
     // A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies.
@@ -389,7 +389,7 @@ export class Dispatcher {
       }
       const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
       const result = await this.runtime.invoke(
-        { ...base, method: 'run', events, db },
+        { ...base, method: 'run', eventJson, db },
         { onRespond: (response: HttpResponse, index = 0) => this.respond(ids[index]!, response) },
       );
       outcomes = result.outcomes;
@@ -404,7 +404,7 @@ export class Dispatcher {
     } finally {
       clearInterval(renewal);
     }
-    const contexts: InvocationContext[] = batch.map((b, i) => ({ invocationId: b.id, trigger: b.trigger, event: events[i] }));
+    const contexts: InvocationContext[] = batch.map((b) => ({ invocationId: b.id, trigger: b.trigger, eventJson: b.eventJson }));
     const nowMs = Date.now();
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
     const depth = Math.max(...batch.map((b) => b.depth));

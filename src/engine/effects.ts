@@ -11,7 +11,9 @@ import type { CommittedEvents, EventRouter } from './routing.js';
 export interface InvocationContext {
   invocationId: string;
   trigger: TriggerKind | 'deploy' | 'activate' | 'deactivate';
-  event: unknown;
+  /** The triggering event, as a value or as the JSON text of its queue row (parsed only for an `$errors` event). */
+  event?: unknown;
+  eventJson?: string;
 }
 
 export interface EffectsInput {
@@ -41,7 +43,7 @@ export function errorEvent(sourceId: string, outcome: InvocationOutcome, context
     summary: `${error.name}: ${error.message}`.slice(0, 200),
     event: {
       error: { name: error.name, message: error.message, stack: error.stack, code: error.code ?? error.name },
-      original_event: context.event ?? null,
+      original_event: context.eventJson === undefined ? (context.event ?? null) : JSON.parse(context.eventJson),
       original_context: { id: context.invocationId, ts: new Date(nowMs).toISOString(), source_id: sourceId, trigger: context.trigger },
     },
   };

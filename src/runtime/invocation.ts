@@ -39,7 +39,21 @@ const ERROR_NAMES: Record<string, { name: string; code: string }> = {
 
 /** How many calls a request makes: one per event for `run`, one for a hook. */
 export function callCount(request: InvocationRequest): number {
-  return request.method === 'run' ? (request.events ?? []).length : 1;
+  return request.method === 'run' ? (request.eventJson ?? request.events ?? []).length : 1;
+}
+
+/** The request's events as the worker takes them, JSON text. */
+function eventsAsJson(request: InvocationRequest): string[] {
+  if (request.method !== 'run') return [];
+  return request.eventJson ?? (request.events ?? []).map((event) => JSON.stringify(event ?? null));
+}
+
+/** A copy of the request that runs only its event `index`. */
+function onlyEvent(request: InvocationRequest, index: number, db: Record<string, unknown>): InvocationRequest {
+  const only = { ...request, db };
+  if (request.eventJson) only.eventJson = [request.eventJson[index]!];
+  else only.events = [(request.events ?? [])[index]];
+  return only;
 }
 
 /** The error reported for the call a worker died in. */
@@ -57,7 +71,6 @@ export async function invokeIn(
   hooks: InvokeHooks | undefined,
   logger: RuntimeLogger,
 ): Promise<WorkerReport> {
-  const events = request.method === 'run' ? (request.events ?? []) : [];
   const count = callCount(request);
   const outcomes: InvocationOutcome[] = [];
   // A Map, not an object: a key such as "__proto__" must stay a key.
@@ -69,7 +82,7 @@ export async function invokeIn(
     id: worker.nextRequestId(),
     artifactPath,
     method: request.method,
-    events,
+    events: eventsAsJson(request),
     props: request.props,
     auths: request.auths,
     db: request.db,
@@ -144,13 +157,12 @@ export async function invokeIsolatingFailures(
   const count = callCount(request);
   if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
   else if (stopped) {
-    const events = request.events ?? [];
     const onRespond = hooks?.onRespond;
     for (let index = outcomes.length; index < count; index++) {
       let alone: WorkerReport;
       try {
         alone = await attempt(
-          { ...request, events: [events[index]], db: { ...request.db, ...Object.fromEntries(dbWrites) } },
+          onlyEvent(request, index, { ...request.db, ...Object.fromEntries(dbWrites) }),
           onRespond && { onRespond: (response: HttpResponse) => onRespond(response, index) },
         );
       } catch (error) {

@@ -29,7 +29,8 @@ export interface InvokeRequest {
   id: number;
   artifactPath: string;
   method: InvocationMethod;
-  events: unknown[];
+  /** Each event as JSON text, parsed by the worker: a string costs the server far less to send than an object. */
+  events: string[];
   props: Record<string, unknown>;
   auths: Record<string, Record<string, unknown>>;
   db: Record<string, unknown>;

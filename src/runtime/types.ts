@@ -88,6 +88,8 @@ export interface InvocationRequest {
   method: InvocationMethod;
   /** Events for `run`, in order; hooks take none. One message carries many events of one source. */
   events?: unknown[];
+  /** The events as JSON text, instead of `events`: what the queue already holds goes to the worker as it is. */
+  eventJson?: string[];
   /** Configured prop values keyed by prop name, secrets decrypted. Interface props carry their runtime value. */
   props: Record<string, unknown>;
   /** `$auth` per app prop name (`{}` until accounts exist). */

@@ -140,7 +140,7 @@ function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFail
 }
 
 export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
-  const inputs = request.method === 'run' ? request.events : [undefined];
+  const inputs = request.method === 'run' ? request.events.map((json) => JSON.parse(json) as unknown) : [undefined];
   let loaded: LoadedComponent;
   try {
     loaded = loadComponent(request.artifactPath);
