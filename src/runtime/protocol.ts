@@ -73,7 +73,10 @@ export interface CallResult {
   /** The keys this call wrote, with their final values; empty when the call failed. */
   dbWrites: Record<string, unknown>;
 }
-/** Finished calls `index`, `index + 1`, …; `done` when they end the request. */
+/**
+ * Finished calls `index`, `index + 1`, …; `done` when they end the request. Sent as its JSON text: everything in
+ * it is JSON already, and the server parses the text in less than half the time it takes to deserialise objects.
+ */
 export interface OutcomesMessage {
   t: 'outcomes';
   id: number;
@@ -301,7 +304,7 @@ function outcome(value: unknown): CallResult['outcome'] {
 /** Checks a message from a worker and rebuilds it from the fields the protocol knows, dropping anything else. */
 export function parseFromWorker(raw: unknown): FromWorker {
   try {
-    const m = object(raw, 'message');
+    const m = object(typeof raw === 'string' ? JSON.parse(raw) : raw, 'message');
     switch (m.t) {
       case 'ready':
         return { t: 'ready' };

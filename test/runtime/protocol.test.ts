@@ -31,6 +31,12 @@ describe('parseFromWorker', () => {
     });
   });
 
+  it('takes an outcomes message as its JSON text, as workers send it', () => {
+    expect(parseFromWorker(JSON.stringify(outcome()))).toEqual(outcome());
+    expect(() => parseFromWorker('{"t":"outcomes",')).toThrow(ProtocolError);
+    expect(() => parseFromWorker(JSON.stringify(outcome({}, { done: 1 })))).toThrow(ProtocolError);
+  });
+
   it.each([
     ['not an object', 'hello'],
     ['an unknown type', { t: 'surprise' }],

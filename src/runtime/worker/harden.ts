@@ -5,7 +5,8 @@ import os from 'node:os';
 /** What the server reads on stderr to tell a component's `process.exit` from a crash. */
 export const EXIT_MARKER = 'tributary-worker: process.exit';
 
-export type Send = (message: object) => void;
+/** Sends a message object, or the JSON text of one (see OutcomesMessage). */
+export type Send = (message: object | string) => void;
 
 export interface WorkerChannel {
   send: Send;
@@ -22,7 +23,7 @@ export function harden(): WorkerChannel {
   const proc = process as unknown as Record<string, unknown>;
   // `process.send` looks `_send` up on each call, so code that replaced `_send` would see and forge our messages:
   // keep the real one, and take both away.
-  const rawSend = (proc._send as (message: object, handle: undefined, options: object) => boolean).bind(process);
+  const rawSend = (proc._send as (message: object | string, handle: undefined, options: object) => boolean).bind(process);
   const send: Send = (message) => {
     if (process.connected) rawSend(message, undefined, { swallowErrors: false });
   };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { InvocationError, LogLine } from '../types.js';
-import type { CallResult, InvokeRequest } from '../protocol.js';
+import type { CallResult, InvokeRequest, OutcomesMessage } from '../protocol.js';
 import { buildThis } from './context.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
@@ -122,7 +122,8 @@ class OutcomeBatch {
 
   flush(done: boolean): void {
     if (!this.results.length && !done) return;
-    this.send({ t: 'outcomes', id: this.requestId, index: this.firstIndex, results: this.results, done });
+    const message: OutcomesMessage = { t: 'outcomes', id: this.requestId, index: this.firstIndex, results: this.results, done };
+    this.send(JSON.stringify(message));
     this.firstIndex += this.results.length;
     this.results = [];
     this.bytes = 0;
@@ -136,7 +137,8 @@ function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFail
   const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack, code: failure.code };
   const results: CallResult[] = [];
   for (let index = 0; index < count; index++) results.push({ outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} });
-  send({ t: 'outcomes', id: request.id, index: 0, results, done: true });
+  const message: OutcomesMessage = { t: 'outcomes', id: request.id, index: 0, results, done: true };
+  send(JSON.stringify(message));
 }
 
 export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
