@@ -369,7 +369,7 @@ export class Dispatcher {
       return { commit: () => invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner), runAhead: false };
     }
     const { source, component, info, account } = runnable;
-    const eventJson = batch.map((b) => b.eventJson);
+    const eventsJson = batch.map((b) => b.eventJson);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
     // A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies.
@@ -390,7 +390,7 @@ export class Dispatcher {
       }
       const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
       const result = await this.runtime.invoke(
-        { ...base, method: 'run', eventJson, db },
+        { ...base, method: 'run', eventsJson, db },
         { onRespond: (response: HttpResponse, index = 0) => this.respond(ids[index]!, response) },
       );
       outcomes = result.outcomes;

@@ -39,19 +39,19 @@ const ERROR_NAMES: Record<string, { name: string; code: string }> = {
 
 /** How many calls a request makes: one per event for `run`, one for a hook. */
 export function callCount(request: InvocationRequest): number {
-  return request.method === 'run' ? (request.eventJson ?? request.events ?? []).length : 1;
+  return request.method === 'run' ? (request.eventsJson ?? request.events ?? []).length : 1;
 }
 
 /** The request's events as the worker takes them, JSON text. */
 function eventsAsJson(request: InvocationRequest): string[] {
   if (request.method !== 'run') return [];
-  return request.eventJson ?? (request.events ?? []).map((event) => JSON.stringify(event ?? null));
+  return request.eventsJson ?? (request.events ?? []).map((event) => JSON.stringify(event ?? null));
 }
 
 /** A copy of the request that runs only its event `index`. */
 function onlyEvent(request: InvocationRequest, index: number, db: Record<string, unknown>): InvocationRequest {
   const only = { ...request, db };
-  if (request.eventJson) only.eventJson = [request.eventJson[index]!];
+  if (request.eventsJson) only.eventsJson = [request.eventsJson[index]!];
   else only.events = [(request.events ?? [])[index]];
   return only;
 }

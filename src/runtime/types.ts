@@ -89,7 +89,7 @@ export interface InvocationRequest {
   /** Events for `run`, in order; hooks take none. One message carries many events of one source. */
   events?: unknown[];
   /** The events as JSON text, instead of `events`: what the queue already holds goes to the worker as it is. */
-  eventJson?: string[];
+  eventsJson?: string[];
   /** Configured prop values keyed by prop name, secrets decrypted. Interface props carry their runtime value. */
   props: Record<string, unknown>;
   /** `$auth` per app prop name (`{}` until accounts exist). */
