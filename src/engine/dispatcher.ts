@@ -82,7 +82,7 @@ export class Dispatcher {
   /**
    * The group queue inserts commit in, apart from batch commits: an acknowledgement then waits for no batch's
    * effects (on SQLite they would share the one connection's transaction; on PostgreSQL they run on another
-   * connection). Under a closed-loop load the earlier answers keep the server fed: 4% more requests per second
+   * connection). Under a closed-loop load the earlier answers keep the server fed: 5% more requests per second
    * than one shared group, in eight alternating pairs (BENCHMARKS.md, session 7).
    */
   private readonly inserts: TransactionGroup;
