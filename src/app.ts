@@ -145,6 +145,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       {
         concurrency: config.workerPoolSize * 4,
         batchSize: 200,
+        batchWindowMs: config.batchWindow,
         leaseMs: 15_000,
         pollMs: 1000,
         soleConsumer: store.dialect === 'sqlite',

@@ -27,6 +27,11 @@ export interface Config {
   readonly workerPoolSize: number;
   /** Scheduling niceness of worker processes (0 to 19): above 0, the server's own threads go first. */
   readonly workerNice: number;
+  /**
+   * Milliseconds a loaded source's next batch may wait to fill (SQLite): fewer, larger batches for at most this much
+   * more latency. 0 sends each batch as soon as the previous one is back.
+   */
+  readonly batchWindow: number;
   /** Shortest accepted timer interval, in seconds. */
   readonly minTimerInterval: number;
   /** Events kept per emitter and stream kind. */
@@ -167,6 +172,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     description: 'scheduling niceness of worker processes, 0 (as the server) to 19 (lowest)',
     defaultValue: 10,
     parse: integer(0, 19),
+  },
+  {
+    key: 'batchWindow',
+    flag: '--batch-window',
+    description: 'milliseconds a loaded source waits for its next batch to fill (SQLite; 0: never)',
+    defaultValue: 4,
+    parse: integer(0, 1000),
   },
   { key: 'minTimerInterval', flag: '--min-timer-interval', description: 'shortest timer interval, in seconds', defaultValue: 15, parse: integer(1) },
   { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 10_000_000) },

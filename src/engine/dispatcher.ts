@@ -30,6 +30,12 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Invocations of one source carried by one worker message. */
   batchSize: number;
+  /**
+   * Sole consumer: how long a loaded source's next batch may wait to fill (see waitForFullerBatch); 0 never waits.
+   * Each batch costs the server a worker round trip and a commit whatever its size, so under load fewer, larger
+   * batches leave it more time for requests, for at most this much more latency.
+   */
+  batchWindowMs: number;
   /** How long a claim is held without renewal before another node may take the work back. */
   leaseMs: number;
   /** Fallback poll, for work enqueued by other processes or left behind. */
@@ -54,6 +60,9 @@ interface HandedOff extends QueuedInvocation {
   committed: boolean;
 }
 
+/** A batch at least this large means its source is under load: the next one may wait to fill. */
+const LOADED_BATCH = 10;
+
 /** Invocations of one source kept in memory at most; past it the source's queue is read from the database. */
 const MAX_HANDOFF_PER_SOURCE = 10_000;
 
@@ -76,6 +85,8 @@ export class Dispatcher {
    */
   private readonly handoff = new Map<string, HandedOff[]>();
   private readonly fromDatabase = new Set<string>();
+  /** Sources whose next batch is waiting to fill: how many queued invocations end the wait early. */
+  private readonly filling = new Map<string, { target: number; done(): void }>();
   private readonly cache: SourceCache;
   /** Each cache entry's invocation base, made once: the entry is replaced when its source changes. */
   private readonly bases = new WeakMap<RunnableSource, InvocationBase>();
@@ -134,6 +145,10 @@ export class Dispatcher {
       throw error;
     }
     for (const entry of handed) if (entry) entry.committed = true;
+    for (const row of rows) {
+      const waiting = this.filling.get(row.source_id);
+      if (waiting && (this.handoff.get(row.source_id)?.length ?? 0) >= waiting.target) waiting.done();
+    }
     this.markReady(rows.map((r) => r.source_id));
     return rows.map((r) => r.id);
   }
@@ -286,11 +301,14 @@ export class Dispatcher {
         return committed;
       };
       let runAhead = false;
+      let previous = 0;
       try {
         while (!this.stopped) {
           // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
           if ((!runAhead || !this.takesFromMemory(sourceId)) && !(await settle())) return;
+          await this.waitForFullerBatch(sourceId, previous);
           let { batch, fromMemory } = await this.takeBatch(sourceId);
+          previous = batch.length;
           if (!batch.length && committing) {
             // Nothing more yet: let the previous batch commit, then look once more.
             if (!(await settle())) return;
@@ -315,6 +333,27 @@ export class Dispatcher {
       } finally {
         await settle();
       }
+    });
+  }
+
+  /**
+   * After a batch of LOADED_BATCH or more, waits until twice as many invocations are queued in memory (at most a
+   * full batch), or batchWindowMs have passed. Only in memory: a batch read from the database is as large as the
+   * backlog anyway.
+   */
+  private async waitForFullerBatch(sourceId: string, previous: number): Promise<void> {
+    const windowMs = this.options.batchWindowMs;
+    if (windowMs <= 0 || previous < LOADED_BATCH || !this.takesFromMemory(sourceId)) return;
+    const target = Math.min(previous * 2, this.options.batchSize);
+    if ((this.handoff.get(sourceId)?.length ?? 0) >= target) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.filling.delete(sourceId);
+        resolve();
+      };
+      const timer = setTimeout(done, windowMs);
+      this.filling.set(sourceId, { target, done });
     });
   }
 

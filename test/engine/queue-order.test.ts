@@ -67,7 +67,7 @@ describe.each(DIALECTS)('the invocation queue on %s', (dialect) => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, { eventRetention: 1000 });
+    server = await startTestServer(dialect, { eventRetention: 1000, batchWindow: 50 });
   });
   afterAll(() => server?.destroy());
 
@@ -88,6 +88,23 @@ describe.each(DIALECTS)('the invocation queue on %s', (dialect) => {
     const inOrder = Array.from({ length: count }, (_, n) => n);
     expect(numbers('http')).toEqual(inOrder);
     expect(numbers('listener')).toEqual(inOrder);
+  });
+
+  it("runs every request once and each client's requests in order while a loaded source's batches wait to fill", async () => {
+    // 20 clients keep batches at 10 or more, so that the next batch waits (up to the server's 50 ms window).
+    const a = await account(server);
+    const recorder = await deployHttp(a, RECORDER);
+    const clients = 20;
+    const perClient = 15;
+    await Promise.all(Array.from({ length: clients }, async (_, client) => {
+      for (let i = 0; i < perClient; i++) await post(recorder.url, { n: client * 1000 + i });
+    }));
+    const events = await allEvents(a, recorder.id, clients * perClient);
+    expect(events).toHaveLength(clients * perClient);
+    for (let client = 0; client < clients; client++) {
+      const mine = events.map((e) => e.n).filter((n) => Math.floor(n / 1000) === client);
+      expect(mine).toEqual(Array.from({ length: perClient }, (_, i) => client * 1000 + i));
+    }
   });
 
   it('gives each run of a source with a db the state the previous run left, under concurrent requests', async () => {
