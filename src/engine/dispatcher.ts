@@ -60,7 +60,10 @@ interface HandedOff extends QueuedInvocation {
   committed: boolean;
 }
 
-/** A batch at least this large means its source is under load: the next one may wait to fill. */
+/**
+ * A source is under load when its last batch held at least this many invocations and they arrived at least this
+ * fast per batch window: then its next batch may wait to fill. A backlog left by a pause alone does not count.
+ */
 const LOADED_BATCH = 10;
 
 /** Invocations of one source kept in memory at most; past it the source's queue is read from the database. */
@@ -301,14 +304,21 @@ export class Dispatcher {
         return committed;
       };
       let runAhead = false;
+      // The last batch: how many it took, and how many arrived per millisecond while the batch before it ran (the
+      // first batch of a drain took what had waited for it, which tells nothing of the rate).
       let previous = 0;
+      let perMs = 0;
+      let takenAt: number | undefined;
       try {
         while (!this.stopped) {
           // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
           if ((!runAhead || !this.takesFromMemory(sourceId)) && !(await settle())) return;
-          await this.waitForFullerBatch(sourceId, previous);
+          await this.waitForFullerBatch(sourceId, previous, perMs);
           let { batch, fromMemory } = await this.takeBatch(sourceId);
+          const now = performance.now();
           previous = batch.length;
+          perMs = takenAt === undefined ? 0 : batch.length / Math.max(now - takenAt, 0.001);
+          takenAt = now;
           if (!batch.length && committing) {
             // Nothing more yet: let the previous batch commit, then look once more.
             if (!(await settle())) return;
@@ -337,13 +347,13 @@ export class Dispatcher {
   }
 
   /**
-   * After a batch of LOADED_BATCH or more, waits until twice as many invocations are queued in memory (at most a
-   * full batch), or batchWindowMs have passed. Only in memory: a batch read from the database is as large as the
-   * backlog anyway.
+   * Under load (see LOADED_BATCH), waits until twice as many invocations as the last batch took are queued in
+   * memory (at most a full batch), or batchWindowMs have passed. Only in memory: a batch read from the database is
+   * as large as the backlog anyway. `perMs`: how fast the last batch's invocations arrived.
    */
-  private async waitForFullerBatch(sourceId: string, previous: number): Promise<void> {
+  private async waitForFullerBatch(sourceId: string, previous: number, perMs: number): Promise<void> {
     const windowMs = this.options.batchWindowMs;
-    if (windowMs <= 0 || previous < LOADED_BATCH || !this.takesFromMemory(sourceId)) return;
+    if (windowMs <= 0 || previous < LOADED_BATCH || perMs * windowMs < LOADED_BATCH || !this.takesFromMemory(sourceId)) return;
     const target = Math.min(previous * 2, this.options.batchSize);
     if ((this.handoff.get(sourceId)?.length ?? 0) >= target) return;
     await new Promise<void>((resolve) => {
