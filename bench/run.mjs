@@ -2,6 +2,7 @@
 // Tributary benchmark suite (issue 6). `npm run bench` runs every benchmark, `npm run bench -- <name> …` some.
 // Each benchmark starts its own server(s) and load generator as child processes, one benchmark at a time,
 // and prints its figures beside a baseline measured in the same run. See BENCHMARKS.md.
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import * as fanout from './fanout.mjs';
 import * as ingest from './ingest.mjs';
@@ -24,6 +25,7 @@ async function main() {
     for (const b of BENCHMARKS) console.log(`  ${b.name.padEnd(9)} ${b.summary}`);
     console.log('\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_INGEST_ROUNDS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,');
     console.log('       BENCH_DEPLOY_CONCURRENCY, BENCH_LATENCY_REQUESTS, BENCH_OVERHEAD_RUNS, BENCH_DIRECT_CALLS, BENCH_DRAIN_TIMEOUT, BENCH_WAIT_QUIET');
+    console.log('\n--json=<file>  also writes the results (machine, sizes, rows, notes) to <file> as JSON');
     return 0;
   }
   const unknown = names.filter((n) => !BENCHMARKS.some((b) => b.name === n));
@@ -31,6 +33,7 @@ async function main() {
     console.error(`unknown benchmark ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
     return 2;
   }
+  const jsonFile = process.argv.find((a) => a.startsWith('--json='))?.slice('--json='.length);
   const selected = names.length ? BENCHMARKS.filter((b) => names.includes(b.name)) : BENCHMARKS;
   const cfg = loadConfig();
   installExitHandlers();
@@ -69,6 +72,7 @@ async function main() {
   console.log(`\nresults (${selected.map((b) => b.name).join(', ')}; ${((Date.now() - started) / 1000).toFixed(0)} s; ${describeMachine()}):\n`);
   console.log(renderTable(rows));
   console.log(`\nduring the run (100% = all ${os.availableParallelism()} CPUs):\n${notes.map((n) => `- ${n}`).join('\n')}`);
+  if (jsonFile) writeFileSync(jsonFile, `${JSON.stringify({ machine: describeMachine(), sizes: cfg, rows, notes, failed }, null, 2)}\n`);
   return failed ? 1 : 0;
 }
 
