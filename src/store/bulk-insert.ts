@@ -1,5 +1,6 @@
 // Multi-row inserts for the hot path, compiled by hand: Kysely's query builder costs more per row than SQLite.
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { runCompiled } from './compiled.js';
 import type { DialectName } from './database.js';
 import type { Database } from './schema.js';
 
@@ -45,6 +46,6 @@ export async function bulkInsert<T extends keyof Database & string>(
       const row = rows[i]!;
       for (const column of columns) parameters.push(row[column]);
     }
-    await db.executeQuery(CompiledQuery.raw(insertSql(dialect, table, columns, end - start), parameters));
+    await runCompiled(db, insertSql(dialect, table, columns, end - start), parameters);
   }
 }

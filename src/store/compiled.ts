@@ -1,5 +1,6 @@
 // Statements of the commit path compiled once: Kysely builds and compiles every query anew, which there costs more than running it.
 import { isDeepStrictEqual } from 'node:util';
+import type SQLite from 'better-sqlite3';
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
@@ -28,6 +29,38 @@ export function compiledOnce<Args extends unknown[], Row>(
       }
       sqlByShape.set(shape, (sql = compiled.sql));
     }
-    return db.executeQuery(CompiledQuery.raw(sql, parameters)) as Promise<QueryResult<Row>>;
+    return runCompiled<Row>(db, sql, parameters);
   };
+}
+
+/** Prepared statements of one SQLite connection, cached (see withStatementCache in database.ts). */
+export interface SqliteStatements {
+  prepare(sql: string): SQLite.Statement;
+}
+
+/** SQLite connections by the adapter their Kysely instance shares with its transactions. */
+const sqliteByAdapter = new WeakMap<object, SqliteStatements>();
+
+/** Lets runCompiled run statements of `db`'s transactions on its SQLite connection directly. */
+export function runTransactionsDirectly(db: Kysely<Database>, statements: SqliteStatements): void {
+  sqliteByAdapter.set(db.getExecutor().adapter, statements);
+}
+
+/**
+ * Runs SQL already compiled. Inside a SQLite transaction it goes straight to the connection's cached statement:
+ * the transaction holds the one connection, and Kysely's executor layers (a connection provider, several async
+ * closures and promises per statement) cost more than most statements of the commit path. Elsewhere, through Kysely.
+ */
+export function runCompiled<Row>(db: Db, sql: string, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
+  const statements = db.isTransaction ? sqliteByAdapter.get(db.getExecutor().adapter) : undefined;
+  if (!statements) return db.executeQuery(CompiledQuery.raw(sql, [...parameters])) as Promise<QueryResult<Row>>;
+  try {
+    const statement = statements.prepare(sql);
+    if (statement.reader) return Promise.resolve({ rows: statement.all(parameters) as Row[] });
+    // As Kysely's SQLite driver reports a write.
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return Promise.resolve({ rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) });
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
+import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -80,7 +81,9 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
       },
     });
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }) });
+  const statements = withStatementCache(connection);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  runTransactionsDirectly(db, statements);
   const close = async () => {
     await checkpointer?.close();
     await db.destroy();
@@ -95,7 +98,7 @@ const STATEMENT_CACHE_SIZE = 500;
  * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
  * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
  */
-function withStatementCache(connection: SQLite.Database): SqliteDatabase {
+function withStatementCache(connection: SQLite.Database): SqliteDatabase & SqliteStatements {
   const statements = new Map<string, SQLite.Statement>();
   return {
     close: () => connection.close(),
