@@ -25,6 +25,7 @@ async function main() {
     for (const b of BENCHMARKS) console.log(`  ${b.name.padEnd(9)} ${b.summary}`);
     console.log('\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_INGEST_ROUNDS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,');
     console.log('       BENCH_DEPLOY_CONCURRENCY, BENCH_LATENCY_REQUESTS, BENCH_OVERHEAD_RUNS, BENCH_DIRECT_CALLS, BENCH_DRAIN_TIMEOUT, BENCH_WAIT_QUIET');
+    console.log('server under test: BENCH_SERVER_ARGS (tributary serve flags), BENCH_SERVER_NODE_ARGS (node flags)');
     console.log('\n--json=<file>  also writes the results (machine, sizes, rows, notes) to <file> as JSON');
     return 0;
   }

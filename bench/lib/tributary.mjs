@@ -49,7 +49,9 @@ export async function startTributary(extraArgs = []) {
     { env: cleanEnv(), cwd: ROOT },
   );
   const key = JSON.parse(created.stdout.trim().split('\n').pop()).api_key;
-  const args = [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--rate-limit', '0', ...extraArgs];
+  // BENCH_SERVER_ARGS, e.g. "--batch-window 8", adds `tributary serve` flags, to compare settings.
+  const settings = (process.env.BENCH_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const args = [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--rate-limit', '0', ...extraArgs, ...settings];
   // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under test.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child = spawnTracked(process.execPath, [...nodeArgs, ...args], { cwd: ROOT });
