@@ -2,10 +2,9 @@
 // SSE client and the webhook receiver), in µs of user and system time per event at the fan-out benchmark's fixed
 // rate. One run, no baseline: a tool for comparing two builds in alternation, not a figure of the suite.
 //   node bench/fanout-probe.mjs            (after npm run build; BENCH_DURATION, BENCH_FANOUT_WARMUP, BENCH_FANOUT_RATE)
-import { fork } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from './lib/config.mjs';
-import { installExitHandlers } from './lib/proc.mjs';
+import { forkTracked, installExitHandlers } from './lib/proc.mjs';
 import { printThreadUse, snapshotThreads } from './lib/threads.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
@@ -17,7 +16,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 installExitHandlers();
 const cfg = loadConfig();
 const server = await startTributary(['--allow-private-network']);
-const generator = fork(path.join(import.meta.dirname, 'lib/loadgen.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const generator = forkTracked(path.join(import.meta.dirname, 'lib/loadgen.mjs'));
 try {
   const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
   const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'fanout' });

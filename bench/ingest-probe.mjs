@@ -2,10 +2,9 @@
 // and system time per acknowledged request, read from /proc/<pid>/task/*/stat over the measured window. One
 // round, no baseline: a tool for comparing two builds in alternation, not a figure of the suite.
 //   node bench/ingest-probe.mjs            (after npm run build; BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS)
-import { fork } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from './lib/config.mjs';
-import { installExitHandlers } from './lib/proc.mjs';
+import { forkTracked, installExitHandlers } from './lib/proc.mjs';
 import { printThreadUse, snapshotThreads } from './lib/threads.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
@@ -14,7 +13,7 @@ const ECHO = 'module.exports = { name: "bench-ingest", version: "1", props: { ht
 installExitHandlers();
 const cfg = loadConfig();
 const server = await startTributary(['--event-retention', '10000000']);
-const generator = fork(path.join(import.meta.dirname, 'lib/loadgen.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const generator = forkTracked(path.join(import.meta.dirname, 'lib/loadgen.mjs'));
 try {
   const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
   const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'ingest' });

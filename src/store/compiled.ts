@@ -51,9 +51,9 @@ export function runTransactionsDirectly(db: Kysely<Database>, statements: Sqlite
  * the transaction holds the one connection, and Kysely's executor layers (a connection provider, several async
  * closures and promises per statement) cost more than most statements of the commit path. Elsewhere, through Kysely.
  */
-export function runCompiled<Row>(db: Db, sql: string, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
+export function runCompiled<Row>(db: Db, sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
   const statements = db.isTransaction ? sqliteByAdapter.get(db.getExecutor().adapter) : undefined;
-  if (!statements) return db.executeQuery(CompiledQuery.raw(sql, [...parameters])) as Promise<QueryResult<Row>>;
+  if (!statements) return db.executeQuery(CompiledQuery.raw(sql, parameters)) as Promise<QueryResult<Row>>;
   try {
     const statement = statements.prepare(sql);
     if (statement.reader) return Promise.resolve({ rows: statement.all(parameters) as Row[] });
