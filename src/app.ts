@@ -8,38 +8,36 @@ import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
 import { lockDataDir } from './store/data-dir-lock.js';
 import { ComponentRuntime } from './runtime/index.js';
-import { UserService, type NewAccount } from './core/users.js';
-import { ComponentService } from './core/components.js';
-import { SourceService } from './core/sources.js';
-import { EventService } from './core/events.js';
-import { SecretBox } from './core/secrets.js';
-import { QuotaService } from './core/quotas.js';
-import { EndpointDirectory } from './core/http-ingress.js';
+import { UserService, type NewAccount } from './services/users.js';
+import { ComponentService } from './services/components.js';
+import { SourceService } from './services/sources.js';
+import { EventService } from './services/events.js';
+import { SecretBox } from './lib/secrets.js';
+import { QuotaService } from './services/quotas.js';
+import { EndpointDirectory, IngressService } from './services/ingress.js';
+import { RunService } from './services/runs.js';
+import { LiveStreams } from './services/live.js';
+import { HealthService } from './services/health.js';
+import { InvocationBases } from './engine/invocation-base.js';
 import { SourceLocks } from './engine/source-locks.js';
 import { Dispatcher } from './engine/dispatcher.js';
-import { TransactionGroup } from './engine/group-commit.js';
+import { TransactionGroup } from './store/group-commit.js';
 import { TimerScheduler } from './engine/timers.js';
-import { SubscriptionService } from './core/subscriptions.js';
-import { WebhookService } from './core/webhooks.js';
+import { SubscriptionService } from './services/subscriptions.js';
+import { WebhookService } from './services/webhooks.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
-import { DeliveryRouter } from './delivery/router.js';
+import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
-import { WebhookSender } from './delivery/webhook-sender.js';
-import { buildApi } from './api/server.js';
+import { WebhookSender } from './delivery/webhooks/sender.js';
+import { buildApi, type ApiServices } from './api/server.js';
 
-export interface Services {
+/** Everything started, for the HTTP layer (its ApiServices part), the CLI and tests that look inside. */
+export interface Services extends ApiServices {
   readonly config: Config;
   readonly store: Store;
   readonly runtime: ComponentRuntime;
-  readonly users: UserService;
-  readonly components: ComponentService;
-  readonly sources: SourceService;
-  readonly events: EventService;
   readonly dispatcher: Dispatcher;
-  readonly endpoints: EndpointDirectory;
   readonly quotas: QuotaService;
-  readonly subscriptions: SubscriptionService;
-  readonly webhooks: WebhookService;
   readonly webhookSender: WebhookSender;
   readonly bus: EventBus;
   readonly sse: SseHub;
@@ -131,8 +129,11 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       transactions,
       logger.child({ module: 'webhooks' }),
     );
-    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender });
-    const sources = new SourceService(store, components, runtime, secrets, locks, router, config);
+    // Listener runs queued inside a commit wake the dispatcher once it commits; it is built further down.
+    const runsQueued = (sourceIds?: string[]) => dispatcher.wake(sourceIds);
+    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender, runsQueued });
+    const bases = new InvocationBases(runtime, secrets, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
+    const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, config);
     const subscriptions = new SubscriptionService(store);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
@@ -140,7 +141,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const dispatcher = new Dispatcher(
       store,
       runtime,
-      sources,
+      bases,
       locks,
       {
         concurrency: config.workerPoolSize * 4,
@@ -149,19 +150,27 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         leaseMs: 15_000,
         pollMs: 1000,
         soleConsumer: store.dialect === 'sqlite',
+        retention: config.eventRetention,
+        router,
       },
       transactions,
       logger.child({ module: 'dispatcher' }),
     );
-    router.connect(dispatcher);
+    sources.onChange((change) => dispatcher.evict(change.sourceId));
     const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
-    const endpoints = new EndpointDirectory(store);
-    sources.onChange((change) => endpoints.evictSource(change.sourceId));
     const quotas = new QuotaService(store, config);
-    const timers = new TimerScheduler(store, dispatcher, quotas, config.eventRetention, router, logger.child({ module: 'timers' }));
+    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, { runTimeoutSeconds: config.runTimeout });
+    sources.onChange((change) => ingress.evictSource(change.sourceId));
+    const runs = new RunService(sources, quotas, dispatcher);
+    const live = new LiveStreams(sources, events, sse);
+    const health = new HealthService(store);
+    const timers = new TimerScheduler(store, runsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }));
     sources.onChange(() => timers.poke());
-    const services: Services = { config, store, runtime, users, components, sources, events, dispatcher, endpoints, quotas, subscriptions, webhooks, webhookSender, bus, sse };
+    const services: Services = {
+      config, store, runtime, dispatcher, quotas, webhookSender, bus, sse,
+      users, components, sources, runs, events, live, ingress, subscriptions, webhooks, health,
+    };
 
     await publishRegistry(components, logger);
     const initialAccount =

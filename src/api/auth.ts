@@ -1,7 +1,7 @@
 // Bearer-key authentication for every /v1 route: resolves the key to an account or answers 401.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ServiceError } from '../core/errors.js';
-import type { Account, UserService } from '../core/users.js';
+import { ServiceError } from '../model/errors.js';
+import type { Account, UserService } from '../services/users.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

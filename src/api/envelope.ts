@@ -1,7 +1,7 @@
 // Response envelopes and the schemas of the pagination parameters, shared by every route.
 import { Type, type TSchema } from 'typebox';
-import { invalid } from '../core/errors.js';
-import type { Page, PageRequest } from '../core/pagination.js';
+import { invalid } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
 import { fieldParams } from './fields.js';
 
 export const paginationQuery = {

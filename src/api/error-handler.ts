@@ -1,20 +1,20 @@
 // Turns every error, ours or Fastify's, into `{ error, code, details? }` with the right status, in one place.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError } from '../core/errors.js';
+import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 
 export interface ErrorBody {
   error: string;
-  code: string;
+  code: ErrorCode;
   details?: unknown[];
 }
 
-/** Fastify's own error codes that are the client's fault, with the code we report. */
-const FASTIFY_CLIENT_ERRORS: Record<string, { status: number; code: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_request' },
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'invalid_request' },
+/** Fastify's own error codes that are the client's fault, with the registered code we report (and its status). */
+const FASTIFY_CLIENT_ERRORS: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
 };
 
 function describe(error: FastifyError | ServiceError | Error): { status: number; body: ErrorBody } {
@@ -33,7 +33,7 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
     return { status: 400, body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`, code: 'invalid_request', details } };
   }
   const known = fastifyError.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;
-  if (known) return { status: known.status, body: { error: fastifyError.message, code: known.code } };
+  if (known) return { status: ERRORS[known].status, body: { error: fastifyError.message, code: known } };
   // SyntaxError from a body parser and other 4xx errors carrying statusCode are the client's fault.
   const status = fastifyError.statusCode;
   if (status && status >= 400 && status < 500) {
@@ -48,6 +48,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: body.code, status }, body.error);
     if (status === 401) reply.header('www-authenticate', 'Bearer');
+    if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
     return reply.status(status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {

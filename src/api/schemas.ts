@@ -63,3 +63,6 @@ export const eventSummarySchema = Type.Object({
     { additionalProperties: true },
   ),
 });
+
+/** The `{id}` of a source's routes. */
+export const sourceIdParams = Type.Object({ id: Type.String() });

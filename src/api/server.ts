@@ -6,8 +6,18 @@ import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
-import type { Services } from '../app.js';
-import { ServiceError } from '../core/errors.js';
+import type { Config } from '../config.js';
+import type { ComponentService } from '../services/components.js';
+import type { EventService } from '../services/events.js';
+import type { HealthService } from '../services/health.js';
+import type { IngressService } from '../services/ingress.js';
+import type { LiveStreams } from '../services/live.js';
+import type { RunService } from '../services/runs.js';
+import type { SourceService } from '../services/sources.js';
+import type { SubscriptionService } from '../services/subscriptions.js';
+import type { UserService } from '../services/users.js';
+import type { WebhookService } from '../services/webhooks.js';
+import { ServiceError } from '../model/errors.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
@@ -24,6 +34,21 @@ import { sseRoutes } from './routes/sse.js';
 
 export type App = FastifyInstance;
 
+/** What the HTTP layer may use: services only, never the store, the engine or the runtime. Each route takes its part. */
+export interface ApiServices {
+  readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit'>;
+  readonly users: UserService;
+  readonly components: ComponentService;
+  readonly sources: SourceService;
+  readonly runs: RunService;
+  readonly events: EventService;
+  readonly live: LiveStreams;
+  readonly ingress: IngressService;
+  readonly subscriptions: SubscriptionService;
+  readonly webhooks: WebhookService;
+  readonly health: HealthService;
+}
+
 // A random prefix per process and a counter: unique enough to follow a request through the logs, and cheap.
 const requestIdPrefix = randomUUID().slice(0, 8);
 let requestCount = 0;
@@ -31,7 +56,7 @@ function nextRequestId(): string {
   return `${requestIdPrefix}-${(++requestCount).toString(36)}`;
 }
 
-export async function buildApi(services: Services, logger: Logger): Promise<App> {
+export async function buildApi(services: ApiServices, logger: Logger): Promise<App> {
   const { config } = services;
   const app = Fastify({
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.

@@ -3,8 +3,8 @@ import { Command, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
 import { createLogger, startTributary } from '../app.js';
 import { openStore } from '../store/database.js';
-import { UserService, type NewAccount, type Plan } from '../core/users.js';
-import { ServiceError } from '../core/errors.js';
+import { UserService, type NewAccount, type Plan } from '../services/users.js';
+import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 
 /** Settings the `users` commands need: where the database is. */

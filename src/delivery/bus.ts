@@ -2,10 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { toSummary, type EventSummary } from '../core/event-pipeline.js';
+import { parseEventId, toSummary, type EventSummary } from '../model/events.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
-import { parseEventId } from '../store/events.js';
 import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
 
 export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;

@@ -2,8 +2,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { EventSummary } from '../core/event-pipeline.js';
-import { compareKeys, parseEventId, type EventKey } from '../store/events.js';
+import { compareKeys, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
 import type { EventBus } from './bus.js';
 
 export interface SseHubOptions {

@@ -1,10 +1,9 @@
 // What the engine needs to run a source (its row, component, account), cached between batches.
 import type { Store } from '../store/database.js';
 import { loadSource, type SourceRow } from '../store/sources.js';
-import { loadComponent, type ComponentRow } from '../store/components.js';
+import { componentInfo, loadComponent, type ComponentRow } from '../store/components.js';
 import { findUserByIdOrUsername, type UserRow } from '../store/users.js';
 import type { ComponentInfo } from '../runtime/types.js';
-import { componentInfo } from '../core/components.js';
 
 export interface RunnableSource {
   source: SourceRow;

@@ -1,60 +1,28 @@
 // Fires timer props of active sources: each due time once, missed ones as a single catch-up, never stacked.
-import { Cron } from 'croner';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
 import * as timers from '../store/timers.js';
-import { newId } from '../store/ids.js';
-import type { SourceRow } from '../store/sources.js';
-import type { ComponentInfo } from '../runtime/types.js';
-import type { TimerSchedule } from '../core/props.js';
-import type { QuotaService, QuotaVerdict } from '../core/quotas.js';
+import { newId } from '../model/ids.js';
+import { nextDue, type TimerEvent, type TimerSchedule } from '../model/schedules.js';
+import type { QuotaVerdict } from '../model/quotas.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
-import { errorEvent, storeAndRoute } from './effects.js';
-import type { CommittedEvents, EventRouter } from './routing.js';
-import type { Dispatcher, NewInvocation } from './dispatcher.js';
-
-/** The event `run` receives from a timer. */
-export interface TimerEvent {
-  timestamp: number;
-  interval_seconds: number | null;
-  cron: string | null;
-}
+import { storeAndRoute } from '../commit/effects.js';
+import { errorEvent } from '../commit/error-events.js';
+import { queueInvocations, type NewInvocation } from '../commit/invocations.js';
+import type { CommittedEvents, EventRouter } from '../commit/routing.js';
 
 /** Longest sleep between checks, so that timers written by other nodes are seen. */
 const MAX_SLEEP_MS = 1000;
 const CLAIM_BATCH = 500;
 
-/** The first due time of `schedule` strictly after `afterMs`, keeping an interval's phase from `phaseMs`. */
-export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: number = afterMs): number {
-  if (schedule.cron !== undefined) {
-    const next = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true }).nextRun(new Date(afterMs));
-    return next ? next.getTime() : Number.MAX_SAFE_INTEGER;
-  }
-  const step = schedule.intervalSeconds! * 1000;
-  if (phaseMs > afterMs) return phaseMs;
-  return phaseMs + (Math.floor((afterMs - phaseMs) / step) + 1) * step;
+/** Whether an account may start another run now (the quota service). */
+export interface QuotaCheck {
+  check(userId: string, nowMs: number): Promise<QuotaVerdict>;
 }
 
-/**
- * The first due time of a newly written timer: one interval from now, or the cron's next run. Interval
- * timers keep the millisecond phase of their deploy, which spreads many timers over the second instead of
- * firing them all at once; the event's `timestamp` is the due time floored to whole seconds.
- */
-export function firstDue(schedule: TimerSchedule, nowMs: number): number {
-  return schedule.cron === undefined ? nowMs + schedule.intervalSeconds! * 1000 : nextDue(schedule, nowMs);
-}
-
-/** The timer rows of a source as it now is: one per timer prop while active, none while inactive. */
-export function timerRowsFor(source: SourceRow, info: ComponentInfo, nowMs: number): timers.TimerRow[] {
-  if (source.active !== 1) return [];
-  const stored = JSON.parse(source.configured_props) as Record<string, TimerSchedule | undefined>;
-  return info.props.flatMap((p) => {
-    const schedule = stored[p.name];
-    if (p.type !== '$.interface.timer' || !schedule) return [];
-    return [{ source_id: source.id, prop_name: p.name, user_id: source.user_id, schedule: JSON.stringify(schedule), next_due_ms: firstDue(schedule, nowMs) }];
-  });
-}
+/** Told which sources got runs queued, once they are committed (the dispatcher's wake). */
+export type RunsQueued = (sourceIds: string[]) => void;
 
 export class TimerScheduler {
   private timeout: NodeJS.Timeout | undefined;
@@ -64,8 +32,8 @@ export class TimerScheduler {
 
   constructor(
     private readonly store: Store,
-    private readonly dispatcher: Dispatcher,
-    private readonly quotas: QuotaService,
+    private readonly runsQueued: RunsQueued,
+    private readonly quotas: QuotaCheck,
     private readonly retention: number,
     private readonly router: EventRouter,
     private readonly logger: Logger,
@@ -106,7 +74,7 @@ export class TimerScheduler {
         if (due.length) fired.push(...(await this.fireDue(due)));
         if (due.length < CLAIM_BATCH) break;
       } while (!this.stopped);
-      if (fired.length) this.dispatcher.wake(fired);
+      if (fired.length) this.runsQueued(fired);
       const next = await timers.nextDueMs(this.store.db);
       this.arm(next === undefined ? MAX_SLEEP_MS : next - Date.now());
     } catch (error) {
@@ -147,7 +115,7 @@ export class TimerScheduler {
         if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
         else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
       }
-      await this.dispatcher.enqueueIn(trx, runs);
+      await queueInvocations(trx, this.store.dialect, runs, nowMs);
       return runs.map((r) => r.sourceId);
     });
     for (const committed of quotaErrors) this.router.afterCommit(committed);
@@ -155,15 +123,10 @@ export class TimerScheduler {
   }
 
   private recordQuotaError(trx: Transaction<Database>, timer: timers.TimerRow, event: TimerEvent, quota: QuotaVerdict, nowMs: number): Promise<CommittedEvents> {
-    const outcome = {
-      emits: [],
-      logs: [],
-      durationMs: 0,
-      error: { name: 'QuotaExceededError', message: quota.reason!, stack: `QuotaExceededError: ${quota.reason}`, code: 'quota_exceeded' },
-    };
+    const error = { name: 'QuotaExceededError', message: quota.reason!, code: 'quota_exceeded' };
     const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
     const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };
     const options = { dialect: this.store.dialect, retention: this.retention, nowMs, router: this.router };
-    return storeAndRoute(trx, emitter, [errorEvent(timer.source_id, outcome, context, nowMs)], options);
+    return storeAndRoute(trx, emitter, [errorEvent(timer.source_id, error, context, nowMs)], options);
   }
 }

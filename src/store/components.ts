@@ -1,4 +1,5 @@
 // Queries on the components table (saved components and the global registry, whose user_id is null).
+import type { ComponentInfo } from '../runtime/types.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { ComponentsTable, Database } from './schema.js';
 
@@ -32,4 +33,9 @@ export function findRegistryVersion(db: Kysely<Database>, key: string, version: 
     .where('key', '=', key)
     .where('version', '=', version)
     .executeTakeFirst();
+}
+
+/** What loading the component in the sandbox learned of it (props, hooks, dedupe), stored with its row. */
+export function componentInfo(row: ComponentRow): ComponentInfo {
+  return (JSON.parse(row.metadata) as { info: ComponentInfo }).info;
 }

@@ -1,4 +1,5 @@
 // Opens the database (SQLite file by default, PostgreSQL for a postgres:// URL) and runs the migrations.
+import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -9,7 +10,7 @@ import { migrateToLatest } from './migrate.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 
-export type DialectName = 'sqlite' | 'postgres';
+export type { DialectName };
 
 export interface Store {
   readonly db: Kysely<Database>;

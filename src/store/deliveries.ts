@@ -1,6 +1,6 @@
 // Queries on webhook deliveries: pending attempts claimed with a lease, finished attempts kept as the log.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Page, PageRequest } from '../core/pagination.js';
+import type { Page, PageRequest } from '../model/pagination.js';
 import type { DialectName } from './database.js';
 import type { Database, WebhookDeliveriesTable } from './schema.js';
 import { bulkInsert } from './bulk-insert.js';

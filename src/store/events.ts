@@ -1,18 +1,14 @@
 // Queries on events and emitter state: append with ids, keep the last N per stream, page newest first.
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
-import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
+import { decodeCursor, toPage, type Page, type PageRequest } from '../model/pagination.js';
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
 import type { Database, EmitterStateTable, EventsTable, StreamKind } from './schema.js';
 import { compiledOnce } from './compiled.js';
+import { compareKeys, eventIdOf, parseEventId, type EventKey } from '../model/events.js';
 
 export type EventRow = Selectable<EventsTable>;
 
-/** An event's position in its emitter's sequence: the two parts of `<ms>-<seq>`. */
-export interface EventKey {
-  ms: number;
-  seq: number;
-}
 
 /** `(ms, seq) <op> key`, written out because SQLite and PostgreSQL compare row values differently. */
 export function eventKey(eb: ExpressionBuilder<Database, 'events'>, op: '<' | '<=' | '>' | '>=', key: EventKey) {
@@ -144,21 +140,6 @@ export async function countStream(db: Db, emitterId: string, stream: StreamKind)
   return Number(row.n);
 }
 
-const EVENT_ID = /^(\d{1,16})-(\d{1,12})$/;
-
-export function parseEventId(id: string): EventKey | undefined {
-  const match = EVENT_ID.exec(id);
-  return match ? { ms: Number(match[1]), seq: Number(match[2]) } : undefined;
-}
-
-/** Negative when `a` is the older event, positive when it is the newer, zero for the same. */
-export function compareKeys(a: EventKey, b: EventKey): number {
-  return a.ms - b.ms || a.seq - b.seq;
-}
-
-export function eventIdOf(row: Pick<EventRow, 'ms' | 'seq'>): string {
-  return `${row.ms}-${row.seq}`;
-}
 
 /** The retained events of one stream, newest first; `emit` covers the default stream and every named channel. */
 export async function listEvents(

@@ -2,7 +2,8 @@
 import pg from 'pg';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
-import { eventKey, type EventKey, type EventRow } from './events.js';
+import { eventKey, type EventRow } from './events.js';
+import type { EventKey } from '../model/events.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

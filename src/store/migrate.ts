@@ -1,14 +1,11 @@
 // Runs the numbered, append-only migrations in order; each migration is written once for both dialects.
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
-import type { DialectName } from './database.js';
+import { Migrator, type Kysely, type MigrationProvider } from 'kysely';
+import type { DialectMigration, DialectName } from './migrations/migration.js';
 import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-sources.js';
 import { migration003 } from './migrations/003-timers.js';
 import { migration004 } from './migrations/004-delivery.js';
 import { migration005 } from './migrations/005-queue-key.js';
-
-/** A migration receives the dialect so that the rare dialect-specific type can be chosen in place. */
-export type DialectMigration = (dialect: DialectName) => Migration;
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,

@@ -1,7 +1,7 @@
 // Runs a keyset-paginated query over a table whose `id` column sorts by creation (newest first in lists).
 import type { SelectQueryBuilder } from 'kysely';
-import { decodeCursor, toPage, type Page, type PageRequest } from '../core/pagination.js';
-import { isId, type IdPrefix } from './ids.js';
+import { decodeCursor, toPage, type Page, type PageRequest } from '../model/pagination.js';
+import { isId, type IdPrefix } from '../model/ids.js';
 
 /**
  * `base` must select from the table with all filters applied and no order or limit; `count` is the same

@@ -1,4 +1,7 @@
 // Row types of every table, shared by both dialects (JSON is stored as text, booleans as 0/1, times as integers).
+import type { StreamKind, TriggerKind } from '../model/events.js';
+
+export type { StreamKind, TriggerKind };
 
 export interface UsersTable {
   id: string;
@@ -69,7 +72,6 @@ export interface EmitterStateTable {
   counts: string;
 }
 
-export type StreamKind = 'emit' | '$errors' | '$logs';
 
 export interface EventsTable {
   emitter_id: string;
@@ -87,7 +89,6 @@ export interface EventsTable {
   indexed_at_ms: number;
 }
 
-export type TriggerKind = 'manual' | 'http' | 'timer' | 'listener';
 
 /** The durable invocation queue: a trigger is a row before it is acknowledged; rows go when their run commits. */
 export interface InvocationsTable {

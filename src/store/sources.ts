@@ -1,6 +1,6 @@
 // Queries on sources and on what belongs to them ($.service.db rows, emitter state).
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Page, PageRequest } from '../core/pagination.js';
+import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, SourcesTable } from './schema.js';
 import { paginateById } from './paginate.js';
 

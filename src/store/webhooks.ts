@@ -1,6 +1,6 @@
 // Queries on webhooks: create, read within an account, list newest first, deactivate, delete.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Page, PageRequest } from '../core/pagination.js';
+import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, WebhooksTable } from './schema.js';
 import { paginateById } from './paginate.js';
 import { compiledOnce } from './compiled.js';

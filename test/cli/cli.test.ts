@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import SQLite from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SETTINGS, envName } from '../../src/config.js';
-import { hashApiKey } from '../../src/core/users.js';
+import { hashApiKey } from '../../src/services/users.js';
 import { tempDir } from '../helpers/server.js';
 import { request } from '../helpers/client.js';
 

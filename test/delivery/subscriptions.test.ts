@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { MAX_LISTENER_DEPTH } from '../../src/delivery/router.js';
+import { MAX_LISTENER_DEPTH } from '../../src/commit/router.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
 describe.each(DIALECTS)('subscriptions on %s', (dialect) => {

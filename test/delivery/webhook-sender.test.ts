@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { SecretBox } from '../../src/core/secrets.js';
-import { TransactionGroup } from '../../src/engine/group-commit.js';
-import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/webhook-sender.js';
+import { SecretBox } from '../../src/lib/secrets.js';
+import { TransactionGroup } from '../../src/store/group-commit.js';
+import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/webhooks/sender.js';
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
-import { newId } from '../../src/store/ids.js';
+import { newId } from '../../src/model/ids.js';
 import { account, startReceiver, type Receiver } from './helpers.js';
 
 describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {

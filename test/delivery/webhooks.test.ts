@@ -4,9 +4,9 @@ import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
-import { retryAfterMs, signPayload } from '../../src/delivery/webhook-sender.js';
+import { retryAfterMs, signPayload } from '../../src/delivery/webhooks/sender.js';
 import { claimDue, insertDeliveries, nextDueMs, pendingDelivery, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
-import { newId } from '../../src/store/ids.js';
+import { newId } from '../../src/model/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
 describe('webhook signing and Retry-After parsing', () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-import { secondsUntilUtcMidnight } from '../../src/core/quotas.js';
+import { secondsUntilUtcMidnight } from '../../src/model/quotas.js';
 
 const BUSY = `
 module.exports = {

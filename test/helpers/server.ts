@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { resolveConfig, type Config } from '../../src/config.js';
 import { createLogger, startTributary, type RunningTributary } from '../../src/app.js';
-import type { NewAccount } from '../../src/core/users.js';
+import type { NewAccount } from '../../src/services/users.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 

@@ -2,13 +2,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
-import { toComponentView } from '../../core/components.js';
+import type { ComponentService } from '../../services/components.js';
+import { toComponentView } from '../../services/components.js';
 import { dataOf } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { componentSchema } from '../schemas.js';
 
-export function componentRoutes(services: Services): FastifyPluginAsync {
+export function componentRoutes(services: { components: ComponentService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const response = { 200: dataOf(componentSchema) };

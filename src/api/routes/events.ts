@@ -2,12 +2,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
+import type { EventService } from '../../services/events.js';
 import type { StreamKind } from '../../store/schema.js';
 import { pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { eventSummarySchema } from '../schemas.js';
-import { sourceIdParams } from './sources.js';
+import { sourceIdParams } from '../schemas.js';
 
 const summariesQuery = Type.Object({
   ...paginationQuery,
@@ -20,7 +20,7 @@ const STREAMS: Array<{ path: string; stream: StreamKind; summary: string }> = [
   { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: 'Errors of the source\'s runs, newest first' },
 ];
 
-export function eventRoutes(services: Services): FastifyPluginAsync {
+export function eventRoutes(services: { events: EventService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -29,8 +29,7 @@ export function eventRoutes(services: Services): FastifyPluginAsync {
         path,
         { schema: { tags: ['events'], summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
         async (request) => {
-          const { source } = await services.sources.get(request.account.id, request.params.id);
-          const page = await services.events.list(source.id, stream, toPageRequest(request.query), request.query.expand === 'event');
+          const page = await services.events.list(request.account.id, request.params.id, stream, toPageRequest(request.query), request.query.expand === 'event');
           return pageBody(page, (e) => e);
         },
       );
@@ -51,9 +50,8 @@ export function eventRoutes(services: Services): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { source } = await services.sources.get(request.account.id, request.params.id);
         // Done before answering, so the events are gone when the client sees 202 (the spec only requires "soon").
-        await services.events.deleteRange(source.id, request.query.start_id, request.query.end_id);
+        await services.events.deleteRange(request.account.id, request.params.id, request.query.start_id, request.query.end_id);
         return reply.status(202).send();
       },
     );

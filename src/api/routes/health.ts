@@ -1,10 +1,9 @@
 // GET /healthz: liveness and database reachability, without a key, for load balancers and supervisors.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
-import { isReachable } from '../../store/database.js';
+import type { HealthService } from '../../services/health.js';
 
-export function healthRoutes(services: Services): FastifyPluginAsync {
+export function healthRoutes(services: { health: HealthService }): FastifyPluginAsync {
   return async (app) => {
     app.get(
       '/healthz',
@@ -20,7 +19,7 @@ export function healthRoutes(services: Services): FastifyPluginAsync {
         },
       },
       async (_request, reply) => {
-        if (await isReachable(services.store)) return { status: 'ok' as const, database: 'ok' as const };
+        if (await services.health.databaseReachable()) return { status: 'ok' as const, database: 'ok' as const };
         return reply.status(503).send({ status: 'error' as const, database: 'unreachable' as const });
       },
     );

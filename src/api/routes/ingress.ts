@@ -1,8 +1,7 @@
 // HTTP endpoints of sources: `/e/<endpoint_id>[/any/path]`, any method, durably queued before the answer.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../app.js';
-import { httpEvent } from '../../core/http-ingress.js';
-import type { HttpResponse, InvocationOutcome } from '../../runtime/types.js';
+import { httpEvent, type IngressService } from '../../services/ingress.js';
+import type { HttpResponse } from '../../runtime/types.js';
 
 /** The largest body an endpoint accepts (DESIGN.md section 3). */
 export const INGRESS_BODY_LIMIT = 512 * 1024;
@@ -19,7 +18,7 @@ function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyRe
   return reply.type('application/json').send(JSON.stringify(body));
 }
 
-export function ingressRoutes(services: Services) {
+export function ingressRoutes(services: { ingress: IngressService }) {
   return async (app: FastifyInstance) => {
     // Endpoints take any content type; the event carries the raw body and a parsed one.
     app.removeAllContentTypeParsers();
@@ -31,18 +30,9 @@ export function ingressRoutes(services: Services) {
     });
 
     const handle = async (request: FastifyRequest<{ Params: { endpointId: string; '*'?: string } }>, reply: FastifyReply) => {
-      // Nearly every request hits the caches; skipping the awaits there saves two trips through the microtask queue.
-      const { endpointId } = request.params;
-      const known = services.endpoints.known(endpointId);
-      const target = known === undefined ? await services.endpoints.resolve(endpointId) : known;
-      if (!target || !target.active) {
-        return reply.status(404).send({ error: 'no active source at this endpoint', code: 'not_found' });
-      }
-      const quota = services.quotas.known(target.userId) ?? (await services.quotas.check(target.userId));
-      if (!quota.allowed) {
-        reply.header('retry-after', String(quota.retryAfterSeconds));
-        return reply.status(429).send({ error: quota.reason, code: 'quota_exceeded' });
-      }
+      // Nearly every request is admitted from cache without waiting; skipping the await saves microtask trips.
+      const admitted = services.ingress.admit(request.params.endpointId);
+      const target = admitted instanceof Promise ? await admitted : admitted;
       const subPath = request.params['*'] ?? '';
       const event = httpEvent(
         request.method,
@@ -51,24 +41,9 @@ export function ingressRoutes(services: Services) {
         request.headers,
         request.body as Buffer | undefined,
       );
-      const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
-      if (!target.customResponse) {
-        await services.dispatcher.enqueue([invocation]);
-        return reply.status(200).send({ success: true });
-      }
-      let settle!: (value: { response?: HttpResponse | undefined; outcome?: InvocationOutcome | undefined }) => void;
-      const answered = new Promise<{ response?: HttpResponse | undefined; outcome?: InvocationOutcome | undefined }>((resolve) => (settle = resolve));
-      const [invocationId] = await services.dispatcher.enqueue([invocation], [(response, outcome) => settle({ response, outcome })]);
-      const waitMs = services.config.runTimeout * 1000 + 5000;
-      const timer = setTimeout(() => settle({}), waitMs);
-      const { response, outcome } = await answered;
-      clearTimeout(timer);
-      services.dispatcher.forgetResponder(invocationId!);
+      const response = await services.ingress.accept(target, event);
       if (response) return sendRunResponse(reply, response);
-      if (outcome?.error && outcome.error.name !== 'TimeoutError') {
-        return reply.status(500).send({ error: `the source failed before responding: ${outcome.error.message}`, code: 'run_failed' });
-      }
-      return reply.status(504).send({ error: 'the source did not respond', code: 'no_response' });
+      return reply.status(200).send({ success: true });
     };
 
     for (const url of ['/e/:endpointId', '/e/:endpointId/*']) {

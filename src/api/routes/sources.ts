@@ -2,11 +2,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
-import { ServiceError } from '../../core/errors.js';
+import type { RunService } from '../../services/runs.js';
+import type { SourceService } from '../../services/sources.js';
 import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
-import { sourceSchema } from '../schemas.js';
+import { sourceIdParams, sourceSchema } from '../schemas.js';
 
 const sourceBody = {
   component_id: Type.Optional(Type.String({ description: 'Saved component id (preferred when several are given)' })),
@@ -18,9 +18,8 @@ const sourceBody = {
   ...fieldParams,
 };
 
-export const sourceIdParams = Type.Object({ id: Type.String() });
 
-export function sourceRoutes(services: Services): FastifyPluginAsync {
+export function sourceRoutes(services: { sources: SourceService; runs: RunService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -71,15 +70,8 @@ export function sourceRoutes(services: Services): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { source } = await services.sources.get(request.account.id, request.params.id);
-        if (source.active !== 1) throw new ServiceError('conflict', `source "${source.id}" is inactive; activate it with PUT /v1/sources/${source.id} {"active": true}`);
-        const quota = await services.quotas.check(source.user_id);
-        if (!quota.allowed) {
-          reply.header('retry-after', String(quota.retryAfterSeconds));
-          throw new ServiceError('quota_exceeded', quota.reason!);
-        }
-        const [id] = await services.dispatcher.enqueue([{ sourceId: source.id, userId: source.user_id, trigger: 'manual', event: request.body ?? {} }]);
-        return reply.status(202).send({ data: { id: id! } });
+        const id = await services.runs.runNow(request.account.id, request.params.id, request.body ?? {});
+        return reply.status(202).send({ data: { id } });
       },
     );
   };

@@ -2,21 +2,11 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
-import type { EventSummary } from '../../core/event-pipeline.js';
-import { ServiceError } from '../../core/errors.js';
-import type { Account } from '../../core/users.js';
-import type { StreamKind } from '../../store/schema.js';
+import { ServiceError } from '../../model/errors.js';
+import type { LiveStreams } from '../../services/live.js';
+import type { Account, UserService } from '../../services/users.js';
 import { readBearerKey } from '../auth.js';
-import { sourceIdParams } from './sources.js';
-
-/** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
-export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
-  if (eventName === '$errors' || eventName === '$logs') return { kind: eventName, filter: (e) => e.metadata.name === eventName };
-  if (eventName === undefined) return { kind: 'emit', filter: (e) => e.metadata.name !== '$errors' && e.metadata.name !== '$logs' };
-  const channel = eventName === 'default' ? '' : eventName;
-  return { kind: 'emit', filter: (e) => e.metadata.name === channel };
-}
+import { sourceIdParams } from '../schemas.js';
 
 const schema = {
   tags: ['events'],
@@ -36,7 +26,7 @@ const schema = {
  * `authenticate`: the route lives outside /v1 (the walkthrough's address), where no auth hook runs,
  * so it checks the key itself; under /v1 the hook has done so.
  */
-export function sseRoutes(services: Services, options: { authenticate: boolean }): FastifyPluginAsync {
+export function sseRoutes(services: { users: UserService; live: LiveStreams }, options: { authenticate: boolean }): FastifyPluginAsync {
   const accountOf = async (request: FastifyRequest): Promise<Account> => {
     if (!options.authenticate) return request.account;
     const account = await services.users.authenticate(readBearerKey(request));
@@ -48,16 +38,15 @@ export function sseRoutes(services: Services, options: { authenticate: boolean }
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     app.get('/sources/:id/sse', { schema }, async (request, reply) => {
       const account = await accountOf(request);
-      const { source } = await services.sources.get(account.id, request.params.id);
-      const { kind, filter } = streamOf(request.query.event_name);
-      const lastEventId = request.headers['last-event-id'];
-      reply.hijack();
-      await services.sse.open(reply.raw, {
-        emitterId: source.id,
-        filter,
-        replay: lastEventId ? async () => (await services.events.after(source.id, kind, lastEventId)).filter(filter) : undefined,
+      const stream = await services.live.prepare({
+        accountId: account.id,
+        sourceId: request.params.id,
+        eventName: request.query.event_name,
+        lastEventId: request.headers['last-event-id'],
         headers: { 'x-request-id': request.id },
       });
+      reply.hijack();
+      await stream(reply.raw);
     });
   };
 }

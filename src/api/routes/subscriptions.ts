@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
+import type { SubscriptionService } from '../../services/subscriptions.js';
 import { dataOf } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
@@ -36,7 +36,7 @@ const subscriptionQuery = Type.Object({
 });
 const autoSubscriptionQuery = Type.Object({ event_name: eventName, listener_id: listenerId, ...fieldParams });
 
-export function subscriptionRoutes(services: Services): FastifyPluginAsync {
+export function subscriptionRoutes(services: { subscriptions: SubscriptionService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const toRequest = (q: { emitter_id: string; listener_id: string; event_name?: string | undefined }) => ({

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
+import type { UserService } from '../../services/users.js';
 import { dataOf } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
@@ -20,7 +20,7 @@ const userSchema = Type.Object({
   billing_period_invocations: Type.Optional(Type.Integer()),
 });
 
-export function userRoutes(services: Services): FastifyPluginAsync {
+export function userRoutes(services: { users: UserService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     app.get(

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Services } from '../../app.js';
+import type { WebhookService } from '../../services/webhooks.js';
 import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
@@ -36,7 +36,7 @@ const deliverySchema = Type.Object({
 
 const webhookIdParams = Type.Object({ id: Type.String() });
 
-export function webhookRoutes(services: Services): FastifyPluginAsync {
+export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 

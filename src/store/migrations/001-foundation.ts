@@ -1,6 +1,6 @@
 // Accounts, their usage counters, and saved components.
 import type { Kysely } from 'kysely';
-import type { DialectMigration } from '../migrate.js';
+import type { DialectMigration } from './migration.js';
 
 export const migration001: DialectMigration = () => ({
   async up(db: Kysely<any>) {

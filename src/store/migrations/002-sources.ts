@@ -1,6 +1,6 @@
 // Sources, their db and emitter state, events, and the invocation queue.
 import type { Kysely } from 'kysely';
-import type { DialectMigration } from '../migrate.js';
+import type { DialectMigration } from './migration.js';
 
 export const migration002: DialectMigration = () => ({
   async up(db: Kysely<any>) {

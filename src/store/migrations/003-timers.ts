@@ -1,6 +1,6 @@
 // Timers of active sources, due times claimed with a compare-and-set.
 import type { Kysely } from 'kysely';
-import type { DialectMigration } from '../migrate.js';
+import type { DialectMigration } from './migration.js';
 
 export const migration003: DialectMigration = () => ({
   async up(db: Kysely<any>) {

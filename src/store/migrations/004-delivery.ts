@@ -1,6 +1,6 @@
 // Subscriptions, auto-subscriptions, webhooks and the webhook delivery queue with its attempt log.
 import type { Kysely } from 'kysely';
-import type { DialectMigration } from '../migrate.js';
+import type { DialectMigration } from './migration.js';
 
 export const migration004: DialectMigration = () => ({
   async up(db: Kysely<any>) {

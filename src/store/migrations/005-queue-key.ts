@@ -1,6 +1,6 @@
 // The invocation queue keyed by (source_id, id): its rows are read, claimed and removed per source in id order.
 import { sql, type Kysely } from 'kysely';
-import type { DialectMigration } from '../migrate.js';
+import type { DialectMigration } from './migration.js';
 
 /**
  * Every queued invocation is written twice (queued, then removed), and each b-tree it lives in costs pages in both

@@ -1,7 +1,7 @@
 // Group commit: database work submitted in the same turn of the event loop shares one transaction.
 import type { Transaction } from 'kysely';
-import type { Store } from '../store/database.js';
-import type { Database } from '../store/schema.js';
+import type { Store } from './database.js';
+import type { Database } from './schema.js';
 
 type Work<T> = (trx: Transaction<Database>) => Promise<T>;
 

@@ -1,7 +1,7 @@
 // The seam between storing events and delivering them: routing inside the commit, live fan-out after it.
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
-import type { EventSummary } from '../core/event-pipeline.js';
+import type { EventSummary } from '../model/events.js';
 
 /** Events one commit stored for one emitter. */
 export interface CommittedEvents {

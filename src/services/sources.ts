@@ -1,27 +1,25 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/database.js';
-import { newId, nowSeconds, isId } from '../store/ids.js';
+import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
-import { loadComponent } from '../store/components.js';
+import { componentInfo, loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, InvocationMethod, InvocationOutcome, InvocationRequest } from '../runtime/types.js';
-import { commitEffects, type InvocationContext } from '../engine/effects.js';
+import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
-import { timerRowsFor } from '../engine/timers.js';
-import { replaceTimers } from '../store/timers.js';
-import { componentInfo, type ComponentService } from './components.js';
-import { ServiceError, invalid, notFound } from './errors.js';
-import type { Page, PageRequest } from './pagination.js';
-import { echoProps, runtimeProps, validateProps } from './props.js';
-import { SecretBox } from './secrets.js';
-import type { EventRouter } from '../engine/routing.js';
+import type { InvocationBases } from '../engine/invocation-base.js';
+import { replaceTimers, type TimerRow } from '../store/timers.js';
+import { firstDue, type TimerSchedule } from '../model/schedules.js';
+import type { ComponentService } from './components.js';
+import { ServiceError, invalid, notFound } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import { echoProps, runtimeProps, validateProps } from '../model/props.js';
+import { SecretBox } from '../lib/secrets.js';
+import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
-
-/** What every invocation of a source carries, whatever it calls: the prepared bundle, its props, its endpoint. */
-export type InvocationBase = Omit<InvocationRequest, 'method' | 'events' | 'db'>;
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -47,9 +45,7 @@ export interface SourceRequest {
 }
 
 export interface SourceSettings {
-  publicUrl: string;
   minTimerInterval: number;
-  runTimeout: number;
   eventRetention: number;
 }
 
@@ -85,6 +81,17 @@ function hasHttp(info: ComponentInfo): boolean {
   return info.props.some((p) => p.type === '$.interface.http');
 }
 
+/** The timer rows of a source as it now is: one per timer prop while active, none while inactive. */
+function timerRowsFor(source: sources.SourceRow, info: ComponentInfo, nowMs: number): TimerRow[] {
+  if (source.active !== 1) return [];
+  const stored = JSON.parse(source.configured_props) as Record<string, TimerSchedule | undefined>;
+  return info.props.flatMap((p) => {
+    const schedule = stored[p.name];
+    if (p.type !== '$.interface.timer' || !schedule) return [];
+    return [{ source_id: source.id, prop_name: p.name, user_id: source.user_id, schedule: JSON.stringify(schedule), next_due_ms: firstDue(schedule, nowMs) }];
+  });
+}
+
 export class SourceService {
   private readonly listeners: SourceChangeListener[] = [];
   private readonly creationSteps: SourceCreationStep[] = [];
@@ -95,6 +102,7 @@ export class SourceService {
     private readonly runtime: ComponentRuntime,
     private readonly secrets: SecretBox,
     private readonly locks: SourceLocks,
+    private readonly bases: InvocationBases,
     private readonly router: EventRouter,
     private readonly settings: SourceSettings,
   ) {}
@@ -107,15 +115,11 @@ export class SourceService {
     this.creationSteps.push(step);
   }
 
-  endpointUrl(endpointId: string | null): string | undefined {
-    return endpointId ? `${this.settings.publicUrl}/e/${endpointId}` : undefined;
-  }
-
   toView(row: sources.SourceRow, info: ComponentInfo, withUserId: boolean): SourceView {
     const view: SourceView = {
       id: row.id,
       component_id: row.component_id,
-      configured_props: echoProps(info.props, JSON.parse(row.configured_props), this.endpointUrl(row.endpoint_id)),
+      configured_props: echoProps(info.props, JSON.parse(row.configured_props), this.bases.endpointUrl(row.endpoint_id)),
       active: row.active === 1,
       created_at: row.created_at,
       updated_at: row.updated_at,
@@ -281,24 +285,8 @@ export class SourceService {
     return info;
   }
 
-  effectsOptions() {
+  private effectsOptions() {
     return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: Date.now(), router: this.router };
-  }
-
-  /** Everything the runtime needs to call code of this source, props decrypted. */
-  async invocationBase(source: sources.SourceRow, component: ComponentRow, info: ComponentInfo): Promise<InvocationBase> {
-    const prepared = await this.runtime.prepare(component.code);
-    const http = info.props.find((p) => p.type === '$.interface.http');
-    return {
-      accountId: source.user_id,
-      sourceId: source.id,
-      component: prepared,
-      props: runtimeProps(info.props, JSON.parse(source.configured_props), this.secrets),
-      auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
-      httpEndpoint: this.endpointUrl(source.endpoint_id),
-      customResponse: http?.customResponse === true,
-      timeoutMs: this.settings.runTimeout * 1000,
-    };
   }
 
   /**
@@ -314,7 +302,7 @@ export class SourceService {
   ): Promise<{ outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>; dbWrites: Record<string, unknown> }> {
     const outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }> = [];
     let dbWrites: Record<string, unknown> = {};
-    const base = await this.invocationBase(source, component, info);
+    const base = await this.bases.of(source, component, info);
     for (const method of methods) {
       if (!info.hooks[method]) continue;
       const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites } });

@@ -2,25 +2,13 @@
 import type { Store } from '../store/database.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import { readUsage } from '../store/usage.js';
-import { dayPeriod } from './periods.js';
+import { dayPeriod } from '../model/periods.js';
+import { secondsUntilUtcMidnight, type QuotaVerdict } from '../model/quotas.js';
+import { quotaExceeded } from '../model/errors.js';
 import type { PlanQuotas } from './users.js';
-
-export interface QuotaVerdict {
-  allowed: boolean;
-  /** Why not, for the 429 body or the `$errors` event. */
-  reason?: string;
-  /** Seconds until the counters reset (00:00 UTC). */
-  retryAfterSeconds?: number;
-}
 
 /** Usage is read at most once per this many milliseconds per account; enforcement may lag by that much. */
 const CACHE_MS = 500;
-
-export function secondsUntilUtcMidnight(nowMs: number): number {
-  const next = new Date(nowMs);
-  next.setUTCHours(24, 0, 0, 0);
-  return Math.max(1, Math.ceil((next.getTime() - nowMs) / 1000));
-}
 
 export class QuotaService {
   private readonly cache = new Map<string, { at: number; verdict: QuotaVerdict }>();
@@ -34,6 +22,16 @@ export class QuotaService {
   known(userId: string, nowMs = Date.now()): QuotaVerdict | undefined {
     const cached = this.cache.get(userId);
     return cached && nowMs - cached.at < CACHE_MS && dayPeriod(cached.at) === dayPeriod(nowMs) ? cached.verdict : undefined;
+  }
+
+  /**
+   * Throws the 429 when the account may not start another invocation now. Without waiting when the verdict is
+   * cached (nearly every ingress request), so that the request skips two trips through the microtask queue.
+   */
+  admit(userId: string): void | Promise<void> {
+    const known = this.known(userId);
+    if (known) return admitOrThrow(known);
+    return this.check(userId).then(admitOrThrow);
   }
 
   async check(userId: string, nowMs = Date.now()): Promise<QuotaVerdict> {
@@ -57,4 +55,8 @@ export class QuotaService {
     }
     return { allowed: true };
   }
+}
+
+function admitOrThrow(verdict: QuotaVerdict): void {
+  if (!verdict.allowed) throw quotaExceeded(verdict);
 }

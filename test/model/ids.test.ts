@@ -1,7 +1,7 @@
 // Ids sort by creation: strictly increasing within a process, even when the clock steps back.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isId, newId, ulid } from '../../src/store/ids.js';
+import { isId, newId, ulid } from '../../src/model/ids.js';
 
 describe('ids', () => {
   it('have a prefix and 26 lower-case Crockford characters', () => {

@@ -1,12 +1,13 @@
 // Subscriptions and auto-subscriptions: which emitter's stream goes to which listener, checked within the account.
+import { EMITTER_GLOBS } from '../model/subscriptions.js';
 import type { Transaction } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
-import { isId, newId, nowSeconds } from '../store/ids.js';
+import { isId, newId, nowSeconds } from '../model/ids.js';
 import { findSource, type SourceRow } from '../store/sources.js';
 import { findWebhook } from '../store/webhooks.js';
 import * as subscriptions from '../store/subscriptions.js';
-import { invalid, notFound } from './errors.js';
+import { invalid, notFound } from '../model/errors.js';
 
 /** The spec's Subscription. */
 export interface SubscriptionView {
@@ -21,25 +22,6 @@ export interface AutoSubscriptionView {
   id: string;
   listener_id: string;
   event_name: string;
-}
-
-/** Emitter globs: every source, every workflow of the account, present and future. */
-export const EMITTER_GLOBS = ['dc_*', 'p_*'] as const;
-
-/** The glob that covers an emitter id, if any. */
-export function globOf(emitterId: string): string | undefined {
-  if (emitterId.startsWith('dc_')) return 'dc_*';
-  if (emitterId.startsWith('p_')) return 'p_*';
-  return undefined;
-}
-
-/**
- * Whether a subscription's `event_name` selects an event of stream `name` (the summary's `metadata.name`):
- * '' and 'default' the default stream, '$errors' and '$logs' those, anything else that channel.
- */
-export function streamMatches(eventName: string, name: string): boolean {
-  if (eventName === '' || eventName === 'default') return name === '';
-  return eventName === name;
 }
 
 function toView(row: subscriptions.SubscriptionRow): SubscriptionView {

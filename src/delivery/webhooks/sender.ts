@@ -2,14 +2,14 @@
 import { createHmac, createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Store } from '../store/database.js';
-import type { TransactionGroup } from '../engine/group-commit.js';
-import { newId, nowSeconds } from '../store/ids.js';
-import * as deliveries from '../store/deliveries.js';
-import { deactivateWebhook } from '../store/webhooks.js';
-import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../core/outbound.js';
-import type { SecretBox } from '../core/secrets.js';
-import type { DeliveryQueue } from './router.js';
+import type { Store } from '../../store/database.js';
+import type { TransactionGroup } from '../../store/group-commit.js';
+import { newId, nowSeconds } from '../../model/ids.js';
+import * as deliveries from '../../store/deliveries.js';
+import { deactivateWebhook } from '../../store/webhooks.js';
+import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../outbound.js';
+import type { SecretBox } from '../../lib/secrets.js';
+import type { DeliveryQueue } from './hand-over.js';
 
 export interface WebhookSenderOptions {
   allowPrivateNetwork: boolean;

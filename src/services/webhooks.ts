@@ -1,13 +1,13 @@
 // Webhooks: account-level HTTP destinations, their signing secrets (shown once) and their delivery log.
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/database.js';
-import { isId, newId, nowSeconds } from '../store/ids.js';
+import { isId, newId, nowSeconds } from '../model/ids.js';
 import * as webhooks from '../store/webhooks.js';
 import { listDeliveries, type DeliveryRow } from '../store/deliveries.js';
-import { invalid, notFound } from './errors.js';
-import type { Page, PageRequest } from './pagination.js';
-import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from './outbound.js';
-import type { SecretBox } from './secrets.js';
+import { invalid, notFound } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
+import type { SecretBox } from '../lib/secrets.js';
 
 /** The spec's Webhook; `user_id` and `secret` only in the create response. */
 export interface WebhookView {

@@ -2,19 +2,15 @@
 import type { Transaction } from 'kysely';
 import type { ComponentInfo, InvocationOutcome } from '../runtime/types.js';
 import type { DialectName } from '../store/database.js';
-import type { Database, TriggerKind } from '../store/schema.js';
+import type { Database } from '../store/schema.js';
 import { writeSourceDb } from '../store/sources.js';
-import { appendEvents, pendingEmits, type AppendOptions, type PendingEvent } from '../core/event-pipeline.js';
+import { appendEvents, type AppendOptions } from './append-events.js';
+import { pendingEmits } from '../model/dedupe.js';
+import type { PendingEvent } from '../model/events.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
+import { errorEvent, type InvocationContext } from './error-events.js';
 
-/** The context a failure is reported with in an `$errors` event. */
-export interface InvocationContext {
-  invocationId: string;
-  trigger: TriggerKind | 'deploy' | 'activate' | 'deactivate';
-  /** The triggering event, as a value or as the JSON text of its queue row (parsed only for an `$errors` event). */
-  event?: unknown;
-  eventJson?: string;
-}
+export type { InvocationContext };
 
 export interface EffectsInput {
   sourceId: string;
@@ -32,21 +28,6 @@ export interface EffectsOptions {
   retention: number;
   nowMs: number;
   router: EventRouter;
-}
-
-/** Builds the `$errors` event of a failed run or hook, as DESIGN.md section 3 describes it. */
-export function errorEvent(sourceId: string, outcome: InvocationOutcome, context: InvocationContext, nowMs: number): PendingEvent {
-  const error = outcome.error!;
-  return {
-    stream: '$errors',
-    name: '$errors',
-    summary: `${error.name}: ${error.message}`.slice(0, 200),
-    event: {
-      error: { name: error.name, message: error.message, stack: error.stack, code: error.code ?? error.name },
-      original_event: context.eventJson === undefined ? (context.event ?? null) : JSON.parse(context.eventJson),
-      original_context: { id: context.invocationId, ts: new Date(nowMs).toISOString(), source_id: sourceId, trigger: context.trigger },
-    },
-  };
 }
 
 function logEvents(outcome: InvocationOutcome): PendingEvent[] {
@@ -72,7 +53,7 @@ export async function commitEffects(trx: Transaction<Database>, input: EffectsIn
   const extra: PendingEvent[] = [];
   for (const { outcome, context } of input.outcomes) {
     extra.push(...logEvents(outcome));
-    if (outcome.error) extra.push(errorEvent(input.sourceId, outcome, context, options.nowMs));
+    if (outcome.error) extra.push(errorEvent(input.sourceId, outcome.error, context, options.nowMs));
   }
   await writeSourceDb(trx, input.sourceId, input.dbWrites);
   return storeAndRoute(trx, { id: input.sourceId, userId: input.userId, depth: input.depth }, extra, {

@@ -2,16 +2,11 @@
 import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
-import { SecretBox } from './secrets.js';
+import { SecretBox } from '../lib/secrets.js';
+import type { TimerSchedule } from './schedules.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
 export const SECRET_PLACEHOLDER = '********';
-
-export interface TimerSchedule {
-  intervalSeconds?: number;
-  cron?: string;
-  timezone?: string;
-}
 
 export interface PropProblem {
   prop: string;

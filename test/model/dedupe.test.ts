@@ -1,7 +1,7 @@
 // Properties of ts ordering and the three dedupe strategies, checked against their definitions in the spec.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyDedupe, orderByTs, UNIQUE_CACHE_SIZE } from '../../src/core/event-pipeline.js';
+import { applyDedupe, orderByTs, UNIQUE_CACHE_SIZE } from '../../src/model/dedupe.js';
 import type { EmittedEvent } from '../../src/runtime/types.js';
 
 const emits = (ids: Array<string | number>): EmittedEvent[] => ids.map((id) => ({ event: { id }, id }));

@@ -2,44 +2,29 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import type { DialectName } from '../store/database.js';
-import { newId } from '../store/ids.js';
+import { newId } from '../model/ids.js';
 import { activeListenerSources, subscriptionsOf, type SubscriptionRow } from '../store/subscriptions.js';
 import { activeWebhooks } from '../store/webhooks.js';
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../store/deliveries.js';
-import { appendEvents, type EventSummary, type PendingEvent } from '../core/event-pipeline.js';
-import { globOf, streamMatches } from '../core/subscriptions.js';
-import type { NewInvocation } from '../engine/dispatcher.js';
-import type { CommittedEvents, EventRouter } from '../engine/routing.js';
-import type { EventBus } from './bus.js';
+import { appendEvents } from './append-events.js';
+import type { EventSummary } from '../model/events.js';
+import { globOf, streamMatches } from '../model/subscriptions.js';
+import { queueInvocations, type NewInvocation } from './invocations.js';
+import { errorEvent } from './error-events.js';
+import type { DeliveryQueue } from '../delivery/webhooks/hand-over.js';
+import type { CommittedEvents, EventRouter } from './routing.js';
+import type { EventBus } from '../delivery/bus.js';
 
 /** Listener hops an event may travel; a run that deep does not trigger further listeners (a subscription loop). */
 export const MAX_LISTENER_DEPTH = 8;
-
-/** Where listener runs are queued: the dispatcher. */
-export interface ListenerQueue {
-  enqueueIn(trx: Transaction<Database>, items: NewInvocation[]): Promise<string[]>;
-  /** Without ids: look for work by scanning the queue. */
-  wake(sourceIds?: string[]): void;
-}
-
-/**
- * Where new webhook deliveries go: the sender. Deliveries it can take soon are inserted already leased to it and
- * handed over in memory after the commit, so that sending them costs no claim; the rest it claims from the table.
- */
-export interface DeliveryQueue {
-  /** A lease for at most `count` of the deliveries inserted now (fewer when the sender already holds much), or undefined. */
-  leaseForNew(nowMs: number, count: number): { owner: string; untilMs: number; count: number } | undefined;
-  /** After the commit: sends deliveries inserted with a lease from leaseForNew. */
-  handOver(deliveries: ClaimedDelivery[]): void;
-  /** After the commit: deliveries were inserted without a lease; claim them. */
-  wake(): void;
-}
 
 export interface DeliveryRouterOptions {
   dialect: DialectName;
   retention: number;
   bus: EventBus;
   deliveries: DeliveryQueue;
+  /** After the commit: listener runs were queued for these sources (without ids: look for work by scanning the queue). */
+  runsQueued(sourceIds?: string[]): void;
 }
 
 /** What routing one commit did, remembered until its afterCommit. */
@@ -55,15 +40,9 @@ interface Routed {
 }
 
 export class DeliveryRouter implements EventRouter {
-  private queue: ListenerQueue | undefined;
   private readonly routed = new WeakMap<CommittedEvents, Routed>();
 
   constructor(private readonly options: DeliveryRouterOptions) {}
-
-  /** The dispatcher is built after the services that route events, so it is connected afterwards. */
-  connect(queue: ListenerQueue): void {
-    this.queue = queue;
-  }
 
   async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
     const routed: Routed = { extra: [], queuedRuns: [], leased: [], unleased: false };
@@ -96,8 +75,7 @@ export class DeliveryRouter implements EventRouter {
       ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
     );
     if (!items.length) return;
-    if (!this.queue) throw new Error('the delivery router has no listener queue; call connect() first');
-    await this.queue.enqueueIn(trx, items);
+    await queueInvocations(trx, this.options.dialect, items, Date.now());
     routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
   }
 
@@ -108,8 +86,8 @@ export class DeliveryRouter implements EventRouter {
     const events = routed?.extra.length ? [...committed.events, ...routed.extra] : committed.events;
     this.options.bus.publish(committed.emitterId, events);
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
-    if (!routed) this.queue?.wake();
-    else if (routed.queuedRuns.length) this.queue?.wake(routed.queuedRuns);
+    if (!routed) this.options.runsQueued();
+    else if (routed.queuedRuns.length) this.options.runsQueued(routed.queuedRuns);
     if (routed?.leased.length) this.options.deliveries.handOver(routed.leased);
     if (!routed || routed.unleased) this.options.deliveries.wake();
   }
@@ -180,16 +158,8 @@ export class DeliveryRouter implements EventRouter {
       `${cut.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
       `${committed.depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
     const first = cut[0]!.event;
-    const report: PendingEvent = {
-      stream: '$errors',
-      name: '$errors',
-      summary: `SubscriptionLoopError: ${message}`.slice(0, 200),
-      event: {
-        error: { name: 'SubscriptionLoopError', message, stack: `SubscriptionLoopError: ${message}`, code: 'subscription_loop' },
-        original_event: first,
-        original_context: { id: first.id, ts: new Date(nowMs).toISOString(), source_id: committed.emitterId, trigger: 'listener' },
-      },
-    };
+    const error = { name: 'SubscriptionLoopError', message, code: 'subscription_loop' };
+    const report = errorEvent(committed.emitterId, error, { invocationId: first.id, trigger: 'listener', event: first }, nowMs);
     return appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs });
   }
 }

@@ -2,7 +2,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, fetch, type Dispatcher } from 'undici';
-import { invalid } from './errors.js';
+import { invalid } from '../model/errors.js';
 
 /** Loopback, private, link-local, carrier-grade NAT, unspecified and multicast ranges. */
 const BLOCKED = new net.BlockList();

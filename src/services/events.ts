@@ -2,9 +2,11 @@
 import type { Store } from '../store/database.js';
 import type { StreamKind } from '../store/schema.js';
 import * as events from '../store/events.js';
-import { invalid } from './errors.js';
-import type { Page, PageRequest } from './pagination.js';
-import { toSummary, type EventSummary } from './event-pipeline.js';
+import { invalid, notFound } from '../model/errors.js';
+import { isId } from '../model/ids.js';
+import { findSource } from '../store/sources.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
 
 export class EventService {
   constructor(
@@ -13,19 +15,21 @@ export class EventService {
     private readonly retention: number,
   ) {}
 
-  /** Newest first; the caller has checked that the account owns the emitter. */
-  async list(emitterId: string, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
+  /** Newest first, of an emitter the account owns (404 otherwise). */
+  async list(accountId: string, emitterId: string, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
+    await this.assertOwned(accountId, emitterId);
     const result = await events.listEvents(this.store.db, emitterId, stream, page, this.retention);
     return { ...result, items: result.items.map((row) => toSummary(row, expand)) };
   }
 
   /** The spec's four cases: none → all; start only → it and later; end only → it and earlier; both → inclusive. */
-  async deleteRange(emitterId: string, startId: string | undefined, endId: string | undefined): Promise<number> {
-    const start = startId === undefined ? undefined : events.parseEventId(startId);
-    const end = endId === undefined ? undefined : events.parseEventId(endId);
+  async deleteRange(accountId: string, emitterId: string, startId: string | undefined, endId: string | undefined): Promise<number> {
+    await this.assertOwned(accountId, emitterId);
+    const start = startId === undefined ? undefined : parseEventId(startId);
+    const end = endId === undefined ? undefined : parseEventId(endId);
     if (startId !== undefined && !start) throw invalid(`start_id "${startId}" is not an event id (<epoch_ms>-<seq>)`);
     if (endId !== undefined && !end) throw invalid(`end_id "${endId}" is not an event id (<epoch_ms>-<seq>)`);
-    if (start && end && events.compareKeys(start, end) > 0) {
+    if (start && end && compareKeys(start, end) > 0) {
       throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
     }
     return this.store.db.transaction().execute(async (trx) => {
@@ -42,8 +46,14 @@ export class EventService {
 
   /** Retained events after `afterId`, oldest first, for live-stream replay. */
   async after(emitterId: string, stream: StreamKind, afterId: string): Promise<EventSummary[]> {
-    const after = events.parseEventId(afterId);
+    const after = parseEventId(afterId);
     if (!after) return [];
     return (await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention)).map((row) => toSummary(row, true));
+  }
+
+  /** Emitters are sources today; another account's id is as unknown as a missing one. */
+  private async assertOwned(accountId: string, emitterId: string): Promise<void> {
+    const source = isId(emitterId, 'dc') ? await findSource(this.store.db, accountId, emitterId) : undefined;
+    if (!source) throw notFound(`source "${emitterId}"`);
   }
 }

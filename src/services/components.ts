@@ -1,12 +1,12 @@
 // Saved components: checking and loading code in the sandbox, storing it, and finding it by id or key.
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
-import { newId, nowSeconds, isId } from '../store/ids.js';
+import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as components from '../store/components.js';
 import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import { ServiceError, invalid, notFound } from './errors.js';
-import { fetchText, parseHttpUrl } from './outbound.js';
+import { ServiceError, invalid, notFound } from '../model/errors.js';
+import { fetchText, parseHttpUrl } from '../delivery/outbound.js';
 
 /** The spec's Component resource. */
 export interface ComponentView {
@@ -53,9 +53,6 @@ export function toComponentView(row: components.ComponentRow): ComponentView {
   };
 }
 
-export function componentInfo(row: components.ComponentRow): ComponentInfo {
-  return (JSON.parse(row.metadata) as { info: ComponentInfo }).info;
-}
 
 export class ComponentService {
   constructor(

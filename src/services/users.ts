@@ -1,11 +1,11 @@
 // Accounts and their API keys: creation, look-up by key, rotation, and the `GET /users/me` shape.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Store } from '../store/database.js';
-import { newId, nowSeconds } from '../store/ids.js';
+import { newId, nowSeconds } from '../model/ids.js';
 import * as users from '../store/users.js';
 import { readUsage } from '../store/usage.js';
-import { billingPeriod, dayPeriod } from './periods.js';
-import { ServiceError, invalid, notFound } from './errors.js';
+import { billingPeriod, dayPeriod } from '../model/periods.js';
+import { ServiceError, invalid, notFound } from '../model/errors.js';
 
 export type Plan = 'free' | 'paid';
 

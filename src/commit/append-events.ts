@@ -1,0 +1,68 @@
+// Appends events to an emitter's streams inside the caller's transaction: `<ms>-<seq>` ids, dedupe state, retention.
+import type { Transaction } from 'kysely';
+import type { DialectName } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+import * as events from '../store/events.js';
+import { ulid } from '../model/ids.js';
+import { toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
+
+export interface AppendOptions {
+  dialect: DialectName;
+  retention: number;
+  nowMs: number;
+  /** Called with the emitter's dedupe cache, returns the pending events and the new cache. */
+  dedupe?: (cache: unknown) => { pending: PendingEvent[]; cache: unknown };
+}
+
+/**
+ * Stores events of one emitter inside the caller's transaction: ids strictly increasing even when the clock
+ * steps back, the newest `retention` kept per stream (and up to trimSlack more, unseen). Returns the stored
+ * summaries in id order.
+ */
+export async function appendEvents(
+  trx: Transaction<Database>,
+  emitterId: string,
+  extra: PendingEvent[],
+  options: AppendOptions,
+): Promise<EventSummary[]> {
+  const state = await events.readEmitterState(trx, options.dialect, emitterId);
+  let pending = extra;
+  let dedupe = state.dedupe;
+  if (options.dedupe) {
+    const result = options.dedupe(state.dedupe);
+    pending = [...result.pending, ...extra];
+    dedupe = result.cache;
+  }
+  if (!pending.length && dedupe === state.dedupe) return [];
+  let { lastMs, lastSeq } = state;
+  const rows: events.EventRow[] = pending.map((p) => {
+    if (options.nowMs > lastMs) {
+      lastMs = options.nowMs;
+      lastSeq = 0;
+    } else lastSeq += 1;
+    return {
+      emitter_id: emitterId,
+      stream: p.stream,
+      ms: lastMs,
+      seq: lastSeq,
+      name: p.name,
+      emit_id: ulid(options.nowMs),
+      event_key: p.key === undefined ? null : JSON.stringify(p.key),
+      summary: p.summary ?? null,
+      ts: p.ts ?? null,
+      event: JSON.stringify(p.event ?? null),
+      indexed_at_ms: options.nowMs,
+    };
+  });
+  await events.insertEvents(trx, options.dialect, rows);
+  const counts = { ...state.counts };
+  for (const row of rows) counts[row.stream] = (counts[row.stream] ?? 0) + 1;
+  for (const stream of Object.keys(counts) as StreamKind[]) {
+    const excess = counts[stream]! - options.retention;
+    if (excess <= trimSlack(options.retention)) continue;
+    await events.trimOldest(trx, emitterId, stream, excess);
+    counts[stream] = options.retention;
+  }
+  await events.writeEmitterState(trx, emitterId, { lastMs, lastSeq, dedupe, counts });
+  return rows.map((row) => toSummary(row, true));
+}

@@ -1,0 +1,58 @@
+// Dedupe strategies and `ts` ordering of emitted events, as the specification defines them.
+import type { EmittedEvent } from '../runtime/types.js';
+import type { PendingEvent } from './events.js';
+
+export type DedupeStrategy = 'unique' | 'greatest' | 'last';
+
+export const UNIQUE_CACHE_SIZE = 100;
+
+/** Orders by `ts` oldest first; events without `ts` keep their order after the timed ones. */
+export function orderByTs<T extends { ts?: number | undefined }>(emits: T[]): T[] {
+  return emits
+    .map((emit, index) => ({ emit, index }))
+    .sort((a, b) => (a.emit.ts ?? Infinity) - (b.emit.ts ?? Infinity) || a.index - b.index)
+    .map((x) => x.emit);
+}
+
+/** Applies a dedupe strategy to ordered emits; returns the accepted ones and the new cache. */
+export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown, emits: EmittedEvent[]): { accepted: EmittedEvent[]; cache: unknown } {
+  if (!strategy) return { accepted: emits, cache };
+  switch (strategy) {
+    case 'unique': {
+      const seen = Array.isArray(cache) ? [...(cache as string[])] : [];
+      const accepted: EmittedEvent[] = [];
+      for (const emit of emits) {
+        const id = JSON.stringify(emit.id);
+        if (seen.includes(id)) continue;
+        accepted.push(emit);
+        seen.push(id);
+        if (seen.length > UNIQUE_CACHE_SIZE) seen.shift();
+      }
+      return { accepted, cache: seen };
+    }
+    case 'greatest': {
+      let greatest = typeof cache === 'number' ? cache : -Infinity;
+      const accepted: EmittedEvent[] = [];
+      for (const emit of emits) {
+        const id = Number(emit.id);
+        if (Number.isNaN(id) || id <= greatest) continue;
+        accepted.push(emit);
+        greatest = id;
+      }
+      return { accepted, cache: greatest === -Infinity ? null : greatest };
+    }
+    case 'last': {
+      const match = cache === null || cache === undefined ? -1 : emits.findIndex((e) => JSON.stringify(e.id) === cache);
+      const accepted = emits.slice(match + 1);
+      const last = accepted[accepted.length - 1];
+      return { accepted, cache: last ? JSON.stringify(last.id) : cache ?? null };
+    }
+  }
+}
+
+/** Turns runtime emits into pending events, ordered by ts and deduped; returns the updated dedupe cache. */
+export function pendingEmits(strategy: DedupeStrategy | undefined, cache: unknown, emits: EmittedEvent[]): { pending: PendingEvent[]; cache: unknown } {
+  const { accepted, cache: next } = applyDedupe(strategy, cache, orderByTs(emits));
+  const pending = accepted.map((e) => ({ stream: 'emit' as const, name: e.name ?? '', event: e.event, key: e.id, summary: e.summary, ts: e.ts }));
+  return { pending, cache: next };
+}

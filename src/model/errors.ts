@@ -1,0 +1,52 @@
+// Every error a request can end in, each with a stable code, an HTTP status and what it means, in one registry.
+// Services throw these; the API's single error handler turns them into `{ error, code, details }`.
+
+/** The registry: code → HTTP status and the meaning the README's error table gives. */
+export const ERRORS = {
+  invalid_request: { status: 400, meaning: 'a malformed body, parameter or header, or a value the specification does not allow' },
+  invalid_cursor: { status: 400, meaning: 'a `before`/`after` cursor that this list did not give out' },
+  unauthorized: { status: 401, meaning: 'no API key, a malformed Authorization header, or an unknown key (with `WWW-Authenticate: Bearer`)' },
+  not_found: { status: 404, meaning: 'an unknown id, another account\'s resource, an unknown route, or no active source at an endpoint' },
+  conflict: { status: 409, meaning: 'the request contradicts the resource\'s state (for example, running an inactive source)' },
+  payload_too_large: { status: 413, meaning: 'a body over the limit (512 KiB for endpoints, `--body-limit` for the API)' },
+  unsupported_media_type: { status: 415, meaning: 'an API request body that is not `application/json`' },
+  component_invalid: { status: 422, meaning: 'component code that does not load, is not a source, or whose npm imports cannot be installed' },
+  props_invalid: { status: 422, meaning: '`configured_props` that do not validate against the component\'s props' },
+  hook_failed: { status: 422, meaning: 'a `deploy`, `activate` or `deactivate` hook threw; nothing was committed' },
+  rate_limited: { status: 429, meaning: 'more API requests per minute than `--rate-limit` allows (with `Retry-After`)' },
+  quota_exceeded: { status: 429, meaning: 'a free-plan daily quota is used up (with `Retry-After` until 00:00 UTC)' },
+  run_failed: { status: 500, meaning: 'a custom-response source failed before it called `respond()`' },
+  internal_error: { status: 500, meaning: 'a fault of the server; the log has the details' },
+  unavailable: { status: 503, meaning: 'the server is stopping or a dependency is unreachable (with `Retry-After`)' },
+  no_response: { status: 504, meaning: 'a custom-response source did not call `respond()` before its run timeout' },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown[],
+    /** Sent as `Retry-After` (429, 503). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.status = ERRORS[code].status;
+  }
+}
+
+export function notFound(what: string): ServiceError {
+  return new ServiceError('not_found', `${what} not found`);
+}
+
+export function invalid(message: string, details?: unknown[]): ServiceError {
+  return new ServiceError('invalid_request', message, details);
+}
+
+/** The 429 of an account over its quota, with the reason and the seconds until its counters reset. */
+export function quotaExceeded(verdict: { reason?: string | undefined; retryAfterSeconds?: number | undefined }): ServiceError {
+  return new ServiceError('quota_exceeded', verdict.reason ?? 'quota exceeded', undefined, verdict.retryAfterSeconds);
+}

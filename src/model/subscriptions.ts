@@ -1,0 +1,20 @@
+// Which emitters a subscription covers and which of their streams it selects.
+
+/** Emitter globs: every source, every workflow of the account, present and future. */
+export const EMITTER_GLOBS = ['dc_*', 'p_*'] as const;
+
+/** The glob that covers an emitter id, if any. */
+export function globOf(emitterId: string): string | undefined {
+  if (emitterId.startsWith('dc_')) return 'dc_*';
+  if (emitterId.startsWith('p_')) return 'p_*';
+  return undefined;
+}
+
+/**
+ * Whether a subscription's `event_name` selects an event of stream `name` (the summary's `metadata.name`):
+ * '' and 'default' the default stream, '$errors' and '$logs' those, anything else that channel.
+ */
+export function streamMatches(eventName: string, name: string): boolean {
+  if (eventName === '' || eventName === 'default') return name === '';
+  return eventName === name;
+}

@@ -1,0 +1,143 @@
+// HTTP endpoints of sources: which source an endpoint id names, the event a request becomes, and its queuing.
+import querystring from 'node:querystring';
+import type { Store } from '../store/database.js';
+import { findSourceByEndpoint } from '../store/sources.js';
+import { loadComponent } from '../store/components.js';
+import { componentInfo } from '../store/components.js';
+import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
+import { ServiceError } from '../model/errors.js';
+import type { Dispatcher } from '../engine/dispatcher.js';
+import type { QuotaService } from './quotas.js';
+
+export interface EndpointTarget {
+  sourceId: string;
+  userId: string;
+  active: boolean;
+  customResponse: boolean;
+}
+
+/** The event `run` receives for an HTTP request. */
+export interface HttpEvent {
+  method: string;
+  path: string;
+  query: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  bodyRaw: string;
+  body: unknown;
+}
+
+/** Entries live this long, so that other nodes' changes reach this one; local changes evict at once. */
+const TTL_MS = 5_000;
+
+/** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
+export class EndpointDirectory {
+  private readonly cache = new Map<string, { at: number; target: EndpointTarget | null }>();
+
+  constructor(private readonly store: Store) {}
+
+  /** What the cache knows of an endpoint without waiting: its target, null for none, undefined when unknown or stale. */
+  known(endpointId: string): EndpointTarget | null | undefined {
+    const cached = this.cache.get(endpointId);
+    return cached && Date.now() - cached.at < TTL_MS ? cached.target : undefined;
+  }
+
+  async resolve(endpointId: string): Promise<EndpointTarget | null> {
+    const known = this.known(endpointId);
+    if (known !== undefined) return known;
+    const target = await this.load(endpointId);
+    if (this.cache.size > 100_000) this.cache.clear();
+    this.cache.set(endpointId, { at: Date.now(), target });
+    return target;
+  }
+
+  /** Forgets what is known of a source's endpoint (after an update or delete). */
+  evictSource(sourceId: string): void {
+    for (const [endpointId, entry] of this.cache) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
+  }
+
+  private async load(endpointId: string): Promise<EndpointTarget | null> {
+    const source = await findSourceByEndpoint(this.store.db, endpointId);
+    if (!source) return null;
+    const component = await loadComponent(this.store.db, source.component_id);
+    const http = component && componentInfo(component).props.find((p) => p.type === '$.interface.http');
+    return { sourceId: source.id, userId: source.user_id, active: source.active === 1, customResponse: http?.customResponse === true };
+  }
+}
+
+/** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable JSON stays raw. */
+export function httpEvent(method: string, path: string, query: Record<string, unknown>, headers: HttpEvent['headers'], raw: Buffer | undefined): HttpEvent {
+  const bodyRaw = raw ? raw.toString('utf8') : '';
+  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  let body: unknown = bodyRaw;
+  if (bodyRaw && (type === 'application/json' || type.endsWith('+json'))) {
+    try {
+      body = JSON.parse(bodyRaw);
+    } catch {
+      body = bodyRaw;
+    }
+  } else if (bodyRaw && type === 'application/x-www-form-urlencoded') {
+    body = { ...querystring.parse(bodyRaw) };
+  }
+  return { method, path, query, headers, bodyRaw, body };
+}
+
+export interface IngressSettings {
+  /** A custom-response request waits this long for `respond()`, plus five seconds for the run to be taken. */
+  runTimeoutSeconds: number;
+}
+
+/** Admits endpoint requests and queues them durably; a custom-response request waits for the run's answer. */
+export class IngressService {
+  constructor(
+    private readonly endpoints: EndpointDirectory,
+    private readonly quotas: QuotaService,
+    private readonly dispatcher: Dispatcher,
+    private readonly settings: IngressSettings,
+  ) {}
+
+  /**
+   * The active source an endpoint names, admitted under its account's quota (404 and 429 otherwise). Nearly every
+   * request finds both answers cached; it then gets them without waiting, which saves two microtask trips.
+   */
+  admit(endpointId: string): EndpointTarget | Promise<EndpointTarget> {
+    const known = this.endpoints.known(endpointId);
+    if (known === undefined) return this.endpoints.resolve(endpointId).then((target) => this.admitTarget(target));
+    return this.admitTarget(known);
+  }
+
+  private admitTarget(target: EndpointTarget | null): EndpointTarget | Promise<EndpointTarget> {
+    if (!target || !target.active) throw new ServiceError('not_found', 'no active source at this endpoint');
+    const admitted = this.quotas.admit(target.userId);
+    return admitted ? admitted.then(() => target) : target;
+  }
+
+  /**
+   * Queues the request's run durably. Resolves with undefined once queued, or, for a custom-response source, with
+   * the response its run gave to `respond()` (500 run_failed or 504 no_response when none came).
+   */
+  async accept(target: EndpointTarget, event: HttpEvent): Promise<HttpResponse | undefined> {
+    const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
+    if (!target.customResponse) {
+      await this.dispatcher.enqueue([invocation]);
+      return undefined;
+    }
+    type Answer = { response?: HttpResponse | undefined; outcome?: InvocationOutcome | undefined };
+    let settle!: (value: Answer) => void;
+    const answered = new Promise<Answer>((resolve) => (settle = resolve));
+    const [invocationId] = await this.dispatcher.enqueue([invocation], [(response, outcome) => settle({ response, outcome })]);
+    const timer = setTimeout(() => settle({}), this.settings.runTimeoutSeconds * 1000 + 5000);
+    const { response, outcome } = await answered;
+    clearTimeout(timer);
+    this.dispatcher.forgetResponder(invocationId!);
+    if (response) return response;
+    if (outcome?.error && outcome.error.name !== 'TimeoutError') {
+      throw new ServiceError('run_failed', `the source failed before responding: ${outcome.error.message}`);
+    }
+    throw new ServiceError('no_response', 'the source did not respond');
+  }
+
+  /** Forgets what is known of a source's endpoint (after an update or delete). */
+  evictSource(sourceId: string): void {
+    this.endpoints.evictSource(sourceId);
+  }
+}

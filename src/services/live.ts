@@ -1,0 +1,40 @@
+// Live streams of an emitter's events over Server-Sent Events, for its owner, resumable from a Last-Event-ID.
+import type { ServerResponse } from 'node:http';
+import type { SseHub } from '../delivery/sse-hub.js';
+import type { EventSummary, StreamKind } from '../model/events.js';
+import type { EventService } from './events.js';
+import type { SourceService } from './sources.js';
+
+/** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
+export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
+  if (eventName === '$errors' || eventName === '$logs') return { kind: eventName, filter: (e) => e.metadata.name === eventName };
+  if (eventName === undefined) return { kind: 'emit', filter: (e) => e.metadata.name !== '$errors' && e.metadata.name !== '$logs' };
+  const channel = eventName === 'default' ? '' : eventName;
+  return { kind: 'emit', filter: (e) => e.metadata.name === channel };
+}
+
+export interface LiveRequest {
+  accountId: string;
+  sourceId: string;
+  eventName: string | undefined;
+  lastEventId: string | undefined;
+  /** Extra response headers (the request id). */
+  headers: Record<string, string>;
+}
+
+export class LiveStreams {
+  constructor(
+    private readonly sources: SourceService,
+    private readonly events: EventService,
+    private readonly hub: SseHub,
+  ) {}
+
+  /** Checks the account owns the source (404 otherwise), then returns how to stream into a response taken over from HTTP. */
+  async prepare(request: LiveRequest): Promise<(response: ServerResponse) => Promise<void>> {
+    const { source } = await this.sources.get(request.accountId, request.sourceId);
+    const { kind, filter } = streamOf(request.eventName);
+    const lastEventId = request.lastEventId;
+    const replay = lastEventId ? async () => (await this.events.after(source.id, kind, lastEventId)).filter(filter) : undefined;
+    return (response) => this.hub.open(response, { emitterId: source.id, filter, replay, headers: request.headers });
+  }
+}
