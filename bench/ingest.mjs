@@ -27,7 +27,7 @@ export async function run(cfg, log) {
     rounds.push({ ...tributary, ...baseline, share: tributary.load.rate / baseline.base.rate });
   }
   const byShare = [...rounds].sort((a, b) => a.share - b.share);
-  const { load, loadBusy, drain, check, cpuMs, base, baseBusy, baseCpuMs, share } = byShare[(byShare.length - 1) >> 1];
+  const { load, loadBusy, cpuMs, base, baseBusy, baseCpuMs, share } = byShare[(byShare.length - 1) >> 1];
   const exactRound = (r) =>
     r.check.complete && r.check.lost === 0 && r.check.duplicates === 0 && r.check.unexpected === 0 && r.drain.count === r.load.acked;
   const total = (pick) => rounds.reduce((sum, r) => sum + pick(r), 0);

@@ -13,6 +13,7 @@ import { ComponentService } from './services/components.js';
 import { SourceService } from './services/sources.js';
 import { EventService } from './services/events.js';
 import { SecretBox } from './lib/secrets.js';
+import { systemClock, type Clock } from './lib/clock.js';
 import { QuotaService } from './services/quotas.js';
 import { EndpointDirectory, IngressService } from './services/ingress.js';
 import { RunService } from './services/runs.js';
@@ -74,6 +75,8 @@ export interface StartOptions {
   publicUrlGiven?: boolean;
   /** Create an account when the database has none (the `serve` command does; tests create their own). */
   createInitialAccount?: boolean;
+  /** Where leases, timers, quotas and retries read the time (tests pass a ManualClock); the system clock by default. */
+  clock?: Clock;
 }
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
@@ -81,6 +84,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   const config =
     givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
+  const clock = options.clock ?? systemClock;
   // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
   const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
   let store: Store;
@@ -103,7 +107,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     logger: logger.child({ module: 'runtime' }),
   });
   try {
-    const users = new UserService(store, config);
+    const users = new UserService(store, config, clock);
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
     const secrets = SecretBox.open(config.secretKey, config.dataDir);
@@ -128,12 +132,17 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       },
       transactions,
       logger.child({ module: 'webhooks' }),
+      clock,
     );
     // Listener runs queued inside a commit wake the dispatcher once it commits; it is built further down.
     const runsQueued = (sourceIds?: string[]) => dispatcher.wake(sourceIds);
-    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender, runsQueued });
+    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender, runsQueued, clock });
     const bases = new InvocationBases(runtime, secrets, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
-    const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, config);
+    const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, {
+      minTimerInterval: config.minTimerInterval,
+      eventRetention: config.eventRetention,
+      clock,
+    });
     const subscriptions = new SubscriptionService(store);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
@@ -152,6 +161,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         soleConsumer: store.dialect === 'sqlite',
         retention: config.eventRetention,
         router,
+        clock,
       },
       transactions,
       logger.child({ module: 'dispatcher' }),
@@ -159,13 +169,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => dispatcher.evict(change.sourceId));
     const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
-    const quotas = new QuotaService(store, config);
+    const quotas = new QuotaService(store, config, clock);
     const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, { runTimeoutSeconds: config.runTimeout });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
     const live = new LiveStreams(sources, events, sse);
     const health = new HealthService(store);
-    const timers = new TimerScheduler(store, runsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }));
+    const timers = new TimerScheduler(store, runsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
     const services: Services = {
       config, store, runtime, dispatcher, quotas, webhookSender, bus, sse,

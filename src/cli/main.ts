@@ -6,6 +6,7 @@ import { openStore } from '../store/database.js';
 import { UserService, type NewAccount, type Plan } from '../services/users.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
+import { systemClock } from '../lib/clock.js';
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -20,7 +21,7 @@ async function withUsers<T>(options: Record<string, unknown>, work: (users: User
   const config = configFrom(options);
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   try {
-    return await work(new UserService(store, config));
+    return await work(new UserService(store, config, systemClock));
   } finally {
     await store.close();
   }

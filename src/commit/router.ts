@@ -1,5 +1,6 @@
 // Routes committed events by subscription: webhook deliveries and listener runs inside the commit, live fan-out after.
 import type { Transaction } from 'kysely';
+import type { Clock } from '../lib/clock.js';
 import type { Database } from '../store/schema.js';
 import type { DialectName } from '../store/database.js';
 import { newId } from '../model/ids.js';
@@ -25,6 +26,8 @@ export interface DeliveryRouterOptions {
   deliveries: DeliveryQueue;
   /** After the commit: listener runs were queued for these sources (without ids: look for work by scanning the queue). */
   runsQueued(sourceIds?: string[]): void;
+  /** Queue and delivery times are read from it. */
+  clock: Clock;
 }
 
 /** What routing one commit did, remembered until its afterCommit. */
@@ -75,7 +78,7 @@ export class DeliveryRouter implements EventRouter {
       ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
     );
     if (!items.length) return;
-    await queueInvocations(trx, this.options.dialect, items, Date.now());
+    await queueInvocations(trx, this.options.dialect, items, this.options.clock.now());
     routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
   }
 
@@ -105,7 +108,7 @@ export class DeliveryRouter implements EventRouter {
     const webhooks = new Map(
       (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]),
     );
-    const nowMs = Date.now();
+    const nowMs = this.options.clock.now();
     const rows: ClaimedDelivery[] = [];
     for (const { event, listeners } of matches) {
       const payload = JSON.stringify(event);
@@ -152,7 +155,7 @@ export class DeliveryRouter implements EventRouter {
     cut: Array<{ event: EventSummary; listeners: string[] }>,
     active: Set<string>,
   ): Promise<EventSummary[]> {
-    const nowMs = Date.now();
+    const nowMs = this.options.clock.now();
     const listeners = [...new Set(cut.flatMap((c) => c.listeners.filter((l) => active.has(l))))];
     const message =
       `${cut.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +

@@ -1,5 +1,6 @@
 // Runs one batch of a source's invocations in a worker and returns how to commit its effects, usage and acknowledgement.
 import type { Logger } from 'pino';
+import { every, type Clock, type ClockTimer } from '../lib/clock.js';
 import type { Store, DialectName } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
@@ -33,6 +34,7 @@ export interface BatchRunnerOptions {
   dialect: DialectName;
   retention: number;
   router: EventRouter;
+  clock: Clock;
 }
 
 export class BatchRunner {
@@ -90,10 +92,10 @@ export class BatchRunner {
       else await invocations.releaseInvocations(this.store.db, sourceId, ids, this.options.owner);
       return undefined;
     } finally {
-      clearInterval(renewal);
+      renewal?.cancel();
     }
     const contexts: InvocationContext[] = batch.map((b) => ({ invocationId: b.id, trigger: b.trigger, eventJson: b.eventJson }));
-    const nowMs = Date.now();
+    const nowMs = this.options.clock.now();
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
     const depth = Math.max(...batch.map((b) => b.depth));
     const { dialect, retention, router } = this.options;
@@ -125,14 +127,14 @@ export class BatchRunner {
   }
 
   /** A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies. */
-  private renewLeasesWhileRunning(sourceId: string, ids: string[]): NodeJS.Timeout | undefined {
+  private renewLeasesWhileRunning(sourceId: string, ids: string[]): ClockTimer | undefined {
     if (this.options.soleConsumer) return undefined;
-    const { leaseMs, owner } = this.options;
-    return setInterval(() => {
-      invocations.renewLeases(this.store.db, sourceId, ids, owner, Date.now() + leaseMs).catch((error: unknown) => {
+    const { leaseMs, owner, clock } = this.options;
+    return every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
+      invocations.renewLeases(this.store.db, sourceId, ids, owner, clock.now() + leaseMs).catch((error: unknown) => {
         this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
       });
-    }, Math.max(100, Math.floor(leaseMs / 3)));
+    });
   }
 }
 

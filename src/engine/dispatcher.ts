@@ -1,6 +1,8 @@
 // Takes queued invocations, runs them in batches per source in arrival order, and commits each batch's effects.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { every, type ClockTimer } from '../lib/clock.js';
+import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
@@ -35,10 +37,9 @@ export class Dispatcher {
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
   private readonly cache: SourceCache;
-  private scanning = false;
-  private scanAgain = false;
+  private readonly scanning = new CoalescingTask(() => this.scan());
   private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -53,14 +54,13 @@ export class Dispatcher {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
-    const { soleConsumer, leaseMs, retention, router } = options;
-    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router };
+    const { soleConsumer, leaseMs, retention, router, clock } = options;
+    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
   }
 
   async start(): Promise<void> {
-    this.timer = setInterval(() => this.wake(), this.options.pollMs);
-    this.timer.unref();
+    this.timer = every(this.options.clock, this.options.pollMs, () => this.wake());
     this.wake();
   }
 
@@ -92,21 +92,10 @@ export class Dispatcher {
     if (sourceIds) {
       // Queued by someone else's transaction: the rows are not in memory.
       for (const id of sourceIds) this.intake.readFromDatabase(id);
-      return this.markReady(sourceIds);
-    }
-    if (this.stopped) return;
-    if (this.scanning) {
-      this.scanAgain = true;
+      this.markReady(sourceIds);
       return;
     }
-    this.scanning = true;
-    void this.scan().finally(() => {
-      this.scanning = false;
-      if (this.scanAgain) {
-        this.scanAgain = false;
-        this.wake();
-      }
-    });
+    if (!this.stopped) this.scanning.request();
   }
 
   private markReady(sourceIds: string[]): void {
@@ -133,13 +122,13 @@ export class Dispatcher {
   /** Stops claiming new work and waits for running batches to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   private async scan(): Promise<void> {
     try {
-      let found = await invocations.sourcesWithWork(this.store.db, Date.now(), 1000);
+      let found = await invocations.sourcesWithWork(this.store.db, this.options.clock.now(), 1000);
       if (this.options.soleConsumer) {
         // Sources running or waiting for a slot will drain their queue anyway; the others have rows memory lacks.
         found = found.filter((id) => !this.running.has(id) && !this.ready.has(id));

@@ -1,4 +1,5 @@
 // Queues invocations durably and hands each source its next batch: from memory when this process is the queue's only consumer, else from the database.
+import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
@@ -35,6 +36,8 @@ export interface IntakeOptions {
    * leases, and what this process queues is handed to its batch from memory instead of being read back.
    */
   soleConsumer: boolean;
+  /** Queue and lease times are read from it (tests move it by hand). */
+  clock: Clock;
 }
 
 /**
@@ -83,7 +86,7 @@ export class InvocationIntake {
    * for HTTP sources with customResponse (undefined: none came).
    */
   async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>): Promise<invocations.InvocationRow[]> {
-    const rows = invocationRows(items, Date.now());
+    const rows = invocationRows(items, this.options.clock.now());
     rows.forEach((row, i) => {
       const responder = onResponse?.[i];
       if (responder) this.responders.add(row.id, responder);
@@ -189,7 +192,7 @@ export class InvocationIntake {
     }
     const rows = this.options.soleConsumer
       ? await invocations.oldestInvocations(this.store.db, sourceId, limit)
-      : await invocations.claimBatch(this.store.db, this.store.dialect, sourceId, this.owner, Date.now(), this.options.leaseMs, limit);
+      : await invocations.claimBatch(this.store.db, this.store.dialect, sourceId, this.owner, this.options.clock.now(), this.options.leaseMs, limit);
     if (this.options.soleConsumer) {
       const read = new Set(rows.map((row) => row.id));
       const queue = this.handoff.get(sourceId);

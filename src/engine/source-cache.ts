@@ -1,4 +1,5 @@
 // What the engine needs to run a source (its row, component, account), cached between batches.
+import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/database.js';
 import { loadSource, type SourceRow } from '../store/sources.js';
 import { componentInfo, loadComponent, type ComponentRow } from '../store/components.js';
@@ -17,16 +18,19 @@ export interface RunnableSource {
  * on other nodes of a cluster are seen within that time.
  */
 export class SourceCache {
-  private readonly entries = new Map<string, { at: number; value: RunnableSource }>();
+  private readonly entries: LRUCache<string, RunnableSource>;
 
+  /** `ttlMs` Infinity: entries never expire (this process makes every change). */
   constructor(
     private readonly store: Store,
-    private readonly ttlMs = 1000,
-  ) {}
+    ttlMs = 1000,
+  ) {
+    this.entries = new LRUCache({ max: 50_000, ...(Number.isFinite(ttlMs) ? { ttl: ttlMs } : {}) });
+  }
 
   async get(sourceId: string): Promise<RunnableSource | undefined> {
     const cached = this.entries.get(sourceId);
-    if (cached && Date.now() - cached.at < this.ttlMs) return cached.value;
+    if (cached) return cached;
     const source = await loadSource(this.store.db, sourceId);
     if (!source) {
       this.entries.delete(sourceId);
@@ -34,8 +38,7 @@ export class SourceCache {
     }
     const component = (await loadComponent(this.store.db, source.component_id))!;
     const value = { source, component, info: componentInfo(component), account: await findUserByIdOrUsername(this.store.db, source.user_id) };
-    if (this.entries.size > 50_000) this.entries.clear();
-    this.entries.set(sourceId, { at: Date.now(), value });
+    this.entries.set(sourceId, value);
     return value;
   }
 

@@ -1,5 +1,7 @@
 // Fires timer props of active sources: each due time once, missed ones as a single catch-up, never stacked.
 import type { Logger } from 'pino';
+import type { Clock, ClockTimer } from '../lib/clock.js';
+import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { Store } from '../store/database.js';
 import * as timers from '../store/timers.js';
 import { newId } from '../model/ids.js';
@@ -25,9 +27,8 @@ export interface QuotaCheck {
 export type RunsQueued = (sourceIds: string[]) => void;
 
 export class TimerScheduler {
-  private timeout: NodeJS.Timeout | undefined;
-  private firing = false;
-  private fireAgain = false;
+  private timeout: ClockTimer | undefined;
+  private readonly firing = new CoalescingTask(() => this.fire());
   private stopped = false;
 
   constructor(
@@ -37,6 +38,7 @@ export class TimerScheduler {
     private readonly retention: number,
     private readonly router: EventRouter,
     private readonly logger: Logger,
+    private readonly clock: Clock,
   ) {}
 
   start(): void {
@@ -45,7 +47,7 @@ export class TimerScheduler {
 
   stop(): void {
     this.stopped = true;
-    if (this.timeout) clearTimeout(this.timeout);
+    this.timeout?.cancel();
   }
 
   /** Looks for due timers now (after a source change wrote new timer rows). */
@@ -56,36 +58,25 @@ export class TimerScheduler {
   /** Sleeps until the earliest due time (at most MAX_SLEEP_MS), then fires what is due. */
   private arm(delayMs: number): void {
     if (this.stopped) return;
-    if (this.timeout) clearTimeout(this.timeout);
-    this.timeout = setTimeout(() => void this.fire(), Math.max(0, Math.min(delayMs, MAX_SLEEP_MS)));
-    this.timeout.unref();
+    this.timeout?.cancel();
+    this.timeout = this.clock.after(Math.max(0, Math.min(delayMs, MAX_SLEEP_MS)), () => this.firing.request());
   }
 
   private async fire(): Promise<void> {
-    if (this.firing) {
-      this.fireAgain = true;
-      return;
-    }
-    this.firing = true;
+    if (this.stopped) return;
     try {
       const fired: string[] = [];
       do {
-        const due = await timers.dueTimers(this.store.db, Date.now(), CLAIM_BATCH);
+        const due = await timers.dueTimers(this.store.db, this.clock.now(), CLAIM_BATCH);
         if (due.length) fired.push(...(await this.fireDue(due)));
         if (due.length < CLAIM_BATCH) break;
       } while (!this.stopped);
       if (fired.length) this.runsQueued(fired);
       const next = await timers.nextDueMs(this.store.db);
-      this.arm(next === undefined ? MAX_SLEEP_MS : next - Date.now());
+      this.arm(next === undefined ? MAX_SLEEP_MS : next - this.clock.now());
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
       this.arm(MAX_SLEEP_MS);
-    } finally {
-      this.firing = false;
-      if (this.fireAgain) {
-        this.fireAgain = false;
-        this.arm(0);
-      }
     }
   }
 
@@ -94,7 +85,7 @@ export class TimerScheduler {
    * quota error recorded, or is skipped while its previous run is pending. Returns the sources given a run.
    */
   private async fireDue(due: timers.TimerRow[]): Promise<string[]> {
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     const verdicts = new Map<string, QuotaVerdict>();
     for (const userId of new Set(due.map((t) => t.user_id))) verdicts.set(userId, await this.quotas.check(userId, nowMs));
     const quotaErrors: CommittedEvents[] = [];

@@ -58,3 +58,21 @@ export class ManualClock implements Clock {
     this.current = Math.max(this.current, ms);
   }
 }
+
+/** Calls `callback` every `ms` on `clock` until the returned timer is cancelled. */
+export function every(clock: Clock, ms: number, callback: () => void): ClockTimer {
+  let timer: ClockTimer;
+  let cancelled = false;
+  const tick = () => {
+    if (cancelled) return;
+    timer = clock.after(ms, tick);
+    callback();
+  };
+  timer = clock.after(ms, tick);
+  return {
+    cancel: () => {
+      cancelled = true;
+      timer.cancel();
+    },
+  };
+}

@@ -1,5 +1,6 @@
 // HTTP endpoints of sources: which source an endpoint id names, the event a request becomes, and its queuing.
 import querystring from 'node:querystring';
+import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/database.js';
 import { findSourceByEndpoint } from '../store/sources.js';
 import { loadComponent } from '../store/components.js';
@@ -31,28 +32,27 @@ const TTL_MS = 5_000;
 
 /** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
 export class EndpointDirectory {
-  private readonly cache = new Map<string, { at: number; target: EndpointTarget | null }>();
+  // Boxed: the cache holds no null, and "no such endpoint" is worth remembering too.
+  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({ max: 100_000, ttl: TTL_MS });
 
   constructor(private readonly store: Store) {}
 
   /** What the cache knows of an endpoint without waiting: its target, null for none, undefined when unknown or stale. */
   known(endpointId: string): EndpointTarget | null | undefined {
-    const cached = this.cache.get(endpointId);
-    return cached && Date.now() - cached.at < TTL_MS ? cached.target : undefined;
+    return this.cache.get(endpointId)?.target;
   }
 
   async resolve(endpointId: string): Promise<EndpointTarget | null> {
     const known = this.known(endpointId);
     if (known !== undefined) return known;
     const target = await this.load(endpointId);
-    if (this.cache.size > 100_000) this.cache.clear();
-    this.cache.set(endpointId, { at: Date.now(), target });
+    this.cache.set(endpointId, { target });
     return target;
   }
 
   /** Forgets what is known of a source's endpoint (after an update or delete). */
   evictSource(sourceId: string): void {
-    for (const [endpointId, entry] of this.cache) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
+    for (const [endpointId, entry] of this.cache.entries()) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
   }
 
   private async load(endpointId: string): Promise<EndpointTarget | null> {

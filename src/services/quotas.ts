@@ -1,4 +1,6 @@
 // Free-plan daily quotas: whether an account may start another invocation right now.
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import { readUsage } from '../store/usage.js';
@@ -11,15 +13,16 @@ import type { PlanQuotas } from './users.js';
 const CACHE_MS = 500;
 
 export class QuotaService {
-  private readonly cache = new Map<string, { at: number; verdict: QuotaVerdict }>();
+  private readonly cache = new LRUCache<string, { at: number; verdict: QuotaVerdict }>({ max: 100_000 });
 
   constructor(
     private readonly store: Store,
     private readonly quotas: PlanQuotas,
+    private readonly clock: Clock,
   ) {}
 
   /** The verdict read within the last CACHE_MS of the same day, without waiting; undefined when there is none. */
-  known(userId: string, nowMs = Date.now()): QuotaVerdict | undefined {
+  known(userId: string, nowMs = this.clock.now()): QuotaVerdict | undefined {
     const cached = this.cache.get(userId);
     return cached && nowMs - cached.at < CACHE_MS && dayPeriod(cached.at) === dayPeriod(nowMs) ? cached.verdict : undefined;
   }
@@ -34,7 +37,7 @@ export class QuotaService {
     return this.check(userId).then(admitOrThrow);
   }
 
-  async check(userId: string, nowMs = Date.now()): Promise<QuotaVerdict> {
+  async check(userId: string, nowMs = this.clock.now()): Promise<QuotaVerdict> {
     const known = this.known(userId, nowMs);
     if (known) return known;
     const verdict = await this.evaluate(userId, nowMs);

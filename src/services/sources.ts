@@ -1,12 +1,13 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
 import { randomBytes } from 'node:crypto';
+import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, InvocationMethod, InvocationOutcome, InvocationRequest } from '../runtime/types.js';
+import type { ComponentInfo, InvocationMethod, InvocationOutcome, } from '../runtime/types.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
 import type { InvocationBases } from '../engine/invocation-base.js';
@@ -15,8 +16,8 @@ import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { echoProps, runtimeProps, validateProps } from '../model/props.js';
-import { SecretBox } from '../lib/secrets.js';
+import { echoProps, validateProps } from '../model/props.js';
+import type { SecretBox } from '../lib/secrets.js';
 import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
@@ -47,6 +48,8 @@ export interface SourceRequest {
 export interface SourceSettings {
   minTimerInterval: number;
   eventRetention: number;
+  /** Timer due times and event times are read from it. */
+  clock: Clock;
 }
 
 /** Everything needed to run code of a source: its row, its component and what the runtime learned of it. */
@@ -203,7 +206,7 @@ export class SourceService {
     const committed = await this.withFreshSlug(row, name, () => this.store.db.transaction().execute(async (trx) => {
       await sources.insertSource(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
-      await replaceTimers(trx, row.id, timerRowsFor(row, info, Date.now()));
+      await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
       const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
       return commitEffects(trx, effects, this.effectsOptions());
     }));
@@ -240,7 +243,7 @@ export class SourceService {
       const on = active ? await this.runHooks(next, component, info, ['activate'], afterOff) : undefined;
       return this.store.db.transaction().execute(async (trx) => {
         await sources.updateSource(trx, sourceId, next);
-        await replaceTimers(trx, sourceId, timerRowsFor(next, info, Date.now()));
+        await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
         const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
         const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
         return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, outcomes, dbWrites }, this.effectsOptions());
@@ -286,7 +289,7 @@ export class SourceService {
   }
 
   private effectsOptions() {
-    return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: Date.now(), router: this.router };
+    return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: this.settings.clock.now(), router: this.router };
   }
 
   /**

@@ -1,4 +1,5 @@
 // Accounts and their API keys: creation, look-up by key, rotation, and the `GET /users/me` shape.
+import type { Clock } from '../lib/clock.js';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Store } from '../store/database.js';
 import { newId, nowSeconds } from '../model/ids.js';
@@ -67,10 +68,11 @@ export class UserService {
   constructor(
     private readonly store: Store,
     private readonly quotas: PlanQuotas,
+    private readonly clock: Clock,
   ) {}
 
   /** The spec's User for this account; free-plan accounts see the key this request presented. */
-  async describe(account: Account, presentedKey: string, nowMs = Date.now()): Promise<UserView> {
+  async describe(account: Account, presentedKey: string, nowMs = this.clock.now()): Promise<UserView> {
     const base = { id: account.id, username: account.username, email: account.email };
     if (account.plan === 'paid') {
       const period = billingPeriod(account.createdAt, nowMs);

@@ -1,5 +1,6 @@
 // Multi-row inserts for the hot path, compiled by hand: Kysely's query builder costs more per row than SQLite.
 import type { Kysely, Transaction } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import { runCompiled } from './compiled.js';
 import type { DialectName } from './database.js';
 import type { Database } from './schema.js';
@@ -7,10 +8,10 @@ import type { Database } from './schema.js';
 /** Rows per statement; keeps the bound parameters well under both databases' limits. */
 const ROWS_PER_STATEMENT = 500;
 
-/** The SQL of each shape (dialect, table, columns, row count) seen: inserts of a hot path repeat a few shapes. */
-const sqlByShape = new Map<string, string>();
-/** Shapes kept at most; past it the cache starts over. */
+/** Shapes kept at most; the least recently used goes first. */
 const MAX_SHAPES = 2000;
+/** The SQL of each shape (dialect, table, columns, row count) seen: inserts of a hot path repeat a few shapes. */
+const sqlByShape = new LRUCache<string, string>({ max: MAX_SHAPES });
 
 function insertSql(dialect: DialectName, table: string, columns: readonly string[], rowCount: number): string {
   const shape = `${dialect}/${table}/${columns.join(',')}/${rowCount}`;
@@ -22,7 +23,6 @@ function insertSql(dialect: DialectName, table: string, columns: readonly string
       tuples.push(`(${columns.map(() => (dialect === 'postgres' ? `$${++parameter}` : '?')).join(', ')})`);
     }
     sql = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`;
-    if (sqlByShape.size >= MAX_SHAPES) sqlByShape.clear();
     sqlByShape.set(shape, sql);
   }
   return sql;

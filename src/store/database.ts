@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
+import { LRUCache } from 'lru-cache';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
@@ -100,13 +101,12 @@ const STATEMENT_CACHE_SIZE = 500;
  * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
  */
 function withStatementCache(connection: SQLite.Database): SqliteDatabase & SqliteStatements {
-  const statements = new Map<string, SQLite.Statement>();
+  const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   return {
     close: () => connection.close(),
     prepare: (query: string) => {
       let statement = statements.get(query);
       if (!statement) {
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
         statement = connection.prepare(query);
         statements.set(query, statement);
       }

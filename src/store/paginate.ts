@@ -14,7 +14,8 @@ export async function paginateById<DB, TB extends keyof DB, Row extends { id: st
   page: PageRequest,
 ): Promise<Page<Row>> {
   const valid = (key: string) => isId(key, prefix);
-  const idColumn = 'id' as any; // Kysely cannot prove `id` exists on an arbitrary table; Row guarantees it.
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot prove `id` exists on an arbitrary table; Row guarantees it.
+  const idColumn = 'id' as any;
   let rows: Row[];
   if (page.before !== undefined) {
     const key = decodeCursor(page.before, valid);

@@ -62,11 +62,6 @@ export async function subscriptionsOf(db: Db, userId: string, emitterIds: string
   return (await selectSubscriptionsOf(db, userId, emitterIds)).rows;
 }
 
-export async function deleteSubscriptionsNaming(db: Db, id: string): Promise<void> {
-  await db.deleteFrom('subscriptions').where((eb) => eb.or([eb('emitter_id', '=', id), eb('listener_id', '=', id)])).execute();
-  await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
-}
-
 export async function insertAutoSubscription(db: Db, row: AutoSubscriptionRow): Promise<AutoSubscriptionRow> {
   await db
     .insertInto('auto_subscriptions')

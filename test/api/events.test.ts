@@ -1,7 +1,7 @@
 // Runs and their events: manual runs, event summaries, truncation, deletion, $logs, $errors, dedupe, restarts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { client } from '../helpers/client.js';
+import type { client } from '../helpers/client.js';
 import { emitterSource } from '../helpers/components.js';
 import { account, emitsOf } from '../helpers/account.js';
 
@@ -85,7 +85,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(page.page_info.total_count).toBe(100);
     expect(page.data.map((e: { event: number }) => e.event)).toEqual(Array.from({ length: 100 }, (_, i) => 104 - i));
     expect((await events(`limit=100&after=${page.page_info.end_cursor}`)).data).toEqual([]);
-    const oldest = (await events('limit=1&after=' + (await events('limit=99')).page_info.end_cursor)).data;
+    const oldest = (await events(`limit=1&after=${(await events('limit=99')).page_info.end_cursor}`)).data;
     expect(oldest.map((e: { event: number }) => e.event)).toEqual([5]);
 
     // 111 stored: trimmed back to the newest 100 (11 to 110).

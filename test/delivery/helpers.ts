@@ -24,8 +24,11 @@ export interface Receiver {
   readonly requests: ReceivedRequest[];
   /** Requests received on one path. */
   on(path: string): ReceivedRequest[];
-  /** Sets how the receiver answers the next requests (default 200); called with each request. */
-  answer(fn: (request: ReceivedRequest, index: number) => Answer): void;
+  /**
+   * Sets how the receiver answers requests on one path (every other path gets 200); `nth` counts that path's
+   * requests from 1. Each test uses paths of its own, so no test's answers outlive it or reach another test.
+   */
+  answerAt(path: string, fn: (request: ReceivedRequest, nth: number) => Answer): void;
   close(): Promise<void>;
 }
 
@@ -33,14 +36,15 @@ export interface Receiver {
 export async function startReceiver(): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   const hanging = new Set<http.ServerResponse>();
-  let answer: (request: ReceivedRequest, index: number) => Answer = () => ({ status: 200 });
+  const answers = new Map<string, (request: ReceivedRequest, nth: number) => Answer>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const received = { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
       requests.push(received);
-      const given = answer(received, requests.length - 1);
+      const answer = answers.get(received.path);
+      const given: Answer = answer ? answer(received, requests.filter((r) => r.path === received.path).length) : { status: 200 };
       if (given === 'hang') {
         hanging.add(res);
         return;
@@ -59,8 +63,8 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}`,
     requests,
     on: (path) => requests.filter((r) => r.path === path),
-    answer: (fn) => {
-      answer = fn;
+    answerAt: (path, fn) => {
+      answers.set(path, fn);
     },
     close: async () => {
       for (const res of hanging) res.destroy();

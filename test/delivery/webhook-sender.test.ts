@@ -1,5 +1,6 @@
 // The sender's in-memory hand-over: leases renewed before a late send, ones too old left to the table, and
-// deliveries handed over after stop() given back. A second sender runs on the test server's database.
+// deliveries handed over after stop() given back. A second sender runs on the test server's database, on a clock
+// the test moves, so that "the first attempt took a second" is exact rather than a race against real time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -9,6 +10,7 @@ import { TransactionGroup } from '../../src/store/group-commit.js';
 import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/webhooks/sender.js';
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
+import { ManualClock, systemClock, type Clock } from '../../src/lib/clock.js';
 import { account, startReceiver, type Receiver } from './helpers.js';
 
 describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
@@ -27,7 +29,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   });
 
   /** A sender of its own with one slot; not started, so it sends only what is handed over to it. */
-  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'>): WebhookSender {
+  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'>, clock: Clock = systemClock): WebhookSender {
     const { store, config } = server.running.services;
     return new WebhookSender(
       store,
@@ -35,11 +37,12 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
       { allowPrivateNetwork: true, retryScheduleSeconds: [], pollMs: 60_000, concurrency: 1, reclaimAtStart: false, ...options },
       new TransactionGroup(store),
       pino({ level: 'silent' }),
+      clock,
     );
   }
 
   /** Inserts one delivery to a new webhook at each of `paths`, leased as the router does, and returns them. */
-  async function leasedDeliveries(sender: WebhookSender, paths: string[]): Promise<ClaimedDelivery[]> {
+  async function leasedDeliveries(sender: WebhookSender, paths: string[], clock: Clock = systemClock): Promise<ClaimedDelivery[]> {
     const a = await account(server);
     const { store } = server.running.services;
     const webhooks = [];
@@ -48,7 +51,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
       webhooks.push(await store.db.selectFrom('webhooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow());
     }
     // The lease is taken last, just before the hand-over: the tests count on its length from here.
-    const nowMs = Date.now();
+    const nowMs = clock.now();
     const lease = sender.leaseForNew(nowMs, paths.length)!;
     expect(lease.count).toBe(paths.length);
     const rows = webhooks.map((webhook, i): ClaimedDelivery => {
@@ -67,16 +70,20 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   it('renews the lease of a handed-over delivery that waited for a slot, then sends it once', async () => {
     // Stale means less than timeout + 5 s of lease left: the second delivery is stale once the first took 1 s,
     // and still renewable (more than 5 s left).
-    const sender = ownSender({ timeoutMs: 2000, leaseMs: 7500 });
+    const clock = new ManualClock();
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 7500 }, clock);
     const [first, second] = [nextPath(), nextPath()];
-    receiver.answer((r) => (r.path === first ? { status: 200, delayMs: 1000 } : r.path === second ? 'hang' : { status: 200 }));
+    receiver.answerAt(first, () => ({ status: 200, delayMs: 100 }));
+    receiver.answerAt(second, () => 'hang');
     try {
-      const rows = await leasedDeliveries(sender, [first, second]);
+      const rows = await leasedDeliveries(sender, [first, second], clock);
       sender.handOver(rows);
+      // The first attempt is on its way and answers only after 100 ms of real time: by then it has taken 1 s.
+      clock.advance(1000);
       await waitFor(async () => receiver.on(second).length, (n) => n === 1, { what: 'the second delivery to be sent' });
       const held = await leaseOf(rows[1]!.id);
       expect(held.lease_owner).toBe(rows[1]!.lease_owner);
-      expect(Number(held.lease_until_ms)).toBeGreaterThan(rows[1]!.lease_until_ms!);
+      expect(Number(held.lease_until_ms)).toBe(clock.now() + 7500);
       expect(receiver.on(first)).toHaveLength(1);
     } finally {
       await sender.stop();
@@ -84,13 +91,17 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   });
 
   it('leaves a handed-over delivery whose lease ran too short to the table, where it is claimed and sent once', async () => {
-    // The first attempt hangs until its 2 s timeout; by then the second has under 5 s of its 6.5 s lease left.
-    const sender = ownSender({ timeoutMs: 2000, leaseMs: 6500 });
+    // The first attempt hangs until its 2 s timeout; by then the second has under 5 s of its 6.5 s lease left. The
+    // clock runs 5 s behind real time, so that the server's own sender finds the lease expired 1.5 s from now.
+    const clock = new ManualClock(Date.now() - 5000);
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 6500 }, clock);
     const [first, second] = [nextPath(), nextPath()];
-    receiver.answer((r) => (r.path === first ? 'hang' : { status: 200 }));
+    receiver.answerAt(first, () => 'hang');
     try {
-      const rows = await leasedDeliveries(sender, [first, second]);
+      const rows = await leasedDeliveries(sender, [first, second], clock);
       sender.handOver(rows);
+      await waitFor(async () => receiver.on(first).length, (n) => n === 1, { what: 'the first attempt to reach the receiver' });
+      clock.advance(2000);
       // The server's own sender claims it from the table once the lease has run out.
       const [sent] = await waitFor(async () => receiver.on(second), (found) => found.length === 1, { what: 'the second delivery to be claimed and sent' });
       expect(sent!.receivedAt).toBeGreaterThanOrEqual(rows[1]!.lease_until_ms!);
@@ -104,7 +115,6 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   it('gives back deliveries handed over after stop(), for another sender to send at once', async () => {
     const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 });
     const at = nextPath();
-    receiver.answer(() => ({ status: 200 }));
     const rows = await leasedDeliveries(sender, [at]);
     await sender.stop();
     sender.handOver(rows);

@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
-import { retryAfterMs, signPayload } from '../../src/delivery/webhooks/sender.js';
+import { retryAfterMs } from '../../src/delivery/webhooks/attempt.js';
+import { signPayload } from '../../src/delivery/webhooks/signing.js';
 import { claimDue, insertDeliveries, nextDueMs, pendingDelivery, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
@@ -135,7 +136,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const a = await account(server);
     const okAt = nextPath();
     const failAt = nextPath();
-    receiver.answer((r) => (r.path === failAt ? { status: 500 } : r.path === okAt && receiver.on(okAt).length === 1 ? { status: 500 } : { status: 200 }));
+    receiver.answerAt(failAt, () => ({ status: 500 }));
+    receiver.answerAt(okAt, (_, nth) => (nth === 1 ? { status: 500 } : { status: 200 }));
     const flaky = await a.createWebhook(`${receiver.url}${okAt}`);
     const broken = await a.createWebhook(`${receiver.url}${failAt}`);
     const source = await a.deploy();
@@ -161,7 +163,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       [2, 500, false],
       [1, 500, false],
     ]);
-    receiver.answer(() => ({ status: 200 }));
   });
 
   it('honours Retry-After instead of the schedule', async () => {
@@ -169,7 +170,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     try {
       const a = await account(slow);
       const at = nextPath();
-      receiver.answer((r) => (r.path === at && receiver.on(at).length === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 }));
+      receiver.answerAt(at, (_, nth) => (nth === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 }));
       const hook = await a.createWebhook(`${receiver.url}${at}`);
       const source = await a.deploy();
       await a.subscribe(source, hook.id);
@@ -181,7 +182,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       ]);
       expect(log[1].next_attempt_at_ms - log[1].attempted_at_ms).toBeLessThan(3_600_000);
     } finally {
-      receiver.answer(() => ({ status: 200 }));
       await slow.destroy();
     }
   });
@@ -189,7 +189,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
   it('records a 2xx whose body is too large to read as a success, and keeps delivering', async () => {
     const a = await account(server);
     const at = nextPath();
-    receiver.answer((r) => (r.path === at && JSON.parse(r.body).event === 'large answer' ? { status: 202, body: 'x'.repeat(200 * 1024) } : { status: 200 }));
+    receiver.answerAt(at, (r) => (JSON.parse(r.body).event === 'large answer' ? { status: 202, body: 'x'.repeat(200 * 1024) } : { status: 200 }));
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
@@ -203,7 +203,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
   it('deactivates a webhook whose URL answers 410 and sends it nothing more', async () => {
     const a = await account(server);
     const at = nextPath();
-    receiver.answer((r) => (r.path === at ? { status: 410 } : { status: 200 }));
+    receiver.answerAt(at, () => ({ status: 410 }));
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
@@ -218,7 +218,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     await a.eventsOf(source, 2);
     expect((await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.page_info.total_count).toBe(1);
     expect(receiver.on(at)).toHaveLength(1);
-    receiver.answer(() => ({ status: 200 }));
   });
 
   it('pages the delivery log newest first', async () => {
@@ -294,7 +293,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     // first run's still fill memory, so they wait in the table and are claimed from there.
     const a = await account(server);
     const at = nextPath();
-    receiver.answer((r) => (r.path === at ? { status: 200, delayMs: 50 } : { status: 200 }));
+    receiver.answerAt(at, () => ({ status: 200, delayMs: 50 }));
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
@@ -312,7 +311,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(sent).toHaveLength(200);
     expect(new Set(sent.map((r) => r.headers['webhook-id'])).size).toBe(200);
     expect(new Set(sent.map((r) => JSON.parse(r.body).event.n)).size).toBe(200);
-    receiver.answer(() => ({ status: 200 }));
   });
 
   it('prunes the log to the newest finished attempts, keeping pending ones', async () => {
@@ -353,7 +351,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     try {
       const a = await account(own);
       const at = nextPath();
-      receiver.answer((r) => (r.path === at ? 'hang' : { status: 200 }));
+      receiver.answerAt(at, () => 'hang');
       const hook = await a.createWebhook(`${receiver.url}${at}`);
       const source = await a.deploy();
       await a.subscribe(source, hook.id);
@@ -366,7 +364,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       expect(log.every((d) => d.duration_ms >= 1000 && d.duration_ms < 5000)).toBe(true);
       expect(receiver.on(at)).toHaveLength(2);
     } finally {
-      receiver.answer(() => ({ status: 200 }));
       await own.destroy();
     }
   });
@@ -374,7 +371,7 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
   it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {
     const a = await account(server);
     const at = nextPath();
-    receiver.answer((r) => (r.path === at && receiver.on(at).length === 1 ? 'hang' : { status: 200 }));
+    receiver.answerAt(at, (_, nth) => (nth === 1 ? 'hang' : { status: 200 }));
     const hook = await a.createWebhook(`${receiver.url}${at}`);
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
@@ -393,7 +390,6 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(sent).toHaveLength(2);
     expect(sent[1]!.headers['webhook-id']).toBe(sent[0]!.headers['webhook-id']);
     expect(new Webhook(hook.secret).verify(sent[1]!.body, sent[1]!.headers as Record<string, string>)).toMatchObject({ event: 'survives' });
-    receiver.answer(() => ({ status: 200 }));
   });
 });
 

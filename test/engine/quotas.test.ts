@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-import { secondsUntilUtcMidnight } from '../../src/model/quotas.js';
+import { ManualClock } from '../../src/lib/clock.js';
 
 const BUSY = `
 module.exports = {
@@ -20,9 +20,12 @@ module.exports = {
 
 describe.each(DIALECTS)('quotas on %s', (dialect) => {
   let server: TestServer;
+  // The server's quotas, timers and leases read this clock, which moves only when a test moves it: ten minutes
+  // before a UTC midnight, so that the Retry-After and the reset at midnight are exact.
+  const clock = new ManualClock(Date.parse('2026-11-25T23:50:00.000Z'));
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, { freeDailyInvocations: 2, freeDailyComputeMs: 1_000_000, minTimerInterval: 1 });
+    server = await startTestServer(dialect, { freeDailyInvocations: 2, freeDailyComputeMs: 1_000_000, minTimerInterval: 1 }, { clock });
   });
   afterAll(() => server?.destroy());
 
@@ -39,21 +42,32 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     for (const n of [1, 2]) expect((await request('POST', url, { body: { n } })).status).toBe(200);
     const me = await waitFor(() => api.get('/v1/users/me'), (r) => r.body.data.daily_invocations_used === 2, { what: 'two counted invocations' });
     expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(30);
-    const refused = await waitFor(() => request('POST', url, { body: { n: 3 } }), (r) => r.status !== 200, { what: 'the quota to apply' });
+    // A verdict is cached for 500 ms of the clock: a second later the usage is read again.
+    clock.advance(1000);
+    const refused = await request('POST', url, { body: { n: 3 } });
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual({ error: 'daily invocation quota of 2 reached; it resets at 00:00 UTC', code: 'quota_exceeded' });
-    expect(Number(refused.headers.get('retry-after'))).toBe(secondsUntilUtcMidnight(Date.now()));
+    expect(refused.headers.get('retry-after')).toBe(String((Date.parse('2026-11-26T00:00:00.000Z') - clock.now()) / 1000));
     const manual = await api.post(`/v1/sources/${source.id}/run`, {});
     expect(manual.status).toBe(429);
     expect(manual.body.code).toBe('quota_exceeded');
+
+    // At midnight UTC the day's count starts over.
+    clock.set(Date.parse('2026-11-26T00:00:01.000Z'));
+    expect((await request('POST', url, { body: { n: 4 } })).status).toBe(200);
+    await waitFor(() => api.get('/v1/users/me'), (r) => r.body.data.daily_invocations_used === 1, { what: 'the new day\'s first invocation' });
   });
 
   it('records a quota error on $errors when a timer is due over quota', async () => {
     const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
     const ticker = `module.exports = { name: "T", version: "1", props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 1 } } }, async run(e) { this.$emit(e); } };`;
     const source = await deploy(api, { component_code: ticker });
+    // Each poll moves the clock a second on: the timer comes due, runs twice, then finds the quota used up.
     const errors = await waitFor(
-      () => api.get(`/v1/sources/${source.id}/$errors/event_summaries`),
+      () => {
+        clock.advance(1000);
+        return api.get(`/v1/sources/${source.id}/$errors/event_summaries`);
+      },
       (r) => r.body.data?.length >= 1,
       { what: 'a quota error', timeoutMs: 30_000 },
     );

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { resolveConfig, type Config } from '../../src/config.js';
 import { createLogger, startTributary, type RunningTributary } from '../../src/app.js';
+import type { Clock } from '../../src/lib/clock.js';
 import type { NewAccount } from '../../src/services/users.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -56,7 +57,8 @@ export interface TestServer {
 
 let userCounter = 0;
 
-export async function startTestServer(dialect: Dialect, overrides: Partial<Config> = {}): Promise<TestServer> {
+/** `clock`: where the server reads the time for leases, timers, quotas and retries (a ManualClock to move it by hand). */
+export async function startTestServer(dialect: Dialect, overrides: Partial<Config> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
   const database = dialect === 'postgres' && !overrides.databaseUrl ? await createTestDatabase() : undefined;
   const config = resolveConfig({
@@ -68,7 +70,7 @@ export async function startTestServer(dialect: Dialect, overrides: Partial<Confi
     dataDir,
     databaseUrl: overrides.databaseUrl ?? database?.url,
   });
-  let running = await startTributary(config, { logger: createLogger(config) });
+  let running = await startTributary(config, { logger: createLogger(config), clock: options.clock });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -93,7 +95,7 @@ export async function startTestServer(dialect: Dialect, overrides: Partial<Confi
     stop,
     restart: async () => {
       await stop();
-      running = await startTributary(config, { logger: createLogger(config) });
+      running = await startTributary(config, { logger: createLogger(config), clock: options.clock });
       stopped = false;
     },
     destroy: async () => {

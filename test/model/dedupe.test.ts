@@ -57,7 +57,11 @@ describe('dedupe', () => {
       fc.property(fc.array(fc.integer({ min: -50, max: 50 }), { maxLength: 50 }), (ids) => {
         const result = applyDedupe('greatest', null, emits(ids));
         let max = -Infinity;
-        const expected = ids.filter((id) => (id > max ? ((max = id), true) : false));
+        const expected = ids.filter((id) => {
+          if (id <= max) return false;
+          max = id;
+          return true;
+        });
         expect(result.accepted.map((e) => e.id)).toEqual(expected);
         expect(result.cache).toBe(expected.length ? Math.max(...expected) : null);
       }),

@@ -18,6 +18,7 @@ describe('run and $emit', () => {
     const result = await runCode(
       t.runtime,
       ACCOUNT,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: component code, with template literals of its own.
       source('this.$emit({ n: event.n * 2 }, { id: `e${event.n}`, name: "doubles", summary: `n=${event.n}`, ts: 1700000000000 + event.n });'),
       { events: [{ n: 1 }, { n: 2 }] },
     );
