@@ -50,8 +50,7 @@ export async function run(cfg, log) {
 
   const rate = (r) => `${int(r.achievedRate)}/s offered`;
   const received = (summary, r) => `${int(summary.n)}/${int(r.measured)} received`;
-  const figure = (available, summary, r, what) =>
-    available ? `${p50p99(summary)} (${received(summary, r)})${tribBusy}` : `not available (${what})`;
+  const figure = (available, summary, r, what) => (available ? `${p50p99(summary)} (${received(summary, r)})${tribBusy}` : `not available (${what})`);
   const notesOf = (prefix) => trib.notes.filter((n) => n.includes(prefix)).join('; ') || 'no endpoint';
   const complete = (summary, r) => summary.n >= r.measured;
   return [

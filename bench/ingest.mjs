@@ -28,8 +28,7 @@ export async function run(cfg, log) {
   }
   const byShare = [...rounds].sort((a, b) => a.share - b.share);
   const { load, loadBusy, cpuMs, base, baseBusy, baseCpuMs, share } = byShare[(byShare.length - 1) >> 1];
-  const exactRound = (r) =>
-    r.check.complete && r.check.lost === 0 && r.check.duplicates === 0 && r.check.unexpected === 0 && r.drain.count === r.load.acked;
+  const exactRound = (r) => r.check.complete && r.check.lost === 0 && r.check.duplicates === 0 && r.check.unexpected === 0 && r.drain.count === r.load.acked;
   const total = (pick) => rounds.reduce((sum, r) => sum + pick(r), 0);
   const failures = total((r) => r.load.non2xx + r.load.errors)
     ? `; ${int(total((r) => r.load.non2xx))} non-2xx, ${int(total((r) => r.load.errors))} errors (${rounds.find((r) => r.load.firstError)?.load.firstError})`

@@ -21,7 +21,9 @@ export async function run(cfg, log) {
     const component = await server.api.ok('POST', '/v1/components', { component_code: TRIVIAL });
     const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'overhead' });
     log(`tributary: ${cfg.overheadRuns} sequential runs (after 50 to warm up)`);
-    [runs, busy] = await watched(() => loadgen({ mode: 'overhead', baseUrl: server.url, key: server.key, sourceId: source.data.id, runs: cfg.overheadRuns, warmup: 50 }));
+    [runs, busy] = await watched(() =>
+      loadgen({ mode: 'overhead', baseUrl: server.url, key: server.key, sourceId: source.data.id, runs: cfg.overheadRuns, warmup: 50 }),
+    );
   } finally {
     await server.stop();
   }
@@ -50,13 +52,7 @@ export async function run(cfg, log) {
   }
   const issues = runs.lost || runs.firstError ? ` (${runs.lost} runs without event${runs.firstError ? `, ${runs.firstError}` : ''})` : '';
   return [
-    row(
-      'overhead',
-      'per run: POST /run → event on SSE, p50 / p99',
-      `${p50p99(runs.roundTrip)}${issues}${busy}`,
-      floorText,
-      '',
-    ),
+    row('overhead', 'per run: POST /run → event on SSE, p50 / p99', `${p50p99(runs.roundTrip)}${issues}${busy}`, floorText, ''),
     row(
       'overhead',
       'sequential runs per second (one at a time)',

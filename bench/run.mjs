@@ -16,14 +16,20 @@ import * as timers from './timers.mjs';
 
 const BENCHMARKS = [ingest, fanout, timers, scale, overhead];
 
-const loadavg = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 async function main() {
   const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     console.log('usage: npm run bench [-- <name> …]\n');
     for (const b of BENCHMARKS) console.log(`  ${b.name.padEnd(9)} ${b.summary}`);
-    console.log('\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_INGEST_ROUNDS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,');
+    console.log(
+      '\nsizes: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_INGEST_ROUNDS, BENCH_FANOUT_RATE, BENCH_FANOUT_WARMUP, BENCH_TIMERS, BENCH_SCALE_SOURCES,',
+    );
     console.log('       BENCH_DEPLOY_CONCURRENCY, BENCH_LATENCY_REQUESTS, BENCH_OVERHEAD_RUNS, BENCH_DIRECT_CALLS, BENCH_DRAIN_TIMEOUT, BENCH_WAIT_QUIET');
     console.log('server under test: BENCH_SERVER_ARGS (tributary serve flags), BENCH_SERVER_NODE_ARGS (node flags)');
     console.log('\n--json=<file>  also writes the results (machine, sizes, rows, notes) to <file> as JSON');
@@ -66,7 +72,18 @@ async function main() {
       noise();
       failed++;
       log(`FAILED: ${error?.stack ?? error}`);
-      rows.push(row(bench.name, 'error', String(error?.message ?? error).split('\n')[0].slice(0, 160), '', '', 'FAILED'));
+      rows.push(
+        row(
+          bench.name,
+          'error',
+          String(error?.message ?? error)
+            .split('\n')[0]
+            .slice(0, 160),
+          '',
+          '',
+          'FAILED',
+        ),
+      );
       await cleanupAll();
     }
   }

@@ -100,6 +100,12 @@ export async function run(cfg, log) {
       met(memory.total <= TARGET_BYTES),
     ),
     row('scale', 'GET /v1/users/me/sources p50 / p99', p50p99(list.latency), `${p50p99(bareGet.latency)} bare Fastify GET`, ''),
-    row('scale', `GET /v1/sources/{id}/event_summaries p50 / p99 (${int(eventCount)} events)`, p50p99(events.latency), `${p50p99(bareGet.latency)} bare Fastify GET`, ''),
+    row(
+      'scale',
+      `GET /v1/sources/{id}/event_summaries p50 / p99 (${int(eventCount)} events)`,
+      p50p99(events.latency),
+      `${p50p99(bareGet.latency)} bare Fastify GET`,
+      '',
+    ),
   ];
 }

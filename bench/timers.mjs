@@ -35,7 +35,11 @@ export async function run(cfg, log) {
   try {
     const component = await server.api.ok('POST', '/v1/components', { component_code: TICK });
     const bodies = Array.from({ length: count }, (_, i) =>
-      JSON.stringify({ component_id: component.data.id, name: `timer-${i}`, configured_props: { timer: { intervalSeconds: INTERVALS[i % INTERVALS.length] } } }),
+      JSON.stringify({
+        component_id: component.data.id,
+        name: `timer-${i}`,
+        configured_props: { timer: { intervalSeconds: INTERVALS[i % INTERVALS.length] } },
+      }),
     );
     log(`tributary: deploying ${count} timer sources, ${cfg.deployConcurrency} at a time`);
     deploy = await loadgen({
@@ -48,7 +52,8 @@ export async function run(cfg, log) {
       concurrency: cfg.deployConcurrency,
       collectIds: true,
     });
-    if (deploy.ids.length !== count) throw new Error(`deployed ${deploy.ids.length}/${count} sources: ${JSON.stringify(deploy.statuses)} ${deploy.firstErrors.join('; ')}`);
+    if (deploy.ids.length !== count)
+      throw new Error(`deployed ${deploy.ids.length}/${count} sources: ${JSON.stringify(deploy.statuses)} ${deploy.firstErrors.join('; ')}`);
     log(`tributary: deployed in ${(deploy.elapsedMs / 1000).toFixed(1)} s; measuring ${cfg.duration} s of firing after ${SETTLE_MS / 1000} s`);
     const windowStart = Date.now() + SETTLE_MS;
     window = { start: windowStart, end: windowStart + durationMs };
@@ -106,10 +111,12 @@ export async function run(cfg, log) {
   }
 
   log(`baseline: ${count} setInterval timers in a separate process`);
-  const [base, baseBusy] = await watched(() => baseline(
-    { mode: 'intervals', count, intervalsMs: INTERVALS.map((s) => s * 1000), spreadMs: Math.min(deploy.elapsedMs, 5000), settleMs: SETTLE_MS, durationMs },
-    durationMs + 60_000,
-  ));
+  const [base, baseBusy] = await watched(() =>
+    baseline(
+      { mode: 'intervals', count, intervalsMs: INTERVALS.map((s) => s * 1000), spreadMs: Math.min(deploy.elapsedMs, 5000), settleMs: SETTLE_MS, durationMs },
+      durationMs + 60_000,
+    ),
+  );
 
   const drift = summarize(drifts);
   return [

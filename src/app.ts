@@ -81,8 +81,7 @@ export interface StartOptions {
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
   // Endpoint URLs are built from the public URL, so with `--port 0` the port is chosen before anything starts.
-  const config =
-    givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
+  const config = givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
   // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
@@ -178,8 +177,24 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const timers = new TimerScheduler(store, runsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
     const services: Services = {
-      config, store, runtime, dispatcher, quotas, webhookSender, bus, sse,
-      users, components, sources, runs, events, live, ingress, subscriptions, webhooks, health,
+      config,
+      store,
+      runtime,
+      dispatcher,
+      quotas,
+      webhookSender,
+      bus,
+      sse,
+      users,
+      components,
+      sources,
+      runs,
+      events,
+      live,
+      ingress,
+      subscriptions,
+      webhooks,
+      health,
     };
 
     await publishRegistry(components, logger);
@@ -237,7 +252,12 @@ function findFreePort(host: string): Promise<number> {
 /** Publishes every component file in registry/ (skipping key and version pairs already published). */
 async function publishRegistry(components: ComponentService, logger: Logger): Promise<void> {
   const dir = path.join(PACKAGE_ROOT, 'registry');
-  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /\.(m?js|cjs)$/.test(f)).sort() : [];
+  const files = fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((f) => /\.(m?js|cjs)$/.test(f))
+        .sort()
+    : [];
   for (const file of files) {
     const row = await components.publish(fs.readFileSync(path.join(dir, file), 'utf8'), `registry/${file}`);
     logger.debug({ key: row.key, version: row.version }, 'registry component published');

@@ -107,11 +107,13 @@ function url(raw: string): string {
 /** Comma-separated whole seconds, e.g. `5,300,1800`; empty for no retries. */
 function secondsList(raw: string): readonly number[] {
   if (raw.trim() === '') return Object.freeze([]);
-  return Object.freeze(raw.split(',').map((part) => {
-    const value = part.trim();
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`expected comma-separated whole seconds, got "${raw}"`);
-    return Number(value);
-  }));
+  return Object.freeze(
+    raw.split(',').map((part) => {
+      const value = part.trim();
+      if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`expected comma-separated whole seconds, got "${raw}"`);
+      return Number(value);
+    }),
+  );
 }
 
 function databaseUrl(raw: string): string | undefined {
@@ -134,7 +136,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultText: 'http://<host>:<port>',
     parse: url,
   },
-  { key: 'dataDir', flag: '--data-dir', description: 'directory for the SQLite database and its lock, the key file and the package cache', defaultValue: './data', parse: text },
+  {
+    key: 'dataDir',
+    flag: '--data-dir',
+    description: 'directory for the SQLite database and its lock, the key file and the package cache',
+    defaultValue: './data',
+    parse: text,
+  },
   {
     key: 'databaseUrl',
     flag: '--database-url',
@@ -191,7 +199,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     parse: bool,
   },
   { key: 'freeDailyInvocations', flag: '--free-daily-invocations', description: 'free plan: invocations per UTC day', defaultValue: 10_000, parse: integer(0) },
-  { key: 'freeDailyComputeMs', flag: '--free-daily-compute-ms', description: 'free plan: milliseconds of run time per UTC day', defaultValue: 1_800_000, parse: integer(0) },
+  {
+    key: 'freeDailyComputeMs',
+    flag: '--free-daily-compute-ms',
+    description: 'free plan: milliseconds of run time per UTC day',
+    defaultValue: 1_800_000,
+    parse: integer(0),
+  },
   {
     key: 'webhookRetrySchedule',
     flag: '--webhook-retry-schedule',

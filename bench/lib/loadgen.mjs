@@ -260,8 +260,7 @@ async function fanout({ kind, baseUrl, key, sourceId, ingestUrl, rate, warmupMs,
   await Promise.race([Promise.all([...inflight]), sleep(15_000)]);
   // Wait for stragglers: until every measured event arrived on both paths, or graceMs.
   const measured = total - firstMeasured;
-  const complete = () =>
-    (!sseAvailable || sseLatency.size >= total) && (!webhookAvailable || webhookLatency.size >= total);
+  const complete = () => (!sseAvailable || sseLatency.size >= total) && (!webhookAvailable || webhookLatency.size >= total);
   const graceEnd = now() + graceMs;
   while (!complete() && now() < graceEnd) await sleep(20);
   sse.close();
@@ -325,7 +324,12 @@ async function overhead({ baseUrl, key, sourceId, runs, warmup, timeoutMs = 120_
       });
     });
     const t0 = now();
-    const res = await pool.request({ path: `/v1/sources/${sourceId}/run`, method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: `{"seq":${i}}` });
+    const res = await pool.request({
+      path: `/v1/sources/${sourceId}/run`,
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: `{"seq":${i}}`,
+    });
     await res.body.dump();
     const t1 = now();
     if (res.statusCode !== 202 && res.statusCode !== 200) {
@@ -348,7 +352,16 @@ async function overhead({ baseUrl, key, sourceId, runs, warmup, timeoutMs = 120_
   const elapsedMs = now() - (measuredStart ?? now());
   sse.close();
   await pool.close();
-  return { available: true, runs: done, lost, firstError, elapsedMs, perSecond: (done / elapsedMs) * 1000, ack: summarize(ack), roundTrip: summarize(roundTrip) };
+  return {
+    available: true,
+    runs: done,
+    lost,
+    firstError,
+    elapsedMs,
+    perSecond: (done / elapsedMs) * 1000,
+    ack: summarize(ack),
+    roundTrip: summarize(roundTrip),
+  };
 }
 
 answerOneJob({ closed, concurrent, fanout, overhead });

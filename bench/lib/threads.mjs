@@ -38,7 +38,12 @@ export function printThreadUse(before, after, seconds, units, unit) {
     const used = ms - (before[key] ?? 0);
     total += used;
     // Threads under 1% of a CPU (V8's and libuv's helpers at rest) are summed, not listed.
-    if (used / seconds >= 10) console.log(`${key.padEnd(36)} ${((used * 1000) / units).toFixed(1).padStart(7)} µs/${unit} ${((used / seconds) * 0.1).toFixed(0).padStart(4)}% of a CPU`);
+    if (used / seconds >= 10)
+      console.log(
+        `${key.padEnd(36)} ${((used * 1000) / units).toFixed(1).padStart(7)} µs/${unit} ${((used / seconds) * 0.1).toFixed(0).padStart(4)}% of a CPU`,
+      );
   }
-  console.log(`${'all'.padEnd(36)} ${((total * 1000) / units).toFixed(1).padStart(7)} µs/${unit} ${((total / seconds) * 0.1).toFixed(0).padStart(4)}% of a CPU`);
+  console.log(
+    `${'all'.padEnd(36)} ${((total * 1000) / units).toFixed(1).padStart(7)} µs/${unit} ${((total / seconds) * 0.1).toFixed(0).padStart(4)}% of a CPU`,
+  );
 }

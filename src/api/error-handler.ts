@@ -30,7 +30,14 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
       field: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || (v.params as { missingProperty?: string })?.missingProperty,
       message: v.message,
     }));
-    return { status: 400, body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`, code: 'invalid_request', details } };
+    return {
+      status: 400,
+      body: {
+        error: `invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`,
+        code: 'invalid_request',
+        details,
+      },
+    };
   }
   const known = fastifyError.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;
   if (known) return { status: ERRORS[known].status, body: { error: fastifyError.message, code: known } };

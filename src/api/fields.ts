@@ -28,9 +28,7 @@ function selectionOf(request: FastifyRequest): FieldSelection | undefined {
 
 function pick(item: unknown, selection: FieldSelection): unknown {
   if (!item || typeof item !== 'object' || Array.isArray(item)) return item;
-  const entries = Object.entries(item).filter(
-    ([name]) => (!selection.include || selection.include.includes(name)) && !selection.exclude?.includes(name),
-  );
+  const entries = Object.entries(item).filter(([name]) => (!selection.include || selection.include.includes(name)) && !selection.exclude?.includes(name));
   return Object.fromEntries(entries);
 }
 

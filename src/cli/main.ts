@@ -66,7 +66,10 @@ export function buildProgram(): Command {
     process.once('SIGINT', () => stop('SIGINT'));
     // One write, so that whoever reads standard output sees the whole banner at once; and only once the signals
     // are handled, since whoever reads it may stop the server straight away.
-    const banner = [`Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`, `storage: ${running.services.store.location}`];
+    const banner = [
+      `Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`,
+      `storage: ${running.services.store.location}`,
+    ];
     if (running.initialAccount) {
       banner.push('The database was empty, so an account was created:', ...accountLines(running.initialAccount));
       banner.push(`Try: curl -H "Authorization: Bearer ${running.initialAccount.apiKey}" ${running.url}/v1/users/me`);
@@ -95,14 +98,18 @@ export function buildProgram(): Command {
   list.action(async (options: Record<string, unknown>) => {
     const accounts = await withUsers(options, (service) => service.list());
     for (const a of accounts) {
-      console.log(options.json ? JSON.stringify({ id: a.id, username: a.username, email: a.email, plan: a.plan, created_at: a.createdAt }) : `${a.id}  ${a.username}  ${a.email}  ${a.plan}`);
+      console.log(
+        options.json
+          ? JSON.stringify({ id: a.id, username: a.username, email: a.email, plan: a.plan, created_at: a.createdAt })
+          : `${a.id}  ${a.username}  ${a.email}  ${a.plan}`,
+      );
     }
     if (!options.json && accounts.length === 0) console.log('no accounts');
   });
 
   const rotate = users
     .command('rotate-key <idOrUsername>')
-    .description('replace an account\'s API key; the old key stops working at once')
+    .description("replace an account's API key; the old key stops working at once")
     .option('--json', 'print the account and new key as JSON');
   for (const option of storageOptions()) rotate.addOption(option);
   rotate.action(async (idOrUsername: string, options: Record<string, unknown>) => {

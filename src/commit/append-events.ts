@@ -19,12 +19,7 @@ export interface AppendOptions {
  * steps back, the newest `retention` kept per stream (and up to trimSlack more, unseen). Returns the stored
  * summaries in id order.
  */
-export async function appendEvents(
-  trx: Transaction<Database>,
-  emitterId: string,
-  extra: PendingEvent[],
-  options: AppendOptions,
-): Promise<EventSummary[]> {
+export async function appendEvents(trx: Transaction<Database>, emitterId: string, extra: PendingEvent[], options: AppendOptions): Promise<EventSummary[]> {
   const state = await events.readEmitterState(trx, options.dialect, emitterId);
   let pending = extra;
   let dedupe = state.dedupe;

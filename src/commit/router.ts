@@ -105,9 +105,7 @@ export class DeliveryRouter implements EventRouter {
   ): Promise<void> {
     const matches = listenersByEvent(events, subscriptions, 'wh_');
     if (!matches.length) return;
-    const webhooks = new Map(
-      (await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]),
-    );
+    const webhooks = new Map((await activeWebhooks(trx, committed.userId, [...new Set(matches.flatMap((m) => m.listeners))])).map((w) => [w.id, w]));
     const nowMs = this.options.clock.now();
     const rows: ClaimedDelivery[] = [];
     for (const { event, listeners } of matches) {

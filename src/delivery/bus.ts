@@ -82,8 +82,11 @@ export class PostgresBus extends LocalBus {
   }
 
   override async start(): Promise<void> {
-    this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), (error) =>
-      this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
+    this.listener = listen(
+      this.databaseUrl,
+      CHANNEL,
+      (payload) => this.receive(payload),
+      (error) => this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
     );
     await this.listener.ready;
   }
@@ -107,7 +110,10 @@ export class PostgresBus extends LocalBus {
     this.reading = this.reading
       .then(async () => {
         const rows = await eventsBetween(this.store.db, message.e, from, to);
-        this.publish(message.e, rows.map((row) => toSummary(row, true)));
+        this.publish(
+          message.e,
+          rows.map((row) => toSummary(row, true)),
+        );
       })
       .catch((error: unknown) => this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events'));
   }

@@ -74,7 +74,14 @@ export class SseHub {
 
   /** Streams to `response` until the client goes away, the emitter is deleted or the hub closes. */
   async open(response: ServerResponse, request: StreamRequest): Promise<void> {
-    const client: Client = { emitterId: request.emitterId, filter: request.filter, response, last: undefined, queued: request.replay ? [] : null, closed: false };
+    const client: Client = {
+      emitterId: request.emitterId,
+      filter: request.filter,
+      response,
+      last: undefined,
+      queued: request.replay ? [] : null,
+      closed: false,
+    };
     response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',

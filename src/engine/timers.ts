@@ -113,7 +113,13 @@ export class TimerScheduler {
     return fired;
   }
 
-  private recordQuotaError(trx: Transaction<Database>, timer: timers.TimerRow, event: TimerEvent, quota: QuotaVerdict, nowMs: number): Promise<CommittedEvents> {
+  private recordQuotaError(
+    trx: Transaction<Database>,
+    timer: timers.TimerRow,
+    event: TimerEvent,
+    quota: QuotaVerdict,
+    nowMs: number,
+  ): Promise<CommittedEvents> {
     const error = { name: 'QuotaExceededError', message: quota.reason!, code: 'quota_exceeded' };
     const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
     const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };

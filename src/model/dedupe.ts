@@ -45,7 +45,7 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
       const match = cache === null || cache === undefined ? -1 : emits.findIndex((e) => JSON.stringify(e.id) === cache);
       const accepted = emits.slice(match + 1);
       const last = accepted[accepted.length - 1];
-      return { accepted, cache: last ? JSON.stringify(last.id) : cache ?? null };
+      return { accepted, cache: last ? JSON.stringify(last.id) : (cache ?? null) };
     }
   }
 }

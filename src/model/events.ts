@@ -85,8 +85,9 @@ export function toSummary(row: StoredEvent, expand: boolean): EventSummary {
   if (row.event_key !== null) metadata.id = JSON.parse(row.event_key) as string | number;
   if (row.ts !== null) metadata.ts = Number(row.ts);
   const size = Buffer.byteLength(row.event, 'utf8');
-  const event = expand || size <= TRUNCATE_BYTES
-    ? JSON.parse(row.event)
-    : { $truncated: true, size, preview: Buffer.from(row.event, 'utf8').subarray(0, TRUNCATE_BYTES).toString('utf8') };
+  const event =
+    expand || size <= TRUNCATE_BYTES
+      ? JSON.parse(row.event)
+      : { $truncated: true, size, preview: Buffer.from(row.event, 'utf8').subarray(0, TRUNCATE_BYTES).toString('utf8') };
   return { id: eventIdOf(row), indexed_at_ms: Number(row.indexed_at_ms), event, metadata };
 }

@@ -34,7 +34,9 @@ function checkScalar(type: string, value: unknown): string | undefined {
     case 'boolean':
       return typeof value === 'boolean' ? undefined : `must be a boolean, got ${describeType(value)}`;
     case 'integer':
-      return typeof value === 'number' && Number.isSafeInteger(value) ? undefined : `must be an integer, got ${typeof value === 'number' ? value : describeType(value)}`;
+      return typeof value === 'number' && Number.isSafeInteger(value)
+        ? undefined
+        : `must be an integer, got ${typeof value === 'number' ? value : describeType(value)}`;
     case 'string':
       return typeof value === 'string' ? undefined : `must be a string, got ${describeType(value)}`;
     default:
@@ -85,7 +87,7 @@ export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerS
 }
 
 function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
-  if (!schedule) return ['needs { intervalSeconds } or { cron }, in configured_props or as the prop\'s default'];
+  if (!schedule) return ["needs { intervalSeconds } or { cron }, in configured_props or as the prop's default"];
   if (schedule.cron !== undefined) {
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
       return [`cron must be a 5-field expression, got ${JSON.stringify(schedule.cron)}`];
@@ -187,9 +189,10 @@ export function echoProps(descriptors: PropDescriptor[], stored: Record<string, 
     if (prop.type === '$.interface.http') out[prop.name] = { endpoint_url: endpointUrl ?? null };
     else if (prop.type === '$.interface.timer') {
       const schedule = (value ?? {}) as TimerSchedule;
-      out[prop.name] = schedule.cron !== undefined
-        ? { cron: schedule.cron, interval_seconds: cronIntervalSeconds(schedule), ...(schedule.timezone && { timezone: schedule.timezone }) }
-        : { cron: null, interval_seconds: schedule.intervalSeconds ?? null };
+      out[prop.name] =
+        schedule.cron !== undefined
+          ? { cron: schedule.cron, interval_seconds: cronIntervalSeconds(schedule), ...(schedule.timezone && { timezone: schedule.timezone }) }
+          : { cron: null, interval_seconds: schedule.intervalSeconds ?? null };
     } else if (value === undefined) continue;
     else out[prop.name] = prop.secret ? SECRET_PLACEHOLDER : value;
   }

@@ -53,7 +53,6 @@ export function toComponentView(row: components.ComponentRow): ComponentView {
   };
 }
 
-
 export class ComponentService {
   constructor(
     private readonly store: Store,

@@ -67,7 +67,10 @@ export class EndpointDirectory {
 /** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable JSON stays raw. */
 export function httpEvent(method: string, path: string, query: Record<string, unknown>, headers: HttpEvent['headers'], raw: Buffer | undefined): HttpEvent {
   const bodyRaw = raw ? raw.toString('utf8') : '';
-  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = String(headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim()
+    .toLowerCase();
   let body: unknown = bodyRaw;
   if (bodyRaw && (type === 'application/json' || type.endsWith('+json'))) {
     try {

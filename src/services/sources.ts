@@ -7,7 +7,7 @@ import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, InvocationMethod, InvocationOutcome, } from '../runtime/types.js';
+import type { ComponentInfo, InvocationMethod, InvocationOutcome } from '../runtime/types.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
 import type { InvocationBases } from '../engine/invocation-base.js';
@@ -203,13 +203,15 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
-    const committed = await this.withFreshSlug(row, name, () => this.store.db.transaction().execute(async (trx) => {
-      await sources.insertSource(trx, row);
-      for (const step of this.creationSteps) await step(trx, row);
-      await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-      const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
-      return commitEffects(trx, effects, this.effectsOptions());
-    }));
+    const committed = await this.withFreshSlug(row, name, () =>
+      this.store.db.transaction().execute(async (trx) => {
+        await sources.insertSource(trx, row);
+        for (const step of this.creationSteps) await step(trx, row);
+        await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
+        const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
+        return commitEffects(trx, effects, this.effectsOptions());
+      }),
+    );
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });
     return this.toView(row, info, true);
@@ -232,7 +234,7 @@ export class SourceService {
       name_slug: request.name !== undefined ? await this.uniqueSlug(accountId, request.name, current.source.name_slug) : current.source.name_slug,
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
-      endpoint_id: hasHttp(info) ? current.source.endpoint_id ?? newEndpointId() : null,
+      endpoint_id: hasHttp(info) ? (current.source.endpoint_id ?? newEndpointId()) : null,
       updated_at: nowSeconds(),
     };
     const committed = await this.locks.exclusive(sourceId, async () => {

@@ -26,13 +26,7 @@ export function findLatestByKey(db: Kysely<Database>, userId: string | null, key
 }
 
 export function findRegistryVersion(db: Kysely<Database>, key: string, version: string): Promise<ComponentRow | undefined> {
-  return db
-    .selectFrom('components')
-    .selectAll()
-    .where('user_id', 'is', null)
-    .where('key', '=', key)
-    .where('version', '=', version)
-    .executeTakeFirst();
+  return db.selectFrom('components').selectAll().where('user_id', 'is', null).where('key', '=', key).where('version', '=', version).executeTakeFirst();
 }
 
 /** What loading the component in the sandbox learned of it (props, hooks, dedupe), stored with its row. */

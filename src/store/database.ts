@@ -118,8 +118,7 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase & Sqlit
 function openPostgres(url: string): Store {
   // int8 (bigint) columns hold epoch times and counters that fit a JS number; count(*) comes back as int8 too.
   const types = {
-    getTypeParser: (oid: number, format?: string) =>
-      oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
+    getTypeParser: (oid: number, format?: string) => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),
   };
   const pool = new pg.Pool({ connectionString: url, max: 10, types } as pg.PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the

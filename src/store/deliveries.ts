@@ -18,8 +18,23 @@ export interface ClaimedDelivery extends DeliveryRow {
 }
 
 const DELIVERY_COLUMNS = [
-  'id', 'message_id', 'webhook_id', 'user_id', 'emitter_id', 'event_id', 'payload', 'attempt', 'state', 'next_attempt_ms',
-  'status_code', 'error', 'duration_ms', 'attempted_ms', 'created_ms', 'lease_owner', 'lease_until_ms',
+  'id',
+  'message_id',
+  'webhook_id',
+  'user_id',
+  'emitter_id',
+  'event_id',
+  'payload',
+  'attempt',
+  'state',
+  'next_attempt_ms',
+  'status_code',
+  'error',
+  'duration_ms',
+  'attempted_ms',
+  'created_ms',
+  'lease_owner',
+  'lease_until_ms',
 ] as const satisfies ReadonlyArray<keyof WebhookDeliveriesTable>;
 
 /** The fields an attempt fills in when it is made, and the lease of one that nobody holds yet. */
@@ -98,7 +113,17 @@ const updateAttempt = compiledOnce(
       .where('lease_owner', '=', owner)
       .where('state', '=', 'pending'),
   (id, owner, result) => [
-    result.state, result.statusCode, result.error, Math.round(result.durationMs), result.attemptedMs, result.nextAttemptMs, null, null, id, owner, 'pending',
+    result.state,
+    result.statusCode,
+    result.error,
+    Math.round(result.durationMs),
+    result.attemptedMs,
+    result.nextAttemptMs,
+    null,
+    null,
+    id,
+    owner,
+    'pending',
   ],
 );
 
@@ -160,12 +185,7 @@ export async function pruneLog(db: Db, webhookId: string, keep: number): Promise
     .offset(keep)
     .executeTakeFirst();
   if (!boundary) return;
-  await db
-    .deleteFrom('webhook_deliveries')
-    .where('webhook_id', '=', webhookId)
-    .where('state', '!=', 'pending')
-    .where('id', '<=', boundary.id)
-    .execute();
+  await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).where('state', '!=', 'pending').where('id', '<=', boundary.id).execute();
 }
 
 /**
@@ -190,7 +210,13 @@ export function listDeliveries(db: Kysely<Database>, webhookId: string, page: Pa
   const base = db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId);
   const count = async () =>
     Number(
-      (await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()).n,
+      (
+        await db
+          .selectFrom('webhook_deliveries')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('webhook_id', '=', webhookId)
+          .executeTakeFirstOrThrow()
+      ).n,
     );
   return paginateById(base, count, 'dl', page);
 }

@@ -9,7 +9,6 @@ import { compareKeys, eventIdOf, parseEventId, type EventKey } from '../model/ev
 
 export type EventRow = Selectable<EventsTable>;
 
-
 /** `(ms, seq) <op> key`, written out because SQLite and PostgreSQL compare row values differently. */
 export function eventKey(eb: ExpressionBuilder<Database, 'events'>, op: '<' | '<=' | '>' | '>=', key: EventKey) {
   return eb.or([eb('ms', op[0] as '<' | '>', key.ms), eb.and([eb('ms', '=', key.ms), eb('seq', op, key.seq)])]);
@@ -37,7 +36,12 @@ const selectEmitterState = compiledOnce(
 export async function readEmitterState(db: Db, dialect: DialectName, emitterId: string): Promise<EmitterState> {
   const row = (await selectEmitterState(db, dialect, emitterId)).rows[0];
   if (!row) return { lastMs: 0, lastSeq: -1, dedupe: null, counts: {} };
-  return { lastMs: Number(row.last_ms), lastSeq: Number(row.last_seq), dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe), counts: JSON.parse(row.counts) };
+  return {
+    lastMs: Number(row.last_ms),
+    lastSeq: Number(row.last_seq),
+    dedupe: row.dedupe === null ? null : JSON.parse(row.dedupe),
+    counts: JSON.parse(row.counts),
+  };
 }
 
 type EmitterStateRow = Selectable<EmitterStateTable>;
@@ -140,15 +144,8 @@ export async function countStream(db: Db, emitterId: string, stream: StreamKind)
   return Number(row.n);
 }
 
-
 /** The retained events of one stream, newest first; `emit` covers the default stream and every named channel. */
-export async function listEvents(
-  db: Kysely<Database>,
-  emitterId: string,
-  stream: StreamKind,
-  page: PageRequest,
-  retention: number,
-): Promise<Page<EventRow>> {
+export async function listEvents(db: Kysely<Database>, emitterId: string, stream: StreamKind, page: PageRequest, retention: number): Promise<Page<EventRow>> {
   const view = await retainedView(db, emitterId, stream, retention);
   let base = db.selectFrom('events').selectAll().where('emitter_id', '=', emitterId).where('stream', '=', stream);
   if (view.hiddenThrough) base = base.where((eb) => eventKey(eb, '>', view.hiddenThrough!));
@@ -190,12 +187,7 @@ export async function eventsAfter(db: Kysely<Database>, emitterId: string, strea
 }
 
 /** Deletes the emitted events (all streams of kind `emit`) between two ids, inclusive; either end may be open. */
-export async function deleteEventRange(
-  db: Db,
-  emitterId: string,
-  start: EventKey | undefined,
-  end: EventKey | undefined,
-): Promise<number> {
+export async function deleteEventRange(db: Db, emitterId: string, start: EventKey | undefined, end: EventKey | undefined): Promise<number> {
   let query = db.deleteFrom('events').where('emitter_id', '=', emitterId).where('stream', '=', 'emit');
   if (start) query = query.where((eb) => eventKey(eb, '>=', start));
   if (end) query = query.where((eb) => eventKey(eb, '<=', end));

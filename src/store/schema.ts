@@ -72,7 +72,6 @@ export interface EmitterStateTable {
   counts: string;
 }
 
-
 export interface EventsTable {
   emitter_id: string;
   stream: StreamKind;
@@ -88,7 +87,6 @@ export interface EventsTable {
   event: string;
   indexed_at_ms: number;
 }
-
 
 /** The durable invocation queue: a trigger is a row before it is acknowledged; rows go when their run commits. */
 export interface InvocationsTable {

@@ -31,7 +31,15 @@ export function findSourceByEndpoint(db: Db, endpointId: string): Promise<Source
 export function listSources(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<SourceRow>> {
   const base = db.selectFrom('sources').selectAll().where('user_id', '=', userId);
   const count = async () =>
-    Number((await db.selectFrom('sources').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom('sources')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return paginateById(base, count, 'dc', page);
 }
 
@@ -64,7 +72,10 @@ export async function deleteSourceCascade(db: Db, id: string): Promise<void> {
   await db.deleteFrom('events').where('emitter_id', '=', id).execute();
   await db.deleteFrom('emitter_state').where('emitter_id', '=', id).execute();
   await db.deleteFrom('source_db').where('source_id', '=', id).execute();
-  await db.deleteFrom('subscriptions').where((eb) => eb.or([eb('emitter_id', '=', id), eb('listener_id', '=', id)])).execute();
+  await db
+    .deleteFrom('subscriptions')
+    .where((eb) => eb.or([eb('emitter_id', '=', id), eb('listener_id', '=', id)]))
+    .execute();
   await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
   await db.deleteFrom('sources').where('id', '=', id).execute();
 }

@@ -11,7 +11,10 @@ export async function replaceTimers(db: Db, sourceId: string, rows: TimerRow[]):
 }
 
 export async function nextDueMs(db: Db): Promise<number | undefined> {
-  const row = await db.selectFrom('timers').select((eb) => eb.fn.min('next_due_ms').as('due')).executeTakeFirst();
+  const row = await db
+    .selectFrom('timers')
+    .select((eb) => eb.fn.min('next_due_ms').as('due'))
+    .executeTakeFirst();
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
 }
 

@@ -9,12 +9,7 @@ export interface UsageFigures {
 }
 
 export async function readUsage(db: Kysely<Database>, userId: string, period: string): Promise<UsageFigures> {
-  const row = await db
-    .selectFrom('usage')
-    .select(['invocations', 'compute_ms'])
-    .where('user_id', '=', userId)
-    .where('period', '=', period)
-    .executeTakeFirst();
+  const row = await db.selectFrom('usage').select(['invocations', 'compute_ms']).where('user_id', '=', userId).where('period', '=', period).executeTakeFirst();
   return { invocations: Number(row?.invocations ?? 0), computeMs: Number(row?.compute_ms ?? 0) };
 }
 
@@ -34,6 +29,12 @@ const upsertUsage = compiledOnce(
 );
 
 /** Adds to an account's counters for a period (creating the row on first use). */
-export async function addUsage(db: Kysely<Database> | Transaction<Database>, userId: string, period: string, invocations: number, computeMs: number): Promise<void> {
+export async function addUsage(
+  db: Kysely<Database> | Transaction<Database>,
+  userId: string,
+  period: string,
+  invocations: number,
+  computeMs: number,
+): Promise<void> {
   await upsertUsage(db, userId, period, invocations, computeMs);
 }

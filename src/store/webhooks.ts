@@ -31,7 +31,15 @@ export async function activeWebhooks(db: Db, userId: string, ids: string[]): Pro
 export function listWebhooks(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<WebhookRow>> {
   const base = db.selectFrom('webhooks').selectAll().where('user_id', '=', userId);
   const count = async () =>
-    Number((await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom('webhooks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return paginateById(base, count, 'wh', page);
 }
 

@@ -8,8 +8,7 @@ import { emitterSource } from '../helpers/components.js';
 
 const json = fc.jsonValue({ maxDepth: 3 });
 const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('', '0', '-1', '1.5', 'dc_', 'wh_x', '$errors', '%00', '../..', 'a'.repeat(300)));
-const bodyOf = (fields: string[]) =>
-  fc.oneof(json, fc.record(Object.fromEntries(fields.map((f) => [f, fc.oneof(json, text)])), { requiredKeys: [] }));
+const bodyOf = (fields: string[]) => fc.oneof(json, fc.record(Object.fromEntries(fields.map((f) => [f, fc.oneof(json, text)])), { requiredKeys: [] }));
 
 describe('bad input', () => {
   let server: TestServer;

@@ -90,7 +90,7 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     expect(res.body.data).toMatchObject({ name: 'ESM Source', version: '2.0.0', configurable_props: [{ name: 'flag', type: 'boolean', optional: true }] });
   });
 
-  it('finds a component by id and by key (the latest), and hides other accounts\' components', async () => {
+  it("finds a component by id and by key (the latest), and hides other accounts' components", async () => {
     const first = (await api.post('/v1/components', { component_code: CJS })).body.data;
     const second = (await api.post('/v1/components', { component_code: CJS.replace('0.1.0', '0.2.0') })).body.data;
     expect((await api.get(`/v1/components/${first.id}`)).body.data.id).toBe(first.id);
@@ -122,14 +122,29 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
   });
 
   const failures: Array<[string, string, string, RegExp]> = [
-    ['a syntax error, with line and column', 'module.exports = {\n  name: "x",\n  version: "1",\n  run() { return ; ) }\n};', 'syntax_error', /line 4, column \d+/],
+    [
+      'a syntax error, with line and column',
+      'module.exports = {\n  name: "x",\n  version: "1",\n  run() { return ; ) }\n};',
+      'syntax_error',
+      /line 4, column \d+/,
+    ],
     ['no exported component', 'const x = 1;', 'no_component_exported', /export/],
     ['a missing name', 'module.exports = { version: "1", run() {} };', 'missing_name', /name/],
     ['a missing version', 'module.exports = { name: "x", run() {} };', 'missing_version', /version/],
     ['an unknown prop type', 'module.exports = { name: "x", version: "1", props: { p: { type: "float" } }, run() {} };', 'unknown_prop_type', /float/],
-    ['a relative import', 'import helper from "./helper.js";\nexport default { name: "x", version: "1", run() { helper(); } };', 'relative_import', /\.\/helper\.js/],
+    [
+      'a relative import',
+      'import helper from "./helper.js";\nexport default { name: "x", version: "1", run() { helper(); } };',
+      'relative_import',
+      /\.\/helper\.js/,
+    ],
     ['an endless loop at load', 'while (true) {}\nmodule.exports = { name: "x", version: "1", run() {} };', 'load_timeout', /took longer than 2000 ms/],
-    ['an uninstallable package', 'import x from "tributary-no-such-package-zz9";\nexport default { name: "x", version: "1", run() { x(); } };', 'package_install_failed', /tributary-no-such-package-zz9/],
+    [
+      'an uninstallable package',
+      'import x from "tributary-no-such-package-zz9";\nexport default { name: "x", version: "1", run() { x(); } };',
+      'package_install_failed',
+      /tributary-no-such-package-zz9/,
+    ],
   ];
 
   for (const [what, code, reason, message] of failures) {

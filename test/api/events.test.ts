@@ -24,7 +24,13 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
 
   it('stores emitted events with <ms>-<seq> ids and the spec metadata, newest first', async () => {
     const id = await deploy();
-    await runAndWait(id, emitsOf([{ event: { n: 1 }, meta: { summary: 'one', id: 'a' } }, { event: { n: 2 }, meta: { name: 'channel-x' } }]));
+    await runAndWait(
+      id,
+      emitsOf([
+        { event: { n: 1 }, meta: { summary: 'one', id: 'a' } },
+        { event: { n: 2 }, meta: { name: 'channel-x' } },
+      ]),
+    );
     const res = await api.get(`/v1/sources/${id}/event_summaries`);
     expect(res.status).toBe(200);
     expect(res.body.page_info).toMatchObject({ total_count: 2, count: 2 });
@@ -43,7 +49,14 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
 
   it('orders the events of one run by ts, oldest first', async () => {
     const id = await deploy();
-    await runAndWait(id, emitsOf([{ event: 'c', meta: { ts: 3000 } }, { event: 'a', meta: { ts: 1000 } }, { event: 'b', meta: { ts: 2000 } }]));
+    await runAndWait(
+      id,
+      emitsOf([
+        { event: 'c', meta: { ts: 3000 } },
+        { event: 'a', meta: { ts: 1000 } },
+        { event: 'b', meta: { ts: 2000 } },
+      ]),
+    );
     const res = await api.get(`/v1/sources/${id}/event_summaries`);
     expect(res.body.data.map((e: { event: string }) => e.event)).toEqual(['c', 'b', 'a']);
     expect(res.body.data[0].metadata.ts).toBe(3000);
@@ -156,14 +169,32 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
 
   it('keeps dedupe state across runs', async () => {
     const unique = await deploy(emitterSource('unique'));
-    await runAndWait(unique, emitsOf([{ event: 1, meta: { id: 'a' } }, { event: 2, meta: { id: 'b' } }]));
-    await runAndWait(unique, emitsOf([{ event: 3, meta: { id: 'b' } }, { event: 4, meta: { id: 'c' } }]));
+    await runAndWait(
+      unique,
+      emitsOf([
+        { event: 1, meta: { id: 'a' } },
+        { event: 2, meta: { id: 'b' } },
+      ]),
+    );
+    await runAndWait(
+      unique,
+      emitsOf([
+        { event: 3, meta: { id: 'b' } },
+        { event: 4, meta: { id: 'c' } },
+      ]),
+    );
     const events = (await api.get(`/v1/sources/${unique}/event_summaries`)).body.data.map((e: { event: number }) => e.event);
     expect(events).toEqual([4, 2, 1]);
 
     const greatest = await deploy(emitterSource('greatest'));
     await runAndWait(greatest, emitsOf([{ event: 'five', meta: { id: 5 } }]));
-    await runAndWait(greatest, emitsOf([{ event: 'four', meta: { id: 4 } }, { event: 'six', meta: { id: 6 } }]));
+    await runAndWait(
+      greatest,
+      emitsOf([
+        { event: 'four', meta: { id: 4 } },
+        { event: 'six', meta: { id: 6 } },
+      ]),
+    );
     expect((await api.get(`/v1/sources/${greatest}/event_summaries`)).body.data.map((e: { event: string }) => e.event)).toEqual(['six', 'five']);
   });
 
@@ -179,7 +210,13 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     await runAndWait(id, emitsOf([{ event: 1, meta: { id: 'a' } }]));
     await server.restart();
     api = me.api;
-    await runAndWait(id, emitsOf([{ event: 2, meta: { id: 'a' } }, { event: 3, meta: { id: 'b' } }]));
+    await runAndWait(
+      id,
+      emitsOf([
+        { event: 2, meta: { id: 'a' } },
+        { event: 3, meta: { id: 'b' } },
+      ]),
+    );
     expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: number }) => e.event)).toEqual([3, 1]);
     const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries`);
     expect(logs.body.data[0].event.msg).toBe('run 2');

@@ -59,7 +59,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(fromKey.body.data.configured_props.http.endpoint_url).toMatch(new RegExp(`^${server.url}/e/[0-9a-z]{32,}$`));
   });
 
-  it('answers 400 when no component is named, and 404 for another account\'s component_id', async () => {
+  it("answers 400 when no component is named, and 404 for another account's component_id", async () => {
     const none = await api.post('/v1/sources', { name: 'x' });
     expect(none.status).toBe(400);
     expect(none.body).toEqual({ error: 'one of component_id, component_code, component_url or key is required', code: 'invalid_request' });
@@ -93,7 +93,10 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
   });
 
   it('rejects an invalid cron expression with 422', async () => {
-    const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer: { cron: '61 * * * *' } } });
+    const res = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 't', count: 1, color: 'red', timer: { cron: '61 * * * *' } },
+    });
     expect(res.status).toBe(422);
     expect(res.body.details[0].prop).toBe('timer');
   });
@@ -150,7 +153,12 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(updated.body.data.id).toBe(id);
     expect(await recordedCalls(id)).toEqual(['deploy:v1', 'activate:v1', 'deactivate:v1', 'activate:v2']);
     const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries?limit=100`);
-    expect(logs.body.data.map((e: { event: { msg: string } }) => e.event.msg).reverse()).toEqual(['hook deploy', 'hook activate', 'hook deactivate', 'hook activate']);
+    expect(logs.body.data.map((e: { event: { msg: string } }) => e.event.msg).reverse()).toEqual([
+      'hook deploy',
+      'hook activate',
+      'hook deactivate',
+      'hook activate',
+    ]);
   });
 
   it('active false runs deactivate and active true runs activate', async () => {
@@ -196,7 +204,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect((await api.get(`/v1/sources/${id}/event_summaries`)).status).toBe(404);
   });
 
-  it('hides other accounts\' sources behind 404', async () => {
+  it("hides other accounts' sources behind 404", async () => {
     const id = (await api.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
     const stranger = client(server.url, (await server.createUser()).apiKey);
     for (const res of [

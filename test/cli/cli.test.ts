@@ -61,7 +61,19 @@ describe('tributary CLI', () => {
 
   it('creates, lists and rotates accounts, storing only key hashes', async () => {
     const dataDir = tempDir();
-    const { stdout } = await tributary(['users', 'create', '--username', 'ada', '--email', 'ada@example.test', '--plan', 'paid', '--json', '--data-dir', dataDir]);
+    const { stdout } = await tributary([
+      'users',
+      'create',
+      '--username',
+      'ada',
+      '--email',
+      'ada@example.test',
+      '--plan',
+      'paid',
+      '--json',
+      '--data-dir',
+      dataDir,
+    ]);
     const created = JSON.parse(stdout.trim());
     expect(Object.keys(created)).toEqual(['id', 'username', 'email', 'plan', 'api_key']);
     expect(created).toMatchObject({ username: 'ada', email: 'ada@example.test', plan: 'paid' });

@@ -18,7 +18,11 @@ describe('logs', () => {
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor(async () => output, (o) => o.includes('Try: curl'), { what: 'the server banner' });
+    await waitFor(
+      async () => output,
+      (o) => o.includes('Try: curl'),
+      { what: 'the server banner' },
+    );
     const url = /listening at (http:\/\/\S+) /.exec(output)![1]!;
     const key = /API key \(shown once, store it now\): (\S+)/.exec(output)![1]!;
     const bannerEnd = output.indexOf('/v1/users/me', output.indexOf('Try: curl')) + 12;
@@ -31,7 +35,11 @@ describe('logs', () => {
     await api.post(`/v1/sources/${created.body.data.id}/run`, { hello: 'world' });
     await api.put(`/v1/sources/${created.body.data.id}`, { configured_props: { token: 42 } });
     await request('GET', `${url}/v1/users/me`, { key: `${key}x` });
-    await waitFor(() => api.get(`/v1/sources/${created.body.data.id}/$errors/event_summaries`), (r) => r.body.data.length === 1, { what: 'the failed run' });
+    await waitFor(
+      () => api.get(`/v1/sources/${created.body.data.id}/$errors/event_summaries`),
+      (r) => r.body.data.length === 1,
+      { what: 'the failed run' },
+    );
 
     const logs = output.slice(bannerEnd);
     const lines = logs.split('\n').filter((l) => l.startsWith('{'));

@@ -28,7 +28,11 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
       for (let run = 1; run <= 3; run++) await a.runAndWait(source, emitsOf([{ event: `${run}a` }, { event: `${run}b` }]));
       const expected = ['1a', '1b', '2a', '2b', '3a', '3b'];
       for (const stream of [here, there]) {
-        await waitFor(async () => stream.messages.length, (n) => n === expected.length, { what: 'six events' });
+        await waitFor(
+          async () => stream.messages.length,
+          (n) => n === expected.length,
+          { what: 'six events' },
+        );
         expect(stream.data().map((e) => e.event)).toEqual(expected);
       }
       expect(there.data()).toEqual(here.data());

@@ -95,7 +95,11 @@ export async function account(server: TestServer) {
   }
 
   async function deliveriesOf(webhookId: string, until: (rows: any[]) => boolean, what = 'deliveries'): Promise<any[]> {
-    const res = await waitFor(() => api().get(`/v1/webhooks/${webhookId}/deliveries?limit=100`), (r) => r.status === 200 && until(r.body.data), { what });
+    const res = await waitFor(
+      () => api().get(`/v1/webhooks/${webhookId}/deliveries?limit=100`),
+      (r) => r.status === 200 && until(r.body.data),
+      { what },
+    );
     return res.body.data;
   }
 

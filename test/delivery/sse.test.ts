@@ -36,7 +36,7 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
   });
   afterAll(() => server?.destroy());
 
-  it('needs a key and answers 404 for another account\'s source, on both addresses', async () => {
+  it("needs a key and answers 404 for another account's source, on both addresses", async () => {
     const a = await account(server);
     const b = await account(server);
     const source = await a.deploy();
@@ -57,14 +57,31 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     const source = await a.deploy();
     const stream = open(`${server.url}/sources/${source}/sse`, a.key);
     await stream.opened;
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 1);
-    await a.runAndWait(source, emitsOf([{ event: { hello: 'live' }, meta: { summary: 'hi' } }, { event: 2, meta: { name: 'chan' } }]));
-    await waitFor(async () => stream.messages.length, (n) => n === 2, { what: 'two live events' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 1,
+    );
+    await a.runAndWait(
+      source,
+      emitsOf([
+        { event: { hello: 'live' }, meta: { summary: 'hi' } },
+        { event: 2, meta: { name: 'chan' } },
+      ]),
+    );
+    await waitFor(
+      async () => stream.messages.length,
+      (n) => n === 2,
+      { what: 'two live events' },
+    );
     const stored = (await a.eventsOf(source, 2)).reverse();
     expect(stream.data()).toEqual(stored);
     expect(stream.messages.map((m) => m.lastEventId)).toEqual(stored.map((e) => e.id));
     stream.source.close();
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the closed client to be removed' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the closed client to be removed' },
+    );
   });
 
   it('replays retained events after Last-Event-ID, then goes live', async () => {
@@ -73,9 +90,17 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     await a.runAndWait(source, emitsOf([1, 2, 3].map((n) => ({ event: n }))));
     const [, , first] = await a.eventsOf(source, 3);
     const stream = open(`${server.url}/v1/sources/${source}/sse`, a.key, { 'last-event-id': first.id });
-    await waitFor(async () => stream.messages.length, (n) => n === 2, { what: 'the replay' });
+    await waitFor(
+      async () => stream.messages.length,
+      (n) => n === 2,
+      { what: 'the replay' },
+    );
     await a.runAndWait(source, emitsOf([{ event: 4 }]));
-    await waitFor(async () => stream.messages.length, (n) => n === 3, { what: 'the live event after the replay' });
+    await waitFor(
+      async () => stream.messages.length,
+      (n) => n === 3,
+      { what: 'the live event after the replay' },
+    );
     expect(stream.data().map((e) => e.event)).toEqual([2, 3, 4]);
   });
 
@@ -88,7 +113,11 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     // 105 stored, the newest 100 retained: events 0 to 4 are gone for readers, though not yet trimmed.
     await a.runAndWait(source, emitsOf(Array.from({ length: 5 }, (_, i) => ({ event: 100 + i }))));
     const stream = open(`${server.url}/v1/sources/${source}/sse`, a.key, { 'last-event-id': third.id });
-    await waitFor(async () => stream.messages.length, (n) => n >= 100, { what: 'the replay' });
+    await waitFor(
+      async () => stream.messages.length,
+      (n) => n >= 100,
+      { what: 'the replay' },
+    );
     const replayed = stream.data().map((e) => e.event);
     expect([replayed.length, replayed[0], replayed[99]]).toEqual([100, 5, 104]);
   });
@@ -99,12 +128,26 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     const logs = open(`${server.url}/sources/${source}/sse?event_name=$logs`, a.key);
     const errors = open(`${server.url}/sources/${source}/sse?event_name=%24errors`, a.key);
     await Promise.all([logs.opened, errors.opened]);
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 2);
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 2,
+    );
     await a.runAndWait(source, emitsOf([{ event: 'not a log' }]));
     await a.runAndWait(source, { fail: 'bad input' });
-    await waitFor(async () => logs.messages.length, (n) => n === 2, { what: 'two log lines' });
-    await waitFor(async () => errors.messages.length, (n) => n === 1, { what: 'one error' });
-    expect(logs.data().map((e) => [e.metadata.name, e.event.msg])).toEqual([['$logs', 'run 1'], ['$logs', 'run 2']]);
+    await waitFor(
+      async () => logs.messages.length,
+      (n) => n === 2,
+      { what: 'two log lines' },
+    );
+    await waitFor(
+      async () => errors.messages.length,
+      (n) => n === 1,
+      { what: 'one error' },
+    );
+    expect(logs.data().map((e) => [e.metadata.name, e.event.msg])).toEqual([
+      ['$logs', 'run 1'],
+      ['$logs', 'run 2'],
+    ]);
     expect(errors.data().map((e) => [e.metadata.name, e.event.error.message])).toEqual([['$errors', 'bad input']]);
   });
 
@@ -122,7 +165,11 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     while ((text.match(/:sse-handshake\n\n/g) ?? []).length < 3) text += new TextDecoder().decode((await reader.read()).value);
     expect(text.startsWith(':sse-handshake\n\n')).toBe(true);
     abort.abort();
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the aborted client to be removed' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the aborted client to be removed' },
+    );
   });
 
   it('fans one event out to 200 clients of one source', async () => {
@@ -130,9 +177,17 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     const source = await a.deploy();
     const clients = Array.from({ length: 200 }, () => open(`${server.url}/sources/${source}/sse`, a.key));
     await Promise.all(clients.map((c) => c.opened));
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 200, { what: '200 connected clients' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 200,
+      { what: '200 connected clients' },
+    );
     await a.runAndWait(source, emitsOf([{ event: 'to everyone' }]));
-    await waitFor(async () => clients.filter((c) => c.messages.length === 1).length, (n) => n === 200, { what: 'every client to receive the event' });
+    await waitFor(
+      async () => clients.filter((c) => c.messages.length === 1).length,
+      (n) => n === 200,
+      { what: 'every client to receive the event' },
+    );
     expect(new Set(clients.map((c) => c.messages[0]!.data)).size).toBe(1);
   });
 
@@ -148,14 +203,26 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     await new Promise<void>((resolve) => stalled.once('connect', resolve));
     stalled.write(`GET /sources/${source}/sse HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${a.key}\r\n\r\n`);
     stalled.pause();
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 2, { what: 'both clients connected' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 2,
+      { what: 'both clients connected' },
+    );
     // Far more than the kernel's socket buffers hold, so that output piles up for the stalled client.
     // The reader has read each run's events before the next run, so its backlog is empty whenever the hub checks.
     for (let run = 1; run <= 3; run++) {
       await a.runAndWait(source, { count: 7, size: 1_000_000 });
-      await waitFor(async () => reader.messages.length, (n) => n === 7 * run, { what: `the events of run ${run} at the reading client` });
+      await waitFor(
+        async () => reader.messages.length,
+        (n) => n === 7 * run,
+        { what: `the events of run ${run} at the reading client` },
+      );
     }
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 1, { what: 'the stalled client to be cut off' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 1,
+      { what: 'the stalled client to be cut off' },
+    );
     expect(reader.data().map((e) => e.event.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6]);
     stalled.destroy();
   });
@@ -166,6 +233,10 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     const stream = open(`${server.url}/sources/${source}/sse`, a.key);
     await stream.opened;
     expect((await a.api.delete(`/v1/sources/${source}`)).status).toBe(204);
-    await waitFor(async () => server.running.services.sse.clientCount(source), (n) => n === 0, { what: 'the stream to end' });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the stream to end' },
+    );
   });
 });

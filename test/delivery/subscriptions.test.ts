@@ -87,7 +87,11 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     await a.runAndWait(emitter, emitsOf([{ event: 'plain' }, { event: 'order', meta: { name: 'orders' } }, { event: 'other', meta: { name: 'misc' } }]));
     await a.runAndWait(emitter, { fail: 'broken' });
     const bodies = async (i: number, n: number) => {
-      const got = await waitFor(async () => receiver.on(`/streams-${dialect}-${i}`), (r) => r.length >= n, { what: `${n} deliveries for "${names[i]}"` });
+      const got = await waitFor(
+        async () => receiver.on(`/streams-${dialect}-${i}`),
+        (r) => r.length >= n,
+        { what: `${n} deliveries for "${names[i]}"` },
+      );
       return got.map((r) => JSON.parse(r.body));
     };
     expect((await bodies(0, 1)).map((s) => s.event)).toEqual(['plain']);
@@ -96,7 +100,10 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     const [error] = await bodies(3, 1);
     expect(error.metadata.name).toBe('$errors');
     expect(error.event.error.message).toBe('broken');
-    expect((await bodies(4, 2)).map((s) => [s.metadata.name, s.event.msg])).toEqual([['$logs', 'run 1'], ['$logs', 'run 2']]);
+    expect((await bodies(4, 2)).map((s) => [s.metadata.name, s.event.msg])).toEqual([
+      ['$logs', 'run 1'],
+      ['$logs', 'run 2'],
+    ]);
     // Nothing else arrived: each webhook got exactly its stream (checked after the last expected delivery).
     const logs = await a.api.get(`/v1/sources/${emitter}/$logs/event_summaries`);
     expect(logs.body.page_info.total_count).toBe(2);
@@ -114,7 +121,11 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     await other.runAndWait(foreign, emitsOf([{ event: 'not mine' }]));
     await a.runAndWait(before, emitsOf([{ event: 'from before' }]));
     await a.runAndWait(later, emitsOf([{ event: 'from later' }]));
-    const got = await waitFor(async () => receiver.on(`/glob-${dialect}`), (r) => r.length >= 2, { what: 'glob deliveries' });
+    const got = await waitFor(
+      async () => receiver.on(`/glob-${dialect}`),
+      (r) => r.length >= 2,
+      { what: 'glob deliveries' },
+    );
     expect(got.map((r) => JSON.parse(r.body)).map((s) => [s.metadata.emitter_id, s.event])).toEqual([
       [before, 'from before'],
       [later, 'from later'],
@@ -134,7 +145,11 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect(listed.body.data).toEqual([{ id: expect.stringMatching(/^sub_/), emitter_id: created, listener_id: hook.id, event_name: 'default' }]);
     await a.runAndWait(existing, emitsOf([{ event: 'old source' }]));
     await a.runAndWait(created, emitsOf([{ event: 'new source' }]));
-    const got = await waitFor(async () => receiver.on(`/auto-${dialect}`), (r) => r.length >= 1, { what: 'auto-subscribed delivery' });
+    const got = await waitFor(
+      async () => receiver.on(`/auto-${dialect}`),
+      (r) => r.length >= 1,
+      { what: 'auto-subscribed delivery' },
+    );
     expect(got.map((r) => JSON.parse(r.body).event)).toEqual(['new source']);
     // Once removed, sources created afterwards are no longer subscribed.
     expect((await a.api.delete(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).status).toBe(204);
@@ -172,7 +187,10 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
       original_event: { metadata: { emitter_id: self } },
       original_context: { source_id: self, trigger: 'listener' },
     });
-    await waitFor(async () => (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', self).execute()).length, (n) => n === 0);
+    await waitFor(
+      async () => (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', self).execute()).length,
+      (n) => n === 0,
+    );
     // The manual run and one run per allowed hop emitted; nothing ran after the cut.
     expect((await a.api.get(`/v1/sources/${self}/event_summaries`)).body.page_info.total_count).toBe(MAX_LISTENER_DEPTH + 1);
     expect((await a.api.get(`/v1/sources/${self}/$errors/event_summaries`)).body.page_info.total_count).toBe(1);

@@ -57,7 +57,18 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     const rows = webhooks.map((webhook, i): ClaimedDelivery => {
       const id = newId('dl');
       const payload = JSON.stringify({ at: paths[i] });
-      const row = pendingDelivery({ id, message_id: id, webhook_id: webhook.id, user_id: webhook.user_id, emitter_id: 'dc_x', event_id: '1-0', payload, attempt: 1, next_attempt_ms: nowMs, created_ms: nowMs });
+      const row = pendingDelivery({
+        id,
+        message_id: id,
+        webhook_id: webhook.id,
+        user_id: webhook.user_id,
+        emitter_id: 'dc_x',
+        event_id: '1-0',
+        payload,
+        attempt: 1,
+        next_attempt_ms: nowMs,
+        created_ms: nowMs,
+      });
       return { ...row, lease_owner: lease.owner, lease_until_ms: lease.untilMs, url: webhook.url, secret: webhook.secret, active: webhook.active };
     });
     await insertDeliveries(store.db, store.dialect, rows);
@@ -65,7 +76,11 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   }
 
   const leaseOf = async (id: string) =>
-    server.running.services.store.db.selectFrom('webhook_deliveries').select(['lease_owner', 'lease_until_ms', 'state']).where('id', '=', id).executeTakeFirstOrThrow();
+    server.running.services.store.db
+      .selectFrom('webhook_deliveries')
+      .select(['lease_owner', 'lease_until_ms', 'state'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
 
   it('renews the lease of a handed-over delivery that waited for a slot, then sends it once', async () => {
     // Stale means less than timeout + 5 s of lease left: the second delivery is stale once the first took 1 s,
@@ -80,7 +95,11 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
       sender.handOver(rows);
       // The first attempt is on its way and answers only after 100 ms of real time: by then it has taken 1 s.
       clock.advance(1000);
-      await waitFor(async () => receiver.on(second).length, (n) => n === 1, { what: 'the second delivery to be sent' });
+      await waitFor(
+        async () => receiver.on(second).length,
+        (n) => n === 1,
+        { what: 'the second delivery to be sent' },
+      );
       const held = await leaseOf(rows[1]!.id);
       expect(held.lease_owner).toBe(rows[1]!.lease_owner);
       expect(Number(held.lease_until_ms)).toBe(clock.now() + 7500);
@@ -100,12 +119,24 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     try {
       const rows = await leasedDeliveries(sender, [first, second], clock);
       sender.handOver(rows);
-      await waitFor(async () => receiver.on(first).length, (n) => n === 1, { what: 'the first attempt to reach the receiver' });
+      await waitFor(
+        async () => receiver.on(first).length,
+        (n) => n === 1,
+        { what: 'the first attempt to reach the receiver' },
+      );
       clock.advance(2000);
       // The server's own sender claims it from the table once the lease has run out.
-      const [sent] = await waitFor(async () => receiver.on(second), (found) => found.length === 1, { what: 'the second delivery to be claimed and sent' });
+      const [sent] = await waitFor(
+        async () => receiver.on(second),
+        (found) => found.length === 1,
+        { what: 'the second delivery to be claimed and sent' },
+      );
       expect(sent!.receivedAt).toBeGreaterThanOrEqual(rows[1]!.lease_until_ms!);
-      await waitFor(async () => (await leaseOf(rows[1]!.id)).state, (state) => state === 'succeeded', { what: 'the attempt to be recorded' });
+      await waitFor(
+        async () => (await leaseOf(rows[1]!.id)).state,
+        (state) => state === 'succeeded',
+        { what: 'the attempt to be recorded' },
+      );
       expect(receiver.on(second)).toHaveLength(1);
     } finally {
       await sender.stop();
@@ -119,7 +150,11 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     await sender.stop();
     sender.handOver(rows);
     // Released, not left leased for a minute: the server's own sender sends it within its poll.
-    await waitFor(async () => receiver.on(at).length, (n) => n === 1, { what: 'the released delivery to be sent' });
+    await waitFor(
+      async () => receiver.on(at).length,
+      (n) => n === 1,
+      { what: 'the released delivery to be sent' },
+    );
     expect(receiver.requests.filter((r) => r.path === at)).toHaveLength(1);
     expect(Date.now()).toBeLessThan(rows[0]!.lease_until_ms!);
   });

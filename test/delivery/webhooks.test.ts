@@ -6,7 +6,16 @@ import { waitFor } from '../helpers/wait.js';
 import { client } from '../helpers/client.js';
 import { retryAfterMs } from '../../src/delivery/webhooks/attempt.js';
 import { signPayload } from '../../src/delivery/webhooks/signing.js';
-import { claimDue, insertDeliveries, nextDueMs, pendingDelivery, pruneLog, renewDeliveryLeases, type ClaimedDelivery, type DeliveryRow } from '../../src/store/deliveries.js';
+import {
+  claimDue,
+  insertDeliveries,
+  nextDueMs,
+  pendingDelivery,
+  pruneLog,
+  renewDeliveryLeases,
+  type ClaimedDelivery,
+  type DeliveryRow,
+} from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -32,7 +41,18 @@ describe('webhook signing and Retry-After parsing', () => {
 /** A delivery row as the store keeps it: a first attempt, pending and unleased unless `fields` say otherwise. */
 function deliveryRow(webhookId: string, fields: Partial<DeliveryRow> = {}): DeliveryRow {
   const id = newId('dl');
-  const pending = pendingDelivery({ id, message_id: id, webhook_id: webhookId, user_id: 'u', emitter_id: 'dc', event_id: '1-0', payload: '{}', attempt: 1, next_attempt_ms: Date.now(), created_ms: Date.now() });
+  const pending = pendingDelivery({
+    id,
+    message_id: id,
+    webhook_id: webhookId,
+    user_id: 'u',
+    emitter_id: 'dc',
+    event_id: '1-0',
+    payload: '{}',
+    attempt: 1,
+    next_attempt_ms: Date.now(),
+    created_ms: Date.now(),
+  });
   return { ...pending, ...fields };
 }
 
@@ -75,7 +95,17 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const list = await a.api.get('/v1/users/me/webhooks?limit=1');
     expect(list.status).toBe(200);
     expect(list.body.page_info).toMatchObject({ total_count: 2, count: 1 });
-    expect(list.body.data).toEqual([{ id: second.id, name: 'hook', description: 'test', url: 'http://example.org/', active: true, created_at: expect.any(Number), updated_at: expect.any(Number) }]);
+    expect(list.body.data).toEqual([
+      {
+        id: second.id,
+        name: 'hook',
+        description: 'test',
+        url: 'http://example.org/',
+        active: true,
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+      },
+    ]);
     const older = await a.api.get(`/v1/users/me/webhooks?limit=1&after=${list.body.page_info.end_cursor}`);
     expect(older.body.data).toEqual([shown]);
 
@@ -105,7 +135,11 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
     await a.runAndWait(source, emitsOf([{ event: { order: 42 }, meta: { id: 'o-42', summary: 'order 42' } }]));
-    const [request] = await waitFor(async () => receiver.on(at), (r) => r.length === 1, { what: 'the delivery' });
+    const [request] = await waitFor(
+      async () => receiver.on(at),
+      (r) => r.length === 1,
+      { what: 'the delivery' },
+    );
     const [summary] = await a.eventsOf(source, 1);
     expect(request!.method).toBe('POST');
     expect(request!.headers['content-type']).toBe('application/json');
@@ -197,7 +231,12 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     await a.runAndWait(source, emitsOf([{ event: 'next' }]));
     const log = await a.deliveriesOf(hook.id, (rows) => rows.length === 2 && rows.every((d) => d.state === 'succeeded'), 'both deliveries');
     expect(log.map((d) => d.status_code).sort()).toEqual([200, 202]);
-    expect(receiver.on(at).map((r) => JSON.parse(r.body).event).sort()).toEqual(['large answer', 'next']);
+    expect(
+      receiver
+        .on(at)
+        .map((r) => JSON.parse(r.body).event)
+        .sort(),
+    ).toEqual(['large answer', 'next']);
   });
 
   it('deactivates a webhook whose URL answers 410 and sends it nothing more', async () => {
@@ -258,7 +297,11 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
     expect(await claimedAtCommit(a, source, hook.id, emitsOf([1, 2, 3].map((n) => ({ event: n }))))).toEqual([]);
-    await waitFor(async () => receiver.on(at).length, (n) => n === 3, { what: 'three deliveries' });
+    await waitFor(
+      async () => receiver.on(at).length,
+      (n) => n === 3,
+      { what: 'three deliveries' },
+    );
     const rows = await a.deliveriesOf(hook.id, (found) => found.length === 3 && found.every((d) => d.state === 'succeeded'));
     expect(rows.map((d) => d.attempt)).toEqual([1, 1, 1]);
   });
@@ -319,7 +362,13 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const db = server.running.services.store.db;
     const row = (state: DeliveryRow['state'], attempt: number) =>
       deliveryRow(hook.id, { state, attempt, event_id: `1-${attempt}`, next_attempt_ms: state === 'pending' ? Date.now() + 3_600_000 : null });
-    await insertDeliveries(db, server.running.services.store.dialect, [row('failed', 1), row('succeeded', 2), row('failed', 3), row('succeeded', 4), row('pending', 5)]);
+    await insertDeliveries(db, server.running.services.store.dialect, [
+      row('failed', 1),
+      row('succeeded', 2),
+      row('failed', 3),
+      row('succeeded', 4),
+      row('pending', 5),
+    ]);
     await pruneLog(db, hook.id, 2);
     const left = (await a.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data;
     expect(left.map((d: { event_id: string; state: string }) => [d.event_id, d.state])).toEqual([
@@ -339,7 +388,10 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       const now = Date.now();
       await insertDeliveries(db, name, [deliveryRow(hook.id, { next_attempt_ms: now - 1000, lease_owner: 'sender', lease_until_ms: now + 3_600_000 })]);
       expect(await nextDueMs(db)).toBeUndefined();
-      await insertDeliveries(db, name, [deliveryRow(hook.id, { next_attempt_ms: now + 1_800_000 }), deliveryRow(hook.id, { next_attempt_ms: now + 2_400_000 })]);
+      await insertDeliveries(db, name, [
+        deliveryRow(hook.id, { next_attempt_ms: now + 1_800_000 }),
+        deliveryRow(hook.id, { next_attempt_ms: now + 2_400_000 }),
+      ]);
       expect(await nextDueMs(db)).toBe(now + 1_800_000);
     } finally {
       await own.destroy();
@@ -376,7 +428,11 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     const source = await a.deploy();
     await a.subscribe(source, hook.id);
     await a.runAndWait(source, emitsOf([{ event: 'survives' }]));
-    await waitFor(async () => receiver.on(at).length, (n) => n === 1, { what: 'the first attempt to reach the receiver' });
+    await waitFor(
+      async () => receiver.on(at).length,
+      (n) => n === 1,
+      { what: 'the first attempt to reach the receiver' },
+    );
     await server.restart();
     const api = client(server.url, a.key);
     const log = await waitFor(

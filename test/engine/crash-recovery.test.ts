@@ -52,7 +52,19 @@ describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
       cleanups.push(database.drop);
       storage.push('--database-url', database.url);
     }
-    const { stdout } = await run(process.execPath, [BIN, 'users', 'create', '--username', 'loader', '--email', 'l@example.test', '--plan', 'paid', '--json', ...storage]);
+    const { stdout } = await run(process.execPath, [
+      BIN,
+      'users',
+      'create',
+      '--username',
+      'loader',
+      '--email',
+      'l@example.test',
+      '--plan',
+      'paid',
+      '--json',
+      ...storage,
+    ]);
     const key = JSON.parse(stdout.trim()).api_key as string;
 
     const first = await serve(storage);
@@ -83,7 +95,11 @@ describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
       }
     };
     const loops = Array.from({ length: 16 }, loop);
-    await waitFor(async () => acknowledged.size, (n) => n >= 500, { what: '500 acknowledged requests before the kill' });
+    await waitFor(
+      async () => acknowledged.size,
+      (n) => n >= 500,
+      { what: '500 acknowledged requests before the kill' },
+    );
     const exited = new Promise((resolve) => first.child.once('exit', resolve));
     first.child.kill('SIGKILL');
     await exited;

@@ -63,7 +63,10 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
   it('queues any method and sub-path, answers {"success":true}, and passes the request as the event', async () => {
     const { id, url } = await deployHttp({ key: 'http-new-requests' });
     expect(url).toMatch(/\/e\/en[0-9a-f]{40}$/);
-    const res = await request('POST', `${url}/hooks/github?x=1&y=two`, { raw: { body: '{"a":1}', contentType: 'application/json' }, headers: { 'x-custom': 'v' } });
+    const res = await request('POST', `${url}/hooks/github?x=1&y=two`, {
+      raw: { body: '{"a":1}', contentType: 'application/json' },
+      headers: { 'x-custom': 'v' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true });
     const put = await request('PUT', url, { raw: { body: 'a=1&b=2', contentType: 'application/x-www-form-urlencoded' } });
@@ -83,7 +86,9 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect((await request('POST', url, { raw: { body: 'plain words', contentType: 'text/plain' } })).status).toBe(200);
     const [event] = await eventsOf(id, 1);
     expect(event.event.body).toBe('plain words');
-    const preflight = await request('OPTIONS', url, { headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const preflight = await request('OPTIONS', url, {
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');

@@ -96,9 +96,11 @@ describe.each(DIALECTS)('the invocation queue on %s', (dialect) => {
     const recorder = await deployHttp(a, RECORDER);
     const clients = 20;
     const perClient = 15;
-    await Promise.all(Array.from({ length: clients }, async (_, client) => {
-      for (let i = 0; i < perClient; i++) await post(recorder.url, { n: client * 1000 + i });
-    }));
+    await Promise.all(
+      Array.from({ length: clients }, async (_, client) => {
+        for (let i = 0; i < perClient; i++) await post(recorder.url, { n: client * 1000 + i });
+      }),
+    );
     const events = await allEvents(a, recorder.id, clients * perClient);
     expect(events).toHaveLength(clients * perClient);
     for (let client = 0; client < clients; client++) {
@@ -112,9 +114,11 @@ describe.each(DIALECTS)('the invocation queue on %s', (dialect) => {
     const counter = await deployHttp(a, COUNTER);
     const count = 120;
     // Ten clients at once, so that runs arrive while earlier batches are still running and committing.
-    await Promise.all(Array.from({ length: 10 }, async (_, client) => {
-      for (let i = client; i < count; i += 10) await post(counter.url, { i });
-    }));
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, client) => {
+        for (let i = client; i < count; i += 10) await post(counter.url, { i });
+      }),
+    );
     const events = await allEvents(a, counter.id, count);
     expect(events.map((e) => e.count)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
   });

@@ -35,12 +35,16 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     return res.body.data;
   }
 
-  it('counts a free account\'s invocations and compute time, and refuses ingress over quota with 429', async () => {
+  it("counts a free account's invocations and compute time, and refuses ingress over quota with 429", async () => {
     const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
     const source = await deploy(api, { component_code: BUSY });
     const url = source.configured_props.http.endpoint_url;
     for (const n of [1, 2]) expect((await request('POST', url, { body: { n } })).status).toBe(200);
-    const me = await waitFor(() => api.get('/v1/users/me'), (r) => r.body.data.daily_invocations_used === 2, { what: 'two counted invocations' });
+    const me = await waitFor(
+      () => api.get('/v1/users/me'),
+      (r) => r.body.data.daily_invocations_used === 2,
+      { what: 'two counted invocations' },
+    );
     expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(30);
     // A verdict is cached for 500 ms of the clock: a second later the usage is read again.
     clock.advance(1000);
@@ -55,7 +59,11 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     // At midnight UTC the day's count starts over.
     clock.set(Date.parse('2026-11-26T00:00:01.000Z'));
     expect((await request('POST', url, { body: { n: 4 } })).status).toBe(200);
-    await waitFor(() => api.get('/v1/users/me'), (r) => r.body.data.daily_invocations_used === 1, { what: 'the new day\'s first invocation' });
+    await waitFor(
+      () => api.get('/v1/users/me'),
+      (r) => r.body.data.daily_invocations_used === 1,
+      { what: "the new day's first invocation" },
+    );
   });
 
   it('records a quota error on $errors when a timer is due over quota', async () => {
@@ -77,22 +85,30 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     expect(emitted.body.data).toHaveLength(2);
   });
 
-  it('counts a paid account\'s invocations in its billing period without limiting them', async () => {
+  it("counts a paid account's invocations in its billing period without limiting them", async () => {
     const api = client(server.url, (await server.createUser({ plan: 'paid' })).apiKey);
     const source = await deploy(api, { component_code: BUSY });
     for (let n = 0; n < 4; n++) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
-    await waitFor(() => api.get('/v1/users/me'), (r) => r.body.data.billing_period_invocations === 4, { what: 'four counted invocations' });
+    await waitFor(
+      () => api.get('/v1/users/me'),
+      (r) => r.body.data.billing_period_invocations === 4,
+      { what: 'four counted invocations' },
+    );
   });
 });
 
 describe('compute-time quota', () => {
-  it('refuses ingress once the day\'s compute time is used up', async () => {
+  it("refuses ingress once the day's compute time is used up", async () => {
     const server = await startTestServer('sqlite', { freeDailyInvocations: 1000, freeDailyComputeMs: 50 });
     try {
       const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
       const source = (await api.post('/v1/sources', { component_code: BUSY })).body.data;
       const url = source.configured_props.http.endpoint_url;
-      const refused = await waitFor(() => request('POST', url, { body: {} }), (r) => r.status === 429, { what: 'the compute quota to apply' });
+      const refused = await waitFor(
+        () => request('POST', url, { body: {} }),
+        (r) => r.status === 429,
+        { what: 'the compute quota to apply' },
+      );
       expect(refused.body.error).toBe('daily compute time quota of 50 ms reached; it resets at 00:00 UTC');
       const me = await api.get('/v1/users/me');
       expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(50);

@@ -37,7 +37,10 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
 
   const db = () => server.running.services.store.db;
   const timerRow = (sourceId: string) => db().selectFrom('timers').selectAll().where('source_id', '=', sourceId).executeTakeFirst();
-  const events = async (id: string) => (await api.get(`/v1/sources/${id}/event_summaries?limit=100`)).body.data as Array<{ event: { timestamp: number; interval_seconds: number | null; cron: string | null } }>;
+  const events = async (id: string) =>
+    (await api.get(`/v1/sources/${id}/event_summaries?limit=100`)).body.data as Array<{
+      event: { timestamp: number; interval_seconds: number | null; cron: string | null };
+    }>;
 
   async function deploy(code: string, props: object = {}): Promise<string> {
     const res = await api.post('/v1/sources', { component_code: code, configured_props: props });
@@ -47,7 +50,11 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
 
   it('fires an interval timer once per due time with the spec event', async () => {
     const id = await deploy(timerSource({ intervalSeconds: 1 }));
-    const fired = await waitFor(() => events(id), (e) => e.length >= 3, { what: 'three ticks' });
+    const fired = await waitFor(
+      () => events(id),
+      (e) => e.length >= 3,
+      { what: 'three ticks' },
+    );
     const oldestFirst = [...fired].reverse();
     expect(oldestFirst[0]!.event).toEqual({ timestamp: expect.any(Number), interval_seconds: 1, cron: null });
     const stamps = oldestFirst.map((e) => e.event.timestamp);
@@ -57,7 +64,7 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     expect(await timerRow(id)).toBeUndefined();
   });
 
-  it('takes the schedule from configured_props over the default, and from an older component\'s prop', async () => {
+  it("takes the schedule from configured_props over the default, and from an older component's prop", async () => {
     const configured = await deploy(timerSource({ intervalSeconds: 3600 }), { timer: { intervalSeconds: 7200 } });
     expect(JSON.parse((await timerRow(configured))!.schedule)).toEqual({ intervalSeconds: 7200 });
     const legacy = await deploy(timerSource({ intervalSeconds: 1800 }, 0, true));
@@ -73,7 +80,11 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     await api.put(`/v1/sources/${id}`, { active: true, configured_props: { timer: { intervalSeconds: 1 } } });
     const after = (await timerRow(id))!;
     expect(Number(after.next_due_ms)).toBeLessThanOrEqual(Date.now() + 1000);
-    await waitFor(() => events(id), (e) => e.length >= 1, { what: 'a tick after the update' });
+    await waitFor(
+      () => events(id),
+      (e) => e.length >= 1,
+      { what: 'a tick after the update' },
+    );
   });
 
   it('schedules cron expressions in UTC or the given timezone', async () => {
@@ -113,7 +124,11 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     await offline.close();
     await server.restart();
     api = client(server.url, key);
-    await waitFor(() => events(id), (e) => e.length >= 1, { what: 'the catch-up run' });
+    await waitFor(
+      () => events(id),
+      (e) => e.length >= 1,
+      { what: 'the catch-up run' },
+    );
     const row = (await timerRow(id))!;
     expect(Number(row.next_due_ms)).toBeGreaterThan(Date.now() - 100);
     // The next due time keeps the schedule's phase.

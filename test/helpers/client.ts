@@ -35,8 +35,7 @@ export async function request<T = any>(method: string, url: string, options: Req
 
 /** A client bound to one server and key: `api.get('/v1/users/me')`. */
 export function client(baseUrl: string, key: string | null) {
-  const call = <T = any>(method: string, p: string, options: Omit<RequestOptions, 'key'> = {}) =>
-    request<T>(method, `${baseUrl}${p}`, { ...options, key });
+  const call = <T = any>(method: string, p: string, options: Omit<RequestOptions, 'key'> = {}) => request<T>(method, `${baseUrl}${p}`, { ...options, key });
   return {
     get: <T = any>(p: string, options?: Omit<RequestOptions, 'key'>) => call<T>('GET', p, options),
     post: <T = any>(p: string, body?: unknown, options?: Omit<RequestOptions, 'key'>) => call<T>('POST', p, { ...options, body }),

@@ -14,7 +14,10 @@ describe('ManualClock', () => {
     clock.advance(250);
     expect(fired).toEqual([['a', 1100]]);
     clock.set(2000);
-    expect(fired).toEqual([['a', 1100], ['b', 1300]]);
+    expect(fired).toEqual([
+      ['a', 1100],
+      ['b', 1300],
+    ]);
     expect(clock.now()).toBe(2000);
   });
 

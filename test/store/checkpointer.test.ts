@@ -22,7 +22,11 @@ describe('background checkpoints on sqlite', () => {
     // About 1 MB: a quarter of the 1,000-page log after which a commit would checkpoint by itself.
     await sql`create table checkpoint_probe (body text not null)`.execute(db);
     for (let i = 0; i < 200; i++) await sql`insert into checkpoint_probe (body) values (${'x'.repeat(5000)})`.execute(db);
-    const grown = await waitFor(async () => fs.statSync(file).size, (size) => size >= before + 1_000_000, { what: 'the database file to take in the log' });
+    const grown = await waitFor(
+      async () => fs.statSync(file).size,
+      (size) => size >= before + 1_000_000,
+      { what: 'the database file to take in the log' },
+    );
     expect(grown).toBeGreaterThanOrEqual(before + 1_000_000);
   });
 

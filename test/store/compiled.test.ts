@@ -38,7 +38,9 @@ describe.each(DIALECTS)('compiled statements on %s', (dialect) => {
       (db, name: string, limit: number) => db.selectFrom('users').select('id').where('username', '=', name).limit(limit),
       (name, limit) => [limit, name],
     );
-    await expect(wrongOrder(server.running.services.store.db, 'x', 1)).rejects.toThrow(/statement wrongOrder: values\(\) lists \[1,"x"\], the SQL binds \["x",1\]/);
+    await expect(wrongOrder(server.running.services.store.db, 'x', 1)).rejects.toThrow(
+      /statement wrongOrder: values\(\) lists \[1,"x"\], the SQL binds \["x",1\]/,
+    );
   });
 
   it('runs compiled SQL inside a transaction as part of it: reads see its writes, writes report their count, a rollback undoes them', async () => {

@@ -48,7 +48,9 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
 
     if (dialect === 'sqlite') {
       // One b-tree: no table besides the key, and no index.
-      const { rows: trees } = await sql<{ type: string; sql: string | null }>`select type, sql from sqlite_master where tbl_name = 'invocations'`.execute(store.db);
+      const { rows: trees } = await sql<{ type: string; sql: string | null }>`select type, sql from sqlite_master where tbl_name = 'invocations'`.execute(
+        store.db,
+      );
       expect(trees).toEqual([{ type: 'table', sql: expect.stringMatching(/primary key \("source_id", "id"\)\) without rowid$/i) }]);
     } else {
       const { rows: indexes } = await sql<{ indexdef: string }>`select indexdef from pg_indexes where tablename = 'invocations'`.execute(store.db);

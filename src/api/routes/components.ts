@@ -36,7 +36,15 @@ export function componentRoutes(services: { components: ComponentService }): Fas
 
     app.get(
       '/components/registry/:key',
-      { schema: { tags: ['components'], summary: 'A globally published component', params: Type.Object({ key: Type.String() }), querystring: Type.Object(fieldParams), response } },
+      {
+        schema: {
+          tags: ['components'],
+          summary: 'A globally published component',
+          params: Type.Object({ key: Type.String() }),
+          querystring: Type.Object(fieldParams),
+          response,
+        },
+      },
       async (request) => ({ data: toComponentView(await services.components.getRegistry(request.params.key)) }),
     );
 

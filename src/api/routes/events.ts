@@ -16,8 +16,8 @@ const summariesQuery = Type.Object({
 
 const STREAMS: Array<{ path: string; stream: StreamKind; summary: string }> = [
   { path: '/sources/:id/event_summaries', stream: 'emit', summary: 'Events the source emitted, newest first' },
-  { path: '/sources/:id/$logs/event_summaries', stream: '$logs', summary: 'Console output of the source\'s runs and hooks, newest first' },
-  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: 'Errors of the source\'s runs, newest first' },
+  { path: '/sources/:id/$logs/event_summaries', stream: '$logs', summary: "Console output of the source's runs and hooks, newest first" },
+  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: "Errors of the source's runs, newest first" },
 ];
 
 export function eventRoutes(services: { events: EventService }): FastifyPluginAsync {
@@ -29,7 +29,13 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
         path,
         { schema: { tags: ['events'], summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
         async (request) => {
-          const page = await services.events.list(request.account.id, request.params.id, stream, toPageRequest(request.query), request.query.expand === 'event');
+          const page = await services.events.list(
+            request.account.id,
+            request.params.id,
+            stream,
+            toPageRequest(request.query),
+            request.query.expand === 'event',
+          );
           return pageBody(page, (e) => e);
         },
       );

@@ -18,14 +18,20 @@ const sourceBody = {
   ...fieldParams,
 };
 
-
 export function sourceRoutes(services: { sources: SourceService; runs: RunService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
     app.get(
       '/users/me/sources',
-      { schema: { tags: ['sources'], summary: 'The account\'s sources, newest first', querystring: Type.Object(paginationQuery), response: { 200: pageOf(sourceSchema) } } },
+      {
+        schema: {
+          tags: ['sources'],
+          summary: "The account's sources, newest first",
+          querystring: Type.Object(paginationQuery),
+          response: { 200: pageOf(sourceSchema) },
+        },
+      },
       async (request) => pageBody(await services.sources.list(request.account.id, toPageRequest(request.query)), (s) => s),
     );
 
@@ -51,7 +57,14 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
 
     app.delete(
       '/sources/:id',
-      { schema: { tags: ['sources'], summary: 'Delete a source with its events, logs, db and subscriptions', params: sourceIdParams, querystring: Type.Object(fieldParams) } },
+      {
+        schema: {
+          tags: ['sources'],
+          summary: 'Delete a source with its events, logs, db and subscriptions',
+          params: sourceIdParams,
+          querystring: Type.Object(fieldParams),
+        },
+      },
       async (request, reply) => {
         await services.sources.delete(request.account.id, request.params.id);
         return reply.status(204).send();

@@ -10,13 +10,15 @@ import { sourceIdParams } from '../schemas.js';
 
 const schema = {
   tags: ['events'],
-  summary: 'Live stream of the source\'s events (Server-Sent Events)',
+  summary: "Live stream of the source's events (Server-Sent Events)",
   description:
     'Each event is `id: <event id>` and `data: <event summary JSON>`; a `:sse-handshake` comment is sent at connect and every 15 s. ' +
     '`Last-Event-ID` replays the retained events after it.',
   params: sourceIdParams,
   querystring: Type.Object({
-    event_name: Type.Optional(Type.String({ maxLength: 200, description: '$logs or $errors streams those; a channel name (or default) only that channel; absent: every emit' })),
+    event_name: Type.Optional(
+      Type.String({ maxLength: 200, description: '$logs or $errors streams those; a channel name (or default) only that channel; absent: every emit' }),
+    ),
   }),
   headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'replay retained events after this event id' })) }),
   response: { 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } } },

@@ -50,7 +50,7 @@ export function subscriptionRoutes(services: { subscriptions: SubscriptionServic
       {
         schema: {
           tags: ['subscriptions'],
-          summary: 'Deliver events of an emitter\'s stream to a listener (idempotent: the same triple returns the existing subscription)',
+          summary: "Deliver events of an emitter's stream to a listener (idempotent: the same triple returns the existing subscription)",
           querystring: subscriptionQuery,
           response: { 200: dataOf(subscriptionSchema) },
         },

@@ -63,7 +63,7 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
       {
         schema: {
           tags: ['webhooks'],
-          summary: 'The account\'s webhooks, newest first',
+          summary: "The account's webhooks, newest first",
           querystring: Type.Object(paginationQuery),
           response: { 200: pageOf(webhookSchema) },
         },
@@ -73,7 +73,15 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
 
     app.get(
       '/webhooks/:id',
-      { schema: { tags: ['webhooks'], summary: 'One webhook', params: webhookIdParams, querystring: Type.Object(fieldParams), response: { 200: dataOf(webhookSchema) } } },
+      {
+        schema: {
+          tags: ['webhooks'],
+          summary: 'One webhook',
+          params: webhookIdParams,
+          querystring: Type.Object(fieldParams),
+          response: { 200: dataOf(webhookSchema) },
+        },
+      },
       async (request) => ({ data: await services.webhooks.get(request.account.id, request.params.id) }),
     );
 

@@ -78,8 +78,7 @@ export class WebhookPoster {
         resolve(result);
       };
       const fail = (error: unknown) => settle({ statusCode: null, error: this.describe(error), retryAfterMs: undefined });
-      const answered = () =>
-        settle({ statusCode: response!.statusCode, error: null, retryAfterMs: retryAfterMs(response!.retryAfter, this.clock.now()) });
+      const answered = () => settle({ statusCode: response!.statusCode, error: null, retryAfterMs: retryAfterMs(response!.retryAfter, this.clock.now()) });
       // Ends the attempt now; the request is cut off at once, or as soon as it gets a connection.
       const cancel = (reason: Error) => {
         cancelled = reason;

@@ -169,7 +169,11 @@ export class WebhookSender implements DeliveryQueue {
         const claimed = await deliveries.claimDue(this.store.db, this.owner, this.clock.now(), this.options.leaseMs, free);
         this.saturated = claimed.length === free;
         if (this.stopped) {
-          await deliveries.releaseDeliveries(this.store.db, claimed.map((row) => row.id), this.owner);
+          await deliveries.releaseDeliveries(
+            this.store.db,
+            claimed.map((row) => row.id),
+            this.owner,
+          );
           return;
         }
         for (const row of claimed) this.launch(row);
