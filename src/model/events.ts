@@ -57,9 +57,10 @@ export interface EventSummary {
 /** A stored event as the summary is made from it (the events table's row). */
 export interface StoredEvent extends EventKey {
   emitter_id: string;
+  /** Channel name for emits (empty for the default stream); `$errors`/`$logs` for those streams. */
   name: string;
   emit_id: string;
-  /** The `id` given to `$emit`, as JSON, or null. */
+  /** The `id` given to `$emit`, as JSON (string or number), or null. */
   event_key: string | null;
   summary: string | null;
   ts: number | null;

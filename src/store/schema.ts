@@ -1,5 +1,5 @@
 // Row types of every table, shared by both dialects (JSON is stored as text, booleans as 0/1, times as integers).
-import type { StreamKind, TriggerKind } from '../model/events.js';
+import type { StoredEvent, StreamKind, TriggerKind } from '../model/events.js';
 
 export type { StreamKind, TriggerKind };
 
@@ -72,20 +72,9 @@ export interface EmitterStateTable {
   counts: string;
 }
 
-export interface EventsTable {
-  emitter_id: string;
+/** A stored event (see StoredEvent for its columns) and the stream it is on. */
+export interface EventsTable extends StoredEvent {
   stream: StreamKind;
-  ms: number;
-  seq: number;
-  /** Channel name for emits (empty for the default stream); `$errors`/`$logs` for those streams. */
-  name: string;
-  emit_id: string;
-  /** The `id` given to `$emit`, as JSON (string or number), or null. */
-  event_key: string | null;
-  summary: string | null;
-  ts: number | null;
-  event: string;
-  indexed_at_ms: number;
 }
 
 /** The durable invocation queue: a trigger is a row before it is acknowledged; rows go when their run commits. */
