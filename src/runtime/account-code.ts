@@ -3,13 +3,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { LRUCache } from 'lru-cache';
 
 export class AccountCode {
   /** The inode each link was last seen pointing at and when, so that the usual call costs no system call. */
-  private readonly linked = new Map<string, { ino: number; checkedMs: number }>();
+  private readonly linked = new LRUCache<string, { ino: number; checkedMs: number }>({ max: 100_000 });
   /** Each account's folder, so that the usual call hashes nothing. */
-  private readonly dirs = new Map<string, string>();
-  private static readonly MAX_REMEMBERED = 100_000;
+  private readonly dirs = new LRUCache<string, string>({ max: 100_000 });
   /** How long a link is trusted before the bundle is looked at again. */
   private static readonly RECHECK_MS = 1000;
 
@@ -20,7 +20,6 @@ export class AccountCode {
     let dir = this.dirs.get(accountId);
     if (dir === undefined) {
       dir = path.join(this.root, createHash('sha256').update(accountId).digest('hex').slice(0, 32));
-      if (this.dirs.size >= AccountCode.MAX_REMEMBERED) this.dirs.clear();
       this.dirs.set(accountId, dir);
     }
     return dir;
@@ -53,7 +52,6 @@ export class AccountCode {
       await fs.link(artifactPath, temp).catch(() => fs.copyFile(artifactPath, temp));
       await fs.rename(temp, target);
     }
-    if (this.linked.size >= AccountCode.MAX_REMEMBERED) this.linked.clear();
     this.linked.set(target, { ino, checkedMs: nowMs });
     return target;
   }

@@ -42,15 +42,10 @@ export class Npm {
   private run(args: string[], cwd: string): Promise<string> {
     this.logger.debug({ npm: args, cwd }, 'running npm');
     return new Promise((resolve, reject) => {
-      execFile(
-        'npm',
-        args,
-        { cwd, env: this.env(), timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true },
-        (error, stdout, stderr) => {
-          if (error) reject(new NpmError(errorSummary(String(stderr)) || error.message));
-          else resolve(String(stdout));
-        },
-      );
+      execFile('npm', args, { cwd, env: this.env(), timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
+        if (error) reject(new NpmError(errorSummary(String(stderr)) || error.message));
+        else resolve(String(stdout));
+      });
     });
   }
 
@@ -65,9 +60,6 @@ export class Npm {
 
   /** Installs `spec` with its dependencies into `dir`, which must hold a package.json. */
   async install(spec: string, dir: string): Promise<void> {
-    await this.run(
-      ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev', '--loglevel=error', '--', spec],
-      dir,
-    );
+    await this.run(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev', '--loglevel=error', '--', spec], dir);
   }
 }

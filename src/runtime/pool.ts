@@ -173,24 +173,26 @@ export class WorkerPool {
     const slot: Slot = { accountId: waiter.accountId, allowed, state: 'busy', idleSince: Date.now() };
     this.slots.add(slot);
     const allowRead = [...this.shared, ...allowed];
-    const started = this.options.start(waiter.accountId, allowRead, () => this.onExit(slot)).then(
-      (worker) => {
-        slot.worker = worker;
-        if (this.closed || !this.slots.has(slot)) {
-          worker.kill('closed', 'the component runtime has been closed');
-          waiter.reject(new RuntimeClosedError());
-        } else {
-          waiter.resolve(slot);
-        }
-        return worker;
-      },
-      (error: unknown) => {
-        this.slots.delete(slot);
-        waiter.reject(this.closed ? new RuntimeClosedError() : error);
-        this.drain();
-        return undefined;
-      },
-    );
+    const started = this.options
+      .start(waiter.accountId, allowRead, () => this.onExit(slot))
+      .then(
+        (worker) => {
+          slot.worker = worker;
+          if (this.closed || !this.slots.has(slot)) {
+            worker.kill('closed', 'the component runtime has been closed');
+            waiter.reject(new RuntimeClosedError());
+          } else {
+            waiter.resolve(slot);
+          }
+          return worker;
+        },
+        (error: unknown) => {
+          this.slots.delete(slot);
+          waiter.reject(this.closed ? new RuntimeClosedError() : error);
+          this.drain();
+          return undefined;
+        },
+      );
     this.starting.add(started);
     void started.finally(() => this.starting.delete(started));
   }

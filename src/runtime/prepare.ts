@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
+import { LRUCache } from 'lru-cache';
 import { locatePlatform } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import { parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
@@ -71,12 +72,15 @@ async function packageFile(build: esbuild.PluginBuild, packages: PackageCache, p
   }
 }
 
-/** Prepared components kept in memory: callers prepare the same code before every batch of runs. */
-const MAX_REMEMBERED = 1000;
-
 export class Preparer {
-  private readonly inFlight = new Map<string, Promise<PreparedComponent>>();
-  private readonly remembered = new Map<string, PreparedComponent>();
+  /**
+   * Prepared components kept in memory by code hash: callers prepare the same code before every batch of runs.
+   * The cache's fetch also joins concurrent preparations of one code, and forgets one that failed.
+   */
+  private readonly remembered = new LRUCache<string, PreparedComponent, string>({
+    max: 1000,
+    fetchMethod: async (codeHash, _stale, { context: code }) => Object.freeze(await this.prepareHash(code, codeHash)),
+  });
 
   constructor(
     private readonly codeDir: string,
@@ -88,18 +92,8 @@ export class Preparer {
     const codeHash = createHash('sha256').update(code).digest('hex');
     const known = this.remembered.get(codeHash);
     if (known) return Promise.resolve(known);
-    let pending = this.inFlight.get(codeHash);
-    if (!pending) {
-      pending = this.prepareHash(code, codeHash)
-        .then((prepared) => {
-          if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
-          this.remembered.set(codeHash, Object.freeze(prepared));
-          return prepared;
-        })
-        .finally(() => this.inFlight.delete(codeHash));
-      this.inFlight.set(codeHash, pending);
-    }
-    return pending;
+    // fetchMethod never resolves to undefined, which is the only other thing fetch can give.
+    return this.remembered.fetch(codeHash, { context: code }) as Promise<PreparedComponent>;
   }
 
   private async prepareHash(code: string, codeHash: string): Promise<PreparedComponent> {

@@ -1,47 +1,79 @@
 // The contract between the service and the component runtime: what goes into a worker and what comes back.
-// Everything here is plain JSON-serialisable data except Buffers in HTTP responses.
+// Everything here is plain JSON-serialisable data except Buffers in HTTP responses. What a worker sends back is
+// declared once, as TypeBox schemas: protocol.ts checks messages against them and the types are their `Static<>`.
+import { type Static, type TObject, type TProperties, Type } from 'typebox';
+
+/** Plain JSON data only: what reaches the store and the network must not be a Map, a Date or a typed array in disguise. */
+export function isJsonValue(value: unknown, depth = 0): boolean {
+  if (depth > 256) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((item) => isJsonValue(item, depth + 1));
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const key in value) {
+    if (!isJsonValue((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/**
+ * An object of exactly these fields. A well-behaved worker never sends another one, so one that does is refused
+ * rather than trusted; dropping it instead would cost a second, uncompiled walk over every outcome.
+ */
+export function ExactObject<Properties extends TProperties>(properties: Properties): TObject<Properties> {
+  return Type.Object(properties, { additionalProperties: false });
+}
+
+/** Any JSON value, checked to be plain data (the protocol checks what a worker sends against these schemas). */
+export const JsonData = Type.Refine(
+  Type.Unknown(),
+  (value) => isJsonValue(value),
+  () => 'is not plain JSON data',
+);
 
 /** One entry of a component's `configurable_props`, as the API returns it (declaration order). */
-export interface PropDescriptor {
-  name: string;
-  /** `app`, `boolean`, `integer`, `string`, `object` (optionally with `[]`), `$.interface.http`, `$.interface.timer`, `$.service.db`. */
-  type: string;
-  label?: string;
-  description?: string;
-  default?: unknown;
-  optional?: boolean;
-  secret?: boolean;
-  min?: number;
-  max?: number;
-  /** Static options only: strings or `{ label, value }`. */
-  options?: Array<string | number | boolean | { label: string; value: unknown }>;
-  /** True when `options` is an async method (not callable through the API yet). */
-  remoteOptions?: boolean;
-  /** The app name slug, for `type: "app"`. */
-  app?: string;
-  /** `$.interface.http` setting. */
-  customResponse?: boolean;
-  /** `$.interface.timer` schedule written directly on an older component's prop. */
-  intervalSeconds?: number;
-  cron?: string;
-  timezone?: string;
-  /** Set when the prop came from an app's propDefinitions: `[appPropName, definitionName]`. */
-  propDefinition?: [string, string];
-}
+export const PropDescriptorSchema = ExactObject({
+  name: Type.String(),
+  // `app`, `boolean`, `integer`, `string`, `object` (optionally with `[]`), `$.interface.http`, `$.interface.timer`, `$.service.db`.
+  type: Type.String(),
+  label: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  default: Type.Optional(JsonData),
+  optional: Type.Optional(Type.Boolean()),
+  secret: Type.Optional(Type.Boolean()),
+  min: Type.Optional(Type.Number()),
+  max: Type.Optional(Type.Number()),
+  // Static options only: strings or `{ label, value }`.
+  options: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), ExactObject({ label: Type.String(), value: JsonData })]))),
+  // True when `options` is an async method.
+  remoteOptions: Type.Optional(Type.Boolean()),
+  // The app name slug, for `type: "app"`.
+  app: Type.Optional(Type.String()),
+  // `$.interface.http` setting.
+  customResponse: Type.Optional(Type.Boolean()),
+  // `$.interface.timer` schedule written directly on an older component's prop.
+  intervalSeconds: Type.Optional(Type.Number()),
+  cron: Type.Optional(Type.String()),
+  timezone: Type.Optional(Type.String()),
+  // Set when the prop came from an app's propDefinitions: `[appPropName, definitionName]`.
+  propDefinition: Type.Optional(Type.Tuple([Type.String(), Type.String()])),
+});
+export type PropDescriptor = Static<typeof PropDescriptorSchema>;
 
 /** What loading a component in a worker taught us. */
-export interface ComponentInfo {
-  name: string;
-  version: string;
-  key?: string;
-  /** `action` or undefined (a source). */
-  type?: string;
-  description?: string;
-  dedupe?: 'unique' | 'greatest' | 'last';
-  props: PropDescriptor[];
-  hooks: { deploy: boolean; activate: boolean; deactivate: boolean };
-  hasRun: boolean;
-}
+export const ComponentInfoSchema = ExactObject({
+  name: Type.String(),
+  version: Type.String(),
+  key: Type.Optional(Type.String()),
+  // `action` or absent (a source).
+  type: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  dedupe: Type.Optional(Type.Union([Type.Literal('unique'), Type.Literal('greatest'), Type.Literal('last')])),
+  props: Type.Array(PropDescriptorSchema),
+  hooks: ExactObject({ deploy: Type.Boolean(), activate: Type.Boolean(), deactivate: Type.Boolean() }),
+  hasRun: Type.Boolean(),
+});
+export type ComponentInfo = Static<typeof ComponentInfoSchema>;
 
 /** A component whose code has been checked, its imports installed, and a loadable file written. */
 export interface PreparedComponent {
@@ -104,32 +136,43 @@ export interface InvocationRequest {
   timeoutMs: number;
 }
 
-export interface EmittedEvent {
-  event: unknown;
-  id?: string | number;
-  name?: string;
-  summary?: string;
-  ts?: number;
-}
+export const EmittedEventSchema = ExactObject({
+  event: JsonData,
+  id: Type.Optional(Type.Union([Type.String(), Type.Number()])),
+  name: Type.Optional(Type.String()),
+  summary: Type.Optional(Type.String()),
+  ts: Type.Optional(Type.Integer()),
+});
+export type EmittedEvent = Static<typeof EmittedEventSchema>;
 
-export interface LogLine {
-  k: 'log' | 'info' | 'warn' | 'error' | 'debug';
-  ts: number;
-  msg: string;
-}
+export const LogLineSchema = ExactObject({
+  k: Type.Union([Type.Literal('log'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error'), Type.Literal('debug')]),
+  ts: Type.Number(),
+  msg: Type.String(),
+});
+export type LogLine = Static<typeof LogLineSchema>;
 
-export interface InvocationError {
-  name: string;
-  message: string;
-  stack: string;
-  code?: string;
-}
+export const InvocationErrorSchema = ExactObject({
+  name: Type.String(),
+  message: Type.String(),
+  stack: Type.String(),
+  code: Type.Optional(Type.String()),
+});
+export type InvocationError = Static<typeof InvocationErrorSchema>;
 
-export interface HttpResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string | Buffer | null;
-}
+/** A response body crosses the process boundary as a string, bytes (a Buffer arrives as a Uint8Array) or null. */
+const ResponseBody = Type.Refine(
+  Type.Unsafe<string | Buffer | null>({}),
+  (body) => body === null || typeof body === 'string' || body instanceof Uint8Array,
+  () => 'is not a string, a Buffer or null',
+);
+
+export const HttpResponseSchema = ExactObject({
+  status: Type.Integer({ minimum: 100, maximum: 599 }),
+  headers: Type.Record(Type.String(), Type.String()),
+  body: ResponseBody,
+});
+export type HttpResponse = Static<typeof HttpResponseSchema>;
 
 /** The outcome of one event (or one hook call). A failed event (`error` set) emitted nothing and wrote nothing. */
 export interface InvocationOutcome {

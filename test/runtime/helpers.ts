@@ -2,13 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  ComponentRuntime,
-  type InvocationRequest,
-  type InvocationResult,
-  type PreparedComponent,
-  type RuntimeOptions,
-} from '../../src/runtime/index.js';
+import { ComponentRuntime, type InvocationRequest, type InvocationResult, type PreparedComponent, type RuntimeOptions } from '../../src/runtime/index.js';
 
 export interface LogRecord {
   level: 'info' | 'warn' | 'error' | 'debug';
@@ -49,11 +43,7 @@ export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' |
 }
 
 /** A request with empty props, auths and db; `overrides` fill in the rest. */
-export function request(
-  accountId: string,
-  component: PreparedComponent,
-  overrides: Partial<InvocationRequest> = {},
-): InvocationRequest {
+export function request(accountId: string, component: PreparedComponent, overrides: Partial<InvocationRequest> = {}): InvocationRequest {
   return {
     accountId,
     sourceId: 'dc_test',

@@ -66,12 +66,9 @@ describe('run and $emit', () => {
   });
 
   it('fails only the event that throws; the others keep their emits', async () => {
-    const result = await runCode(
-      t.runtime,
-      ACCOUNT,
-      source('if (event.fail) throw new RangeError("bad event"); this.$emit(event);'),
-      { events: [{ n: 1 }, { fail: true }, { n: 3 }] },
-    );
+    const result = await runCode(t.runtime, ACCOUNT, source('if (event.fail) throw new RangeError("bad event"); this.$emit(event);'), {
+      events: [{ n: 1 }, { fail: true }, { n: 3 }],
+    });
     const [first, second, third] = result.outcomes;
     expect(first!.emits).toEqual([{ event: { n: 1 } }]);
     expect(second!.emits).toEqual([]);
@@ -114,11 +111,7 @@ describe('$.service.db', () => {
       db: { count: 10 },
       events: [{ n: 1 }, { n: 2, fail: true }, { n: 3 }],
     });
-    expect(result.outcomes.map((o) => o.emits.map((e) => e.event))).toEqual([
-      [{ before: 10, missing: true }],
-      [],
-      [{ before: 11, missing: true }],
-    ]);
+    expect(result.outcomes.map((o) => o.emits.map((e) => e.event))).toEqual([[{ before: 10, missing: true }], [], [{ before: 11, missing: true }]]);
     expect(result.outcomes[1]!.error?.message).toBe('failed after writing');
     expect(result.dbWrites).toEqual({ count: 12, last: { n: 3 } });
   });
@@ -259,9 +252,7 @@ describe('respond()', () => {
     expect(responded).toEqual([[expected, 0]]);
     expect(result.outcomes[0]!.response).toEqual(expected);
     expect(result.outcomes[0]!.emits).toEqual([{ event: 'done' }]);
-    expect(result.outcomes[0]!.logs).toEqual([
-      expect.objectContaining({ k: 'warn', msg: expect.stringContaining('more than once') }),
-    ]);
+    expect(result.outcomes[0]!.logs).toEqual([expect.objectContaining({ k: 'warn', msg: expect.stringContaining('more than once') })]);
   });
 
   it('sends the response before the run ends', async () => {
@@ -337,7 +328,7 @@ describe('hooks and logs', () => {
     const result = await t.runtime.invoke(request(ACCOUNT, prepared, { method: 'deploy', events: undefined }));
     expect(result.outcomes).toHaveLength(1);
     expect(result.outcomes[0]!.emits).toEqual([{ event: { from: 'deploy' } }]);
-    expect(result.outcomes[0]!.logs).toEqual([{ k: 'log', ts: expect.any(Number), msg: "deploying now { n: 1 }" }]);
+    expect(result.outcomes[0]!.logs).toEqual([{ k: 'log', ts: expect.any(Number), msg: 'deploying now { n: 1 }' }]);
     expect(result.dbWrites).toEqual({ deployed: true });
   });
 
@@ -361,11 +352,15 @@ describe('hooks and logs', () => {
   it('fails every event with the reason when the component no longer loads', async () => {
     const prepared = await t.runtime.prepare('throw new Error("gone bad");');
     const result = await t.runtime.invoke(request(ACCOUNT, prepared, { events: [1, 2] }));
-    expect(result.outcomes.map((o) => o.error)).toEqual([1, 2].map(() => expect.objectContaining({
-      name: 'ComponentLoadError',
-      code: 'load_failed',
-      message: expect.stringContaining('gone bad'),
-    })));
+    expect(result.outcomes.map((o) => o.error)).toEqual(
+      [1, 2].map(() =>
+        expect.objectContaining({
+          name: 'ComponentLoadError',
+          code: 'load_failed',
+          message: expect.stringContaining('gone bad'),
+        }),
+      ),
+    );
   });
 
   it('returns no outcomes for a run without events', async () => {

@@ -38,9 +38,7 @@ async function hostile(body: string, overrides: Parameters<typeof request>[2] = 
 beforeAll(async () => {
   process.env[MARKER] = 'must-not-leak';
   t = createRuntime({ poolSize: 3, workerMemoryMb: 64 });
-  bystander = await t.runtime.prepare(
-    source('globalThis.calls = (globalThis.calls ?? 0) + 1; this.$emit({ pid: process.pid, calls: globalThis.calls });'),
-  );
+  bystander = await t.runtime.prepare(source('globalThis.calls = (globalThis.calls ?? 0) + 1; this.$emit({ pid: process.pid, calls: globalThis.calls });'));
 });
 
 afterAll(async () => {
@@ -50,12 +48,14 @@ afterAll(async () => {
 
 describe('runaway code', () => {
   it('times out an endless loop alone: the events before and after it run', async () => {
-    const result = await contained(() => runCode(
-      t.runtime,
-      HOSTILE,
-      source('if (event.n === 2) for (;;) {} this.db.set("n" + event.n, true); this.$emit(event);', 'props: { db: "$.service.db" },'),
-      { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 2_000 },
-    ));
+    const result = await contained(() =>
+      runCode(
+        t.runtime,
+        HOSTILE,
+        source('if (event.n === 2) for (;;) {} this.db.set("n" + event.n, true); this.$emit(event);', 'props: { db: "$.service.db" },'),
+        { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 2_000 },
+      ),
+    );
     const [before, looping, after] = result.outcomes;
     expect(before!.emits).toEqual([{ event: { n: 1 } }]);
     expect(before!.error).toBeUndefined();
@@ -69,12 +69,17 @@ describe('runaway code', () => {
   });
 
   it('fails only the event that killed its worker: the others run, seeing the db writes of those before them', async () => {
-    const result = await contained(() => runCode(
-      t.runtime,
-      HOSTILE,
-      source('if (event.n === 2) process.exit(4); const sawN1 = this.db.get("n1") ?? false; this.db.set("n" + event.n, true); this.$emit({ n: event.n, sawN1 });', 'props: { db: "$.service.db" },'),
-      { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 5_000 },
-    ));
+    const result = await contained(() =>
+      runCode(
+        t.runtime,
+        HOSTILE,
+        source(
+          'if (event.n === 2) process.exit(4); const sawN1 = this.db.get("n1") ?? false; this.db.set("n" + event.n, true); this.$emit({ n: event.n, sawN1 });',
+          'props: { db: "$.service.db" },',
+        ),
+        { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 5_000 },
+      ),
+    );
     const [before, exiting, after] = result.outcomes;
     expect(before).toMatchObject({ emits: [{ event: { n: 1, sawN1: false } }] });
     expect(before!.error).toBeUndefined();
@@ -94,15 +99,17 @@ describe('runaway code', () => {
   });
 
   it('does not give a run more time for calling respond()', async () => {
-    const result = await contained(() => runCode(
-      t.runtime,
-      HOSTILE,
-      source(
-        'await new Promise((r) => setTimeout(r, 700)); this.http.respond({ status: 200, body: "early" }); await new Promise((r) => setTimeout(r, 700)); this.$emit("late");',
-        'props: { http: { type: "$.interface.http", customResponse: true } },',
+    const result = await contained(() =>
+      runCode(
+        t.runtime,
+        HOSTILE,
+        source(
+          'await new Promise((r) => setTimeout(r, 700)); this.http.respond({ status: 200, body: "early" }); await new Promise((r) => setTimeout(r, 700)); this.$emit("late");',
+          'props: { http: { type: "$.interface.http", customResponse: true } },',
+        ),
+        { events: [{ n: 1 }], timeoutMs: 1_000, customResponse: true },
       ),
-      { events: [{ n: 1 }], timeoutMs: 1_000, customResponse: true },
-    ));
+    );
     expect(result.outcomes[0]).toMatchObject({ emits: [], error: { name: 'TimeoutError' }, response: { status: 200, body: 'early' } });
   });
 

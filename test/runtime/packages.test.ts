@@ -69,7 +69,9 @@ describe('npm packages', () => {
       logger: { info: log, warn: log, error: log, debug: log },
     });
     try {
-      const prepared = await restarted.prepare('const isOdd = require("is-odd@3.0.1/index.js"); module.exports = { name: "x", version: "1", run() { this.$emit(isOdd(1)); } };');
+      const prepared = await restarted.prepare(
+        'const isOdd = require("is-odd@3.0.1/index.js"); module.exports = { name: "x", version: "1", run() { this.$emit(isOdd(1)); } };',
+      );
       expect(logs).not.toContain('running npm');
       const result = await restarted.invoke(request('acct_pkg', prepared));
       expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
@@ -90,7 +92,9 @@ describe('npm packages', () => {
   });
 
   it('fails the save with package_install_failed, naming the package', async () => {
-    const missing = await t.runtime.prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };').catch((e: unknown) => e);
+    const missing = await t.runtime
+      .prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };')
+      .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(ComponentLoadError);
     expect(missing).toMatchObject({ code: 'package_install_failed', details: { import: 'tributary-no-such-package-a1b2c3' } });
     expect((missing as Error).message).toContain('"tributary-no-such-package-a1b2c3"');

@@ -1,4 +1,5 @@
-// The server's checks on worker messages: what a well-behaved worker sends passes, anything else is a ProtocolError.
+// The server's checks on worker messages: what a well-behaved worker sends passes, anything else (an unknown field
+// included) is a ProtocolError.
 import { describe, expect, it } from 'vitest';
 import { parseFromWorker, ProtocolError } from '../../src/runtime/protocol.js';
 
@@ -19,16 +20,30 @@ const outcome = (patch: Record<string, unknown> = {}, message: Record<string, un
 });
 
 describe('parseFromWorker', () => {
-  it('accepts well-formed messages and drops fields the protocol does not know', () => {
-    const parsed = parseFromWorker({ ...outcome(), extra: 'dropped' });
-    expect(parsed).toEqual(outcome());
-    expect(parseFromWorker({ t: 'ready', pid: 1 })).toEqual({ t: 'ready' });
+  it('accepts well-formed messages', () => {
+    expect(parseFromWorker(outcome())).toEqual(outcome());
+    expect(parseFromWorker({ t: 'ready' })).toEqual({ t: 'ready' });
     expect(parseFromWorker({ t: 'respond', id: 2, index: 0, response: { status: 200, headers: { a: 'b' }, body: Buffer.from('x') } })).toEqual({
       t: 'respond',
       id: 2,
       index: 0,
       response: { status: 200, headers: { a: 'b' }, body: Buffer.from('x') },
     });
+  });
+
+  it('gives back a Buffer for bytes that arrive as a plain Uint8Array, and clamps a negative duration to 0', () => {
+    const respond = parseFromWorker({ t: 'respond', id: 2, index: 0, response: { status: 200, headers: {}, body: new Uint8Array([120]) } });
+    expect(respond.t === 'respond' && Buffer.isBuffer(respond.response.body)).toBe(true);
+    const parsed = parseFromWorker(outcome({ outcome: { emits: [], logs: [], durationMs: -2 } }));
+    expect(parsed.t === 'outcomes' && parsed.results[0]?.outcome.durationMs).toBe(0);
+  });
+
+  it('names the field that breaks the protocol', () => {
+    expect(() => parseFromWorker(outcome({ outcome: { emits: [{ event: new Map() }], logs: [], durationMs: 0 } }))).toThrow(
+      'malformed worker message: results[0].outcome.emits[0].event is not plain JSON data',
+    );
+    expect(() => parseFromWorker(outcome({}, { done: 1 }))).toThrow('malformed worker message: done must be boolean');
+    expect(() => parseFromWorker('hello')).toThrow(ProtocolError);
   });
 
   it('takes an outcomes message as its JSON text, as workers send it', () => {
@@ -52,6 +67,23 @@ describe('parseFromWorker', () => {
     ['db writes that are not JSON', outcome({ dbWrites: { k: new Set() } })],
     ['a status out of range', { t: 'respond', id: 1, index: 0, response: { status: 700, headers: {}, body: null } }],
     ['a load failure code that does not exist', { t: 'load_failed', id: 1, code: 'oops', message: 'x' }],
+    ['a field the protocol does not know', { t: 'ready', pid: 1 }],
+    ['an unknown field on the message', { ...outcome(), extra: 'x' }],
+    ['an unknown field on an emitted event', outcome({ outcome: { emits: [{ event: 1, forged: true }], logs: [], durationMs: 0 } })],
+    [
+      'an unknown field on a prop',
+      {
+        t: 'loaded',
+        id: 1,
+        info: {
+          name: 'x',
+          version: '1',
+          props: [{ name: 'a', type: 'string', x: 1 }],
+          hooks: { deploy: false, activate: false, deactivate: false },
+          hasRun: true,
+        },
+      },
+    ],
     ['info without hooks', { t: 'loaded', id: 1, info: { name: 'x', version: '1', props: [], hasRun: true } }],
   ])('refuses %s', (_, message) => {
     expect(() => parseFromWorker(message)).toThrow(ProtocolError);

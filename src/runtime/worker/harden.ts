@@ -35,8 +35,7 @@ export function harden(): WorkerChannel {
   // process group); it may still signal itself. `process.kill` looks `_kill` up on each call.
   const ownPids = new Set([0, process.pid]);
   const rawKill = proc._kill as (pid: number, signal: number) => number;
-  proc._kill = (pid: number, signal: number) =>
-    ownPids.has(Number(pid)) ? rawKill.call(process, process.pid, signal) : -os.constants.errno.EPERM;
+  proc._kill = (pid: number, signal: number) => (ownPids.has(Number(pid)) ? rawKill.call(process, process.pid, signal) : -os.constants.errno.EPERM);
   const rawSetPriority = os.setPriority;
   os.setPriority = ((pidOrPriority: number, priority?: number) => {
     const [pid, value] = priority === undefined ? [0, pidOrPriority] : [pidOrPriority, priority];

@@ -62,7 +62,7 @@ function toInvocationError(error: unknown): InvocationError {
   }
   let message: string;
   try {
-    message = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+    message = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
   } catch {
     message = String(error);
   }
@@ -159,9 +159,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     let error: unknown;
     let failed = false;
     try {
-      const self = buildThis(loaded, request, scope, committed, (response) =>
-        send({ t: 'respond', id: request.id, index, response }),
-      );
+      const self = buildThis(loaded, request, scope, committed, (response) => send({ t: 'respond', id: request.id, index, response }));
       await call(scope, callFor(loaded, request, self, inputs[index]));
     } catch (thrown) {
       failed = true;

@@ -33,9 +33,7 @@ let queue: Promise<void> = Promise.resolve();
 
 process.on('message', (message: ToWorker) => {
   // The server sends one request at a time; chaining keeps the order even if it did not.
-  queue = queue
-    .then(() => (message.t === 'load' ? load(message) : invoke(message, send)))
-    .catch(die);
+  queue = queue.then(() => (message.t === 'load' ? load(message) : invoke(message, send))).catch(die);
 });
 
 send({ t: 'ready' });
