@@ -259,7 +259,7 @@ async function publishRegistry(components: ComponentService, logger: Logger): Pr
         .sort()
     : [];
   for (const file of files) {
-    const row = await components.publish(fs.readFileSync(path.join(dir, file), 'utf8'), `registry/${file}`);
+    const row = await components.publishToRegistry(fs.readFileSync(path.join(dir, file), 'utf8'), `registry/${file}`);
     logger.debug({ key: row.key, version: row.version }, 'registry component published');
   }
 }

@@ -14,8 +14,8 @@ export const paginationQuery = {
 export const pageInfoSchema = Type.Object({
   total_count: Type.Integer(),
   count: Type.Integer(),
-  start_cursor: Type.Union([Type.String(), Type.Null()]),
-  end_cursor: Type.Union([Type.String(), Type.Null()]),
+  start_cursor: Type.String({ description: 'Cursor of the first item; on an empty page, the position the page stands at' }),
+  end_cursor: Type.String({ description: 'Cursor of the last item; on an empty page, the position the page stands at' }),
 });
 
 export function dataOf<T extends TSchema>(schema: T) {

@@ -2,7 +2,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 
-const FIELD_LIST = '^[A-Za-z0-9_$]+(,[A-Za-z0-9_$]+)*$';
+// Spaces around the commas are allowed (`include=id, email`): clients build these lists by hand.
+const FIELD_LIST = '^\\s*[A-Za-z0-9_$]+\\s*(,\\s*[A-Za-z0-9_$]+\\s*)*$';
 
 /** Schema properties every endpoint accepts, in its query (GET) or body (POST). */
 export const fieldParams = {
@@ -18,7 +19,7 @@ interface FieldSelection {
 function selectionOf(request: FastifyRequest): FieldSelection | undefined {
   const read = (source: unknown, name: 'include' | 'exclude'): string[] | undefined => {
     const value = source && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined;
-    return typeof value === 'string' && value !== '' ? value.split(',') : undefined;
+    return typeof value === 'string' && value.trim() !== '' ? value.split(',').map((field) => field.trim()) : undefined;
   };
   const include = read(request.body, 'include') ?? read(request.query, 'include');
   const exclude = read(request.body, 'exclude') ?? read(request.query, 'exclude');

@@ -67,6 +67,8 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
       typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId(),
     requestIdHeader: false,
     return503OnClosing: true,
+    // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
+    routerOptions: { ignoreTrailingSlash: true },
     ajv: { customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,5 +1,6 @@
 // What the engine needs to run a source (its row, component, account), cached between batches.
 import { LRUCache } from 'lru-cache';
+import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Store } from '../store/database.js';
 import { loadSource, type SourceRow } from '../store/sources.js';
 import { componentInfo, loadComponent, type ComponentRow } from '../store/components.js';
@@ -25,7 +26,7 @@ export class SourceCache {
     private readonly store: Store,
     ttlMs = 1000,
   ) {
-    this.entries = new LRUCache({ max: 50_000, ...(Number.isFinite(ttlMs) ? { ttl: ttlMs } : {}) });
+    this.entries = new LRUCache({ ...countedUpTo(50_000), ...(Number.isFinite(ttlMs) ? { ttl: ttlMs } : {}) });
   }
 
   async get(sourceId: string): Promise<RunnableSource | undefined> {

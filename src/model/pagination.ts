@@ -12,8 +12,22 @@ export interface PageRequest {
 export interface Page<T> {
   items: T[];
   totalCount: number;
-  startCursor: string | null;
-  endCursor: string | null;
+  startCursor: string;
+  endCursor: string;
+}
+
+/**
+ * The position of the list's newest end. An empty page has no item to name, but the specification's cursors are
+ * strings, so it gives the position it stands at: the cursor it was asked from, else this one. `after` it is the
+ * first page; `before` it nothing. It cannot be taken for a real cursor: it decodes to no valid key.
+ */
+export const HEAD_CURSOR = 'head';
+
+/** What to query for a page request: `empty` when the request asks for what lies before the newest end. */
+export function resolveHead(page: PageRequest): PageRequest | 'empty' {
+  if (page.before === HEAD_CURSOR) return 'empty';
+  if (page.after === HEAD_CURSOR) return { limit: page.limit };
+  return page;
 }
 
 export function encodeCursor(key: string): string {
@@ -27,12 +41,11 @@ export function decodeCursor(cursor: string, isValidKey: (key: string) => boolea
   return key;
 }
 
-/** Builds a page from rows already in list order, given how to read each row's sort key. */
-export function toPage<T>(items: T[], totalCount: number, keyOf: (item: T) => string): Page<T> {
-  return {
-    items,
-    totalCount,
-    startCursor: items.length ? encodeCursor(keyOf(items[0]!)) : null,
-    endCursor: items.length ? encodeCursor(keyOf(items[items.length - 1]!)) : null,
-  };
+/** Builds a page from rows already in list order, given how to read each row's sort key and what was asked. */
+export function toPage<T>(items: T[], totalCount: number, keyOf: (item: T) => string, asked: PageRequest): Page<T> {
+  if (items.length === 0) {
+    const position = asked.after ?? asked.before ?? HEAD_CURSOR;
+    return { items, totalCount, startCursor: position, endCursor: position };
+  }
+  return { items, totalCount, startCursor: encodeCursor(keyOf(items[0]!)), endCursor: encodeCursor(keyOf(items[items.length - 1]!)) };
 }

@@ -75,12 +75,16 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
 
 /** The schedule of a timer prop: the configured value, else the prop's default, else fields written on the prop. */
 export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerSchedule | undefined {
+  // Also takes the shape the API returns (`{ cron: null, interval_seconds }`), so that a GET's value can be sent
+  // back: null means "not set", and beside a cron the echoed interval is derived, not configured.
   const pick = (source: unknown): TimerSchedule | undefined => {
     if (!isPlainObject(source)) return undefined;
     const schedule: TimerSchedule = {};
-    if (source.intervalSeconds !== undefined) schedule.intervalSeconds = source.intervalSeconds as number;
-    if (source.cron !== undefined) schedule.cron = source.cron as string;
-    if (source.timezone !== undefined) schedule.timezone = source.timezone as string;
+    const cron = source.cron ?? undefined;
+    const interval = source.intervalSeconds ?? source.interval_seconds ?? undefined;
+    if (cron !== undefined) schedule.cron = cron as string;
+    else if (interval !== undefined) schedule.intervalSeconds = interval as number;
+    if (source.timezone !== undefined && source.timezone !== null) schedule.timezone = source.timezone as string;
     return schedule.intervalSeconds !== undefined || schedule.cron !== undefined ? schedule : undefined;
   };
   return pick(configured) ?? pick(prop.default) ?? pick(prop);

@@ -6,10 +6,12 @@ import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 
 export class AccountCode {
+  // Bounded by a count in maxSize, not by max, which would allocate its arrays for 100,000 entries up front
+  // (as lib/cache-bounds.ts explains; the runtime imports nothing outside itself).
   /** The inode each link was last seen pointing at and when, so that the usual call costs no system call. */
-  private readonly linked = new LRUCache<string, { ino: number; checkedMs: number }>({ max: 100_000 });
+  private readonly linked = new LRUCache<string, { ino: number; checkedMs: number }>({ maxSize: 100_000, sizeCalculation: () => 1 });
   /** Each account's folder, so that the usual call hashes nothing. */
-  private readonly dirs = new LRUCache<string, string>({ max: 100_000 });
+  private readonly dirs = new LRUCache<string, string>({ maxSize: 100_000, sizeCalculation: () => 1 });
   /** How long a link is trusted before the bundle is looked at again. */
   private static readonly RECHECK_MS = 1000;
 

@@ -1,8 +1,10 @@
 // Saved components: checking and loading code in the sandbox, storing it, and finding it by id or key.
 import type { Logger } from 'pino';
+import semver from 'semver';
 import type { Store } from '../store/database.js';
 import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as components from '../store/components.js';
+import { authoringProblem } from '../model/component-rules.js';
 import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
@@ -87,6 +89,8 @@ export class ComponentService {
     try {
       const prepared = await this.runtime.prepare(code);
       const info = await this.runtime.inspect(ownerId, prepared);
+      const problem = authoringProblem(info);
+      if (problem) throw new ServiceError('component_invalid', problem, [{ reason: 'authoring_contract' }]);
       return { prepared, info };
     } catch (error) {
       if (error instanceof ComponentLoadError) {
@@ -132,14 +136,52 @@ export class ComponentService {
     return row;
   }
 
-  async getRegistry(key: string): Promise<components.ComponentRow> {
-    const row = await components.findLatestByKey(this.store.db, null, key);
+  /**
+   * GET /components/registry/{key} and deploys by key: the highest version the account published under the key,
+   * else the global registry's component.
+   */
+  async getRegistry(accountId: string, key: string): Promise<components.ComponentRow> {
+    const published = await components.publishedVersions(this.store.db, accountId, key);
+    const latest = published.sort((a, b) => semver.rcompare(a.version, b.version))[0];
+    const row = latest ? await components.loadComponent(this.store.db, latest.component_id) : await components.findLatestByKey(this.store.db, null, key);
     if (!row) throw notFound(`registry component "${key}"`);
     return row;
   }
 
-  /** Publishes a registry component unless this key and version are already published; returns its row. */
-  async publish(code: string, origin: string): Promise<components.ComponentRow> {
+  /**
+   * Publishes a saved component of the account under its key. Its version must be semantic and greater than every
+   * version published before under that key; a published version never changes.
+   */
+  async publishInAccount(accountId: string, componentId: string): Promise<components.ComponentRow> {
+    const row = await components.findComponentById(this.store.db, accountId, componentId);
+    if (!row || row.user_id !== accountId) throw notFound(`component "${componentId}"`);
+    const unpublishable = (message: string) => new ServiceError('component_invalid', message, [{ reason: 'not_publishable' }]);
+    if (!row.key || !REGISTRY_KEY.test(row.key)) {
+      throw unpublishable(`component "${componentId}" needs a key that looks like app_name_slug-slugified-component-name to be published`);
+    }
+    if (semver.valid(row.version) !== row.version) throw unpublishable(`version "${row.version}" is not a semantic version (for example 1.2.0)`);
+    const published = await components.publishedVersions(this.store.db, accountId, row.key);
+    const highest = published.map((p) => p.version).sort(semver.rcompare)[0];
+    const refuse = () =>
+      new ServiceError(
+        'conflict',
+        `version ${row.version} of "${row.key}" is not greater than the published ${highest ?? row.version}; published versions never change`,
+      );
+    if (highest && !semver.gt(row.version, highest)) throw refuse();
+    const inserted = await components.insertPublished(this.store.db, {
+      user_id: accountId,
+      key: row.key,
+      version: row.version,
+      component_id: row.id,
+      published_at: nowSeconds(),
+    });
+    // Lost a race with another publish of the same version.
+    if (!inserted) throw refuse();
+    return row;
+  }
+
+  /** Publishes a component to the global registry unless this key and version are already there; returns its row. */
+  async publishToRegistry(code: string, origin: string): Promise<components.ComponentRow> {
     const { prepared, info } = await this.load(REGISTRY_OWNER, code);
     if (!info.key || !REGISTRY_KEY.test(info.key)) {
       throw invalid(`${origin}: registry key "${info.key ?? ''}" must look like app_name_slug-slugified-component-name`);

@@ -1,6 +1,7 @@
 // HTTP endpoints of sources: which source an endpoint id names, the event a request becomes, and its queuing.
 import querystring from 'node:querystring';
 import { LRUCache } from 'lru-cache';
+import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Store } from '../store/database.js';
 import { findSourceByEndpoint } from '../store/sources.js';
 import { loadComponent } from '../store/components.js';
@@ -33,7 +34,7 @@ const TTL_MS = 5_000;
 /** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
 export class EndpointDirectory {
   // Boxed: the cache holds no null, and "no such endpoint" is worth remembering too.
-  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({ max: 100_000, ttl: TTL_MS });
+  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({ ...countedUpTo(100_000), ttl: TTL_MS });
 
   constructor(private readonly store: Store) {}
 

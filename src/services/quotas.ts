@@ -1,5 +1,6 @@
 // Free-plan daily quotas: whether an account may start another invocation right now.
 import { LRUCache } from 'lru-cache';
+import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { findUserByIdOrUsername } from '../store/users.js';
@@ -13,7 +14,7 @@ import type { PlanQuotas } from './users.js';
 const CACHE_MS = 500;
 
 export class QuotaService {
-  private readonly cache = new LRUCache<string, { at: number; verdict: QuotaVerdict }>({ max: 100_000 });
+  private readonly cache = new LRUCache<string, { at: number; verdict: QuotaVerdict }>({ ...countedUpTo(100_000) });
 
   constructor(
     private readonly store: Store,

@@ -155,7 +155,7 @@ export class SourceService {
     if (request.component_code !== undefined || request.component_url !== undefined) {
       return this.components.save(accountId, { code: request.component_code, url: request.component_url });
     }
-    if (request.key !== undefined) return this.components.getRegistry(request.key);
+    if (request.key !== undefined) return this.components.getRegistry(accountId, request.key);
     return undefined;
   }
 
@@ -217,21 +217,31 @@ export class SourceService {
     return this.toView(row, info, true);
   }
 
-  /** PUT: omitted code fields keep the component, omitted configured_props keep the stored ones; `active` defaults to true. */
-  async update(accountId: string, sourceId: string, request: SourceRequest): Promise<SourceView> {
+  /**
+   * PUT (`replace`), as the specification has it: one of the code fields is required, `name` defaults to the
+   * component's name slug and `active` to true. PATCH (`patch`, an extension): every omitted field keeps its
+   * value. In both, omitted `configured_props` keep the stored ones.
+   */
+  async update(accountId: string, sourceId: string, request: SourceRequest, mode: 'replace' | 'patch'): Promise<SourceView> {
     const current = await this.get(accountId, sourceId);
-    const component = (await this.resolveComponent(accountId, request)) ?? current.component;
+    const named = await this.resolveComponent(accountId, request);
+    if (!named && mode === 'replace') {
+      throw invalid('one of component_id, component_code or component_url is required (PATCH /v1/sources/{id} changes only the fields it is given)');
+    }
+    const component = named ?? current.component;
     const info = this.deployable(component);
     const previous = JSON.parse(current.source.configured_props) as Record<string, unknown>;
     const given = request.configured_props ?? this.reusableProps(info, previous);
     const stored = validateProps(info.props, given, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
-    const active = request.active ?? true;
     const wasActive = current.source.active === 1;
+    const active = request.active ?? (mode === 'replace' ? true : wasActive);
+    const name = request.name ?? (mode === 'replace' ? slugify(info.name) : current.source.name);
+    if (name.trim() === '') throw invalid('name must be a non-empty string');
     const next: sources.SourceRow = {
       ...current.source,
       component_id: component.id,
-      name: request.name ?? current.source.name,
-      name_slug: request.name !== undefined ? await this.uniqueSlug(accountId, request.name, current.source.name_slug) : current.source.name_slug,
+      name,
+      name_slug: name === current.source.name ? current.source.name_slug : await this.uniqueSlug(accountId, name, current.source.name_slug),
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
       endpoint_id: hasHttp(info) ? (current.source.endpoint_id ?? newEndpointId()) : null,

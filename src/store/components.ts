@@ -1,16 +1,24 @@
-// Queries on the components table (saved components and the global registry, whose user_id is null).
+// Queries on the components table (saved components and the global registry, whose user_id is null) and on the
+// versions accounts published.
 import type { ComponentInfo } from '../runtime/types.js';
 import type { Kysely, Selectable } from 'kysely';
-import type { ComponentsTable, Database } from './schema.js';
+import type { ComponentsTable, Database, PublishedComponentsTable } from './schema.js';
 
 export type ComponentRow = Selectable<ComponentsTable>;
+export type PublishedComponentRow = Selectable<PublishedComponentsTable>;
 
 export async function insertComponent(db: Kysely<Database>, row: ComponentRow): Promise<void> {
   await db.insertInto('components').values(row).execute();
 }
 
+/** A component of the account, or a published registry component (public: any account may read and deploy it). */
 export function findComponentById(db: Kysely<Database>, userId: string, id: string): Promise<ComponentRow | undefined> {
-  return db.selectFrom('components').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return db
+    .selectFrom('components')
+    .selectAll()
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('user_id', '=', userId), eb('user_id', 'is', null)]))
+    .executeTakeFirst();
 }
 
 /** Any component by id regardless of owner; for the engine, which already holds an owned reference. */
@@ -32,4 +40,19 @@ export function findRegistryVersion(db: Kysely<Database>, key: string, version: 
 /** What loading the component in the sandbox learned of it (props, hooks, dedupe), stored with its row. */
 export function componentInfo(row: ComponentRow): ComponentInfo {
   return (JSON.parse(row.metadata) as { info: ComponentInfo }).info;
+}
+
+/** Records a published version; false when the account already published this version of the key. */
+export async function insertPublished(db: Kysely<Database>, row: PublishedComponentRow): Promise<boolean> {
+  const result = await db
+    .insertInto('published_components')
+    .values(row)
+    .onConflict((oc) => oc.columns(['user_id', 'key', 'version']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+/** Every version of a key the account published, with the component each one names. */
+export function publishedVersions(db: Kysely<Database>, userId: string, key: string): Promise<Array<{ version: string; component_id: string }>> {
+  return db.selectFrom('published_components').select(['version', 'component_id']).where('user_id', '=', userId).where('key', '=', key).execute();
 }

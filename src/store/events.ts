@@ -1,6 +1,6 @@
 // Queries on events and emitter state: append with ids, keep the last N per stream, page newest first.
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
-import { decodeCursor, toPage, type Page, type PageRequest } from '../model/pagination.js';
+import { decodeCursor, type Page, type PageRequest, resolveHead, toPage } from '../model/pagination.js';
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
 import type { Database, EmitterStateTable, EventsTable, StreamKind } from './schema.js';
@@ -145,8 +145,10 @@ export async function countStream(db: Db, emitterId: string, stream: StreamKind)
 }
 
 /** The retained events of one stream, newest first; `emit` covers the default stream and every named channel. */
-export async function listEvents(db: Kysely<Database>, emitterId: string, stream: StreamKind, page: PageRequest, retention: number): Promise<Page<EventRow>> {
+export async function listEvents(db: Kysely<Database>, emitterId: string, stream: StreamKind, asked: PageRequest, retention: number): Promise<Page<EventRow>> {
   const view = await retainedView(db, emitterId, stream, retention);
+  const page = resolveHead(asked);
+  if (page === 'empty') return toPage<EventRow>([], view.count, eventIdOf, asked);
   let base = db.selectFrom('events').selectAll().where('emitter_id', '=', emitterId).where('stream', '=', stream);
   if (view.hiddenThrough) base = base.where((eb) => eventKey(eb, '>', view.hiddenThrough!));
   const keyOf = (cursor: string) => parseEventId(decodeCursor(cursor, (key) => parseEventId(key) !== undefined))!;
@@ -168,7 +170,7 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
     }
     rows = await query.orderBy('ms', 'desc').orderBy('seq', 'desc').limit(page.limit).execute();
   }
-  return toPage(rows, view.count, eventIdOf);
+  return toPage(rows, view.count, eventIdOf, asked);
 }
 
 /** Retained events of the default stream and channels after `afterId` (oldest first), for SSE replay. */

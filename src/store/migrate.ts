@@ -6,6 +6,7 @@ import { migration002 } from './migrations/002-sources.js';
 import { migration003 } from './migrations/003-timers.js';
 import { migration004 } from './migrations/004-delivery.js';
 import { migration005 } from './migrations/005-queue-key.js';
+import { migration006 } from './migrations/006-published-components.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '003-timers': migration003,
   '004-delivery': migration004,
   '005-queue-key': migration005,
+  '006-published-components': migration006,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -1,6 +1,6 @@
 // Runs a keyset-paginated query over a table whose `id` column sorts by creation (newest first in lists).
 import type { SelectQueryBuilder } from 'kysely';
-import { decodeCursor, toPage, type Page, type PageRequest } from '../model/pagination.js';
+import { decodeCursor, type Page, type PageRequest, resolveHead, toPage } from '../model/pagination.js';
 import { isId, type IdPrefix } from '../model/ids.js';
 
 /**
@@ -11,8 +11,10 @@ export async function paginateById<DB, TB extends keyof DB, Row extends { id: st
   base: SelectQueryBuilder<DB, TB, Row>,
   count: () => Promise<number>,
   prefix: IdPrefix,
-  page: PageRequest,
+  asked: PageRequest,
 ): Promise<Page<Row>> {
+  const page = resolveHead(asked);
+  if (page === 'empty') return toPage<Row>([], await count(), (row) => row.id, asked);
   const valid = (key: string) => isId(key, prefix);
   // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot prove `id` exists on an arbitrary table; Row guarantees it.
   const idColumn = 'id' as any;
@@ -26,5 +28,5 @@ export async function paginateById<DB, TB extends keyof DB, Row extends { id: st
   } else {
     rows = await base.orderBy(idColumn, 'desc').limit(page.limit).execute();
   }
-  return toPage(rows, await count(), (row) => row.id);
+  return toPage(rows, await count(), (row) => row.id, asked);
 }

@@ -103,6 +103,15 @@ export interface TimersTable {
   next_due_ms: number;
 }
 
+/** One version of a component an account published under its key; never updated (the key is the primary key). */
+export interface PublishedComponentsTable {
+  user_id: string;
+  key: string;
+  version: string;
+  component_id: string;
+  published_at: number;
+}
+
 export interface Database {
   subscriptions: SubscriptionsTable;
   auto_subscriptions: AutoSubscriptionsTable;
@@ -117,6 +126,7 @@ export interface Database {
   usage: UsageTable;
   users: UsersTable;
   components: ComponentsTable;
+  published_components: PublishedComponentsTable;
 }
 
 /** Routes events of an emitter (an id, or the glob `dc_*` / `p_*`) on one stream to a listener. */

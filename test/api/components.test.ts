@@ -115,10 +115,78 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     expect((await api.get('/v1/components/registry/nope-nothing')).status).toBe(404);
   });
 
+  it("publishes a saved component in the account's registry: semantic, increasing, immutable versions", async () => {
+    const owner = client(server.url, (await server.createUser()).apiKey);
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const save = async (version: string, key = 'acme-pinger') =>
+      (await owner.post('/v1/components', { component_code: `module.exports = { key: "${key}", name: "Pinger", version: "${version}", run() {} };` })).body
+        .data;
+    const v1 = await save('1.0.0');
+    const published = await owner.post(`/v1/components/${v1.id}/publish`, {});
+    expect(published.status).toBe(200);
+    expect(published.body.data).toEqual(v1);
+    expect((await owner.get('/v1/components/registry/acme-pinger')).body.data.id).toBe(v1.id);
+    expect((await other.get('/v1/components/registry/acme-pinger')).status).toBe(404);
+    expect((await other.post(`/v1/components/${v1.id}/publish`, {})).status).toBe(404);
+
+    const again = await owner.post(`/v1/components/${v1.id}/publish`, {});
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({
+      error: 'version 1.0.0 of "acme-pinger" is not greater than the published 1.0.0; published versions never change',
+      code: 'conflict',
+    });
+    const older = await owner.post(`/v1/components/${(await save('0.9.0')).id}/publish`, {});
+    expect(older.status).toBe(409);
+    const notSemver = await owner.post(`/v1/components/${(await save('1.2')).id}/publish`, {});
+    expect(notSemver.status).toBe(422);
+    expect(notSemver.body.error).toBe('version "1.2" is not a semantic version (for example 1.2.0)');
+    const noKey = (await owner.post('/v1/components', { component_code: 'module.exports = { name: "k", version: "1.0.0", run() {} };' })).body.data;
+    expect((await owner.post(`/v1/components/${noKey.id}/publish`, {})).body.details).toEqual([{ reason: 'not_publishable' }]);
+
+    const v11 = await save('1.1.0');
+    expect((await owner.post(`/v1/components/${v11.id}/publish`, {})).status).toBe(200);
+    expect((await owner.get('/v1/components/registry/acme-pinger')).body.data.version).toBe('1.1.0');
+    const deployed = await owner.post('/v1/sources', { key: 'acme-pinger' });
+    expect(deployed.body.data.component_id).toBe(v11.id);
+
+    // An account's published key comes before the global registry's, for that account only.
+    const shadow = await save('9.0.0', 'http-new-requests');
+    expect((await owner.post(`/v1/components/${shadow.id}/publish`, {})).status).toBe(200);
+    expect((await owner.get('/v1/components/registry/http-new-requests')).body.data.id).toBe(shadow.id);
+    expect((await other.get('/v1/components/registry/http-new-requests')).body.data.id).not.toBe(shadow.id);
+  });
+
   it('answers 400 when neither code nor URL is given', async () => {
     const res = await api.post('/v1/components', {});
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'component_code or component_url is required', code: 'invalid_request' });
+  });
+
+  it.each([
+    ['an action without run', 'module.exports = { name: "a", version: "1.0.0", type: "action" };', 'action "a" has no run method; an action needs one'],
+    [
+      'an action with hooks',
+      'module.exports = { name: "a", version: "1.0.0", type: "action", hooks: { async deploy() {} }, async run() {} };',
+      'action "a" declares hooks (deploy); hooks are for sources',
+    ],
+    [
+      'an action with dedupe',
+      'module.exports = { name: "a", version: "1.0.0", type: "action", dedupe: "unique", async run() {} };',
+      'action "a" declares dedupe; dedupe is for sources',
+    ],
+  ])('refuses %s with 422 and saves nothing', async (_, code, message) => {
+    const before = (await server.running.services.store.db.selectFrom('components').select('id').execute()).length;
+    const res = await api.post('/v1/components', { component_code: code });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: message, code: 'component_invalid', details: [{ reason: 'authoring_contract' }] });
+    expect((await server.running.services.store.db.selectFrom('components').select('id').execute()).length).toBe(before);
+  });
+
+  it('saves a source without run (it emits its triggering event) and an action with run', async () => {
+    expect((await api.post('/v1/components', { component_code: 'module.exports = { name: "s", version: "1.0.0" };' })).status).toBe(200);
+    expect((await api.post('/v1/components', { component_code: 'module.exports = { name: "a", version: "1.0.0", type: "action", run() {} };' })).status).toBe(
+      200,
+    );
   });
 
   const failures: Array<[string, string, string, RegExp]> = [

@@ -103,6 +103,48 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(docs.text).toContain('<html');
   });
 
+  it('answers every documented path with and without a trailing slash', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    expect((await api.get('/v1/users/me/sources/')).status).toBe(200);
+    expect((await api.get('/v1/users/me/')).status).toBe(200);
+    const created = await api.post('/v1/sources/', {
+      component_code: 'module.exports = { name: "slash", version: "1.0.0", props: { http: "$.interface.http" } };',
+    });
+    expect(created.status).toBe(200);
+    const url = created.body.data.configured_props.http.endpoint_url as string;
+    expect((await request('POST', `${url}/`, { body: { a: 1 } })).status).toBe(200);
+    expect((await api.get(`/v1/sources/${created.body.data.id}/event_summaries/`)).status).toBe(200);
+  });
+
+  it('gives string cursors on an empty page, which page on as cursors do', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const empty = await api.get('/v1/users/me/sources');
+    expect(empty.body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: 'head', end_cursor: 'head' }, data: [] });
+    const id = (await api.post('/v1/sources', { component_code: 'module.exports = { name: "c", version: "1.0.0" };' })).body.data.id;
+    // After the head is the whole list; before it, nothing.
+    expect((await api.get('/v1/users/me/sources?after=head')).body.data.map((s: { id: string }) => s.id)).toEqual([id]);
+    const before = await api.get('/v1/users/me/sources?before=head');
+    expect(before.body).toEqual({ page_info: { total_count: 1, count: 0, start_cursor: 'head', end_cursor: 'head' }, data: [] });
+    // An empty page past the end stands at the cursor it was asked from.
+    const first = await api.get('/v1/users/me/sources');
+    const past = await api.get(`/v1/users/me/sources?after=${first.body.page_info.end_cursor}`);
+    expect(past.body.page_info).toEqual({
+      total_count: 1,
+      count: 0,
+      start_cursor: first.body.page_info.end_cursor,
+      end_cursor: first.body.page_info.end_cursor,
+    });
+    expect((await api.get(`/v1/users/me/sources?before=${past.body.page_info.start_cursor}`)).body.data).toEqual([]);
+    const events = await api.get(`/v1/sources/${id}/event_summaries`);
+    expect(events.body.page_info).toEqual({ total_count: 0, count: 0, start_cursor: 'head', end_cursor: 'head' });
+  });
+
+  it('trims spaces around the commas of include and exclude', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    expect(Object.keys((await api.get('/v1/users/me?include=id, email')).body.data).sort()).toEqual(['email', 'id']);
+    expect((await api.get('/v1/users/me?exclude= id , email')).body.data).not.toHaveProperty('id');
+  });
+
   it('limits requests per key with 429 and Retry-After', async () => {
     const other = (await server.createUser()).apiKey;
     const api = client(server.url, other);

@@ -126,7 +126,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
       expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v1:/);
     }
     // Sending the placeholder back keeps the secret; a cron timer echoes its expression.
-    const updated = await api.put(`/v1/sources/${res.body.data.id}`, {
+    const updated = await api.patch(`/v1/sources/${res.body.data.id}`, {
       configured_props: { token: '********', count: 4, color: 'red', timer: { cron: '*/5 * * * *' } },
     });
     expect(updated.status).toBe(200);
@@ -148,7 +148,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(created.status).toBe(200);
     const id = created.body.data.id;
     expect(await recordedCalls(id)).toEqual(['deploy:v1', 'activate:v1']);
-    const updated = await api.put(`/v1/sources/${id}`, { configured_props: { label: 'v2' } });
+    const updated = await api.patch(`/v1/sources/${id}`, { configured_props: { label: 'v2' } });
     expect(updated.status).toBe(200);
     expect(updated.body.data.id).toBe(id);
     expect(await recordedCalls(id)).toEqual(['deploy:v1', 'activate:v1', 'deactivate:v1', 'activate:v2']);
@@ -161,18 +161,70 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     ]);
   });
 
+  it('PUT follows the specification: a code field is required, name defaults to the name slug, active to true', async () => {
+    const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, name: 'custom name' });
+    const { id, component_id: componentId } = created.body.data;
+    expect((await api.patch(`/v1/sources/${id}`, { active: false })).body.data.active).toBe(false);
+    for (const body of [{}, { active: false }, { name: 'x', configured_props: {} }]) {
+      const refused = await api.put(`/v1/sources/${id}`, body);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({
+        error: 'one of component_id, component_code or component_url is required (PATCH /v1/sources/{id} changes only the fields it is given)',
+        code: 'invalid_request',
+      });
+    }
+    const replaced = await api.put(`/v1/sources/${id}`, { component_id: componentId });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.data).toMatchObject({ id, name: 'hook-recorder', name_slug: expect.stringMatching(/^hook-recorder(-\d+)?$/), active: true });
+    // PATCH keeps what it is not given: the name, and the source's active state.
+    const patched = await api.patch(`/v1/sources/${id}`, { configured_props: { label: 'v3' } });
+    expect(patched.body.data).toMatchObject({ name: 'hook-recorder', active: true, configured_props: { label: 'v3' } });
+  });
+
+  it('takes back what it returns: a GET body sent to PUT changes nothing', async () => {
+    const created = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      name: 'round trip',
+      configured_props: { token: 'sk-round-trip', count: 3, color: 'red' },
+    });
+    expect(created.status).toBe(200);
+    const listed = async () => (await api.get('/v1/users/me/sources?limit=100')).body.data.find((s: { id: string }) => s.id === created.body.data.id);
+    const before = await listed();
+    expect(before.configured_props.timer).toEqual({ cron: null, interval_seconds: 60 });
+    const { component_id, name, configured_props, active } = before;
+    const res = await api.put(`/v1/sources/${before.id}`, { component_id, name, configured_props, active });
+    expect(res.status).toBe(200);
+    const after = await listed();
+    expect({ ...after, updated_at: before.updated_at }).toEqual(before);
+  });
+
+  it('gives a registry-deployed source a component_id usable wherever a component id is taken', async () => {
+    const created = await api.post('/v1/sources', { key: 'schedule-custom-interval', configured_props: { timer: { intervalSeconds: 60 } } });
+    expect(created.status).toBe(200);
+    const { id, component_id: componentId } = created.body.data;
+    const component = await api.get(`/v1/components/${componentId}`);
+    expect(component.status).toBe(200);
+    expect(component.body.data.id).toBe(componentId);
+    const again = await api.post('/v1/sources', { component_id: componentId, configured_props: { timer: { intervalSeconds: 120 } } });
+    expect(again.status).toBe(200);
+    expect(again.body.data.component_id).toBe(componentId);
+    const replaced = await api.put(`/v1/sources/${id}`, { component_id: componentId, configured_props: { timer: { intervalSeconds: 90 } } });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.data.configured_props.timer).toEqual({ cron: null, interval_seconds: 90 });
+  });
+
   it('active false runs deactivate and active true runs activate', async () => {
     const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE })).body.data.id;
-    const off = await api.put(`/v1/sources/${id}`, { active: false });
+    const off = await api.patch(`/v1/sources/${id}`, { active: false });
     expect(off.body.data.active).toBe(false);
-    const offAgain = await api.put(`/v1/sources/${id}`, { active: false });
+    const offAgain = await api.patch(`/v1/sources/${id}`, { active: false });
     expect(offAgain.body.data.active).toBe(false);
-    const on = await api.put(`/v1/sources/${id}`, { active: true });
+    const on = await api.patch(`/v1/sources/${id}`, { active: true });
     expect(on.body.data.active).toBe(true);
     expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none', 'deactivate:none', 'activate:none']);
     const run = await api.post(`/v1/sources/${id}/run`, {});
     expect(run.status).toBe(202);
-    await api.put(`/v1/sources/${id}`, { active: false });
+    await api.patch(`/v1/sources/${id}`, { active: false });
     const refused = await api.post(`/v1/sources/${id}/run`, {});
     expect(refused.status).toBe(409);
   });
@@ -185,7 +237,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
 
     const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, name: 'stable' });
     const id = created.body.data.id;
-    const res = await api.put(`/v1/sources/${id}`, { configured_props: { failIn: 'activate', label: 'broken' }, name: 'renamed' });
+    const res = await api.patch(`/v1/sources/${id}`, { configured_props: { failIn: 'activate', label: 'broken' }, name: 'renamed' });
     expect(res.status).toBe(422);
     expect(res.body.error).toContain('activate() hook failed');
     const list = await api.get('/v1/users/me/sources?limit=100');
@@ -208,7 +260,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     const id = (await api.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
     const stranger = client(server.url, (await server.createUser()).apiKey);
     for (const res of [
-      await stranger.put(`/v1/sources/${id}`, { active: false }),
+      await stranger.patch(`/v1/sources/${id}`, { active: false }),
       await stranger.delete(`/v1/sources/${id}`),
       await stranger.post(`/v1/sources/${id}/run`, {}),
       await stranger.get(`/v1/sources/${id}/event_summaries`),

@@ -33,7 +33,7 @@ describe('logs', () => {
     const created = await api.post('/v1/sources', { component_code: code, configured_props: { token: SECRET } });
     expect(created.status).toBe(200);
     await api.post(`/v1/sources/${created.body.data.id}/run`, { hello: 'world' });
-    await api.put(`/v1/sources/${created.body.data.id}`, { configured_props: { token: 42 } });
+    await api.patch(`/v1/sources/${created.body.data.id}`, { configured_props: { token: 42 } });
     await request('GET', `${url}/v1/users/me`, { key: `${key}x` });
     await waitFor(
       () => api.get(`/v1/sources/${created.body.data.id}/$errors/event_summaries`),

@@ -168,7 +168,7 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect(received.event).toEqual(emitted);
     expect(received.metadata.emitter_id).toBe(listener);
     // An inactive listener gets nothing; the emitter's events still commit.
-    expect((await a.api.put(`/v1/sources/${listener}`, { active: false })).status).toBe(200);
+    expect((await a.api.patch(`/v1/sources/${listener}`, { active: false })).status).toBe(200);
     await a.runAndWait(emitter, emitsOf([{ event: { n: 2 } }]));
     await a.eventsOf(emitter, 2);
     expect(await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', listener).execute()).toEqual([]);

@@ -103,9 +103,9 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     const tooBig = await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024 + 1), contentType: 'text/plain' } });
     expect(tooBig.status).toBe(413);
     expect((await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024), contentType: 'text/plain' } })).status).toBe(200);
-    await api.put(`/v1/sources/${id}`, { active: false });
+    await api.patch(`/v1/sources/${id}`, { active: false });
     expect((await request('POST', url, { body: {} })).status).toBe(404);
-    await api.put(`/v1/sources/${id}`, { active: true });
+    await api.patch(`/v1/sources/${id}`, { active: true });
     expect((await request('POST', url, { body: {} })).status).toBe(200);
   });
 

@@ -75,9 +75,9 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     const id = await deploy(timerSource({ intervalSeconds: 3600 }));
     const before = (await timerRow(id))!;
     expect(Number(before.next_due_ms)).toBeGreaterThan(Date.now() + 3500_000);
-    await api.put(`/v1/sources/${id}`, { active: false });
+    await api.patch(`/v1/sources/${id}`, { active: false });
     expect(await timerRow(id)).toBeUndefined();
-    await api.put(`/v1/sources/${id}`, { active: true, configured_props: { timer: { intervalSeconds: 1 } } });
+    await api.patch(`/v1/sources/${id}`, { active: true, configured_props: { timer: { intervalSeconds: 1 } } });
     const after = (await timerRow(id))!;
     expect(Number(after.next_due_ms)).toBeLessThanOrEqual(Date.now() + 1000);
     await waitFor(

@@ -40,6 +40,7 @@ export function client(baseUrl: string, key: string | null) {
     get: <T = any>(p: string, options?: Omit<RequestOptions, 'key'>) => call<T>('GET', p, options),
     post: <T = any>(p: string, body?: unknown, options?: Omit<RequestOptions, 'key'>) => call<T>('POST', p, { ...options, body }),
     put: <T = any>(p: string, body?: unknown, options?: Omit<RequestOptions, 'key'>) => call<T>('PUT', p, { ...options, body }),
+    patch: <T = any>(p: string, body?: unknown, options?: Omit<RequestOptions, 'key'>) => call<T>('PATCH', p, { ...options, body }),
     delete: <T = any>(p: string, options?: Omit<RequestOptions, 'key'>) => call<T>('DELETE', p, options),
   };
 }

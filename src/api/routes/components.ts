@@ -39,13 +39,13 @@ export function componentRoutes(services: { components: ComponentService }): Fas
       {
         schema: {
           tags: ['components'],
-          summary: 'A globally published component',
+          summary: "The highest version the account published under this key, else the global registry's component",
           params: Type.Object({ key: Type.String() }),
           querystring: Type.Object(fieldParams),
           response,
         },
       },
-      async (request) => ({ data: toComponentView(await services.components.getRegistry(request.params.key)) }),
+      async (request) => ({ data: toComponentView(await services.components.getRegistry(request.account.id, request.params.key)) }),
     );
 
     app.get(
@@ -60,6 +60,20 @@ export function componentRoutes(services: { components: ComponentService }): Fas
         },
       },
       async (request) => ({ data: toComponentView(await services.components.get(request.account.id, request.params.keyOrId)) }),
+    );
+
+    app.post(
+      '/components/:id/publish',
+      {
+        schema: {
+          tags: ['components', 'extensions'],
+          summary: "Publish a saved component under its key in the account's registry (semantic version, greater than the last)",
+          params: Type.Object({ id: Type.String() }),
+          body: Type.Optional(Type.Object(fieldParams)),
+          response,
+        },
+      },
+      async (request) => ({ data: toComponentView(await services.components.publishInAccount(request.account.id, request.params.id)) }),
     );
   };
 }

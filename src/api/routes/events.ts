@@ -14,20 +14,26 @@ const summariesQuery = Type.Object({
   expand: Type.Optional(Type.Literal('event', { description: 'event: return full event data (otherwise data over 1 KB is truncated)' })),
 });
 
-const STREAMS: Array<{ path: string; stream: StreamKind; summary: string }> = [
-  { path: '/sources/:id/event_summaries', stream: 'emit', summary: 'Events the source emitted, newest first' },
-  { path: '/sources/:id/$logs/event_summaries', stream: '$logs', summary: "Console output of the source's runs and hooks, newest first" },
-  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: "Errors of the source's runs, newest first" },
+// The specification documents the first; the $logs and $errors streams of a source are extensions.
+const STREAMS: Array<{ path: string; stream: StreamKind; summary: string; tags: string[] }> = [
+  { path: '/sources/:id/event_summaries', stream: 'emit', summary: 'Events the source emitted, newest first', tags: ['events'] },
+  {
+    path: '/sources/:id/$logs/event_summaries',
+    stream: '$logs',
+    summary: "Console output of the source's runs and hooks, newest first",
+    tags: ['events', 'extensions'],
+  },
+  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: "Errors of the source's runs, newest first", tags: ['events', 'extensions'] },
 ];
 
 export function eventRoutes(services: { events: EventService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
-    for (const { path, stream, summary } of STREAMS) {
+    for (const { path, stream, summary, tags } of STREAMS) {
       app.get(
         path,
-        { schema: { tags: ['events'], summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
+        { schema: { tags, summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
         async (request) => {
           const page = await services.events.list(
             request.account.id,

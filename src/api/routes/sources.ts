@@ -41,18 +41,33 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       async (request) => ({ data: await services.sources.create(request.account.id, request.body) }),
     );
 
+    const updateBody = Type.Object({ ...sourceBody, active: Type.Optional(Type.Boolean({ description: 'false disables the source' })) });
     app.put(
       '/sources/:id',
       {
         schema: {
           tags: ['sources'],
-          summary: 'Update a source (code, props, name, active)',
+          summary: 'Replace a source: one of component_id, component_code, component_url required; name defaults to the name slug, active to true',
           params: sourceIdParams,
-          body: Type.Object({ ...sourceBody, active: Type.Optional(Type.Boolean({ description: 'false disables the source; default true' })) }),
+          body: updateBody,
           response: { 200: dataOf(sourceSchema) },
         },
       },
-      async (request) => ({ data: await services.sources.update(request.account.id, request.params.id, request.body) }),
+      async (request) => ({ data: await services.sources.update(request.account.id, request.params.id, request.body, 'replace') }),
+    );
+
+    app.patch(
+      '/sources/:id',
+      {
+        schema: {
+          tags: ['sources', 'extensions'],
+          summary: 'Change only the given fields of a source (code, props, name, active); omitted fields keep their values',
+          params: sourceIdParams,
+          body: updateBody,
+          response: { 200: dataOf(sourceSchema) },
+        },
+      },
+      async (request) => ({ data: await services.sources.update(request.account.id, request.params.id, request.body, 'patch') }),
     );
 
     app.delete(
@@ -75,7 +90,7 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       '/sources/:id/run',
       {
         schema: {
-          tags: ['sources'],
+          tags: ['sources', 'extensions'],
           summary: 'Queue a manual run; the JSON body, when any, is the event passed to run()',
           params: sourceIdParams,
           body: Type.Optional(Type.Unknown()),

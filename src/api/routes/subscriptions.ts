@@ -106,7 +106,7 @@ export function subscriptionRoutes(services: { subscriptions: SubscriptionServic
       '/auto_subscriptions',
       {
         schema: {
-          tags: ['subscriptions'],
+          tags: ['subscriptions', 'extensions'],
           summary: 'Stop subscribing sources created from now on (subscriptions already made stay)',
           querystring: autoSubscriptionQuery,
           response: { 204: noContent },

@@ -75,7 +75,7 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
       '/webhooks/:id',
       {
         schema: {
-          tags: ['webhooks'],
+          tags: ['webhooks', 'extensions'],
           summary: 'One webhook',
           params: webhookIdParams,
           querystring: Type.Object(fieldParams),
@@ -89,7 +89,7 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
       '/webhooks/:id',
       {
         schema: {
-          tags: ['webhooks'],
+          tags: ['webhooks', 'extensions'],
           summary: 'Delete a webhook with its pending deliveries, its log and the subscriptions naming it',
           params: webhookIdParams,
           querystring: Type.Object(fieldParams),
@@ -106,7 +106,7 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
       '/webhooks/:id/deliveries',
       {
         schema: {
-          tags: ['webhooks'],
+          tags: ['webhooks', 'extensions'],
           summary: 'Delivery attempts of a webhook, newest first, pending ones included',
           params: webhookIdParams,
           querystring: Type.Object(paginationQuery),
