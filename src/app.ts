@@ -103,6 +103,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     poolSize: config.workerPoolSize,
     workerNice: config.workerNice,
     loadTimeoutMs: config.loadTimeout * 1000,
+    egress: { allowPrivateNetwork: config.allowPrivateNetwork, allow: [...config.egressAllow] },
     logger: logger.child({ module: 'runtime' }),
   });
   try {

@@ -1,6 +1,7 @@
 // Every setting of Tributary, typed, with its flag, its TRIBUTARY_* variable and its default, in one table.
 import path from 'node:path';
 import { Option } from 'commander';
+import { checkEgressAllow } from './runtime/worker/egress-rules.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -38,8 +39,10 @@ export interface Config {
   readonly eventRetention: number;
   /** API requests per minute per key; 0 disables the limit. */
   readonly rateLimit: number;
-  /** Let webhooks and component URLs reach loopback, private and link-local addresses. */
+  /** Let webhooks, component URLs and component code reach loopback, private and link-local addresses. */
   readonly allowPrivateNetwork: boolean;
+  /** Internal destinations component code may reach anyway: addresses, ranges (CIDR) and host[:port]. */
+  readonly egressAllow: readonly string[];
   /** Free plan: invocations per UTC day. */
   readonly freeDailyInvocations: number;
   /** Free plan: milliseconds of run time per UTC day. */
@@ -114,6 +117,20 @@ function secondsList(raw: string): readonly number[] {
       return Number(value);
     }),
   );
+}
+
+/** Comma-separated `--egress-allow` entries, each checked now so that a typo stops the start, not a run. */
+function egressList(raw: string): readonly string[] {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  try {
+    checkEgressAllow(entries);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return Object.freeze(entries);
 }
 
 function databaseUrl(raw: string): string | undefined {
@@ -194,9 +211,17 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   {
     key: 'allowPrivateNetwork',
     flag: '--allow-private-network',
-    description: 'let webhooks and component URLs reach loopback and private addresses',
+    description: 'let webhooks, component URLs and component code reach loopback and private addresses',
     defaultValue: false,
     parse: bool,
+  },
+  {
+    key: 'egressAllow',
+    flag: '--egress-allow',
+    description: 'internal destinations component code may reach, comma-separated: 10.1.2.0/24, 10.1.2.3, api.internal:443',
+    defaultValue: Object.freeze([]),
+    defaultText: '(none)',
+    parse: egressList,
   },
   { key: 'freeDailyInvocations', flag: '--free-daily-invocations', description: 'free plan: invocations per UTC day', defaultValue: 10_000, parse: integer(0) },
   {

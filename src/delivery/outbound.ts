@@ -1,41 +1,10 @@
 // Outbound HTTP for component URLs and webhooks, guarded so that users cannot make the service reach its own network.
 import dns from 'node:dns';
-import net from 'node:net';
+import type net from 'node:net';
 import { Agent, fetch, type Dispatcher } from 'undici';
 import { invalid } from '../model/errors.js';
-
-/** Loopback, private, link-local, carrier-grade NAT, unspecified and multicast ranges. */
-const BLOCKED = new net.BlockList();
-for (const [address, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  BLOCKED.addSubnet(address, prefix, 'ipv4');
-for (const [address, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  BLOCKED.addSubnet(address, prefix, 'ipv6');
-}
-
-export function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return false;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
-  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
+// The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
+import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
 
 /** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
 export function parseHttpUrl(raw: string, field: string): URL {

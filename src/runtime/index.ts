@@ -45,6 +45,7 @@ export class ComponentRuntime {
           // The account's folder holds every bundle it uses, including ones saved after the worker started.
           allowRead: [this.accountCode.dir(accountId), ...allowRead],
           memoryMb: checked.workerMemoryMb,
+          egress: checked.egress,
           nice: checked.workerNice ?? 0,
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,

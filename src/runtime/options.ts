@@ -1,5 +1,6 @@
 // The settings a ComponentRuntime is built with, checked once and frozen.
 import path from 'node:path';
+import { checkEgressAllow, type EgressPolicy } from './worker/egress-rules.js';
 
 export interface RuntimeLogger {
   info(obj: object, msg?: string): void;
@@ -22,6 +23,8 @@ export interface RuntimeOptions {
   workerNice?: number;
   /** How long loading and inspecting a module may take. */
   loadTimeoutMs: number;
+  /** Where component code may connect (default: public addresses only). */
+  egress?: EgressPolicy;
   logger: RuntimeLogger;
 }
 
@@ -29,7 +32,7 @@ function positiveInteger(value: unknown, name: string): void {
   if (!Number.isSafeInteger(value) || (value as number) < 1) throw new TypeError(`runtime option ${name} must be a positive integer`);
 }
 
-export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions> {
+export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions & { egress: EgressPolicy }> {
   if (typeof options.dataDir !== 'string' || !path.isAbsolute(options.dataDir)) {
     throw new TypeError('runtime option dataDir must be an absolute path');
   }
@@ -38,5 +41,7 @@ export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions> 
   positiveInteger(options.loadTimeoutMs, 'loadTimeoutMs');
   const nice = options.workerNice ?? 0;
   if (!Number.isSafeInteger(nice) || nice < 0 || nice > 19) throw new TypeError('runtime option workerNice must be an integer from 0 to 19');
-  return Object.freeze({ ...options });
+  const egress = options.egress ?? { allowPrivateNetwork: false, allow: [] };
+  checkEgressAllow(egress.allow);
+  return Object.freeze({ ...options, egress });
 }

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
+import type { EgressPolicy } from './worker/egress-rules.js';
 import { parseFromWorker, ProtocolError, type FromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
 
@@ -14,6 +15,8 @@ export interface WorkerSpec {
   /** Every folder or file the worker may read; nothing else is readable and nothing is writable. */
   allowRead: string[];
   memoryMb: number;
+  /** Where component code may connect; the worker enforces it on every socket it opens. */
+  egress: EgressPolicy;
   /** Scheduling niceness, 0 to 19. */
   nice: number;
   startTimeoutMs: number;
@@ -85,7 +88,7 @@ export class WorkerProcess {
     this.accountId = spec.accountId;
     this.allowed = new Set(spec.allowRead);
     const entry = workerEntry();
-    this.child = fork(entry, [], {
+    this.child = fork(entry, [JSON.stringify(spec.egress)], {
       execPath: process.execPath,
       // Not the server's execArgv (test runners add loaders) and not its environment (secrets).
       execArgv: [

@@ -48,7 +48,10 @@ function cut(text: string): string {
 function toInvocationError(error: unknown): InvocationError {
   if (error instanceof Error) {
     const name = typeof error.name === 'string' && error.name ? error.name : 'Error';
-    const message = typeof error.message === 'string' ? error.message : String(error.message);
+    let message = typeof error.message === 'string' ? error.message : String(error.message);
+    // "fetch failed" says nothing; its cause (a refused destination, a reset connection) says what happened.
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause instanceof Error && typeof cause.message === 'string' && cause.message !== message) message = `${message}: ${cause.message}`;
     let stack: string;
     try {
       stack = typeof error.stack === 'string' ? withoutOwnFrames(error.stack) : `${name}: ${message}`;

@@ -1,12 +1,17 @@
 // Entry of a worker process: answers the server's load and invoke requests, one at a time, by running component code.
 import type { ToWorker } from '../protocol.js';
+import type { EgressPolicy } from './egress-rules.js';
 import { captureConsole } from './console.js';
+import { installEgressGuard } from './egress-guard.js';
 import { LoadFailure } from './failure.js';
 import { harden } from './harden.js';
 import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { loadComponent } from './load.js';
 
 const { send, exit } = harden();
+// The server passes the egress policy as the first argument (JSON); a worker started without one allows nothing internal.
+const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
+installEgressGuard(egress, (message) => logToCurrentCall('error', message));
 captureConsole(logToCurrentCall);
 process.on('uncaughtException', failCurrentCall);
 process.on('unhandledRejection', failCurrentCall);

@@ -1,0 +1,135 @@
+// Which network destinations component code may reach: public addresses, plus what the operator opened. It lives in
+// worker/ because the worker process loads it (a worker may read only that folder); the server checks settings with it.
+import net from 'node:net';
+
+/**
+ * Loopback, private (RFC 1918, RFC 4193), link-local (with the 169.254.169.254 metadata service), carrier-grade
+ * NAT, benchmarking, multicast, reserved and unspecified ranges.
+ */
+const PRIVATE = new net.BlockList();
+for (const [address, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  PRIVATE.addSubnet(address, prefix, 'ipv4');
+}
+for (const [address, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const) {
+  PRIVATE.addSubnet(address, prefix, 'ipv6');
+}
+
+/** IPv4 written inside IPv6 (`::ffff:127.0.0.1`), which reaches the IPv4 address. */
+const MAPPED_IPV4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+
+/** True for an IP address (v4 or v6) in a range the service keeps component code and webhooks away from. */
+export function isPrivateAddress(address: string): boolean {
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  const mapped = MAPPED_IPV4.exec(address);
+  if (mapped) return PRIVATE.check(mapped[1]!, 'ipv4');
+  return PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** What the operator allows: everything (`--allow-private-network`), or public addresses and the listed exceptions. */
+export interface EgressPolicy {
+  allowPrivateNetwork: boolean;
+  /** `--egress-allow` entries: `10.1.2.0/24`, `192.168.1.5`, `api.internal`, `api.internal:443`, `[fd00::1]:8080`. */
+  allow: string[];
+}
+
+interface AllowRule {
+  /** Set for address ranges. */
+  subnet?: net.BlockList;
+  /** Set for host names, lower case. */
+  host?: string;
+  port?: number;
+}
+
+/** Parses one `--egress-allow` entry; throws a TypeError naming it when it is neither a range nor a host[:port]. */
+function parseRule(entry: string): AllowRule {
+  const text = entry.trim();
+  const cidr = /^([^/]+)\/(\d{1,3})$/.exec(text);
+  if (cidr) {
+    const family = net.isIP(cidr[1]!);
+    const prefix = Number(cidr[2]);
+    if (family === 0 || prefix > (family === 4 ? 32 : 128)) throw new TypeError(`egress allow entry "${entry}" is not a valid address range`);
+    const subnet = new net.BlockList();
+    subnet.addSubnet(cidr[1]!, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    return { subnet };
+  }
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  const [host, port] = bracketed ? [bracketed[1]!, bracketed[2]] : net.isIP(text) === 6 ? [text, undefined] : (text.split(/:(?=\d+$)/) as [string, string?]);
+  if (port !== undefined && (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535)) {
+    throw new TypeError(`egress allow entry "${entry}" has an invalid port`);
+  }
+  const family = net.isIP(host);
+  if (family !== 0) {
+    const subnet = new net.BlockList();
+    subnet.addAddress(host, family === 4 ? 'ipv4' : 'ipv6');
+    return { subnet, ...(port !== undefined && { port: Number(port) }) };
+  }
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(host)) {
+    throw new TypeError(`egress allow entry "${entry}" is neither an address, a range nor a host name`);
+  }
+  return { host: host.toLowerCase(), ...(port !== undefined && { port: Number(port) }) };
+}
+
+/** Checks `--egress-allow` entries; the message names the first bad one. */
+export function checkEgressAllow(entries: string[]): void {
+  for (const entry of entries) parseRule(entry);
+}
+
+/** One connection attempt: the name the code asked for (when it asked by name) and the address it resolved to. */
+export interface Destination {
+  host: string;
+  address: string;
+  port: number;
+}
+
+/** Decides connection attempts under one policy. */
+export class EgressRules {
+  private readonly rules: AllowRule[];
+
+  constructor(private readonly policy: EgressPolicy) {
+    this.rules = policy.allow.map(parseRule);
+  }
+
+  /** Undefined when allowed; otherwise why not, naming the destination and the setting that would open it. */
+  refusal(destination: Destination): string | undefined {
+    if (this.policy.allowPrivateNetwork || !isPrivateAddress(destination.address)) return undefined;
+    if (this.rules.some((rule) => this.matches(rule, destination))) return undefined;
+    const named = destination.host === destination.address ? destination.address : `${destination.host} (${destination.address})`;
+    return (
+      `egress refused: ${named} port ${destination.port} is a loopback, private, link-local or otherwise internal address, ` +
+      'which component code may not reach; the operator can open it with --egress-allow (an address, a range or host[:port]) ' +
+      'or, for development, --allow-private-network'
+    );
+  }
+
+  /** Undefined when allowed; for a Unix socket path, which reaches local services only. */
+  socketPathRefusal(socketPath: string): string | undefined {
+    if (this.policy.allowPrivateNetwork) return undefined;
+    return `egress refused: the Unix socket ${socketPath} is a local service, which component code may not reach; --allow-private-network opens it for development`;
+  }
+
+  private matches(rule: AllowRule, destination: Destination): boolean {
+    if (rule.port !== undefined && rule.port !== destination.port) return false;
+    if (rule.host !== undefined) return rule.host === destination.host.toLowerCase();
+    const family = net.isIP(destination.address) === 6 ? 'ipv6' : 'ipv4';
+    const mapped = MAPPED_IPV4.exec(destination.address);
+    return mapped ? rule.subnet!.check(mapped[1]!, 'ipv4') : rule.subnet!.check(destination.address, family);
+  }
+}
