@@ -18,6 +18,9 @@ export const pageInfoSchema = Type.Object({
   end_cursor: Type.String({ description: 'Cursor of the last item; on an empty page, the position the page stands at' }),
 });
 
+/** The schema of an answer without a body (204 No Content, 202 Accepted), so that the OpenAPI document states its status. */
+export const noBody = Type.Null({ description: 'no body' });
+
 export function dataOf<T extends TSchema>(schema: T) {
   return Type.Object({ data: schema });
 }

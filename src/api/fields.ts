@@ -36,11 +36,12 @@ function pick(item: unknown, selection: FieldSelection): unknown {
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (typeof payload !== 'string' || reply.statusCode >= 300) return payload;
+    if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300) return payload;
     const selection = selectionOf(request);
     if (!selection) return payload;
-    const body = JSON.parse(payload) as { data?: unknown };
-    if (body.data === undefined) return payload;
+    const body = JSON.parse(payload) as { data?: unknown } | null;
+    // Only `{ data }` bodies are trimmed; a 204's empty body and anything else pass as they are.
+    if (typeof body !== 'object' || body === null || body.data === undefined) return payload;
     body.data = Array.isArray(body.data) ? body.data.map((item) => pick(item, selection)) : pick(body.data, selection);
     return JSON.stringify(body);
   });

@@ -1,4 +1,5 @@
 // Builds the Fastify application: conventions shared by every route, then one plugin per resource.
+import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -56,6 +57,17 @@ function nextRequestId(): string {
   return `${requestIdPrefix}-${(++requestCount).toString(36)}`;
 }
 
+/**
+ * Paths and query strings are text, so their numbers and booleans are read out of it; a JSON body already carries
+ * types, and a number where the schema wants a string is the client's mistake to report (400), not to convert.
+ */
+function installValidators(app: FastifyInstance): void {
+  const options = { useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false } as const;
+  const fromText = new Ajv({ ...options, coerceTypes: 'array' });
+  const fromJson = new Ajv({ ...options, coerceTypes: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? fromJson : fromText).compile(schema));
+}
+
 export async function buildApi(services: ApiServices, logger: Logger): Promise<App> {
   const { config } = services;
   const app = Fastify({
@@ -69,8 +81,8 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
     return503OnClosing: true,
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
     routerOptions: { ignoreTrailingSlash: true },
-    ajv: { customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  installValidators(app);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();

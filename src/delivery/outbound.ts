@@ -14,7 +14,9 @@ export function parseHttpUrl(raw: string, field: string): URL {
   } catch {
     throw invalid(`${field} "${raw}" is not an absolute URL; expected http:// or https:// and a host`);
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+  // WHATWG URL parsing reads `http:///hook` as host "hook"; RFC 3986 (and the specification) sees no host there.
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw.trim())?.[1] ?? '';
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || authority.replace(/^[^@]*@/, '').replace(/:\d*$/, '') === '') {
     throw invalid(`${field} "${raw}" must use http or https and name a host`);
   }
   return url;

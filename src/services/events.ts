@@ -53,6 +53,8 @@ export class EventService {
 
   /** Emitters are sources today; another account's id is as unknown as a missing one. */
   private async assertOwned(accountId: string, emitterId: string): Promise<void> {
+    // No workflow can be created yet (issue 18): every workflow id is unknown, as the specification's 404.
+    if (isId(emitterId, 'p')) throw notFound(`workflow "${emitterId}"`);
     const source = isId(emitterId, 'dc') ? await findSource(this.store.db, accountId, emitterId) : undefined;
     if (!source) throw notFound(`source "${emitterId}"`);
   }

@@ -176,7 +176,7 @@ export class SourceService {
       try {
         return await write();
       } catch (error) {
-        if (!sources.isSlugConflict(error) || attempt >= 5) throw error;
+        if (!sources.isSlugConflict(error) || attempt >= 10) throw error;
         row.name_slug = await this.uniqueSlug(row.user_id, name);
       }
     }
@@ -203,14 +203,17 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
-    const committed = await this.withFreshSlug(row, name, () =>
-      this.store.db.transaction().execute(async (trx) => {
-        await sources.insertSource(trx, row);
-        for (const step of this.creationSteps) await step(trx, row);
-        await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-        const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
-        return commitEffects(trx, effects, this.effectsOptions());
-      }),
+    // Deploys of one account take their slugs one at a time in this process; retries cover other nodes.
+    const committed = await this.locks.exclusive(`slugs:${accountId}`, () =>
+      this.withFreshSlug(row, name, () =>
+        this.store.db.transaction().execute(async (trx) => {
+          await sources.insertSource(trx, row);
+          for (const step of this.creationSteps) await step(trx, row);
+          await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
+          const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
+          return commitEffects(trx, effects, this.effectsOptions());
+        }),
+      ),
     );
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });
@@ -253,13 +256,15 @@ export class SourceService {
       const off = wasActive ? await this.runHooks(current.source, current.component, current.info, ['deactivate'], db) : undefined;
       const afterOff = { ...db, ...off?.dbWrites };
       const on = active ? await this.runHooks(next, component, info, ['activate'], afterOff) : undefined;
-      return this.store.db.transaction().execute(async (trx) => {
-        await sources.updateSource(trx, sourceId, next);
-        await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
-        const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
-        const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
-        return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, outcomes, dbWrites }, this.effectsOptions());
-      });
+      return this.withFreshSlug(next, name, () =>
+        this.store.db.transaction().execute(async (trx) => {
+          await sources.updateSource(trx, sourceId, next);
+          await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
+          const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
+          const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
+          return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, outcomes, dbWrites }, this.effectsOptions());
+        }),
+      );
     });
     this.router.afterCommit(committed);
     this.emitChange({ sourceId, kind: 'upsert' });

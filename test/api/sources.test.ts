@@ -181,6 +181,15 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(patched.body.data).toMatchObject({ name: 'hook-recorder', active: true, configured_props: { label: 'v3' } });
   });
 
+  it('gives concurrent deploys of one name distinct slugs, none failing', async () => {
+    const owner = client(server.url, (await server.createUser()).apiKey);
+    const results = await Promise.all(Array.from({ length: 11 }, () => owner.post('/v1/sources', { component_code: emitterSource(), name: 'busy' })));
+    expect(results.map((r) => r.status)).toEqual(Array(11).fill(200));
+    const slugs = results.map((r) => r.body.data.name_slug).sort();
+    expect(new Set(slugs).size).toBe(11);
+    expect(slugs).toContain('busy');
+  });
+
   it('takes back what it returns: a GET body sent to PUT changes nothing', async () => {
     const created = await api.post('/v1/sources', {
       component_code: PROPS_SOURCE,

@@ -1,10 +1,11 @@
-// A source's event summaries (default stream, $logs, $errors) and the deletion of its events.
+// Event summaries of sources (default stream, $logs, $errors) and workflows (default, $errors), and the deletion of
+// a source's events.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { EventService } from '../../services/events.js';
 import type { StreamKind } from '../../store/schema.js';
-import { pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { eventSummarySchema } from '../schemas.js';
 import { sourceIdParams } from '../schemas.js';
@@ -24,6 +25,13 @@ const STREAMS: Array<{ path: string; stream: StreamKind; summary: string; tags: 
     tags: ['events', 'extensions'],
   },
   { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: "Errors of the source's runs, newest first", tags: ['events', 'extensions'] },
+  { path: '/workflows/:id/event_summaries', stream: 'emit', summary: 'Events the workflow emitted, newest first', tags: ['workflows'] },
+  {
+    path: '/workflows/:id/$errors/event_summaries',
+    stream: '$errors',
+    summary: 'Errors of the workflow, with the original event, newest first',
+    tags: ['workflows'],
+  },
 ];
 
 export function eventRoutes(services: { events: EventService }): FastifyPluginAsync {
@@ -59,12 +67,13 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
             end_id: Type.Optional(Type.String({ description: 'event id; deletes it and every earlier one' })),
             ...fieldParams,
           }),
+          response: { 202: noBody },
         },
       },
       async (request, reply) => {
         // Done before answering, so the events are gone when the client sees 202 (the spec only requires "soon").
         await services.events.deleteRange(request.account.id, request.params.id, request.query.start_id, request.query.end_id);
-        return reply.status(202).send();
+        return reply.status(202).send(null);
       },
     );
   };

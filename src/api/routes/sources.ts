@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { RunService } from '../../services/runs.js';
 import type { SourceService } from '../../services/sources.js';
-import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { sourceIdParams, sourceSchema } from '../schemas.js';
 
@@ -78,11 +78,12 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
           summary: 'Delete a source with its events, logs, db and subscriptions',
           params: sourceIdParams,
           querystring: Type.Object(fieldParams),
+          response: { 204: noBody },
         },
       },
       async (request, reply) => {
         await services.sources.delete(request.account.id, request.params.id);
-        return reply.status(204).send();
+        return reply.status(204).send(null);
       },
     );
 

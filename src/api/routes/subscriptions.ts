@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { SubscriptionService } from '../../services/subscriptions.js';
-import { dataOf } from '../envelope.js';
+import { dataOf, noBody } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
 export const subscriptionSchema = Type.Object({
@@ -25,8 +25,6 @@ const eventName = Type.String({
 });
 const emitterId = Type.String({ minLength: 1, maxLength: 100, description: 'Source or workflow id, or the glob dc_* (all sources) / p_* (all workflows)' });
 const listenerId = Type.String({ minLength: 1, maxLength: 100, description: 'Source (dc_), workflow (p_) or webhook (wh_) id' });
-
-const noContent = Type.Null({ description: 'deleted' });
 
 const subscriptionQuery = Type.Object({
   emitter_id: emitterId,
@@ -65,7 +63,7 @@ export function subscriptionRoutes(services: { subscriptions: SubscriptionServic
           tags: ['subscriptions'],
           summary: 'Remove the subscription with exactly this triple (event_name= for one made without a name); 404 when none matched',
           querystring: subscriptionQuery,
-          response: { 204: noContent },
+          response: { 204: noBody },
         },
       },
       async (request, reply) => {
@@ -109,7 +107,7 @@ export function subscriptionRoutes(services: { subscriptions: SubscriptionServic
           tags: ['subscriptions', 'extensions'],
           summary: 'Stop subscribing sources created from now on (subscriptions already made stay)',
           querystring: autoSubscriptionQuery,
-          response: { 204: noContent },
+          response: { 204: noBody },
         },
       },
       async (request, reply) => {

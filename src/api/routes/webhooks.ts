@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WebhookService } from '../../services/webhooks.js';
-import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
 const nullableString = Type.Union([Type.String(), Type.Null()]);
@@ -93,7 +93,7 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
           summary: 'Delete a webhook with its pending deliveries, its log and the subscriptions naming it',
           params: webhookIdParams,
           querystring: Type.Object(fieldParams),
-          response: { 204: Type.Null({ description: 'deleted' }) },
+          response: { 204: noBody },
         },
       },
       async (request, reply) => {
