@@ -72,6 +72,7 @@ export class BatchRunner {
     const eventsJson = batch.map((b) => b.eventJson);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
+    let cpuMs: number;
     const renewal = this.renewLeasesWhileRunning(sourceId, ids);
     // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
     const usesDb = info.props.some((p) => p.type === '$.service.db');
@@ -84,6 +85,7 @@ export class BatchRunner {
       );
       outcomes = result.outcomes;
       dbWrites = result.dbWrites;
+      cpuMs = result.cpuMs;
     } catch (error) {
       // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
       this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
@@ -107,7 +109,7 @@ export class BatchRunner {
           { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
           options,
         );
-        if (account) await billUsage(trx, account, batch.length, outcomes, nowMs);
+        if (account) await billUsage(trx, account, batch.length, cpuMs, nowMs);
         await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
         return stored;
       });
@@ -138,9 +140,12 @@ export class BatchRunner {
   }
 }
 
-/** Counts a batch's invocations and run time against the account's current period (the day, or the paid plan's month). */
-async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, outcomes: InvocationOutcome[], nowMs: number): Promise<void> {
-  const computeMs = Math.round(outcomes.reduce((sum, o) => sum + o.durationMs, 0));
+/**
+ * Counts a batch's invocations and compute time against the account's current period (the day, or the paid
+ * plan's month). Compute time is the worker's CPU time as the runtime measured it, never what the runs reported.
+ */
+async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, cpuMs: number, nowMs: number): Promise<void> {
+  const computeMs = Math.round(cpuMs);
   const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
   await addUsage(trx, account.id, period, count, computeMs);
 }

@@ -76,7 +76,7 @@ export class ComponentRuntime {
    * timeouts, crashes) come back as outcome errors; the promise rejects only for faults of the runtime itself.
    */
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
-    if (callCount(request) === 0) return { outcomes: [], dbWrites: {} };
+    if (callCount(request) === 0) return { outcomes: [], dbWrites: {}, cpuMs: 0 };
     const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
     return invokeIsolatingFailures(request, hooks, (part, partHooks) =>
       this.pool.use(request.accountId, request.component.readPaths, (worker) => invokeIn(worker, part, artifactPath, partHooks, this.options.logger)),

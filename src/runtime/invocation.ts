@@ -16,6 +16,8 @@ export interface InvokeHooks {
 export interface WorkerReport {
   outcomes: InvocationOutcome[];
   dbWrites: Map<string, unknown>;
+  /** CPU time of the call as the server measured it (wall time where it cannot measure CPU time). */
+  cpuMs: number;
   /** Set when the worker died before reporting every call. */
   stopped?: {
     error: InvocationError;
@@ -76,7 +78,9 @@ export async function invokeIn(
   // A Map, not an object: a key such as "__proto__" must stay a key.
   const dbWrites = new Map<string, unknown>();
   const responses = new Map<number, HttpResponse>();
-  let reportedAt = performance.now();
+  const startedAt = performance.now();
+  let reportedAt = startedAt;
+  const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
   const message: InvokeRequest = {
     t: 'invoke',
     id: worker.nextRequestId(),
@@ -137,9 +141,9 @@ export async function invokeIn(
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    return { outcomes, dbWrites, stopped: { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses } };
+    return { outcomes, dbWrites, cpuMs: measured(), stopped: { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses } };
   }
-  return { outcomes, dbWrites };
+  return { outcomes, dbWrites, cpuMs: measured() };
 }
 
 /**
@@ -153,7 +157,8 @@ export async function invokeIsolatingFailures(
   hooks: InvokeHooks | undefined,
   attempt: (request: InvocationRequest, hooks: InvokeHooks | undefined) => Promise<WorkerReport>,
 ): Promise<InvocationResult> {
-  const { outcomes, dbWrites, stopped } = await attempt(request, hooks);
+  const { outcomes, dbWrites, stopped, cpuMs: firstCpuMs } = await attempt(request, hooks);
+  let cpuMs = firstCpuMs;
   const count = callCount(request);
   if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
   else if (stopped) {
@@ -170,6 +175,7 @@ export async function invokeIsolatingFailures(
         for (; index < count; index++) outcomes.push(failedOutcome(stopped, index));
         break;
       }
+      cpuMs += alone.cpuMs;
       const outcome = alone.outcomes[0] ?? failedOutcome(alone.stopped!, 0);
       // The HTTP client got the first answer given; a second one from the re-run went nowhere.
       const earlier = stopped.responses.get(index);
@@ -177,7 +183,7 @@ export async function invokeIsolatingFailures(
       for (const [key, value] of alone.dbWrites) dbWrites.set(key, value);
     }
   }
-  return { outcomes, dbWrites: Object.fromEntries(dbWrites) };
+  return { outcomes, dbWrites: Object.fromEntries(dbWrites), cpuMs };
 }
 
 /** The outcome of call `index` of a report that stopped before it. */

@@ -43,6 +43,16 @@ export interface InvokeRequest {
   customResponse: boolean;
 }
 
+/**
+ * The first message a worker receives, before any component code is loaded: the token it puts beside every message
+ * it sends, as `[token, message]`. Frames component code writes to the channel itself cannot carry it, and the
+ * server kills a worker that sends one without it.
+ */
+export interface InitMessage {
+  t: 'init';
+  token: string;
+}
+
 export type ToWorker = LoadRequest | InvokeRequest;
 
 const LOAD_FAILURE_CODES = ['no_component_exported', 'missing_name', 'missing_version', 'unknown_prop_type', 'load_failed'] as const satisfies ReadonlyArray<
@@ -141,11 +151,14 @@ function check(raw: unknown): FromWorker {
   return message as FromWorker;
 }
 
-/** Checks a message from a worker: every field the protocol knows and no other. */
-export function parseFromWorker(raw: unknown): FromWorker {
+/** Checks a message from a worker (`[token, message]`): its token, then every field the protocol knows and no other. */
+export function parseFromWorker(raw: unknown, token: string): FromWorker {
+  if (!Array.isArray(raw) || raw.length !== 2 || raw[0] !== token) {
+    throw new ProtocolError("malformed worker message: it lacks the worker's token (written to the channel by component code?)");
+  }
   let message: FromWorker;
   try {
-    message = check(raw);
+    message = check(raw[1]);
   } catch (error) {
     if (error instanceof ProtocolError) throw error;
     // A deeply nested or hostile value can make the checks themselves throw (stack overflow, throwing getters).

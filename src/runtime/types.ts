@@ -189,4 +189,10 @@ export interface InvocationResult {
   outcomes: InvocationOutcome[];
   /** `$.service.db` keys written by the successful events, with their final values (JSON values). */
   dbWrites: Record<string, unknown>;
+  /**
+   * CPU time the account's worker used for this request, measured by the server from the kernel's count (so a
+   * component cannot under-report it), including what its timers used since its previous call; wall time
+   * where CPU time cannot be read. This, not the runs' own durationMs, is what compute quotas count.
+   */
+  cpuMs: number;
 }

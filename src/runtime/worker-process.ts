@@ -1,4 +1,5 @@
 // The server's handle on one worker process: started locked down, one call at a time, and a typed reason when it dies.
+import { randomBytes } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,7 +8,7 @@ import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import type { EgressPolicy } from './worker/egress-rules.js';
-import { parseFromWorker, ProtocolError, type FromWorker, type ToWorker } from './protocol.js';
+import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
 
 export interface WorkerSpec {
@@ -53,6 +54,19 @@ function residentBytes(pid: number): number | undefined {
   }
 }
 
+/**
+ * CPU time the process's main thread (where component code runs) has used, in ms, as the kernel counts it
+ * (`/proc/<pid>/schedstat`, nanoseconds); undefined where that cannot be read (not Linux, process reaped).
+ */
+function cpuMs(pid: number): number | undefined {
+  try {
+    const nanoseconds = Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ', 1)[0]);
+    return Number.isFinite(nanoseconds) ? nanoseconds / 1e6 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sets a worker's niceness; where the system refuses, the worker runs at the server's priority and says so once. */
 function lowerPriority(pid: number, nice: number, logger: RuntimeLogger): void {
   try {
@@ -75,6 +89,11 @@ export class WorkerProcess {
   private current?: PendingCall;
   private exitError?: WorkerExitError;
   private lastId = 0;
+  /** Beside every message the worker sends; only the runtime's side of the worker knows it (see InitMessage). */
+  private readonly token = randomBytes(18).toString('base64url');
+  /** The main thread's CPU time at the end of the last call (or start), and what the last call used since. */
+  private cpuAtLastReading: number | undefined;
+  private lastCallCpu: number | undefined;
 
   /** Resolves when the worker has said it is ready for requests. */
   static async start(spec: WorkerSpec): Promise<WorkerProcess> {
@@ -111,6 +130,8 @@ export class WorkerProcess {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
     });
     this.child.on('message', (raw: unknown) => this.onMessage(raw));
+    const init: InitMessage = { t: 'init', token: this.token };
+    this.child.send(init);
     this.child.on('error', (error) => this.die('crashed', `the worker process failed: ${error.message}`));
     this.closed = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
@@ -133,6 +154,14 @@ export class WorkerProcess {
     return this.child.pid;
   }
 
+  /**
+   * CPU time the worker used from the end of its previous call to the end of its last one (so timers that ran
+   * between calls count too), measured here, not reported by the worker; undefined where it cannot be measured.
+   */
+  get lastCallCpuMs(): number | undefined {
+    return this.lastCallCpu;
+  }
+
   nextRequestId(): number {
     return ++this.lastId;
   }
@@ -153,6 +182,12 @@ export class WorkerProcess {
   kill(reason: WorkerExitReason, message: string): void {
     if (!this.die(reason, message)) return;
     this.child.kill('SIGKILL');
+  }
+
+  private takeCpuReading(): void {
+    const now = this.child.pid === undefined ? undefined : cpuMs(this.child.pid);
+    this.lastCallCpu = now === undefined || this.cpuAtLastReading === undefined ? undefined : Math.max(0, now - this.cpuAtLastReading);
+    if (now !== undefined) this.cpuAtLastReading = now;
   }
 
   private async waitReady(): Promise<void> {
@@ -205,6 +240,7 @@ export class WorkerProcess {
     const call = this.current;
     if (!call) return;
     this.current = undefined;
+    this.takeCpuReading();
     clearTimeout(call.timer);
     clearInterval(call.memoryWatch);
     if (error) call.reject(error);
@@ -214,7 +250,7 @@ export class WorkerProcess {
   private onMessage(raw: unknown): void {
     if (this.exitError) return;
     try {
-      const message = parseFromWorker(raw);
+      const message = parseFromWorker(raw, this.token);
       const call = this.current;
       if (!call) fail(`unexpected ${message.t} message while idle`);
       if ('id' in message && message.id !== call.id) fail(`message for request ${message.id} during request ${String(call.id)}`);

@@ -365,6 +365,6 @@ describe('hooks and logs', () => {
 
   it('returns no outcomes for a run without events', async () => {
     const prepared = await t.runtime.prepare(code);
-    expect(await t.runtime.invoke(request(ACCOUNT, prepared, { events: [] }))).toEqual({ outcomes: [], dbWrites: {} });
+    expect(await t.runtime.invoke(request(ACCOUNT, prepared, { events: [] }))).toEqual({ outcomes: [], dbWrites: {}, cpuMs: 0 });
   });
 });

@@ -258,6 +258,77 @@ describe('sandbox', () => {
   });
 });
 
+describe('unforgeable IPC and accounting', () => {
+  // An outcomes frame as the runtime would write it (length, then a V8-serialized message), but without the token.
+  const FORGE = `
+    const v8 = require("v8");
+    const serializer = new v8.DefaultSerializer();
+    serializer.writeHeader();
+    serializer.writeValue({ t: "outcomes", id: 1, index: 0, done: true,
+      results: [{ outcome: { emits: [{ event: "forged" }], logs: [], durationMs: 0 }, dbWrites: {} }] });
+    const body = serializer.releaseBuffer();
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(body.length);
+    require("fs").writeSync(3, Buffer.concat([length, body]));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    this.$emit("not forged");`;
+
+  it('takes no frame component code writes to the IPC descriptor for the runtime’s: the worker is killed for it', async () => {
+    const outcome = await contained(() => hostile(FORGE));
+    expect(outcome.emits).toEqual([]);
+    expect(outcome.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
+    expect(outcome.error!.message).toContain("lacks the worker's token");
+  });
+
+  it('cannot patch the serializer, typed arrays or Buffers to read the token, nor install async hooks', async () => {
+    const outcome = await hostile(`
+      const v8 = require("v8");
+      const targets = {
+        serializer: [v8.Serializer.prototype, "writeValue"],
+        defaultSerializer: [v8.DefaultSerializer.prototype, "_writeHostObject"],
+        typedArray: [Object.getPrototypeOf(Uint8Array.prototype), "set"],
+        buffer: [Buffer.prototype, "toString"],
+      };
+      const result = {};
+      for (const [name, [target, key]] of Object.entries(targets)) {
+        const before = target[key];
+        try { target[key] = () => {}; } catch {}
+        result[name] = target[key] === before ? "unchanged" : "patched";
+      }
+      try { require("async_hooks").createHook({ init() {} }).enable(); result.asyncHook = "installed"; } catch (error) { result.asyncHook = error.code; }
+      this.$emit(result);`);
+    expect(outcome.emits).toEqual([
+      { event: { serializer: 'unchanged', defaultSerializer: 'unchanged', typedArray: 'unchanged', buffer: 'unchanged', asyncHook: 'ERR_ACCESS_DENIED' } },
+    ]);
+  });
+
+  it('bills the CPU time the server measures, not what the worker says', async () => {
+    const busy = await runCode(
+      t.runtime,
+      HOSTILE,
+      source('const start = process.cpuUsage(); while (process.cpuUsage(start).user + process.cpuUsage(start).system < 60_000) {} performance.now = () => 0;'),
+    );
+    expect(busy.cpuMs).toBeGreaterThanOrEqual(55);
+    // Waiting is not computing: a run asleep for 300 ms uses almost no CPU.
+    const sleepy = await runCode(t.runtime, HOSTILE, source('await new Promise((resolve) => setTimeout(resolve, 300));'));
+    expect(sleepy.cpuMs).toBeLessThan(300);
+  });
+
+  it('bills CPU time used by timers between runs to the next run of the account', async () => {
+    const code = source(`
+      if (event.n === 1) {
+        globalThis.burned = false;
+        setTimeout(() => { const start = process.cpuUsage(); while (process.cpuUsage(start).user + process.cpuUsage(start).system < 60_000) {} globalThis.burned = true; }, 10);
+        return;
+      }
+      while (!globalThis.burned) await new Promise((resolve) => setTimeout(resolve, 5));`);
+    const prepared = await t.runtime.prepare(code);
+    await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 1 }] }));
+    const next = await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 2 }] }));
+    expect(next.cpuMs).toBeGreaterThanOrEqual(55);
+  });
+});
+
 describe('accounts', () => {
   it("never runs one account's code in another account's worker", async () => {
     const writer = source('globalThis.leaked = event.secret; this.$emit({ pid: process.pid, seen: globalThis.leaked });');

@@ -1,7 +1,11 @@
 // The server's checks on worker messages: what a well-behaved worker sends passes, anything else (an unknown field
 // included) is a ProtocolError.
 import { describe, expect, it } from 'vitest';
-import { parseFromWorker, ProtocolError } from '../../src/runtime/protocol.js';
+import { parseFromWorker as parseWithToken, ProtocolError } from '../../src/runtime/protocol.js';
+
+const TOKEN = 'worker-token';
+/** A message as the worker sends it, beside its token. */
+const parseFromWorker = (message: unknown) => parseWithToken([TOKEN, message], TOKEN);
 
 /** An `outcomes` message with one result; `patch` replaces fields of that result, `message` fields of the message. */
 const outcome = (patch: Record<string, unknown> = {}, message: Record<string, unknown> = {}) => ({
@@ -87,6 +91,12 @@ describe('parseFromWorker', () => {
     ['info without hooks', { t: 'loaded', id: 1, info: { name: 'x', version: '1', props: [], hasRun: true } }],
   ])('refuses %s', (_, message) => {
     expect(() => parseFromWorker(message)).toThrow(ProtocolError);
+  });
+
+  it('refuses a message without the worker token, or with another', () => {
+    for (const raw of [{ t: 'ready' }, ['other-token', { t: 'ready' }], [TOKEN], [TOKEN, { t: 'ready' }, 'extra'], 'hello']) {
+      expect(() => parseWithToken(raw, TOKEN)).toThrow("malformed worker message: it lacks the worker's token");
+    }
   });
 
   it('refuses data nested too deeply to check', () => {

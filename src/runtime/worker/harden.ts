@@ -1,6 +1,8 @@
 // Takes from component code the process powers the permission model leaves it: the IPC channel, signalling other processes.
+import asyncHooks from 'node:async_hooks';
 import fs from 'node:fs';
 import os from 'node:os';
+import v8 from 'node:v8';
 
 /** What the server reads on stderr to tell a component's `process.exit` from a crash. */
 export const EXIT_MARKER = 'tributary-worker: process.exit';
@@ -45,6 +47,8 @@ export function harden(): WorkerChannel {
     return rawSetPriority(0, value);
   }) as typeof os.setPriority;
 
+  sealChannelPath();
+
   const rawExit = process.exit.bind(process);
   process.exit = ((code?: number | string | null) => {
     const shown = code ?? process.exitCode ?? 0;
@@ -56,4 +60,28 @@ export function harden(): WorkerChannel {
     return rawExit(code ?? undefined);
   }) as typeof process.exit;
   return { send, exit: rawExit };
+}
+
+/**
+ * Every message (and the token beside it) passes through the V8 serializer and a typed array's `set` on its way out; frozen, component code cannot patch them to read the token. Async hooks
+ * would hand it the write request, which holds the bytes, so they are not available to components either.
+ */
+function sealChannelPath(): void {
+  // The pipe handle itself is out of reach: `process.channel` is a wrapper that keeps it in a private field.
+  for (const target of [
+    v8.Serializer.prototype,
+    v8.DefaultSerializer.prototype,
+    Object.getPrototypeOf(Uint8Array.prototype),
+    Uint8Array.prototype,
+    Buffer.prototype,
+  ]) {
+    Object.freeze(target);
+  }
+  Object.defineProperty(asyncHooks, 'createHook', {
+    value: () => {
+      throw Object.assign(new Error('async_hooks.createHook is not available to components'), { code: 'ERR_ACCESS_DENIED' });
+    },
+    writable: false,
+    configurable: false,
+  });
 }

@@ -1,14 +1,15 @@
 // Entry of a worker process: answers the server's load and invoke requests, one at a time, by running component code.
-import type { ToWorker } from '../protocol.js';
+import type { InitMessage, ToWorker } from '../protocol.js';
 import type { EgressPolicy } from './egress-rules.js';
 import { captureConsole } from './console.js';
 import { installEgressGuard } from './egress-guard.js';
 import { LoadFailure } from './failure.js';
-import { harden } from './harden.js';
+import { harden, type Send } from './harden.js';
 import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { loadComponent } from './load.js';
 
-const { send, exit } = harden();
+const channel = harden();
+const { exit } = channel;
 // The server passes the egress policy as the first argument (JSON); a worker started without one allows nothing internal.
 const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
@@ -24,7 +25,7 @@ function die(error: unknown): void {
   exit(70);
 }
 
-function load(request: Extract<ToWorker, { t: 'load' }>): void {
+function load(request: Extract<ToWorker, { t: 'load' }>, send: Send): void {
   try {
     const { info } = loadComponent(request.artifactPath);
     send({ t: 'loaded', id: request.id, info });
@@ -36,9 +37,13 @@ function load(request: Extract<ToWorker, { t: 'load' }>): void {
 
 let queue: Promise<void> = Promise.resolve();
 
-process.on('message', (message: ToWorker) => {
-  // The server sends one request at a time; chaining keeps the order even if it did not.
-  queue = queue.then(() => (message.t === 'load' ? load(message) : invoke(message, send))).catch(die);
+// The server's first message gives the token every message of ours carries; no component code has run yet.
+process.once('message', (init: InitMessage) => {
+  if (init?.t !== 'init' || typeof init.token !== 'string') return die(new Error('the first message from the server was not init'));
+  const send: Send = (message) => channel.send([init.token, message]);
+  process.on('message', (message: ToWorker) => {
+    // The server sends one request at a time; chaining keeps the order even if it did not.
+    queue = queue.then(() => (message.t === 'load' ? load(message, send) : invoke(message, send))).catch(die);
+  });
+  send({ t: 'ready' });
 });
-
-send({ t: 'ready' });
