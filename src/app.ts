@@ -7,6 +7,7 @@ import net from 'node:net';
 import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
 import { lockDataDir } from './store/data-dir-lock.js';
+import { resolveWorkerUser } from './runtime/worker-user.js';
 import { ComponentRuntime } from './runtime/index.js';
 import { UserService, type NewAccount } from './services/users.js';
 import { ComponentService } from './services/components.js';
@@ -104,6 +105,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     workerNice: config.workerNice,
     loadTimeoutMs: config.loadTimeout * 1000,
     egress: { allowPrivateNetwork: config.allowPrivateNetwork, allow: [...config.egressAllow] },
+    workerUser: resolveWorkerUser(config.workerUser),
     logger: logger.child({ module: 'runtime' }),
   });
   try {

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { Option } from 'commander';
 import { checkEgressAllow } from './runtime/worker/egress-rules.js';
+import { resolveWorkerUser } from './runtime/worker-user.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -39,6 +40,8 @@ export interface Config {
   readonly eventRetention: number;
   /** API requests per minute per key; 0 disables the limit. */
   readonly rateLimit: number;
+  /** The user worker processes run as: `auto` (nobody when the server is root), `same`, a name or uid:gid. */
+  readonly workerUser: string;
   /** Let webhooks, component URLs and component code reach loopback, private and link-local addresses. */
   readonly allowPrivateNetwork: boolean;
   /** Internal destinations component code may reach anyway: addresses, ranges (CIDR) and host[:port]. */
@@ -119,6 +122,17 @@ function secondsList(raw: string): readonly number[] {
   );
 }
 
+/** Checked now, so that a user that does not exist stops the start, not the first run. */
+function workerUserSetting(raw: string): string {
+  const value = raw.trim();
+  try {
+    resolveWorkerUser(value);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return value;
+}
+
 /** Comma-separated `--egress-allow` entries, each checked now so that a typo stops the start, not a run. */
 function egressList(raw: string): readonly string[] {
   const entries = raw
@@ -197,6 +211,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     description: 'scheduling niceness of worker processes, 0 (as the server) to 19 (lowest)',
     defaultValue: 10,
     parse: integer(0, 19),
+  },
+  {
+    key: 'workerUser',
+    flag: '--worker-user',
+    description: 'user worker processes run as: auto (nobody when the server runs as root), same, a user name or uid:gid',
+    defaultValue: 'auto',
+    parse: workerUserSetting,
   },
   {
     key: 'batchWindow',

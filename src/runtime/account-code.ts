@@ -47,7 +47,8 @@ export class AccountCode {
     }
     const current = await fs.stat(target).catch(() => undefined);
     if (current?.ino !== ino) {
-      await fs.mkdir(path.dirname(target), { recursive: true });
+      // Listable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
+      if ((await fs.mkdir(path.dirname(target), { recursive: true })) !== undefined) await fs.chmod(path.dirname(target), 0o755);
       // Linked (or, on a file system without hard links, copied) beside the target and renamed over it,
       // so a worker never sees a missing or half-written file.
       const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;

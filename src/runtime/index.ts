@@ -4,7 +4,7 @@ import path from 'node:path';
 import { AccountCode } from './account-code.js';
 import { inspectIn } from './inspection.js';
 import { callCount, invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
-import { locatePlatform } from './locations.js';
+import { locatePlatform, workerEntry } from './locations.js';
 import { Npm } from './npm.js';
 import { checkOptions, type RuntimeOptions } from './options.js';
 import { PackageCache } from './packages.js';
@@ -12,6 +12,7 @@ import { WorkerPool } from './pool.js';
 import { Preparer } from './prepare.js';
 import type { ComponentInfo, InvocationRequest, InvocationResult, PreparedComponent } from './types.js';
 import { WorkerProcess } from './worker-process.js';
+import { firstUnreachable, openForWorkers } from './worker-user.js';
 
 export * from './types.js';
 export { RuntimeClosedError, WorkerExitError, type WorkerExitReason } from './errors.js';
@@ -33,6 +34,23 @@ export class ComponentRuntime {
     const packagesDir = path.join(dataDir, 'packages');
     const npm = new Npm(path.join(packagesDir, '.npm', 'home'), path.join(packagesDir, '.npm', 'cache'), checked.logger);
     const codeDir = path.join(dataDir, 'code');
+    let workerUser = checked.workerUser;
+    const blocked = workerUser && firstUnreachable(workerUser, [path.dirname(workerEntry()), ...locatePlatform().readPaths, path.dirname(dataDir)]);
+    if (workerUser && blocked) {
+      checked.logger.warn(
+        { path: blocked, uid: workerUser.uid },
+        'the worker user cannot reach this path, so workers run as the server user; install Tributary and its data where other users can traverse, or pass --worker-user same',
+      );
+      workerUser = undefined;
+    }
+    // Bundles are found by name, never listed (0711); an account's folder and the npm packages are readable.
+    if (workerUser) {
+      openForWorkers(dataDir, [
+        { dir: codeDir, mode: 0o711 },
+        { dir: path.join(codeDir, 'accounts'), mode: 0o711 },
+        { dir: packagesDir, mode: 0o755 },
+      ]);
+    }
     this.preparer = new Preparer(codeDir, new PackageCache(packagesDir, npm, checked.logger), checked.logger);
     this.accountCode = new AccountCode(path.join(codeDir, 'accounts'));
     this.pool = new WorkerPool({
@@ -46,6 +64,7 @@ export class ComponentRuntime {
           allowRead: [this.accountCode.dir(accountId), ...allowRead],
           memoryMb: checked.workerMemoryMb,
           egress: checked.egress,
+          user: workerUser,
           nice: checked.workerNice ?? 0,
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,

@@ -1,6 +1,7 @@
 // The settings a ComponentRuntime is built with, checked once and frozen.
 import path from 'node:path';
 import { checkEgressAllow, type EgressPolicy } from './worker/egress-rules.js';
+import type { WorkerUser } from './worker-user.js';
 
 export interface RuntimeLogger {
   info(obj: object, msg?: string): void;
@@ -25,6 +26,8 @@ export interface RuntimeOptions {
   loadTimeoutMs: number;
   /** Where component code may connect (default: public addresses only). */
   egress?: EgressPolicy;
+  /** The operating-system user workers run as; undefined: the server's own (see worker-user.ts). */
+  workerUser?: WorkerUser | undefined;
   logger: RuntimeLogger;
 }
 

@@ -42,6 +42,8 @@ function platformModule(entry: string): string {
 async function writeAtomically(file: string, contents: string): Promise<void> {
   const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   await fs.writeFile(temp, contents);
+  // Readable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
+  await fs.chmod(temp, 0o644);
   await fs.rename(temp, file);
 }
 

@@ -8,6 +8,7 @@ import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import type { EgressPolicy } from './worker/egress-rules.js';
+import type { WorkerUser } from './worker-user.js';
 import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
 
@@ -18,6 +19,8 @@ export interface WorkerSpec {
   memoryMb: number;
   /** Where component code may connect; the worker enforces it on every socket it opens. */
   egress: EgressPolicy;
+  /** The operating-system user the process runs as; undefined: the server's. */
+  user: WorkerUser | undefined;
   /** Scheduling niceness, 0 to 19. */
   nice: number;
   startTimeoutMs: number;
@@ -120,6 +123,7 @@ export class WorkerProcess {
         '--disable-warning=ExperimentalWarning',
       ],
       env: { NODE_ENV: 'production', TZ: 'UTC' },
+      ...(spec.user && { uid: spec.user.uid, gid: spec.user.gid }),
       cwd: path.dirname(entry),
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

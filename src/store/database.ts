@@ -64,6 +64,8 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'tributary.db');
   const connection = new SQLite(file);
+  // Private to the server's user: workers may run as another user that can traverse the data folder.
+  fs.chmodSync(file, 0o600);
   connection.pragma('journal_mode = WAL');
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');

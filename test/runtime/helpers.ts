@@ -17,8 +17,8 @@ export interface TestRuntime {
   close(): Promise<void>;
 }
 
-export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' | 'dataDir'>> = {}): TestRuntime {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-runtime-'));
+export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' | 'dataDir'>> = {}, parentDir = os.tmpdir()): TestRuntime {
+  const dataDir = fs.mkdtempSync(path.join(parentDir, 'tributary-runtime-'));
   const logs: LogRecord[] = [];
   const at = (level: LogRecord['level']) => (obj: object, msg?: string) => {
     logs.push({ level, obj: obj as Record<string, unknown>, msg });

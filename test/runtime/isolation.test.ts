@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InvocationOutcome, PreparedComponent } from '../../src/runtime/index.js';
+import { resolveWorkerUser } from '../../src/runtime/worker-user.js';
 import { createRuntime, request, runCode, source, type TestRuntime } from './helpers.js';
 
 const HOSTILE = 'acct_hostile';
@@ -326,6 +327,44 @@ describe('unforgeable IPC and accounting', () => {
     await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 1 }] }));
     const next = await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 2 }] }));
     expect(next.cpuMs).toBeGreaterThanOrEqual(55);
+  });
+});
+
+describe('least privilege', () => {
+  // Only root can start processes as another user; elsewhere workers run as the server's user by design.
+  it.skipIf(process.getuid?.() !== 0)('runs workers as an unprivileged user when the server is root, still able to load and run code', async () => {
+    const user = resolveWorkerUser('auto');
+    expect(user).toEqual({ uid: 65534, gid: 65534 });
+    const unprivileged = createRuntime({ poolSize: 1, workerUser: user });
+    try {
+      const result = await runCode(unprivileged.runtime, HOSTILE, source('this.$emit([process.getuid(), process.getgid()]);'));
+      expect(result.outcomes[0]!.emits).toEqual([{ event: [65534, 65534] }]);
+      // The data folder is traversable for the workers, not listable; the bundles are found by name only.
+      expect(fs.statSync(unprivileged.dataDir).mode & 0o777).toBe(0o711);
+      expect(fs.statSync(path.join(unprivileged.dataDir, 'code')).mode & 0o777).toBe(0o711);
+    } finally {
+      await unprivileged.close();
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('falls back to the server user, and says why, when the worker user cannot reach the data folder', async () => {
+    const closed = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-closed-'));
+    fs.chmodSync(closed, 0o700);
+    const fallback = createRuntime({ poolSize: 1, workerUser: { uid: 65534, gid: 65534 } }, closed);
+    try {
+      const result = await runCode(fallback.runtime, HOSTILE, source('this.$emit(process.getuid());'));
+      expect(result.outcomes[0]!.emits).toEqual([{ event: 0 }]);
+      expect(fallback.logs).toContainEqual(expect.objectContaining({ level: 'warn', obj: { path: closed, uid: 65534 } }));
+    } finally {
+      await fallback.close();
+      fs.rmSync(closed, { recursive: true, force: true });
+    }
+  });
+
+  it('resolves the worker user setting', () => {
+    expect(resolveWorkerUser('same')).toBeUndefined();
+    expect(resolveWorkerUser('1234:5678')).toEqual({ uid: 1234, gid: 5678 });
+    expect(() => resolveWorkerUser('no-such-user-zz9')).toThrow('worker user "no-such-user-zz9" does not exist');
   });
 });
 
