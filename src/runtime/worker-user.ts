@@ -21,8 +21,8 @@ export function resolveWorkerUser(setting: string): WorkerUser | undefined {
   if (numeric) return { uid: Number(numeric[1]), gid: Number(numeric[2]) };
   try {
     // The system's database of users, as `id` reads it (NSS included); Node has no call for another user.
-    const uid = Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }).trim());
+    const uid = Number(execFileSync('id', ['-u', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
     return { uid, gid };
   } catch {
     throw new TypeError(`worker user "${name}" does not exist; give an existing user, uid:gid, or "same"`);

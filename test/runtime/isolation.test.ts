@@ -181,6 +181,41 @@ describe('runaway code', () => {
     expect(many.emits).toEqual([]);
   });
 
+  it('caps one $.service.db value at 1 MB and a whole db at 16 MB of JSON', async () => {
+    const withDb = (body: string) => source(body, 'props: { db: "$.service.db" },');
+    const big = (await runCode(t.runtime, HOSTILE, withDb('this.db.set("k", "x".repeat(1_100_000));'))).outcomes[0]!;
+    expect(big.error).toMatchObject({ name: 'RangeError' });
+    expect(big.error!.message).toMatch(/^a \$\.service\.db value may be at most 1048576 bytes of JSON; "k" would be 1100002$/);
+    const result = await runCode(t.runtime, HOSTILE, withDb('for (let i = 0; i < 6; i++) this.db.set("k" + event.n + "-" + i, "x".repeat(1_000_000));'), {
+      events: [{ n: 1 }, { n: 2 }, { n: 3 }],
+      timeoutMs: 10_000,
+    });
+    expect(result.outcomes.map((o) => o.error?.message)).toEqual([undefined, undefined, "a source's $.service.db may hold at most 16777216 bytes of JSON"]);
+    expect(Object.keys(result.dbWrites)).toHaveLength(12);
+  });
+
+  it('caps the timers a worker may hold pending, and frees a slot when a timer fires or is cleared', async () => {
+    const outcome = await hostile(`
+      const intervals = [];
+      let refused;
+      try { for (let i = 0; i < 1001; i++) intervals.push(setInterval(() => {}, 1e6)); } catch (error) { refused = error.message; }
+      for (const interval of intervals) clearInterval(interval);
+      await Promise.all(Array.from({ length: 1000 }, () => new Promise((resolve) => setTimeout(resolve, 0))));
+      const again = Array.from({ length: 1000 }, () => setTimeout(() => {}, 1e6));
+      again.forEach(clearTimeout);
+      this.$emit({ held: intervals.length, refused, again: again.length });`);
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.emits).toEqual([
+      {
+        event: {
+          held: 1000,
+          refused: 'a worker may hold at most 1000 pending timers (setTimeout, setInterval, setImmediate); clear the ones no longer needed',
+          again: 1000,
+        },
+      },
+    ]);
+  });
+
   it('kills a worker that speaks out of protocol and reports it', async () => {
     // The worker's own clock, tampered with, puts a string where the protocol wants a duration.
     const outcome = await contained(() => hostile('performance.now = () => "forged";'));

@@ -1,6 +1,6 @@
 // `$.service.db`: a synchronous key-value store over the source's data, whose writes count only if the call succeeds.
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_DB_BYTES_PER_CALL } from './limits.js';
+import { MAX_DB_BYTES_PER_CALL, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
 import type { CallScope } from './scope.js';
 
 export interface Db {
@@ -13,9 +13,21 @@ function checkKey(key: unknown): string {
   return key;
 }
 
+/** Bytes a key and its value take, as JSON. */
+function entryBytes(key: string, value: unknown): number {
+  return value === undefined ? 0 : jsonBytes(key) + jsonBytes(JSON.stringify(value));
+}
+
 /** `committed` holds the values before this call: the request's db plus the writes of earlier successful calls. */
 export function makeDb(scope: CallScope, committed: ReadonlyMap<string, unknown>): Db {
   let bytes = 0;
+  // The whole db's size is measured only once a call writes, then kept up to date write by write.
+  let total: number | undefined;
+  const overLimit = (message: string): never => {
+    const error = new RangeError(message);
+    scope.fail(error);
+    throw error;
+  };
   return {
     get(key: string): unknown {
       checkKey(key);
@@ -29,12 +41,14 @@ export function makeDb(scope: CallScope, committed: ReadonlyMap<string, unknown>
       if (scope.closed) throw new Error('$.service.db set() called after the call ended');
       const copy = jsonCopy(value, `the value for $.service.db key "${key}"`);
       const size = jsonBytes(copy.json);
-      bytes += size - (scope.dbWrites.get(key)?.bytes ?? 0);
-      if (bytes > MAX_DB_BYTES_PER_CALL) {
-        const error = new RangeError(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to $.service.db`);
-        scope.fail(error);
-        throw error;
-      }
+      if (size > MAX_DB_VALUE_BYTES) overLimit(`a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`);
+      const previous = scope.dbWrites.get(key);
+      bytes += size - (previous?.bytes ?? 0);
+      if (bytes > MAX_DB_BYTES_PER_CALL) overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to $.service.db`);
+      total ??= [...committed].reduce((sum, [k, v]) => sum + entryBytes(k, v), 0);
+      const before = previous ? jsonBytes(key) + previous.bytes : entryBytes(key, committed.get(key));
+      total += jsonBytes(key) + size - before;
+      if (total > MAX_DB_TOTAL_BYTES) overLimit(`a source's $.service.db may hold at most ${MAX_DB_TOTAL_BYTES} bytes of JSON`);
       scope.dbWrites.set(key, { value: copy.value, bytes: size });
     },
   };

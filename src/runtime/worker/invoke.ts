@@ -1,4 +1,5 @@
 // Runs an invoke request in the worker: each event (or the hook) in order, its outcomes sent back in few messages.
+import { setImmediate as originalSetImmediate } from 'node:timers';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -11,6 +12,9 @@ import type { Send } from './harden.js';
 import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent } from './load.js';
 import { CallScope } from './scope.js';
+
+// Taken before timer-cap.ts caps the globals: the runtime's own waits never count against components.
+const setImmediate = originalSetImmediate;
 
 const calls = new AsyncLocalStorage<CallScope>();
 /** The call in progress; it owns errors that surface outside any async context. */

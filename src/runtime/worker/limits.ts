@@ -9,6 +9,12 @@ export const MAX_EMIT_BYTES_PER_CALL = 8 * 1024 * 1024;
 export const MAX_EMITS_PER_CALL = 10_000;
 /** `$.service.db` values written by one call, as JSON. */
 export const MAX_DB_BYTES_PER_CALL = 8 * 1024 * 1024;
+/** One `$.service.db` value, as JSON. */
+export const MAX_DB_VALUE_BYTES = 1024 * 1024;
+/** All of a source's `$.service.db`, keys and values as JSON, after a write. */
+export const MAX_DB_TOTAL_BYTES = 16 * 1024 * 1024;
+/** Timers (`setTimeout`, `setInterval`, `setImmediate`) pending at once in a worker, whichever run made them. */
+export const MAX_PENDING_TIMERS = 1000;
 /** The body given to `respond()`. */
 export const MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024;
 /** One console line; longer lines are cut. */

@@ -6,7 +6,9 @@ import { installEgressGuard } from './egress-guard.js';
 import { LoadFailure } from './failure.js';
 import { harden, type Send } from './harden.js';
 import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
+import { MAX_PENDING_TIMERS } from './limits.js';
 import { loadComponent } from './load.js';
+import { capPendingTimers } from './timer-cap.js';
 
 const channel = harden();
 const { exit } = channel;
@@ -14,6 +16,7 @@ const { exit } = channel;
 const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
 captureConsole(logToCurrentCall);
+capPendingTimers(MAX_PENDING_TIMERS);
 process.on('uncaughtException', failCurrentCall);
 process.on('unhandledRejection', failCurrentCall);
 // Without the server there is no one to answer to.
