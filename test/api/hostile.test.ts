@@ -1,0 +1,167 @@
+// A hostile tenant on an ordinary account of a default server: every attack fails, a victim account's source in the
+// same server keeps working, and the server stays up. One test per attack, each through the real API and endpoints.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, request } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+type Api = ReturnType<typeof client>;
+
+/** What a run left behind: the events it emitted, or the error on its $errors stream. */
+interface Aftermath {
+  emitted: unknown[];
+  error?: { name: string; message: string; code?: string };
+}
+
+describe.each(DIALECTS)('hostile components on %s', (dialect) => {
+  let server: TestServer;
+  let attacker: Api;
+  let victim: Api;
+  let victimEndpoint: string;
+  let victimSourceId: string;
+  let victimRuns = 0;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { allowPrivateNetwork: false, runTimeout: 2, workerMemory: 64 });
+    attacker = client(server.url, (await server.createUser()).apiKey);
+    victim = client(server.url, (await server.createUser()).apiKey);
+    const code = `module.exports = { name: "victim", version: "1.0.0", props: { http: "$.interface.http", db: "$.service.db" },
+      async run(event) { const n = (this.db.get("n") ?? 0) + 1; this.db.set("n", n); this.$emit({ n, polluted: ({}).polluted ?? null }); } };`;
+    const created = await victim.post('/v1/sources', { component_code: code });
+    victimSourceId = created.body.data.id;
+    victimEndpoint = created.body.data.configured_props.http.endpoint_url;
+  });
+  afterAll(() => server?.destroy());
+
+  /** Deploys `body` as the run of an attacker's HTTP source, triggers it once, and waits for what it left. */
+  async function attack(body: string): Promise<Aftermath> {
+    const code = `module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run(event) { ${body} } };`;
+    const created = await attacker.post('/v1/sources', { component_code: code });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const { id } = created.body.data;
+    expect((await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} })).status).toBe(200);
+    const settled = await waitFor(
+      async () => {
+        const [events, errors] = await Promise.all([
+          attacker.get(`/v1/sources/${id}/event_summaries?expand=event`),
+          attacker.get(`/v1/sources/${id}/$errors/event_summaries?expand=event`),
+        ]);
+        return { emitted: events.body.data.map((e: { event: unknown }) => e.event), errors: errors.body.data };
+      },
+      (r) => r.emitted.length > 0 || r.errors.length > 0,
+      { what: 'the attack to finish' },
+    );
+    return { emitted: settled.emitted, error: settled.errors[0]?.event.error };
+  }
+
+  /** The victim's source still runs, keeps its db, and sees no pollution; the server is healthy. */
+  async function victimUnharmed(): Promise<void> {
+    victimRuns++;
+    expect((await request('POST', victimEndpoint, { body: {} })).status).toBe(200);
+    const events = await waitFor(
+      () => victim.get(`/v1/sources/${victimSourceId}/event_summaries?expand=event`),
+      (r) => r.body.data?.[0]?.event.n === victimRuns,
+      { what: "the victim's run" },
+    );
+    expect(events.body.data[0].event).toEqual({ n: victimRuns, polluted: null });
+    expect((await request('GET', `${server.url}/healthz`)).status).toBe(200);
+  }
+
+  it("cannot call the server's own API or any loopback service", async () => {
+    const result = await attack(`await fetch(${JSON.stringify(`${server.url}/v1/users/me`)}); this.$emit("reached");`);
+    expect(result.emitted).toEqual([]);
+    expect(result.error?.message).toMatch(/egress refused: 127\.0\.0\.1/);
+    await victimUnharmed();
+  });
+
+  it("cannot read the server's environment through /proc/self/environ or /proc/<server>/environ", async () => {
+    const result = await attack(`
+      const fs = require("fs");
+      const read = (file) => { try { return fs.readFileSync(file, "utf8"); } catch (error) { return error.code; } };
+      this.$emit({ self: read("/proc/self/environ"), server: read("/proc/" + process.ppid + "/environ"), env: Object.keys(process.env).sort() });`);
+    expect(result.emitted).toEqual([{ self: 'ERR_ACCESS_DENIED', server: 'ERR_ACCESS_DENIED', env: ['NODE_ENV', 'TZ'] }]);
+    await victimUnharmed();
+  });
+
+  it("cannot read another account's code, the database or the secret key", async () => {
+    const dataDir = server.dataDir;
+    const result = await attack(`
+      const fs = require("fs");
+      const read = (file) => { try { fs.readFileSync(file); return "read"; } catch (error) { return error.code; } };
+      const list = (dir) => { try { return fs.readdirSync(dir).length; } catch (error) { return error.code; } };
+      this.$emit({ accounts: list(${JSON.stringify(`${dataDir}/code/accounts`)}), code: list(${JSON.stringify(`${dataDir}/code`)}),
+        db: read(${JSON.stringify(`${dataDir}/tributary.db`)}), key: read(${JSON.stringify(`${dataDir}/secret.key`)}) });`);
+    expect(result.emitted).toEqual([{ accounts: 'ERR_ACCESS_DENIED', code: 'ERR_ACCESS_DENIED', db: 'ERR_ACCESS_DENIED', key: 'ERR_ACCESS_DENIED' }]);
+    await victimUnharmed();
+  });
+
+  it('cannot start processes or threads', async () => {
+    const result = await attack(`
+      const attempt = (fn) => { try { fn(); return "started"; } catch (error) { return error.code; } };
+      const cp = require("child_process");
+      this.$emit({ spawn: attempt(() => cp.spawnSync("id")), fork: attempt(() => cp.fork("/bin/true")), exec: attempt(() => cp.execSync("id")),
+        thread: attempt(() => new (require("worker_threads").Worker)("1", { eval: true })) });`);
+    const outcome = result.emitted[0] as Record<string, string>;
+    expect(Object.values(outcome).every((v) => v.startsWith('ERR_'))).toBe(true);
+    expect(outcome.spawn).toBe('ERR_ACCESS_DENIED');
+    await victimUnharmed();
+  });
+
+  it('cannot signal the server', async () => {
+    const result = await attack(
+      `let code; try { process.kill(process.ppid, "SIGTERM"); code = "sent"; } catch (error) { code = error.code; } this.$emit(code);`,
+    );
+    expect(result.emitted).toEqual(['EPERM']);
+    await victimUnharmed();
+  });
+
+  it('pollutes only its own worker when it changes shared prototypes', async () => {
+    const result = await attack('Object.prototype.polluted = "yes"; this.$emit({ mine: ({}).polluted });');
+    expect(result.emitted).toEqual([{ mine: 'yes' }]);
+    // Breaking the built-ins the runtime itself uses breaks only the attacker's own worker and run.
+    const broken = await attack('Array.prototype.push = () => 0; JSON.stringify = () => "{"; this.$emit(1);');
+    expect(broken.emitted).toEqual([]);
+    expect(broken.error).toBeDefined();
+    await victimUnharmed();
+  });
+
+  it('fails alone when it loops forever', async () => {
+    const result = await attack('for (;;) {}');
+    expect(result.error).toMatchObject({ name: 'TimeoutError', code: 'timeout' });
+    await victimUnharmed();
+  });
+
+  it('fails alone when it exhausts its memory', async () => {
+    const result = await attack('const hold = []; for (;;) hold.push(new Array(1e6).fill(Math.random()));');
+    expect(result.error).toMatchObject({ name: 'OutOfMemoryError', code: 'out_of_memory' });
+    await victimUnharmed();
+  });
+
+  it('cannot emit huge or endlessly deep data', async () => {
+    const huge = await attack('this.$emit("x".repeat(2 * 1024 * 1024));');
+    expect(huge.error?.name).toBe('RangeError');
+    const deep = await attack('let v = 1; for (let i = 0; i < 100000; i++) v = [v]; this.$emit(v);');
+    expect(deep.emitted).toEqual([]);
+    expect(deep.error).toBeDefined();
+    await victimUnharmed();
+  });
+
+  it('cannot forge the runtime’s messages on the IPC descriptor', async () => {
+    const result = await attack(`
+      const v8 = require("v8"); const s = new v8.DefaultSerializer(); s.writeHeader();
+      s.writeValue({ t: "outcomes", id: 1, index: 0, done: true, results: [{ outcome: { emits: [{ event: "forged" }], logs: [], durationMs: 0 }, dbWrites: {} }] });
+      const body = s.releaseBuffer(); const length = Buffer.alloc(4); length.writeUInt32BE(body.length);
+      require("fs").writeSync(3, Buffer.concat([length, body]));
+      await new Promise((resolve) => setTimeout(resolve, 500));`);
+    expect(result.emitted).toEqual([]);
+    expect(result.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
+    await victimUnharmed();
+  });
+
+  it('cannot flood its worker with timers', async () => {
+    const result = await attack('for (let i = 0; i < 5000; i++) setInterval(() => {}, 1e6);');
+    expect(result.error).toMatchObject({ name: 'RangeError' });
+    expect(result.error?.message).toContain('at most 1000 pending timers');
+    await victimUnharmed();
+  });
+});
