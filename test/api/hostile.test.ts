@@ -95,15 +95,18 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
-  it('cannot start processes or threads', async () => {
+  it('cannot start processes or threads, WASI, native addons or the inspector', async () => {
     const result = await attack(`
       const attempt = (fn) => { try { fn(); return "started"; } catch (error) { return error.code; } };
       const cp = require("child_process");
       this.$emit({ spawn: attempt(() => cp.spawnSync("id")), fork: attempt(() => cp.fork("/bin/true")), exec: attempt(() => cp.execSync("id")),
-        thread: attempt(() => new (require("worker_threads").Worker)("1", { eval: true })) });`);
+        thread: attempt(() => new (require("worker_threads").Worker)("1", { eval: true })),
+        wasi: attempt(() => new (require("wasi").WASI)({ version: "preview1", preopens: { "/": "/" } })),
+        addon: attempt(() => process.dlopen({ exports: {} }, "/nonexistent.node")),
+        inspector: attempt(() => require("inspector").open(0)) });`);
     const outcome = result.emitted[0] as Record<string, string>;
     expect(Object.values(outcome).every((v) => v.startsWith('ERR_'))).toBe(true);
-    expect(outcome.spawn).toBe('ERR_ACCESS_DENIED');
+    expect(outcome).toMatchObject({ spawn: 'ERR_ACCESS_DENIED', wasi: 'ERR_ACCESS_DENIED', addon: 'ERR_DLOPEN_DISABLED', inspector: 'ERR_ACCESS_DENIED' });
     await victimUnharmed();
   });
 
