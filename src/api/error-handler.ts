@@ -1,4 +1,6 @@
 // Turns every error, ours or Fastify's, into `{ error, code, details? }` with the right status, in one place.
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 
@@ -61,4 +63,33 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     return reply.status(404).send({ error: `route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' } satisfies ErrorBody);
   });
+}
+
+/** Router errors raised before a route is found: a path segment over 100 characters, broken percent-encoding. */
+export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than 100 characters' : 'the path is not valid percent-encoded text';
+  const body: ErrorBody = { error: message, code: 'invalid_request' };
+  reply.status(ERRORS.invalid_request.status).send(body);
+}
+
+/**
+ * Errors Node's HTTP parser raises before there is a request (headers too large, a timeout, malformed HTTP): the
+ * body is a registered error like any other, written on the socket, which is then closed.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, message]: [ErrorCode, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['headers_too_large', 'the request line and headers exceed 16 KiB']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['request_timeout', 'the request did not arrive in time']
+        : ['invalid_request', 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error: message, code } satisfies ErrorBody);
+  const status = ERRORS[code].status;
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

@@ -1,5 +1,5 @@
 // Builds the Fastify application: conventions shared by every route, then one plugin per resource.
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -18,9 +18,11 @@ import type { SourceService } from '../services/sources.js';
 import type { SubscriptionService } from '../services/subscriptions.js';
 import type { UserService } from '../services/users.js';
 import type { WebhookService } from '../services/webhooks.js';
-import { ServiceError } from '../model/errors.js';
+import { invalid, ServiceError } from '../model/errors.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
+import { refuseNulCharacters } from './nul-guard.js';
 import { installAuth } from './auth.js';
-import { installErrorHandling } from './error-handler.js';
+import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
 import { lazyChildLoggerFactory } from './request-logger.js';
 import { healthRoutes } from './routes/health.js';
@@ -65,7 +67,24 @@ function installValidators(app: FastifyInstance): void {
   const options = { useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false } as const;
   const fromText = new Ajv({ ...options, coerceTypes: 'array' });
   const fromJson = new Ajv({ ...options, coerceTypes: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? fromJson : fromText).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? fromJson.compile(schema) : finiteOnly(fromText.compile(schema))));
+}
+
+/**
+ * Ajv reads `limit=1e400` as Infinity and, once it has converted it, skips the range checks it makes on finite
+ * numbers only: a text value that reads as an infinite number is refused here instead.
+ */
+function finiteOnly(validate: ValidateFunction): ValidateFunction {
+  const checked = ((data: unknown) => {
+    const valid = validate(data) as boolean;
+    checked.errors = validate.errors;
+    if (!valid || typeof data !== 'object' || data === null) return valid;
+    const infinite = Object.entries(data).find(([, value]) => typeof value === 'number' && !Number.isFinite(value));
+    if (!infinite) return true;
+    checked.errors = [{ instancePath: `/${infinite[0]}`, schemaPath: '#', keyword: 'type', params: {}, message: 'must be a finite number' }];
+    return false;
+  }) as ValidateFunction;
+  return checked;
 }
 
 export async function buildApi(services: ApiServices, logger: Logger): Promise<App> {
@@ -79,6 +98,8 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
       typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId(),
     requestIdHeader: false,
     return503OnClosing: true,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -89,6 +110,7 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
   });
 
   installErrorHandling(app);
+  refuseNulCharacters(app, ['params']);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -108,8 +130,16 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
     async (v1) => {
       // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
       v1.removeAllContentTypeParsers();
-      v1.addContentTypeParser('application/json', { parseAs: 'string' }, v1.getDefaultJsonParser('error', 'error'));
+      const parseJson = v1.getDefaultJsonParser('error', 'error');
+      v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+        if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
+          done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
+          return;
+        }
+        parseJson(request, body as string, done);
+      });
       installAuth(v1, services.users);
+      refuseNulCharacters(v1, ['query', 'body']);
       if (config.rateLimit > 0) {
         await v1.register(rateLimit, {
           max: config.rateLimit,

@@ -70,6 +70,16 @@ function cpuMs(pid: number): number | undefined {
   }
 }
 
+/**
+ * The permission model's switch: `--permission` since Node 22.13 (where it became stable; Node 24 dropped the old
+ * name), `--experimental-permission` before. Where the model also guards the network (`--allow-net`), the network
+ * is opened to it and left to the egress guard, which knows the operator's policy.
+ */
+const PERMISSION_FLAGS: readonly string[] = [
+  process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission',
+  ...(process.allowedNodeEnvironmentFlags.has('--allow-net') ? ['--allow-net'] : []),
+];
+
 /** Sets a worker's niceness; where the system refuses, the worker runs at the server's priority and says so once. */
 function lowerPriority(pid: number, nice: number, logger: RuntimeLogger): void {
   try {
@@ -115,7 +125,7 @@ export class WorkerProcess {
       // Not the server's execArgv (test runners add loaders) and not its environment (secrets).
       execArgv: [
         `--max-old-space-size=${spec.memoryMb}`,
-        '--experimental-permission',
+        ...PERMISSION_FLAGS,
         // Node 20 takes one path per flag; a comma-separated list is read as a single path.
         ...[path.dirname(entry), ...spec.allowRead].map((p) => `--allow-fs-read=${p}`),
         '--experimental-require-module',

@@ -1,4 +1,5 @@
 // HTTP endpoints of sources: which source an endpoint id names, the event a request becomes, and its queuing.
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
 import querystring from 'node:querystring';
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
@@ -65,7 +66,7 @@ export class EndpointDirectory {
   }
 }
 
-/** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable JSON stays raw. */
+/** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable or too deep JSON stays raw. */
 export function httpEvent(method: string, path: string, query: Record<string, unknown>, headers: HttpEvent['headers'], raw: Buffer | undefined): HttpEvent {
   const bodyRaw = raw ? raw.toString('utf8') : '';
   const type = String(headers['content-type'] ?? '')
@@ -73,7 +74,8 @@ export function httpEvent(method: string, path: string, query: Record<string, un
     .trim()
     .toLowerCase();
   let body: unknown = bodyRaw;
-  if (bodyRaw && (type === 'application/json' || type.endsWith('+json'))) {
+  // Too deep to be data anyone sends on purpose: kept as the raw text, like JSON that does not parse.
+  if (bodyRaw && (type === 'application/json' || type.endsWith('+json')) && !jsonNestsDeeperThan(bodyRaw, MAX_JSON_DEPTH)) {
     try {
       body = JSON.parse(bodyRaw);
     } catch {

@@ -4,8 +4,7 @@ import type { Transaction } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
-import { findSource, type SourceRow } from '../store/sources.js';
-import { findWebhook } from '../store/webhooks.js';
+import type { SourceRow } from '../store/sources.js';
 import * as subscriptions from '../store/subscriptions.js';
 import { invalid, notFound } from '../model/errors.js';
 
@@ -39,15 +38,18 @@ export class SubscriptionService {
 
   /** Idempotent: the same triple returns the subscription that exists. */
   async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
-    await this.checkEmitter(accountId, request.emitterId);
-    await this.checkListener(accountId, request.listenerId);
-    const row = await subscriptions.insertSubscription(this.store.db, {
-      id: newId('sub'),
-      user_id: accountId,
-      emitter_id: request.emitterId,
-      listener_id: request.listenerId,
-      event_name: request.eventName,
-      created_at: nowSeconds(),
+    // The emitter and listener stay locked until the subscription is in: a delete of either cannot leave it dangling.
+    const row = await this.store.db.transaction().execute(async (trx) => {
+      await this.checkEmitter(trx, accountId, request.emitterId);
+      await this.checkListener(trx, accountId, request.listenerId);
+      return subscriptions.insertSubscription(trx, {
+        id: newId('sub'),
+        user_id: accountId,
+        emitter_id: request.emitterId,
+        listener_id: request.listenerId,
+        event_name: request.eventName,
+        created_at: nowSeconds(),
+      });
     });
     return toView(row);
   }
@@ -65,13 +67,15 @@ export class SubscriptionService {
   }
 
   async createAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<AutoSubscriptionView> {
-    await this.checkListener(accountId, request.listenerId);
-    const row = await subscriptions.insertAutoSubscription(this.store.db, {
-      id: newId('sub'),
-      user_id: accountId,
-      listener_id: request.listenerId,
-      event_name: request.eventName,
-      created_at: nowSeconds(),
+    const row = await this.store.db.transaction().execute(async (trx) => {
+      await this.checkListener(trx, accountId, request.listenerId);
+      return subscriptions.insertAutoSubscription(trx, {
+        id: newId('sub'),
+        user_id: accountId,
+        listener_id: request.listenerId,
+        event_name: request.eventName,
+        created_at: nowSeconds(),
+      });
     });
     return { id: row.id, listener_id: row.listener_id, event_name: row.event_name };
   }
@@ -96,20 +100,20 @@ export class SubscriptionService {
     }
   }
 
-  /** Emitters: a source of the account, or a glob; workflows do not exist yet, so any other `p_` id is unknown. */
-  private async checkEmitter(accountId: string, emitterId: string): Promise<void> {
+  /** Emitters: a source of the account (locked), or a glob; workflows do not exist yet, so any other `p_` id is unknown. */
+  private async checkEmitter(trx: Transaction<Database>, accountId: string, emitterId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(emitterId)) return;
-    if (isId(emitterId, 'dc') && (await findSource(this.store.db, accountId, emitterId))) return;
+    if (isId(emitterId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'sources'))) return;
     throw notFound(`emitter "${emitterId}"`);
   }
 
-  /** Listeners: a source or webhook of the account; workflows do not exist yet, so a `p_` id is unknown. */
-  private async checkListener(accountId: string, listenerId: string): Promise<void> {
+  /** Listeners: a source or webhook of the account (locked); workflows do not exist yet, so a `p_` id is unknown. */
+  private async checkListener(trx: Transaction<Database>, accountId: string, listenerId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(listenerId)) {
       throw invalid(`listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "${listenerId}"`);
     }
-    if (isId(listenerId, 'dc') && (await findSource(this.store.db, accountId, listenerId))) return;
-    if (isId(listenerId, 'wh') && (await findWebhook(this.store.db, accountId, listenerId))) return;
+    if (isId(listenerId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'sources'))) return;
+    if (isId(listenerId, 'wh') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'webhooks'))) return;
     throw notFound(`listener "${listenerId}"`);
   }
 }

@@ -67,6 +67,8 @@ export function isSlugConflict(error: unknown): boolean {
 
 /** Removes a source and everything that belongs to it. */
 export async function deleteSourceCascade(db: Db, id: string): Promise<void> {
+  // The source's row is locked first, as subscribing to or from it locks it (lockOwnedEndpoint): the two take turns.
+  await db.updateTable('sources').set({ active: 0 }).where('id', '=', id).execute();
   await db.deleteFrom('invocations').where('source_id', '=', id).execute();
   await db.deleteFrom('timers').where('source_id', '=', id).execute();
   await db.deleteFrom('events').where('emitter_id', '=', id).execute();

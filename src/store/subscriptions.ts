@@ -26,13 +26,14 @@ export function findSubscription(db: Db, key: SubscriptionKey): Promise<Subscrip
 }
 
 /** Inserts unless the triple exists (a concurrent twin is ignored); returns the row that holds the triple. */
+/** Inserts the subscription, or returns the one with the same triple: one statement, so a concurrent delete cannot fall between. */
 export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<SubscriptionRow> {
-  await db
+  return db
     .insertInto('subscriptions')
     .values(row)
-    .onConflict((oc) => oc.columns(['user_id', 'emitter_id', 'listener_id', 'event_name']).doNothing())
-    .execute();
-  return (await findSubscription(db, { userId: row.user_id, emitterId: row.emitter_id, listenerId: row.listener_id, eventName: row.event_name }))!;
+    .onConflict((oc) => oc.columns(['user_id', 'emitter_id', 'listener_id', 'event_name']).doUpdateSet((eb) => ({ event_name: eb.ref('excluded.event_name') })))
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function deleteSubscription(db: Db, key: SubscriptionKey): Promise<number> {
@@ -62,19 +63,29 @@ export async function subscriptionsOf(db: Db, userId: string, emitterIds: string
   return (await selectSubscriptionsOf(db, userId, emitterIds)).rows;
 }
 
+/** Inserts the auto-subscription, or returns the one with the same pair, in one statement (see insertSubscription). */
 export async function insertAutoSubscription(db: Db, row: AutoSubscriptionRow): Promise<AutoSubscriptionRow> {
-  await db
+  return db
     .insertInto('auto_subscriptions')
     .values(row)
-    .onConflict((oc) => oc.columns(['user_id', 'listener_id', 'event_name']).doNothing())
-    .execute();
-  return (await db
-    .selectFrom('auto_subscriptions')
-    .selectAll()
-    .where('user_id', '=', row.user_id)
-    .where('listener_id', '=', row.listener_id)
-    .where('event_name', '=', row.event_name)
-    .executeTakeFirst())!;
+    .onConflict((oc) => oc.columns(['user_id', 'listener_id', 'event_name']).doUpdateSet((eb) => ({ event_name: eb.ref('excluded.event_name') })))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * True when the account owns this source or webhook; also locks its row until the transaction ends, so that a
+ * delete running at the same time either finishes first (and this finds nothing) or removes what this adds.
+ * An update that changes nothing is the one lock both SQLite and PostgreSQL take the same way.
+ */
+export async function lockOwnedEndpoint(db: Db, userId: string, id: string, table: 'sources' | 'webhooks'): Promise<boolean> {
+  const result = await db
+    .updateTable(table)
+    .set((eb) => ({ id: eb.ref('id') }))
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 export async function deleteAutoSubscription(db: Db, userId: string, listenerId: string, eventName: string): Promise<number> {

@@ -49,8 +49,9 @@ export async function deactivateWebhook(db: Db, id: string, nowSeconds: number):
 
 /** Removes a webhook with its delivery queue and log, and every subscription naming it. */
 export async function deleteWebhookCascade(db: Db, id: string): Promise<void> {
+  // The webhook's row is locked first, as subscribing to it locks it (lockOwnedEndpoint): the two take turns.
+  await db.deleteFrom('webhooks').where('id', '=', id).execute();
   await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
   await db.deleteFrom('subscriptions').where('listener_id', '=', id).execute();
   await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
-  await db.deleteFrom('webhooks').where('id', '=', id).execute();
 }
