@@ -40,7 +40,7 @@ export interface Config {
   readonly eventRetention: number;
   /** API requests per minute per key; 0 disables the limit. */
   readonly rateLimit: number;
-  /** The user worker processes run as: `auto` (nobody when the server is root), `same`, a name or uid:gid. */
+  /** The user worker processes run as: `auto` (nobody when the server is root), `same`, `per-account`, a name or uid:gid. */
   readonly workerUser: string;
   /** Let webhooks, component URLs and component code reach loopback, private and link-local addresses. */
   readonly allowPrivateNetwork: boolean;
@@ -215,7 +215,8 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   {
     key: 'workerUser',
     flag: '--worker-user',
-    description: 'user worker processes run as: auto (nobody when the server runs as root), same, a user name or uid:gid',
+    description:
+      'user worker processes run as: auto (nobody when the server runs as root), same, per-account (a user for each account; root only), a user name or uid:gid',
     defaultValue: 'auto',
     parse: workerUserSetting,
   },

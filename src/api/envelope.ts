@@ -4,8 +4,10 @@ import { invalid } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { fieldParams } from './fields.js';
 
+const DEFAULT_LIMIT = 10;
+
 export const paginationQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Items per page, 1 to 100' }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_LIMIT, description: 'Items per page, 1 to 100; default 10' })),
   after: Type.Optional(Type.String({ minLength: 1, description: 'Cursor: items after it' })),
   before: Type.Optional(Type.String({ minLength: 1, description: 'Cursor: items before it' })),
   ...fieldParams,
@@ -29,9 +31,9 @@ export function pageOf<T extends TSchema>(schema: T) {
   return Type.Object({ page_info: pageInfoSchema, data: Type.Array(schema) });
 }
 
-export function toPageRequest(query: { limit: number; after?: string | undefined; before?: string | undefined }): PageRequest {
+export function toPageRequest(query: { limit?: number | undefined; after?: string | undefined; before?: string | undefined }): PageRequest {
   if (query.after !== undefined && query.before !== undefined) throw invalid('pass either "before" or "after", not both');
-  return { limit: query.limit, after: query.after, before: query.before };
+  return { limit: query.limit ?? DEFAULT_LIMIT, after: query.after, before: query.before };
 }
 
 export function pageBody<T, U>(page: Page<T>, map: (item: T) => U) {

@@ -1,4 +1,4 @@
-// Gives each account a folder of hard links to the bundles it uses: its workers may read that folder, and no other account's code.
+// Gives each account a folder of the bundles it uses: its workers may read that folder, and no other account's code.
 import { createHash, randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -15,7 +15,14 @@ export class AccountCode {
   /** How long a link is trusted before the bundle is looked at again. */
   private static readonly RECHECK_MS = 1000;
 
-  constructor(private readonly root: string) {}
+  /**
+   * `ownerOf` is set when each account's workers run as their own user: then the folder is that user's alone
+   * (0700) and holds copies it owns, since a hard link shares its file's owner with every other link.
+   */
+  constructor(
+    private readonly root: string,
+    private readonly ownerOf?: (accountId: string) => { uid: number; gid: number },
+  ) {}
 
   /** Named by a hash, so no account id can steer the path. */
   dir(accountId: string): string {
@@ -45,14 +52,23 @@ export class AccountCode {
       known.checkedMs = nowMs;
       return target;
     }
-    const current = await fs.stat(target).catch(() => undefined);
+    const owner = this.ownerOf?.(accountId);
+    const current = owner ? undefined : await fs.stat(target).catch(() => undefined);
     if (current?.ino !== ino) {
-      // Listable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
-      if ((await fs.mkdir(path.dirname(target), { recursive: true })) !== undefined) await fs.chmod(path.dirname(target), 0o755);
-      // Linked (or, on a file system without hard links, copied) beside the target and renamed over it,
-      // so a worker never sees a missing or half-written file.
+      const dir = path.dirname(target);
+      // Readable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
+      if ((await fs.mkdir(dir, { recursive: true })) !== undefined || owner) {
+        await fs.chmod(dir, owner ? 0o700 : 0o755);
+        if (owner) await fs.chown(dir, owner.uid, owner.gid);
+      }
+      // Linked (or copied) beside the target and renamed over it, so a worker never sees a missing or
+      // half-written file.
       const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-      await fs.link(artifactPath, temp).catch(() => fs.copyFile(artifactPath, temp));
+      if (owner) {
+        await fs.copyFile(artifactPath, temp);
+        await fs.chown(temp, owner.uid, owner.gid);
+        await fs.chmod(temp, 0o400);
+      } else await fs.link(artifactPath, temp).catch(() => fs.copyFile(artifactPath, temp));
       await fs.rename(temp, target);
     }
     this.linked.set(target, { ino, checkedMs: nowMs });

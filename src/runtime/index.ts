@@ -12,7 +12,7 @@ import { WorkerPool } from './pool.js';
 import { Preparer } from './prepare.js';
 import type { ComponentInfo, InvocationRequest, InvocationResult, PreparedComponent } from './types.js';
 import { WorkerProcess } from './worker-process.js';
-import { firstUnreachable, openForWorkers } from './worker-user.js';
+import { prepareWorkerUsers } from './worker-user.js';
 
 export * from './types.js';
 export { RuntimeClosedError, WorkerExitError, type WorkerExitReason } from './errors.js';
@@ -34,25 +34,9 @@ export class ComponentRuntime {
     const packagesDir = path.join(dataDir, 'packages');
     const npm = new Npm(path.join(packagesDir, '.npm', 'home'), path.join(packagesDir, '.npm', 'cache'), checked.logger);
     const codeDir = path.join(dataDir, 'code');
-    let workerUser = checked.workerUser;
-    const blocked = workerUser && firstUnreachable(workerUser, [path.dirname(workerEntry()), ...locatePlatform().readPaths, path.dirname(dataDir)]);
-    if (workerUser && blocked) {
-      checked.logger.warn(
-        { path: blocked, uid: workerUser.uid },
-        'the worker user cannot reach this path, so workers run as the server user; install Tributary and its data where other users can traverse, or pass --worker-user same',
-      );
-      workerUser = undefined;
-    }
-    // Bundles are found by name, never listed (0711); an account's folder and the npm packages are readable.
-    if (workerUser) {
-      openForWorkers(dataDir, [
-        { dir: codeDir, mode: 0o711 },
-        { dir: path.join(codeDir, 'accounts'), mode: 0o711 },
-        { dir: packagesDir, mode: 0o755 },
-      ]);
-    }
+    const users = prepareWorkerUsers(checked.workerUser, dataDir, [path.dirname(workerEntry()), ...locatePlatform().readPaths], checked.logger);
     this.preparer = new Preparer(codeDir, new PackageCache(packagesDir, npm, checked.logger), checked.logger);
-    this.accountCode = new AccountCode(path.join(codeDir, 'accounts'));
+    this.accountCode = new AccountCode(users.accountsDir, users.ownerOf);
     this.pool = new WorkerPool({
       size: checked.poolSize,
       // @pipedream/platform is public code any component may load.
@@ -64,7 +48,7 @@ export class ComponentRuntime {
           allowRead: [this.accountCode.dir(accountId), ...allowRead],
           memoryMb: checked.workerMemoryMb,
           egress: checked.egress,
-          user: workerUser,
+          user: users.userFor(accountId),
           nice: checked.workerNice ?? 0,
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,

@@ -1,7 +1,7 @@
 // The settings a ComponentRuntime is built with, checked once and frozen.
 import path from 'node:path';
 import { checkEgressAllow, type EgressPolicy } from './worker/egress-rules.js';
-import type { WorkerUser } from './worker-user.js';
+import type { WorkerUserSetting } from './worker-user.js';
 
 export interface RuntimeLogger {
   info(obj: object, msg?: string): void;
@@ -26,8 +26,8 @@ export interface RuntimeOptions {
   loadTimeoutMs: number;
   /** Where component code may connect (default: public addresses only). */
   egress?: EgressPolicy;
-  /** The operating-system user workers run as; undefined: the server's own (see worker-user.ts). */
-  workerUser?: WorkerUser | undefined;
+  /** The operating-system user workers run as: one for all, one per account, or undefined: the server's (worker-user.ts). */
+  workerUser?: WorkerUserSetting;
   logger: RuntimeLogger;
 }
 

@@ -9,12 +9,23 @@ export interface WorkerUser {
   gid: number;
 }
 
+/** One user for every worker, each account its own (`per-account`), or the server's user (undefined). */
+export type WorkerUserSetting = WorkerUser | 'per-account' | undefined;
+
+/** Accounts' own users are numbered from here, far above the users a system creates for people and daemons. */
+export const FIRST_ACCOUNT_UID = 200_000;
+
 /**
  * `auto` (the default): `nobody` when the server runs as root, otherwise the server's own user; `same`: the
- * server's user always; a user name, or `uid:gid`. Throws a TypeError naming a setting it cannot resolve.
+ * server's user always; `per-account`: a user of its own for each account (root only); a user name, or
+ * `uid:gid`. Throws a TypeError naming a setting it cannot resolve.
  */
-export function resolveWorkerUser(setting: string): WorkerUser | undefined {
+export function resolveWorkerUser(setting: string): WorkerUserSetting {
   const running = os.userInfo();
+  if (setting === 'per-account') {
+    if (running.uid !== 0) throw new TypeError('worker user "per-account" needs the server to run as root');
+    return 'per-account';
+  }
   if (setting === 'same' || (setting === 'auto' && running.uid !== 0)) return undefined;
   const name = setting === 'auto' ? 'nobody' : setting;
   const numeric = /^(\d+):(\d+)$/.exec(name);
@@ -71,4 +82,85 @@ export function firstUnreachable(user: WorkerUser, paths: string[]): string | un
     }
   }
   return undefined;
+}
+
+/**
+ * Gives each account a uid (and a gid of the same number) of its own, from FIRST_ACCOUNT_UID on, remembered in
+ * `<dataDir>/worker-users.json` so that an account keeps its user across restarts. The users need not exist in
+ * the system's user database: the kernel takes any number.
+ */
+export class AccountUsers {
+  private readonly file: string;
+  private readonly uids: Record<string, number>;
+
+  constructor(dataDir: string) {
+    this.file = path.join(dataDir, 'worker-users.json');
+    this.uids = fs.existsSync(this.file) ? (JSON.parse(fs.readFileSync(this.file, 'utf8')) as Record<string, number>) : {};
+  }
+
+  userFor(accountId: string): WorkerUser {
+    let uid = this.uids[accountId];
+    if (uid === undefined) {
+      uid = FIRST_ACCOUNT_UID + Object.keys(this.uids).length;
+      this.uids[accountId] = uid;
+      const temp = `${this.file}.tmp`;
+      fs.writeFileSync(temp, JSON.stringify(this.uids), { mode: 0o600 });
+      fs.renameSync(temp, this.file);
+    }
+    return { uid, gid: uid };
+  }
+}
+
+/** How workers of each account run, as the runtime set it up. */
+export interface WorkerUsers {
+  /** The user an account's workers run as; undefined: the server's. */
+  userFor(accountId: string): WorkerUser | undefined;
+  /** Where the accounts' folders of bundles live. */
+  accountsDir: string;
+  /** Set when each account has a user of its own: it owns the account's folder and the copies in it. */
+  ownerOf?: (accountId: string) => WorkerUser;
+}
+
+/**
+ * Sets up the data folder for the setting and says who runs each account's workers. Where the user cannot reach
+ * the install or the data folder, the server warns and keeps its own user rather than fail every start.
+ */
+export function prepareWorkerUsers(
+  setting: WorkerUserSetting,
+  dataDir: string,
+  mustReach: string[],
+  logger: { warn(obj: object, msg?: string): void },
+): WorkerUsers {
+  const codeDir = path.join(dataDir, 'code');
+  const packagesDir = path.join(dataDir, 'packages');
+  const sameUser: WorkerUsers = { userFor: () => undefined, accountsDir: path.join(codeDir, 'accounts') };
+  if (setting === undefined) return sameUser;
+  // An account's own user is nobody's owner or group: it reaches what "others" may.
+  const probe = setting === 'per-account' ? { uid: FIRST_ACCOUNT_UID - 1, gid: FIRST_ACCOUNT_UID - 1 } : setting;
+  const blocked = firstUnreachable(probe, [...mustReach, path.dirname(dataDir)]);
+  if (blocked) {
+    logger.warn(
+      { path: blocked, uid: probe.uid },
+      'the worker user cannot reach this path, so workers run as the server user; install Tributary and its data where other users can traverse, or pass --worker-user same',
+    );
+    return sameUser;
+  }
+  if (setting === 'per-account') {
+    // Bundles stay the server's (code/ 0700); each account reads copies in a folder only its user may enter.
+    const accountsDir = path.join(dataDir, 'accounts');
+    openForWorkers(dataDir, [
+      { dir: codeDir, mode: 0o700 },
+      { dir: accountsDir, mode: 0o711 },
+      { dir: packagesDir, mode: 0o755 },
+    ]);
+    const users = new AccountUsers(dataDir);
+    return { userFor: (accountId) => users.userFor(accountId), accountsDir, ownerOf: (accountId) => users.userFor(accountId) };
+  }
+  // Bundles are found by name, never listed (0711); an account's folder and the npm packages are readable.
+  openForWorkers(dataDir, [
+    { dir: codeDir, mode: 0o711 },
+    { dir: path.join(codeDir, 'accounts'), mode: 0o711 },
+    { dir: packagesDir, mode: 0o755 },
+  ]);
+  return { userFor: () => setting, accountsDir: path.join(codeDir, 'accounts') };
 }

@@ -58,6 +58,8 @@ export class EndpointDirectory {
   }
 
   private async load(endpointId: string): Promise<EndpointTarget | null> {
+    // Endpoint ids are letters and digits: anything else (a NUL, which PostgreSQL cannot take) names no endpoint.
+    if (!/^[A-Za-z0-9_-]{1,100}$/.test(endpointId)) return null;
     const source = await findSourceByEndpoint(this.store.db, endpointId);
     if (!source) return null;
     const component = await loadComponent(this.store.db, source.component_id);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InvocationOutcome, PreparedComponent } from '../../src/runtime/index.js';
-import { resolveWorkerUser } from '../../src/runtime/worker-user.js';
+import { AccountUsers, resolveWorkerUser } from '../../src/runtime/worker-user.js';
 import { createRuntime, request, runCode, source, type TestRuntime } from './helpers.js';
 
 const HOSTILE = 'acct_hostile';
@@ -323,7 +323,7 @@ describe('unforgeable IPC and accounting', () => {
         serializer: [v8.Serializer.prototype, "writeValue"],
         defaultSerializer: [v8.DefaultSerializer.prototype, "_writeHostObject"],
         typedArray: [Object.getPrototypeOf(Uint8Array.prototype), "set"],
-        buffer: [Buffer.prototype, "toString"],
+        buffer: [Buffer.prototype, "set"],
       };
       const result = {};
       for (const [name, [target, key]] of Object.entries(targets)) {
@@ -331,10 +331,22 @@ describe('unforgeable IPC and accounting', () => {
         try { target[key] = () => {}; } catch {}
         result[name] = target[key] === before ? "unchanged" : "patched";
       }
+      // Shadowing the length a Buffer reports would hand over each serialized message.
+      try { Object.defineProperty(Buffer.prototype, "length", { get() { return 0; } }); } catch {}
+      result.bufferLength = Buffer.from("abc").length === 3 ? "unchanged" : "patched";
       try { require("async_hooks").createHook({ init() {} }).enable(); result.asyncHook = "installed"; } catch (error) { result.asyncHook = error.code; }
       this.$emit(result);`);
     expect(outcome.emits).toEqual([
-      { event: { serializer: 'unchanged', defaultSerializer: 'unchanged', typedArray: 'unchanged', buffer: 'unchanged', asyncHook: 'ERR_ACCESS_DENIED' } },
+      {
+        event: {
+          serializer: 'unchanged',
+          defaultSerializer: 'unchanged',
+          typedArray: 'unchanged',
+          buffer: 'unchanged',
+          bufferLength: 'unchanged',
+          asyncHook: 'ERR_ACCESS_DENIED',
+        },
+      },
     ]);
   });
 
@@ -396,8 +408,31 @@ describe('least privilege', () => {
     }
   });
 
+  it.skipIf(process.getuid?.() !== 0)("gives each account its own user with per-account, owning a folder no other account's user may enter", async () => {
+    const separate = createRuntime({ poolSize: 2, workerUser: 'per-account' });
+    try {
+      const whoAmI = source('this.$emit(process.getuid());');
+      const first = await runCode(separate.runtime, 'acct_first', whoAmI);
+      const second = await runCode(separate.runtime, 'acct_second', whoAmI);
+      expect([first.outcomes[0]!.emits, second.outcomes[0]!.emits]).toEqual([[{ event: 200_000 }], [{ event: 200_001 }]]);
+      const accounts = path.join(separate.dataDir, 'accounts');
+      const folders = fs.readdirSync(accounts).map((name) => fs.statSync(path.join(accounts, name)));
+      expect(folders.map((stat) => [stat.uid, stat.mode & 0o777]).sort()).toEqual([
+        [200_000, 0o700],
+        [200_001, 0o700],
+      ]);
+      // The server's bundles are its own: no worker user may enter code/.
+      expect(fs.statSync(path.join(separate.dataDir, 'code')).mode & 0o777).toBe(0o700);
+      // The same account keeps its user after a restart.
+      expect(new AccountUsers(separate.dataDir).userFor('acct_first')).toEqual({ uid: 200_000, gid: 200_000 });
+    } finally {
+      await separate.close();
+    }
+  });
+
   it('resolves the worker user setting', () => {
     expect(resolveWorkerUser('same')).toBeUndefined();
+    if (process.getuid?.() === 0) expect(resolveWorkerUser('per-account')).toBe('per-account');
     expect(resolveWorkerUser('1234:5678')).toEqual({ uid: 1234, gid: 5678 });
     expect(() => resolveWorkerUser('no-such-user-zz9')).toThrow('worker user "no-such-user-zz9" does not exist');
   });
