@@ -11,8 +11,9 @@ module.exports = {
   version: "0.0.1",
   props: { http: "$.interface.http" },
   async run(event) {
-    const until = Date.now() + 30;
-    while (Date.now() < until) {}
+    // 30 ms of CPU, not of the clock: compute is billed by CPU time, which a busy machine hands out slower.
+    const start = process.cpuUsage();
+    while (process.cpuUsage(start).user + process.cpuUsage(start).system < 30_000) {}
     this.$emit(event.body);
   },
 };
