@@ -1,5 +1,5 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { newId, nowSeconds, isId } from '../model/ids.js';
@@ -170,15 +170,26 @@ export class SourceService {
     return `${base}-${n}`;
   }
 
-  /** Retries a write that lost a race for a slug (two deploys with one name at once) with a fresh slug. */
+  /**
+   * Retries a write that lost a race for a slug (deploys with one name at once) with a fresh slug. Contenders that
+   * keep colliding on the next free number (each sees only what is committed) spread out over random numbers
+   * after a few rounds, so that many at once all succeed without taking turns.
+   */
   private async withFreshSlug<T>(row: sources.SourceRow, name: string, write: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await write();
       } catch (error) {
         if (!sources.isSlugConflict(error) || attempt >= 10) throw error;
-        row.name_slug = await this.uniqueSlug(row.user_id, name);
+        row.name_slug = attempt < 2 ? await this.uniqueSlug(row.user_id, name) : await this.randomFreeSlug(row.user_id, name);
       }
+    }
+  }
+
+  private async randomFreeSlug(accountId: string, name: string): Promise<string> {
+    for (;;) {
+      const slug = `${slugify(name)}-${randomInt(2, 1_000_000)}`;
+      if (!(await sources.slugTaken(this.store.db, accountId, slug))) return slug;
     }
   }
 
@@ -203,17 +214,14 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
-    // Deploys of one account take their slugs one at a time in this process; retries cover other nodes.
-    const committed = await this.locks.exclusive(`slugs:${accountId}`, () =>
-      this.withFreshSlug(row, name, () =>
-        this.store.db.transaction().execute(async (trx) => {
-          await sources.insertSource(trx, row);
-          for (const step of this.creationSteps) await step(trx, row);
-          await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-          const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
-          return commitEffects(trx, effects, this.effectsOptions());
-        }),
-      ),
+    const committed = await this.withFreshSlug(row, name, () =>
+      this.store.db.transaction().execute(async (trx) => {
+        await sources.insertSource(trx, row);
+        for (const step of this.creationSteps) await step(trx, row);
+        await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
+        const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
+        return commitEffects(trx, effects, this.effectsOptions());
+      }),
     );
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });

@@ -161,6 +161,31 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('gains nothing from an endless options() method: the server never runs it unasked', async () => {
+    // options() runs only when a client asks for a prop's choices (issue 19); until then saving, deploying and
+    // running such a component must not call it.
+    const code = `module.exports = { name: "looping options", version: "1.0.0",
+      props: { http: "$.interface.http", choice: { type: "string", optional: true, options() { for (;;) {} } },
+        other: { type: "string", optional: true, async options() { for (;;) await null; } } },
+      async run() { this.$emit("ran"); } };`;
+    const saved = await attacker.post('/v1/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    expect(saved.body.data.configurable_props.map((p: { name: string; remoteOptions?: boolean }) => [p.name, p.remoteOptions ?? false])).toEqual([
+      ['http', false],
+      ['choice', true],
+      ['other', true],
+    ]);
+    const created = await attacker.post('/v1/sources', { component_id: saved.body.data.id });
+    expect(created.status).toBe(200);
+    expect((await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} })).status).toBe(200);
+    await waitFor(
+      () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries`),
+      (r) => r.body.data?.length === 1,
+      { what: 'the run to emit' },
+    );
+    await victimUnharmed();
+  });
+
   it('cannot flood its worker with timers', async () => {
     const result = await attack('for (let i = 0; i < 5000; i++) setInterval(() => {}, 1e6);');
     expect(result.error).toMatchObject({ name: 'RangeError' });
