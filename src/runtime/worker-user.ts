@@ -21,6 +21,14 @@ export const FIRST_ACCOUNT_UID = 200_000;
  * `uid:gid`. Throws a TypeError naming a setting it cannot resolve.
  */
 export function resolveWorkerUser(setting: string): WorkerUserSetting {
+  // The configuration checks the setting and the app uses it: one lookup serves both.
+  if (!resolved.has(setting)) resolved.set(setting, lookUpWorkerUser(setting));
+  return resolved.get(setting);
+}
+
+const resolved = new Map<string, WorkerUserSetting>();
+
+function lookUpWorkerUser(setting: string): WorkerUserSetting {
   const running = os.userInfo();
   if (setting === 'per-account') {
     if (running.uid !== 0) throw new TypeError('worker user "per-account" needs the server to run as root');
@@ -30,14 +38,16 @@ export function resolveWorkerUser(setting: string): WorkerUserSetting {
   const name = setting === 'auto' ? 'nobody' : setting;
   const numeric = /^(\d+):(\d+)$/.exec(name);
   if (numeric) return { uid: Number(numeric[1]), gid: Number(numeric[2]) };
+  let ids = '';
   try {
     // The system's database of users, as `id` reads it (NSS included); Node has no call for another user.
-    const uid = Number(execFileSync('id', ['-u', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-    const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-    return { uid, gid };
+    ids = execFileSync('id', [name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   } catch {
-    throw new TypeError(`worker user "${name}" does not exist; give an existing user, uid:gid, or "same"`);
+    // Reported below, as for output that names no uid.
   }
+  const found = /uid=(\d+).*?gid=(\d+)/.exec(ids);
+  if (!found) throw new TypeError(`worker user "${name}" does not exist; give an existing user, uid:gid, or "same"`);
+  return { uid: Number(found[1]), gid: Number(found[2]) };
 }
 
 /**

@@ -141,8 +141,7 @@ export class ComponentService {
    * else the global registry's component.
    */
   async getRegistry(accountId: string, key: string): Promise<components.ComponentRow> {
-    const published = await components.publishedVersions(this.store.db, accountId, key);
-    const latest = published.sort((a, b) => semver.rcompare(a.version, b.version))[0];
+    const latest = await this.highestPublished(accountId, key);
     const row = latest ? await components.loadComponent(this.store.db, latest.component_id) : await components.findLatestByKey(this.store.db, null, key);
     if (!row) throw notFound(`registry component "${key}"`);
     return row;
@@ -160,8 +159,7 @@ export class ComponentService {
       throw unpublishable(`component "${componentId}" needs a key that looks like app_name_slug-slugified-component-name to be published`);
     }
     if (semver.valid(row.version) !== row.version) throw unpublishable(`version "${row.version}" is not a semantic version (for example 1.2.0)`);
-    const published = await components.publishedVersions(this.store.db, accountId, row.key);
-    const highest = published.map((p) => p.version).sort(semver.rcompare)[0];
+    const highest = (await this.highestPublished(accountId, row.key))?.version;
     const refuse = () =>
       new ServiceError(
         'conflict',
@@ -178,6 +176,12 @@ export class ComponentService {
     // Lost a race with another publish of the same version.
     if (!inserted) throw refuse();
     return row;
+  }
+
+  /** The account's published version of a key with the highest semantic version, if any. */
+  private async highestPublished(accountId: string, key: string) {
+    const published = await components.publishedVersions(this.store.db, accountId, key);
+    return published.sort((a, b) => semver.rcompare(a.version, b.version))[0];
   }
 
   /** Publishes a component to the global registry unless this key and version are already there; returns its row. */

@@ -14,18 +14,6 @@ export interface SubscriptionKey {
   eventName: string;
 }
 
-export function findSubscription(db: Db, key: SubscriptionKey): Promise<SubscriptionRow | undefined> {
-  return db
-    .selectFrom('subscriptions')
-    .selectAll()
-    .where('user_id', '=', key.userId)
-    .where('emitter_id', '=', key.emitterId)
-    .where('listener_id', '=', key.listenerId)
-    .where('event_name', '=', key.eventName)
-    .executeTakeFirst();
-}
-
-/** Inserts unless the triple exists (a concurrent twin is ignored); returns the row that holds the triple. */
 /** Inserts the subscription, or returns the one with the same triple: one statement, so a concurrent delete cannot fall between. */
 export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<SubscriptionRow> {
   return db
