@@ -14,6 +14,7 @@ import {
   type InvocationMethod,
   isJsonValue,
   LogLineSchema,
+  StepOutcomeSchema,
 } from './types.js';
 
 /** Load a component and describe it (the answer is `loaded` or `load_failed`). */
@@ -21,6 +22,8 @@ export interface LoadRequest {
   t: 'load';
   id: number;
   artifactPath: string;
+  /** A workflow step: a code step needs no name or version, and a plain object with `run` is a component. */
+  asStep?: boolean;
 }
 
 /**
@@ -85,6 +88,7 @@ const CallResultSchema = ExactObject({
     emits: Type.Array(EmittedEventSchema),
     logs: Type.Array(LogLineSchema),
     error: Type.Optional(InvocationErrorSchema),
+    step: Type.Optional(StepOutcomeSchema),
     durationMs: Type.Number(),
   }),
   // The keys this call wrote, with their final values; empty when the call failed.

@@ -109,8 +109,43 @@ export class ComponentLoadError extends Error {
   }
 }
 
-/** Which function of the component an invocation calls. */
-export type InvocationMethod = 'run' | 'deploy' | 'activate' | 'deactivate';
+/** Which function of the component an invocation calls; `step` is an action's or code step's `run({ steps, $ })`. */
+export type InvocationMethod = 'run' | HookMethod | 'step';
+export type HookMethod = 'deploy' | 'activate' | 'deactivate';
+
+/**
+ * One call of a workflow step (method `step`): the run's step data so far (`steps.trigger.event`, `steps.<name>.
+ * $return_value`, …) and the step's prop values for this run, templates already evaluated (they may differ per run).
+ */
+export interface StepInput {
+  steps: Record<string, unknown>;
+  props: Record<string, unknown>;
+}
+
+/**
+ * What `$.send.*` queued during a step, carried out by the server once the step commits; `payload` is the argument
+ * as the component passed it (plain JSON), checked by the server for its kind.
+ */
+export const StepSendSchema = ExactObject({
+  kind: Type.Union([Type.Literal('http'), Type.Literal('email'), Type.Literal('s3'), Type.Literal('emit'), Type.Literal('sse')]),
+  payload: JsonData,
+});
+export type StepSend = Static<typeof StepSendSchema>;
+
+/** What a step call did besides logs and db writes (a failed step reports none of it). */
+export const StepOutcomeSchema = ExactObject({
+  /** `run`'s return value; absent when it returned undefined. */
+  returnValue: Type.Optional(JsonData),
+  /** `$.export(name, value)` calls, the last value of each name (`$summary` included). */
+  exports: Type.Record(Type.String(), JsonData),
+  /** Set when the step called `$.flow.exit(reason)`: the run ends successfully after this step. */
+  exit: Type.Optional(ExactObject({ reason: Type.Optional(Type.String()) })),
+  /** Set when the step called `$.flow.delay(ms)`: the next step runs this much later. */
+  delayMs: Type.Optional(Type.Number({ minimum: 0 })),
+  /** `$.send.*` calls in order. */
+  sends: Type.Array(StepSendSchema),
+});
+export type StepOutcome = Static<typeof StepOutcomeSchema>;
 
 export interface InvocationRequest {
   /** The account whose worker runs this; a worker never serves two accounts. */
@@ -118,7 +153,7 @@ export interface InvocationRequest {
   sourceId: string;
   component: PreparedComponent;
   method: InvocationMethod;
-  /** Events for `run`, in order; hooks take none. One message carries many events of one source. */
+  /** Events for `run`, in order, or StepInputs for `step`; hooks take none. One message carries many events of one source. */
   events?: unknown[];
   /** The events as JSON text, instead of `events`: what the queue already holds goes to the worker as it is. */
   eventsJson?: string[];
@@ -179,8 +214,10 @@ export interface InvocationOutcome {
   emits: EmittedEvent[];
   logs: LogLine[];
   error?: InvocationError;
-  /** The first valid `respond()` of a `run`, when any. */
+  /** The first valid `respond()` of a `run` (or `$.respond()` of a step), when any. */
   response?: HttpResponse;
+  /** For `step` calls that succeeded. */
+  step?: StepOutcome;
   durationMs: number;
 }
 

@@ -7,7 +7,7 @@ import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, InvocationMethod, InvocationOutcome } from '../runtime/types.js';
+import type { ComponentInfo, HookMethod, InvocationOutcome } from '../runtime/types.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
 import type { InvocationBases } from '../engine/invocation-base.js';
@@ -325,7 +325,7 @@ export class SourceService {
     source: sources.SourceRow,
     component: ComponentRow,
     info: ComponentInfo,
-    methods: Array<Exclude<InvocationMethod, 'run'>>,
+    methods: HookMethod[],
     db: Record<string, unknown>,
   ): Promise<{ outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>; dbWrites: Record<string, unknown> }> {
     const outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }> = [];
