@@ -68,15 +68,20 @@ export class ComponentRuntime {
     return this.preparer.prepare(code);
   }
 
-  /** Loads the component in a worker of `accountId` and describes it. Throws ComponentLoadError. */
-  async inspect(accountId: string, component: PreparedComponent): Promise<ComponentInfo> {
+  /**
+   * Loads the component in a worker of `accountId` and describes it. Throws ComponentLoadError. With `asStep` it is
+   * loaded as a workflow step: a plain object with `run` is enough (name "code step", version "0.0.0", type "action").
+   */
+  async inspect(accountId: string, component: PreparedComponent, options: { asStep?: boolean } = {}): Promise<ComponentInfo> {
     const artifactPath = await this.accountCode.link(accountId, component.artifactPath);
-    return this.pool.use(accountId, component.readPaths, (worker) => inspectIn(worker, artifactPath, this.options.loadTimeoutMs));
+    const asStep = options.asStep === true;
+    return this.pool.use(accountId, component.readPaths, (worker) => inspectIn(worker, artifactPath, this.options.loadTimeoutMs, asStep));
   }
 
   /**
-   * Runs `run` for each event of the request in order, or the hook it names. Failures of the component (errors,
-   * timeouts, crashes) come back as outcome errors; the promise rejects only for faults of the runtime itself.
+   * Runs `run` for each event of the request in order, `run({ steps, $ })` for each StepInput (method `step`), or
+   * the hook it names. Failures of the component (errors, timeouts, crashes) come back as outcome errors; the
+   * promise rejects only for faults of the runtime itself.
    */
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
     if (callCount(request) === 0) return { outcomes: [], dbWrites: {}, cpuMs: 0 };

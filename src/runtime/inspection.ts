@@ -1,6 +1,6 @@
 // Loads a prepared component in a worker and turns what happens into ComponentInfo or a ComponentLoadError.
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
-import { ProtocolError } from './protocol.js';
+import { ProtocolError, type LoadRequest } from './protocol.js';
 import { ComponentLoadError, type ComponentInfo } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
@@ -23,13 +23,14 @@ function loadErrorFor(error: WorkerExitError, timeoutMs: number): Error {
   }
 }
 
-/** `artifactPath` is the bundle as the worker's account sees it. */
-export async function inspectIn(worker: WorkerProcess, artifactPath: string, timeoutMs: number): Promise<ComponentInfo> {
+/** `artifactPath` is the bundle as the worker's account sees it; `asStep` loads it as a workflow step. */
+export async function inspectIn(worker: WorkerProcess, artifactPath: string, timeoutMs: number, asStep = false): Promise<ComponentInfo> {
   let result: ComponentInfo | ComponentLoadError | undefined;
-  const id = worker.nextRequestId();
+  const request: LoadRequest = { t: 'load', id: worker.nextRequestId(), artifactPath };
+  if (asStep) request.asStep = true;
   try {
     await worker.call(
-      { t: 'load', id, artifactPath },
+      request,
       (message) => {
         if (message.t === 'loaded') result = message.info;
         else if (message.t === 'load_failed') result = new ComponentLoadError(message.code, message.message, message.details);

@@ -8,7 +8,7 @@ import type { HttpResponse, InvocationError, InvocationOutcome, InvocationReques
 import type { WorkerProcess } from './worker-process.js';
 
 export interface InvokeHooks {
-  /** Called as soon as a run calls `respond()`, with the index of the event whose run answered. */
+  /** Called as soon as a run calls `respond()` (a step `$.respond()`), with the index of the event or StepInput that answered. */
   onRespond?(response: HttpResponse, eventIndex: number): void;
 }
 
@@ -39,14 +39,19 @@ const ERROR_NAMES: Record<string, { name: string; code: string }> = {
   crashed: { name: 'WorkerCrashError', code: 'worker_crashed' },
 };
 
-/** How many calls a request makes: one per event for `run`, one for a hook. */
-export function callCount(request: InvocationRequest): number {
-  return request.method === 'run' ? (request.eventsJson ?? request.events ?? []).length : 1;
+/** Methods called once per entry of `events`; a hook is called once, without one. */
+function takesEvents(request: InvocationRequest): boolean {
+  return request.method === 'run' || request.method === 'step';
 }
 
-/** The request's events as the worker takes them, JSON text. */
+/** How many calls a request makes: one per event for `run`, one per StepInput for `step`, one for a hook. */
+export function callCount(request: InvocationRequest): number {
+  return takesEvents(request) ? (request.eventsJson ?? request.events ?? []).length : 1;
+}
+
+/** The request's events (or StepInputs) as the worker takes them, JSON text. */
 function eventsAsJson(request: InvocationRequest): string[] {
-  if (request.method !== 'run') return [];
+  if (!takesEvents(request)) return [];
   return request.eventsJson ?? (request.events ?? []).map((event) => JSON.stringify(event ?? null));
 }
 
@@ -114,8 +119,21 @@ export async function invokeIn(
             if (m.index !== outcomes.length || m.index + m.results.length > count || (!m.results.length && !m.done)) {
               throw new ProtocolError(`unexpected outcomes from event ${m.index}`);
             }
-            if (m.results.some(({ outcome, dbWrites: writes }) => outcome.error && (outcome.emits.length > 0 || Object.keys(writes).length > 0))) {
+            if (
+              m.results.some(
+                ({ outcome, dbWrites: writes }) => outcome.error && (outcome.emits.length > 0 || outcome.step !== undefined || Object.keys(writes).length > 0),
+              )
+            ) {
               throw new ProtocolError('a failed call reported effects');
+            }
+            // A step reports what it did as `step` and never emits; other calls have no `step`.
+            const stepCall = request.method === 'step';
+            if (
+              m.results.some(({ outcome }) =>
+                stepCall ? !outcome.error && (outcome.step === undefined || outcome.emits.length > 0) : outcome.step !== undefined,
+              )
+            ) {
+              throw new ProtocolError(stepCall ? 'a step call reported no step outcome, or emits' : `a ${request.method} call reported a step outcome`);
             }
             for (const { outcome, dbWrites: writes } of m.results) {
               const response = responses.get(outcomes.length);

@@ -1,4 +1,4 @@
-// Builds `this` for one call of run, a hook or a method: prop values, interface objects, bound apps and methods, `$emit`.
+// Builds `this` for one call of run, a step, a hook or a method: prop values, interface objects, bound apps and methods, `$emit`.
 import type { HttpResponse } from '../types.js';
 import type { InvokeRequest } from '../protocol.js';
 import { makeDb } from './db.js';
@@ -9,7 +9,8 @@ import { makeRespond } from './respond.js';
 import type { CallScope } from './scope.js';
 
 export interface ComponentThis extends Record<string, unknown> {
-  $emit: Emit;
+  /** Absent in a step: actions do not emit (a step hands on data by returning it, exporting it or `$.send.emit`). */
+  $emit?: Emit;
 }
 
 /** Functions found on an object; other values are copied as they are. */
@@ -27,17 +28,22 @@ function appThis(app: Record<string, unknown>, auth: Record<string, unknown>): R
   return self;
 }
 
+/**
+ * `values` are the configured prop values: the request's for sources, the StepInput's for a step, whose props are
+ * evaluated per run.
+ */
 export function buildThis(
   loaded: LoadedComponent,
   request: InvokeRequest,
+  values: Record<string, unknown>,
   scope: CallScope,
   committedDb: ReadonlyMap<string, unknown>,
   sendResponse: (response: HttpResponse) => void,
 ): ComponentThis {
   const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
-  const self: ComponentThis = { $emit: makeEmit(scope, loaded.info.dedupe) };
+  const self: ComponentThis = scope.method === 'step' ? {} : { $emit: makeEmit(scope, loaded.info.dedupe) };
   for (const prop of loaded.props) {
-    const configured = request.props[prop.name];
+    const configured = values[prop.name];
     switch (prop.type) {
       case '$.service.db':
         self[prop.name] = makeDb(scope, committedDb);
@@ -54,7 +60,7 @@ export function buildThis(
         break;
       }
       default:
-        self[prop.name] = prop.name in request.props ? configured : prop.default;
+        self[prop.name] = Object.hasOwn(values, prop.name) ? configured : prop.default;
     }
   }
   bindMethods(self, loaded.component.methods);

@@ -1,10 +1,10 @@
-// Runs an invoke request in the worker: each event (or the hook) in order, its outcomes sent back in few messages.
+// Runs an invoke request in the worker: each event, StepInput or the hook in order, its outcomes sent back in few messages.
 import { setImmediate as originalSetImmediate } from 'node:timers';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { InvocationError, LogLine } from '../types.js';
+import type { HttpResponse, InvocationError, LogLine } from '../types.js';
 import type { CallResult, InvokeRequest, OutcomesMessage } from '../protocol.js';
 import { buildThis } from './context.js';
 import { LoadFailure } from './failure.js';
@@ -12,6 +12,7 @@ import type { Send } from './harden.js';
 import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent } from './load.js';
 import { CallScope } from './scope.js';
+import { StepCall, stepInput } from './step.js';
 
 // Taken before timer-cap.ts caps the globals: the runtime's own waits never count against components.
 const setImmediate = originalSetImmediate;
@@ -91,6 +92,7 @@ async function call(scope: CallScope, fn: () => unknown): Promise<void> {
   }
 }
 
+/** The call of `run` with an event or of a hook; steps are called by StepCall. */
 function callFor(loaded: LoadedComponent, request: InvokeRequest, self: Record<string, unknown>, event: unknown): () => unknown {
   const { component } = loaded;
   if (request.method === 'run') {
@@ -149,10 +151,11 @@ function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFail
 }
 
 export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
-  const inputs = request.method === 'run' ? request.events.map((json) => JSON.parse(json) as unknown) : [undefined];
+  const isStep = request.method === 'step';
+  const inputs = request.method === 'run' || isStep ? request.events.map((json) => JSON.parse(json) as unknown) : [undefined];
   let loaded: LoadedComponent;
   try {
-    loaded = loadComponent(request.artifactPath);
+    loaded = loadComponent(request.artifactPath, isStep);
   } catch (error) {
     if (!(error instanceof LoadFailure)) throw error;
     failedOutcomes(request, inputs.length, error, send);
@@ -162,12 +165,20 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
   const batch = new OutcomeBatch(request.id, send);
   for (let index = 0; index < inputs.length; index++) {
     const scope = new CallScope(request.method, index);
+    const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
+    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
     const started = performance.now();
     let error: unknown;
     let failed = false;
     try {
-      const self = buildThis(loaded, request, scope, committed, (response) => send({ t: 'respond', id: request.id, index, response }));
-      await call(scope, callFor(loaded, request, self, inputs[index]));
+      if (step) {
+        const input = stepInput(inputs[index]);
+        const self = buildThis(loaded, request, input.props, scope, committed, sendResponse);
+        await call(scope, step.body(loaded.component, self, input.steps));
+      } else {
+        const self = buildThis(loaded, request, request.props, scope, committed, sendResponse);
+        await call(scope, callFor(loaded, request, self, inputs[index]));
+      }
     } catch (thrown) {
       failed = true;
       error = thrown;
@@ -176,6 +187,8 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       failed = true;
       error = scope.failure;
     }
+    // `$.flow.exit()` ends a step by throwing: a success, unless something else failed the call first.
+    if (failed && step?.endedByExit(error) && (scope.failure === undefined || step.endedByExit(scope.failure))) failed = false;
     scope.closed = true;
     const written: Array<[string, unknown]> = [];
     let dbBytes = 0;
@@ -189,12 +202,19 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
     const dbWrites: Record<string, unknown> = Object.fromEntries(written);
     const outcome: CallResult['outcome'] = {
-      emits: failed ? [] : scope.emits,
+      // A step has no $emit; what it hands on travels in `step`.
+      emits: failed || step ? [] : scope.emits,
       logs: scope.logs,
       durationMs: performance.now() - started,
     };
+    let stepBytes = 0;
     if (failed) outcome.error = toInvocationError(error);
-    batch.add({ outcome, dbWrites }, scope.emitBytes + dbBytes + scope.logChars);
+    else if (step) {
+      const done = step.outcome();
+      outcome.step = done.step;
+      stepBytes = done.bytes;
+    }
+    batch.add({ outcome, dbWrites }, scope.emitBytes + dbBytes + scope.logChars + stepBytes);
   }
   batch.flush(true);
 }

@@ -7,6 +7,12 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
 export const MAX_EMIT_BYTES_PER_CALL = 8 * 1024 * 1024;
 /** Events emitted by one call. */
 export const MAX_EMITS_PER_CALL = 10_000;
+/** A step's return value, `$.export` values (with their names) and `$.send` payloads of one call, as JSON: what a source may emit. */
+export const MAX_STEP_BYTES_PER_CALL = MAX_EMIT_BYTES_PER_CALL;
+/** `$.send.*` calls of one step call: each is work the server carries out, as each emitted event is. */
+export const MAX_STEP_SENDS_PER_CALL = MAX_EMITS_PER_CALL;
+/** The longest `$.flow.delay()`: 365 days. */
+export const MAX_STEP_DELAY_MS = 365 * 24 * 60 * 60 * 1000;
 /** `$.service.db` values written by one call, as JSON. */
 export const MAX_DB_BYTES_PER_CALL = 8 * 1024 * 1024;
 /** One `$.service.db` value, as JSON. */

@@ -14,8 +14,27 @@ export interface LoadedComponent {
 
 const DEDUPE = new Set(['unique', 'greatest', 'last']);
 const HOOKS = ['deploy', 'activate', 'deactivate'] as const;
+/** What a code step that names neither is called (workflow steps are named by the workflow, not the code). */
+const STEP_NAME = 'code step';
+const STEP_VERSION = '0.0.0';
 const require = createRequire(import.meta.url);
+/** Keyed by `artifactPath` plus how it was loaded: the same bundle is described differently as a step. */
 const loaded = new Map<string, LoadedComponent>();
+
+/**
+ * Pipedream code steps call `defineComponent(…)` without importing it. An identity function, fixed before any
+ * component code runs so that one component of the account cannot change what the next one's call returns.
+ */
+export function installDefineComponent(): void {
+  Object.defineProperty(globalThis, 'defineComponent', {
+    value: function defineComponent<T>(definition: T): T {
+      return definition;
+    },
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
+}
 
 /** `export default` arrives as `.default` of the CommonJS module the bundler produced; `module.exports = …` as itself. */
 function exportedComponent(exports: unknown): Component {
@@ -26,12 +45,26 @@ function exportedComponent(exports: unknown): Component {
   return candidate;
 }
 
-function describe(component: Component): LoadedComponent {
-  const { name, version, key, type, description, dedupe, hooks, run } = component;
-  if (typeof name !== 'string' || name.trim() === '') throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
-  if (typeof version !== 'string' || version.trim() === '') {
-    throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
+function isNamed(value: unknown): value is string {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+/**
+ * As a step, a component needs only `run`: a name or version that is missing (or not a non-empty string) takes
+ * the step default, and the step is an action whatever its `type` says.
+ */
+function describe(component: Component, asStep: boolean): LoadedComponent {
+  const { key, type, description, dedupe, hooks, run } = component;
+  let { name, version } = component;
+  if (asStep) {
+    if (typeof run !== 'function') {
+      throw new LoadFailure('load_failed', 'a step needs a `run` function: `export default defineComponent({ async run({ steps, $ }) { … } })`');
+    }
+    if (!isNamed(name)) name = STEP_NAME;
+    if (!isNamed(version)) version = STEP_VERSION;
   }
+  if (!isNamed(name)) throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
+  if (!isNamed(version)) throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
   if (dedupe !== undefined && (typeof dedupe !== 'string' || !DEDUPE.has(dedupe))) {
     throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${JSON.stringify(dedupe)}`);
   }
@@ -52,7 +85,7 @@ function describe(component: Component): LoadedComponent {
     hasRun: typeof run === 'function',
   };
   if (typeof key === 'string') info.key = key;
-  if (type === 'action') info.type = type;
+  if (asStep || type === 'action') info.type = 'action';
   if (typeof description === 'string') info.description = description;
   if (typeof dedupe === 'string') info.dedupe = dedupe as ComponentInfo['dedupe'];
   for (const hook of HOOKS) {
@@ -63,9 +96,13 @@ function describe(component: Component): LoadedComponent {
   return { component, info, props };
 }
 
-/** Requires the bundle once per worker; a failure is not cached, so a later call sees the same error again. */
-export function loadComponent(artifactPath: string): LoadedComponent {
-  const cached = loaded.get(artifactPath);
+/**
+ * Requires the bundle once per worker; a failure is not cached, so a later call sees the same error again.
+ * `asStep` describes it as a workflow step (LoadRequest.asStep).
+ */
+export function loadComponent(artifactPath: string, asStep = false): LoadedComponent {
+  const cacheKey = `${asStep ? 'step' : 'component'}:${artifactPath}`;
+  const cached = loaded.get(cacheKey);
   if (cached) return cached;
   let exports: unknown;
   try {
@@ -74,7 +111,7 @@ export function loadComponent(artifactPath: string): LoadedComponent {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     throw new LoadFailure('load_failed', `the component threw while loading: ${message}`);
   }
-  const result = describe(exportedComponent(exports));
-  loaded.set(artifactPath, result);
+  const result = describe(exportedComponent(exports), asStep);
+  loaded.set(cacheKey, result);
   return result;
 }

@@ -7,7 +7,7 @@ import { LoadFailure } from './failure.js';
 import { harden, type Send } from './harden.js';
 import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { MAX_PENDING_TIMERS } from './limits.js';
-import { loadComponent } from './load.js';
+import { installDefineComponent, loadComponent } from './load.js';
 import { capPendingTimers } from './timer-cap.js';
 
 const channel = harden();
@@ -17,6 +17,7 @@ const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as E
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
 captureConsole(logToCurrentCall);
 capPendingTimers(MAX_PENDING_TIMERS);
+installDefineComponent();
 process.on('uncaughtException', failCurrentCall);
 process.on('unhandledRejection', failCurrentCall);
 // Without the server there is no one to answer to.
@@ -30,7 +31,7 @@ function die(error: unknown): void {
 
 function load(request: Extract<ToWorker, { t: 'load' }>, send: Send): void {
   try {
-    const { info } = loadComponent(request.artifactPath);
+    const { info } = loadComponent(request.artifactPath, request.asStep === true);
     send({ t: 'loaded', id: request.id, info });
   } catch (error) {
     if (!(error instanceof LoadFailure)) throw error;

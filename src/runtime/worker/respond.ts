@@ -1,4 +1,4 @@
-// `respond()` of an HTTP interface prop: checks the response and sends the first valid one at once.
+// `respond()` of an HTTP interface prop and a step's `$.respond()`: checks the response and sends the first valid one at once.
 import type { HttpResponse } from '../types.js';
 import { jsonCopy } from './json.js';
 import { MAX_RESPONSE_BODY_BYTES } from './limits.js';
@@ -56,12 +56,15 @@ export function normalizeResponse(input: unknown): HttpResponse {
 
 export type Respond = (response: unknown) => void;
 
-/** Only the first valid call of a `run` answers the request; other calls are logged as warnings and ignored. */
+/**
+ * Only the first valid call of a `run` or a step answers the request; other calls are logged as warnings and
+ * ignored. A step answers the HTTP request that triggered its workflow, when that trigger allows custom responses.
+ */
 export function makeRespond(scope: CallScope, customResponse: boolean, send: (response: HttpResponse) => void): Respond {
   return function respond(input: unknown): void {
     if (scope.closed) return;
-    if (scope.method !== 'run') {
-      scope.log('warn', `respond() is only usable in run, not in the ${scope.method} hook; the call was ignored`);
+    if (scope.method !== 'run' && scope.method !== 'step') {
+      scope.log('warn', `respond() is only usable in run and in steps, not in the ${scope.method} hook; the call was ignored`);
       return;
     }
     let response: HttpResponse;
@@ -72,7 +75,12 @@ export function makeRespond(scope: CallScope, customResponse: boolean, send: (re
       throw error;
     }
     if (!customResponse) {
-      scope.log('warn', 'respond() was ignored: set customResponse: true on the $.interface.http prop to answer requests yourself');
+      scope.log(
+        'warn',
+        scope.method === 'step'
+          ? "$.respond() was ignored: the workflow's HTTP trigger does not let steps answer the request (customResponse is off)"
+          : 'respond() was ignored: set customResponse: true on the $.interface.http prop to answer requests yourself',
+      );
       return;
     }
     if (scope.response) {

@@ -1,4 +1,4 @@
-// What one call of `run` or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
+// What one call of `run`, a step or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
 import type { EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
 import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS } from './limits.js';
 

@@ -1,0 +1,226 @@
+// One call of a workflow step: the `$` it gets (exports, sends, flow control, respond) and the StepOutcome it leaves.
+import type { HttpResponse, StepInput, StepOutcome, StepSend } from '../types.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { MAX_STEP_BYTES_PER_CALL, MAX_STEP_DELAY_MS, MAX_STEP_SENDS_PER_CALL } from './limits.js';
+import type { Component } from './load.js';
+import { isPlainObject } from './props.js';
+import { makeRespond, type Respond } from './respond.js';
+import type { CallScope } from './scope.js';
+
+/** What `$.flow.delay()` gives back: Tributary has no resume or cancel links, so both are undefined. */
+export interface DelayHandle {
+  readonly resume_url: undefined;
+  readonly cancel_url: undefined;
+}
+
+/** The `$` a step's `run({ steps, $ })` receives; every function works without `this`, so `$` may be destructured. */
+export interface StepDollar {
+  export(name: string, value: unknown): void;
+  respond: Respond;
+  flow: {
+    exit(reason?: unknown): never;
+    delay(ms: unknown): DelayHandle;
+  };
+  send: Record<StepSend['kind'], (argument: unknown) => void>;
+}
+
+/**
+ * Thrown by `$.flow.exit()` to stop the step's code where it stands. The invoke loop knows this call's instance and
+ * takes it as a successful end, however it arrives (a rejection of run, an uncaught throw in a callback).
+ */
+class StepExit extends Error {
+  override name = 'StepExit';
+}
+
+const DELAY_HANDLE: DelayHandle = Object.freeze({ resume_url: undefined, cancel_url: undefined });
+
+/** Checks the argument of `$.send.<kind>()`: a TypeError naming the method says what is wrong. */
+const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) => void> = {
+  http({ url, method, headers, params }) {
+    if (typeof url !== 'string' || url === '') throw new TypeError('$.send.http() needs config.url, a non-empty string');
+    if (method !== undefined && typeof method !== 'string') throw new TypeError('$.send.http(): config.method must be a string such as "POST"');
+    if (headers !== undefined && !isPlainObject(headers)) throw new TypeError('$.send.http(): config.headers must be an object');
+    if (params !== undefined && !isPlainObject(params)) throw new TypeError('$.send.http(): config.params must be an object');
+  },
+  email({ subject, text, html }) {
+    if (typeof subject !== 'string') throw new TypeError('$.send.email() needs a subject (a string)');
+    if (text !== undefined && typeof text !== 'string') throw new TypeError('$.send.email(): text must be a string');
+    if (html !== undefined && typeof html !== 'string') throw new TypeError('$.send.email(): html must be a string');
+    if (text === undefined && html === undefined) throw new TypeError('$.send.email() needs a text or html body (a string)');
+  },
+  s3({ bucket, prefix, payload }) {
+    if (typeof bucket !== 'string' || bucket === '') throw new TypeError('$.send.s3() needs a bucket (a non-empty string)');
+    if (prefix !== undefined && typeof prefix !== 'string') throw new TypeError('$.send.s3(): prefix must be a string');
+    if (payload === undefined) throw new TypeError('$.send.s3() needs a payload');
+  },
+  emit({ raw_event }) {
+    if (raw_event === undefined) throw new TypeError('$.send.emit() needs a raw_event');
+  },
+  sse({ channel, payload }) {
+    if (typeof channel !== 'string' || channel === '') throw new TypeError('$.send.sse() needs a channel (a non-empty string)');
+    if (payload === undefined) throw new TypeError('$.send.sse() needs a payload');
+  },
+};
+
+const SEND_SHAPES: Record<StepSend['kind'], string> = {
+  http: '{ url, method?, headers?, params?, data? }',
+  email: '{ subject, text?, html? }',
+  s3: '{ bucket, prefix?, payload }',
+  emit: '{ raw_event }',
+  sse: '{ channel, payload }',
+};
+
+/** The server builds StepInputs; one that is not `{ steps, props }` is its bug, reported on the call it reached. */
+export function stepInput(input: unknown): StepInput {
+  if (!isPlainObject(input) || !isPlainObject(input.steps) || !isPlainObject(input.props)) {
+    throw new TypeError('a step input must be { steps, props }, both objects');
+  }
+  return { steps: input.steps, props: input.props };
+}
+
+/** What one step call records through `$`, and the body that runs it. */
+export class StepCall {
+  readonly $: StepDollar;
+  // A Map, so that an export named "__proto__" stays an ordinary name.
+  private readonly exports = new Map<string, { value: unknown; bytes: number }>();
+  private readonly sends: StepSend[] = [];
+  private returned?: { value: unknown; bytes: number };
+  private exit?: { reason?: string };
+  private delayMs?: number;
+  /** JSON bytes of the exports (names included) and sends held now; the return value adds its own at the end. */
+  private bytes = 0;
+  private readonly exitSignal = new StepExit('$.flow.exit() ended the step');
+
+  constructor(
+    private readonly scope: CallScope,
+    customResponse: boolean,
+    sendResponse: (response: HttpResponse) => void,
+  ) {
+    const respond = makeRespond(scope, customResponse, sendResponse);
+    this.$ = Object.freeze({
+      export: (name: string, value: unknown) => this.export(name, value),
+      respond: (response: unknown) => {
+        if (this.usable()) respond(response);
+      },
+      flow: Object.freeze({
+        exit: (reason?: unknown): never => this.exitNow(reason),
+        delay: (ms: unknown) => this.delay(ms),
+      }),
+      send: Object.freeze({
+        http: (config: unknown) => this.send('http', config),
+        email: (config: unknown) => this.send('email', config),
+        s3: (config: unknown) => this.send('s3', config),
+        emit: (config: unknown) => this.send('emit', config),
+        sse: (config: unknown) => this.send('sse', config),
+      }),
+    });
+  }
+
+  /** The call of `run({ steps, $ })` with `self` as `this`; its return value is recorded once it settles. */
+  body(component: Component, self: Record<string, unknown>, steps: Record<string, unknown>): () => Promise<void> {
+    const run = component.run as (this: unknown, context: { steps: Record<string, unknown>; $: StepDollar }) => unknown;
+    return async () => {
+      this.recordReturn(await run.call(self, { steps, $: this.$ }));
+    };
+  }
+
+  /** True when `error` is what this call's `$.flow.exit()` threw: the step ended as it asked. */
+  endedByExit(error: unknown): boolean {
+    return error === this.exitSignal;
+  }
+
+  /** What the step did, for a call that succeeded, and its size as JSON. */
+  outcome(): { step: StepOutcome; bytes: number } {
+    const exports = Object.fromEntries([...this.exports].map(([name, { value }]) => [name, value]));
+    const step: StepOutcome = { exports, sends: this.sends };
+    if (this.returned) step.returnValue = this.returned.value;
+    if (this.exit) step.exit = this.exit;
+    if (this.delayMs !== undefined) step.delayMs = this.delayMs;
+    return { step, bytes: this.bytes + (this.returned?.bytes ?? 0) };
+  }
+
+  /**
+   * False once the call has ended (a stray callback's late effects are dropped). After `$.flow.exit()` every use
+   * of `$` throws the exit again: code that caught it and went on is stopped at its next step effect.
+   */
+  private usable(): boolean {
+    if (this.scope.closed) return false;
+    if (this.exit) throw this.exitSignal;
+    return true;
+  }
+
+  /** A breach of the size limits fails the whole call, even if the component catches the error. */
+  private reserve(bytes: number): void {
+    if (this.bytes + bytes <= MAX_STEP_BYTES_PER_CALL) return;
+    const error = new RangeError(`a step's return value, exports and sends may total at most ${MAX_STEP_BYTES_PER_CALL} bytes of JSON per call`);
+    this.scope.fail(error);
+    throw error;
+  }
+
+  /**
+   * The last value of a name wins; exporting `undefined` takes the name back (JSON has no undefined). `$summary`
+   * must be a string: coercing would turn an object into "[object Object]", never what was meant.
+   */
+  private export(name: unknown, value: unknown): void {
+    if (!this.usable()) return;
+    if (typeof name !== 'string' || name === '') throw new TypeError('$.export() needs a name, a non-empty string');
+    if (name === '$return_value') throw new TypeError('$.export(): "$return_value" is the step\'s return value; return it from run instead');
+    if (name === '$summary' && value !== undefined && typeof value !== 'string') {
+      throw new TypeError(`$.export("$summary", …) takes a string, not ${value === null ? 'null' : typeof value}`);
+    }
+    const previous = this.exports.get(name);
+    if (value === undefined) {
+      if (previous) this.bytes -= previous.bytes;
+      this.exports.delete(name);
+      return;
+    }
+    const copy = jsonCopy(value, `the value exported as "${name}"`);
+    const bytes = jsonBytes(JSON.stringify(name)) + jsonBytes(copy.json);
+    this.reserve(bytes - (previous?.bytes ?? 0));
+    this.bytes += bytes - (previous?.bytes ?? 0);
+    this.exports.set(name, { value: copy.value, bytes });
+  }
+
+  private send(kind: StepSend['kind'], argument: unknown): void {
+    if (!this.usable()) return;
+    if (!isPlainObject(argument)) throw new TypeError(`$.send.${kind}() takes an object: ${SEND_SHAPES[kind]}`);
+    SEND_CHECKS[kind](argument);
+    const copy = jsonCopy(argument, `the argument of $.send.${kind}()`);
+    const bytes = jsonBytes(copy.json);
+    if (this.sends.length >= MAX_STEP_SENDS_PER_CALL) {
+      const error = new RangeError(`a step may call $.send at most ${MAX_STEP_SENDS_PER_CALL} times per call`);
+      this.scope.fail(error);
+      throw error;
+    }
+    this.reserve(bytes);
+    this.bytes += bytes;
+    this.sends.push({ kind, payload: copy.value });
+  }
+
+  /** A reason that is not a string is left out rather than coerced, as `$summary` would refuse it. */
+  private exitNow(reason: unknown): never {
+    if (this.usable()) this.exit = typeof reason === 'string' ? { reason } : {};
+    throw this.exitSignal;
+  }
+
+  /** The step goes on; the next one runs `ms` later (the last call wins), at most MAX_STEP_DELAY_MS. */
+  private delay(ms: unknown): DelayHandle {
+    if (!this.usable()) return DELAY_HANDLE;
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      const shown = typeof ms === 'number' ? String(ms) : typeof ms === 'string' ? JSON.stringify(ms) : ms === null ? 'null' : typeof ms;
+      throw new TypeError(`$.flow.delay() takes a number of milliseconds (finite, at least 0), not ${shown}`);
+    }
+    if (ms > MAX_STEP_DELAY_MS) this.scope.log('warn', `$.flow.delay(${ms}) was cut to ${MAX_STEP_DELAY_MS} ms (365 days), the longest delay`);
+    this.delayMs = Math.min(ms, MAX_STEP_DELAY_MS);
+    return DELAY_HANDLE;
+  }
+
+  /** Undefined leaves `returnValue` out; after `$.flow.exit()` whatever run returned came from code meant not to run. */
+  private recordReturn(value: unknown): void {
+    if (value === undefined || this.exit) return;
+    const copy = jsonCopy(value, "the step's return value");
+    const bytes = jsonBytes(copy.json);
+    this.reserve(bytes);
+    this.returned = { value: copy.value, bytes };
+  }
+}
