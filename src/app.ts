@@ -27,6 +27,8 @@ import { TransactionGroup } from './store/group-commit.js';
 import { TimerScheduler } from './engine/timers.js';
 import { SubscriptionService } from './services/subscriptions.js';
 import { WebhookService } from './services/webhooks.js';
+import { WorkflowService } from './services/workflows.js';
+import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
@@ -138,7 +140,16 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     );
     // Listener runs queued inside a commit wake the dispatcher once it commits; it is built further down.
     const runsQueued = (sourceIds?: string[]) => dispatcher.wake(sourceIds);
-    const router = new DeliveryRouter({ dialect: store.dialect, retention: config.eventRetention, bus, deliveries: webhookSender, runsQueued, clock });
+    const workflowRunsQueued = (runIds: string[]) => workflowRunner.wake(runIds);
+    const router = new DeliveryRouter({
+      dialect: store.dialect,
+      retention: config.eventRetention,
+      bus,
+      deliveries: webhookSender,
+      runsQueued,
+      workflowRunsQueued,
+      clock,
+    });
     const bases = new InvocationBases(runtime, secrets, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
     const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, {
       minTimerInterval: config.minTimerInterval,
@@ -172,12 +183,38 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
-    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, { runTimeoutSeconds: config.runTimeout });
+    const workflowRunner = new WorkflowRunner(
+      store,
+      runtime,
+      secrets,
+      transactions,
+      {
+        concurrency: config.workerPoolSize * 4,
+        leaseMs: 15_000,
+        pollMs: 1000,
+        soleConsumer: store.dialect === 'sqlite',
+        dialect: store.dialect,
+        retention: config.eventRetention,
+        router,
+        clock,
+      },
+      logger.child({ module: 'workflows' }),
+    );
+    const workflows = new WorkflowService(store, components, secrets, quotas, workflowRunner, {
+      publicUrl: config.publicUrl,
+      minTimerInterval: config.minTimerInterval,
+      clock,
+    });
+    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflows, { runTimeoutSeconds: config.runTimeout });
+    workflows.onChange((change) => {
+      ingress.evictSource(change.workflowId);
+      timers.poke();
+    });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
     const live = new LiveStreams(sources, events, sse);
     const health = new HealthService(store);
-    const timers = new TimerScheduler(store, runsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
+    const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
     const services: Services = {
       config,
@@ -197,6 +234,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       ingress,
       subscriptions,
       webhooks,
+      workflows,
       health,
     };
 
@@ -210,6 +248,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const app = await buildApi(services, logger);
     await app.listen({ host: config.host, port: config.port });
     await dispatcher.start();
+    await workflowRunner.start();
     await webhookSender.start();
     timers.start();
 
@@ -226,6 +265,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           sse.close();
           await app.close();
           await dispatcher.stop();
+          await workflowRunner.stop();
           await webhookSender.stop();
           await bus.close();
           await runtime.close();

@@ -18,6 +18,7 @@ import type { SourceService } from '../services/sources.js';
 import type { SubscriptionService } from '../services/subscriptions.js';
 import type { UserService } from '../services/users.js';
 import type { WebhookService } from '../services/webhooks.js';
+import type { WorkflowService } from '../services/workflows.js';
 import { invalid, ServiceError } from '../model/errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
 import { refuseNulCharacters } from './nul-guard.js';
@@ -34,6 +35,7 @@ import { ingressRoutes } from './routes/ingress.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { sseRoutes } from './routes/sse.js';
+import { workflowRoutes } from './routes/workflows.js';
 
 export type App = FastifyInstance;
 
@@ -49,6 +51,7 @@ export interface ApiServices {
   readonly ingress: IngressService;
   readonly subscriptions: SubscriptionService;
   readonly webhooks: WebhookService;
+  readonly workflows: WorkflowService;
   readonly health: HealthService;
 }
 
@@ -162,6 +165,7 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
       await v1.register(sseRoutes(services, { authenticate: false }));
       await v1.register(subscriptionRoutes(services));
       await v1.register(webhookRoutes(services));
+      await v1.register(workflowRoutes(services));
     },
     { prefix: '/v1' },
   );

@@ -12,6 +12,8 @@ import type { EventSummary } from '../model/events.js';
 import { globOf, streamMatches } from '../model/subscriptions.js';
 import { queueInvocations, type NewInvocation } from './invocations.js';
 import { errorEvent } from './error-events.js';
+import { queueRuns, type NewRun } from './workflow-runs.js';
+import { activeWorkflowIds } from '../store/workflows.js';
 import type { DeliveryQueue } from '../delivery/webhooks/hand-over.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
 import type { EventBus } from '../delivery/bus.js';
@@ -26,6 +28,8 @@ export interface DeliveryRouterOptions {
   deliveries: DeliveryQueue;
   /** After the commit: listener runs were queued for these sources (without ids: look for work by scanning the queue). */
   runsQueued(sourceIds?: string[]): void;
+  /** After the commit: runs of listening workflows were queued. */
+  workflowRunsQueued(runIds: string[]): void;
   /** Queue and delivery times are read from it. */
   clock: Clock;
 }
@@ -36,6 +40,8 @@ interface Routed {
   extra: EventSummary[];
   /** Listener sources that got runs queued. */
   queuedRuns: string[];
+  /** Workflow runs queued for listening workflows. */
+  queuedWorkflowRuns: string[];
   /** Deliveries inserted with a lease for the sender, to hand over after the commit. */
   leased: ClaimedDelivery[];
   /** Deliveries were inserted without a lease, for the sender to claim. */
@@ -48,7 +54,7 @@ export class DeliveryRouter implements EventRouter {
   constructor(private readonly options: DeliveryRouterOptions) {}
 
   async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
-    const routed: Routed = { extra: [], queuedRuns: [], leased: [], unleased: false };
+    const routed: Routed = { extra: [], queuedRuns: [], queuedWorkflowRuns: [], leased: [], unleased: false };
     this.routed.set(committed, routed);
     await this.route(trx, committed, routed);
     // In a cluster, the other nodes' live streams learn of the events when (and only if) this commits.
@@ -63,23 +69,36 @@ export class DeliveryRouter implements EventRouter {
     if (!subscriptions.length) return;
     await this.queueDeliveries(trx, committed, committed.events, subscriptions, routed);
 
-    const runs = listenersByEvent(committed.events, subscriptions, 'dc_');
-    if (!runs.length) return;
-    const named = [...new Set(runs.flatMap((r) => r.listeners))];
-    const listeners = new Set((await activeListenerSources(trx, committed.userId, named)).map((s) => s.id));
+    const sourceRuns = listenersByEvent(committed.events, subscriptions, 'dc_');
+    const workflowRuns = listenersByEvent(committed.events, subscriptions, 'p_');
+    if (!sourceRuns.length && !workflowRuns.length) return;
+    const named = (runs: typeof sourceRuns) => [...new Set(runs.flatMap((r) => r.listeners))];
+    const listeners = new Set([
+      ...(sourceRuns.length ? (await activeListenerSources(trx, committed.userId, named(sourceRuns))).map((s) => s.id) : []),
+      ...(workflowRuns.length ? await activeWorkflowIds(trx, committed.userId, named(workflowRuns)) : []),
+    ]);
     const depth = committed.depth + 1;
     if (depth > MAX_LISTENER_DEPTH) {
-      const cut = runs.filter((r) => r.listeners.some((l) => listeners.has(l)));
+      const cut = [...sourceRuns, ...workflowRuns].filter((r) => r.listeners.some((l) => listeners.has(l)));
       if (cut.length) routed.extra = await this.reportLoop(trx, committed, cut, listeners);
       if (routed.extra.length) await this.queueDeliveries(trx, committed, routed.extra, subscriptions, routed);
       return;
     }
-    const items: NewInvocation[] = runs.flatMap(({ event, listeners: ids }) =>
+    const nowMs = this.options.clock.now();
+    const items: NewInvocation[] = sourceRuns.flatMap(({ event, listeners: ids }) =>
       ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
     );
-    if (!items.length) return;
-    await queueInvocations(trx, this.options.dialect, items, this.options.clock.now());
-    routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
+    if (items.length) {
+      await queueInvocations(trx, this.options.dialect, items, nowMs);
+      routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
+    }
+    // A workflow's trigger event is what was emitted (for an error, `{ error, original_event, original_context }`).
+    const newRuns: NewRun[] = workflowRuns.flatMap(({ event, listeners: ids }) =>
+      ids
+        .filter((id) => listeners.has(id))
+        .map((workflowId) => ({ workflowId, userId: committed.userId, trigger: 'event' as const, event: event.event, depth })),
+    );
+    if (newRuns.length) routed.queuedWorkflowRuns = (await queueRuns(trx, newRuns, nowMs)).map((r) => r.id);
   }
 
   afterCommit(committed: CommittedEvents): void {
@@ -91,6 +110,7 @@ export class DeliveryRouter implements EventRouter {
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
     if (!routed) this.options.runsQueued();
     else if (routed.queuedRuns.length) this.options.runsQueued(routed.queuedRuns);
+    if (routed?.queuedWorkflowRuns.length) this.options.workflowRunsQueued(routed.queuedWorkflowRuns);
     if (routed?.leased.length) this.options.deliveries.handOver(routed.leased);
     if (!routed || routed.unleased) this.options.deliveries.wake();
   }

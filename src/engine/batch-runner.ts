@@ -5,13 +5,9 @@ import type { Store, DialectName } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import { readSourceDb } from '../store/sources.js';
-import { addUsage } from '../store/usage.js';
-import type { UserRow } from '../store/users.js';
-import type { Transaction } from 'kysely';
-import type { Database } from '../store/schema.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
-import { billingPeriod, dayPeriod } from '../model/periods.js';
+import { billUsage } from '../commit/usage.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { EventRouter } from '../commit/routing.js';
 import type { InvocationBase, InvocationBases } from './invocation-base.js';
@@ -138,14 +134,4 @@ export class BatchRunner {
       });
     });
   }
-}
-
-/**
- * Counts a batch's invocations and compute time against the account's current period (the day, or the paid
- * plan's month). Compute time is the worker's CPU time as the runtime measured it, never what the runs reported.
- */
-async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, cpuMs: number, nowMs: number): Promise<void> {
-  const computeMs = Math.round(cpuMs);
-  const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
-  await addUsage(trx, account.id, period, count, computeMs);
 }

@@ -4,7 +4,9 @@ import type { Clock, ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { Store } from '../store/database.js';
 import * as timers from '../store/timers.js';
-import { newId } from '../model/ids.js';
+import { isId, newId } from '../model/ids.js';
+import { hasUnfinishedTimerRun } from '../store/workflows.js';
+import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
 import { nextDue, type TimerEvent, type TimerSchedule } from '../model/schedules.js';
 import type { QuotaVerdict } from '../model/quotas.js';
 import type { Transaction } from 'kysely';
@@ -26,6 +28,9 @@ export interface QuotaCheck {
 /** Told which sources got runs queued, once they are committed (the dispatcher's wake). */
 export type RunsQueued = (sourceIds: string[]) => void;
 
+/** Told which workflow runs were queued, once they are committed (the workflow runner's wake). */
+export type WorkflowRunsQueued = (runIds: string[]) => void;
+
 export class TimerScheduler {
   private timeout: ClockTimer | undefined;
   private readonly firing = new CoalescingTask(() => this.fire());
@@ -34,6 +39,7 @@ export class TimerScheduler {
   constructor(
     private readonly store: Store,
     private readonly runsQueued: RunsQueued,
+    private readonly workflowRunsQueued: WorkflowRunsQueued,
     private readonly quotas: QuotaCheck,
     private readonly retention: number,
     private readonly router: EventRouter,
@@ -66,12 +72,18 @@ export class TimerScheduler {
     if (this.stopped) return;
     try {
       const fired: string[] = [];
+      const workflowRuns: string[] = [];
       do {
         const due = await timers.dueTimers(this.store.db, this.clock.now(), CLAIM_BATCH);
-        if (due.length) fired.push(...(await this.fireDue(due)));
+        if (due.length) {
+          const result = await this.fireDue(due);
+          fired.push(...result.sources);
+          workflowRuns.push(...result.workflowRuns);
+        }
         if (due.length < CLAIM_BATCH) break;
       } while (!this.stopped);
       if (fired.length) this.runsQueued(fired);
+      if (workflowRuns.length) this.workflowRunsQueued(workflowRuns);
       const next = await timers.nextDueMs(this.store.db);
       this.arm(next === undefined ? MAX_SLEEP_MS : next - this.clock.now());
     } catch (error) {
@@ -82,32 +94,37 @@ export class TimerScheduler {
 
   /**
    * Claims due times in one transaction: each claimed timer gets its run queued in that transaction, or a
-   * quota error recorded, or is skipped while its previous run is pending. Returns the sources given a run.
+   * quota error recorded, or is skipped while its previous run is pending. A workflow's timer (its id in
+   * `source_id`) starts a workflow run. Returns the sources given a run and the workflow runs queued.
    */
-  private async fireDue(due: timers.TimerRow[]): Promise<string[]> {
+  private async fireDue(due: timers.TimerRow[]): Promise<{ sources: string[]; workflowRuns: string[] }> {
     const nowMs = this.clock.now();
     const verdicts = new Map<string, QuotaVerdict>();
     for (const userId of new Set(due.map((t) => t.user_id))) verdicts.set(userId, await this.quotas.check(userId, nowMs));
     const quotaErrors: CommittedEvents[] = [];
     const fired = await this.store.db.transaction().execute(async (trx) => {
       const runs: NewInvocation[] = [];
+      const workflowRuns: NewRun[] = [];
       for (const timer of due) {
+        const workflow = isId(timer.source_id, 'p');
         const schedule = JSON.parse(timer.schedule) as TimerSchedule;
         const dueMs = Number(timer.next_due_ms);
         // Every missed due time collapses into this one run; the next is the first due time after now.
         const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
         if (!(await timers.advanceTimer(trx, timer, following))) continue;
-        if (await timers.hasPendingTimerRun(trx, timer.source_id)) {
+        if (workflow ? await hasUnfinishedTimerRun(trx, timer.source_id) : await timers.hasPendingTimerRun(trx, timer.source_id)) {
           this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
           continue;
         }
         const event: TimerEvent = { timestamp: Math.floor(dueMs / 1000), interval_seconds: schedule.intervalSeconds ?? null, cron: schedule.cron ?? null };
         const quota = verdicts.get(timer.user_id)!;
-        if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
+        if (quota.allowed && workflow) workflowRuns.push({ workflowId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
+        else if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
         else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
       }
       await queueInvocations(trx, this.store.dialect, runs, nowMs);
-      return runs.map((r) => r.sourceId);
+      const queued = await queueRuns(trx, workflowRuns, nowMs);
+      return { sources: runs.map((r) => r.sourceId), workflowRuns: queued.map((r) => r.id) };
     });
     for (const committed of quotaErrors) this.router.afterCommit(committed);
     return fired;

@@ -6,7 +6,7 @@ export const ERRORS = {
   invalid_request: { status: 400, meaning: 'a malformed body, parameter or header, or a value the specification does not allow' },
   invalid_cursor: { status: 400, meaning: 'a `before`/`after` cursor that this list did not give out' },
   unauthorized: { status: 401, meaning: 'no API key, a malformed Authorization header, or an unknown key (with `WWW-Authenticate: Bearer`)' },
-  not_found: { status: 404, meaning: "an unknown id, another account's resource, an unknown route, or no active source at an endpoint" },
+  not_found: { status: 404, meaning: "an unknown id, another account's resource, an unknown route, or no active source or workflow at an endpoint" },
   conflict: { status: 409, meaning: "the request contradicts the resource's state (for example, running an inactive source)" },
   request_timeout: { status: 408, meaning: 'a request whose headers or body did not arrive in time; the connection is closed' },
   payload_too_large: { status: 413, meaning: 'a body over the limit (512 KiB for endpoints, `--body-limit` for the API)' },
@@ -17,10 +17,10 @@ export const ERRORS = {
   headers_too_large: { status: 431, meaning: 'a request line and headers over 16 KiB; the connection is closed' },
   rate_limited: { status: 429, meaning: 'more API requests per minute than `--rate-limit` allows (with `Retry-After`)' },
   quota_exceeded: { status: 429, meaning: 'a free-plan daily quota is used up (with `Retry-After` until 00:00 UTC)' },
-  run_failed: { status: 500, meaning: 'a custom-response source failed before it called `respond()`' },
+  run_failed: { status: 500, meaning: 'a custom-response source or workflow failed before it called `respond()`' },
   internal_error: { status: 500, meaning: 'a fault of the server; the log has the details' },
   unavailable: { status: 503, meaning: 'the server is stopping or a dependency is unreachable (with `Retry-After`)' },
-  no_response: { status: 504, meaning: 'a custom-response source did not call `respond()` before its run timeout' },
+  no_response: { status: 504, meaning: 'a custom-response source or workflow did not call `respond()` before its run timeout (or its run ended)' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -84,11 +84,21 @@ export class ComponentService {
     }
   }
 
+  /**
+   * Saves the code of a workflow's code step: a module exporting `defineComponent({ props?, run })` or a plain
+   * object with `run`, which needs no name or version.
+   */
+  async saveStep(accountId: string, code: string): Promise<components.ComponentRow> {
+    if (code.trim() === '') throw invalid('component_code is empty');
+    const { prepared, info } = await this.load(accountId, code, { asStep: true });
+    return this.insert(accountId, code, null, prepared, info);
+  }
+
   /** Prepares and loads code in the account's sandbox; load failures become 422 with the reason. */
-  async load(ownerId: string, code: string): Promise<{ prepared: PreparedComponent; info: ComponentInfo }> {
+  async load(ownerId: string, code: string, options: { asStep?: boolean } = {}): Promise<{ prepared: PreparedComponent; info: ComponentInfo }> {
     try {
       const prepared = await this.runtime.prepare(code);
-      const info = await this.runtime.inspect(ownerId, prepared);
+      const info = await this.runtime.inspect(ownerId, prepared, options);
       const problem = authoringProblem(info);
       if (problem) throw new ServiceError('component_invalid', problem, [{ reason: 'authoring_contract' }]);
       return { prepared, info };
@@ -125,6 +135,11 @@ export class ComponentService {
     };
     await components.insertComponent(this.store.db, row);
     return row;
+  }
+
+  /** A component by id whoever owns it (the id came from an owned source or workflow). */
+  byId(componentId: string): Promise<components.ComponentRow | undefined> {
+    return components.loadComponent(this.store.db, componentId);
   }
 
   /** GET /components/{key|id}: the latest component with that key, or that id, in the account. */

@@ -5,6 +5,7 @@ import * as events from '../store/events.js';
 import { invalid, notFound } from '../model/errors.js';
 import { isId } from '../model/ids.js';
 import { findSource } from '../store/sources.js';
+import { findWorkflow } from '../store/workflows.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
 
@@ -51,10 +52,13 @@ export class EventService {
     return (await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention)).map((row) => toSummary(row, true));
   }
 
-  /** Emitters are sources today; another account's id is as unknown as a missing one. */
+  /** Emitters are sources and workflows; another account's id is as unknown as a missing one. */
   private async assertOwned(accountId: string, emitterId: string): Promise<void> {
-    // No workflow can be created yet (issue 18): every workflow id is unknown, as the specification's 404.
-    if (isId(emitterId, 'p')) throw notFound(`workflow "${emitterId}"`);
+    if (emitterId.startsWith('p_')) {
+      const workflow = isId(emitterId, 'p') ? await findWorkflow(this.store.db, accountId, emitterId) : undefined;
+      if (!workflow) throw notFound(`workflow "${emitterId}"`);
+      return;
+    }
     const source = isId(emitterId, 'dc') ? await findSource(this.store.db, accountId, emitterId) : undefined;
     if (!source) throw notFound(`source "${emitterId}"`);
   }

@@ -5,6 +5,10 @@ import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Store } from '../store/database.js';
 import { findSourceByEndpoint } from '../store/sources.js';
+import { findWorkflowByEndpoint } from '../store/workflows.js';
+import type { WorkflowTrigger } from '../model/workflows.js';
+import { isId } from '../model/ids.js';
+import type { WorkflowService } from './workflows.js';
 import { loadComponent } from '../store/components.js';
 import { componentInfo } from '../store/components.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
@@ -13,6 +17,7 @@ import type { Dispatcher } from '../engine/dispatcher.js';
 import type { QuotaService } from './quotas.js';
 
 export interface EndpointTarget {
+  /** The source (`dc_`) or workflow (`p_`) the endpoint belongs to. */
   sourceId: string;
   userId: string;
   active: boolean;
@@ -61,7 +66,13 @@ export class EndpointDirectory {
     // Endpoint ids are letters and digits: anything else (a NUL, which PostgreSQL cannot take) names no endpoint.
     if (!/^[A-Za-z0-9_-]{1,100}$/.test(endpointId)) return null;
     const source = await findSourceByEndpoint(this.store.db, endpointId);
-    if (!source) return null;
+    if (!source) {
+      const workflow = await findWorkflowByEndpoint(this.store.db, endpointId);
+      if (!workflow) return null;
+      const trigger = JSON.parse(workflow.trigger ?? 'null') as WorkflowTrigger | null;
+      const customResponse = trigger?.type === 'http' && trigger.custom_response;
+      return { sourceId: workflow.id, userId: workflow.user_id, active: workflow.active === 1, customResponse };
+    }
     const component = await loadComponent(this.store.db, source.component_id);
     const http = component && componentInfo(component).props.find((p) => p.type === '$.interface.http');
     return { sourceId: source.id, userId: source.user_id, active: source.active === 1, customResponse: http?.customResponse === true };
@@ -100,6 +111,7 @@ export class IngressService {
     private readonly endpoints: EndpointDirectory,
     private readonly quotas: QuotaService,
     private readonly dispatcher: Dispatcher,
+    private readonly workflows: WorkflowService,
     private readonly settings: IngressSettings,
   ) {}
 
@@ -114,7 +126,7 @@ export class IngressService {
   }
 
   private admitTarget(target: EndpointTarget | null): EndpointTarget | Promise<EndpointTarget> {
-    if (!target || !target.active) throw new ServiceError('not_found', 'no active source at this endpoint');
+    if (!target || !target.active) throw new ServiceError('not_found', 'no active source or workflow at this endpoint');
     const admitted = this.quotas.admit(target.userId);
     return admitted ? admitted.then(() => target) : target;
   }
@@ -124,6 +136,7 @@ export class IngressService {
    * the response its run gave to `respond()` (500 run_failed or 504 no_response when none came).
    */
   async accept(target: EndpointTarget, event: HttpEvent): Promise<HttpResponse | undefined> {
+    if (isId(target.sourceId, 'p')) return this.workflows.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
     const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
     if (!target.customResponse) {
       await this.dispatcher.enqueue([invocation]);
@@ -144,7 +157,7 @@ export class IngressService {
     throw new ServiceError('no_response', 'the source did not respond');
   }
 
-  /** Forgets what is known of a source's endpoint (after an update or delete). */
+  /** Forgets what is known of a source's or workflow's endpoint (after an update or delete). */
   evictSource(sourceId: string): void {
     this.endpoints.evictSource(sourceId);
   }

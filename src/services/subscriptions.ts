@@ -100,20 +100,22 @@ export class SubscriptionService {
     }
   }
 
-  /** Emitters: a source of the account (locked), or a glob; workflows do not exist yet, so any other `p_` id is unknown. */
+  /** Emitters: a source or workflow of the account (locked), or a glob. */
   private async checkEmitter(trx: Transaction<Database>, accountId: string, emitterId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(emitterId)) return;
     if (isId(emitterId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'sources'))) return;
+    if (isId(emitterId, 'p') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'workflows'))) return;
     throw notFound(`emitter "${emitterId}"`);
   }
 
-  /** Listeners: a source or webhook of the account (locked); workflows do not exist yet, so a `p_` id is unknown. */
+  /** Listeners: a source, workflow or webhook of the account (locked). */
   private async checkListener(trx: Transaction<Database>, accountId: string, listenerId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(listenerId)) {
       throw invalid(`listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "${listenerId}"`);
     }
     if (isId(listenerId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'sources'))) return;
     if (isId(listenerId, 'wh') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'webhooks'))) return;
+    if (isId(listenerId, 'p') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'workflows'))) return;
     throw notFound(`listener "${listenerId}"`);
   }
 }

@@ -7,6 +7,7 @@ import { migration003 } from './migrations/003-timers.js';
 import { migration004 } from './migrations/004-delivery.js';
 import { migration005 } from './migrations/005-queue-key.js';
 import { migration006 } from './migrations/006-published-components.js';
+import { migration007 } from './migrations/007-workflows.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '004-delivery': migration004,
   '005-queue-key': migration005,
   '006-published-components': migration006,
+  '007-workflows': migration007,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

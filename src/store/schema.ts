@@ -112,7 +112,83 @@ export interface PublishedComponentsTable {
   published_at: number;
 }
 
+/** A trigger and ordered steps; `steps` is JSON of WorkflowStepRow[], `trigger` JSON or null (runs on subscribed events only). */
+export interface WorkflowsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  active: number;
+  trigger: string | null;
+  steps: string;
+  /** For an HTTP trigger: the unguessable id of its endpoint. */
+  endpoint_id: string | null;
+  /** Running time a run may use over all its steps. */
+  timeout_ms: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WorkflowRunStatus = 'queued' | 'running' | 'delayed' | 'succeeded' | 'failed';
+export type WorkflowTriggerKind = 'http' | 'timer' | 'event' | 'manual' | 'replay';
+
+/** One run of a workflow; unfinished runs have a `due_ms`, and a run leased by a runner has a lease. */
+export interface WorkflowRunsTable {
+  id: string;
+  workflow_id: string;
+  user_id: string;
+  status: WorkflowRunStatus;
+  trigger: WorkflowTriggerKind;
+  /** JSON of the triggering event (`steps.trigger.event`). */
+  event: string;
+  depth: number;
+  /** Index of the first step not yet finished. */
+  next_step: number;
+  /** When the run may continue; null once finished. */
+  due_ms: number | null;
+  lease_owner: string | null;
+  lease_until_ms: number | null;
+  /** How many times a runner took the run up (a crash leaves it to the next). */
+  attempts: number;
+  /** Running time used so far by finished steps (delays do not count). */
+  running_ms: number;
+  exit_reason: string | null;
+  /** JSON of the error that failed the run. */
+  error: string | null;
+  replay_of: string | null;
+  created_ms: number;
+  finished_ms: number | null;
+}
+
+/** A finished step of a run: committed before the next step starts, so that a resumed run never runs it twice. */
+export interface WorkflowRunStepsTable {
+  run_id: string;
+  step_index: number;
+  name: string;
+  status: 'succeeded' | 'failed';
+  started_ms: number;
+  duration_ms: number;
+  /** JSON, null when the step returned nothing. */
+  return_value: string | null;
+  /** JSON object of `$.export` values. */
+  exports: string;
+  /** JSON array of log lines. */
+  logs: string;
+  error: string | null;
+}
+
+/** `$.service.db` of one step of a workflow. */
+export interface WorkflowStepDbTable {
+  workflow_id: string;
+  step: string;
+  key: string;
+  value: string;
+}
+
 export interface Database {
+  workflows: WorkflowsTable;
+  workflow_runs: WorkflowRunsTable;
+  workflow_run_steps: WorkflowRunStepsTable;
+  workflow_step_db: WorkflowStepDbTable;
   subscriptions: SubscriptionsTable;
   auto_subscriptions: AutoSubscriptionsTable;
   webhooks: WebhooksTable;

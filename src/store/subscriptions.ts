@@ -66,7 +66,7 @@ export async function insertAutoSubscription(db: Db, row: AutoSubscriptionRow): 
  * delete running at the same time either finishes first (and this finds nothing) or removes what this adds.
  * An update that changes nothing is the one lock both SQLite and PostgreSQL take the same way.
  */
-export async function lockOwnedEndpoint(db: Db, userId: string, id: string, table: 'sources' | 'webhooks'): Promise<boolean> {
+export async function lockOwnedEndpoint(db: Db, userId: string, id: string, table: 'sources' | 'webhooks' | 'workflows'): Promise<boolean> {
   const result = await db
     .updateTable(table)
     .set((eb) => ({ id: eb.ref('id') }))

@@ -98,7 +98,7 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
   it('answers 404 for unknown and inactive endpoints, and 413 over 512 KiB', async () => {
     const unknown = await request('POST', `${server.url}/e/en${'0'.repeat(40)}`, { body: {} });
     expect(unknown.status).toBe(404);
-    expect(unknown.body).toEqual({ error: 'no active source at this endpoint', code: 'not_found' });
+    expect(unknown.body).toEqual({ error: 'no active source or workflow at this endpoint', code: 'not_found' });
     const { id, url } = await deployHttp({ key: 'http-new-requests' });
     const tooBig = await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024 + 1), contentType: 'text/plain' } });
     expect(tooBig.status).toBe(413);

@@ -1,0 +1,54 @@
+// Step prop templates: `{{ steps.trigger.event.body.x }}` read from a run's step data, as the reference service writes them.
+
+const WHOLE = /^\s*\{\{\s*([^{}]+?)\s*\}\}\s*$/;
+const ANY = /\{\{\s*([^{}]+?)\s*\}\}/g;
+/** `a.b`, `a[0]`, `a["b c"]`, `a['b']`: a path into the step data, nothing that runs code. */
+const PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\[\d+\]|\["[^"]*"\]|\['[^']*'\])*$/;
+const SEGMENT = /\.([A-Za-z_$][\w$]*)|\[(\d+)\]|\["([^"]*)"\]|\['([^']*)'\]/g;
+
+/** True when the value holds a template, so that the step's prop is checked once evaluated, not as written. */
+export function isTemplate(value: unknown): value is string {
+  return typeof value === 'string' && value.includes('{{') && /\{\{[^{}]+\}\}/.test(value);
+}
+
+/** The expression of each template in `value` that is not a path (for a 422 at save time). */
+export function invalidTemplatePaths(value: string): string[] {
+  return [...value.matchAll(ANY)].map((m) => m[1]!).filter((expression) => !PATH.test(expression));
+}
+
+function lookUp(data: Record<string, unknown>, expression: string): unknown {
+  const head = /^[A-Za-z_$][\w$]*/.exec(expression)![0];
+  let value: unknown = Object.hasOwn(data, head) ? data[head] : undefined;
+  for (const match of expression.slice(head.length).matchAll(SEGMENT)) {
+    const key = match[1] ?? match[2] ?? match[3] ?? match[4]!;
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+/**
+ * A prop value with its templates evaluated against `data` (`{ steps }`): a value that is one template becomes
+ * what it names (an object stays an object); templates inside text are replaced by their values as text.
+ */
+export function evaluateTemplate(value: string, data: Record<string, unknown>): unknown {
+  const whole = WHOLE.exec(value);
+  if (whole && PATH.test(whole[1]!)) return lookUp(data, whole[1]!);
+  return value.replace(ANY, (text, expression: string) => {
+    if (!PATH.test(expression)) return text;
+    const found = lookUp(data, expression);
+    if (found === undefined || found === null) return '';
+    return typeof found === 'object' ? JSON.stringify(found) : String(found);
+  });
+}
+
+/** Every template in the props (top-level values and inside arrays and objects) evaluated. */
+export function evaluateProps(props: Record<string, unknown>, data: Record<string, unknown>): Record<string, unknown> {
+  const walk = (value: unknown): unknown => {
+    if (isTemplate(value)) return evaluateTemplate(value, data);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
+    return value;
+  };
+  return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, walk(v)]));
+}

@@ -1,0 +1,41 @@
+// What a workflow is made of (its trigger and steps, as stored) and the rules a definition must follow.
+
+/** How a workflow is started besides subscriptions and manual runs. */
+export type WorkflowTrigger =
+  | { type: 'http'; custom_response: boolean }
+  | { type: 'timer'; interval_seconds: number }
+  | { type: 'timer'; cron: string; timezone?: string }
+  | { type: 'source'; source_id: string; event_name: string };
+
+/** A step as stored: its component (an action or a code step saved as a component) and its props as given. */
+export interface StoredStep {
+  name: string;
+  component_id: string;
+  /** Values as configured: secrets sealed, templates (`{{ … }}`) kept as written. */
+  configured_props: Record<string, unknown>;
+}
+
+/** Step names become keys of `steps`: identifiers, and never `trigger`. */
+const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+export const MAX_STEPS = 50;
+export const DEFAULT_RUN_TIMEOUT_SECONDS = 30;
+export const MAX_RUN_TIMEOUT_SECONDS = 900;
+
+/** Problems with the step names of a definition, one message each (empty when they are fine). */
+export function stepNameProblems(names: string[]): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  names.forEach((name, i) => {
+    if (!STEP_NAME.test(name)) problems.push(`steps[${i}].name "${name}" must be an identifier (letters, digits, _; at most 64)`);
+    else if (name === 'trigger') problems.push(`steps[${i}].name may not be "trigger": steps.trigger is the triggering event`);
+    else if (seen.has(name)) problems.push(`steps[${i}].name "${name}" is used by an earlier step`);
+    seen.add(name);
+  });
+  return problems;
+}
+
+/** `steps.<name>` of a finished step: its exports beside `$return_value`, as the reference service shows them. */
+export function stepData(returnValue: unknown, exports: Record<string, unknown>): Record<string, unknown> {
+  return returnValue === undefined ? { ...exports } : { ...exports, $return_value: returnValue };
+}

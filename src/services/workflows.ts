@@ -1,0 +1,453 @@
+// Workflows (an extension of the REST interface): define, change and delete them, start runs, and read runs back.
+import { randomBytes } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Clock } from '../lib/clock.js';
+import type { SecretBox } from '../lib/secrets.js';
+import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+import * as workflows from '../store/workflows.js';
+import { findSource } from '../store/sources.js';
+import { componentInfo, type ComponentRow } from '../store/components.js';
+import { replaceTimers } from '../store/timers.js';
+import { deleteSubscription, insertSubscription } from '../store/subscriptions.js';
+import { isId, newId, nowSeconds } from '../model/ids.js';
+import { invalid, notFound, ServiceError } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import { echoProps, validateProps } from '../model/props.js';
+import { firstDue, type TimerSchedule } from '../model/schedules.js';
+import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
+import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
+import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
+import type { WorkflowRunner } from '../engine/workflow-runner.js';
+import type { HttpResponse, InvocationError } from '../runtime/types.js';
+import type { ComponentService } from './components.js';
+import type { QuotaService } from './quotas.js';
+
+export interface StepRequest {
+  name: string;
+  component_code?: string | undefined;
+  component_id?: string | undefined;
+  component_key?: string | undefined;
+  configured_props?: Record<string, unknown> | undefined;
+}
+
+/** A trigger as a request gives it: the defaults are filled in (see normalizeTrigger). */
+export type TriggerRequest =
+  | { type: 'http'; custom_response?: boolean | undefined }
+  | { type: 'timer'; interval_seconds: number }
+  | { type: 'timer'; cron: string; timezone?: string | undefined }
+  | { type: 'source'; source_id: string; event_name?: string | undefined };
+
+export interface WorkflowRequest {
+  name?: string | undefined;
+  trigger?: TriggerRequest | null | undefined;
+  steps?: StepRequest[] | undefined;
+  active?: boolean | undefined;
+  timeout_seconds?: number | undefined;
+}
+
+export interface WorkflowView {
+  id: string;
+  name: string;
+  active: boolean;
+  /** The trigger as given; an HTTP trigger also shows its `endpoint_url`. */
+  trigger: (WorkflowTrigger & { endpoint_url?: string }) | null;
+  steps: Array<{ name: string; component_id: string; configured_props: Record<string, unknown> }>;
+  timeout_seconds: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RunStepView {
+  name: string;
+  status: 'succeeded' | 'failed';
+  started_at_ms: number;
+  duration_ms: number;
+  $return_value?: unknown;
+  exports: Record<string, unknown>;
+  logs: unknown[];
+  error?: unknown;
+}
+
+export interface RunView {
+  id: string;
+  workflow_id: string;
+  status: workflows.WorkflowRunRow['status'];
+  trigger: workflows.WorkflowRunRow['trigger'];
+  event: unknown;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  /** Set when a step called `$.flow.exit` (the reason, or '' without one). */
+  exit_reason?: string;
+  error?: unknown;
+  replay_of?: string;
+  steps: RunStepView[];
+}
+
+export interface WorkflowSettings {
+  publicUrl: string;
+  minTimerInterval: number;
+  clock: Clock;
+}
+
+/** Called after a workflow change commits. */
+export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upsert' | 'delete'; endpointId: string | null }) => void;
+
+const TIMER_PROP = 'trigger';
+
+function newEndpointId(): string {
+  return `en${randomBytes(20).toString('hex')}`;
+}
+
+function normalizeTrigger(trigger: TriggerRequest | null): WorkflowTrigger | null {
+  if (trigger?.type === 'http') return { type: 'http', custom_response: trigger.custom_response ?? false };
+  if (trigger?.type === 'source') return { type: 'source', source_id: trigger.source_id, event_name: trigger.event_name ?? '' };
+  if (trigger?.type === 'timer' && 'cron' in trigger)
+    return { type: 'timer', cron: trigger.cron, ...(trigger.timezone !== undefined && { timezone: trigger.timezone }) };
+  return trigger;
+}
+
+function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefined {
+  if (trigger?.type !== 'timer') return undefined;
+  return 'cron' in trigger ? { cron: trigger.cron, ...(trigger.timezone && { timezone: trigger.timezone }) } : { intervalSeconds: trigger.interval_seconds };
+}
+
+export class WorkflowService {
+  private readonly listeners: WorkflowChangeListener[] = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly components: ComponentService,
+    private readonly secrets: SecretBox,
+    private readonly quotas: QuotaService,
+    private readonly runner: WorkflowRunner,
+    private readonly settings: WorkflowSettings,
+  ) {}
+
+  onChange(listener: WorkflowChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<Page<WorkflowView>> {
+    const result = await workflows.listWorkflows(this.store.db, accountId, page);
+    const items: WorkflowView[] = [];
+    for (const row of result.items) items.push(await this.toView(row));
+    return { ...result, items };
+  }
+
+  async get(accountId: string, workflowId: string): Promise<WorkflowView> {
+    return this.toView(await this.owned(accountId, workflowId));
+  }
+
+  /** The account's workflow, or 404 for a missing id or another account's workflow. */
+  async owned(accountId: string, workflowId: string): Promise<workflows.WorkflowRow> {
+    const row = isId(workflowId, 'p') ? await workflows.findWorkflow(this.store.db, accountId, workflowId) : undefined;
+    if (!row) throw notFound(`workflow "${workflowId}"`);
+    return row;
+  }
+
+  async create(accountId: string, request: WorkflowRequest): Promise<WorkflowView> {
+    if (request.name === undefined || request.name.trim() === '') throw invalid('name is required (a non-empty string)');
+    if (!request.steps) throw invalid('steps is required (an array of steps, at least one)');
+    const trigger = normalizeTrigger(request.trigger ?? null);
+    await this.checkTrigger(accountId, trigger);
+    const steps = await this.resolveSteps(accountId, request.steps, []);
+    const now = nowSeconds();
+    const row: workflows.WorkflowRow = {
+      id: newId('p'),
+      user_id: accountId,
+      name: request.name,
+      active: request.active === false ? 0 : 1,
+      trigger: trigger ? JSON.stringify(trigger) : null,
+      steps: JSON.stringify(steps),
+      endpoint_id: trigger?.type === 'http' ? newEndpointId() : null,
+      timeout_ms: (request.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.store.db.transaction().execute(async (trx) => {
+      await workflows.insertWorkflow(trx, row);
+      await this.applyTrigger(trx, row, null);
+    });
+    this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: row.endpoint_id });
+    return this.toView(row);
+  }
+
+  /** Replaces the fields given; omitted ones keep their values (steps are replaced as a whole when given). */
+  async update(accountId: string, workflowId: string, request: WorkflowRequest): Promise<WorkflowView> {
+    const current = await this.owned(accountId, workflowId);
+    if (request.name !== undefined && request.name.trim() === '') throw invalid('name must be a non-empty string');
+    const previousTrigger = current.trigger ? (JSON.parse(current.trigger) as WorkflowTrigger) : null;
+    const trigger = request.trigger === undefined ? previousTrigger : normalizeTrigger(request.trigger);
+    if (request.trigger !== undefined) await this.checkTrigger(accountId, trigger);
+    const previousSteps = JSON.parse(current.steps) as StoredStep[];
+    const steps = request.steps ? await this.resolveSteps(accountId, request.steps, previousSteps) : previousSteps;
+    const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
+    const row: workflows.WorkflowRow = {
+      ...current,
+      name: request.name ?? current.name,
+      active: request.active === undefined ? current.active : request.active ? 1 : 0,
+      trigger: trigger ? JSON.stringify(trigger) : null,
+      steps: JSON.stringify(steps),
+      endpoint_id: keepsEndpoint ? current.endpoint_id : trigger?.type === 'http' ? newEndpointId() : null,
+      timeout_ms: request.timeout_seconds === undefined ? current.timeout_ms : request.timeout_seconds * 1000,
+      updated_at: nowSeconds(),
+    };
+    await this.store.db.transaction().execute(async (trx) => {
+      const { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at } = row;
+      await workflows.updateWorkflow(trx, row.id, { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at });
+      await this.applyTrigger(trx, row, previousTrigger);
+    });
+    this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: current.endpoint_id });
+    return this.toView(row);
+  }
+
+  async delete(accountId: string, workflowId: string): Promise<void> {
+    const current = await this.owned(accountId, workflowId);
+    await this.store.db.transaction().execute(async (trx) => {
+      await replaceTimers(trx, current.id, []);
+      await workflows.deleteWorkflowCascade(trx, current.id);
+    });
+    this.emitChange({ workflowId: current.id, kind: 'delete', endpointId: current.endpoint_id });
+  }
+
+  /** Queues a run of an active workflow with the given event; 409 when inactive, 429 over quota. */
+  async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
+    const workflow = await this.owned(accountId, workflowId);
+    if (workflow.active !== 1)
+      throw new ServiceError('conflict', `workflow "${workflow.id}" is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
+    const [row] = await this.queue([{ workflowId: workflow.id, userId: accountId, trigger: 'manual', event }]);
+    return this.toRunView(row!, []);
+  }
+
+  /** Starts a new run with the original event of `runId`. */
+  async replay(accountId: string, workflowId: string, runId: string): Promise<RunView> {
+    const workflow = await this.owned(accountId, workflowId);
+    const original = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
+    if (!original) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
+    const [row] = await this.queue([
+      { workflowId: workflow.id, userId: accountId, trigger: 'replay', event: JSON.parse(original.event), replayOf: original.id },
+    ]);
+    return this.toRunView(row!, []);
+  }
+
+  /** Queues runs (quota admitted first) and wakes the runner once they are rows. */
+  async queue(runs: NewRun[], beforeWake?: (rows: workflows.WorkflowRunRow[]) => void): Promise<workflows.WorkflowRunRow[]> {
+    for (const userId of new Set(runs.map((r) => r.userId))) await this.quotas.admit(userId);
+    const rows = await queueRuns(this.store.db, runs, this.settings.clock.now());
+    beforeWake?.(rows);
+    this.runner.wake(rows.map((r) => r.id));
+    return rows;
+  }
+
+  /**
+   * Starts a run for a request to the workflow's HTTP endpoint (already admitted under quota). Resolves once the
+   * run is queued, or, with custom_response, with what a step gave `$.respond()`: 500 run_failed when the run
+   * failed first, 504 no_response when it ended or timed out without one.
+   */
+  async acceptHttp(workflowId: string, userId: string, event: unknown, customResponse: boolean): Promise<HttpResponse | undefined> {
+    const run: NewRun = { workflowId, userId, trigger: 'http', event };
+    if (!customResponse) {
+      await queueRuns(this.store.db, [run], this.settings.clock.now()).then((rows) => this.runner.wake(rows.map((r) => r.id)));
+      return undefined;
+    }
+    let settle!: (answer: { response?: HttpResponse | undefined; error?: InvocationError | undefined }) => void;
+    const answered = new Promise<{ response?: HttpResponse | undefined; error?: InvocationError | undefined }>((resolve) => (settle = resolve));
+    const rows = await queueRuns(this.store.db, [run], this.settings.clock.now());
+    const runId = rows[0]!.id;
+    this.runner.onResponse(runId, (response, error) => settle({ response, error }));
+    this.runner.wake([runId]);
+    const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
+    const timer = setTimeout(() => settle({}), (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000);
+    const { response, error } = await answered;
+    clearTimeout(timer);
+    this.runner.forgetResponder(runId);
+    if (response) return response;
+    if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
+    throw new ServiceError('no_response', 'the workflow did not respond: no step called $.respond()');
+  }
+
+  async listRuns(accountId: string, workflowId: string, page: PageRequest): Promise<Page<RunView>> {
+    const workflow = await this.owned(accountId, workflowId);
+    const result = await workflows.listRuns(this.store.db, workflow.id, page);
+    const steps = await workflows.runSteps(
+      this.store.db,
+      result.items.map((r) => r.id),
+    );
+    return {
+      ...result,
+      items: result.items.map((run) =>
+        this.toRunView(
+          run,
+          steps.filter((s) => s.run_id === run.id),
+        ),
+      ),
+    };
+  }
+
+  async getRun(accountId: string, workflowId: string, runId: string): Promise<RunView> {
+    const workflow = await this.owned(accountId, workflowId);
+    const run = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
+    if (!run) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
+    return this.toRunView(run, await workflows.runSteps(this.store.db, [run.id]));
+  }
+
+  private emitChange(change: Parameters<WorkflowChangeListener>[0]): void {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  private async checkTrigger(accountId: string, trigger: WorkflowTrigger | null): Promise<void> {
+    if (trigger?.type === 'timer') {
+      const schedule = timerSchedule(trigger)!;
+      try {
+        validateProps([{ name: TIMER_PROP, type: '$.interface.timer' }], { [TIMER_PROP]: schedule }, {}, this.secrets, {
+          minTimerIntervalSeconds: this.settings.minTimerInterval,
+        });
+      } catch (error) {
+        if (error instanceof ServiceError) throw invalid(`invalid timer trigger: ${error.message.replace(/^invalid configured_props: trigger /, '')}`);
+        throw error;
+      }
+    }
+    if (trigger?.type === 'source') {
+      const source = isId(trigger.source_id, 'dc') ? await findSource(this.store.db, accountId, trigger.source_id) : undefined;
+      if (!source) throw notFound(`source "${trigger.source_id}"`);
+    }
+  }
+
+  /** Timer rows and the source subscription the trigger needs, replacing those of the previous trigger. */
+  private async applyTrigger(trx: Transaction<Database>, row: workflows.WorkflowRow, previous: WorkflowTrigger | null): Promise<void> {
+    const trigger = row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
+    const schedule = timerSchedule(trigger);
+    const timers =
+      schedule && row.active === 1
+        ? [
+            {
+              source_id: row.id,
+              prop_name: TIMER_PROP,
+              user_id: row.user_id,
+              schedule: JSON.stringify(schedule),
+              next_due_ms: firstDue(schedule, this.settings.clock.now()),
+            },
+          ]
+        : [];
+    await replaceTimers(trx, row.id, timers);
+    if (previous?.type === 'source') {
+      await deleteSubscription(trx, { userId: row.user_id, emitterId: previous.source_id, listenerId: row.id, eventName: previous.event_name });
+    }
+    if (trigger?.type === 'source') {
+      await insertSubscription(trx, {
+        id: newId('sub'),
+        user_id: row.user_id,
+        emitter_id: trigger.source_id,
+        listener_id: row.id,
+        event_name: trigger.event_name,
+        created_at: nowSeconds(),
+      });
+    }
+  }
+
+  /** Each step's component: saved code (a code step or an action), a saved component, or a registry key. */
+  private async resolveSteps(accountId: string, requested: StepRequest[], previous: StoredStep[]): Promise<StoredStep[]> {
+    if (!requested.length) throw invalid('steps must hold at least one step');
+    if (requested.length > MAX_STEPS) throw invalid(`a workflow has at most ${MAX_STEPS} steps, not ${requested.length}`);
+    const nameProblems = stepNameProblems(requested.map((s) => s.name));
+    if (nameProblems.length) throw invalid(nameProblems.join('; '));
+    const steps: StoredStep[] = [];
+    for (const [i, step] of requested.entries()) {
+      const given = [step.component_code, step.component_id, step.component_key].filter((v) => v !== undefined).length;
+      if (given !== 1) throw invalid(`steps[${i}] needs exactly one of component_code, component_id or component_key`);
+      let component: ComponentRow;
+      if (step.component_code !== undefined) component = await this.components.saveStep(accountId, step.component_code);
+      else if (step.component_id !== undefined) component = await this.components.get(accountId, step.component_id);
+      else component = await this.components.getRegistry(accountId, step.component_key!);
+      const info = componentInfo(component);
+      if (info.type !== 'action') {
+        throw new ServiceError(
+          'component_invalid',
+          `steps[${i}] ("${step.name}"): component "${component.id}" is a source; a step is an action or a code step`,
+        );
+      }
+      const kept = previous.find((p) => p.name === step.name && p.component_id === component.id)?.configured_props ?? {};
+      steps.push({ name: step.name, component_id: component.id, configured_props: this.checkStepProps(i, step, info, kept) });
+    }
+    return steps;
+  }
+
+  /** Props are checked as for sources, except template values, which are checked once evaluated at run time. */
+  private checkStepProps(index: number, step: StepRequest, info: ReturnType<typeof componentInfo>, previous: Record<string, unknown>): Record<string, unknown> {
+    const given = step.configured_props ?? {};
+    const templates: Record<string, string> = {};
+    const plain: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(given)) {
+      if (isTemplate(value)) {
+        const bad = invalidTemplatePaths(value);
+        if (bad.length) throw invalid(`steps[${index}].configured_props.${name}: "{{ ${bad[0]} }}" is not a path such as steps.trigger.event.body`);
+        templates[name] = value;
+      } else plain[name] = value;
+    }
+    const templated = info.props.filter((p) => p.name in templates);
+    const untemplated = info.props.filter((p) => !(p.name in templates));
+    const unknown = Object.keys(templates).filter((name) => !templated.some((p) => p.name === name));
+    if (unknown.length)
+      throw new ServiceError('props_invalid', `invalid configured_props of step "${step.name}": ${unknown[0]} is not a prop of this component`);
+    try {
+      const stored = validateProps(untemplated, plain, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+      return { ...stored, ...templates };
+    } catch (error) {
+      if (error instanceof ServiceError) throw new ServiceError(error.code, `step "${step.name}": ${error.message}`, error.details);
+      throw error;
+    }
+  }
+
+  private async toView(row: workflows.WorkflowRow): Promise<WorkflowView> {
+    const trigger = row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
+    const steps = JSON.parse(row.steps) as StoredStep[];
+    const shown: WorkflowView['steps'] = [];
+    for (const step of steps) {
+      const component = await this.components.byId(step.component_id);
+      const props = component ? echoProps(componentInfo(component).props, step.configured_props, undefined) : {};
+      // Templates are shown as written.
+      for (const [name, value] of Object.entries(step.configured_props)) if (isTemplate(value)) props[name] = value;
+      shown.push({ name: step.name, component_id: step.component_id, configured_props: props });
+    }
+    return {
+      id: row.id,
+      name: row.name,
+      active: row.active === 1,
+      trigger: trigger?.type === 'http' ? { ...trigger, endpoint_url: `${this.settings.publicUrl}/e/${row.endpoint_id}` } : trigger,
+      steps: shown,
+      timeout_seconds: row.timeout_ms / 1000,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    };
+  }
+
+  private toRunView(run: workflows.WorkflowRunRow, steps: workflows.WorkflowRunStepRow[]): RunView {
+    const view: RunView = {
+      id: run.id,
+      workflow_id: run.workflow_id,
+      status: run.status,
+      trigger: run.trigger,
+      event: JSON.parse(run.event),
+      created_at_ms: Number(run.created_ms),
+      finished_at_ms: run.finished_ms === null ? null : Number(run.finished_ms),
+      steps: steps.map((s) => {
+        const step: RunStepView = {
+          name: s.name,
+          status: s.status,
+          started_at_ms: Number(s.started_ms),
+          duration_ms: s.duration_ms,
+          exports: JSON.parse(s.exports),
+          logs: JSON.parse(s.logs),
+        };
+        if (s.return_value !== null) step.$return_value = JSON.parse(s.return_value);
+        if (s.error !== null) step.error = JSON.parse(s.error);
+        return step;
+      }),
+    };
+    if (run.exit_reason !== null) view.exit_reason = run.exit_reason;
+    if (run.error !== null) view.error = JSON.parse(run.error);
+    if (run.replay_of !== null) view.replay_of = run.replay_of;
+    return view;
+  }
+}

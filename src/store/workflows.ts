@@ -1,0 +1,230 @@
+// Queries on workflows, their runs and finished steps, and each step's `$.service.db`.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Page, PageRequest } from '../model/pagination.js';
+import type { Database, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
+import { paginateById } from './paginate.js';
+
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
+export type WorkflowRunStepRow = Selectable<WorkflowRunStepsTable>;
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function insertWorkflow(db: Db, row: WorkflowRow): Promise<void> {
+  await db.insertInto('workflows').values(row).execute();
+}
+
+export async function updateWorkflow(db: Db, id: string, changes: Partial<Omit<WorkflowRow, 'id' | 'user_id'>>): Promise<void> {
+  await db.updateTable('workflows').set(changes).where('id', '=', id).execute();
+}
+
+export function findWorkflow(db: Db, userId: string, id: string): Promise<WorkflowRow | undefined> {
+  return db.selectFrom('workflows').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+}
+
+/** A workflow by id regardless of owner, for the engine (which got the id from an owned run). */
+export function loadWorkflow(db: Db, id: string): Promise<WorkflowRow | undefined> {
+  return db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findWorkflowByEndpoint(db: Db, endpointId: string): Promise<WorkflowRow | undefined> {
+  return db.selectFrom('workflows').selectAll().where('endpoint_id', '=', endpointId).executeTakeFirst();
+}
+
+export function listWorkflows(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<WorkflowRow>> {
+  const base = db.selectFrom('workflows').selectAll().where('user_id', '=', userId);
+  const count = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('workflows')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return paginateById(base, count, 'p', page);
+}
+
+/** Active workflows of the account among `ids`: the listeners a subscription may start runs of. */
+export async function activeWorkflowIds(db: Db, userId: string, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await db.selectFrom('workflows').select('id').where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Removes a workflow with its runs, events, step db and subscriptions. */
+export async function deleteWorkflowCascade(db: Db, id: string): Promise<void> {
+  await db
+    .deleteFrom('workflow_run_steps')
+    .where('run_id', 'in', (eb) => eb.selectFrom('workflow_runs').select('id').where('workflow_id', '=', id))
+    .execute();
+  await db.deleteFrom('workflow_runs').where('workflow_id', '=', id).execute();
+  await db.deleteFrom('workflow_step_db').where('workflow_id', '=', id).execute();
+  await db.deleteFrom('events').where('emitter_id', '=', id).execute();
+  await db.deleteFrom('emitter_state').where('emitter_id', '=', id).execute();
+  await db
+    .deleteFrom('subscriptions')
+    .where((eb) => eb.or([eb('emitter_id', '=', id), eb('listener_id', '=', id)]))
+    .execute();
+  await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
+  await db.deleteFrom('workflows').where('id', '=', id).execute();
+}
+
+export async function insertRuns(db: Db, rows: WorkflowRunRow[]): Promise<void> {
+  if (rows.length) await db.insertInto('workflow_runs').values(rows).execute();
+}
+
+export function findRun(db: Db, workflowId: string, runId: string): Promise<WorkflowRunRow | undefined> {
+  return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).where('workflow_id', '=', workflowId).executeTakeFirst();
+}
+
+export function loadRun(db: Db, runId: string): Promise<WorkflowRunRow | undefined> {
+  return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).executeTakeFirst();
+}
+
+export function listRuns(db: Kysely<Database>, workflowId: string, page: PageRequest): Promise<Page<WorkflowRunRow>> {
+  const base = db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId);
+  const count = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('workflow_runs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('workflow_id', '=', workflowId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return paginateById(base, count, 'wr', page);
+}
+
+export function runSteps(db: Db, runIds: string[]): Promise<WorkflowRunStepRow[]> {
+  if (!runIds.length) return Promise.resolve([]);
+  return db.selectFrom('workflow_run_steps').selectAll().where('run_id', 'in', runIds).orderBy('run_id').orderBy('step_index').execute();
+}
+
+/** Ids of unfinished runs due by `nowMs` whose lease (if any) has run out, oldest first. */
+export async function dueRuns(db: Db, nowMs: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('workflow_runs')
+    .select('id')
+    .where('due_ms', '<=', nowMs)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .orderBy('due_ms')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** The earliest due time of an unfinished run, to wake the runner then. */
+export async function nextDueMs(db: Db): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('workflow_runs')
+    .select((eb) => eb.fn.min('due_ms').as('due'))
+    .executeTakeFirst();
+  return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
+}
+
+/**
+ * Takes a run for `owner` until `leaseUntilMs`, unless another runner holds it or it is not due: a compare-and-set,
+ * so that of two runners only one gets it. Returns the run as taken.
+ */
+export async function claimRun(db: Db, runId: string, owner: string, nowMs: number, leaseUntilMs: number): Promise<WorkflowRunRow | undefined> {
+  return db
+    .updateTable('workflow_runs')
+    .set((eb) => ({ lease_owner: owner, lease_until_ms: leaseUntilMs, status: 'running', attempts: eb('attempts', '+', 1) }))
+    .where('id', '=', runId)
+    .where('due_ms', '<=', nowMs)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Renews a held lease; false when the run is no longer this owner's (taken over after a pause). */
+export async function renewRunLease(db: Db, runId: string, owner: string, leaseUntilMs: number): Promise<boolean> {
+  const result = await db
+    .updateTable('workflow_runs')
+    .set({ lease_until_ms: leaseUntilMs })
+    .where('id', '=', runId)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Records a finished step and moves the run on, if `owner` still holds it; false when it lost the run. */
+export async function finishStep(
+  db: Db,
+  step: WorkflowRunStepRow,
+  owner: string,
+  run: Pick<WorkflowRunRow, 'status' | 'next_step' | 'due_ms' | 'running_ms' | 'exit_reason' | 'error' | 'finished_ms'> & { releaseLease: boolean },
+): Promise<boolean> {
+  const { releaseLease, ...changes } = run;
+  const lease = releaseLease ? { lease_owner: null, lease_until_ms: null } : {};
+  const result = await db
+    .updateTable('workflow_runs')
+    .set({ ...changes, ...lease })
+    .where('id', '=', step.run_id)
+    .where('lease_owner', '=', owner)
+    .where('next_step', '=', step.step_index)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return false;
+  await db.insertInto('workflow_run_steps').values(step).execute();
+  return true;
+}
+
+/** Hands a run back (the runtime failed, or the server stops): it is due again at once. */
+export async function releaseRun(db: Db, runId: string, owner: string, nowMs: number): Promise<void> {
+  await db
+    .updateTable('workflow_runs')
+    .set({ lease_owner: null, lease_until_ms: null, status: 'queued', due_ms: nowMs })
+    .where('id', '=', runId)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/** Fails a run outright (its workflow is gone or broken); no step row is written. */
+export async function failRun(db: Db, runId: string, error: string, nowMs: number): Promise<void> {
+  await db
+    .updateTable('workflow_runs')
+    .set({ status: 'failed', error, due_ms: null, lease_owner: null, lease_until_ms: null, finished_ms: nowMs })
+    .where('id', '=', runId)
+    .execute();
+}
+
+export async function readStepDb(db: Db, workflowId: string, step: string): Promise<Record<string, unknown>> {
+  const rows = await db.selectFrom('workflow_step_db').select(['key', 'value']).where('workflow_id', '=', workflowId).where('step', '=', step).execute();
+  return Object.fromEntries(rows.map((r) => [r.key, JSON.parse(r.value)]));
+}
+
+export async function writeStepDb(db: Db, workflowId: string, step: string, writes: Record<string, unknown>): Promise<void> {
+  const entries = Object.entries(writes);
+  if (!entries.length) return;
+  const rows = entries.map(([key, value]) => ({ workflow_id: workflowId, step, key, value: JSON.stringify(value) }));
+  await db
+    .insertInto('workflow_step_db')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['workflow_id', 'step', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+    .execute();
+}
+
+/** Makes every leased run due again at once: the only runner restarted, so no lease is held any more. */
+export async function releaseAllLeases(db: Db, nowMs: number): Promise<void> {
+  await db
+    .updateTable('workflow_runs')
+    .set({ lease_owner: null, lease_until_ms: null, status: 'queued', due_ms: nowMs })
+    .where('lease_owner', 'is not', null)
+    .where('due_ms', 'is not', null)
+    .execute();
+}
+
+/** True while a timer run of the workflow is unfinished, so that the next due time is skipped, not stacked. */
+export async function hasUnfinishedTimerRun(db: Db, workflowId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('workflow_runs')
+    .select('id')
+    .where('workflow_id', '=', workflowId)
+    .where('trigger', '=', 'timer')
+    .where('due_ms', 'is not', null)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

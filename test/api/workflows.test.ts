@@ -1,0 +1,362 @@
+// Workflows: define, change and delete them; runs from HTTP, manual runs, replays, sources, errors and timers; each
+// step committed with its return value, exports and logs; emitted and `$errors` events as the specification shows them.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { emitterSource } from '../helpers/components.js';
+
+const WORKFLOW_KEYS = ['active', 'created_at', 'id', 'name', 'steps', 'timeout_seconds', 'trigger', 'updated_at'];
+
+/** A code step as users write it in the reference service. */
+const PARSE_STEP = `
+export default defineComponent({
+  async run({ steps, $ }) {
+    console.log("parsing", steps.trigger.event.body.n);
+    $.export("$summary", "parsed");
+    $.export("doubled", steps.trigger.event.body.n * 2);
+    return { n: steps.trigger.event.body.n };
+  },
+});
+`;
+
+/** An action with props, the second step reads the first through a template. */
+const ADD_ACTION = `
+export default {
+  key: "test-add",
+  name: "Add",
+  version: "0.1.0",
+  type: "action",
+  props: { a: { type: "integer" }, b: { type: "integer", default: 1 }, label: { type: "string", optional: true } },
+  async run({ steps, $ }) {
+    $.send.emit({ raw_event: { sum: this.a + this.b, label: this.label ?? null } });
+    return this.a + this.b;
+  },
+};
+`;
+
+const FAILING_STEP = `module.exports = { async run({ steps }) { throw new TypeError("bad input: " + JSON.stringify(steps.trigger.event.body)); } };`;
+
+const EXIT_STEP = `module.exports = { async run({ $ }) { $.export("before", 1); $.flow.exit("nothing to do"); $.export("after", 2); } };`;
+
+const RESPOND_STEP = `module.exports = { async run({ steps, $ }) { await $.respond({ status: 201, headers: { "x-step": "respond" }, body: { echoed: steps.trigger.event.body } }); return "answered"; } };`;
+
+const COUNT_STEP = `module.exports = { props: { db: "$.service.db" }, async run({ $ }) { const n = (this.db.get("n") || 0) + 1; this.db.set("n", n); return n; } };`;
+
+const DELAY_STEP = `module.exports = { async run({ $ }) { $.flow.delay(300); return "waited"; } };`;
+
+const ECHO_STEP = `module.exports = { async run({ steps }) { return steps.trigger.event; } };`;
+
+describe.each(DIALECTS)('workflows on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { minTimerInterval: 1 });
+    api = client(server.url, (await server.createUser()).apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  async function create(body: object): Promise<any> {
+    const res = await api.post('/v1/workflows', body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data;
+  }
+
+  async function finishedRuns(workflowId: string, count: number): Promise<any[]> {
+    const res = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/runs?limit=100`),
+      (r) => r.body.data.filter((run: any) => run.status === 'succeeded' || run.status === 'failed').length >= count,
+      { what: `${count} finished runs of ${workflowId}` },
+    );
+    return res.body.data;
+  }
+
+  it('creates an HTTP workflow whose steps read each other through templates, and runs it on each request', async () => {
+    const workflow = await create({
+      name: 'double and add',
+      trigger: { type: 'http', custom_response: false },
+      steps: [
+        { name: 'parse', component_code: PARSE_STEP },
+        { name: 'add', component_code: ADD_ACTION, configured_props: { a: '{{ steps.parse.$return_value.n }}', label: 'x{{steps.parse.doubled}}' } },
+      ],
+    });
+    expect(Object.keys(workflow).sort()).toEqual(WORKFLOW_KEYS);
+    expect(workflow.id).toMatch(/^p_[0-9a-z]{26}$/);
+    expect(workflow).toMatchObject({ name: 'double and add', active: true, timeout_seconds: 30 });
+    expect(workflow.trigger).toEqual({
+      type: 'http',
+      custom_response: false,
+      endpoint_url: expect.stringMatching(new RegExp(`^${server.url}/e/en[0-9a-f]{40}$`)),
+    });
+    expect(workflow.steps.map((s: any) => s.name)).toEqual(['parse', 'add']);
+    expect(workflow.steps[1].configured_props).toEqual({ a: '{{ steps.parse.$return_value.n }}', b: 1, label: 'x{{steps.parse.doubled}}' });
+
+    const hit = await request('POST', workflow.trigger.endpoint_url, { body: { n: 20 } });
+    expect(hit.status).toBe(200);
+    expect(hit.body).toEqual({ success: true });
+
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run).toMatchObject({ workflow_id: workflow.id, status: 'succeeded', trigger: 'http' });
+    expect(run.id).toMatch(/^wr_/);
+    expect(run.event).toMatchObject({ method: 'POST', path: '/', body: { n: 20 } });
+    expect(run.steps.map((s: any) => [s.name, s.status])).toEqual([
+      ['parse', 'succeeded'],
+      ['add', 'succeeded'],
+    ]);
+    expect(run.steps[0].$return_value).toEqual({ n: 20 });
+    expect(run.steps[0].exports).toEqual({ $summary: 'parsed', doubled: 40 });
+    expect(run.steps[0].logs.map((l: any) => l.msg)).toEqual(['parsing 20']);
+    expect(run.steps[1].$return_value).toBe(21);
+
+    const events = await api.get(`/v1/workflows/${workflow.id}/event_summaries?expand=event`);
+    expect(events.status).toBe(200);
+    expect(events.body.data).toHaveLength(1);
+    expect(events.body.data[0].event).toEqual({ raw_event: { sum: 21, label: 'x40' } });
+    expect(events.body.data[0].metadata).toMatchObject({ emitter_id: workflow.id, name: '' });
+
+    const one = await api.get(`/v1/workflows/${workflow.id}/runs/${run.id}`);
+    expect(one.status).toBe(200);
+    expect(one.body.data).toEqual(run);
+  });
+
+  it('fails a run at the step that throws, skips the rest, and reports it on $errors with the specification fields', async () => {
+    const workflow = await create({
+      name: 'fails',
+      steps: [
+        { name: 'first', component_code: ECHO_STEP },
+        { name: 'boom', component_code: FAILING_STEP },
+        { name: 'never', component_code: ECHO_STEP },
+      ],
+    });
+    const started = await api.post(`/v1/workflows/${workflow.id}/run`, { body: { x: 1 } });
+    expect(started.status).toBe(202);
+    expect(started.body.data).toMatchObject({ status: 'queued', trigger: 'manual', event: { body: { x: 1 } }, steps: [] });
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run.status).toBe('failed');
+    expect(run.steps.map((s: any) => [s.name, s.status])).toEqual([
+      ['first', 'succeeded'],
+      ['boom', 'failed'],
+    ]);
+    expect(run.steps[1].error).toMatchObject({ name: 'TypeError', message: 'bad input: {"x":1}' });
+    expect(run.error).toMatchObject({ name: 'TypeError', step: 'boom' });
+
+    const errors = await api.get(`/v1/workflows/${workflow.id}/$errors/event_summaries?expand=event`);
+    expect(errors.status).toBe(200);
+    const [item] = errors.body.data;
+    expect(item.metadata.name).toBe('$errors');
+    expect(item.event.original_event).toEqual({ body: { x: 1 } });
+    expect(Object.keys(item.event.original_context).sort()).toEqual(
+      ['deployment_id', 'id', 'owner_id', 'platform_version', 'source_type', 'ts', 'verified', 'workflow_id'].sort(),
+    );
+    expect(item.event.original_context).toMatchObject({ id: run.id, workflow_id: workflow.id, source_type: 'MANUAL', verified: false });
+    expect(item.event.original_context.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(item.event.error).toMatchObject({ code: 'TypeError', cellId: 'boom', name: 'TypeError', message: 'bad input: {"x":1}' });
+    expect(item.event.error.stack).toContain('bad input');
+    expect(item.event.error.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect((await api.get(`/v1/workflows/${workflow.id}/event_summaries`)).body.data).toEqual([]);
+  });
+
+  it('ends a run at $.flow.exit, keeping the exports made before it', async () => {
+    const workflow = await create({
+      name: 'exits',
+      steps: [
+        { name: 'stop', component_code: EXIT_STEP },
+        { name: 'never', component_code: ECHO_STEP },
+      ],
+    });
+    await api.post(`/v1/workflows/${workflow.id}/run`, {});
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run).toMatchObject({ status: 'succeeded', exit_reason: 'nothing to do' });
+    expect(run.steps).toHaveLength(1);
+    expect(run.steps[0].exports).toEqual({ before: 1 });
+  });
+
+  it('answers the HTTP request with $.respond when custom_response is set', async () => {
+    const workflow = await create({
+      name: 'responds',
+      trigger: { type: 'http', custom_response: true },
+      steps: [{ name: 'reply', component_code: RESPOND_STEP }],
+    });
+    const res = await request('POST', `${workflow.trigger.endpoint_url}/hook`, { body: { hello: 'world' } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-step')).toBe('respond');
+    expect(res.body).toEqual({ echoed: { hello: 'world' } });
+  });
+
+  it('answers 504 with a JSON body when no step responds', async () => {
+    const workflow = await create({ name: 'silent', trigger: { type: 'http', custom_response: true }, steps: [{ name: 'quiet', component_code: ECHO_STEP }] });
+    const res = await request('GET', workflow.trigger.endpoint_url);
+    expect(res.status).toBe(504);
+    expect(res.body).toEqual({ error: 'the workflow did not respond: no step called $.respond()', code: 'no_response' });
+  });
+
+  it("keeps each step's $.service.db across runs, and replays a run with its original event", async () => {
+    const workflow = await create({ name: 'counts', steps: [{ name: 'count', component_code: COUNT_STEP }] });
+    const first = await api.post(`/v1/workflows/${workflow.id}/run`, { a: 1 });
+    await finishedRuns(workflow.id, 1);
+    const replay = await api.post(`/v1/workflows/${workflow.id}/runs/${first.body.data.id}/replay`);
+    expect(replay.status).toBe(202);
+    expect(replay.body.data).toMatchObject({ trigger: 'replay', replay_of: first.body.data.id, event: { a: 1 } });
+    const runs = await finishedRuns(workflow.id, 2);
+    expect(runs.map((r) => r.steps[0].$return_value)).toEqual([2, 1]);
+  });
+
+  it('resumes a delayed run after its delay', async () => {
+    const workflow = await create({
+      name: 'delays',
+      steps: [
+        { name: 'wait', component_code: DELAY_STEP },
+        { name: 'after', component_code: ECHO_STEP },
+      ],
+    });
+    await api.post(`/v1/workflows/${workflow.id}/run`, { later: true });
+    const delayed = await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs`),
+      (r) => r.body.data[0]?.status === 'delayed' || r.body.data[0]?.status === 'succeeded',
+      { what: 'the run to reach its delay' },
+    );
+    expect(delayed.body.data[0].steps[0].$return_value).toBe('waited');
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps.map((s: any) => s.name)).toEqual(['wait', 'after']);
+    expect(run.steps[1].started_at_ms - run.steps[0].started_at_ms).toBeGreaterThanOrEqual(300);
+  });
+
+  it("runs on a source's events (source trigger), and a second workflow receives the first one's errors", async () => {
+    const source = await api.post('/v1/sources', { component_code: emitterSource() });
+    const listening = await create({
+      name: 'on source',
+      trigger: { type: 'source', source_id: source.body.data.id, event_name: '' },
+      steps: [
+        { name: 'echo', component_code: ECHO_STEP },
+        { name: 'boom', component_code: FAILING_STEP },
+      ],
+    });
+    const handler = await create({ name: 'error handler', steps: [{ name: 'echo', component_code: ECHO_STEP }] });
+    const sub = await api.post(`/v1/subscriptions?emitter_id=${listening.id}&listener_id=${handler.id}&event_name=$errors`);
+    expect(sub.status).toBe(200);
+
+    await api.post(`/v1/sources/${source.body.data.id}/run`, { ping: 1 });
+    const [run] = await finishedRuns(listening.id, 1);
+    expect(run).toMatchObject({ trigger: 'event', status: 'failed', event: { ping: 1 } });
+    const [handled] = await finishedRuns(handler.id, 1);
+    expect(handled.trigger).toBe('event');
+    expect(Object.keys(handled.event).sort()).toEqual(['error', 'original_context', 'original_event']);
+    expect(handled.event.original_event).toEqual({ ping: 1 });
+    expect(handled.event.error).toMatchObject({ name: 'TypeError', cellId: 'boom' });
+  });
+
+  it('runs on a timer trigger', async () => {
+    const workflow = await create({ name: 'ticks', trigger: { type: 'timer', interval_seconds: 1 }, steps: [{ name: 'echo', component_code: ECHO_STEP }] });
+    expect(workflow.trigger).toEqual({ type: 'timer', interval_seconds: 1 });
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run.trigger).toBe('timer');
+    expect(run.event).toMatchObject({ interval_seconds: 1, cron: null });
+    // Deactivated, it stops: its timer row goes.
+    const off = await api.put(`/v1/workflows/${workflow.id}`, { active: false });
+    expect(off.status).toBe(200);
+    expect(off.body.data.active).toBe(false);
+    const timers = await server.running.services.store.db.selectFrom('timers').selectAll().where('source_id', '=', workflow.id).execute();
+    expect(timers).toEqual([]);
+  });
+
+  it('lists, changes and deletes workflows; another account sees none of them', async () => {
+    const workflow = await create({ name: 'crud', trigger: { type: 'http', custom_response: false }, steps: [{ name: 'echo', component_code: ECHO_STEP }] });
+    const list = await api.get('/v1/users/me/workflows?limit=100');
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((w: any) => w.id)).toContain(workflow.id);
+    expect(list.body.page_info.total_count).toBe(list.body.data.length);
+
+    const renamed = await api.put(`/v1/workflows/${workflow.id}`, { name: 'renamed' });
+    expect(renamed.body.data).toMatchObject({ name: 'renamed', trigger: workflow.trigger });
+    expect(renamed.body.data.steps).toEqual(workflow.steps);
+
+    const other = client(server.url, (await server.createUser()).apiKey);
+    for (const [method, path] of [
+      ['GET', `/v1/workflows/${workflow.id}`],
+      ['PUT', `/v1/workflows/${workflow.id}`],
+      ['DELETE', `/v1/workflows/${workflow.id}`],
+      ['POST', `/v1/workflows/${workflow.id}/run`],
+      ['GET', `/v1/workflows/${workflow.id}/runs`],
+      ['GET', `/v1/workflows/${workflow.id}/event_summaries`],
+    ] as const) {
+      const answer =
+        method === 'GET'
+          ? await other.get(path)
+          : method === 'DELETE'
+            ? await other.delete(path)
+            : method === 'PUT'
+              ? await other.put(path, { name: 'x' })
+              : await other.post(path, {});
+      expect(answer.status, `${method} ${path}`).toBe(404);
+      expect(answer.body.code).toBe('not_found');
+    }
+
+    const deleted = await api.delete(`/v1/workflows/${workflow.id}`);
+    expect(deleted.status).toBe(204);
+    expect((await api.get(`/v1/workflows/${workflow.id}`)).status).toBe(404);
+    const hit = await request('POST', workflow.trigger.endpoint_url, { body: {} });
+    expect(hit.status).toBe(404);
+  });
+
+  it('refuses bad definitions with a precise 4xx and stores nothing', async () => {
+    const before = (await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count;
+    const hooked = `module.exports = { name: "s", version: "1", hooks: { async deploy() {} }, async run() {} };`;
+    const savedSource = (await api.post('/v1/components', { component_code: emitterSource() })).body.data.id;
+    const cases: Array<[object, number, string, RegExp]> = [
+      [{ name: 'x' }, 400, 'invalid_request', /steps is required/],
+      [{ name: 'x', steps: [] }, 400, 'invalid_request', /steps/],
+      [
+        {
+          name: 'x',
+          steps: [
+            { name: 'a', component_code: ECHO_STEP },
+            { name: 'a', component_code: ECHO_STEP },
+          ],
+        },
+        400,
+        'invalid_request',
+        /used by an earlier step/,
+      ],
+      [{ name: 'x', steps: [{ name: 'trigger', component_code: ECHO_STEP }] }, 400, 'invalid_request', /may not be "trigger"/],
+      [{ name: 'x', steps: [{ name: 'a' }] }, 400, 'invalid_request', /exactly one of component_code, component_id or component_key/],
+      [{ name: 'x', steps: [{ name: 'a', component_id: savedSource }] }, 422, 'component_invalid', /is a source; a step is an action or a code step/],
+      [{ name: 'x', steps: [{ name: 'a', component_code: hooked }] }, 422, 'component_invalid', /hooks are for sources/],
+      [{ name: 'x', steps: [{ name: 'a', component_code: 'module.exports = { nope: 1 };' }] }, 422, 'component_invalid', /run/],
+      [
+        { name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: '{{ process.exit() }}' } }] },
+        400,
+        'invalid_request',
+        /is not a path/,
+      ],
+      [{ name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: 'three' } }] }, 422, 'props_invalid', /step "a"/],
+      [
+        { name: 'x', trigger: { type: 'timer', interval_seconds: 0 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
+        400,
+        'invalid_request',
+        /interval_seconds/,
+      ],
+      [
+        {
+          name: 'x',
+          trigger: { type: 'source', source_id: 'dc_00000000000000000000000000', event_name: '' },
+          steps: [{ name: 'a', component_code: ECHO_STEP }],
+        },
+        404,
+        'not_found',
+        /source/,
+      ],
+      [{ name: 'x', trigger: { type: 'ftp' }, steps: [{ name: 'a', component_code: ECHO_STEP }] }, 400, 'invalid_request', /trigger/],
+    ];
+    for (const [body, status, code, message] of cases) {
+      const res = await api.post('/v1/workflows', body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.body.code, JSON.stringify(res.body)).toBe(code);
+      expect(res.body.error).toMatch(message);
+    }
+    expect((await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(before);
+    expect((await api.get('/v1/workflows/p_00000000000000000000000000')).status).toBe(404);
+    expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
+  });
+});
