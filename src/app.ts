@@ -212,7 +212,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
-    const live = new LiveStreams(sources, events, sse);
+    const live = new LiveStreams(sources, workflows, events, sse);
     const health = new HealthService(store);
     const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());

@@ -5,6 +5,7 @@ import type { InvocationOutcome } from '../runtime/types.js';
 import type { Database } from '../store/schema.js';
 import { finishStep, writeStepDb, type WorkflowRunRow, type WorkflowRunStepRow } from '../store/workflows.js';
 import type { PendingEvent } from '../model/events.js';
+import { SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
 import { storeAndRoute } from './effects.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
@@ -106,6 +107,12 @@ export async function commitStep(
   if (!outcome.error) await writeStepDb(trx, run.workflow_id, step.stepName, step.dbWrites);
   const events: PendingEvent[] = [];
   for (const send of outcome.step?.sends ?? []) {
+    if (send.kind === 'sse') {
+      // Kept on a stream of their own, so that `GET /workflows/{id}/sse` can replay them after a Last-Event-ID.
+      const { channel, payload } = send.payload as { channel: string; payload: unknown };
+      events.push({ stream: '$sse', name: `${SSE_PREFIX}${channel}`, event: payload ?? null });
+      continue;
+    }
     if (send.kind !== 'emit') continue;
     const payload = send.payload as { raw_event?: unknown; name?: unknown; summary?: unknown };
     events.push({

@@ -45,7 +45,7 @@ interface RunnableStep {
 }
 
 /** `$.send` kinds this server carries out; the others fail their step with a clear error instead of vanishing. */
-const SUPPORTED_SENDS = new Set(['emit']);
+const SUPPORTED_SENDS = new Set(['emit', 'sse']);
 
 export class WorkflowRunner {
   private readonly owner = `node-${randomUUID()}`;

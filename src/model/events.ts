@@ -1,7 +1,7 @@
 // Events as the specification shows them: streams, ids `<ms>-<seq>`, summaries and the truncation of large ones.
 
 /** The three streams of an emitter: its emits (every channel), `$errors` and `$logs`. */
-export type StreamKind = 'emit' | '$errors' | '$logs';
+export type StreamKind = 'emit' | '$errors' | '$logs' | '$sse';
 
 /** What started an invocation. */
 export type TriggerKind = 'manual' | 'http' | 'timer' | 'listener';

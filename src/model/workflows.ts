@@ -18,6 +18,9 @@ export interface StoredStep {
 /** Step names become keys of `steps`: identifiers, and never `trigger`. */
 const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
+/** `metadata.name` of `$.send.sse` events: the prefix keeps them apart from emits on a channel of the same name. */
+export const SSE_PREFIX = '$sse:';
+
 export const MAX_STEPS = 50;
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 30;
 export const MAX_RUN_TIMEOUT_SECONDS = 900;

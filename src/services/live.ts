@@ -4,6 +4,8 @@ import type { SseHub } from '../delivery/sse-hub.js';
 import type { EventSummary, StreamKind } from '../model/events.js';
 import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
+import type { WorkflowService } from './workflows.js';
+import { SSE_PREFIX } from '../model/workflows.js';
 
 /** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
@@ -25,6 +27,7 @@ export interface LiveRequest {
 export class LiveStreams {
   constructor(
     private readonly sources: SourceService,
+    private readonly workflows: WorkflowService,
     private readonly events: EventService,
     private readonly hub: SseHub,
   ) {}
@@ -36,5 +39,15 @@ export class LiveStreams {
     const lastEventId = request.lastEventId;
     const replay = lastEventId ? async () => (await this.events.after(source.id, kind, lastEventId)).filter(filter) : undefined;
     return (response) => this.hub.open(response, { emitterId: source.id, filter, replay, headers: request.headers });
+  }
+
+  /** A workflow's `$.send.sse` payloads on one channel (every channel without one), for its owner (404 otherwise). */
+  async prepareWorkflow(request: Omit<LiveRequest, 'sourceId' | 'eventName'> & { workflowId: string; channel: string | undefined }) {
+    const workflow = await this.workflows.owned(request.accountId, request.workflowId);
+    const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
+    const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
+    const lastEventId = request.lastEventId;
+    const replay = lastEventId ? async () => (await this.events.after(workflow.id, '$sse', lastEventId)).filter(filter) : undefined;
+    return (response: ServerResponse) => this.hub.open(response, { emitterId: workflow.id, filter, replay, headers: request.headers });
   }
 }

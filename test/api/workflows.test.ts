@@ -5,6 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
 import { emitterSource } from '../helpers/components.js';
+import { openStream } from '../delivery/helpers.js';
 
 const WORKFLOW_KEYS = ['active', 'created_at', 'id', 'name', 'steps', 'timeout_seconds', 'trigger', 'updated_at'];
 
@@ -358,5 +359,54 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(before);
     expect((await api.get('/v1/workflows/p_00000000000000000000000000')).status).toBe(404);
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
+  });
+});
+
+describe('workflow live streams ($.send.sse)', () => {
+  let server: TestServer;
+  let key: string;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite');
+    key = (await server.createUser()).apiKey;
+    api = client(server.url, key);
+  });
+  afterAll(() => server?.destroy());
+
+  it('streams $.send.sse payloads of one channel, and replays them after a Last-Event-ID', async () => {
+    const code = `module.exports = { async run({ steps, $ }) {
+      $.send.sse({ channel: "updates", payload: { n: steps.trigger.event.n } });
+      $.send.sse({ channel: "other", payload: { skip: true } });
+    } };`;
+    const res = await api.post('/v1/workflows', { name: 'live', steps: [{ name: 'push', component_code: code }] });
+    const workflowId = res.body.data.id;
+    const stream = openStream(`${server.url}/v1/workflows/${workflowId}/sse?channel=updates`, key);
+    await stream.opened;
+    await api.post(`/v1/workflows/${workflowId}/run`, { n: 1 });
+    await api.post(`/v1/workflows/${workflowId}/run`, { n: 2 });
+    await waitFor(
+      async () => stream.data(),
+      (items) => items.length >= 2,
+      { what: 'two sse payloads' },
+    );
+    stream.source.close();
+    const items = stream.data();
+    expect(items.map((i: any) => i.event)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(items.map((i: any) => i.metadata.name)).toEqual(['$sse:updates', '$sse:updates']);
+    expect(items[0].metadata.emitter_id).toBe(workflowId);
+
+    const again = openStream(`${server.url}/v1/workflows/${workflowId}/sse?channel=updates`, key, { 'last-event-id': items[0].id });
+    await waitFor(
+      async () => again.data(),
+      (replayed) => replayed.length >= 1,
+      { what: 'the replay' },
+    );
+    again.source.close();
+    expect(again.data().map((i: any) => i.event)).toEqual([{ n: 2 }]);
+    // Not emits: the workflow's event summaries stay empty.
+    expect((await api.get(`/v1/workflows/${workflowId}/event_summaries`)).body.data).toEqual([]);
+    const other = client(server.url, (await server.createUser()).apiKey);
+    expect((await other.get(`/v1/workflows/${workflowId}/sse`)).status).toBe(404);
   });
 });

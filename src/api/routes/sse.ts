@@ -24,6 +24,16 @@ const schema = {
   response: { 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } } },
 };
 
+const workflowSchema = {
+  tags: ['workflows', 'extensions'],
+  summary: "Live stream of the workflow's $.send.sse() payloads (Server-Sent Events)",
+  description: 'Each frame is an event summary whose `event` is the payload and `metadata.name` is `$sse:<channel>`; `Last-Event-ID` replays.',
+  params: sourceIdParams,
+  querystring: Type.Object({ channel: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'one channel; absent: every channel' })) }),
+  headers: schema.headers,
+  response: schema.response,
+};
+
 /**
  * `authenticate`: the route lives outside /v1 (the walkthrough's address), where no auth hook runs,
  * so it checks the key itself; under /v1 the hook has done so.
@@ -44,6 +54,19 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
         accountId: account.id,
         sourceId: request.params.id,
         eventName: request.query.event_name,
+        lastEventId: request.headers['last-event-id'],
+        headers: { 'x-request-id': request.id },
+      });
+      reply.hijack();
+      await stream(reply.raw);
+    });
+
+    app.get('/workflows/:id/sse', { schema: workflowSchema }, async (request, reply) => {
+      const account = await accountOf(request);
+      const stream = await services.live.prepareWorkflow({
+        accountId: account.id,
+        workflowId: request.params.id,
+        channel: request.query.channel,
         lastEventId: request.headers['last-event-id'],
         headers: { 'x-request-id': request.id },
       });
