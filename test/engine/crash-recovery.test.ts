@@ -1,15 +1,11 @@
 // Durability: SIGKILL the server under sustained HTTP load; after a restart, every acknowledged request
 // has produced its event exactly once.
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DIALECTS, createTestDatabase, tempDir } from '../helpers/server.js';
+import { DIALECTS } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-
-const BIN = path.resolve(import.meta.dirname, '../../bin/tributary.js');
-const run = promisify(execFile);
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 
 const ECHO = `
 module.exports = {
@@ -20,22 +16,6 @@ module.exports = {
 };
 `;
 
-function serve(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'error', '--event-retention', '100000', '--rate-limit', '0', ...args], {
-    env: { PATH: process.env.PATH ?? '' },
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening at (http:\/\/\S+) /.exec(output);
-      if (match) resolve({ child, url: match[1]! });
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${output}`)));
-  });
-}
-
 describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
   const children: ChildProcess[] = [];
   const cleanups: Array<() => Promise<void>> = [];
@@ -45,27 +25,9 @@ describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
   });
 
   it('loses no acknowledged request and duplicates none', async () => {
-    const dataDir = tempDir();
-    const storage = ['--data-dir', dataDir];
-    if (dialect === 'postgres') {
-      const database = await createTestDatabase();
-      cleanups.push(database.drop);
-      storage.push('--database-url', database.url);
-    }
-    const { stdout } = await run(process.execPath, [
-      BIN,
-      'users',
-      'create',
-      '--username',
-      'loader',
-      '--email',
-      'l@example.test',
-      '--plan',
-      'paid',
-      '--json',
-      ...storage,
-    ]);
-    const key = JSON.parse(stdout.trim()).api_key as string;
+    const { args: storage, cleanup } = await freshStorage(dialect);
+    cleanups.push(cleanup);
+    const key = await createAccount(storage, 'loader');
 
     const first = await serve(storage);
     children.push(first.child);
@@ -100,9 +62,7 @@ describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
       (n) => n >= 500,
       { what: '500 acknowledged requests before the kill' },
     );
-    const exited = new Promise((resolve) => first.child.once('exit', resolve));
-    first.child.kill('SIGKILL');
-    await exited;
+    await killHard(first.child);
     killed = true;
     await Promise.all(loops);
     expect(acknowledged.size).toBeGreaterThanOrEqual(500);

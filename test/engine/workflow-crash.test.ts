@@ -1,0 +1,96 @@
+// Durable workflow steps: SIGKILL the server while a run's second step is running; after a restart the run resumes
+// at that step, so the finished first step never runs again and the run completes.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DIALECTS } from '../helpers/server.js';
+import { client } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
+
+/** Counts requests per path; `/gate` hangs while `holding`, so that a step is running when the server dies. */
+async function startGatekeeper() {
+  const hits = new Map<string, number>();
+  let holding = true;
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (path === '/gate' && holding) return; // Never answered: the step is stuck in it when the kill comes.
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    hits,
+    open: () => {
+      holding = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+const step = (path: string) =>
+  `module.exports = { async run({ steps }) { const res = await fetch(steps.trigger.event.base + "${path}"); return (await res.json()).path; } };`;
+
+describe.each(DIALECTS)('workflow crash recovery on %s', (dialect) => {
+  const children: ChildProcess[] = [];
+  const cleanups: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    children.forEach((c) => c.kill('SIGKILL'));
+    for (const cleanup of cleanups) await cleanup();
+  });
+
+  it('resumes a run at its unfinished step after a SIGKILL, never running a finished step twice', async () => {
+    const gatekeeper = await startGatekeeper();
+    cleanups.push(gatekeeper.close);
+    const { args, cleanup } = await freshStorage(dialect);
+    cleanups.push(cleanup);
+    const storage = [...args, '--allow-private-network'];
+    const key = await createAccount(args, 'durable');
+
+    const first = await serve(storage);
+    children.push(first.child);
+    const created = await client(first.url, key).post('/v1/workflows', {
+      name: 'three steps',
+      steps: [
+        { name: 'first', component_code: step('/first') },
+        { name: 'gate', component_code: step('/gate') },
+        { name: 'last', component_code: step('/last') },
+      ],
+    });
+    expect(created.status).toBe(200);
+    const workflowId = created.body.data.id as string;
+    const started = await client(first.url, key).post(`/v1/workflows/${workflowId}/run`, { base: gatekeeper.url });
+    expect(started.status).toBe(202);
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (n) => n === 1,
+      { what: 'the second step to be running' },
+    );
+    await killHard(first.child);
+    gatekeeper.open();
+
+    const second = await serve(storage);
+    children.push(second.child);
+    const api = client(second.url, key);
+    const done = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/runs/${started.body.data.id}`),
+      (res) => res.body.data?.status === 'succeeded',
+      { what: 'the run to finish after the restart', timeoutMs: 60_000 },
+    );
+    expect(done.body.data.steps.map((s: any) => [s.name, s.status, s.$return_value])).toEqual([
+      ['first', 'succeeded', '/first'],
+      ['gate', 'succeeded', '/gate'],
+      ['last', 'succeeded', '/last'],
+    ]);
+    // The finished step ran once; the one running at the kill ran again; the rest once.
+    expect(Object.fromEntries(gatekeeper.hits)).toEqual({ '/first': 1, '/gate': 2, '/last': 1 });
+    second.child.kill('SIGTERM');
+  });
+});
