@@ -13,8 +13,9 @@ import { renderTable, row } from './lib/table.mjs';
 import * as overhead from './overhead.mjs';
 import * as scale from './scale.mjs';
 import * as timers from './timers.mjs';
+import * as workflows from './workflows.mjs';
 
-const BENCHMARKS = [ingest, fanout, timers, scale, overhead];
+const BENCHMARKS = [ingest, fanout, timers, scale, overhead, workflows];
 
 const loadavg = () =>
   os

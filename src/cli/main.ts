@@ -1,4 +1,5 @@
-// The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database.
+// The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database; `deploy`
+// talks to a running server over its REST API.
 import { Command, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
 import { createLogger, startTributary } from '../app.js';
@@ -7,6 +8,9 @@ import { UserService, type NewAccount, type Plan } from '../services/users.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
+import { ApiError } from '../client/api.js';
+import { deployWorkflowFile } from '../client/deploy-workflow.js';
+import { WorkflowFileError } from '../client/workflow-file.js';
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -117,6 +121,18 @@ export function buildProgram(): Command {
     printAccount(account, options.json === true);
   });
 
+  program
+    .command('deploy')
+    .description('deploy to a running server over its REST API (more client commands come with profiles)')
+    .requiredOption('--workflow <file>', 'a workflow file (YAML or JSON; see the README): created, or updated if one of its name exists')
+    .addOption(new Option('--url <url>', 'the server').env('TRIBUTARY_URL').default('http://127.0.0.1:3000'))
+    .addOption(new Option('--key <key>', 'an API key of the account').env('TRIBUTARY_KEY').makeOptionMandatory())
+    .action(async (options: { workflow: string; url: string; key: string }) => {
+      const { workflow, created } = await deployWorkflowFile(options.workflow, { url: options.url, key: options.key }, (line) => console.error(line));
+      console.log(`${created ? 'created' : 'updated'} workflow ${workflow.id} "${workflow.name}"`);
+      if (workflow.trigger?.endpoint_url) console.log(`endpoint: ${workflow.trigger.endpoint_url}`);
+    });
+
   return program;
 }
 
@@ -124,9 +140,13 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError) {
+    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError || error instanceof WorkflowFileError) {
       console.error(`error: ${error.message}`);
       process.exit(2);
+    }
+    if (error instanceof ApiError) {
+      console.error(`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`);
+      process.exit(error.status >= 400 && error.status < 500 ? 2 : 1);
     }
     throw error;
   }

@@ -17,7 +17,7 @@ export interface PropRules {
   minTimerIntervalSeconds: number;
 }
 
-const SCALAR_TYPES = new Set(['boolean', 'integer', 'string', 'object']);
+const SCALAR_TYPES = new Set(['boolean', 'integer', 'string', 'object', 'any']);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -39,6 +39,8 @@ function checkScalar(type: string, value: unknown): string | undefined {
         : `must be an integer, got ${typeof value === 'number' ? value : describeType(value)}`;
     case 'string':
       return typeof value === 'string' ? undefined : `must be a string, got ${describeType(value)}`;
+    case 'any':
+      return undefined;
     default:
       return isPlainObject(value) ? undefined : `must be an object, got ${describeType(value)}`;
   }

@@ -267,9 +267,9 @@ export class WorkflowService {
     throw new ServiceError('no_response', 'the workflow did not respond: no step called $.respond()');
   }
 
-  async listRuns(accountId: string, workflowId: string, page: PageRequest): Promise<Page<RunView>> {
+  async listRuns(accountId: string, workflowId: string, page: PageRequest, status?: RunView['status']): Promise<Page<RunView>> {
     const workflow = await this.owned(accountId, workflowId);
-    const result = await workflows.listRuns(this.store.db, workflow.id, page);
+    const result = await workflows.listRuns(this.store.db, workflow.id, page, status);
     const steps = await workflows.runSteps(
       this.store.db,
       result.items.map((r) => r.id),

@@ -1,7 +1,7 @@
 // Queries on workflows, their runs and finished steps, and each step's `$.service.db`.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
-import type { Database, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
+import type { Database, WorkflowRunStatus, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
 import { paginateById } from './paginate.js';
 
 export type WorkflowRow = Selectable<WorkflowsTable>;
@@ -82,8 +82,13 @@ export function loadRun(db: Db, runId: string): Promise<WorkflowRunRow | undefin
   return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).executeTakeFirst();
 }
 
-export function listRuns(db: Kysely<Database>, workflowId: string, page: PageRequest): Promise<Page<WorkflowRunRow>> {
-  const base = db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId);
+/** A workflow's runs, newest first; only those with `status` when given. */
+export function listRuns(db: Kysely<Database>, workflowId: string, page: PageRequest, status?: WorkflowRunStatus): Promise<Page<WorkflowRunRow>> {
+  const base = db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .$if(status !== undefined, (q) => q.where('status', '=', status!));
   const count = async () =>
     Number(
       (
@@ -91,6 +96,7 @@ export function listRuns(db: Kysely<Database>, workflowId: string, page: PageReq
           .selectFrom('workflow_runs')
           .select((eb) => eb.fn.countAll<number>().as('n'))
           .where('workflow_id', '=', workflowId)
+          .$if(status !== undefined, (q) => q.where('status', '=', status!))
           .executeTakeFirstOrThrow()
       ).n,
     );

@@ -69,6 +69,11 @@ const runStepSchema = Type.Object({
   error: Type.Optional(Type.Unknown()),
 });
 
+const runStatus = Type.Union(
+  ['queued', 'running', 'delayed', 'succeeded', 'failed'].map((s) => Type.Literal(s as 'queued' | 'running' | 'delayed' | 'succeeded' | 'failed')),
+  { description: 'only runs in this state' },
+);
+
 const runSchema = Type.Object({
   id: Type.String(),
   workflow_id: Type.String(),
@@ -175,11 +180,12 @@ export function workflowRoutes(services: { workflows: WorkflowService }): Fastif
           tags: TAGS,
           summary: "The workflow's runs, newest first, each with its steps",
           params: idParams,
-          querystring: Type.Object(paginationQuery),
+          querystring: Type.Object({ ...paginationQuery, status: Type.Optional(runStatus) }),
           response: { 200: pageOf(runSchema) },
         },
       },
-      async (request) => pageBody(await workflows.listRuns(request.account.id, request.params.id, toPageRequest(request.query)), (r) => r),
+      async (request) =>
+        pageBody(await workflows.listRuns(request.account.id, request.params.id, toPageRequest(request.query), request.query.status), (r) => r),
     );
 
     app.get(

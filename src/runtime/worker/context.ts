@@ -1,7 +1,7 @@
 // Builds `this` for one call of run, a step, a hook or a method: prop values, interface objects, bound apps and methods, `$emit`.
 import type { HttpResponse } from '../types.js';
 import type { InvokeRequest } from '../protocol.js';
-import { makeDb } from './db.js';
+import { makeDb, type Db } from './db.js';
 import { makeEmit, type Emit } from './emit.js';
 import type { LoadedComponent } from './load.js';
 import { isPlainObject } from './props.js';
@@ -42,11 +42,13 @@ export function buildThis(
 ): ComponentThis {
   const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
   const self: ComponentThis = scope.method === 'step' ? {} : { $emit: makeEmit(scope, loaded.info.dedupe) };
+  let db: Db | undefined;
   for (const prop of loaded.props) {
     const configured = values[prop.name];
     switch (prop.type) {
       case '$.service.db':
-        self[prop.name] = makeDb(scope, committedDb);
+        db ??= makeDb(scope, committedDb);
+        self[prop.name] = db;
         break;
       case '$.interface.http':
         self[prop.name] = { endpoint: request.httpEndpoint, respond: makeRespond(scope, request.customResponse, sendResponse) };
@@ -62,6 +64,15 @@ export function buildThis(
       default:
         self[prop.name] = Object.hasOwn(values, prop.name) ? configured : prop.default;
     }
+  }
+  if (db) {
+    // Older registry components keep their state in `this.$checkpoint`, which is the db's "$checkpoint" key.
+    const checkpointDb = db;
+    Object.defineProperty(self, '$checkpoint', {
+      get: () => checkpointDb.get('$checkpoint'),
+      set: (value: unknown) => checkpointDb.set('$checkpoint', value),
+      enumerable: false,
+    });
   }
   bindMethods(self, loaded.component.methods);
   return self;

@@ -10,6 +10,8 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
   '$.interface.http',
   '$.interface.timer',
   '$.service.db',
+  // Any JSON value (the reference service's `type: "any"`), checked only for being JSON.
+  'any',
 ]);
 
 type Obj = Record<string, unknown>;
