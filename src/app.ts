@@ -33,6 +33,10 @@ import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
 import { WebhookSender } from './delivery/webhooks/sender.js';
+import { OutboxSender, type Performers } from './delivery/sends/sender.js';
+import { HttpPerformer } from './delivery/sends/http.js';
+import { EmailPerformer } from './delivery/sends/email.js';
+import { S3Performer } from './delivery/sends/s3.js';
 import { buildApi, type ApiServices } from './api/server.js';
 
 /** Everything started, for the HTTP layer (its ApiServices part), the CLI and tests that look inside. */
@@ -183,6 +187,20 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
+    // Workflow steps' `$.send.http/email/s3`, carried out after their step commits, retried like webhook deliveries.
+    const outbox = new OutboxSender(
+      store,
+      sendPerformers(config, clock),
+      {
+        retryScheduleSeconds: config.webhookRetrySchedule,
+        leaseMs: config.webhookTimeout * 1000 + 45_000,
+        pollMs: 1000,
+        concurrency: 16,
+        reclaimAtStart: store.dialect === 'sqlite',
+      },
+      logger.child({ module: 'sends' }),
+      clock,
+    );
     const workflowRunner = new WorkflowRunner(
       store,
       runtime,
@@ -197,6 +215,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         retention: config.eventRetention,
         router,
         clock,
+        outbox,
       },
       logger.child({ module: 'workflows' }),
     );
@@ -249,6 +268,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await app.listen({ host: config.host, port: config.port });
     await dispatcher.start();
     await workflowRunner.start();
+    await outbox.start();
     await webhookSender.start();
     timers.start();
 
@@ -266,6 +286,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           await app.close();
           await dispatcher.stop();
           await workflowRunner.stop();
+          // After the runner: sends its last steps committed stay pending, and go out after the next start.
+          await outbox.stop();
           await webhookSender.stop();
           await bus.close();
           await runtime.close();
@@ -279,6 +301,27 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     lock?.release();
     throw error;
   }
+}
+
+/** What carries out each `$.send` kind of the outbox; email and S3 only with their settings. Attempts time out as webhooks' do. */
+function sendPerformers(config: Config, clock: Clock): Performers {
+  const timeoutMs = config.webhookTimeout * 1000;
+  const { smtpUrl, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
+  return {
+    http: new HttpPerformer({ allowPrivateNetwork: config.allowPrivateNetwork, timeoutMs }, clock),
+    email: smtpUrl ? new EmailPerformer({ smtpUrl, from: config.emailFrom, timeoutMs }) : undefined,
+    s3:
+      accessKeyId && secretAccessKey
+        ? new S3Performer({
+            endpoint: config.s3Endpoint,
+            region: config.s3Region,
+            accessKeyId,
+            secretAccessKey,
+            forcePathStyle: config.s3ForcePathStyle,
+            timeoutMs,
+          })
+        : undefined,
+  };
 }
 
 function findFreePort(host: string): Promise<number> {

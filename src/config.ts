@@ -54,6 +54,19 @@ export interface Config {
   readonly webhookRetrySchedule: readonly number[];
   /** Longest a webhook delivery attempt may take, connection to last byte, in seconds. */
   readonly webhookTimeout: number;
+  /** SMTP server `$.send.email` goes through (`smtp://user:password@host:587`); a secret, never logged. Unset: no email. */
+  readonly smtpUrl: string | undefined;
+  /** Sender address of `$.send.email` messages. */
+  readonly emailFrom: string;
+  /** S3-compatible endpoint of `$.send.s3`; unset: AWS S3 in `s3Region`. */
+  readonly s3Endpoint: string | undefined;
+  readonly s3Region: string;
+  /** `$.send.s3` is available when both keys are set. */
+  readonly s3AccessKeyId: string | undefined;
+  /** A secret, never logged. */
+  readonly s3SecretAccessKey: string | undefined;
+  /** The bucket in the path (`endpoint/bucket/key`) rather than in the host name, as most S3-compatible stores want. */
+  readonly s3ForcePathStyle: boolean;
 }
 
 interface SettingSpec<K extends keyof Config> {
@@ -146,6 +159,24 @@ function egressList(raw: string): readonly string[] {
   }
   return Object.freeze(entries);
 }
+
+/** The raw value is not echoed in errors: it may hold a password. */
+function smtpUrl(raw: string): string | undefined {
+  if (raw === '') return undefined;
+  const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (!parsed || (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') || parsed.hostname === '') {
+    throw new ConfigError('expected an smtp:// or smtps:// URL with a host, such as smtp://user:password@mail.example.com:587');
+  }
+  return raw;
+}
+
+function emailAddress(raw: string): string {
+  const value = raw.trim();
+  if (!/^[^\s@]+@[^\s@]+$/.test(value)) throw new ConfigError(`expected an email address such as tributary@example.com, got "${raw}"`);
+  return value;
+}
+
+const optionalUrl = (raw: string): string | undefined => (raw === '' ? undefined : url(raw));
 
 function databaseUrl(raw: string): string | undefined {
   if (raw === '') return undefined;
@@ -268,6 +299,45 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: 15,
     parse: integer(1, 600),
   },
+  {
+    key: 'smtpUrl',
+    flag: '--smtp-url',
+    description: 'SMTP server for $.send.email: smtp://user:password@host:587 (STARTTLS when offered) or smtps://…:465; never logged',
+    defaultValue: undefined,
+    parse: smtpUrl,
+  },
+  { key: 'emailFrom', flag: '--email-from', description: 'sender address of $.send.email messages', defaultValue: 'tributary@localhost', parse: emailAddress },
+  {
+    key: 's3Endpoint',
+    flag: '--s3-endpoint',
+    description: 'S3-compatible endpoint for $.send.s3, e.g. http://127.0.0.1:9000; when unset, AWS S3 in --s3-region',
+    defaultValue: undefined,
+    defaultText: '(AWS S3)',
+    parse: optionalUrl,
+  },
+  { key: 's3Region', flag: '--s3-region', description: 'region of the S3 store', defaultValue: 'us-east-1', parse: text },
+  {
+    key: 's3AccessKeyId',
+    flag: '--s3-access-key-id',
+    description: 'access key of the S3 store; $.send.s3 is available when it and --s3-secret-access-key are set',
+    defaultValue: undefined,
+    parse: optionalText,
+  },
+  {
+    key: 's3SecretAccessKey',
+    flag: '--s3-secret-access-key',
+    description: 'secret key of the S3 store; never logged',
+    defaultValue: undefined,
+    parse: optionalText,
+  },
+  {
+    key: 's3ForcePathStyle',
+    flag: '--s3-force-path-style',
+    description: 'address buckets in the path (endpoint/bucket/key) rather than the host name',
+    defaultValue: (c) => c.s3Endpoint !== undefined,
+    defaultText: 'true with --s3-endpoint, else false',
+    parse: bool,
+  },
 ];
 
 /** `--data-dir` → `TRIBUTARY_DATA_DIR`. */
@@ -278,9 +348,10 @@ export function envName(flag: string): string {
 /** Commander options for every setting; commander reads the TRIBUTARY_* variable when the flag is absent. */
 export function settingOptions(): Option[] {
   return SETTINGS.map((s) => {
-    const isBool = typeof s.defaultValue === 'boolean';
+    const isBool = s.parse === bool;
     const option = new Option(isBool ? `${s.flag} [value]` : `${s.flag} <value>`, s.description).env(envName(s.flag));
-    const shown = s.defaultText ?? (typeof s.defaultValue === 'function' ? undefined : String(s.defaultValue));
+    const fallback = s.defaultValue === undefined ? '(none)' : String(s.defaultValue);
+    const shown = s.defaultText ?? (typeof s.defaultValue === 'function' ? undefined : fallback);
     if (shown !== undefined) option.default(undefined, shown);
     option.argParser((raw: string | undefined) => (raw === undefined ? true : wrapParse(s, raw)));
     if (isBool) option.preset('true');
@@ -309,7 +380,16 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   }
   out.dataDir = path.resolve(String(out.dataDir));
   out.publicUrl = String(out.publicUrl).replace(/\/+$/, '');
-  return Object.freeze(out) as unknown as Config;
+  const config = out as unknown as Config;
+  checkS3(config);
+  return Object.freeze(config);
+}
+
+/** S3 settings that cannot work together stop the start, instead of failing each `$.send.s3` later. */
+function checkS3(config: Config): void {
+  const keys = [config.s3AccessKeyId, config.s3SecretAccessKey].filter((key) => key !== undefined).length;
+  if (keys === 1) throw new ConfigError('--s3-access-key-id and --s3-secret-access-key go together: set both or neither');
+  if (keys === 0 && config.s3Endpoint !== undefined) throw new ConfigError('--s3-endpoint needs --s3-access-key-id and --s3-secret-access-key');
 }
 
 /** Replaces the port in a default public URL once the real port is known (for `--port 0`). */

@@ -1,9 +1,11 @@
-// Commits one finished workflow step in the caller's transaction: its row, the run's next state, its db writes, and
-// the events it emitted or the `$errors` event of its failure.
+// Commits one finished workflow step in the caller's transaction: its row, the run's next state, its db writes, the
+// events it emitted or the `$errors` event of its failure, and its `$.send.http/email/s3` queued in the outbox.
 import type { Transaction } from 'kysely';
 import type { InvocationOutcome } from '../runtime/types.js';
 import type { Database } from '../store/schema.js';
 import { finishStep, writeStepDb, type WorkflowRunRow, type WorkflowRunStepRow } from '../store/workflows.js';
+import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../store/sends.js';
+import { newId } from '../model/ids.js';
 import type { PendingEvent } from '../model/events.js';
 import { SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
@@ -24,6 +26,13 @@ export interface FinishedStep {
   startedMs: number;
   /** The runner holding the run's lease. */
   owner: string;
+}
+
+/** `$.send` kinds carried out by the outbox sender once the step has committed. */
+const OUTBOX_KINDS: ReadonlySet<string> = new Set<OutboxKind>(['http', 'email', 's3']);
+
+function isOutboxKind(kind: string): kind is OutboxKind {
+  return OUTBOX_KINDS.has(kind);
 }
 
 /** What the step did to its run, for the runner's next move. */
@@ -81,14 +90,15 @@ function nextRunState(step: FinishedStep, nowMs: number): { changes: Parameters<
 
 /**
  * Stores the step and what it did. `$.send.emit` events become the workflow's events (`{ raw_event }`), routed to
- * its subscribers like a source's; a failure becomes its `$errors` event. Throws LostRunError if the run is no
- * longer this runner's.
+ * its subscribers like a source's; a failure becomes its `$errors` event. `$.send.http`, `email` and `s3` become
+ * outbox rows (a failed step has none): `sends` counts them, so that the caller wakes the sender after the commit.
+ * Throws LostRunError if the run is no longer this runner's.
  */
 export async function commitStep(
   trx: Transaction<Database>,
   step: FinishedStep,
   options: AppendOptions & { router: EventRouter },
-): Promise<{ committed: CommittedEvents; verdict: StepVerdict }> {
+): Promise<{ committed: CommittedEvents; verdict: StepVerdict; sends: number }> {
   const { run, outcome } = step;
   const { changes, verdict } = nextRunState(step, options.nowMs);
   const row: WorkflowRunStepRow = {
@@ -106,7 +116,15 @@ export async function commitStep(
   if (!(await finishStep(trx, row, step.owner, changes))) throw new LostRunError(`run ${run.id} was taken over by another runner`);
   if (!outcome.error) await writeStepDb(trx, run.workflow_id, step.stepName, step.dbWrites);
   const events: PendingEvent[] = [];
+  const outboxRows: SendRow[] = [];
   for (const send of outcome.step?.sends ?? []) {
+    const { kind } = send;
+    if (isOutboxKind(kind)) {
+      if (outcome.error) continue;
+      const fields = { run_id: run.id, workflow_id: run.workflow_id, user_id: run.user_id, step_index: step.stepIndex };
+      outboxRows.push(pendingSend({ id: newId('ws'), ...fields, kind, payload: JSON.stringify(send.payload), created_ms: options.nowMs }));
+      continue;
+    }
     if (send.kind === 'sse') {
       // Kept on a stream of their own, so that `GET /workflows/{id}/sse` can replay them after a Last-Event-ID.
       const { channel, payload } = send.payload as { channel: string; payload: unknown };
@@ -123,6 +141,7 @@ export async function commitStep(
     });
   }
   if (outcome.error) events.push(workflowErrorEvent(run, step.stepName, outcome.error, options.nowMs));
+  await insertSends(trx, outboxRows);
   const committed = await storeAndRoute(trx, { id: run.workflow_id, userId: run.user_id, depth: run.depth }, events, options);
-  return { committed, verdict };
+  return { committed, verdict, sends: outboxRows.length };
 }

@@ -13,7 +13,7 @@ import { componentInfo, loadComponent } from '../store/components.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import { billUsage } from '../commit/usage.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, HttpResponse, InvocationError, InvocationOutcome, PreparedComponent, StepInput } from '../runtime/types.js';
+import type { ComponentInfo, HttpResponse, InvocationError, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
 import { runtimeProps } from '../model/props.js';
 import { evaluateProps } from '../model/templates.js';
 import { stepData, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
@@ -33,6 +33,16 @@ export interface WorkflowRunnerOptions {
   retention: number;
   router: EventRouter;
   clock: Clock;
+  /** Carries out the `$.send.http`, `email` and `s3` of committed steps. */
+  outbox: StepOutbox;
+}
+
+/** Where committed sends go: the outbox sender (delivery/sends), reached through this so that engine/ stays below it. */
+export interface StepOutbox {
+  /** Why this server cannot carry out `$.send.<kind>()` (a setting it needs is missing), or undefined when it can. */
+  unavailable(kind: StepSend['kind']): string | undefined;
+  /** Sends were committed: carry them out now. */
+  wake(): void;
 }
 
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
@@ -43,9 +53,6 @@ interface RunnableStep {
   info: ComponentInfo;
   prepared: PreparedComponent;
 }
-
-/** `$.send` kinds this server carries out; the others fail their step with a clear error instead of vanishing. */
-const SUPPORTED_SENDS = new Set(['emit', 'sse']);
 
 export class WorkflowRunner {
   private readonly owner = `node-${randomUUID()}`;
@@ -201,6 +208,7 @@ export class WorkflowRunner {
           throw error;
         }
         if (commit.committed.events.length) this.options.router.afterCommit(commit.committed);
+        if (commit.sends > 0) this.options.outbox.wake();
         if (commit.verdict === 'finished') {
           if (!responded) this.responders.get(runId)?.(undefined, outcome.error);
           this.responders.delete(runId);
@@ -272,10 +280,10 @@ export class WorkflowRunner {
         { onRespond },
       );
       const outcome = result.outcomes[0]!;
-      const unsupported = outcome.step?.sends.find((send) => !SUPPORTED_SENDS.has(send.kind));
-      if (unsupported) {
-        const message = `$.send.${unsupported.kind}() is not available on this server yet; nothing of this step was committed`;
-        return { ...failed('ConfigurationError', message, 'send_unavailable'), cpuMs: result.cpuMs };
+      // A send this server cannot carry out fails its step now, rather than vanishing after the commit.
+      for (const send of outcome.step?.sends ?? []) {
+        const missing = this.options.outbox.unavailable(send.kind);
+        if (missing) return { ...failed('ConfigurationError', `${missing}; nothing of this step was committed`, 'send_unavailable'), cpuMs: result.cpuMs };
       }
       return { outcome, dbWrites: result.dbWrites, cpuMs: result.cpuMs };
     } catch (error) {

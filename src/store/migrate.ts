@@ -8,6 +8,7 @@ import { migration004 } from './migrations/004-delivery.js';
 import { migration005 } from './migrations/005-queue-key.js';
 import { migration006 } from './migrations/006-published-components.js';
 import { migration007 } from './migrations/007-workflows.js';
+import { migration008 } from './migrations/008-workflow-sends.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '005-queue-key': migration005,
   '006-published-components': migration006,
   '007-workflows': migration007,
+  '008-workflow-sends': migration008,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -1,0 +1,59 @@
+// Carries out `$.send.email({ subject, text, html })`: one message to the workflow owner's account email over SMTP.
+import nodemailer, { type NodemailerError } from 'nodemailer';
+import type { ClaimedSend } from '../../store/sends.js';
+import { refused, type Performer, type SendResult } from './result.js';
+
+export interface EmailSettings {
+  /** `smtp://user:password@host:587` or `smtps://…`; holds a password, so it never appears in an error. */
+  smtpUrl: string;
+  from: string;
+  /** Longest connecting, the greeting and each later wait on the server may take. */
+  timeoutMs: number;
+}
+
+/** The argument of `$.send.email()` as the worker checked it (a subject, and a text or html body). */
+interface EmailSendPayload {
+  subject: string;
+  text?: string;
+  html?: string;
+}
+
+/** Failures no later attempt can mend: a refused login, a configuration the transport cannot use. */
+const PERMANENT_CODES = new Set(['EAUTH', 'ECONFIG', 'EENVELOPE']);
+
+export class EmailPerformer implements Performer {
+  private readonly transport: ReturnType<typeof nodemailer.createTransport>;
+
+  constructor(settings: EmailSettings) {
+    // One connection per message: sends are few, and a pool would hold connections the server rarely uses.
+    this.transport = nodemailer.createTransport(
+      { url: settings.smtpUrl, connectionTimeout: settings.timeoutMs, greetingTimeout: settings.timeoutMs, socketTimeout: settings.timeoutMs },
+      { from: settings.from },
+    );
+  }
+
+  /** Not cut off when the server stops: a message is sent or not, and its outcome is recorded either way. */
+  async perform(send: ClaimedSend): Promise<SendResult> {
+    if (!send.account_email) return refused("the workflow's account has no email address");
+    const { subject, text, html } = JSON.parse(send.payload) as EmailSendPayload;
+    try {
+      await this.transport.sendMail({ to: send.account_email, subject, text, html });
+      return { ok: true };
+    } catch (error) {
+      const err = error as NodemailerError;
+      // An SMTP reply says itself whether it is final (5xx but 503); without one, only the codes above are.
+      const permanent = err.permanent ?? PERMANENT_CODES.has(err.code ?? '');
+      return { ok: false, permanent, error: describe(err) };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.transport.close();
+  }
+}
+
+/** The send's `last_error`: the server's reply when there is one, else what failed; never the SMTP URL. */
+function describe(error: NodemailerError): string {
+  const reply = error.response ?? error.message;
+  return error.code ? `${error.code}: ${reply}` : reply;
+}

@@ -1,0 +1,154 @@
+// The outbox of one node: claims due workflow sends with a lease, carries each out, and records what came of it.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Clock, ClockTimer } from '../../lib/clock.js';
+import { CoalescingTask } from '../../lib/coalescing-task.js';
+import type { Store } from '../../store/database.js';
+import * as sends from '../../store/sends.js';
+import { afterAttempt, refused, type Performer, type SendResult } from './result.js';
+
+export interface OutboxSenderOptions {
+  /** Seconds before each retry of a failed send; the first attempt plus one per entry (the webhooks' schedule). */
+  retryScheduleSeconds: readonly number[];
+  /** How long a claim is held before another node may take the send back: longer than any attempt. */
+  leaseMs: number;
+  /** Fallback poll, for sends committed by other nodes and leases that ran out. */
+  pollMs: number;
+  /** Attempts in flight at once. */
+  concurrency: number;
+  /** Reclaim every lease at start (embedded mode: this process is the only one). */
+  reclaimAtStart: boolean;
+}
+
+/** What carries out each kind; email and s3 only when the server has their settings. */
+export interface Performers {
+  http: Performer;
+  email: Performer | undefined;
+  s3: Performer | undefined;
+}
+
+/** The settings a kind needs, named in the error of a step that uses it on a server without them. */
+const NEEDED_SETTINGS = {
+  email: "the server's --smtp-url setting",
+  s3: "the server's --s3-access-key-id and --s3-secret-access-key settings (and --s3-endpoint for a store other than AWS S3)",
+} as const;
+
+export class OutboxSender {
+  private readonly owner = `node-${randomUUID()}`;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Aborted by stop(): attempts in flight are cut off, and given back untried. */
+  private readonly stopping = new AbortController();
+  private readonly pumping = new CoalescingTask(() => this.pump());
+  private timer: ClockTimer | undefined;
+  private stopped = false;
+  /** The last claim filled every free slot, so more may be due as soon as an attempt finishes. */
+  private saturated = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly performers: Performers,
+    private readonly options: OutboxSenderOptions,
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Why `$.send.<kind>()` cannot be carried out here (a setting is missing), or undefined when it can. */
+  unavailable(kind: string): string | undefined {
+    if (kind !== 'email' && kind !== 's3') return undefined;
+    return this.performers[kind] ? undefined : `$.send.${kind}() needs ${NEEDED_SETTINGS[kind]}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.options.reclaimAtStart) await sends.releaseAllSendLeases(this.store.db);
+    this.wake();
+  }
+
+  /** Carries out what is due now; called after a step's commit queued sends, and by the fallback timer. */
+  wake(): void {
+    if (!this.stopped) this.pumping.request();
+  }
+
+  /** Stops claiming, cuts off attempts in flight (they stay pending, to be made again) and closes connections. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    await this.pumping.settled();
+    this.stopping.abort(new Error('the server is stopping'));
+    await Promise.all(this.inFlight.values());
+    await Promise.all([this.performers.http, this.performers.email, this.performers.s3].map((p) => p?.close()));
+  }
+
+  private async pump(): Promise<void> {
+    let sleepMs = this.options.pollMs;
+    try {
+      while (!this.stopped) {
+        const free = this.options.concurrency - this.inFlight.size;
+        this.saturated = free <= 0;
+        if (free <= 0) break;
+        const claimed = await sends.claimDueSends(this.store.db, this.owner, this.clock.now(), this.options.leaseMs, free);
+        this.saturated = claimed.length === free;
+        if (this.stopped) {
+          await sends.releaseSends(
+            this.store.db,
+            claimed.map((row) => row.id),
+            this.owner,
+          );
+          return;
+        }
+        for (const row of claimed) this.launch(row);
+        if (claimed.length < free) break;
+      }
+      if (this.stopped) return;
+      // Every slot busy: a finishing attempt wakes the pump, and due work would only wake it again and again.
+      if (!this.saturated) {
+        const due = await sends.nextSendDueMs(this.store.db);
+        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - this.clock.now()));
+      }
+    } catch (error) {
+      if (!this.stopped) this.logger.error({ err: error }, 'the send outbox could not read its queue');
+    }
+    this.arm(sleepMs);
+  }
+
+  private arm(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer?.cancel();
+    this.timer = this.clock.after(delayMs, () => this.wake());
+  }
+
+  private launch(row: sends.ClaimedSend): void {
+    if (this.inFlight.has(row.id)) return;
+    const done = this.attempt(row)
+      .catch((error: unknown) => this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again'))
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        if (this.saturated) this.wake();
+      });
+    this.inFlight.set(row.id, done);
+  }
+
+  private async attempt(row: sends.ClaimedSend): Promise<void> {
+    const result = await this.perform(row);
+    if (!result.ok && this.stopping.signal.aborted) {
+      // Cut off by the shutdown: not the destination's fault, so the attempt does not count.
+      await sends.releaseSends(this.store.db, [row.id], this.owner);
+      return;
+    }
+    const next = afterAttempt(row, result, this.options.retryScheduleSeconds, this.clock.now());
+    const recorded = await sends.recordSendAttempt(this.store.db, row.id, this.owner, next);
+    // Another node took the lease over (this one was paused past it), or the workflow was deleted meanwhile.
+    if (!recorded) this.logger.warn({ sendId: row.id }, 'the outcome of a send could not be recorded: it is no longer held by this node');
+    if (!result.ok) {
+      // The error is the destination's answer; the payload is the account's data and is not logged.
+      this.logger.info({ sendId: row.id, kind: row.kind, attempt: next.attempt, state: next.state, error: result.error }, 'a workflow send failed');
+    }
+    if (next.state === 'pending') this.wake();
+  }
+
+  private perform(row: sends.ClaimedSend): Promise<SendResult> {
+    const performer = this.performers[row.kind];
+    // Queued while the setting was there, and the server restarted without it.
+    if (!performer) return Promise.resolve(refused(`not sent: ${this.unavailable(row.kind)}`));
+    return performer.perform(row, this.stopping.signal);
+  }
+}

@@ -1,0 +1,175 @@
+// Queries on the outbox of workflow sends: inserted with their step's commit, claimed with a lease, finished once.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database } from './schema.js';
+
+/** The `$.send` kinds carried out after their step commits (emit and sse are events, stored by the commit itself). */
+export type OutboxKind = 'http' | 'email' | 's3';
+export type SendState = 'pending' | 'succeeded' | 'failed';
+
+/** One `$.send.http`, `$.send.email` or `$.send.s3` of a committed step. */
+export interface WorkflowSendsTable {
+  id: string;
+  run_id: string;
+  workflow_id: string;
+  user_id: string;
+  step_index: number;
+  kind: OutboxKind;
+  /** JSON: the argument the step passed to `$.send.<kind>()`. */
+  payload: string;
+  state: SendState;
+  /** Attempts made so far (0 before the first). */
+  attempt: number;
+  /** When the next attempt is due; null once the send has succeeded or failed for good. */
+  next_attempt_ms: number | null;
+  lease_owner: string | null;
+  lease_until_ms: number | null;
+  last_error: string | null;
+  /** The HTTP status of the last attempt of an http send. */
+  status_code: number | null;
+  created_ms: number;
+  finished_ms: number | null;
+}
+
+export type SendRow = Selectable<WorkflowSendsTable>;
+
+/** A claimed send with its account's email address (where `$.send.email` goes). */
+export interface ClaimedSend extends SendRow {
+  account_email: string | null;
+}
+
+type Tables = Database & { workflow_sends: WorkflowSendsTable };
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** The outbox table on a database whose schema type does not list it. */
+function outbox(db: Db): Kysely<Tables> {
+  return db.withTables<{ workflow_sends: WorkflowSendsTable }>();
+}
+
+/** A send not attempted yet, due at once. */
+export function pendingSend(fields: Pick<SendRow, 'id' | 'run_id' | 'workflow_id' | 'user_id' | 'step_index' | 'kind' | 'payload' | 'created_ms'>): SendRow {
+  return {
+    ...fields,
+    state: 'pending',
+    attempt: 0,
+    next_attempt_ms: fields.created_ms,
+    lease_owner: null,
+    lease_until_ms: null,
+    last_error: null,
+    status_code: null,
+    finished_ms: null,
+  };
+}
+
+export async function insertSends(db: Db, rows: readonly SendRow[]): Promise<void> {
+  if (rows.length) await outbox(db).insertInto('workflow_sends').values(rows).execute();
+}
+
+/** Leases up to `limit` due sends for `owner`, earliest due first. */
+export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedSend[]> {
+  const table = outbox(db);
+  const candidates = await table
+    .selectFrom('workflow_sends')
+    .select('id')
+    .where('next_attempt_ms', '<=', nowMs)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .orderBy('next_attempt_ms')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  if (!candidates.length) return [];
+  const ids = candidates.map((c) => c.id);
+  const untilMs = nowMs + leaseMs;
+  // A compare-and-set: of two nodes that saw the same candidates, each row goes to one.
+  await table
+    .updateTable('workflow_sends')
+    .set({ lease_owner: owner, lease_until_ms: untilMs })
+    .where('id', 'in', ids)
+    .where('state', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .execute();
+  return table
+    .selectFrom('workflow_sends as s')
+    .leftJoin('users as u', 'u.id', 's.user_id')
+    .selectAll('s')
+    .select('u.email as account_email')
+    .where('s.id', 'in', ids)
+    .where('s.lease_owner', '=', owner)
+    .where('s.lease_until_ms', '=', untilMs)
+    .orderBy('s.next_attempt_ms')
+    .orderBy('s.id')
+    .execute();
+}
+
+/** What one attempt leaves: the send pending again (with its next due time), succeeded or failed for good. */
+export interface SendAttempt {
+  state: SendState;
+  attempt: number;
+  nextAttemptMs: number | null;
+  statusCode: number | null;
+  error: string | null;
+  finishedMs: number | null;
+}
+
+/** Records an attempt of a send this owner still holds; false when its lease was lost (another node has it now). */
+export async function recordSendAttempt(db: Db, id: string, owner: string, result: SendAttempt): Promise<boolean> {
+  const updated = await outbox(db)
+    .updateTable('workflow_sends')
+    .set({
+      state: result.state,
+      attempt: result.attempt,
+      next_attempt_ms: result.nextAttemptMs,
+      status_code: result.statusCode,
+      last_error: result.error,
+      finished_ms: result.finishedMs,
+      lease_owner: null,
+      lease_until_ms: null,
+    })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) === 1;
+}
+
+/** Gives claimed sends back untried (shutdown), so that they are carried out at once after the restart. */
+export async function releaseSends(db: Db, ids: string[], owner: string): Promise<void> {
+  if (!ids.length) return;
+  await outbox(db)
+    .updateTable('workflow_sends')
+    .set({ lease_owner: null, lease_until_ms: null })
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/** On an embedded (single-process) start, the previous process's leases can be taken back at once. */
+export async function releaseAllSendLeases(db: Db): Promise<void> {
+  await outbox(db)
+    .updateTable('workflow_sends')
+    .set({ lease_owner: null, lease_until_ms: null })
+    .where('state', '=', 'pending')
+    .where('lease_owner', 'is not', null)
+    .execute();
+}
+
+/**
+ * The due time of the earliest pending send nobody holds, to sleep until then. Sends in flight are left out (their
+ * due time is past, and would wake the sender again and again); leases that run out are found by the fallback poll.
+ */
+export async function nextSendDueMs(db: Db): Promise<number | undefined> {
+  const row = await outbox(db)
+    .selectFrom('workflow_sends')
+    .select('next_attempt_ms')
+    .where('next_attempt_ms', 'is not', null)
+    .where('lease_until_ms', 'is', null)
+    .orderBy('next_attempt_ms')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
+}
+
+/** The sends of some runs, in step order, for their views. */
+export function sendsOfRuns(db: Db, runIds: string[]): Promise<SendRow[]> {
+  if (!runIds.length) return Promise.resolve([]);
+  return outbox(db).selectFrom('workflow_sends').selectAll().where('run_id', 'in', runIds).orderBy('run_id').orderBy('step_index').orderBy('id').execute();
+}
