@@ -13,7 +13,10 @@ export const summary = 'HTTP requests into a 3-step workflow: runs completed per
 
 const STEPS = [
   { name: 'parse', component_code: 'export default defineComponent({ async run({ steps }) { return steps.trigger.event.body } })' },
-  { name: 'enrich', component_code: 'export default defineComponent({ async run({ steps, $ }) { $.export("seq", steps.parse.$return_value.seq); return { ok: true } } })' },
+  {
+    name: 'enrich',
+    component_code: 'export default defineComponent({ async run({ steps, $ }) { $.export("seq", steps.parse.$return_value.seq); return { ok: true } } })',
+  },
   { name: 'emit', component_code: 'export default defineComponent({ async run({ steps, $ }) { $.send.emit({ raw_event: { seq: steps.enrich.seq } }) } })' },
 ];
 const ECHO = 'module.exports = { name: "bench-ingest", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
@@ -104,6 +107,12 @@ export async function run(cfg, log) {
       met(runsPerSecond >= 2000 && flow.done.reached),
     ),
     row('workflows', 'HTTP acknowledgement p50 / p99', p50p99(flow.load.latency), p50p99(source.load.latency), ''),
-    row('workflows', 'server CPU per run (server + workers)', cpuPerEvent(flow.cpuMs, flow.done.count), `${cpuPerEvent(source.cpuMs, source.load.acked)} per source event`, ''),
+    row(
+      'workflows',
+      'server CPU per run (server + workers)',
+      cpuPerEvent(flow.cpuMs, flow.done.count),
+      `${cpuPerEvent(source.cpuMs, source.load.acked)} per source event`,
+      '',
+    ),
   ];
 }
