@@ -18,6 +18,7 @@ import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
+import { sendsOfRuns, type SendRow } from '../store/sends.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { ComponentService } from './components.js';
@@ -67,6 +68,8 @@ export interface RunStepView {
   exports: Record<string, unknown>;
   logs: unknown[];
   error?: unknown;
+  /** `$.send.http`, `.email` and `.s3` of the step, carried out after it committed. */
+  sends: Array<{ kind: string; state: string; attempt: number; status_code?: number; last_error?: string }>;
 }
 
 export interface RunView {
@@ -270,16 +273,16 @@ export class WorkflowService {
   async listRuns(accountId: string, workflowId: string, page: PageRequest, status?: RunView['status']): Promise<Page<RunView>> {
     const workflow = await this.owned(accountId, workflowId);
     const result = await workflows.listRuns(this.store.db, workflow.id, page, status);
-    const steps = await workflows.runSteps(
-      this.store.db,
-      result.items.map((r) => r.id),
-    );
+    const ids = result.items.map((r) => r.id);
+    const steps = await workflows.runSteps(this.store.db, ids);
+    const sent = await sendsOfRuns(this.store.db, ids);
     return {
       ...result,
       items: result.items.map((run) =>
         this.toRunView(
           run,
           steps.filter((s) => s.run_id === run.id),
+          sent.filter((s) => s.run_id === run.id),
         ),
       ),
     };
@@ -289,7 +292,7 @@ export class WorkflowService {
     const workflow = await this.owned(accountId, workflowId);
     const run = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
     if (!run) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
-    return this.toRunView(run, await workflows.runSteps(this.store.db, [run.id]));
+    return this.toRunView(run, await workflows.runSteps(this.store.db, [run.id]), await sendsOfRuns(this.store.db, [run.id]));
   }
 
   private emitChange(change: Parameters<WorkflowChangeListener>[0]): void {
@@ -422,7 +425,7 @@ export class WorkflowService {
     };
   }
 
-  private toRunView(run: workflows.WorkflowRunRow, steps: workflows.WorkflowRunStepRow[]): RunView {
+  private toRunView(run: workflows.WorkflowRunRow, steps: workflows.WorkflowRunStepRow[], sent: SendRow[] = []): RunView {
     const view: RunView = {
       id: run.id,
       workflow_id: run.workflow_id,
@@ -439,6 +442,15 @@ export class WorkflowService {
           duration_ms: s.duration_ms,
           exports: JSON.parse(s.exports),
           logs: JSON.parse(s.logs),
+          sends: sent
+            .filter((r) => r.step_index === s.step_index)
+            .map((r) => ({
+              kind: r.kind,
+              state: r.state,
+              attempt: r.attempt,
+              ...(r.status_code !== null && { status_code: r.status_code }),
+              ...(r.last_error !== null && { last_error: r.last_error }),
+            })),
         };
         if (s.return_value !== null) step.$return_value = JSON.parse(s.return_value);
         if (s.error !== null) step.error = JSON.parse(s.error);

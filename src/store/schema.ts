@@ -184,7 +184,36 @@ export interface WorkflowStepDbTable {
   value: string;
 }
 
+/** The `$.send` kinds carried out after their step commits (emit and sse are events, stored by the commit itself). */
+export type OutboxKind = 'http' | 'email' | 's3';
+export type SendState = 'pending' | 'succeeded' | 'failed';
+
+/** One `$.send.http`, `$.send.email` or `$.send.s3` of a committed step. */
+export interface WorkflowSendsTable {
+  id: string;
+  run_id: string;
+  workflow_id: string;
+  user_id: string;
+  step_index: number;
+  kind: OutboxKind;
+  /** JSON: the argument the step passed to `$.send.<kind>()`. */
+  payload: string;
+  state: SendState;
+  /** Attempts made so far (0 before the first). */
+  attempt: number;
+  /** When the next attempt is due; null once the send has succeeded or failed for good. */
+  next_attempt_ms: number | null;
+  lease_owner: string | null;
+  lease_until_ms: number | null;
+  last_error: string | null;
+  /** The HTTP status of the last attempt of an http send. */
+  status_code: number | null;
+  created_ms: number;
+  finished_ms: number | null;
+}
+
 export interface Database {
+  workflow_sends: WorkflowSendsTable;
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
   workflow_run_steps: WorkflowRunStepsTable;

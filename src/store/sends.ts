@@ -1,34 +1,8 @@
 // Queries on the outbox of workflow sends: inserted with their step's commit, claimed with a lease, finished once.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database, SendState, WorkflowSendsTable } from './schema.js';
 
-/** The `$.send` kinds carried out after their step commits (emit and sse are events, stored by the commit itself). */
-export type OutboxKind = 'http' | 'email' | 's3';
-export type SendState = 'pending' | 'succeeded' | 'failed';
-
-/** One `$.send.http`, `$.send.email` or `$.send.s3` of a committed step. */
-export interface WorkflowSendsTable {
-  id: string;
-  run_id: string;
-  workflow_id: string;
-  user_id: string;
-  step_index: number;
-  kind: OutboxKind;
-  /** JSON: the argument the step passed to `$.send.<kind>()`. */
-  payload: string;
-  state: SendState;
-  /** Attempts made so far (0 before the first). */
-  attempt: number;
-  /** When the next attempt is due; null once the send has succeeded or failed for good. */
-  next_attempt_ms: number | null;
-  lease_owner: string | null;
-  lease_until_ms: number | null;
-  last_error: string | null;
-  /** The HTTP status of the last attempt of an http send. */
-  status_code: number | null;
-  created_ms: number;
-  finished_ms: number | null;
-}
+export type { OutboxKind, SendState } from './schema.js';
 
 export type SendRow = Selectable<WorkflowSendsTable>;
 
@@ -37,13 +11,7 @@ export interface ClaimedSend extends SendRow {
   account_email: string | null;
 }
 
-type Tables = Database & { workflow_sends: WorkflowSendsTable };
 type Db = Kysely<Database> | Transaction<Database>;
-
-/** The outbox table on a database whose schema type does not list it. */
-function outbox(db: Db): Kysely<Tables> {
-  return db.withTables<{ workflow_sends: WorkflowSendsTable }>();
-}
 
 /** A send not attempted yet, due at once. */
 export function pendingSend(fields: Pick<SendRow, 'id' | 'run_id' | 'workflow_id' | 'user_id' | 'step_index' | 'kind' | 'payload' | 'created_ms'>): SendRow {
@@ -61,12 +29,12 @@ export function pendingSend(fields: Pick<SendRow, 'id' | 'run_id' | 'workflow_id
 }
 
 export async function insertSends(db: Db, rows: readonly SendRow[]): Promise<void> {
-  if (rows.length) await outbox(db).insertInto('workflow_sends').values(rows).execute();
+  if (rows.length) await db.insertInto('workflow_sends').values(rows).execute();
 }
 
 /** Leases up to `limit` due sends for `owner`, earliest due first. */
 export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedSend[]> {
-  const table = outbox(db);
+  const table = db;
   const candidates = await table
     .selectFrom('workflow_sends')
     .select('id')
@@ -112,7 +80,7 @@ export interface SendAttempt {
 
 /** Records an attempt of a send this owner still holds; false when its lease was lost (another node has it now). */
 export async function recordSendAttempt(db: Db, id: string, owner: string, result: SendAttempt): Promise<boolean> {
-  const updated = await outbox(db)
+  const updated = await db
     .updateTable('workflow_sends')
     .set({
       state: result.state,
@@ -134,17 +102,12 @@ export async function recordSendAttempt(db: Db, id: string, owner: string, resul
 /** Gives claimed sends back untried (shutdown), so that they are carried out at once after the restart. */
 export async function releaseSends(db: Db, ids: string[], owner: string): Promise<void> {
   if (!ids.length) return;
-  await outbox(db)
-    .updateTable('workflow_sends')
-    .set({ lease_owner: null, lease_until_ms: null })
-    .where('id', 'in', ids)
-    .where('lease_owner', '=', owner)
-    .execute();
+  await db.updateTable('workflow_sends').set({ lease_owner: null, lease_until_ms: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
 }
 
 /** On an embedded (single-process) start, the previous process's leases can be taken back at once. */
 export async function releaseAllSendLeases(db: Db): Promise<void> {
-  await outbox(db)
+  await db
     .updateTable('workflow_sends')
     .set({ lease_owner: null, lease_until_ms: null })
     .where('state', '=', 'pending')
@@ -157,7 +120,7 @@ export async function releaseAllSendLeases(db: Db): Promise<void> {
  * due time is past, and would wake the sender again and again); leases that run out are found by the fallback poll.
  */
 export async function nextSendDueMs(db: Db): Promise<number | undefined> {
-  const row = await outbox(db)
+  const row = await db
     .selectFrom('workflow_sends')
     .select('next_attempt_ms')
     .where('next_attempt_ms', 'is not', null)
@@ -171,5 +134,5 @@ export async function nextSendDueMs(db: Db): Promise<number | undefined> {
 /** The sends of some runs, in step order, for their views. */
 export function sendsOfRuns(db: Db, runIds: string[]): Promise<SendRow[]> {
   if (!runIds.length) return Promise.resolve([]);
-  return outbox(db).selectFrom('workflow_sends').selectAll().where('run_id', 'in', runIds).orderBy('run_id').orderBy('step_index').orderBy('id').execute();
+  return db.selectFrom('workflow_sends').selectAll().where('run_id', 'in', runIds).orderBy('run_id').orderBy('step_index').orderBy('id').execute();
 }

@@ -199,6 +199,11 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
       { kind: 'http', state: 'succeeded', attempt: 2, status_code: 204, last_error: null },
     ]);
     expect(rows.every((row) => row.id.startsWith('ws_') && row.step_index === 0 && row.finished_ms !== null && row.next_attempt_ms === null)).toBe(true);
+    const shown = await api.get(`/v1/workflows/${run.workflow_id}/runs/${run.id}`);
+    expect(shown.body.data.steps[0].sends.sort((a: { attempt: number }, b: { attempt: number }) => a.attempt - b.attempt)).toEqual([
+      { kind: 'http', state: 'succeeded', attempt: 1, status_code: 200 },
+      { kind: 'http', state: 'succeeded', attempt: 2, status_code: 204 },
+    ]);
 
     const attempts = receiver.on(`${flaky}?q=a+b&n=7`);
     expect(attempts).toHaveLength(2);

@@ -67,6 +67,15 @@ const runStepSchema = Type.Object({
   exports: Type.Record(Type.String(), Type.Unknown()),
   logs: Type.Array(Type.Unknown()),
   error: Type.Optional(Type.Unknown()),
+  sends: Type.Array(
+    Type.Object({
+      kind: Type.String({ description: 'http, email or s3' }),
+      state: Type.String({ description: 'pending, succeeded or failed' }),
+      attempt: Type.Integer(),
+      status_code: Type.Optional(Type.Integer()),
+      last_error: Type.Optional(Type.String()),
+    }),
+  ),
 });
 
 const runStatus = Type.Union(
