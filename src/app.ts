@@ -208,6 +208,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       transactions,
       {
         concurrency: config.workerPoolSize * 4,
+        batchSize: 100,
         leaseMs: 15_000,
         pollMs: 1000,
         soleConsumer: store.dialect === 'sqlite',
@@ -227,6 +228,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflows, { runTimeoutSeconds: config.runTimeout });
     workflows.onChange((change) => {
       ingress.evictSource(change.workflowId);
+      workflowRunner.evictWorkflow(change.workflowId);
       timers.poke();
     });
     sources.onChange((change) => ingress.evictSource(change.sourceId));

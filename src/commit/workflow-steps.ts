@@ -1,9 +1,9 @@
-// Commits one finished workflow step in the caller's transaction: its row, the run's next state, its db writes, the
-// events it emitted or the `$errors` event of its failure, and its `$.send.http/email/s3` queued in the outbox.
+// Commits finished workflow steps in the caller's transaction: their rows, their runs' next states, their db writes,
+// the events they emitted or the `$errors` events of failures, and their `$.send.http/email/s3` queued in the outbox.
 import type { Transaction } from 'kysely';
 import type { InvocationOutcome } from '../runtime/types.js';
 import type { Database } from '../store/schema.js';
-import { finishStep, writeStepDb, type WorkflowRunRow, type WorkflowRunStepRow } from '../store/workflows.js';
+import { advanceRun, insertStepRows, writeStepDb, type RunAdvance, type WorkflowRunRow, type WorkflowRunStepRow } from '../store/workflows.js';
 import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../store/sends.js';
 import { newId } from '../model/ids.js';
 import type { PendingEvent } from '../model/events.js';
@@ -15,17 +15,26 @@ import type { CommittedEvents, EventRouter } from './routing.js';
 /** Reported in every workflow error's `original_context`. */
 export const PLATFORM_VERSION = '1.0.0';
 
+/** One run's call of a step, as the runner got it back from the worker. */
 export interface FinishedStep {
   run: WorkflowRunRow;
+  outcome: InvocationOutcome;
+  startedMs: number;
+}
+
+/** A batch of runs that ran the same step of one workflow in one worker call. */
+export interface FinishedBatch {
+  workflowId: string;
+  userId: string;
   stepIndex: number;
   stepName: string;
-  /** Steps the workflow has: the run succeeds after the last one. */
+  /** Steps the workflow has: a run succeeds after the last one. */
   stepCount: number;
-  outcome: InvocationOutcome;
+  steps: FinishedStep[];
+  /** The step's `$.service.db` writes of the batch's successful calls. */
   dbWrites: Record<string, unknown>;
-  startedMs: number;
-  /** The runner holding the run's lease. */
-  owner: string;
+  /** The runner holding the runs' leases; null for the only runner, which holds none. */
+  owner: string | null;
 }
 
 /** `$.send` kinds carried out by the outbox sender once the step has committed. */
@@ -37,11 +46,6 @@ function isOutboxKind(kind: string): kind is OutboxKind {
 
 /** What the step did to its run, for the runner's next move. */
 export type StepVerdict = 'next' | 'delayed' | 'finished';
-
-/** Thrown when another runner took the run over (this one was paused past its lease): nothing is committed. */
-export class LostRunError extends Error {
-  override name = 'LostRunError';
-}
 
 /** The spec's workflow error event: `{ original_event, original_context, error }`, plus the error's name and message. */
 export function workflowErrorEvent(run: WorkflowRunRow, stepName: string, error: NonNullable<InvocationOutcome['error']>, nowMs: number): PendingEvent {
@@ -68,80 +72,96 @@ export function workflowErrorEvent(run: WorkflowRunRow, stepName: string, error:
 }
 
 /** The run's state after a step: on to the next step, delayed, or finished (failed, exited or past the last step). */
-function nextRunState(step: FinishedStep, nowMs: number): { changes: Parameters<typeof finishStep>[3]; verdict: StepVerdict } {
+function nextRunState(batch: FinishedBatch, step: FinishedStep, nowMs: number): { changes: RunAdvance; verdict: StepVerdict } {
   const { run, outcome } = step;
   const running_ms = run.running_ms + Math.round(outcome.durationMs);
-  const finished = { due_ms: null, finished_ms: nowMs, releaseLease: true, running_ms, next_step: step.stepIndex + 1 };
+  const finished = { due_ms: null, finished_ms: nowMs, releaseLease: true, running_ms, next_step: batch.stepIndex + 1 };
   if (outcome.error) {
-    const error = JSON.stringify({ ...outcome.error, step: step.stepName });
+    const error = JSON.stringify({ ...outcome.error, step: batch.stepName });
     return { changes: { ...finished, status: 'failed', exit_reason: null, error }, verdict: 'finished' };
   }
   const exit = outcome.step?.exit;
-  if (exit || step.stepIndex + 1 >= step.stepCount) {
+  if (exit || batch.stepIndex + 1 >= batch.stepCount) {
     return { changes: { ...finished, status: 'succeeded', exit_reason: exit ? (exit.reason ?? '') : null, error: null }, verdict: 'finished' };
   }
   const delayMs = outcome.step?.delayMs;
-  const moving = { next_step: step.stepIndex + 1, running_ms, exit_reason: null, error: null, finished_ms: null };
+  const moving = { next_step: batch.stepIndex + 1, running_ms, exit_reason: null, error: null, finished_ms: null };
   if (delayMs !== undefined && delayMs > 0) {
     return { changes: { ...moving, status: 'delayed', due_ms: nowMs + delayMs, releaseLease: true }, verdict: 'delayed' };
   }
   return { changes: { ...moving, status: 'running', due_ms: nowMs, releaseLease: false }, verdict: 'next' };
 }
 
-/**
- * Stores the step and what it did. `$.send.emit` events become the workflow's events (`{ raw_event }`), routed to
- * its subscribers like a source's; a failure becomes its `$errors` event. `$.send.http`, `email` and `s3` become
- * outbox rows (a failed step has none): `sends` counts them, so that the caller wakes the sender after the commit.
- * Throws LostRunError if the run is no longer this runner's.
- */
-export async function commitStep(
-  trx: Transaction<Database>,
-  step: FinishedStep,
-  options: AppendOptions & { router: EventRouter },
-): Promise<{ committed: CommittedEvents; verdict: StepVerdict; sends: number }> {
+/** What committing a batch did to each run: its verdict, or `lost` when another runner had taken it over. */
+export interface CommittedBatch {
+  committed: CommittedEvents;
+  verdicts: Array<StepVerdict | 'lost'>;
+  /** Outbox rows written: wake the sender after the commit. */
+  sends: number;
+}
+
+/** Events and outbox rows of one successful or failed call. */
+function effectsOf(batch: FinishedBatch, step: FinishedStep, nowMs: number, events: PendingEvent[], outboxRows: SendRow[]): void {
   const { run, outcome } = step;
-  const { changes, verdict } = nextRunState(step, options.nowMs);
-  const row: WorkflowRunStepRow = {
-    run_id: run.id,
-    step_index: step.stepIndex,
-    name: step.stepName,
-    status: outcome.error ? 'failed' : 'succeeded',
-    started_ms: step.startedMs,
-    duration_ms: outcome.durationMs,
-    return_value: outcome.step?.returnValue === undefined ? null : JSON.stringify(outcome.step.returnValue),
-    exports: JSON.stringify(outcome.step?.exports ?? {}),
-    logs: JSON.stringify(outcome.logs),
-    error: outcome.error ? JSON.stringify(outcome.error) : null,
-  };
-  if (!(await finishStep(trx, row, step.owner, changes))) throw new LostRunError(`run ${run.id} was taken over by another runner`);
-  if (!outcome.error) await writeStepDb(trx, run.workflow_id, step.stepName, step.dbWrites);
-  const events: PendingEvent[] = [];
-  const outboxRows: SendRow[] = [];
   for (const send of outcome.step?.sends ?? []) {
     const { kind } = send;
     if (isOutboxKind(kind)) {
-      if (outcome.error) continue;
-      const fields = { run_id: run.id, workflow_id: run.workflow_id, user_id: run.user_id, step_index: step.stepIndex };
-      outboxRows.push(pendingSend({ id: newId('ws'), ...fields, kind, payload: JSON.stringify(send.payload), created_ms: options.nowMs }));
-      continue;
-    }
-    if (send.kind === 'sse') {
+      const fields = { run_id: run.id, workflow_id: run.workflow_id, user_id: run.user_id, step_index: batch.stepIndex };
+      outboxRows.push(pendingSend({ id: newId('ws'), ...fields, kind, payload: JSON.stringify(send.payload), created_ms: nowMs }));
+    } else if (kind === 'sse') {
       // Kept on a stream of their own, so that `GET /workflows/{id}/sse` can replay them after a Last-Event-ID.
       const { channel, payload } = send.payload as { channel: string; payload: unknown };
       events.push({ stream: '$sse', name: `${SSE_PREFIX}${channel}`, event: payload ?? null });
+    } else if (kind === 'emit') {
+      const payload = send.payload as { raw_event?: unknown; name?: unknown; summary?: unknown };
+      events.push({
+        stream: 'emit',
+        name: typeof payload.name === 'string' ? payload.name : '',
+        event: { raw_event: payload.raw_event ?? null },
+        summary: typeof payload.summary === 'string' ? payload.summary : undefined,
+      });
+    }
+  }
+  if (outcome.error) events.push(workflowErrorEvent(run, batch.stepName, outcome.error, nowMs));
+}
+
+/**
+ * Stores a batch of finished steps in the caller's transaction: each run's step row and next state, the step's
+ * `$.service.db` writes, the `$.send.emit` events (the workflow's `{ raw_event }` events, routed to its subscribers
+ * like a source's) and `$errors` events of failures, `$.send.sse` payloads, and outbox rows for `$.send.http`,
+ * `email` and `s3` (a failed step has no sends). A run another runner took over is left alone.
+ */
+export async function commitSteps(trx: Transaction<Database>, batch: FinishedBatch, options: AppendOptions & { router: EventRouter }): Promise<CommittedBatch> {
+  const events: PendingEvent[] = [];
+  const outboxRows: SendRow[] = [];
+  const stepRows: WorkflowRunStepRow[] = [];
+  const verdicts: CommittedBatch['verdicts'] = [];
+  for (const step of batch.steps) {
+    const { run, outcome } = step;
+    const { changes, verdict } = nextRunState(batch, step, options.nowMs);
+    if (!(await advanceRun(trx, run.id, batch.stepIndex, batch.owner, changes))) {
+      verdicts.push('lost');
       continue;
     }
-    if (send.kind !== 'emit') continue;
-    const payload = send.payload as { raw_event?: unknown; name?: unknown; summary?: unknown };
-    events.push({
-      stream: 'emit',
-      name: typeof payload.name === 'string' ? payload.name : '',
-      event: { raw_event: payload.raw_event ?? null },
-      summary: typeof payload.summary === 'string' ? payload.summary : undefined,
+    verdicts.push(verdict);
+    stepRows.push({
+      run_id: run.id,
+      step_index: batch.stepIndex,
+      name: batch.stepName,
+      status: outcome.error ? 'failed' : 'succeeded',
+      started_ms: step.startedMs,
+      duration_ms: outcome.durationMs,
+      return_value: outcome.step?.returnValue === undefined ? null : JSON.stringify(outcome.step.returnValue),
+      exports: JSON.stringify(outcome.step?.exports ?? {}),
+      logs: JSON.stringify(outcome.logs),
+      error: outcome.error ? JSON.stringify(outcome.error) : null,
     });
+    effectsOf(batch, step, options.nowMs, events, outboxRows);
   }
-  if (outcome.error) events.push(workflowErrorEvent(run, step.stepName, outcome.error, options.nowMs));
+  await insertStepRows(trx, stepRows);
+  if (stepRows.length) await writeStepDb(trx, batch.workflowId, batch.stepName, batch.dbWrites);
   await insertSends(trx, outboxRows);
-  const committed = await storeAndRoute(trx, { id: run.workflow_id, userId: run.user_id, depth: run.depth }, events, options);
-  return { committed, verdict, sends: outboxRows.length };
+  const depth = Math.max(0, ...batch.steps.map((s) => s.run.depth));
+  const committed = await storeAndRoute(trx, { id: batch.workflowId, userId: batch.userId, depth }, events, options);
+  return { committed, verdicts, sends: outboxRows.length };
 }

@@ -1,4 +1,5 @@
-// Runs workflow runs step by step in the account's worker, committing each finished step before the next starts.
+// Schedules workflow runs: takes them up, queues each at its next step, and drains every (workflow, step) queue in
+// batches, each step of a batch committed before its runs move on to the next step.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
@@ -9,25 +10,28 @@ import type { SecretBox } from '../lib/secrets.js';
 import type { DialectName, Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
-import { componentInfo, loadComponent } from '../store/components.js';
-import { findUserByIdOrUsername } from '../store/users.js';
-import { billUsage } from '../commit/usage.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, HttpResponse, InvocationError, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
-import { runtimeProps } from '../model/props.js';
-import { evaluateProps } from '../model/templates.js';
-import { stepData, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
-import { commitStep, LostRunError } from '../commit/workflow-steps.js';
+import type { HttpResponse, InvocationError } from '../runtime/types.js';
+import { stepData } from '../model/workflows.js';
+import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
+import { StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
+
+export type { StepOutbox };
 
 export interface WorkflowRunnerOptions {
-  /** Runs executed at once, at most. */
+  /** (workflow, step) queues drained at once, at most: each drain has one worker call or commit in flight. */
   concurrency: number;
+  /** Runs of one step carried by one worker call, at most. */
+  batchSize: number;
   /** How long a taken run is held without renewal before another runner may take it over. */
   leaseMs: number;
   /** Fallback scan for runs queued by other processes or due after a delay. */
   pollMs: number;
-  /** This process is the only runner (SQLite): leases left by an earlier process are released at start. */
+  /**
+   * This process is the only runner (SQLite): it holds no leases (runs it holds are known in memory), and leases
+   * left by an earlier process are released at start.
+   */
   soleConsumer: boolean;
   dialect: DialectName;
   retention: number;
@@ -37,69 +41,101 @@ export interface WorkflowRunnerOptions {
   outbox: StepOutbox;
 }
 
-/** Where committed sends go: the outbox sender (delivery/sends), reached through this so that engine/ stays below it. */
-export interface StepOutbox {
-  /** Why this server cannot carry out `$.send.<kind>()` (a setting it needs is missing), or undefined when it can. */
-  unavailable(kind: StepSend['kind']): string | undefined;
-  /** Sends were committed: carry them out now. */
-  wake(): void;
-}
-
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
 export type RunResponder = (response: HttpResponse | undefined, error?: InvocationError) => void;
 
-/** A step's component ready to run: what the runtime learned of it and its prepared bundle. */
-interface RunnableStep {
-  info: ComponentInfo;
-  prepared: PreparedComponent;
-}
+/** Entries live this long in a cluster, so that other nodes' changes reach this one; local changes evict at once. */
+const WORKFLOW_TTL_MS = 2000;
 
 export class WorkflowRunner {
-  private readonly owner = `node-${randomUUID()}`;
-  private readonly running = new Set<string>();
-  private readonly ready = new Set<string>();
+  private readonly owner: string | null;
+  /** Runs this runner holds, by id: queued at a step or in a batch. A scan never takes them twice. */
+  private readonly held = new Map<string, HeldRun>();
+  /** Runs waiting for a step, per `workflowId#stepIndex`, in arrival order. */
+  private readonly queues = new Map<string, HeldRun[]>();
+  private readonly draining = new Set<string>();
   private readonly responders = new Map<string, RunResponder>();
-  // Component rows never change (an edit saves a new one): entries need no eviction.
-  private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
+  private readonly workflowCache: LRUCache<string, { row: workflows.WorkflowRow | null }>;
+  private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
+  /** Queue rows of this turn, inserted together (see queue). */
+  private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<void> } | undefined;
   private pollTimer: ClockTimer | undefined;
+  private renewTimer: ClockTimer | undefined;
   private dueTimer: { at: number; timer: ClockTimer } | undefined;
   private stopped = false;
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly store: Store,
-    private readonly runtime: ComponentRuntime,
-    private readonly secrets: SecretBox,
+    runtime: ComponentRuntime,
+    secrets: SecretBox,
     private readonly transactions: TransactionGroup,
     private readonly options: WorkflowRunnerOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.owner = options.soleConsumer ? null : `node-${randomUUID()}`;
+    this.workflowCache = new LRUCache({ ...countedUpTo(10_000), ...(options.soleConsumer ? {} : { ttl: WORKFLOW_TTL_MS }) });
+    const { dialect, retention, router, clock, outbox } = options;
+    this.batches = new StepBatchRunner(store, runtime, secrets, transactions, { dialect, retention, router, clock, outbox, owner: this.owner }, logger);
+  }
 
   async start(): Promise<void> {
+    const { clock, leaseMs, pollMs } = this.options;
     // A run the previous process held when it stopped is taken up again now, not once its lease runs out.
-    if (this.options.soleConsumer) await workflows.releaseAllLeases(this.store.db, this.options.clock.now());
-    this.pollTimer = every(this.options.clock, this.options.pollMs, () => this.wake());
+    if (this.options.soleConsumer) await workflows.releaseAllLeases(this.store.db, clock.now());
+    else {
+      this.renewTimer = every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
+        if (this.held.size === 0) return;
+        workflows.renewRunLeases(this.store.db, this.owner!, clock.now() + leaseMs).catch((error: unknown) => {
+          this.logger.warn({ err: error }, 'could not renew workflow run leases');
+        });
+      });
+    }
+    this.pollTimer = every(clock, pollMs, () => this.wake());
     this.wake();
   }
 
-  /** Stops taking runs and waits for running steps to commit; unfinished runs continue after the next start. */
+  /** Stops taking runs and waits for batches in flight to commit; unfinished runs continue after the next start. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.pollTimer?.cancel();
     this.dueTimer?.timer.cancel();
-    while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    while (this.draining.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    this.renewTimer?.cancel();
   }
 
-  /** Runs were queued (their rows committed): start them now, or (without ids) scan for due runs. */
+  /**
+   * Queues new runs durably (they are rows when this resolves) and takes them up. Runs queued in the same turn of
+   * the event loop share one insert. `beforeInsert` sees the rows first (a responder must exist before a run can answer).
+   */
+  async queue(runs: NewRun[], beforeInsert?: (rows: workflows.WorkflowRunRow[]) => void): Promise<workflows.WorkflowRunRow[]> {
+    const rows = runs.map((run) => runRow(run, this.options.clock.now()));
+    beforeInsert?.(rows);
+    if (!this.pendingInsert) {
+      const pending: workflows.WorkflowRunRow[] = [];
+      const done = this.transactions.run((trx) => {
+        // Closed once its transaction starts; later rows go to the next insert.
+        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
+        return workflows.insertRuns(trx, pending);
+      });
+      this.pendingInsert = { rows: pending, done };
+    }
+    this.pendingInsert.rows.push(...rows);
+    await this.pendingInsert.done;
+    if (this.options.soleConsumer) this.adoptRows(rows, () => Promise.resolve([]));
+    else this.wake(rows.map((r) => r.id));
+    return rows;
+  }
+
+  /** Runs were queued elsewhere (their rows committed): take them up now, or (without ids) scan for due runs. */
   wake(runIds?: string[]): void {
     if (this.stopped) return;
     if (!runIds) {
       this.scanning.request();
       return;
     }
-    for (const id of runIds) this.ready.add(id);
-    this.startReady();
+    void this.adopt(runIds.filter((id) => !this.held.has(id)));
   }
 
   /** Receives the run's `$.respond()` (or its end without one); set before the run's row commits. */
@@ -111,28 +147,16 @@ export class WorkflowRunner {
     this.responders.delete(runId);
   }
 
-  private startReady(): void {
-    for (const runId of this.ready) {
-      if (this.stopped || this.running.size >= this.options.concurrency) return;
-      this.ready.delete(runId);
-      if (this.running.has(runId)) continue;
-      this.running.add(runId);
-      void this.execute(runId)
-        .catch((error: unknown) => this.logger.error({ err: error, runId }, 'workflow run failed in the runner; it is taken up again later'))
-        .finally(() => {
-          this.running.delete(runId);
-          for (const resolve of this.idleWaiters.splice(0)) resolve();
-          this.startReady();
-        });
-    }
+  /** The workflow changed or was deleted: its next batch reads it again. */
+  evictWorkflow(workflowId: string): void {
+    this.workflowCache.delete(workflowId);
   }
 
   private async scan(): Promise<void> {
     try {
       const nowMs = this.options.clock.now();
       const due = await workflows.dueRuns(this.store.db, nowMs, 1000);
-      for (const id of due) if (!this.running.has(id)) this.ready.add(id);
-      this.startReady();
+      await this.adopt(due.filter((id) => !this.held.has(id)));
       const next = await workflows.nextDueMs(this.store.db);
       if (next !== undefined && next > nowMs) this.wakeAt(next);
     } catch (error) {
@@ -151,144 +175,138 @@ export class WorkflowRunner {
     this.dueTimer = { at: atMs, timer };
   }
 
-  private async runnableStep(componentId: string): Promise<RunnableStep | undefined> {
-    const cached = this.components.get(componentId);
-    if (cached) return cached;
-    const row = await loadComponent(this.store.db, componentId);
-    if (!row) return undefined;
-    const step = { info: componentInfo(row), prepared: await this.runtime.prepare(row.code) };
-    this.components.set(componentId, step);
-    return step;
-  }
-
-  /** Takes the run and runs its unfinished steps in order, each committed before the next; stops at a delay. */
-  private async execute(runId: string): Promise<void> {
+  /** Takes runs up by id: the only runner reads them; in a cluster they are claimed (another node may hold them). */
+  private async adopt(ids: string[]): Promise<void> {
+    if (!ids.length || this.stopped) return;
     const { clock, leaseMs } = this.options;
-    let run = await workflows.claimRun(this.store.db, runId, this.owner, clock.now(), clock.now() + leaseMs);
-    if (!run) return;
-    const workflow = await workflows.loadWorkflow(this.store.db, run.workflow_id);
-    if (!workflow) return;
-    const steps = JSON.parse(workflow.steps) as StoredStep[];
-    const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
-    const data = await this.stepDataOf(run);
-    const account = await findUserByIdOrUsername(this.store.db, run.user_id);
-    const renewal = every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
-      workflows.renewRunLease(this.store.db, runId, this.owner, clock.now() + leaseMs).catch((error: unknown) => {
-        this.logger.warn({ err: error, runId }, 'could not renew a workflow run lease');
-      });
-    });
-    let responded = false;
     try {
-      for (let index = run.next_step; index < steps.length; index++) {
-        const step = steps[index]!;
-        const startedMs = clock.now();
-        const result = await this.runStep(run, workflow, step, data, trigger, (response) => {
-          responded = true;
-          this.responders.get(runId)?.(response);
-        });
-        if (!result) {
-          await workflows.releaseRun(this.store.db, runId, this.owner, clock.now());
-          return;
-        }
-        const { outcome, dbWrites, cpuMs } = result;
-        let commit: Awaited<ReturnType<typeof commitStep>>;
-        try {
-          commit = await this.transactions.run(async (trx) => {
-            const done = await commitStep(
-              trx,
-              { run: run!, stepIndex: index, stepName: step.name, stepCount: steps.length, outcome, dbWrites, startedMs, owner: this.owner },
-              { dialect: this.options.dialect, retention: this.options.retention, router: this.options.router, nowMs: clock.now() },
-            );
-            // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
-            if (account) await billUsage(trx, account, index === 0 ? 1 : 0, cpuMs, clock.now());
-            return done;
-          });
-        } catch (error) {
-          if (error instanceof LostRunError) return;
-          throw error;
-        }
-        if (commit.committed.events.length) this.options.router.afterCommit(commit.committed);
-        if (commit.sends > 0) this.options.outbox.wake();
-        if (commit.verdict === 'finished') {
-          if (!responded) this.responders.get(runId)?.(undefined, outcome.error);
-          this.responders.delete(runId);
-          return;
-        }
-        if (commit.verdict === 'delayed') {
-          const due = clock.now() + (outcome.step?.delayMs ?? 0);
-          this.wakeAt(due);
-          return;
-        }
-        data[step.name] = stepData(outcome.step?.returnValue, outcome.step?.exports ?? {});
-        run = { ...run, next_step: index + 1, running_ms: run.running_ms + Math.round(outcome.durationMs) };
-      }
-    } finally {
-      renewal.cancel();
-    }
-  }
-
-  /** `steps` as the next step sees it: the trigger and every finished step's exports and return value. */
-  private async stepDataOf(run: workflows.WorkflowRunRow): Promise<Record<string, unknown>> {
-    const data: Record<string, unknown> = {
-      trigger: { event: JSON.parse(run.event) as unknown, context: { id: run.id, ts: new Date(run.created_ms).toISOString(), workflow_id: run.workflow_id } },
-    };
-    for (const row of await workflows.runSteps(this.store.db, [run.id])) {
-      data[row.name] = stepData(row.return_value === null ? undefined : JSON.parse(row.return_value), JSON.parse(row.exports) as Record<string, unknown>);
-    }
-    return data;
-  }
-
-  /**
-   * Runs one step in the account's worker. Returns its outcome (a failure of the step's own making included), or
-   * undefined when the runtime itself failed and the run should be taken up again later.
-   */
-  private async runStep(
-    run: workflows.WorkflowRunRow,
-    workflow: workflows.WorkflowRow,
-    step: StoredStep,
-    data: Record<string, unknown>,
-    trigger: WorkflowTrigger | undefined,
-    onRespond: (response: HttpResponse) => void,
-  ): Promise<{ outcome: InvocationOutcome; dbWrites: Record<string, unknown>; cpuMs: number } | undefined> {
-    const failed = (name: string, message: string, code: string) => ({
-      outcome: { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}`, code }, durationMs: 0 },
-      dbWrites: {},
-      cpuMs: 0,
-    });
-    const remainingMs = workflow.timeout_ms - run.running_ms;
-    if (remainingMs <= 0) return failed('TimeoutError', `the run used its ${workflow.timeout_ms} ms of running time`, 'timeout');
-    const runnable = await this.runnableStep(step.component_id);
-    if (!runnable) return failed('ConfigurationError', `the component of step "${step.name}" no longer exists`, 'component_missing');
-    const { info, prepared } = runnable;
-    const input: StepInput = { steps: data, props: evaluateProps(runtimeProps(info.props, step.configured_props, this.secrets), { steps: data }) };
-    const usesDb = info.props.some((p) => p.type === '$.service.db');
-    const db = usesDb ? await workflows.readStepDb(this.store.db, workflow.id, step.name) : {};
-    try {
-      const result = await this.runtime.invoke(
-        {
-          accountId: workflow.user_id,
-          sourceId: workflow.id,
-          component: prepared,
-          method: 'step',
-          events: [input],
-          props: {},
-          auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
-          db,
-          customResponse: trigger?.type === 'http' && trigger.custom_response,
-          timeoutMs: remainingMs,
-        },
-        { onRespond },
-      );
-      const outcome = result.outcomes[0]!;
-      // A send this server cannot carry out fails its step now, rather than vanishing after the commit.
-      for (const send of outcome.step?.sends ?? []) {
-        const missing = this.options.outbox.unavailable(send.kind);
-        if (missing) return { ...failed('ConfigurationError', `${missing}; nothing of this step was committed`, 'send_unavailable'), cpuMs: result.cpuMs };
-      }
-      return { outcome, dbWrites: result.dbWrites, cpuMs: result.cpuMs };
+      const rows = this.owner
+        ? await workflows.claimRuns(this.store.db, ids, this.owner, clock.now(), clock.now() + leaseMs)
+        : (await workflows.loadUnfinishedRuns(this.store.db, ids)).filter((row) => Number(row.due_ms) <= clock.now());
+      this.adoptRows(rows, (resumed) => workflows.runSteps(this.store.db, resumed));
     } catch (error) {
-      this.logger.error({ err: error, runId: run.id }, 'runtime failed while running a workflow step; the run is taken up again');
-      return undefined;
+      if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not take up runs; the next scan retries');
     }
   }
+
+  /** Holds the rows and queues each at its next step; runs past their first step get their finished steps' data. */
+  private adoptRows(rows: workflows.WorkflowRunRow[], finishedSteps: (runIds: string[]) => Promise<workflows.WorkflowRunStepRow[]>): void {
+    const fresh = rows.filter((row) => !this.held.has(row.id));
+    for (const run of fresh) this.held.set(run.id, { run, data: triggerData(run) });
+    const resumed = fresh.filter((row) => row.next_step > 0).map((row) => row.id);
+    const queueAll = () => {
+      for (const run of fresh) this.enqueue(this.held.get(run.id)!);
+    };
+    if (!resumed.length) return queueAll();
+    finishedSteps(resumed).then(
+      (stepRows) => {
+        for (const row of stepRows) {
+          const held = this.held.get(row.run_id);
+          if (held) held.data[row.name] = stepData(row.return_value === null ? undefined : JSON.parse(row.return_value), JSON.parse(row.exports));
+        }
+        queueAll();
+      },
+      (error: unknown) => {
+        for (const run of fresh) this.held.delete(run.id);
+        this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
+      },
+    );
+  }
+
+  private enqueue(held: HeldRun): void {
+    const key = `${held.run.workflow_id}#${held.run.next_step}`;
+    let queue = this.queues.get(key);
+    if (!queue) this.queues.set(key, (queue = []));
+    queue.push(held);
+    this.startDrains();
+  }
+
+  /** Starts draining waiting queues while there are free slots; a queue never drains twice at once. */
+  private startDrains(): void {
+    for (const key of this.queues.keys()) {
+      if (this.stopped || this.draining.size >= this.options.concurrency) return;
+      if (this.draining.has(key)) continue;
+      this.draining.add(key);
+      void this.drain(key)
+        .catch((error: unknown) => this.logger.error({ err: error, key }, 'a workflow step batch failed in the runner; its runs are taken up again later'))
+        .finally(() => {
+          this.draining.delete(key);
+          for (const resolve of this.idleWaiters.splice(0)) resolve();
+          this.startDrains();
+        });
+    }
+  }
+
+  private async drain(key: string): Promise<void> {
+    const [workflowId, index] = key.split('#') as [string, string];
+    const stepIndex = Number(index);
+    for (;;) {
+      const queue = this.queues.get(key);
+      if (!queue?.length || this.stopped) {
+        if (queue && !queue.length) this.queues.delete(key);
+        return;
+      }
+      const batch = queue.splice(0, this.options.batchSize);
+      try {
+        await this.runBatch(workflowId, stepIndex, batch);
+      } catch (error) {
+        // Not committed: the runs stay queued in the database and a scan takes them up again.
+        for (const held of batch) this.held.delete(held.run.id);
+        throw error;
+      }
+    }
+  }
+
+  private async workflow(workflowId: string): Promise<workflows.WorkflowRow | undefined> {
+    const cached = this.workflowCache.get(workflowId);
+    if (cached) return cached.row ?? undefined;
+    const row = (await workflows.loadWorkflow(this.store.db, workflowId)) ?? null;
+    this.workflowCache.set(workflowId, { row });
+    return row ?? undefined;
+  }
+
+  private async runBatch(workflowId: string, stepIndex: number, batch: HeldRun[]): Promise<void> {
+    const workflow = await this.workflow(workflowId);
+    if (!workflow || stepIndex >= (JSON.parse(workflow.steps) as unknown[]).length) {
+      // Deleted (its runs went with it), or changed to fewer steps: nothing is left for these runs to run.
+      for (const held of batch) this.finish(held.run.id, undefined);
+      return;
+    }
+    const responded = new Set<string>();
+    const result = await this.batches.run(workflow, stepIndex, batch, (runId, response) => {
+      responded.add(runId);
+      this.responders.get(runId)?.(response);
+    });
+    if (result.handedBack) {
+      for (const held of batch) this.held.delete(held.run.id);
+      return;
+    }
+    const stepName = (JSON.parse(workflow.steps) as Array<{ name: string }>)[stepIndex]!.name;
+    batch.forEach((held, i) => {
+      const verdict = result.verdicts[i]!;
+      const outcome = result.outcomes[i]!;
+      if (verdict === 'lost') return void this.held.delete(held.run.id);
+      if (verdict === 'finished') return this.finish(held.run.id, responded.has(held.run.id) ? 'responded' : outcome.error);
+      held.data[stepName] = stepData(outcome.step?.returnValue, outcome.step?.exports ?? {});
+      held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
+      if (verdict === 'next') return this.enqueue(held);
+      // Delayed: its row has the due time; a scan takes it up again then.
+      this.held.delete(held.run.id);
+      this.wakeAt(this.options.clock.now() + (outcome.step?.delayMs ?? 0));
+    });
+  }
+
+  /** The run is over here: a waiting HTTP client that got no `$.respond()` hears so. */
+  private finish(runId: string, ending: 'responded' | InvocationError | undefined): void {
+    this.held.delete(runId);
+    if (ending !== 'responded') this.responders.get(runId)?.(undefined, ending);
+    this.responders.delete(runId);
+  }
+}
+
+/** `steps.trigger` of a run: its event and context. */
+function triggerData(run: workflows.WorkflowRunRow): Record<string, unknown> {
+  return {
+    trigger: { event: JSON.parse(run.event) as unknown, context: { id: run.id, ts: new Date(Number(run.created_ms)).toISOString(), workflow_id: run.workflow_id } },
+  };
 }

@@ -17,7 +17,7 @@ import { echoProps, validateProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
-import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
+import type { NewRun } from '../commit/workflow-runs.js';
 import { sendsOfRuns, type SendRow } from '../store/sends.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
@@ -235,12 +235,9 @@ export class WorkflowService {
   }
 
   /** Queues runs (quota admitted first) and wakes the runner once they are rows. */
-  async queue(runs: NewRun[], beforeWake?: (rows: workflows.WorkflowRunRow[]) => void): Promise<workflows.WorkflowRunRow[]> {
+  async queue(runs: NewRun[]): Promise<workflows.WorkflowRunRow[]> {
     for (const userId of new Set(runs.map((r) => r.userId))) await this.quotas.admit(userId);
-    const rows = await queueRuns(this.store.db, runs, this.settings.clock.now());
-    beforeWake?.(rows);
-    this.runner.wake(rows.map((r) => r.id));
-    return rows;
+    return this.runner.queue(runs);
   }
 
   /**
@@ -251,15 +248,16 @@ export class WorkflowService {
   async acceptHttp(workflowId: string, userId: string, event: unknown, customResponse: boolean): Promise<HttpResponse | undefined> {
     const run: NewRun = { workflowId, userId, trigger: 'http', event };
     if (!customResponse) {
-      await queueRuns(this.store.db, [run], this.settings.clock.now()).then((rows) => this.runner.wake(rows.map((r) => r.id)));
+      await this.runner.queue([run]);
       return undefined;
     }
     let settle!: (answer: { response?: HttpResponse | undefined; error?: InvocationError | undefined }) => void;
     const answered = new Promise<{ response?: HttpResponse | undefined; error?: InvocationError | undefined }>((resolve) => (settle = resolve));
-    const rows = await queueRuns(this.store.db, [run], this.settings.clock.now());
-    const runId = rows[0]!.id;
-    this.runner.onResponse(runId, (response, error) => settle({ response, error }));
-    this.runner.wake([runId]);
+    let runId = '';
+    await this.runner.queue([run], ([row]) => {
+      runId = row!.id;
+      this.runner.onResponse(runId, (response, error) => settle({ response, error }));
+    });
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
     const timer = setTimeout(() => settle({}), (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000);
     const { response, error } = await answered;

@@ -78,10 +78,6 @@ export function findRun(db: Db, workflowId: string, runId: string): Promise<Work
   return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).where('workflow_id', '=', workflowId).executeTakeFirst();
 }
 
-export function loadRun(db: Db, runId: string): Promise<WorkflowRunRow | undefined> {
-  return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).executeTakeFirst();
-}
-
 /** A workflow's runs, newest first; only those with `status` when given. */
 export function listRuns(db: Kysely<Database>, workflowId: string, page: PageRequest, status?: WorkflowRunStatus): Promise<Page<WorkflowRunRow>> {
   const base = db
@@ -130,69 +126,67 @@ export async function nextDueMs(db: Db): Promise<number | undefined> {
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
 }
 
+/** Unfinished runs among `ids`, for the only runner (which holds no leases). */
+export function loadUnfinishedRuns(db: Db, ids: string[]): Promise<WorkflowRunRow[]> {
+  if (!ids.length) return Promise.resolve([]);
+  return db.selectFrom('workflow_runs').selectAll().where('id', 'in', ids).where('due_ms', 'is not', null).execute();
+}
+
 /**
- * Takes a run for `owner` until `leaseUntilMs`, unless another runner holds it or it is not due: a compare-and-set,
- * so that of two runners only one gets it. Returns the run as taken.
+ * Takes the runs among `ids` that are due and not held by another runner, for `owner` until `leaseUntilMs`: one
+ * compare-and-set, so that of two runners only one gets each run. Returns the runs as taken.
  */
-export async function claimRun(db: Db, runId: string, owner: string, nowMs: number, leaseUntilMs: number): Promise<WorkflowRunRow | undefined> {
+export function claimRuns(db: Db, ids: string[], owner: string, nowMs: number, leaseUntilMs: number): Promise<WorkflowRunRow[]> {
+  if (!ids.length) return Promise.resolve([]);
   return db
     .updateTable('workflow_runs')
     .set((eb) => ({ lease_owner: owner, lease_until_ms: leaseUntilMs, status: 'running', attempts: eb('attempts', '+', 1) }))
-    .where('id', '=', runId)
+    .where('id', 'in', ids)
     .where('due_ms', '<=', nowMs)
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
     .returningAll()
-    .executeTakeFirst();
+    .execute();
 }
 
-/** Renews a held lease; false when the run is no longer this owner's (taken over after a pause). */
-export async function renewRunLease(db: Db, runId: string, owner: string, leaseUntilMs: number): Promise<boolean> {
-  const result = await db
-    .updateTable('workflow_runs')
-    .set({ lease_until_ms: leaseUntilMs })
-    .where('id', '=', runId)
-    .where('lease_owner', '=', owner)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+/** Renews every lease `owner` holds, in one statement. */
+export async function renewRunLeases(db: Db, owner: string, leaseUntilMs: number): Promise<void> {
+  await db.updateTable('workflow_runs').set({ lease_until_ms: leaseUntilMs }).where('lease_owner', '=', owner).execute();
 }
 
-/** Records a finished step and moves the run on, if `owner` still holds it; false when it lost the run. */
-export async function finishStep(
-  db: Db,
-  step: WorkflowRunStepRow,
-  owner: string,
-  run: Pick<WorkflowRunRow, 'status' | 'next_step' | 'due_ms' | 'running_ms' | 'exit_reason' | 'error' | 'finished_ms'> & { releaseLease: boolean },
-): Promise<boolean> {
-  const { releaseLease, ...changes } = run;
+/** The run's state after a finished step (see commitSteps). */
+export type RunAdvance = Pick<WorkflowRunRow, 'status' | 'next_step' | 'due_ms' | 'running_ms' | 'exit_reason' | 'error' | 'finished_ms'> & {
+  releaseLease: boolean;
+};
+
+/**
+ * Moves a run past step `stepIndex`, if `owner` still holds it (null: the only runner, which holds no leases) and no
+ * one moved it first; false when it lost the run.
+ */
+export async function advanceRun(db: Db, runId: string, stepIndex: number, owner: string | null, advance: RunAdvance): Promise<boolean> {
+  const { releaseLease, ...changes } = advance;
   const lease = releaseLease ? { lease_owner: null, lease_until_ms: null } : {};
   const result = await db
     .updateTable('workflow_runs')
     .set({ ...changes, ...lease })
-    .where('id', '=', step.run_id)
-    .where('lease_owner', '=', owner)
-    .where('next_step', '=', step.step_index)
+    .where('id', '=', runId)
+    .where('next_step', '=', stepIndex)
+    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
     .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) return false;
-  await db.insertInto('workflow_run_steps').values(step).execute();
-  return true;
+  return Number(result.numUpdatedRows) > 0;
 }
 
-/** Hands a run back (the runtime failed, or the server stops): it is due again at once. */
-export async function releaseRun(db: Db, runId: string, owner: string, nowMs: number): Promise<void> {
-  await db
-    .updateTable('workflow_runs')
-    .set({ lease_owner: null, lease_until_ms: null, status: 'queued', due_ms: nowMs })
-    .where('id', '=', runId)
-    .where('lease_owner', '=', owner)
-    .execute();
+export async function insertStepRows(db: Db, rows: WorkflowRunStepRow[]): Promise<void> {
+  if (rows.length) await db.insertInto('workflow_run_steps').values(rows).execute();
 }
 
-/** Fails a run outright (its workflow is gone or broken); no step row is written. */
-export async function failRun(db: Db, runId: string, error: string, nowMs: number): Promise<void> {
+/** Hands runs back (the runtime failed): they are due again after `retryAtMs`, for any runner. */
+export async function releaseRuns(db: Db, runIds: string[], owner: string | null, retryAtMs: number): Promise<void> {
+  if (!runIds.length) return;
   await db
     .updateTable('workflow_runs')
-    .set({ status: 'failed', error, due_ms: null, lease_owner: null, lease_until_ms: null, finished_ms: nowMs })
-    .where('id', '=', runId)
+    .set({ lease_owner: null, lease_until_ms: null, status: 'queued', due_ms: retryAtMs })
+    .where('id', 'in', runIds)
+    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
     .execute();
 }
 

@@ -1,0 +1,181 @@
+// Runs one step of one workflow for a batch of its runs in a single worker call, and commits what each run's step did.
+import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../lib/clock.js';
+import { countedUpTo } from '../lib/cache-bounds.js';
+import type { SecretBox } from '../lib/secrets.js';
+import type { DialectName, Store } from '../store/database.js';
+import type { TransactionGroup } from '../store/group-commit.js';
+import * as workflows from '../store/workflows.js';
+import { componentInfo, loadComponent } from '../store/components.js';
+import { findUserByIdOrUsername } from '../store/users.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import type { ComponentInfo, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
+import { runtimeProps } from '../model/props.js';
+import { evaluateProps } from '../model/templates.js';
+import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
+import { billUsage } from '../commit/usage.js';
+import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
+import type { EventRouter } from '../commit/routing.js';
+
+/** A run this runner holds, with the step data its next step sees (`steps.trigger`, `steps.<name>`). */
+export interface HeldRun {
+  run: workflows.WorkflowRunRow;
+  data: Record<string, unknown>;
+}
+
+/** Where committed sends go: the outbox sender (delivery/sends), reached through this so that engine/ stays below it. */
+export interface StepOutbox {
+  /** Why this server cannot carry out `$.send.<kind>()` (a setting it needs is missing), or undefined when it can. */
+  unavailable(kind: StepSend['kind']): string | undefined;
+  /** Sends were committed: carry them out now. */
+  wake(): void;
+}
+
+export interface StepBatchOptions {
+  dialect: DialectName;
+  retention: number;
+  router: EventRouter;
+  clock: Clock;
+  outbox: StepOutbox;
+  /** The lease owner of the runs; null for the only runner, which holds no leases. */
+  owner: string | null;
+}
+
+/** What became of a batch: each run's verdict in batch order, or `handedBack` when the runtime itself failed. */
+export type BatchResult = { handedBack: true } | { handedBack: false; verdicts: CommittedBatch['verdicts']; outcomes: InvocationOutcome[] };
+
+/** A step's component ready to run: what the runtime learned of it and its prepared bundle. */
+interface RunnableStep {
+  info: ComponentInfo;
+  prepared: PreparedComponent;
+}
+
+function failedOutcome(name: string, message: string, code: string): InvocationOutcome {
+  return { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}`, code }, durationMs: 0 };
+}
+
+export class StepBatchRunner {
+  // Component rows never change (an edit saves a new one): entries need no eviction.
+  private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
+
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: ComponentRuntime,
+    private readonly secrets: SecretBox,
+    private readonly transactions: TransactionGroup,
+    private readonly options: StepBatchOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  private async runnableStep(componentId: string): Promise<RunnableStep | undefined> {
+    const cached = this.components.get(componentId);
+    if (cached) return cached;
+    const row = await loadComponent(this.store.db, componentId);
+    if (!row) return undefined;
+    const step = { info: componentInfo(row), prepared: await this.runtime.prepare(row.code) };
+    this.components.set(componentId, step);
+    return step;
+  }
+
+  /**
+   * Runs step `stepIndex` of `workflow` for every run of the batch in one worker call (one StepInput each, props
+   * evaluated per run) and commits the results in one transaction. `onRespond` gets a run's `$.respond()` at once.
+   */
+  async run(
+    workflow: workflows.WorkflowRow,
+    stepIndex: number,
+    batch: HeldRun[],
+    onRespond: (runId: string, response: HttpResponse) => void,
+  ): Promise<BatchResult> {
+    const { clock } = this.options;
+    const steps = JSON.parse(workflow.steps) as StoredStep[];
+    const step = steps[stepIndex]!;
+    const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
+    const startedMs = clock.now();
+    const invoked = await this.invoke(workflow, step, batch, trigger, onRespond);
+    if (!invoked) {
+      await workflows.releaseRuns(
+        this.store.db,
+        batch.map((held) => held.run.id),
+        this.options.owner,
+        clock.now() + 1000,
+      );
+      return { handedBack: true };
+    }
+    const { outcomes, dbWrites, cpuMs } = invoked;
+    const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
+    const finished: FinishedStep[] = batch.map((held, i) => ({ run: held.run, outcome: outcomes[i]!, startedMs }));
+    const { router, dialect, retention, owner } = this.options;
+    const committed = await this.transactions.run(async (trx) => {
+      const nowMs = clock.now();
+      const result = await commitSteps(
+        trx,
+        { workflowId: workflow.id, userId: workflow.user_id, stepIndex, stepName: step.name, stepCount: steps.length, steps: finished, dbWrites, owner },
+        { dialect, retention, router, nowMs },
+      );
+      // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
+      const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;
+      if (account) await billUsage(trx, account, started, cpuMs, nowMs);
+      return result;
+    });
+    if (committed.committed.events.length) router.afterCommit(committed.committed);
+    if (committed.sends > 0) this.options.outbox.wake();
+    return { handedBack: false, verdicts: committed.verdicts, outcomes };
+  }
+
+  /**
+   * The worker call. Returns each run's outcome (failures of the step's own making included), or undefined when the
+   * runtime itself failed and the runs should be taken up again later.
+   */
+  private async invoke(
+    workflow: workflows.WorkflowRow,
+    step: StoredStep,
+    batch: HeldRun[],
+    trigger: WorkflowTrigger | undefined,
+    onRespond: (runId: string, response: HttpResponse) => void,
+  ): Promise<{ outcomes: InvocationOutcome[]; dbWrites: Record<string, unknown>; cpuMs: number } | undefined> {
+    const runnable = await this.runnableStep(step.component_id);
+    if (!runnable) {
+      const missing = failedOutcome('ConfigurationError', `the component of step "${step.name}" no longer exists`, 'component_missing');
+      return { outcomes: batch.map(() => missing), dbWrites: {}, cpuMs: 0 };
+    }
+    const { info, prepared } = runnable;
+    const stored = runtimeProps(info.props, step.configured_props, this.secrets);
+    const inputs: StepInput[] = batch.map((held) => ({ steps: held.data, props: evaluateProps(stored, { steps: held.data }) }));
+    // The batch shares one call, so it shares the shortest time any of its runs has left.
+    const remainingMs = Math.min(...batch.map((held) => workflow.timeout_ms - held.run.running_ms));
+    if (remainingMs <= 0) {
+      const timedOut = failedOutcome('TimeoutError', `the run used its ${workflow.timeout_ms} ms of running time`, 'timeout');
+      return { outcomes: batch.map(() => timedOut), dbWrites: {}, cpuMs: 0 };
+    }
+    const usesDb = info.props.some((p) => p.type === '$.service.db');
+    const db = usesDb ? await workflows.readStepDb(this.store.db, workflow.id, step.name) : {};
+    try {
+      const result = await this.runtime.invoke(
+        {
+          accountId: workflow.user_id,
+          sourceId: workflow.id,
+          component: prepared,
+          method: 'step',
+          events: inputs,
+          props: {},
+          auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
+          db,
+          customResponse: trigger?.type === 'http' && trigger.custom_response,
+          timeoutMs: remainingMs,
+        },
+        { onRespond: (response, index = 0) => onRespond(batch[index]!.run.id, response) },
+      );
+      // A send this server cannot carry out fails its step now, rather than vanishing after the commit.
+      const outcomes = result.outcomes.map((outcome) => {
+        const missing = (outcome.step?.sends ?? []).map((send) => this.options.outbox.unavailable(send.kind)).find((reason) => reason !== undefined);
+        return missing ? failedOutcome('ConfigurationError', `${missing}; nothing of this step was committed`, 'send_unavailable') : outcome;
+      });
+      return { outcomes, dbWrites: result.dbWrites, cpuMs: result.cpuMs };
+    } catch (error) {
+      this.logger.error({ err: error, workflowId: workflow.id }, 'runtime failed while running a workflow step; its runs are taken up again');
+      return undefined;
+    }
+  }
+}
