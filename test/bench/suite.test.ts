@@ -70,7 +70,7 @@ describe('npm run bench', () => {
     output = stdout;
     results = JSON.parse(readFileSync(file, 'utf8')) as Results;
     expect(results.failed).toBe(0);
-    expect([...new Set(results.rows.map((r) => r.bench))]).toEqual(['ingest', 'fanout', 'timers', 'scale', 'overhead']);
+    expect([...new Set(results.rows.map((r) => r.bench))]).toEqual(['ingest', 'fanout', 'timers', 'scale', 'overhead', 'workflows']);
     expect(results.rows.filter((r) => r.status === 'FAILED')).toEqual([]);
     // The table is printed too.
     expect(stdout).toContain('| benchmark | metric');
@@ -83,6 +83,14 @@ describe('npm run bench', () => {
     expect(num(match![1]!)).toBeGreaterThan(0);
     expect(num(match![2]!)).toBe(num(match![1]!));
     expect(row.status).toBe('met');
+  });
+
+  it('workflows: every acknowledged run succeeds', () => {
+    const row = rowOf('workflows', '3-step runs completed/s');
+    const match = /\(([\d,]+) of ([\d,]+) acknowledged runs succeeded\)/.exec(row.value);
+    expect(match, row.value).not.toBeNull();
+    expect(num(match![2]!)).toBeGreaterThan(0);
+    expect(num(match![1]!)).toBe(num(match![2]!));
   });
 
   it('fanout: every event reaches the SSE client and the webhook receiver', () => {
