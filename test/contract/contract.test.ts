@@ -26,7 +26,7 @@ import {
   requiredFieldsOf,
   responseSchemaOf,
 } from './spec.js';
-import { HTTP_SECRET, type RawResponse, SHOWCASE, TINY, YEARLY_CRON, hit, send, withSlash, withoutSlash } from './fixtures.js';
+import { HTTP_SECRET, type RawResponse, SHOWCASE, TINY, WORKFLOW_STEPS, YEARLY_CRON, hit, send, withSlash, withoutSlash } from './fixtures.js';
 
 type Api = ReturnType<typeof client>;
 interface Account {
@@ -62,17 +62,22 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
     | 'subGlob'
     | 'subChannel'
     | 'componentFromUrl'
-    | 'componentCodeAndUrl',
+    | 'componentCodeAndUrl'
+    | 'workflow',
     RawResponse
   > = {} as any;
   /** The events of source A, newest first, with expand=event: default stream, $errors and $logs. */
   let emits: any[];
   let errors: any[];
+  /** The seed workflow's events and errors, newest first, with expand=event. */
+  let workflowEmits: any[];
+  let workflowErrors: any[];
 
   const url = (p: string) => `${server.url}${p}`;
   const A = () => made.sourceA.body.data;
   const webhookId = () => made.webhook.body.data.id as string;
   const tinyId = () => made.tiny.body.data.id as string;
+  const workflowId = () => made.workflow.body.data.id as string;
 
   async function account(plan: 'free' | 'paid' = 'free'): Promise<Account> {
     const user = await server.createUser({ plan });
@@ -152,6 +157,26 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
       (r) => r.body.data?.length === 1,
       { what: 'the event of the key source' },
     );
+
+    // The seed workflow (made through the extension API): one run emits, one fails in its second step.
+    made.workflow = ok(await api.post('/v1/workflows', { name: 'Contract workflow', steps: WORKFLOW_STEPS }), 'create workflow');
+    const accepted = (res: RawResponse, what: string) => expect(res.status, `${what}: ${res.text}`).toBe(202);
+    accepted(await api.post(`/v1/workflows/${workflowId()}/run`, { n: 1 }), 'run workflow');
+    accepted(await api.post(`/v1/workflows/${workflowId()}/run`, { fail: 'contract workflow failure' }), 'fail workflow');
+    workflowEmits = (
+      await waitFor(
+        () => api.get(`/v1/workflows/${workflowId()}/event_summaries?limit=100&expand=event`),
+        (r) => r.body.data?.length === 2,
+        { what: 'the 2 emits of the workflow' },
+      )
+    ).body.data;
+    workflowErrors = (
+      await waitFor(
+        () => api.get(`/v1/workflows/${workflowId()}/$errors/event_summaries?limit=100&expand=event`),
+        (r) => r.body.data?.length === 1,
+        { what: 'the $errors event of the workflow' },
+      )
+    ).body.data;
 
     made.webhook = ok(await api.post(`/v1/webhooks?url=${enc(`${receiver.url}/contract`)}&name=orders&description=${enc('new orders')}`), 'create webhook');
     made.webhook2 = ok(await api.post(`/v1/webhooks?url=${enc(`${receiver.url}/contract-2`)}&name=second&description=two`), 'create webhook 2');
@@ -586,13 +611,42 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
 
   // -------------------------------------------------------------------------------------------------------------
   describe('workflows', () => {
-    // Workflows cannot be made through the REST interface, so every workflow id is unknown here.
+    it('GET /v1/workflows/{id}/event_summaries answers a page of event summaries whose event is { raw_event }', async () => {
+      const res = await me.api.get(`/v1/workflows/${workflowId()}/event_summaries?expand=event`);
+      expect(res.status).toBe(200);
+      expectPage(res.body, 'event-summary.json');
+      expect(res.body.data).toEqual(workflowEmits);
+      expect(workflowEmits.map((e) => e.event)).toEqual([{ raw_event: { n: 1, at: 'second' } }, { raw_event: { n: 1, at: 'first' } }]);
+      for (const e of workflowEmits) expect(e.metadata).toMatchObject({ emitter_id: workflowId(), name: '' });
+      expect(res.body.page_info).toMatchObject({ total_count: 2, count: 2 });
+    });
+
+    it('GET /v1/workflows/{id}/$errors/event_summaries answers the error with every field of the workflow error table', async () => {
+      const res = await me.api.get(`/v1/workflows/${workflowId()}/$errors/event_summaries?expand=event`);
+      expect(res.status).toBe(200);
+      expectPage(res.body, 'event-summary.json');
+      const [item] = workflowErrors;
+      expect(res.body.data).toEqual(workflowErrors);
+      expect(item.metadata).toMatchObject({ emitter_id: workflowId(), name: '$errors' });
+      expectValid('event-summary.json#workflowErrorEvent', item.event);
+      expect(item.event.original_event).toEqual({ fail: 'contract workflow failure' });
+      expect(item.event.original_context).toMatchObject({ workflow_id: workflowId(), deployment_id: workflowId(), owner_id: me.id, verified: false });
+      expect(item.event.error).toMatchObject({ cellId: 'second', code: 'Error' });
+      expect(item.event.error.stack).toContain('contract workflow failure');
+    });
+
     it.each([
       '/event_summaries',
       '/$errors/event_summaries',
       '/event_summaries?expand=event&limit=5',
     ])('GET /v1/workflows/{unknown id}%s answers 404 with an error body', async (suffix) => {
       expectError(await me.api.get(`/v1/workflows/p_${UNKNOWN}${suffix}`), 404, 'not_found');
+    });
+
+    it("answers 404 for another account's workflow", async () => {
+      const other = await account();
+      expectError(await other.api.get(`/v1/workflows/${workflowId()}/event_summaries`), 404, 'not_found');
+      expectError(await other.api.get(`/v1/workflows/${workflowId()}/$errors/event_summaries`), 404, 'not_found');
     });
   });
 
@@ -742,9 +796,9 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
       case 'GET /users/me/webhooks':
         return { ...base, path: '/v1/users/me/webhooks' };
       case 'GET /workflows/{workflow_id}/event_summaries':
-        return { ...base, path: `/v1/workflows/p_${UNKNOWN}/event_summaries`, status: 404 };
+        return { ...base, path: `/v1/workflows/${workflowId()}/event_summaries` };
       case 'GET /workflows/{workflow_id}/$errors/event_summaries':
-        return { ...base, path: `/v1/workflows/p_${UNKNOWN}/$errors/event_summaries`, status: 404 };
+        return { ...base, path: `/v1/workflows/${workflowId()}/$errors/event_summaries` };
       case 'GET /users/me':
         return { ...base, path: '/v1/users/me' };
       default:

@@ -160,3 +160,22 @@ export function withoutSlash(pathAndQuery: string): string {
 }
 
 export type { ApiResponse };
+
+/** The seed workflow's steps: each emits `{ n, at }` unless the event asks the run to fail, which its second step does. */
+export const WORKFLOW_STEPS = [
+  {
+    name: 'first',
+    component_code: `export default defineComponent({ async run({ steps, $ }) {
+      const event = steps.trigger.event;
+      if (!event.fail) $.send.emit({ raw_event: { n: event.n, at: "first" } });
+    } });`,
+  },
+  {
+    name: 'second',
+    component_code: `export default defineComponent({ async run({ steps, $ }) {
+      const event = steps.trigger.event;
+      if (event.fail) throw new Error(event.fail);
+      $.send.emit({ raw_event: { n: event.n, at: "second" } });
+    } });`,
+  },
+];

@@ -35,6 +35,7 @@ export type SchemaName =
   | 'webhook.json#listItem'
   | 'event-summary.json'
   | 'event-summary.json#errorEvent'
+  | 'event-summary.json#workflowErrorEvent'
   | 'page-info.json'
   | 'error.json'
   | 'envelope.json'
