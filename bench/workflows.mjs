@@ -4,7 +4,7 @@ import { loadgen } from './lib/client.mjs';
 import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { waitForCount } from './lib/events.mjs';
 import { startBareFastify } from './lib/servers.mjs';
-import { cpuPerEvent, int, p50p99, sleep } from './lib/stats.mjs';
+import { cpuPerEvent, int, p50p99, sleep, summarize } from './lib/stats.mjs';
 import { met, row } from './lib/table.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
@@ -40,6 +40,29 @@ async function waitForRuns(api, workflowId, expected, { timeoutMs, quietMs = 10_
   }
 }
 
+/**
+ * Runs the workflow `runs` times one after another (manual runs) and measures each durable step transition: from
+ * the end of a step (its start plus its duration, as the run records them) to the start of the next one, which
+ * includes committing the step.
+ */
+async function stepTransitions(api, workflowId, runs) {
+  const gaps = [];
+  for (let i = 0; i < runs; i++) {
+    const started = await api.ok('POST', `/v1/workflows/${workflowId}/run`, { body: { seq: i } });
+    let run;
+    for (;;) {
+      run = (await api.ok('GET', `/v1/workflows/${workflowId}/runs/${started.data.id}`)).data;
+      if (run.status === 'succeeded' || run.status === 'failed') break;
+      await sleep(1);
+    }
+    for (let s = 1; s < run.steps.length; s++) {
+      const previous = run.steps[s - 1];
+      gaps.push(run.steps[s].started_at_ms - (previous.started_at_ms + previous.duration_ms));
+    }
+  }
+  return { ...summarize(gaps.sort((a, b) => a - b)), count: gaps.length };
+}
+
 /** Load for `seconds`, then the wait until everything acknowledged is done; done/s counts from the first request. */
 async function measure(server, url, job, timeout, drain) {
   const started = Date.now();
@@ -70,6 +93,8 @@ export async function run(cfg, log) {
     });
     flow.done = done;
     log(`workflow: ${int(flow.load.acked)} runs acknowledged, ${int(done.count)} succeeded in ${flow.seconds.toFixed(1)} s`);
+    flow.transitions = await stepTransitions(workflowServer.api, workflowId, cfg.overheadRuns);
+    log(`workflow: ${flow.transitions.count} step transitions of ${cfg.overheadRuns} runs made one at a time`);
   } finally {
     await workflowServer.stop();
   }
@@ -105,6 +130,14 @@ export async function run(cfg, log) {
       `one-step source: ${int(eventsPerSecond)} events/s stored; bare Fastify ${int(base.rate)} requests/s`,
       '≥ 2,000 runs/s',
       met(runsPerSecond >= 2000 && flow.done.reached),
+    ),
+    row(
+      'workflows',
+      `durable step transition p50 / p99 (${int(flow.transitions.count)} transitions, runs one at a time)`,
+      p50p99(flow.transitions),
+      '',
+      'p50 ≤ 1 ms',
+      met(flow.transitions.p50 <= 1),
     ),
     row('workflows', 'HTTP acknowledgement p50 / p99', p50p99(flow.load.latency), p50p99(source.load.latency), ''),
     row(
