@@ -20,6 +20,8 @@ export interface FinishedStep {
   run: WorkflowRunRow;
   outcome: InvocationOutcome;
   startedMs: number;
+  /** The run owes its HTTP client a `$.respond()` (custom_response) and no step has given one yet. */
+  awaitingResponse: boolean;
 }
 
 /** A batch of runs that ran the same step of one workflow in one worker call. */
@@ -144,6 +146,10 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
       continue;
     }
     verdicts.push(verdict);
+    if (verdict === 'finished' && !outcome.error && step.awaitingResponse) {
+      const message = 'the run ended without any step calling $.respond(); the HTTP client got 504 no_response';
+      events.push(workflowErrorEvent(run, batch.stepName, { name: 'NoResponseError', message, stack: `NoResponseError: ${message}`, code: 'no_response' }, options.nowMs));
+    }
     stepRows.push({
       run_id: run.id,
       step_index: batch.stepIndex,

@@ -87,6 +87,8 @@ export class StepBatchRunner {
     stepIndex: number,
     batch: HeldRun[],
     onRespond: (runId: string, response: HttpResponse) => void,
+    /** Whether a run's HTTP client has had its `$.respond()`, in this batch or an earlier one. */
+    answered: (runId: string) => boolean,
   ): Promise<BatchResult> {
     const { clock } = this.options;
     const steps = JSON.parse(workflow.steps) as StoredStep[];
@@ -105,7 +107,13 @@ export class StepBatchRunner {
     }
     const { outcomes, dbWrites, cpuMs } = invoked;
     const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
-    const finished: FinishedStep[] = batch.map((held, i) => ({ run: held.run, outcome: outcomes[i]!, startedMs }));
+    const custom = trigger?.type === 'http' && trigger.custom_response;
+    const finished: FinishedStep[] = batch.map((held, i) => ({
+      run: held.run,
+      outcome: outcomes[i]!,
+      startedMs,
+      awaitingResponse: custom && held.run.trigger === 'http' && !answered(held.run.id),
+    }));
     const { router, dialect, retention, owner } = this.options;
     const committed = await this.transactions.run(async (trx) => {
       const nowMs = clock.now();

@@ -55,6 +55,8 @@ export class WorkflowRunner {
   private readonly queues = new Map<string, HeldRun[]>();
   private readonly draining = new Set<string>();
   private readonly responders = new Map<string, RunResponder>();
+  /** Runs whose HTTP client has had a `$.respond()`; forgotten when the run ends here. */
+  private readonly answered = new Set<string>();
   private readonly workflowCache: LRUCache<string, { row: workflows.WorkflowRow | null }>;
   private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
@@ -272,11 +274,16 @@ export class WorkflowRunner {
       for (const held of batch) this.finish(held.run.id, undefined);
       return;
     }
-    const responded = new Set<string>();
-    const result = await this.batches.run(workflow, stepIndex, batch, (runId, response) => {
-      responded.add(runId);
-      this.responders.get(runId)?.(response);
-    });
+    const result = await this.batches.run(
+      workflow,
+      stepIndex,
+      batch,
+      (runId, response) => {
+        this.answered.add(runId);
+        this.responders.get(runId)?.(response);
+      },
+      (runId) => this.answered.has(runId),
+    );
     if (result.handedBack) {
       for (const held of batch) this.held.delete(held.run.id);
       return;
@@ -285,21 +292,24 @@ export class WorkflowRunner {
     batch.forEach((held, i) => {
       const verdict = result.verdicts[i]!;
       const outcome = result.outcomes[i]!;
-      if (verdict === 'lost') return void this.held.delete(held.run.id);
-      if (verdict === 'finished') return this.finish(held.run.id, responded.has(held.run.id) ? 'responded' : outcome.error);
+      if (verdict === 'lost') {
+        this.answered.delete(held.run.id);
+        return void this.held.delete(held.run.id);
+      }
+      if (verdict === 'finished') return this.finish(held.run.id, outcome.error);
       held.data[stepName] = stepData(outcome.step?.returnValue, outcome.step?.exports ?? {});
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
-      // Delayed: its row has the due time; a scan takes it up again then.
+      // Delayed: its row has the due time; a scan takes it up again then (its HTTP client, if any, waits on).
       this.held.delete(held.run.id);
       this.wakeAt(this.options.clock.now() + (outcome.step?.delayMs ?? 0));
     });
   }
 
   /** The run is over here: a waiting HTTP client that got no `$.respond()` hears so. */
-  private finish(runId: string, ending: 'responded' | InvocationError | undefined): void {
+  private finish(runId: string, error: InvocationError | undefined): void {
     this.held.delete(runId);
-    if (ending !== 'responded') this.responders.get(runId)?.(undefined, ending);
+    if (!this.answered.delete(runId)) this.responders.get(runId)?.(undefined, error);
     this.responders.delete(runId);
   }
 }

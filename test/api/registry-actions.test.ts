@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { workflowCalls } from '../helpers/workflows.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/pipedream/', import.meta.url));
 
@@ -73,20 +74,7 @@ describe.each(DIALECTS)('registry actions on %s', (dialect) => {
     await server?.destroy();
   });
 
-  async function create(body: object): Promise<any> {
-    const res = await api.post('/v1/workflows', body);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data;
-  }
-
-  async function finishedRuns(workflowId: string, count: number): Promise<any[]> {
-    const res = await waitFor(
-      () => api.get(`/v1/workflows/${workflowId}/runs?limit=100`),
-      (r) => r.body.data.filter((run: any) => run.status === 'succeeded' || run.status === 'failed').length >= count,
-      { what: `${count} finished runs of ${workflowId}` },
-    );
-    return res.body.data;
-  }
+  const { create, finishedRuns } = workflowCalls(() => api);
 
   /** Starts a manual run with `body` as the event's body and waits for it (and those before it) to finish. */
   async function runOnce(workflowId: string, body: unknown, count = 1): Promise<any> {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { workflowCalls } from '../helpers/workflows.js';
 import { emitterSource } from '../helpers/components.js';
 import { openStream } from '../delivery/helpers.js';
 
@@ -58,20 +59,7 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
   });
   afterAll(() => server?.destroy());
 
-  async function create(body: object): Promise<any> {
-    const res = await api.post('/v1/workflows', body);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data;
-  }
-
-  async function finishedRuns(workflowId: string, count: number): Promise<any[]> {
-    const res = await waitFor(
-      () => api.get(`/v1/workflows/${workflowId}/runs?limit=100`),
-      (r) => r.body.data.filter((run: any) => run.status === 'succeeded' || run.status === 'failed').length >= count,
-      { what: `${count} finished runs of ${workflowId}` },
-    );
-    return res.body.data;
-  }
+  const { create, finishedRuns } = workflowCalls(() => api);
 
   it('creates an HTTP workflow whose steps read each other through templates, and runs it on each request', async () => {
     const workflow = await create({
@@ -190,6 +178,17 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     const res = await request('GET', workflow.trigger.endpoint_url);
     expect(res.status).toBe(504);
     expect(res.body).toEqual({ error: 'the workflow did not respond: no step called $.respond()', code: 'no_response' });
+    const errors = await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/$errors/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+      { what: 'the $errors entry of the unanswered run' },
+    );
+    expect(errors.body.data[0].event.error).toMatchObject({
+      name: 'NoResponseError',
+      code: 'no_response',
+      cellId: 'quiet',
+      message: 'the run ended without any step calling $.respond(); the HTTP client got 504 no_response',
+    });
   });
 
   it("keeps each step's $.service.db across runs, and replays a run with its original event", async () => {

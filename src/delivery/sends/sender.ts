@@ -1,8 +1,8 @@
 // The outbox of one node: claims due workflow sends with a lease, carries each out, and records what came of it.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Clock, ClockTimer } from '../../lib/clock.js';
-import { CoalescingTask } from '../../lib/coalescing-task.js';
+import type { Clock } from '../../lib/clock.js';
+import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
 import type { Store } from '../../store/database.js';
 import * as sends from '../../store/sends.js';
 import { afterAttempt, refused, type Performer, type SendResult } from './result.js';
@@ -38,11 +38,7 @@ export class OutboxSender {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Aborted by stop(): attempts in flight are cut off, and given back untried. */
   private readonly stopping = new AbortController();
-  private readonly pumping = new CoalescingTask(() => this.pump());
-  private timer: ClockTimer | undefined;
-  private stopped = false;
-  /** The last claim filled every free slot, so more may be due as soon as an attempt finishes. */
-  private saturated = false;
+  private readonly pump: LeasedQueuePump<sends.ClaimedSend>;
 
   constructor(
     private readonly store: Store,
@@ -50,7 +46,21 @@ export class OutboxSender {
     private readonly options: OutboxSenderOptions,
     private readonly logger: Logger,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    const queue: LeasedQueue<sends.ClaimedSend> = {
+      freeSlots: () => options.concurrency - this.inFlight.size,
+      claim: (count) => sends.claimDueSends(store.db, this.owner, clock.now(), options.leaseMs, count),
+      release: (rows) =>
+        sends.releaseSends(
+          store.db,
+          rows.map((row) => row.id),
+          this.owner,
+        ),
+      nextDueMs: () => sends.nextSendDueMs(store.db),
+      launch: (row) => this.launch(row),
+    };
+    this.pump = new LeasedQueuePump(queue, clock, options.pollMs, logger, 'the send outbox');
+  }
 
   /** Why `$.send.<kind>()` cannot be carried out here (a setting is missing), or undefined when it can. */
   unavailable(kind: string): string | undefined {
@@ -65,55 +75,15 @@ export class OutboxSender {
 
   /** Carries out what is due now; called after a step's commit queued sends, and by the fallback timer. */
   wake(): void {
-    if (!this.stopped) this.pumping.request();
+    this.pump.wake();
   }
 
   /** Stops claiming, cuts off attempts in flight (they stay pending, to be made again) and closes connections. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    await this.pumping.settled();
+    await this.pump.stop();
     this.stopping.abort(new Error('the server is stopping'));
     await Promise.all(this.inFlight.values());
     await Promise.all([this.performers.http, this.performers.email, this.performers.s3].map((p) => p?.close()));
-  }
-
-  private async pump(): Promise<void> {
-    let sleepMs = this.options.pollMs;
-    try {
-      while (!this.stopped) {
-        const free = this.options.concurrency - this.inFlight.size;
-        this.saturated = free <= 0;
-        if (free <= 0) break;
-        const claimed = await sends.claimDueSends(this.store.db, this.owner, this.clock.now(), this.options.leaseMs, free);
-        this.saturated = claimed.length === free;
-        if (this.stopped) {
-          await sends.releaseSends(
-            this.store.db,
-            claimed.map((row) => row.id),
-            this.owner,
-          );
-          return;
-        }
-        for (const row of claimed) this.launch(row);
-        if (claimed.length < free) break;
-      }
-      if (this.stopped) return;
-      // Every slot busy: a finishing attempt wakes the pump, and due work would only wake it again and again.
-      if (!this.saturated) {
-        const due = await sends.nextSendDueMs(this.store.db);
-        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - this.clock.now()));
-      }
-    } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'the send outbox could not read its queue');
-    }
-    this.arm(sleepMs);
-  }
-
-  private arm(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer?.cancel();
-    this.timer = this.clock.after(delayMs, () => this.wake());
   }
 
   private launch(row: sends.ClaimedSend): void {
@@ -122,7 +92,7 @@ export class OutboxSender {
       .catch((error: unknown) => this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again'))
       .finally(() => {
         this.inFlight.delete(row.id);
-        if (this.saturated) this.wake();
+        this.pump.slotFreed();
       });
     this.inFlight.set(row.id, done);
   }

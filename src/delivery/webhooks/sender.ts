@@ -1,8 +1,8 @@
 // The webhook queue of one node: claims due deliveries with a lease, sends them through WebhookPoster, records outcomes.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Clock, ClockTimer } from '../../lib/clock.js';
-import { CoalescingTask } from '../../lib/coalescing-task.js';
+import type { Clock } from '../../lib/clock.js';
+import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { Store } from '../../store/database.js';
 import type { TransactionGroup } from '../../store/group-commit.js';
@@ -43,12 +43,9 @@ export class WebhookSender implements DeliveryQueue {
   private readonly signingKeys: SigningKeys;
   private readonly chores = new Set<Promise<void>>();
   private readonly poster: WebhookPoster;
-  private readonly pumping = new CoalescingTask(() => this.pump());
+  private readonly pump: LeasedQueuePump<deliveries.ClaimedDelivery>;
   private readonly pruner: DeliveryLogPruner;
   private stopped = false;
-  private timer: ClockTimer | undefined;
-  /** The last claim filled every free slot, so more may be due as soon as an attempt finishes. */
-  private saturated = false;
 
   constructor(
     private readonly store: Store,
@@ -61,6 +58,20 @@ export class WebhookSender implements DeliveryQueue {
     this.poster = new WebhookPoster(options, clock);
     this.signingKeys = new SigningKeys(secrets);
     this.pruner = new DeliveryLogPruner((webhookId, keep) => deliveries.pruneLog(store.db, webhookId, keep));
+    const queue: LeasedQueue<deliveries.ClaimedDelivery> = {
+      // Handed-over deliveries take their slots first.
+      freeSlots: () => this.freeSlots() - this.handed.length,
+      claim: (count) => deliveries.claimDue(store.db, this.owner, clock.now(), options.leaseMs, count),
+      release: (rows) =>
+        deliveries.releaseDeliveries(
+          store.db,
+          rows.map((row) => row.id),
+          this.owner,
+        ),
+      nextDueMs: () => deliveries.nextDueMs(store.db),
+      launch: (row) => this.launch(row),
+    };
+    this.pump = new LeasedQueuePump(queue, clock, options.pollMs, logger, 'webhook sender');
   }
 
   async start(): Promise<void> {
@@ -70,7 +81,7 @@ export class WebhookSender implements DeliveryQueue {
 
   /** Sends what is due now; called after a commit queued deliveries, and by the fallback timer. */
   wake(): void {
-    if (!this.stopped) this.pumping.request();
+    if (!this.stopped) this.pump.wake();
   }
 
   /**
@@ -150,51 +161,12 @@ export class WebhookSender implements DeliveryQueue {
   /** Stops claiming, aborts attempts in flight (they stay pending, to be sent again) and closes connections. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer?.cancel();
-    await this.pumping.settled();
+    await this.pump.stop();
     await Promise.all([...this.chores]);
     await this.releaseHanded();
     for (const flight of this.inFlight.values()) flight.cancel?.(new Error('the webhook sender is stopping'));
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.poster.close();
-  }
-
-  private async pump(): Promise<void> {
-    let sleepMs = this.options.pollMs;
-    try {
-      while (!this.stopped) {
-        const free = this.freeSlots() - this.handed.length;
-        this.saturated = free <= 0;
-        if (free <= 0) break;
-        const claimed = await deliveries.claimDue(this.store.db, this.owner, this.clock.now(), this.options.leaseMs, free);
-        this.saturated = claimed.length === free;
-        if (this.stopped) {
-          await deliveries.releaseDeliveries(
-            this.store.db,
-            claimed.map((row) => row.id),
-            this.owner,
-          );
-          return;
-        }
-        for (const row of claimed) this.launch(row);
-        if (claimed.length < free) break;
-      }
-      if (this.stopped) return;
-      // Every slot busy: a finishing attempt wakes the pump, and due work would only wake it again and again.
-      if (!this.saturated) {
-        const due = await deliveries.nextDueMs(this.store.db);
-        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - this.clock.now()));
-      }
-    } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'webhook sender could not read its queue');
-    }
-    this.arm(sleepMs);
-  }
-
-  private arm(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer?.cancel();
-    this.timer = this.clock.after(delayMs, () => this.wake());
   }
 
   private launch(row: deliveries.ClaimedDelivery): void {
@@ -208,7 +180,7 @@ export class WebhookSender implements DeliveryQueue {
         this.inFlight.delete(row.id);
         this.launchHanded();
         // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
-        if (this.saturated) this.wake();
+        this.pump.slotFreed();
       });
   }
 
