@@ -28,6 +28,7 @@ import { TimerScheduler } from './engine/timers.js';
 import { SubscriptionService } from './services/subscriptions.js';
 import { WebhookService } from './services/webhooks.js';
 import { WorkflowService } from './services/workflows.js';
+import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { DeliveryRouter } from './commit/router.js';
@@ -220,12 +221,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       },
       logger.child({ module: 'workflows' }),
     );
-    const workflows = new WorkflowService(store, components, secrets, quotas, workflowRunner, {
+    const workflows = new WorkflowService(store, components, secrets, {
       publicUrl: config.publicUrl,
       minTimerInterval: config.minTimerInterval,
       clock,
     });
-    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflows, { runTimeoutSeconds: config.runTimeout });
+    const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
+    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, { runTimeoutSeconds: config.runTimeout });
     workflows.onChange((change) => {
       ingress.evictSource(change.workflowId);
       workflowRunner.evictWorkflow(change.workflowId);
@@ -256,6 +258,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       subscriptions,
       webhooks,
       workflows,
+      workflowRuns,
       health,
     };
 

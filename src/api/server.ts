@@ -19,6 +19,7 @@ import type { SubscriptionService } from '../services/subscriptions.js';
 import type { UserService } from '../services/users.js';
 import type { WebhookService } from '../services/webhooks.js';
 import type { WorkflowService } from '../services/workflows.js';
+import type { WorkflowRunService } from '../services/workflow-runs.js';
 import { invalid, ServiceError } from '../model/errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
 import { refuseNulCharacters } from './nul-guard.js';
@@ -52,6 +53,7 @@ export interface ApiServices {
   readonly subscriptions: SubscriptionService;
   readonly webhooks: WebhookService;
   readonly workflows: WorkflowService;
+  readonly workflowRuns: WorkflowRunService;
   readonly health: HealthService;
 }
 

@@ -148,7 +148,9 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
     verdicts.push(verdict);
     if (verdict === 'finished' && !outcome.error && step.awaitingResponse) {
       const message = 'the run ended without any step calling $.respond(); the HTTP client got 504 no_response';
-      events.push(workflowErrorEvent(run, batch.stepName, { name: 'NoResponseError', message, stack: `NoResponseError: ${message}`, code: 'no_response' }, options.nowMs));
+      events.push(
+        workflowErrorEvent(run, batch.stepName, { name: 'NoResponseError', message, stack: `NoResponseError: ${message}`, code: 'no_response' }, options.nowMs),
+      );
     }
     stepRows.push({
       run_id: run.id,

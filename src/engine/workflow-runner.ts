@@ -199,7 +199,10 @@ export class WorkflowRunner {
     const queueAll = () => {
       for (const run of fresh) this.enqueue(this.held.get(run.id)!);
     };
-    if (!resumed.length) return queueAll();
+    if (!resumed.length) {
+      queueAll();
+      return;
+    }
     finishedSteps(resumed).then(
       (stepRows) => {
         for (const row of stepRows) {
@@ -317,6 +320,9 @@ export class WorkflowRunner {
 /** `steps.trigger` of a run: its event and context. */
 function triggerData(run: workflows.WorkflowRunRow): Record<string, unknown> {
   return {
-    trigger: { event: JSON.parse(run.event) as unknown, context: { id: run.id, ts: new Date(Number(run.created_ms)).toISOString(), workflow_id: run.workflow_id } },
+    trigger: {
+      event: JSON.parse(run.event) as unknown,
+      context: { id: run.id, ts: new Date(Number(run.created_ms)).toISOString(), workflow_id: run.workflow_id },
+    },
   };
 }

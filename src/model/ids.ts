@@ -1,5 +1,5 @@
 // Resource ids: a prefix and a time-ordered opaque part, so that ids sort by creation and serve as cursors.
-import { randomFillSync } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 export type IdPrefix = 'u' | 'sc' | 'dc' | 'p' | 'wh' | 'sub' | 'd' | 'inv' | 'hi' | 'dl' | 'wr' | 'ws';
 
@@ -62,4 +62,9 @@ export function isId(value: string, prefix: IdPrefix): boolean {
 
 export function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
+}
+
+/** An unguessable HTTP endpoint id (of a source or a workflow): `en` and 40 hex digits. */
+export function newEndpointId(): string {
+  return `en${randomBytes(20).toString('hex')}`;
 }

@@ -8,7 +8,7 @@ import { findSourceByEndpoint } from '../store/sources.js';
 import { findWorkflowByEndpoint } from '../store/workflows.js';
 import type { WorkflowTrigger } from '../model/workflows.js';
 import { isId } from '../model/ids.js';
-import type { WorkflowService } from './workflows.js';
+import type { WorkflowRunService } from './workflow-runs.js';
 import { loadComponent } from '../store/components.js';
 import { componentInfo } from '../store/components.js';
 import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
@@ -111,7 +111,7 @@ export class IngressService {
     private readonly endpoints: EndpointDirectory,
     private readonly quotas: QuotaService,
     private readonly dispatcher: Dispatcher,
-    private readonly workflows: WorkflowService,
+    private readonly workflowRuns: WorkflowRunService,
     private readonly settings: IngressSettings,
   ) {}
 
@@ -136,7 +136,7 @@ export class IngressService {
    * the response its run gave to `respond()` (500 run_failed or 504 no_response when none came).
    */
   async accept(target: EndpointTarget, event: HttpEvent): Promise<HttpResponse | undefined> {
-    if (isId(target.sourceId, 'p')) return this.workflows.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
+    if (isId(target.sourceId, 'p')) return this.workflowRuns.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
     const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
     if (!target.customResponse) {
       await this.dispatcher.enqueue([invocation]);

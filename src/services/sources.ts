@@ -1,8 +1,8 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
-import { newId, nowSeconds, isId } from '../model/ids.js';
+import { newEndpointId, newId, nowSeconds, isId } from '../model/ids.js';
 import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { componentInfo, loadComponent } from '../store/components.js';
@@ -74,10 +74,6 @@ export function slugify(name: string): string {
     .replace(/^-+|-+$/g, '')
     .slice(0, 64);
   return slug || 'source';
-}
-
-function newEndpointId(): string {
-  return `en${randomBytes(20).toString('hex')}`;
 }
 
 function hasHttp(info: ComponentInfo): boolean {

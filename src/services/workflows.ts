@@ -1,5 +1,4 @@
 // Workflows (an extension of the REST interface): define, change and delete them, start runs, and read runs back.
-import { randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../lib/clock.js';
 import type { SecretBox } from '../lib/secrets.js';
@@ -10,19 +9,14 @@ import { findSource } from '../store/sources.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
 import { replaceTimers } from '../store/timers.js';
 import { deleteSubscription, insertSubscription } from '../store/subscriptions.js';
-import { isId, newId, nowSeconds } from '../model/ids.js';
+import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, validateProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
-import type { NewRun } from '../commit/workflow-runs.js';
-import { sendsOfRuns, type SendRow } from '../store/sends.js';
-import type { WorkflowRunner } from '../engine/workflow-runner.js';
-import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { ComponentService } from './components.js';
-import type { QuotaService } from './quotas.js';
 
 export interface StepRequest {
   name: string;
@@ -59,34 +53,6 @@ export interface WorkflowView {
   updated_at: number;
 }
 
-export interface RunStepView {
-  name: string;
-  status: 'succeeded' | 'failed';
-  started_at_ms: number;
-  duration_ms: number;
-  $return_value?: unknown;
-  exports: Record<string, unknown>;
-  logs: unknown[];
-  error?: unknown;
-  /** `$.send.http`, `.email` and `.s3` of the step, carried out after it committed. */
-  sends: Array<{ kind: string; state: string; attempt: number; status_code?: number; last_error?: string }>;
-}
-
-export interface RunView {
-  id: string;
-  workflow_id: string;
-  status: workflows.WorkflowRunRow['status'];
-  trigger: workflows.WorkflowRunRow['trigger'];
-  event: unknown;
-  created_at_ms: number;
-  finished_at_ms: number | null;
-  /** Set when a step called `$.flow.exit` (the reason, or '' without one). */
-  exit_reason?: string;
-  error?: unknown;
-  replay_of?: string;
-  steps: RunStepView[];
-}
-
 export interface WorkflowSettings {
   publicUrl: string;
   minTimerInterval: number;
@@ -97,10 +63,6 @@ export interface WorkflowSettings {
 export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upsert' | 'delete'; endpointId: string | null }) => void;
 
 const TIMER_PROP = 'trigger';
-
-function newEndpointId(): string {
-  return `en${randomBytes(20).toString('hex')}`;
-}
 
 function normalizeTrigger(trigger: TriggerRequest | null): WorkflowTrigger | null {
   if (trigger?.type === 'http') return { type: 'http', custom_response: trigger.custom_response ?? false };
@@ -122,8 +84,6 @@ export class WorkflowService {
     private readonly store: Store,
     private readonly components: ComponentService,
     private readonly secrets: SecretBox,
-    private readonly quotas: QuotaService,
-    private readonly runner: WorkflowRunner,
     private readonly settings: WorkflowSettings,
   ) {}
 
@@ -212,85 +172,6 @@ export class WorkflowService {
       await workflows.deleteWorkflowCascade(trx, current.id);
     });
     this.emitChange({ workflowId: current.id, kind: 'delete', endpointId: current.endpoint_id });
-  }
-
-  /** Queues a run of an active workflow with the given event; 409 when inactive, 429 over quota. */
-  async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
-    const workflow = await this.owned(accountId, workflowId);
-    if (workflow.active !== 1)
-      throw new ServiceError('conflict', `workflow "${workflow.id}" is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
-    const [row] = await this.queue([{ workflowId: workflow.id, userId: accountId, trigger: 'manual', event }]);
-    return this.toRunView(row!, []);
-  }
-
-  /** Starts a new run with the original event of `runId`. */
-  async replay(accountId: string, workflowId: string, runId: string): Promise<RunView> {
-    const workflow = await this.owned(accountId, workflowId);
-    const original = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
-    if (!original) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
-    const [row] = await this.queue([
-      { workflowId: workflow.id, userId: accountId, trigger: 'replay', event: JSON.parse(original.event), replayOf: original.id },
-    ]);
-    return this.toRunView(row!, []);
-  }
-
-  /** Queues runs (quota admitted first) and wakes the runner once they are rows. */
-  async queue(runs: NewRun[]): Promise<workflows.WorkflowRunRow[]> {
-    for (const userId of new Set(runs.map((r) => r.userId))) await this.quotas.admit(userId);
-    return this.runner.queue(runs);
-  }
-
-  /**
-   * Starts a run for a request to the workflow's HTTP endpoint (already admitted under quota). Resolves once the
-   * run is queued, or, with custom_response, with what a step gave `$.respond()`: 500 run_failed when the run
-   * failed first, 504 no_response when it ended or timed out without one.
-   */
-  async acceptHttp(workflowId: string, userId: string, event: unknown, customResponse: boolean): Promise<HttpResponse | undefined> {
-    const run: NewRun = { workflowId, userId, trigger: 'http', event };
-    if (!customResponse) {
-      await this.runner.queue([run]);
-      return undefined;
-    }
-    let settle!: (answer: { response?: HttpResponse | undefined; error?: InvocationError | undefined }) => void;
-    const answered = new Promise<{ response?: HttpResponse | undefined; error?: InvocationError | undefined }>((resolve) => (settle = resolve));
-    let runId = '';
-    await this.runner.queue([run], ([row]) => {
-      runId = row!.id;
-      this.runner.onResponse(runId, (response, error) => settle({ response, error }));
-    });
-    const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
-    const timer = setTimeout(() => settle({}), (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000);
-    const { response, error } = await answered;
-    clearTimeout(timer);
-    this.runner.forgetResponder(runId);
-    if (response) return response;
-    if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
-    throw new ServiceError('no_response', 'the workflow did not respond: no step called $.respond()');
-  }
-
-  async listRuns(accountId: string, workflowId: string, page: PageRequest, status?: RunView['status']): Promise<Page<RunView>> {
-    const workflow = await this.owned(accountId, workflowId);
-    const result = await workflows.listRuns(this.store.db, workflow.id, page, status);
-    const ids = result.items.map((r) => r.id);
-    const steps = await workflows.runSteps(this.store.db, ids);
-    const sent = await sendsOfRuns(this.store.db, ids);
-    return {
-      ...result,
-      items: result.items.map((run) =>
-        this.toRunView(
-          run,
-          steps.filter((s) => s.run_id === run.id),
-          sent.filter((s) => s.run_id === run.id),
-        ),
-      ),
-    };
-  }
-
-  async getRun(accountId: string, workflowId: string, runId: string): Promise<RunView> {
-    const workflow = await this.owned(accountId, workflowId);
-    const run = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
-    if (!run) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
-    return this.toRunView(run, await workflows.runSteps(this.store.db, [run.id]), await sendsOfRuns(this.store.db, [run.id]));
   }
 
   private emitChange(change: Parameters<WorkflowChangeListener>[0]): void {
@@ -421,43 +302,5 @@ export class WorkflowService {
       created_at: row.created_at,
       updated_at: row.updated_at,
     };
-  }
-
-  private toRunView(run: workflows.WorkflowRunRow, steps: workflows.WorkflowRunStepRow[], sent: SendRow[] = []): RunView {
-    const view: RunView = {
-      id: run.id,
-      workflow_id: run.workflow_id,
-      status: run.status,
-      trigger: run.trigger,
-      event: JSON.parse(run.event),
-      created_at_ms: Number(run.created_ms),
-      finished_at_ms: run.finished_ms === null ? null : Number(run.finished_ms),
-      steps: steps.map((s) => {
-        const step: RunStepView = {
-          name: s.name,
-          status: s.status,
-          started_at_ms: Number(s.started_ms),
-          duration_ms: s.duration_ms,
-          exports: JSON.parse(s.exports),
-          logs: JSON.parse(s.logs),
-          sends: sent
-            .filter((r) => r.step_index === s.step_index)
-            .map((r) => ({
-              kind: r.kind,
-              state: r.state,
-              attempt: r.attempt,
-              ...(r.status_code !== null && { status_code: r.status_code }),
-              ...(r.last_error !== null && { last_error: r.last_error }),
-            })),
-        };
-        if (s.return_value !== null) step.$return_value = JSON.parse(s.return_value);
-        if (s.error !== null) step.error = JSON.parse(s.error);
-        return step;
-      }),
-    };
-    if (run.exit_reason !== null) view.exit_reason = run.exit_reason;
-    if (run.error !== null) view.error = JSON.parse(run.error);
-    if (run.replay_of !== null) view.replay_of = run.replay_of;
-    return view;
   }
 }

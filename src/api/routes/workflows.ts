@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WorkflowService } from '../../services/workflows.js';
+import type { WorkflowRunService } from '../../services/workflow-runs.js';
 import { MAX_RUN_TIMEOUT_SECONDS, MAX_STEPS } from '../../model/workflows.js';
 import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
@@ -100,10 +101,10 @@ const runSchema = Type.Object({
 const idParams = Type.Object({ id: Type.String() });
 const runParams = Type.Object({ id: Type.String(), run_id: Type.String() });
 
-export function workflowRoutes(services: { workflows: WorkflowService }): FastifyPluginAsync {
+export function workflowRoutes(services: { workflows: WorkflowService; workflowRuns: WorkflowRunService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    const { workflows } = services;
+    const { workflows, workflowRuns } = services;
 
     app.get(
       '/users/me/workflows',
@@ -179,7 +180,7 @@ export function workflowRoutes(services: { workflows: WorkflowService }): Fastif
           response: { 202: dataOf(runSchema) },
         },
       },
-      async (request, reply) => reply.status(202).send({ data: await workflows.runNow(request.account.id, request.params.id, request.body ?? {}) }),
+      async (request, reply) => reply.status(202).send({ data: await workflowRuns.runNow(request.account.id, request.params.id, request.body ?? {}) }),
     );
 
     app.get(
@@ -194,7 +195,7 @@ export function workflowRoutes(services: { workflows: WorkflowService }): Fastif
         },
       },
       async (request) =>
-        pageBody(await workflows.listRuns(request.account.id, request.params.id, toPageRequest(request.query), request.query.status), (r) => r),
+        pageBody(await workflowRuns.listRuns(request.account.id, request.params.id, toPageRequest(request.query), request.query.status), (r) => r),
     );
 
     app.get(
@@ -202,13 +203,13 @@ export function workflowRoutes(services: { workflows: WorkflowService }): Fastif
       {
         schema: { tags: TAGS, summary: 'A run with each step', params: runParams, querystring: Type.Object(fieldParams), response: { 200: dataOf(runSchema) } },
       },
-      async (request) => ({ data: await workflows.getRun(request.account.id, request.params.id, request.params.run_id) }),
+      async (request) => ({ data: await workflowRuns.getRun(request.account.id, request.params.id, request.params.run_id) }),
     );
 
     app.post(
       '/workflows/:id/runs/:run_id/replay',
       { schema: { tags: TAGS, summary: 'Start a new run with the original event of a run', params: runParams, response: { 202: dataOf(runSchema) } } },
-      async (request, reply) => reply.status(202).send({ data: await workflows.replay(request.account.id, request.params.id, request.params.run_id) }),
+      async (request, reply) => reply.status(202).send({ data: await workflowRuns.replay(request.account.id, request.params.id, request.params.run_id) }),
     );
   };
 }
