@@ -28,6 +28,8 @@ import { TimerScheduler } from './engine/timers.js';
 import { SubscriptionService } from './services/subscriptions.js';
 import { WebhookService } from './services/webhooks.js';
 import { WorkflowService } from './services/workflows.js';
+import { PropConfigurationService } from './services/prop-configuration.js';
+import { DataStoreService } from './services/data-stores.js';
 import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
@@ -237,6 +239,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const runs = new RunService(sources, quotas, dispatcher);
     const live = new LiveStreams(sources, workflows, events, sse);
     const health = new HealthService(store);
+    const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
+    const dataStores = new DataStoreService(store, clock);
     const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
     const services: Services = {
@@ -250,6 +254,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       sse,
       users,
       components,
+      propConfiguration,
+      dataStores,
       sources,
       runs,
       events,

@@ -9,6 +9,8 @@ import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { ComponentService } from '../services/components.js';
+import type { DataStoreService } from '../services/data-stores.js';
+import type { PropConfigurationService } from '../services/prop-configuration.js';
 import type { EventService } from '../services/events.js';
 import type { HealthService } from '../services/health.js';
 import type { IngressService } from '../services/ingress.js';
@@ -37,6 +39,7 @@ import { subscriptionRoutes } from './routes/subscriptions.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { sseRoutes } from './routes/sse.js';
 import { workflowRoutes } from './routes/workflows.js';
+import { dataStoreRoutes } from './routes/data-stores.js';
 
 export type App = FastifyInstance;
 
@@ -45,6 +48,8 @@ export interface ApiServices {
   readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit'>;
   readonly users: UserService;
   readonly components: ComponentService;
+  readonly propConfiguration: PropConfigurationService;
+  readonly dataStores: DataStoreService;
   readonly sources: SourceService;
   readonly runs: RunService;
   readonly events: EventService;
@@ -168,6 +173,7 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
       await v1.register(subscriptionRoutes(services));
       await v1.register(webhookRoutes(services));
       await v1.register(workflowRoutes(services));
+      await v1.register(dataStoreRoutes(services));
     },
     { prefix: '/v1' },
   );

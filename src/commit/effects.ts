@@ -1,9 +1,10 @@
-// Commits what one invocation did (events, logs, errors, db writes) inside the caller's transaction.
+// Commits what one invocation did (events, logs, errors, db and data store writes) inside the caller's transaction.
 import type { Transaction } from 'kysely';
-import type { ComponentInfo, InvocationOutcome } from '../runtime/types.js';
+import type { ComponentInfo, DataStoreChange, InvocationOutcome } from '../runtime/types.js';
 import type { DialectName } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { writeSourceDb } from '../store/sources.js';
+import { writeDataStores } from '../store/data-stores.js';
 import { appendEvents, type AppendOptions } from './append-events.js';
 import { pendingEmits } from '../model/dedupe.js';
 import type { PendingEvent } from '../model/events.js';
@@ -21,6 +22,8 @@ export interface EffectsInput {
   /** One outcome per triggering event, with the context it ran in. */
   outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>;
   dbWrites: Record<string, unknown>;
+  /** What the successful calls did to the account's data stores. */
+  dataStoreWrites?: DataStoreChange[] | undefined;
 }
 
 export interface EffectsOptions {
@@ -56,6 +59,7 @@ export async function commitEffects(trx: Transaction<Database>, input: EffectsIn
     if (outcome.error) extra.push(errorEvent(input.sourceId, outcome.error, context, options.nowMs));
   }
   await writeSourceDb(trx, input.sourceId, input.dbWrites);
+  await writeDataStores(trx, input.userId, input.dataStoreWrites, options.nowMs);
   return storeAndRoute(trx, { id: input.sourceId, userId: input.userId, depth: input.depth }, extra, {
     ...options,
     dedupe: (cache) => pendingEmits(input.info.dedupe, cache, emits),

@@ -1,10 +1,11 @@
 // Commits finished workflow steps in the caller's transaction: their rows, their runs' next states, their db writes,
 // the events they emitted or the `$errors` events of failures, and their `$.send.http/email/s3` queued in the outbox.
 import type { Transaction } from 'kysely';
-import type { InvocationOutcome } from '../runtime/types.js';
+import type { DataStoreChange, InvocationOutcome } from '../runtime/types.js';
 import type { Database } from '../store/schema.js';
 import { advanceRun, insertStepRows, writeStepDb, type RunAdvance, type WorkflowRunRow, type WorkflowRunStepRow } from '../store/workflows.js';
 import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../store/sends.js';
+import { writeDataStores } from '../store/data-stores.js';
 import { newId } from '../model/ids.js';
 import type { PendingEvent } from '../model/events.js';
 import { SSE_PREFIX } from '../model/workflows.js';
@@ -35,6 +36,8 @@ export interface FinishedBatch {
   steps: FinishedStep[];
   /** The step's `$.service.db` writes of the batch's successful calls. */
   dbWrites: Record<string, unknown>;
+  /** What the batch's successful calls did to the account's data stores. */
+  dataStoreWrites?: DataStoreChange[] | undefined;
   /** The runner holding the runs' leases; null for the only runner, which holds none. */
   owner: string | null;
 }
@@ -168,6 +171,7 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
   }
   await insertStepRows(trx, stepRows);
   if (stepRows.length) await writeStepDb(trx, batch.workflowId, batch.stepName, batch.dbWrites);
+  if (stepRows.length) await writeDataStores(trx, batch.userId, batch.dataStoreWrites, options.nowMs);
   await insertSends(trx, outboxRows);
   const depth = Math.max(0, ...batch.steps.map((s) => s.run.depth));
   const committed = await storeAndRoute(trx, { id: batch.workflowId, userId: batch.userId, depth }, events, options);

@@ -6,7 +6,9 @@ import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import { readSourceDb } from '../store/sources.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
+import { readDataStores } from '../store/data-stores.js';
+import { dataStoreNames } from '../model/props.js';
+import type { DataStoreChange, HttpResponse, InvocationOutcome } from '../runtime/types.js';
 import { billUsage } from '../commit/usage.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { EventRouter } from '../commit/routing.js';
@@ -68,6 +70,7 @@ export class BatchRunner {
     const eventsJson = batch.map((b) => b.eventJson);
     let outcomes: InvocationOutcome[];
     let dbWrites: Record<string, unknown>;
+    let dataStoreWrites: DataStoreChange[] | undefined;
     let cpuMs: number;
     const renewal = this.renewLeasesWhileRunning(sourceId, ids);
     // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
@@ -75,12 +78,16 @@ export class BatchRunner {
     try {
       const base = await this.baseOf(runnable);
       const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
+      // The account's data stores the source's data_store props name, as they are now.
+      const storeNames = dataStoreNames(info.props, base.props);
+      const dataStores = storeNames.length ? await readDataStores(this.store.db, source.user_id, storeNames, this.options.clock.now()) : undefined;
       const result = await this.runtime.invoke(
-        { ...base, method: 'run', eventsJson, db },
+        { ...base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }) },
         { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response) },
       );
       outcomes = result.outcomes;
       dbWrites = result.dbWrites;
+      dataStoreWrites = result.dataStoreWrites;
       cpuMs = result.cpuMs;
     } catch (error) {
       // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
@@ -102,7 +109,15 @@ export class BatchRunner {
       const committed = await this.transactions.run(async (trx) => {
         const stored = await commitEffects(
           trx,
-          { sourceId, userId: source.user_id, depth, info, outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })), dbWrites },
+          {
+            sourceId,
+            userId: source.user_id,
+            depth,
+            info,
+            outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })),
+            dbWrites,
+            dataStoreWrites,
+          },
           options,
         );
         if (account) await billUsage(trx, account, batch.length, cpuMs, nowMs);
@@ -112,7 +127,9 @@ export class BatchRunner {
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]));
       if (committed.events.length) router.afterCommit(committed);
     };
-    return { commit, runAhead: this.options.soleConsumer && !usesDb };
+    // A batch that reads a db or data store must see what the previous one writes: it waits for that commit.
+    const usesDataStore = info.props.some((p) => p.type === 'data_store');
+    return { commit, runAhead: this.options.soleConsumer && !usesDb && !usesDataStore };
   }
 
   private async baseOf(runnable: RunnableSource): Promise<InvocationBase> {

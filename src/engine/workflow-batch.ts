@@ -10,8 +10,9 @@ import * as workflows from '../store/workflows.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
-import { runtimeProps } from '../model/props.js';
+import type { ComponentInfo, DataStoreChange, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
+import { dataStoreNames, runtimeProps } from '../model/props.js';
+import { readDataStores } from '../store/data-stores.js';
 import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
 import { billUsage } from '../commit/usage.js';
@@ -105,7 +106,7 @@ export class StepBatchRunner {
       );
       return { handedBack: true };
     }
-    const { outcomes, dbWrites, cpuMs } = invoked;
+    const { outcomes, dbWrites, cpuMs, dataStoreWrites } = invoked;
     const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
     const custom = trigger?.type === 'http' && trigger.custom_response;
     const finished: FinishedStep[] = batch.map((held, i) => ({
@@ -119,7 +120,17 @@ export class StepBatchRunner {
       const nowMs = clock.now();
       const result = await commitSteps(
         trx,
-        { workflowId: workflow.id, userId: workflow.user_id, stepIndex, stepName: step.name, stepCount: steps.length, steps: finished, dbWrites, owner },
+        {
+          workflowId: workflow.id,
+          userId: workflow.user_id,
+          stepIndex,
+          stepName: step.name,
+          stepCount: steps.length,
+          steps: finished,
+          dbWrites,
+          dataStoreWrites,
+          owner,
+        },
         { dialect, retention, router, nowMs },
       );
       // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
@@ -142,7 +153,7 @@ export class StepBatchRunner {
     batch: HeldRun[],
     trigger: WorkflowTrigger | undefined,
     onRespond: (runId: string, response: HttpResponse) => void,
-  ): Promise<{ outcomes: InvocationOutcome[]; dbWrites: Record<string, unknown>; cpuMs: number } | undefined> {
+  ): Promise<{ outcomes: InvocationOutcome[]; dbWrites: Record<string, unknown>; cpuMs: number; dataStoreWrites?: DataStoreChange[] } | undefined> {
     const runnable = await this.runnableStep(step.component_id);
     if (!runnable) {
       const missing = failedOutcome('ConfigurationError', `the component of step "${step.name}" no longer exists`, 'component_missing');
@@ -159,6 +170,9 @@ export class StepBatchRunner {
     }
     const usesDb = info.props.some((p) => p.type === '$.service.db');
     const db = usesDb ? await workflows.readStepDb(this.store.db, workflow.id, step.name) : {};
+    // The account's data stores the step's data_store props name (per run: a name may come from a template).
+    const storeNames = [...new Set(inputs.flatMap((input) => dataStoreNames(info.props, input.props)))];
+    const dataStores = storeNames.length ? await readDataStores(this.store.db, workflow.user_id, storeNames, this.options.clock.now()) : undefined;
     try {
       const result = await this.runtime.invoke(
         {
@@ -170,6 +184,7 @@ export class StepBatchRunner {
           props: {},
           auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
           db,
+          ...(dataStores && { dataStores }),
           customResponse: trigger?.type === 'http' && trigger.custom_response,
           timeoutMs: remainingMs,
         },
@@ -180,7 +195,7 @@ export class StepBatchRunner {
         const missing = (outcome.step?.sends ?? []).map((send) => this.options.outbox.unavailable(send.kind)).find((reason) => reason !== undefined);
         return missing ? failedOutcome('ConfigurationError', `${missing}; nothing of this step was committed`, 'send_unavailable') : outcome;
       });
-      return { outcomes, dbWrites: result.dbWrites, cpuMs: result.cpuMs };
+      return { outcomes, dbWrites: result.dbWrites, cpuMs: result.cpuMs, dataStoreWrites: result.dataStoreWrites };
     } catch (error) {
       this.logger.error({ err: error, workflowId: workflow.id }, 'runtime failed while running a workflow step; its runs are taken up again');
       return undefined;

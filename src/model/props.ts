@@ -46,6 +46,31 @@ function checkScalar(type: string, value: unknown): string | undefined {
   }
 }
 
+/** Longest data store name. */
+const MAX_DATA_STORE_NAME = 200;
+
+/**
+ * The store a `data_store` prop's configured value names: a name, or `{ name }`. Undefined for anything else (a
+ * name must be 1 to 200 characters without control characters).
+ */
+export function dataStoreName(value: unknown): string | undefined {
+  const name = isPlainObject(value) ? value.name : value;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
+  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_DATA_STORE_NAME || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
+  return name;
+}
+
+/** The store names the `data_store` props of `props` have in `values` (runtime props), each once. */
+export function dataStoreNames(props: PropDescriptor[], values: Record<string, unknown>): string[] {
+  const names = new Set<string>();
+  for (const prop of props) {
+    if (prop.type !== 'data_store') continue;
+    const name = dataStoreName(Object.hasOwn(values, prop.name) ? values[prop.name] : prop.default);
+    if (name !== undefined) names.add(name);
+  }
+  return [...names];
+}
+
 function optionValues(prop: PropDescriptor): unknown[] | undefined {
   if (!prop.options) return undefined;
   return prop.options.map((o) => (isPlainObject(o) && 'value' in o ? o.value : o));
@@ -144,6 +169,18 @@ export function validateProps(
         const timerProblems = checkTimer(schedule, rules);
         timerProblems.forEach(fail);
         if (!timerProblems.length) out[prop.name] = schedule;
+        break;
+      }
+      case 'data_store': {
+        // The account's store of this name, made on its first write.
+        if (value === undefined || value === null) {
+          if (prop.default !== undefined && dataStoreName(prop.default) !== undefined) out[prop.name] = dataStoreName(prop.default);
+          else if (!prop.optional) fail('is required: the name of a data store (made on first use)');
+          break;
+        }
+        const name = dataStoreName(value);
+        if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME} characters, or { name }`);
+        else out[prop.name] = name;
         break;
       }
       case 'app':

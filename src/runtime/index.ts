@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AccountCode } from './account-code.js';
+import { type ConfigureAnswer, configureIn } from './configuration.js';
 import { inspectIn } from './inspection.js';
 import { callCount, invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
 import { locatePlatform, workerEntry } from './locations.js';
@@ -10,12 +11,23 @@ import { checkOptions, type RuntimeOptions } from './options.js';
 import { PackageCache } from './packages.js';
 import { WorkerPool } from './pool.js';
 import { Preparer } from './prepare.js';
-import type { ComponentInfo, InvocationRequest, InvocationResult, PreparedComponent } from './types.js';
+import type { ConfigureMessage } from './protocol.js';
+import type {
+  ComponentInfo,
+  ConfigureRequest,
+  InvocationRequest,
+  InvocationResult,
+  OptionsQuery,
+  PreparedComponent,
+  PropOptionsResult,
+  ReloadPropsResult,
+} from './types.js';
 import { WorkerProcess } from './worker-process.js';
 import { prepareWorkerUsers } from './worker-user.js';
 
 export * from './types.js';
 export { RuntimeClosedError, WorkerExitError, type WorkerExitReason } from './errors.js';
+export { applyDataStoreChanges, mergeDataStoreChanges } from './data-store-changes.js';
 export type { InvokeHooks } from './invocation.js';
 export type { RuntimeLogger, RuntimeOptions } from './options.js';
 
@@ -89,6 +101,41 @@ export class ComponentRuntime {
     return invokeIsolatingFailures(request, hooks, (part, partHooks) =>
       this.pool.use(request.accountId, request.component.readPaths, (worker) => invokeIn(worker, part, artifactPath, partHooks, this.options.logger)),
     );
+  }
+
+  /**
+   * A prop's choices: its `options({ page, prevContext, query })` run in a worker of the account, within the
+   * request's timeout (the load timeout by default). What goes wrong comes back in `errors`.
+   */
+  async propOptions(request: ConfigureRequest, query: OptionsQuery): Promise<PropOptionsResult> {
+    const answer = await this.configure(request, { kind: 'options', ...query });
+    if (answer.kind === 'options') return { options: answer.options, context: answer.context, errors: [] };
+    return { options: [], context: null, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no options'] };
+  }
+
+  /** The full prop list for the configured values: the static props, then what `additionalProps()` returns. */
+  async reloadProps(request: ConfigureRequest): Promise<ReloadPropsResult> {
+    const answer = await this.configure(request, { kind: 'props' });
+    if (answer.kind === 'props') return { props: answer.props, errors: [] };
+    return { props: undefined, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no props'] };
+  }
+
+  private async configure(request: ConfigureRequest, what: ConfigureMessage['what']): Promise<ConfigureAnswer> {
+    const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
+    const timeoutMs = request.timeoutMs ?? this.options.loadTimeoutMs;
+    return this.pool.use(request.accountId, request.component.readPaths, (worker) => {
+      const message: ConfigureMessage = {
+        t: 'configure',
+        id: worker.nextRequestId(),
+        artifactPath,
+        asStep: request.asStep,
+        what,
+        props: request.props,
+        auths: request.auths,
+      };
+      if (request.dataStores) message.dataStores = request.dataStores;
+      return configureIn(worker, message, timeoutMs);
+    });
   }
 
   /** Kills all workers; pending and later calls reject with RuntimeClosedError. */

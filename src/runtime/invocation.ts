@@ -1,10 +1,11 @@
 // Runs an InvocationRequest on workers and assembles its result, also when a worker is killed or dies halfway.
 import { performance } from 'node:perf_hooks';
+import { applyDataStoreChanges, mergeDataStoreChanges } from './data-store-changes.js';
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import type { RuntimeLogger } from './options.js';
 import { ProtocolError, type InvokeRequest } from './protocol.js';
 import { OUTCOME_FLUSH_MS } from './worker/limits.js';
-import type { HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult } from './types.js';
+import type { DataStoreChange, HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
 export interface InvokeHooks {
@@ -16,6 +17,8 @@ export interface InvokeHooks {
 export interface WorkerReport {
   outcomes: InvocationOutcome[];
   dbWrites: Map<string, unknown>;
+  /** Data store changes of the reported calls that succeeded, merged. */
+  dataStoreWrites: DataStoreChange[];
   /** CPU time of the call as the server measured it (wall time where it cannot measure CPU time). */
   cpuMs: number;
   /** Set when the worker died before reporting every call. */
@@ -55,9 +58,11 @@ function eventsAsJson(request: InvocationRequest): string[] {
   return request.eventsJson ?? (request.events ?? []).map((event) => JSON.stringify(event ?? null));
 }
 
-/** A copy of the request that runs only its event `index`. */
-function onlyEvent(request: InvocationRequest, index: number, db: Record<string, unknown>): InvocationRequest {
+/** A copy of the request that runs only its event `index`, on the db and data stores the calls before it left. */
+function onlyEvent(request: InvocationRequest, index: number, db: Record<string, unknown>, dataStoreWrites: DataStoreChange[]): InvocationRequest {
   const only = { ...request, db };
+  const dataStores = applyDataStoreChanges(request.dataStores, dataStoreWrites);
+  if (dataStores) only.dataStores = dataStores;
   if (request.eventsJson) only.eventsJson = [request.eventsJson[index]!];
   else only.events = [(request.events ?? [])[index]];
   return only;
@@ -83,6 +88,8 @@ export async function invokeIn(
   // A Map, not an object: a key such as "__proto__" must stay a key.
   const dbWrites = new Map<string, unknown>();
   const responses = new Map<number, HttpResponse>();
+  let dataStoreWrites: DataStoreChange[] = [];
+  const storeNames = new Set((request.dataStores ?? []).map((store) => store.name));
   const startedAt = performance.now();
   let reportedAt = startedAt;
   const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
@@ -98,6 +105,7 @@ export async function invokeIn(
     httpEndpoint: request.httpEndpoint,
     customResponse: request.customResponse === true,
   };
+  if (request.dataStores) message.dataStores = request.dataStores;
   try {
     await worker.call(
       message,
@@ -121,7 +129,8 @@ export async function invokeIn(
             }
             if (
               m.results.some(
-                ({ outcome, dbWrites: writes }) => outcome.error && (outcome.emits.length > 0 || outcome.step !== undefined || Object.keys(writes).length > 0),
+                ({ outcome, dbWrites: writes, dataStores }) =>
+                  outcome.error && (outcome.emits.length > 0 || outcome.step !== undefined || Object.keys(writes).length > 0 || dataStores !== undefined),
               )
             ) {
               throw new ProtocolError('a failed call reported effects');
@@ -135,11 +144,15 @@ export async function invokeIn(
             ) {
               throw new ProtocolError(stepCall ? 'a step call reported no step outcome, or emits' : `a ${request.method} call reported a step outcome`);
             }
-            for (const { outcome, dbWrites: writes } of m.results) {
+            if (m.results.some(({ dataStores }) => dataStores?.some((change) => !storeNames.has(change.name)))) {
+              throw new ProtocolError('a call wrote to a data store it was not given');
+            }
+            for (const { outcome, dbWrites: writes, dataStores } of m.results) {
               const response = responses.get(outcomes.length);
               responses.delete(outcomes.length);
               outcomes.push(response ? { ...outcome, response } : outcome);
               if (!outcome.error) for (const [key, value] of Object.entries(writes)) dbWrites.set(key, value);
+              if (dataStores) dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, dataStores);
             }
             reportedAt = performance.now();
             if (m.done && outcomes.length !== count) throw new ProtocolError(`done after ${outcomes.length} of ${count} outcomes`);
@@ -159,9 +172,10 @@ export async function invokeIn(
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    return { outcomes, dbWrites, cpuMs: measured(), stopped: { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses } };
+    const stopped = { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses };
+    return { outcomes, dbWrites, dataStoreWrites, cpuMs: measured(), stopped };
   }
-  return { outcomes, dbWrites, cpuMs: measured() };
+  return { outcomes, dbWrites, dataStoreWrites, cpuMs: measured() };
 }
 
 /**
@@ -175,8 +189,9 @@ export async function invokeIsolatingFailures(
   hooks: InvokeHooks | undefined,
   attempt: (request: InvocationRequest, hooks: InvokeHooks | undefined) => Promise<WorkerReport>,
 ): Promise<InvocationResult> {
-  const { outcomes, dbWrites, stopped, cpuMs: firstCpuMs } = await attempt(request, hooks);
+  const { outcomes, dbWrites, stopped, cpuMs: firstCpuMs, dataStoreWrites: firstStoreWrites } = await attempt(request, hooks);
   let cpuMs = firstCpuMs;
+  let dataStoreWrites = firstStoreWrites;
   const count = callCount(request);
   if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
   else if (stopped) {
@@ -185,7 +200,7 @@ export async function invokeIsolatingFailures(
       let alone: WorkerReport;
       try {
         alone = await attempt(
-          onlyEvent(request, index, { ...request.db, ...Object.fromEntries(dbWrites) }),
+          onlyEvent(request, index, { ...request.db, ...Object.fromEntries(dbWrites) }, dataStoreWrites),
           onRespond && { onRespond: (response: HttpResponse) => onRespond(response, index) },
         );
       } catch (error) {
@@ -199,9 +214,12 @@ export async function invokeIsolatingFailures(
       const earlier = stopped.responses.get(index);
       outcomes.push(earlier ? { ...outcome, response: earlier } : outcome);
       for (const [key, value] of alone.dbWrites) dbWrites.set(key, value);
+      dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, alone.dataStoreWrites);
     }
   }
-  return { outcomes, dbWrites: Object.fromEntries(dbWrites), cpuMs };
+  const result: InvocationResult = { outcomes, dbWrites: Object.fromEntries(dbWrites), cpuMs };
+  if (dataStoreWrites.length) result.dataStoreWrites = dataStoreWrites;
+  return result;
 }
 
 /** The outcome of call `index` of a report that stopped before it. */

@@ -7,6 +7,8 @@ import type { Validator } from 'typebox/compile';
 import {
   ComponentInfoSchema,
   type ComponentLoadError,
+  DataStoreChangeSchema,
+  type DataStoreContents,
   EmittedEventSchema,
   ExactObject,
   HttpResponseSchema,
@@ -14,6 +16,8 @@ import {
   type InvocationMethod,
   isJsonValue,
   LogLineSchema,
+  PropDescriptorSchema,
+  PropOptionSchema,
   StepOutcomeSchema,
 } from './types.js';
 
@@ -42,8 +46,24 @@ export interface InvokeRequest {
   props: Record<string, unknown>;
   auths: Record<string, Record<string, unknown>>;
   db: Record<string, unknown>;
+  dataStores?: DataStoreContents[];
   httpEndpoint?: string;
   customResponse: boolean;
+}
+
+/**
+ * A question about the component's props (ConfigureRequest): one prop's choices, answered by `options`, or the full
+ * prop list, answered by `props`; `configure_failed` when the component's code failed to answer.
+ */
+export interface ConfigureMessage {
+  t: 'configure';
+  id: number;
+  artifactPath: string;
+  asStep: boolean;
+  what: { kind: 'options'; prop: string; page: number; prevContext: Record<string, unknown>; query?: string | undefined } | { kind: 'props' };
+  props: Record<string, unknown>;
+  auths: Record<string, Record<string, unknown>>;
+  dataStores?: DataStoreContents[];
 }
 
 /**
@@ -56,7 +76,7 @@ export interface InitMessage {
   token: string;
 }
 
-export type ToWorker = LoadRequest | InvokeRequest;
+export type ToWorker = LoadRequest | InvokeRequest | ConfigureMessage;
 
 const LOAD_FAILURE_CODES = ['no_component_exported', 'missing_name', 'missing_version', 'unknown_prop_type', 'load_failed'] as const satisfies ReadonlyArray<
   ComponentLoadError['code']
@@ -97,6 +117,8 @@ const CallResultSchema = ExactObject({
     (writes) => isJsonValue(writes),
     () => 'is not plain JSON data',
   ),
+  // What this call did to data stores, one change per store; absent when it wrote none (always, when it failed).
+  dataStores: Type.Optional(Type.Array(DataStoreChangeSchema)),
 });
 export type CallResult = Static<typeof CallResultSchema>;
 
@@ -113,7 +135,39 @@ const OutcomesMessageSchema = ExactObject({
 });
 export type OutcomesMessage = Static<typeof OutcomesMessageSchema>;
 
-export type FromWorker = ReadyMessage | LoadedMessage | LoadFailedMessage | RespondMessage | OutcomesMessage;
+/** A prop's choices: what `options()` returned, checked and copied. */
+const OptionsMessageSchema = ExactObject({
+  t: Type.Literal('options'),
+  id: Type.Integer(),
+  options: Type.Array(PropOptionSchema),
+  context: Type.Union([
+    Type.Null(),
+    Type.Refine(
+      Type.Record(Type.String(), Type.Unknown()),
+      (context) => isJsonValue(context),
+      () => 'is not plain JSON data',
+    ),
+  ]),
+});
+export type OptionsMessage = Static<typeof OptionsMessageSchema>;
+
+/** The full prop list: the static props, then those `additionalProps()` returned. */
+const PropsMessageSchema = ExactObject({ t: Type.Literal('props'), id: Type.Integer(), props: Type.Array(PropDescriptorSchema) });
+export type PropsMessage = Static<typeof PropsMessageSchema>;
+
+/** Why the component could not answer a configure request (it threw, returned something unusable, or has no such prop). */
+const ConfigureFailedMessageSchema = ExactObject({ t: Type.Literal('configure_failed'), id: Type.Integer(), message: Type.String() });
+export type ConfigureFailedMessage = Static<typeof ConfigureFailedMessageSchema>;
+
+export type FromWorker =
+  | ReadyMessage
+  | LoadedMessage
+  | LoadFailedMessage
+  | RespondMessage
+  | OutcomesMessage
+  | OptionsMessage
+  | PropsMessage
+  | ConfigureFailedMessage;
 
 /** A worker said something the protocol does not allow; the worker is killed for it. */
 export class ProtocolError extends Error {
@@ -126,6 +180,9 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   load_failed: Compile(LoadFailedMessageSchema),
   respond: Compile(RespondMessageSchema),
   outcomes: Compile(OutcomesMessageSchema),
+  options: Compile(OptionsMessageSchema),
+  props: Compile(PropsMessageSchema),
+  configure_failed: Compile(ConfigureFailedMessageSchema),
 };
 
 function fail(what: string): never {

@@ -31,6 +31,10 @@ export const JsonData = Type.Refine(
   () => 'is not plain JSON data',
 );
 
+/** One choice of a prop: a plain value, or a value with the label shown for it. */
+export const PropOptionSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean(), ExactObject({ label: Type.String(), value: JsonData })]);
+export type PropOption = Static<typeof PropOptionSchema>;
+
 /** One entry of a component's `configurable_props`, as the API returns it (declaration order). */
 export const PropDescriptorSchema = ExactObject({
   name: Type.String(),
@@ -44,7 +48,7 @@ export const PropDescriptorSchema = ExactObject({
   min: Type.Optional(Type.Number()),
   max: Type.Optional(Type.Number()),
   // Static options only: strings or `{ label, value }`.
-  options: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), ExactObject({ label: Type.String(), value: JsonData })]))),
+  options: Type.Optional(Type.Array(PropOptionSchema)),
   // True when `options` is an async method.
   remoteOptions: Type.Optional(Type.Boolean()),
   // The app name slug, for `type: "app"`.
@@ -57,6 +61,8 @@ export const PropDescriptorSchema = ExactObject({
   timezone: Type.Optional(Type.String()),
   // Set when the prop came from an app's propDefinitions: `[appPropName, definitionName]`.
   propDefinition: Type.Optional(Type.Tuple([Type.String(), Type.String()])),
+  // True when the answer to this prop changes what `additionalProps()` returns (POST /components/{id}/props/reload).
+  reloadProps: Type.Optional(Type.Boolean()),
 });
 export type PropDescriptor = Static<typeof PropDescriptorSchema>;
 
@@ -72,6 +78,8 @@ export const ComponentInfoSchema = ExactObject({
   props: Type.Array(PropDescriptorSchema),
   hooks: ExactObject({ deploy: Type.Boolean(), activate: Type.Boolean(), deactivate: Type.Boolean() }),
   hasRun: Type.Boolean(),
+  // True when the component has an `additionalProps()` method: more props that depend on the configured ones.
+  additionalProps: Type.Optional(Type.Boolean()),
 });
 export type ComponentInfo = Static<typeof ComponentInfoSchema>;
 
@@ -147,6 +155,33 @@ export const StepOutcomeSchema = ExactObject({
 });
 export type StepOutcome = Static<typeof StepOutcomeSchema>;
 
+/**
+ * One write of a call to a data store prop: `set` a value (with a time to live in seconds, or none), `delete` the
+ * key, or change only its time to live (`ttl`; null removes it).
+ */
+export const DataStoreWriteSchema = ExactObject({
+  key: Type.String(),
+  op: Type.Union([Type.Literal('set'), Type.Literal('delete'), Type.Literal('ttl')]),
+  value: Type.Optional(JsonData),
+  ttlSeconds: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
+});
+export type DataStoreWrite = Static<typeof DataStoreWriteSchema>;
+
+/** What calls did to one of the account's data stores: `cleared` first (every key removed), then `writes` in order, one per key. */
+export const DataStoreChangeSchema = ExactObject({
+  name: Type.String(),
+  cleared: Type.Boolean(),
+  writes: Type.Array(DataStoreWriteSchema),
+});
+export type DataStoreChange = Static<typeof DataStoreChangeSchema>;
+
+/** A data store's records as a call starts, loaded by the server (expired records left out). */
+export interface DataStoreContents {
+  name: string;
+  /** `[key, value]` pairs; an array, so that a key such as "__proto__" stays a key. */
+  entries: Array<[string, unknown]>;
+}
+
 export interface InvocationRequest {
   /** The account whose worker runs this; a worker never serves two accounts. */
   accountId: string;
@@ -163,12 +198,59 @@ export interface InvocationRequest {
   auths: Record<string, Record<string, unknown>>;
   /** `$.service.db` contents before the call. */
   db: Record<string, unknown>;
+  /**
+   * The account's data stores that `data_store` props name (their configured value is the store's name), as they
+   * are before the call. A data store prop whose store is not here cannot be used in this call (hooks).
+   */
+  dataStores?: DataStoreContents[];
   /** `this.http.endpoint` when the component has an HTTP interface. */
   httpEndpoint?: string;
   /** True when the HTTP prop sets `customResponse`. */
   customResponse?: boolean;
   /** Milliseconds before the worker is killed. */
   timeoutMs: number;
+}
+
+/**
+ * A question about a component's props, answered in a worker of the account without deploying anything: the
+ * choices of one prop (its `options()`, own or through a propDefinition), or the full prop list with what
+ * `additionalProps()` adds for these configured values. `this` is bound as in `run`.
+ */
+export interface ConfigureRequest {
+  accountId: string;
+  component: PreparedComponent;
+  /** Load it as a workflow step would be loaded (actions and code steps). */
+  asStep: boolean;
+  /** Configured prop values, as `this` sees them; a data_store prop's value is its store's name. */
+  props: Record<string, unknown>;
+  /** `$auth` per app prop name. */
+  auths: Record<string, Record<string, unknown>>;
+  /** Data stores the props name, read-only here. */
+  dataStores?: DataStoreContents[];
+  /** Milliseconds before the worker is killed; the runtime's load timeout when absent. */
+  timeoutMs?: number;
+}
+
+/** Which page of a prop's choices: `page` counts from 0, `prevContext` is the `context` the previous page returned. */
+export interface OptionsQuery {
+  prop: string;
+  page: number;
+  prevContext: Record<string, unknown>;
+  query?: string | undefined;
+}
+
+/** A prop's choices; whatever went wrong is in `errors`, and then the choices are empty. */
+export interface PropOptionsResult {
+  options: PropOption[];
+  /** What the component returned beside its options (`{ nextPageToken }`), for the next page's `prevContext`. */
+  context: Record<string, unknown> | null;
+  errors: string[];
+}
+
+/** The full prop list: the static props, then what `additionalProps()` returned; undefined, with `errors`, when it failed. */
+export interface ReloadPropsResult {
+  props: PropDescriptor[] | undefined;
+  errors: string[];
 }
 
 export const EmittedEventSchema = ExactObject({
@@ -226,6 +308,8 @@ export interface InvocationResult {
   outcomes: InvocationOutcome[];
   /** `$.service.db` keys written by the successful events, with their final values (JSON values). */
   dbWrites: Record<string, unknown>;
+  /** What the successful events did to data stores, merged in order: one change per store written. */
+  dataStoreWrites?: DataStoreChange[];
   /**
    * CPU time the account's worker used for this request, measured by the server from the kernel's count (so a
    * component cannot under-report it), including what its timers used since its previous call; wall time

@@ -9,6 +9,7 @@ import { migration005 } from './migrations/005-queue-key.js';
 import { migration006 } from './migrations/006-published-components.js';
 import { migration007 } from './migrations/007-workflows.js';
 import { migration008 } from './migrations/008-workflow-sends.js';
+import { migration010 } from './migrations/010-data-stores.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '006-published-components': migration006,
   '007-workflows': migration007,
   '008-workflow-sends': migration008,
+  '010-data-stores': migration010,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -213,6 +213,8 @@ export interface WorkflowSendsTable {
 }
 
 export interface Database {
+  data_stores: DataStoresTable;
+  data_store_records: DataStoreRecordsTable;
   workflow_sends: WorkflowSendsTable;
   workflows: WorkflowsTable;
   workflow_runs: WorkflowRunsTable;
@@ -232,6 +234,24 @@ export interface Database {
   users: UsersTable;
   components: ComponentsTable;
   published_components: PublishedComponentsTable;
+}
+
+/** A named key-value store of an account, made on first use by a `data_store` prop naming it. */
+export interface DataStoresTable {
+  id: string;
+  user_id: string;
+  name: string;
+  created_at: number;
+  /** Epoch seconds of the last commit that wrote to it. */
+  updated_at: number;
+}
+
+/** One record of a data store: the value as JSON, and when it expires (epoch ms; null: never). */
+export interface DataStoreRecordsTable {
+  store_id: string;
+  key: string;
+  value: string;
+  expires_ms: number | null;
 }
 
 /** Routes events of an emitter (an id, or the glob `dc_*` / `p_*`) on one stream to a listener. */

@@ -1,14 +1,42 @@
-// POST /components, GET /components/{key|id}, GET /components/registry/{key}.
+// POST /components, GET /components/{key|id}, GET /components/registry/{key}, and prop configuration: a prop's
+// options and the props additionalProps() adds.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ComponentService } from '../../services/components.js';
 import { toComponentView } from '../../services/components.js';
+import type { PropConfigurationService } from '../../services/prop-configuration.js';
 import { dataOf } from '../envelope.js';
 import { fieldParams } from '../fields.js';
-import { componentSchema } from '../schemas.js';
+import { componentSchema, propDescriptorSchema } from '../schemas.js';
 
-export function componentRoutes(services: { components: ComponentService }): FastifyPluginAsync {
+/** The body of both prop configuration endpoints; `page`, `prev_context` and `query` are for options only. */
+const configureBody = Type.Object({
+  configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Values of the props configured so far, as for a deploy' })),
+  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'options({ page }): counts from 0; default 0' })),
+  prev_context: Type.Optional(
+    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String(), Type.Null()], {
+      description: 'options({ prevContext }): the context the previous page returned ({ nextPageToken }); a string is taken as its nextPageToken',
+    }),
+  ),
+  query: Type.Optional(Type.String({ maxLength: 1000, description: 'options({ query }): search text' })),
+  ...fieldParams,
+});
+
+const optionsSchema = Type.Object({
+  options: Type.Union([Type.Array(Type.String()), Type.Array(Type.Object({ label: Type.String(), value: Type.Unknown() }))], {
+    description: 'Strings when every choice is one, else { label, value } each; empty when errors is not',
+  }),
+  context: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'Pass it back as prev_context for the next page' }),
+  errors: Type.Array(Type.String(), { description: "What went wrong running the prop's options()" }),
+});
+
+const reloadSchema = Type.Object({
+  configurable_props: Type.Array(propDescriptorSchema, { description: 'The static props, then those additionalProps() returns' }),
+  errors: Type.Array(Type.String(), { description: 'What went wrong running additionalProps()' }),
+});
+
+export function componentRoutes(services: { components: ComponentService; propConfiguration: PropConfigurationService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const response = { 200: dataOf(componentSchema) };
@@ -60,6 +88,37 @@ export function componentRoutes(services: { components: ComponentService }): Fas
         },
       },
       async (request) => ({ data: toComponentView(await services.components.get(request.account.id, request.params.keyOrId)) }),
+    );
+
+    app.post(
+      '/components/:id/props/:prop/options',
+      {
+        schema: {
+          tags: ['components', 'extensions'],
+          summary: "A prop's choices: runs its async options({ page, prevContext, query }) in the account's sandbox; failures come back in errors",
+          params: Type.Object({ id: Type.String(), prop: Type.String() }),
+          body: Type.Optional(configureBody),
+          response: { 200: dataOf(optionsSchema) },
+        },
+      },
+      async (request) => {
+        const { id, prop } = request.params;
+        return { data: await services.propConfiguration.options(request.account.id, id, prop, request.body ?? {}) };
+      },
+    );
+
+    app.post(
+      '/components/:id/props/reload',
+      {
+        schema: {
+          tags: ['components', 'extensions'],
+          summary: 'The full prop list for these configured values: the static props, then those additionalProps() returns',
+          params: Type.Object({ id: Type.String() }),
+          body: Type.Optional(configureBody),
+          response: { 200: dataOf(reloadSchema) },
+        },
+      },
+      async (request) => ({ data: await services.propConfiguration.reload(request.account.id, request.params.id, request.body ?? {}) }),
     );
 
     app.post(

@@ -1,6 +1,7 @@
 // Builds `this` for one call of run, a step, a hook or a method: prop values, interface objects, bound apps and methods, `$emit`.
 import type { HttpResponse } from '../types.js';
 import type { InvokeRequest } from '../protocol.js';
+import type { DataStores } from './data-store.js';
 import { makeDb, type Db } from './db.js';
 import { makeEmit, type Emit } from './emit.js';
 import type { LoadedComponent } from './load.js';
@@ -28,13 +29,19 @@ function appThis(app: Record<string, unknown>, auth: Record<string, unknown>): R
   return self;
 }
 
+/** What `this` takes from the request beside prop values: the HTTP interface, `$auth` per app prop, the data stores. */
+export interface ThisInputs extends Pick<InvokeRequest, 'httpEndpoint' | 'customResponse' | 'auths'> {
+  stores: DataStores;
+}
+
 /**
  * `values` are the configured prop values: the request's for sources, the StepInput's for a step, whose props are
- * evaluated per run.
+ * evaluated per run. Values of props the component does not declare statically (those `additionalProps()` adds)
+ * are given as they are.
  */
 export function buildThis(
   loaded: LoadedComponent,
-  request: InvokeRequest,
+  request: ThisInputs,
   values: Record<string, unknown>,
   scope: CallScope,
   committedDb: ReadonlyMap<string, unknown>,
@@ -58,12 +65,19 @@ export function buildThis(
         break;
       case 'app': {
         const app = declared[prop.name];
-        self[prop.name] = appThis(isPlainObject(app) ? app : {}, request.auths[prop.name] ?? {});
+        self[prop.name] = appThis(isPlainObject(app) ? app : {}, (Object.hasOwn(request.auths, prop.name) ? request.auths[prop.name] : undefined) ?? {});
         break;
       }
+      case 'data_store':
+        self[prop.name] = request.stores.handle(scope, Object.hasOwn(values, prop.name) ? configured : prop.default);
+        break;
       default:
         self[prop.name] = Object.hasOwn(values, prop.name) ? configured : prop.default;
     }
+  }
+  for (const [name, value] of Object.entries(values)) {
+    // Defined, not assigned: a value named "__proto__" must not become the prototype.
+    if (!Object.hasOwn(self, name)) Object.defineProperty(self, name, { value, writable: true, enumerable: true, configurable: true });
   }
   if (db) {
     // Older registry components keep their state in `this.$checkpoint`, which is the db's "$checkpoint" key.

@@ -6,7 +6,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { HttpResponse, InvocationError, LogLine } from '../types.js';
 import type { CallResult, InvokeRequest, OutcomesMessage } from '../protocol.js';
-import { buildThis } from './context.js';
+import { buildThis, type ThisInputs } from './context.js';
+import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
@@ -50,7 +51,7 @@ function cut(text: string): string {
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
 }
 
-function toInvocationError(error: unknown): InvocationError {
+export function toInvocationError(error: unknown): InvocationError {
   if (error instanceof Error) {
     const name = typeof error.name === 'string' && error.name ? error.name : 'Error';
     let message = typeof error.message === 'string' ? error.message : String(error.message);
@@ -77,7 +78,8 @@ function toInvocationError(error: unknown): InvocationError {
   return { name: 'Error', message: cut(message), stack: cut(`Error: ${message}`) };
 }
 
-async function call(scope: CallScope, fn: () => unknown): Promise<void> {
+/** Runs `fn` as the call of `scope`: errors it throws anywhere, even outside its promise, fail it. */
+export async function call(scope: CallScope, fn: () => unknown): Promise<void> {
   active = scope;
   try {
     const running = calls.run(scope, async () => fn());
@@ -162,6 +164,12 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     return;
   }
   const committed = new Map(Object.entries(request.db));
+  const inputsOfThis: ThisInputs = {
+    httpEndpoint: request.httpEndpoint,
+    customResponse: request.customResponse,
+    auths: request.auths,
+    stores: new DataStores(request.dataStores),
+  };
   const batch = new OutcomeBatch(request.id, send);
   for (let index = 0; index < inputs.length; index++) {
     const scope = new CallScope(request.method, index);
@@ -173,10 +181,10 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     try {
       if (step) {
         const input = stepInput(inputs[index]);
-        const self = buildThis(loaded, request, input.props, scope, committed, sendResponse);
+        const self = buildThis(loaded, inputsOfThis, input.props, scope, committed, sendResponse);
         await call(scope, step.body(loaded.component, self, input.steps));
       } else {
-        const self = buildThis(loaded, request, request.props, scope, committed, sendResponse);
+        const self = buildThis(loaded, inputsOfThis, request.props, scope, committed, sendResponse);
         await call(scope, callFor(loaded, request, self, inputs[index]));
       }
     } catch (thrown) {
@@ -201,6 +209,8 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     }
     // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
     const dbWrites: Record<string, unknown> = Object.fromEntries(written);
+    const stores = failed ? undefined : inputsOfThis.stores.commit(scope);
+    if (stores) dbBytes += stores.bytes;
     const outcome: CallResult['outcome'] = {
       // A step has no $emit; what it hands on travels in `step`.
       emits: failed || step ? [] : scope.emits,
@@ -214,7 +224,9 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       outcome.step = done.step;
       stepBytes = done.bytes;
     }
-    batch.add({ outcome, dbWrites }, scope.emitBytes + dbBytes + scope.logChars + stepBytes);
+    const result: CallResult = { outcome, dbWrites };
+    if (stores?.changes.length) result.dataStores = stores.changes;
+    batch.add(result, scope.emitBytes + dbBytes + scope.logChars + stepBytes);
   }
   batch.flush(true);
 }

@@ -19,6 +19,16 @@ export const MAX_DB_BYTES_PER_CALL = 8 * 1024 * 1024;
 export const MAX_DB_VALUE_BYTES = 1024 * 1024;
 /** All of a source's `$.service.db`, keys and values as JSON, after a write. */
 export const MAX_DB_TOTAL_BYTES = 16 * 1024 * 1024;
+/**
+ * All of one data store, keys and values as JSON, after a write. A data store is loaded whole into the worker for
+ * each call that uses it (so that its writes commit with the run), which this bounds.
+ */
+export const MAX_DATA_STORE_BYTES = 4 * 1024 * 1024;
+/** Longest data store key, in characters. */
+export const MAX_DATA_STORE_KEY_CHARS = 1024;
+/** Choices one `options()` call may return, and their size as JSON. */
+export const MAX_OPTIONS = 10_000;
+export const MAX_OPTIONS_BYTES = 4 * 1024 * 1024;
 /** Timers (`setTimeout`, `setInterval`, `setImmediate`) pending at once in a worker, whichever run made them. */
 export const MAX_PENDING_TIMERS = 1000;
 /** The body given to `respond()`. */

@@ -88,6 +88,7 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   if (asStep || type === 'action') info.type = 'action';
   if (typeof description === 'string') info.description = description;
   if (typeof dedupe === 'string') info.dedupe = dedupe as ComponentInfo['dedupe'];
+  if (typeof component.additionalProps === 'function') info.additionalProps = true;
   for (const hook of HOOKS) {
     if (hooks?.[hook] !== undefined && typeof hooks[hook] !== 'function') {
       throw new LoadFailure('load_failed', `hooks.${hook} must be a function`);

@@ -1,7 +1,8 @@
-// Entry of a worker process: answers the server's load and invoke requests, one at a time, by running component code.
+// Entry of a worker process: answers the server's load, invoke and configure requests, one at a time, by running component code.
 import type { InitMessage, ToWorker } from '../protocol.js';
 import type { EgressPolicy } from './egress-rules.js';
 import { captureConsole } from './console.js';
+import { configure } from './configure.js';
 import { installEgressGuard } from './egress-guard.js';
 import { LoadFailure } from './failure.js';
 import { harden, type Send } from './harden.js';
@@ -39,6 +40,17 @@ function load(request: Extract<ToWorker, { t: 'load' }>, send: Send): void {
   }
 }
 
+function handle(message: ToWorker, send: Send): void | Promise<void> {
+  switch (message.t) {
+    case 'load':
+      return load(message, send);
+    case 'invoke':
+      return invoke(message, send);
+    case 'configure':
+      return configure(message, send);
+  }
+}
+
 let queue: Promise<void> = Promise.resolve();
 
 // The server's first message gives the token every message of ours carries; no component code has run yet.
@@ -47,7 +59,7 @@ process.once('message', (init: InitMessage) => {
   const send: Send = (message) => channel.send([init.token, message]);
   process.on('message', (message: ToWorker) => {
     // The server sends one request at a time; chaining keeps the order even if it did not.
-    queue = queue.then(() => (message.t === 'load' ? load(message, send) : invoke(message, send))).catch(die);
+    queue = queue.then(() => handle(message, send)).catch(die);
   });
   send({ t: 'ready' });
 });

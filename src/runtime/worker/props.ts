@@ -12,6 +12,8 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
   '$.service.db',
   // Any JSON value (the reference service's `type: "any"`), checked only for being JSON.
   'any',
+  // One of the account's key-value stores, named by the configured value (the data_stores app's prop).
+  'data_store',
 ]);
 
 type Obj = Record<string, unknown>;
@@ -95,6 +97,7 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     if (typeof prop.timezone === 'string') d.timezone = prop.timezone;
   }
   if (propDefinition) d.propDefinition = propDefinition;
+  if (prop.reloadProps === true) d.reloadProps = true;
   return d;
 }
 

@@ -1,12 +1,18 @@
 // What one call of `run`, a step or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
 import type { EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
+import type { StoreChanges } from './data-store.js';
 import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS } from './limits.js';
+
+/** What a call runs: an invocation's method, or `configure` (a prop's `options()` or `additionalProps()`). */
+export type CallMethod = InvocationMethod | 'configure';
 
 export class CallScope {
   readonly emits: EmittedEvent[] = [];
   readonly logs: LogLine[] = [];
   /** Keys written during this call; they reach the batch's db only if the call succeeds. */
   readonly dbWrites = new Map<string, { value: unknown; bytes: number }>();
+  /** Changes to data stores by store name; like db writes, they count only if the call succeeds. */
+  readonly dataStoreWrites = new Map<string, StoreChanges>();
   emitBytes = 0;
   response?: HttpResponse;
   /** Set once the call has ended: late effects of stray callbacks are dropped. */
@@ -21,7 +27,7 @@ export class CallScope {
   private logsDropped = false;
 
   constructor(
-    readonly method: InvocationMethod,
+    readonly method: CallMethod,
     readonly index: number,
   ) {
     this.failed = new Promise<never>((_, reject) => {

@@ -1,0 +1,160 @@
+// Answers configure requests in the worker: one prop's choices from its `options()`, or the full prop list with what
+// `additionalProps()` returns, with `this` bound as in `run` to the configured values.
+import type { ConfigureMessage } from '../protocol.js';
+import type { PropDescriptor, PropOption } from '../types.js';
+import { buildThis, type ComponentThis } from './context.js';
+import { DataStores } from './data-store.js';
+import { LoadFailure } from './failure.js';
+import type { Send } from './harden.js';
+import { call } from './invoke.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
+import { type Component, loadComponent, type LoadedComponent } from './load.js';
+import { isPlainObject, normalizeProps } from './props.js';
+import { CallScope } from './scope.js';
+
+type Obj = Record<string, unknown>;
+
+/** A question that has no answer (no such prop, no options): reported as its message alone, not as the component's error. */
+class Unanswerable extends Error {}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `${typeof value === 'undefined' ? '' : 'a '}${typeof value}`;
+}
+
+/** Runs component code as the scope's call and returns what it returned; anything that failed the call is thrown. */
+async function callForResult(scope: CallScope, fn: () => unknown): Promise<unknown> {
+  let result: unknown;
+  await call(scope, async () => {
+    result = await fn();
+  });
+  if (scope.failure !== undefined) throw scope.failure;
+  return result;
+}
+
+/** The component's declared props, plus what `additionalProps()` returns for the configured values (undefined: it has none). */
+async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Obj | undefined> {
+  const additional = component.additionalProps;
+  if (typeof additional !== 'function') return undefined;
+  const declared = isPlainObject(component.props) ? component.props : {};
+  const returned = await callForResult(scope, () => (additional as (this: unknown, previous: Obj) => unknown).call(self, declared));
+  if (returned === undefined || returned === null) return { ...declared };
+  if (!isPlainObject(returned)) throw new TypeError(`additionalProps() must return an object of props, not ${describeValue(returned)}`);
+  return { ...declared, ...returned };
+}
+
+/** Static props, then additional ones; a prop that does not describe (an unknown type) fails the whole answer. */
+async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: CallScope): Promise<PropDescriptor[]> {
+  const all = await withAdditional(loaded.component, self, scope);
+  if (all === undefined) return loaded.props;
+  try {
+    return normalizeProps(all);
+  } catch (error) {
+    if (error instanceof LoadFailure) throw new TypeError(`additionalProps() returned a prop that cannot be used: ${error.message}`);
+    throw error;
+  }
+}
+
+/** One choice as the API gives it: a plain value, or `{ label, value }` with a string label. */
+function toOption(option: unknown, index: number): PropOption {
+  if (typeof option === 'string' || typeof option === 'boolean' || (typeof option === 'number' && Number.isFinite(option))) return option;
+  if (isPlainObject(option) && 'value' in option) {
+    const value = option.value === undefined ? null : jsonCopy(option.value, `the value of option ${index}`).value;
+    const label = typeof option.label === 'string' ? option.label : typeof value === 'string' ? value : JSON.stringify(option.label ?? value);
+    return { label, value };
+  }
+  throw new TypeError(`option ${index} must be a string, a number, a boolean or { label, value }, not ${describeValue(option)}`);
+}
+
+/** What `options()` may return: an array, or `{ options, context }` (context: `{ nextPageToken }`, for the next page). */
+function toOptions(returned: unknown): { options: PropOption[]; context: Obj | null } {
+  let list = returned;
+  let context: unknown = null;
+  if (isPlainObject(returned) && Array.isArray(returned.options)) {
+    list = returned.options;
+    context = returned.context ?? null;
+  }
+  if (!Array.isArray(list)) throw new TypeError(`options() must return an array, or { options, context }, not ${describeValue(returned)}`);
+  if (list.length > MAX_OPTIONS) throw new RangeError(`options() may return at most ${MAX_OPTIONS} choices, not ${list.length}`);
+  const options = list.map(toOption);
+  if (context !== null && !isPlainObject(context)) {
+    throw new TypeError(`the context options() returned must be an object such as { nextPageToken }, not ${describeValue(context)}`);
+  }
+  const copied = context === null ? null : (jsonCopy(context, 'the context options() returned').value as Obj);
+  const bytes = jsonBytes(JSON.stringify({ options, context: copied }));
+  if (bytes > MAX_OPTIONS_BYTES) throw new RangeError(`options() may return at most ${MAX_OPTIONS_BYTES} bytes of JSON, not ${bytes}`);
+  return { options, context: copied };
+}
+
+/**
+ * The prop's `options` and what it is called on: its own method with the component as `this`, or, through
+ * `propDefinition: [app, name, inputValues]`, the app's with the app (and its `$auth`) as `this` and the input values
+ * (an object, or a function of the configured props) among its arguments.
+ */
+function optionsOf(props: Obj, propName: string, self: ComponentThis): { options: unknown; thisArg: unknown; inputs: Obj } {
+  const prop = Object.hasOwn(props, propName) ? props[propName] : undefined;
+  if (prop === undefined) throw new Unanswerable(`"${propName}" is not a prop of this component`);
+  if (!isPlainObject(prop)) return { options: undefined, thisArg: self, inputs: {} };
+  if (prop.options !== undefined || !Array.isArray(prop.propDefinition)) return { options: prop.options, thisArg: self, inputs: {} };
+  const [app, definitionName, inputValues] = prop.propDefinition as unknown[];
+  const definitions = isPlainObject(app) && isPlainObject(app.propDefinitions) ? app.propDefinitions : {};
+  const definition = typeof definitionName === 'string' && Object.hasOwn(definitions, definitionName) ? definitions[definitionName] : undefined;
+  const appPropName = Object.keys(props).find((key) => props[key] === app);
+  const inputs = typeof inputValues === 'function' ? (inputValues as (configured: unknown) => unknown).call(self, self) : inputValues;
+  return {
+    options: isPlainObject(definition) ? definition.options : undefined,
+    thisArg: appPropName === undefined ? app : self[appPropName],
+    inputs: isPlainObject(inputs) ? inputs : {},
+  };
+}
+
+async function propOptions(loaded: LoadedComponent, what: Extract<ConfigureMessage['what'], { kind: 'options' }>, self: ComponentThis, scope: CallScope) {
+  const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
+  // A prop that only `additionalProps()` declares has choices too; it is asked only when the name is not a static prop.
+  const props = Object.hasOwn(declared, what.prop) ? declared : ((await withAdditional(loaded.component, self, scope)) ?? declared);
+  const found = optionsOf(props, what.prop, self);
+  if (Array.isArray(found.options)) return toOptions(found.options);
+  if (typeof found.options !== 'function') throw new Unanswerable(`prop "${what.prop}" has no options`);
+  const fn = found.options as (this: unknown, args: Obj) => unknown;
+  const args: Obj = { ...found.inputs, page: what.page, prevContext: what.prevContext };
+  if (what.query !== undefined) args.query = what.query;
+  return toOptions(await callForResult(scope, () => fn.call(found.thisArg, args)));
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Unanswerable) return error.message;
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  try {
+    return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
+  } catch {
+    return String(error);
+  }
+}
+
+export async function configure(request: ConfigureMessage, send: Send): Promise<void> {
+  const scope = new CallScope('configure', 0);
+  let loaded: LoadedComponent;
+  try {
+    loaded = loadComponent(request.artifactPath, request.asStep);
+  } catch (error) {
+    if (!(error instanceof LoadFailure)) throw error;
+    send({ t: 'configure_failed', id: request.id, message: `the component no longer loads: ${error.message}` });
+    return;
+  }
+  try {
+    const stores = new DataStores(request.dataStores, true);
+    const self = buildThis(loaded, { customResponse: false, auths: request.auths, stores }, request.props, scope, new Map(), () => undefined);
+    if (request.what.kind === 'props') {
+      send({ t: 'props', id: request.id, props: await fullProps(loaded, self, scope) });
+    } else {
+      const { options, context } = await propOptions(loaded, request.what, self, scope);
+      send(JSON.stringify({ t: 'options', id: request.id, options, context }));
+    }
+  } catch (error) {
+    send({ t: 'configure_failed', id: request.id, message: messageOf(error).slice(0, 4096) });
+  } finally {
+    scope.closed = true;
+  }
+}

@@ -1,0 +1,218 @@
+// `data_store` props: the account's key-value stores, read from what the server loaded for the request and written
+// as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
+import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DB_BYTES_PER_CALL, MAX_DB_VALUE_BYTES } from './limits.js';
+import type { CallScope } from './scope.js';
+
+interface PendingWrite {
+  op: DataStoreWrite['op'];
+  value?: unknown;
+  ttlSeconds?: number | null;
+  /** JSON bytes of the value (0 for a delete or a ttl change). */
+  bytes: number;
+}
+
+/** What one call did to one store so far: `cleared` first, then the last write of each key. */
+export interface StoreChanges {
+  cleared: boolean;
+  writes: Map<string, PendingWrite>;
+  /** JSON bytes this call wrote to the store. */
+  bytes: number;
+  /** JSON bytes of the whole store as this call sees it; measured at the call's first write, then kept up to date. */
+  total?: number;
+}
+
+/** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
+export interface DataStore {
+  get(key: string): Promise<unknown>;
+  has(key: string): Promise<boolean>;
+  set(key: string, value: unknown, options?: { ttl?: number | null }): Promise<void>;
+  setTtl(key: string, ttl: number | null): Promise<boolean>;
+  delete(key: string): Promise<boolean>;
+  keys(): Promise<string[]>;
+  entries(): Promise<Array<[string, unknown]>>;
+  clear(): Promise<void>;
+  [Symbol.asyncIterator](): AsyncGenerator<[string, unknown]>;
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
+  if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
+  return key;
+}
+
+/** A time to live in seconds: a positive finite number, or null/undefined for none. */
+function checkTtl(ttl: unknown): number | null {
+  if (ttl === undefined || ttl === null) return null;
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
+    throw new TypeError(`a data store ttl is a positive number of seconds (or null for none), not ${JSON.stringify(ttl) ?? String(ttl)}`);
+  }
+  return ttl;
+}
+
+function entryBytes(key: string, value: unknown): number {
+  return jsonBytes(key) + jsonBytes(JSON.stringify(value));
+}
+
+/** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
+export class DataStores {
+  private readonly committed = new Map<string, Map<string, unknown>>();
+
+  /** `readOnly`: configure calls (options, additionalProps) may read stores but not write them. */
+  constructor(
+    contents: DataStoreContents[] | undefined,
+    private readonly readOnly = false,
+  ) {
+    for (const store of contents ?? []) this.committed.set(store.name, new Map(store.entries));
+  }
+
+  /** The prop's value for a store named `name`; undefined when the prop names no store (an optional one left out). */
+  handle(scope: CallScope, name: unknown): DataStore | undefined {
+    if (typeof name !== 'string') return undefined;
+    const committed = this.committed.get(name);
+    return committed ? this.open(scope, name, committed) : unavailable(scope, name);
+  }
+
+  /** After a successful call: its changes, now seen by the request's later calls, and their size. */
+  commit(scope: CallScope): { changes: DataStoreChange[]; bytes: number } {
+    const changes: DataStoreChange[] = [];
+    let bytes = 0;
+    for (const [name, pending] of scope.dataStoreWrites) {
+      const committed = this.committed.get(name)!;
+      if (pending.cleared) committed.clear();
+      const writes: DataStoreWrite[] = [];
+      for (const [key, write] of pending.writes) {
+        const out: DataStoreWrite = { key, op: write.op };
+        if (write.op === 'set') {
+          out.value = write.value;
+          committed.set(key, write.value);
+        } else if (write.op === 'delete') committed.delete(key);
+        // A set without a ttl makes the record permanent; a ttl change says null to make it so.
+        if (write.op === 'ttl' || (write.op === 'set' && typeof write.ttlSeconds === 'number')) out.ttlSeconds = write.ttlSeconds ?? null;
+        writes.push(out);
+      }
+      changes.push({ name, cleared: pending.cleared, writes });
+      bytes += pending.bytes;
+    }
+    return { changes, bytes };
+  }
+
+  private open(scope: CallScope, name: string, committed: Map<string, unknown>): DataStore {
+    const changes = (): StoreChanges => {
+      let pending = scope.dataStoreWrites.get(name);
+      if (!pending) {
+        pending = { cleared: false, writes: new Map(), bytes: 0 };
+        scope.dataStoreWrites.set(name, pending);
+      }
+      return pending;
+    };
+    const lookup = (key: string): { found: boolean; value?: unknown } => {
+      const pending = scope.dataStoreWrites.get(name);
+      const write = pending?.writes.get(key);
+      if (write?.op === 'set') return { found: true, value: write.value };
+      if (write?.op === 'delete' || pending?.cleared) return { found: false };
+      return committed.has(key) ? { found: true, value: committed.get(key) } : { found: false };
+    };
+    const keys = (): string[] => {
+      const pending = scope.dataStoreWrites.get(name);
+      const out = pending?.cleared ? [] : [...committed.keys()].filter((key) => pending?.writes.get(key)?.op !== 'delete');
+      for (const [key, write] of pending?.writes ?? []) if (write.op === 'set' && (pending?.cleared || !committed.has(key))) out.push(key);
+      return out;
+    };
+    const writable = (what: string): void => {
+      if (scope.closed) throw new Error(`data store ${what}() called after the call ended`);
+      if (this.readOnly) throw new Error(`data store "${name}" is read-only while props are configured: ${what}() is refused`);
+    };
+    const overLimit = (message: string): never => {
+      const error = new RangeError(message);
+      scope.fail(error);
+      throw error;
+    };
+    const measured = (pending: StoreChanges): number => (pending.total ??= keys().reduce((sum, key) => sum + entryBytes(key, lookup(key).value), 0));
+    const copy = (value: unknown) => (value === undefined ? undefined : structuredClone(value));
+    const store: DataStore = {
+      get: async (key) => copy(lookup(checkKey(key)).value),
+      has: async (key) => lookup(checkKey(key)).found,
+      keys: async () => keys(),
+      entries: async () => keys().map((key) => [key, copy(lookup(key).value)] as [string, unknown]),
+      async set(key, value, options) {
+        checkKey(key);
+        // Setting undefined deletes the key, as the reference service's first data store API did.
+        if (value === undefined) {
+          await store.delete(key);
+          return;
+        }
+        writable('set');
+        const ttlSeconds = checkTtl(options?.ttl);
+        const json = jsonCopy(value, `the value for data store key "${key}"`);
+        const size = jsonBytes(json.json);
+        if (size > MAX_DB_VALUE_BYTES) overLimit(`a data store value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`);
+        const pending = changes();
+        if (pending.bytes + size > MAX_DB_BYTES_PER_CALL) overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to data stores`);
+        const before = lookup(key);
+        const total = measured(pending) - (before.found ? entryBytes(key, before.value) : 0) + jsonBytes(key) + size;
+        if (total > MAX_DATA_STORE_BYTES) overLimit(`data store "${name}" may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`);
+        pending.bytes += size;
+        pending.total = total;
+        pending.writes.set(key, { op: 'set', value: json.value, ttlSeconds, bytes: size });
+      },
+      async setTtl(key, ttl) {
+        checkKey(key);
+        writable('setTtl');
+        const ttlSeconds = checkTtl(ttl);
+        if (!lookup(key).found) return false;
+        const pending = changes();
+        const write = pending.writes.get(key);
+        if (write?.op === 'set') write.ttlSeconds = ttlSeconds;
+        else pending.writes.set(key, { op: 'ttl', ttlSeconds, bytes: 0 });
+        return true;
+      },
+      async delete(key) {
+        checkKey(key);
+        writable('delete');
+        const before = lookup(key);
+        const pending = changes();
+        if (before.found && pending.total !== undefined) pending.total -= entryBytes(key, before.value);
+        pending.writes.set(key, { op: 'delete', bytes: 0 });
+        return before.found;
+      },
+      async clear() {
+        writable('clear');
+        const pending = changes();
+        pending.cleared = true;
+        pending.writes.clear();
+        pending.total = 0;
+      },
+      async *[Symbol.asyncIterator]() {
+        for (const key of keys()) {
+          const { found, value } = lookup(key);
+          if (found) yield [key, copy(value)] as [string, unknown];
+        }
+      },
+    };
+    return store;
+  }
+}
+
+/** A store the server did not load for this call (hooks run without them): every use says so. */
+function unavailable(scope: CallScope, name: string): DataStore {
+  const refuse = async (): Promise<never> => {
+    throw new Error(
+      `data store "${name}" cannot be used in ${scope.method === 'configure' ? 'this call' : `the ${scope.method} hook`}: data stores are available in run, workflow steps and options()`,
+    );
+  };
+  return {
+    get: refuse,
+    has: refuse,
+    set: refuse,
+    setTtl: refuse,
+    delete: refuse,
+    keys: refuse,
+    entries: refuse,
+    clear: refuse,
+    async *[Symbol.asyncIterator]() {
+      yield await refuse();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+// Prop configuration: a component's prop choices (`options()`) and its full prop list (`additionalProps()`), asked of
+// the account's sandbox with the configured values; what goes wrong is answered as errors, never as a failure.
+import type { Clock } from '../lib/clock.js';
+import type { Store } from '../store/database.js';
+import { componentInfo } from '../store/components.js';
+import { readDataStores } from '../store/data-stores.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from '../runtime/types.js';
+import { dataStoreName, dataStoreNames } from '../model/props.js';
+import { ServiceError } from '../model/errors.js';
+import type { ComponentService } from './components.js';
+
+/**
+ * `$auth` of each app prop for the configured values (`{ authProvisionId }`), as `run` would see it. The connected
+ * accounts service provides it (wired in app.ts); until then every app prop gets `{}`. What it throws (an unknown or
+ * foreign account, a failed refresh) is answered as an error.
+ */
+export type ConfigureAuths = (
+  accountId: string,
+  props: PropDescriptor[],
+  configured: Record<string, unknown>,
+) => Promise<Record<string, Record<string, unknown>>>;
+
+/** The body of both endpoints; `page`, `prev_context` and `query` only matter to options. */
+export interface ConfigureBody {
+  configured_props?: Record<string, unknown> | undefined;
+  page?: number | undefined;
+  prev_context?: Record<string, unknown> | string | null | undefined;
+  query?: string | undefined;
+}
+
+/** `options` are strings when every choice is one, else `{ label, value }` each. */
+export interface PropOptionsView {
+  options: string[] | Array<{ label: string; value: unknown }>;
+  context: Record<string, unknown> | null;
+  errors: string[];
+}
+
+export interface ReloadPropsView {
+  configurable_props: PropDescriptor[];
+  errors: string[];
+}
+
+const noAuths: ConfigureAuths = async (_accountId, props) => Object.fromEntries(props.filter((p) => p.type === 'app').map((p) => [p.name, {}]));
+
+function shapeOptions(options: PropOption[]): PropOptionsView['options'] {
+  if (options.every((option) => typeof option === 'string')) return options as string[];
+  return options.map((option) => (typeof option === 'object' ? option : { label: String(option), value: option }));
+}
+
+/** `prev_context` is the `context` the previous page returned; a bare string is taken as its `nextPageToken`. */
+function prevContextOf(given: ConfigureBody['prev_context']): Record<string, unknown> {
+  if (typeof given === 'string') return { nextPageToken: given };
+  return given ?? {};
+}
+
+export class PropConfigurationService {
+  private auths: ConfigureAuths = noAuths;
+
+  constructor(
+    private readonly store: Store,
+    private readonly components: ComponentService,
+    private readonly runtime: ComponentRuntime,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Where app props get their `$auth` from (the seam for connected accounts). */
+  useAuths(auths: ConfigureAuths): void {
+    this.auths = auths;
+  }
+
+  /** POST /components/{id}/props/{prop}/options: 404 only for a component the account cannot see. */
+  async options(accountId: string, componentId: string, propName: string, body: ConfigureBody): Promise<PropOptionsView> {
+    const row = await this.components.get(accountId, componentId);
+    const info = componentInfo(row);
+    const fail = (error: string): PropOptionsView => ({ options: [], context: null, errors: [error] });
+    const prop = info.props.find((p) => p.name === propName);
+    // A prop only additionalProps() declares is looked up in the worker.
+    if (!prop && !info.additionalProps) return fail(`"${propName}" is not a prop of this component`);
+    if (prop && !prop.remoteOptions) {
+      // Static choices are in configurable_props already; they are answered here too, without a worker.
+      return prop.options ? { options: shapeOptions(prop.options), context: null, errors: [] } : fail(`prop "${propName}" has no options`);
+    }
+    const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
+    if (typeof request === 'string') return fail(request);
+    const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
+    const result = await this.runtime.propOptions(request, query);
+    return { options: shapeOptions(result.options), context: result.context, errors: result.errors };
+  }
+
+  /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */
+  async reload(accountId: string, componentId: string, body: ConfigureBody): Promise<ReloadPropsView> {
+    const row = await this.components.get(accountId, componentId);
+    const info = componentInfo(row);
+    if (!info.additionalProps) return { configurable_props: info.props, errors: [] };
+    const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
+    if (typeof request === 'string') return { configurable_props: info.props, errors: [request] };
+    const result = await this.runtime.reloadProps(request);
+    return { configurable_props: result.props ?? info.props, errors: result.errors };
+  }
+
+  /** The worker request for these configured values, or why it cannot be made. */
+  private async request(accountId: string, code: string, info: ComponentInfo, configured: Record<string, unknown>): Promise<ConfigureRequest | string> {
+    const props: Record<string, unknown> = { ...configured };
+    for (const prop of info.props) {
+      if (prop.type === 'data_store' && Object.hasOwn(props, prop.name)) props[prop.name] = dataStoreName(props[prop.name]);
+    }
+    let auths: Record<string, Record<string, unknown>>;
+    try {
+      auths = await this.auths(accountId, info.props, configured);
+    } catch (error) {
+      // An unknown or foreign account, a failed OAuth refresh: the client is told, as for any other failure.
+      return error instanceof ServiceError || error instanceof Error ? error.message : String(error);
+    }
+    const names = dataStoreNames(info.props, props);
+    const request: ConfigureRequest = { accountId, component: await this.runtime.prepare(code), asStep: info.type === 'action', props, auths };
+    if (names.length) request.dataStores = await readDataStores(this.store.db, accountId, names, this.clock.now());
+    return request;
+  }
+}

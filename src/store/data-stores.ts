@@ -1,0 +1,140 @@
+// Queries on data stores and their records: loading what a call reads, committing what it wrote, listing them.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { DataStoreChange, DataStoreContents } from '../runtime/types.js';
+import { newId } from '../model/ids.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import type { Database, DataStoresTable } from './schema.js';
+import { paginateById } from './paginate.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export type DataStoreRow = Selectable<DataStoresTable>;
+export type DataStoreListRow = DataStoreRow & { key_count: number };
+
+/** Rows per statement: well under both databases' limits on bound parameters. */
+const CHUNK = 500;
+
+function chunks<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+/**
+ * The records of the account's stores named `names` that have not expired at `nowMs`, each store's in key order; a
+ * store that does not exist yet is empty (it is made by its first write).
+ */
+export async function readDataStores(db: Db, userId: string, names: string[], nowMs: number): Promise<DataStoreContents[]> {
+  const unique = [...new Set(names)];
+  if (!unique.length) return [];
+  const rows = await db
+    .selectFrom('data_store_records')
+    .innerJoin('data_stores', 'data_stores.id', 'data_store_records.store_id')
+    .select(['data_stores.name as name', 'data_store_records.key as key', 'data_store_records.value as value'])
+    .where('data_stores.user_id', '=', userId)
+    .where('data_stores.name', 'in', unique)
+    .where((eb) => eb.or([eb('data_store_records.expires_ms', 'is', null), eb('data_store_records.expires_ms', '>', nowMs)]))
+    .orderBy('data_store_records.key')
+    .execute();
+  const byName = new Map<string, Array<[string, unknown]>>(unique.map((name) => [name, []]));
+  for (const row of rows) byName.get(row.name)!.push([row.key, JSON.parse(row.value)]);
+  return unique.map((name) => ({ name, entries: byName.get(name)! }));
+}
+
+/** The store's id, made now if the account has none of that name; its `updated_at` set to `nowSeconds`. */
+async function touchStore(trx: Transaction<Database>, userId: string, name: string, nowSeconds: number): Promise<string> {
+  const row = await trx
+    .insertInto('data_stores')
+    .values({ id: newId('ds'), user_id: userId, name, created_at: nowSeconds, updated_at: nowSeconds })
+    .onConflict((oc) => oc.columns(['user_id', 'name']).doUpdateSet((eb) => ({ updated_at: eb.ref('excluded.updated_at') })))
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/**
+ * Commits calls' data store changes inside the caller's transaction: each store is made on its first write, a clear
+ * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
+ * Records that expired are deleted here too, so that they do not pile up in a store that is written.
+ */
+export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<void> {
+  for (const change of changes ?? []) {
+    const storeId = await touchStore(trx, userId, change.name, Math.floor(nowMs / 1000));
+    if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
+    else await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).execute();
+    const expiry = (ttlSeconds: number | null | undefined) => (typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null);
+    const sets = change.writes.filter((w) => w.op === 'set');
+    for (const part of chunks(sets)) {
+      await trx
+        .insertInto('data_store_records')
+        .values(part.map((w) => ({ store_id: storeId, key: w.key, value: JSON.stringify(w.value ?? null), expires_ms: expiry(w.ttlSeconds) })))
+        .onConflict((oc) =>
+          oc.columns(['store_id', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value'), expires_ms: eb.ref('excluded.expires_ms') })),
+        )
+        .execute();
+    }
+    const deletes = change.writes.filter((w) => w.op === 'delete').map((w) => w.key);
+    for (const part of chunks(deletes)) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).execute();
+    for (const write of change.writes) {
+      if (write.op !== 'ttl') continue;
+      await trx
+        .updateTable('data_store_records')
+        .set({ expires_ms: expiry(write.ttlSeconds) })
+        .where('store_id', '=', storeId)
+        .where('key', '=', write.key)
+        .execute();
+    }
+  }
+}
+
+/** The account's stores, newest first, each with the number of its records that have not expired. */
+export function listDataStores(db: Kysely<Database>, userId: string, page: PageRequest, nowMs: number): Promise<Page<DataStoreListRow>> {
+  const base = db
+    .selectFrom('data_stores')
+    .select(['id', 'user_id', 'name', 'created_at', 'updated_at'])
+    .select((eb) =>
+      eb
+        .selectFrom('data_store_records')
+        .select((inner) => inner.fn.countAll<number>().as('n'))
+        .whereRef('data_store_records.store_id', '=', 'data_stores.id')
+        .where((inner) => inner.or([inner('data_store_records.expires_ms', 'is', null), inner('data_store_records.expires_ms', '>', nowMs)]))
+        .as('key_count'),
+    )
+    .where('user_id', '=', userId);
+  const count = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('data_stores')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return paginateById(base, count, 'ds', page).then((result) => ({
+    ...result,
+    items: result.items.map((row) => ({ ...row, key_count: Number(row.key_count ?? 0) })),
+  }));
+}
+
+/** A store of the account by id (`ds_…`) or by name. */
+export function findDataStore(db: Db, userId: string, nameOrId: string, byId: boolean): Promise<DataStoreRow | undefined> {
+  return db
+    .selectFrom('data_stores')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where(byId ? 'id' : 'name', '=', nameOrId)
+    .executeTakeFirst();
+}
+
+/** The keys of a store that have not expired, in key order. */
+export async function dataStoreKeys(db: Db, storeId: string, nowMs: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('data_store_records')
+    .select('key')
+    .where('store_id', '=', storeId)
+    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
+    .orderBy('key')
+    .execute();
+  return rows.map((row) => row.key);
+}

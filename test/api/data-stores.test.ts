@@ -1,0 +1,226 @@
+// Data stores over the API: data_store props of one account's sources and workflow steps share a store by name
+// (get/set/has/delete/keys/entries/clear across runs, committed with each run, expiring by ttl), accounts do not
+// share, GET /v1/data_stores lists them; the data_stores app's actions run unmodified from their published package.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/lib/clock.js';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { workflowCalls } from '../helpers/workflows.js';
+
+const PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@pipedream/data_stores/package.json'));
+
+/** An action of the published package, bundled as the client CLI bundles it (relative imports inlined). */
+async function bundle(action: string): Promise<string> {
+  const result = await build({
+    entryPoints: [path.join(PACKAGE, 'actions', action, `${action}.mjs`)],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    write: false,
+    packages: 'external',
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+/** A source that does what each event asks to its store and emits what it saw. */
+const STORE_SOURCE = `
+module.exports = {
+  name: "store ops",
+  version: "1.0.0",
+  props: { store: { type: "data_store" } },
+  async run(event) {
+    const s = this.store;
+    for (const [key, value] of Object.entries(event.set ?? {})) await s.set(key, value, event.ttl ? { ttl: event.ttl } : undefined);
+    for (const key of event.delete ?? []) await s.delete(key);
+    if (event.clear) await s.clear();
+    const seen = { keys: await s.keys(), entries: await s.entries(), has: {} , get: {} };
+    for (const key of event.ask ?? []) { seen.has[key] = await s.has(key); seen.get[key] = (await s.get(key)) ?? null; }
+    if (event.fail) throw new Error("failed after its writes");
+    this.$emit(seen);
+  },
+};`;
+
+describe.each(DIALECTS)('data stores on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  const actions: Record<string, string> = {};
+
+  beforeAll(async () => {
+    for (const name of ['add-update-record', 'get-record-or-create', 'list-keys', 'delete-single-record', 'delete-all-records'])
+      actions[name] = await bundle(name);
+    server = await startTestServer(dialect);
+    api = client(server.url, (await server.createUser()).apiKey);
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  const { create, finishedRuns } = workflowCalls(() => api);
+
+  async function deploy(on: ReturnType<typeof client>, store: unknown, echo?: (props: unknown) => void): Promise<string> {
+    const res = await on.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    echo?.(res.body.data.configured_props);
+    return res.body.data.id;
+  }
+
+  /** Runs the source with `event` and returns what it emitted (or the error it recorded). */
+  async function run(on: ReturnType<typeof client>, sourceId: string, event: object): Promise<any> {
+    const before = (await on.get(`/v1/sources/${sourceId}/event_summaries?limit=100`)).body.data.length;
+    const errorsBefore = (await on.get(`/v1/sources/${sourceId}/$errors/event_summaries?limit=100`)).body.data.length;
+    expect((await on.post(`/v1/sources/${sourceId}/run`, event)).status).toBe(202);
+    const done = await waitFor(
+      async () => [
+        (await on.get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event`)).body.data,
+        (await on.get(`/v1/sources/${sourceId}/$errors/event_summaries?limit=100&expand=event`)).body.data,
+      ],
+      ([emits, errors]) => emits.length > before || errors.length > errorsBefore,
+      { what: 'the run to finish' },
+    );
+    return done[0].length > before ? done[0][0].event : { error: done[1][0].event.error.message };
+  }
+
+  it('shares a store between runs and sources of one account, and commits nothing of a failed run', async () => {
+    const writer = await deploy(api, 'orders');
+    const reader = await deploy(api, { name: 'orders' }, (props) => expect(props).toEqual({ store: 'orders' }));
+    expect(await run(api, writer, { set: { a: 1, b: { deep: [true] } } })).toMatchObject({ keys: ['a', 'b'] });
+    expect(await run(api, reader, { ask: ['a', 'b', 'zz'] })).toEqual({
+      keys: ['a', 'b'],
+      entries: [
+        ['a', 1],
+        ['b', { deep: [true] }],
+      ],
+      has: { a: true, b: true, zz: false },
+      get: { a: 1, b: { deep: [true] }, zz: null },
+    });
+    expect(await run(api, writer, { set: { c: 3 }, delete: ['a'], fail: true })).toEqual({ error: 'failed after its writes' });
+    expect((await run(api, reader, {})).keys).toEqual(['a', 'b']);
+    expect((await run(api, writer, { delete: ['a'], set: { c: 3 } })).keys).toEqual(['b', 'c']);
+    expect((await run(api, reader, { clear: true, set: { after: 'clear' } })).keys).toEqual([]);
+    expect((await run(api, writer, { ask: ['b'] })).has).toEqual({ b: false });
+  });
+
+  it('keeps stores of different accounts apart, lists them, and shows their keys', async () => {
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const mine = await deploy(api, 'shared-name');
+    const theirs = await deploy(other, 'shared-name');
+    await run(api, mine, { set: { mine: 1, also: 2 } });
+    expect((await run(other, theirs, {})).keys).toEqual([]);
+    await run(other, theirs, { set: { theirs: 1 } });
+    expect((await run(api, mine, {})).keys).toEqual(['also', 'mine']);
+
+    const listed = await api.get('/v1/data_stores?limit=1');
+    expect(listed.status).toBe(200);
+    expect(listed.body.page_info.total_count).toBe(2);
+    expect(listed.body.data).toEqual([
+      { id: expect.stringMatching(/^ds_/), name: 'shared-name', key_count: 2, created_at: expect.any(Number), updated_at: expect.any(Number) },
+    ]);
+    const older = await api.get(`/v1/data_stores?limit=1&after=${listed.body.page_info.end_cursor}`);
+    expect(older.body.data.map((s: { name: string; key_count: number }) => [s.name, s.key_count])).toEqual([['orders', 0]]);
+    expect((await other.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).toEqual(['shared-name']);
+
+    expect((await api.get('/v1/data_stores/shared-name/keys')).body.data).toEqual({ id: listed.body.data[0].id, name: 'shared-name', keys: ['also', 'mine'] });
+    expect((await api.get(`/v1/data_stores/${listed.body.data[0].id}/keys`)).body.data.keys).toEqual(['also', 'mine']);
+    expect((await other.get(`/v1/data_stores/${listed.body.data[0].id}/keys`)).status).toBe(404);
+    expect((await api.get('/v1/data_stores/never-used/keys')).status).toBe(404);
+  });
+
+  it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
+    const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
+    expect(res.status).toBe(422);
+    expect(res.body.details).toEqual([{ prop: 'store', message: 'must name a data store: a string of 1 to 200 characters, or { name }' }]);
+    const missing = await api.post('/v1/sources', { component_code: STORE_SOURCE });
+    expect(missing.body.details).toEqual([{ prop: 'store', message: 'is required: the name of a data store (made on first use)' }]);
+  });
+
+  it("runs the data_stores app's actions unmodified as workflow steps, on the store a source sees", async () => {
+    const steps = [
+      {
+        name: 'add',
+        component_code: actions['add-update-record'],
+        configured_props: { dataStore: 'crm', key: '{{ steps.trigger.event.body.key }}', value: '{{ steps.trigger.event.body.value }}' },
+      },
+      {
+        name: 'get',
+        component_code: actions['get-record-or-create'],
+        configured_props: { dataStore: 'crm', key: '{{ steps.trigger.event.body.key }}', addRecordIfNotFound: 'No' },
+      },
+      { name: 'keys', component_code: actions['list-keys'], configured_props: { dataStore: 'crm' } },
+    ];
+    const workflow = await create({ name: 'crm writer', steps });
+    await api.post(`/v1/workflows/${workflow.id}/run`, { body: { key: 'ada', value: '{"plan":"pro"}' } });
+    const [first] = await finishedRuns(workflow.id, 1);
+    expect(first.status, JSON.stringify(first)).toBe('succeeded');
+    expect(first.steps.map((s: any) => s.$return_value)).toEqual([{ key: 'ada', value: { plan: 'pro' }, ttl: null }, { plan: 'pro' }, ['ada']]);
+    expect(first.steps[0].exports.$summary).toBe('Successfully added a new record with the key, `ada`.');
+
+    const reader = await deploy(api, 'crm');
+    expect((await run(api, reader, { ask: ['ada'] })).get).toEqual({ ada: { plan: 'pro' } });
+
+    // The key prop's options come from the app's propDefinition, which reads the configured data store.
+    const saved = await api.post('/v1/components', { component_code: actions['get-record-or-create'] });
+    const keyOptions = await api.post(`/v1/components/${saved.body.data.id}/props/key/options`, { configured_props: { dataStore: 'crm' } });
+    expect(keyOptions.body.data).toEqual({ options: ['ada'], context: null, errors: [] });
+    // addRecordIfNotFound reloads props: "Yes" adds the value prop.
+    const reload = await api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props: { addRecordIfNotFound: 'Yes' } });
+    expect(reload.body.data.errors).toEqual([]);
+    expect(reload.body.data.configurable_props.map((p: { name: string }) => p.name)).toEqual([
+      'app',
+      'dataStore',
+      'key',
+      'addRecordIfNotFound',
+      'ttl',
+      'value',
+    ]);
+    expect(reload.body.data.configurable_props.find((p: { name: string }) => p.name === 'addRecordIfNotFound')).toMatchObject({ reloadProps: true });
+
+    const cleanup = await create({
+      name: 'crm cleanup',
+      steps: [
+        { name: 'del', component_code: actions['delete-single-record'], configured_props: { dataStore: 'crm', key: 'ada' } },
+        { name: 'all', component_code: actions['delete-all-records'], configured_props: { dataStore: 'crm' } },
+      ],
+    });
+    await run(api, reader, { set: { grace: 1, linus: 2 } });
+    await api.post(`/v1/workflows/${cleanup.id}/run`, {});
+    const [done] = await finishedRuns(cleanup.id, 1);
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    expect(done.steps[0].$return_value).toEqual({ plan: 'pro' });
+    expect(done.steps[1].exports.$summary).toBe('Successfully deleted all records.');
+    expect((await run(api, reader, {})).keys).toEqual([]);
+  });
+});
+
+describe.each(DIALECTS)('data store records with a ttl on %s', (dialect) => {
+  const clock = new ManualClock(Date.UTC(2030, 0, 1));
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, {}, { clock });
+    api = client(server.url, (await server.createUser()).apiKey);
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('expire: they are no longer read or listed once their time has passed', async () => {
+    const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 'cache' } });
+    const sourceId = res.body.data.id;
+    expect((await api.post(`/v1/sources/${sourceId}/run`, { set: { short: 1 }, ttl: 60 })).status).toBe(202);
+    expect((await api.post(`/v1/sources/${sourceId}/run`, { set: { long: 2 } })).status).toBe(202);
+    await waitFor(
+      () => api.get('/v1/data_stores/cache/keys'),
+      (r) => r.body.data?.keys.length === 2,
+      { what: 'both records' },
+    );
+    clock.advance(61_000);
+    expect((await api.get('/v1/data_stores/cache/keys')).body.data.keys).toEqual(['long']);
+    expect((await api.get('/v1/data_stores')).body.data[0].key_count).toBe(1);
+  });
+});

@@ -1,0 +1,197 @@
+// Prop configuration over the API: POST /v1/components/{id}/props/{prop}/options runs a prop's options() in the
+// account's sandbox (paging by page and by prevContext, through an app's propDefinition), errors come back as data;
+// POST /v1/components/{id}/props/reload lists what additionalProps() adds; deploys report every invalid prop at once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+
+/** Repositories in pages of two by `page`, and by a cursor in `prevContext`; an app whose propDefinition has options. */
+const COMPONENT = `
+const app = {
+  type: "app",
+  app: "forge",
+  propDefinitions: {
+    branch: {
+      type: "string",
+      label: "Branch",
+      async options({ page, repo }) {
+        if (page > 0) return [];
+        return [{ label: repo + " main", value: repo + "#main" }, { label: repo + " dev", value: repo + "#dev" }];
+      },
+    },
+  },
+};
+const REPOS = ["alpha", "beta", "gamma", "delta", "epsilon"];
+module.exports = {
+  name: "repo picker",
+  version: "1.0.0",
+  props: {
+    app,
+    owner: { type: "string" },
+    repo: {
+      type: "string",
+      async options({ page }) { return REPOS.slice(page * 2, page * 2 + 2).map((r) => this.owner + "/" + r); },
+    },
+    cursorRepo: {
+      type: "string",
+      async options({ prevContext }) {
+        const at = prevContext.nextPageToken ? Number(prevContext.nextPageToken) : 0;
+        const next = at + 2 < REPOS.length ? String(at + 2) : undefined;
+        return { options: REPOS.slice(at, at + 2), context: { nextPageToken: next } };
+      },
+    },
+    branch: { propDefinition: [app, "branch", (c) => ({ repo: c.repo })] },
+    size: { type: "string", options: ["s", "m", { label: "Large", value: "l" }] },
+    count: { type: "integer", min: 1, max: 5, optional: true },
+    throwing: { type: "string", optional: true, async options() { throw new TypeError("the forge is down"); } },
+    slow: { type: "string", optional: true, async options() { await new Promise(() => {}); } },
+    plain: { type: "string", optional: true },
+    extended: { type: "boolean", optional: true, reloadProps: true },
+  },
+  async additionalProps() {
+    return this.extended ? { labels: { type: "string[]", label: "Labels", options: ["bug", "idea"] }, note: { type: "string", optional: true } } : {};
+  },
+  async run() {},
+};`;
+
+describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  let componentId: string;
+
+  beforeAll(async () => {
+    // A short load timeout: options() that never answer are cut off by it.
+    server = await startTestServer(dialect, { loadTimeout: 2 });
+    api = client(server.url, (await server.createUser()).apiKey);
+    const saved = await api.post('/v1/components', { component_code: COMPONENT });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    componentId = saved.body.data.id;
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  const options = (prop: string, body: object = {}) => api.post(`/v1/components/${componentId}/props/${prop}/options`, body);
+
+  it('pages options by page, with this bound to configured_props', async () => {
+    const pages = [];
+    for (let page = 0; page < 4; page++) {
+      const res = await options('repo', { configured_props: { owner: 'ada' }, page });
+      expect(res.status).toBe(200);
+      pages.push(res.body.data);
+    }
+    expect(pages).toEqual([
+      { options: ['ada/alpha', 'ada/beta'], context: null, errors: [] },
+      { options: ['ada/gamma', 'ada/delta'], context: null, errors: [] },
+      { options: ['ada/epsilon'], context: null, errors: [] },
+      { options: [], context: null, errors: [] },
+    ]);
+  });
+
+  it('pages options by prevContext: each answer gives the context the next request passes back', async () => {
+    const seen: string[] = [];
+    let prev_context: unknown = null;
+    for (let i = 0; i < 5; i++) {
+      const res = await options('cursorRepo', { prev_context });
+      expect(res.status).toBe(200);
+      seen.push(...res.body.data.options);
+      prev_context = res.body.data.context;
+      if (!prev_context || !(prev_context as { nextPageToken?: string }).nextPageToken) break;
+    }
+    expect(seen).toEqual(['alpha', 'beta', 'gamma', 'delta', 'epsilon']);
+    // A bare string is taken as the nextPageToken.
+    expect((await options('cursorRepo', { prev_context: '4' })).body.data).toEqual({ options: ['epsilon'], context: {}, errors: [] });
+  });
+
+  it("runs options() through an app's propDefinition, with its input values from configured_props", async () => {
+    const res = await options('branch', { configured_props: { repo: 'ada/alpha' } });
+    expect(res.body.data).toEqual({
+      options: [
+        { label: 'ada/alpha main', value: 'ada/alpha#main' },
+        { label: 'ada/alpha dev', value: 'ada/alpha#dev' },
+      ],
+      context: null,
+      errors: [],
+    });
+  });
+
+  it('lists static options in configurable_props, and answers them here too', async () => {
+    const component = await api.get(`/v1/components/${componentId}`);
+    expect(component.body.data.configurable_props.find((p: { name: string }) => p.name === 'size').options).toEqual(['s', 'm', { label: 'Large', value: 'l' }]);
+    expect((await options('size')).body.data).toEqual({
+      options: [
+        { label: 's', value: 's' },
+        { label: 'm', value: 'm' },
+        { label: 'Large', value: 'l' },
+      ],
+      context: null,
+      errors: [],
+    });
+  });
+
+  it('answers a throw, a timeout, an unknown prop and a prop without options as errors with 200', async () => {
+    const cases: Array<[string, string]> = [
+      ['throwing', 'TypeError: the forge is down'],
+      ['slow', 'options() of prop "slow" took longer than 2000 ms'],
+      ['nope', '"nope" is not a prop of this component'],
+      ['plain', 'prop "plain" has no options'],
+    ];
+    for (const [prop, error] of cases) {
+      const res = await options(prop);
+      expect(res.status, prop).toBe(200);
+      expect(res.body.data, prop).toEqual({ options: [], context: null, errors: [error] });
+    }
+    // The worker killed for the timeout was replaced.
+    expect((await options('repo', { configured_props: { owner: 'x' } })).body.data.errors).toEqual([]);
+  });
+
+  it("answers 404 for an unknown component and for another account's, and serves registry components", async () => {
+    expect((await api.post('/v1/components/sc_00000000000000000000000000/props/repo/options', {})).status).toBe(404);
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const foreign = await other.post(`/v1/components/${componentId}/props/repo/options`, {});
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.code).toBe('not_found');
+    expect((await other.post(`/v1/components/${componentId}/props/reload`, {})).status).toBe(404);
+    const registry = await api.get('/v1/components/registry/schedule-custom-interval');
+    const timer = registry.body.data.configurable_props.find((p: { type: string }) => p.type === '$.interface.timer');
+    const res = await api.post(`/v1/components/${registry.body.data.id}/props/${timer.name}/options`, {});
+    expect(res.status).toBe(200);
+    expect(res.body.data.errors).toEqual([`prop "${timer.name}" has no options`]);
+  });
+
+  it('reloads props: the static ones, then those additionalProps() returns for the configured values', async () => {
+    const plain = await api.post(`/v1/components/${componentId}/props/reload`, { configured_props: { extended: false } });
+    expect(plain.status).toBe(200);
+    expect(plain.body.data.errors).toEqual([]);
+    const names = plain.body.data.configurable_props.map((p: { name: string }) => p.name);
+    expect(names).toEqual(['app', 'owner', 'repo', 'cursorRepo', 'branch', 'size', 'count', 'throwing', 'slow', 'plain', 'extended']);
+    expect(plain.body.data.configurable_props.at(-1)).toEqual({ name: 'extended', type: 'boolean', optional: true, reloadProps: true });
+    const extended = await api.post(`/v1/components/${componentId}/props/reload`, { configured_props: { extended: true } });
+    expect(extended.body.data.configurable_props.slice(-2)).toEqual([
+      { name: 'labels', type: 'string[]', label: 'Labels', options: ['bug', 'idea'] },
+      { name: 'note', type: 'string', optional: true },
+    ]);
+    // The options of a prop only additionalProps() declares are answered too.
+    expect((await options('labels', { configured_props: { extended: true } })).body.data).toEqual({ options: ['bug', 'idea'], context: null, errors: [] });
+    expect((await options('note', { configured_props: { extended: true } })).body.data.errors).toEqual(['prop "note" has no options']);
+  });
+
+  it('checks a deploy against static options and min/max, and reports every invalid prop in one 422', async () => {
+    const res = await api.post('/v1/sources', {
+      component_id: componentId,
+      configured_props: { owner: 7, repo: 'r', cursorRepo: 'c', branch: 'b', size: 'xl', count: 9 },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('props_invalid');
+    expect(res.body.details).toEqual([
+      { prop: 'owner', message: 'must be a string, got a number' },
+      { prop: 'size', message: 'must be one of "s", "m", "l", got "xl"' },
+      { prop: 'count', message: 'must be at most 5, got 9' },
+    ]);
+    const low = await api.post('/v1/sources', {
+      component_id: componentId,
+      configured_props: { owner: 'o', repo: 'r', cursorRepo: 'c', branch: 'b', size: 's', count: 0 },
+    });
+    expect(low.body.details).toEqual([{ prop: 'count', message: 'must be at least 1, got 0' }]);
+  });
+});

@@ -1,0 +1,131 @@
+// data_store props in the worker: async get/set/has/delete/keys/entries/clear/setTtl over the contents the server
+// loaded, writes reported only for calls that succeed, merged in order across a batch, read-only while configuring.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mergeDataStoreChanges } from '../../src/runtime/index.js';
+import { createRuntime, runCode, source, type TestRuntime } from './helpers.js';
+
+let t: TestRuntime;
+beforeAll(() => {
+  t = createRuntime({ poolSize: 1 });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const ACCOUNT = 'acct_stores';
+const withStore = (body: string) => source(body, 'props: { store: { type: "data_store" }, other: { type: "data_store", optional: true } },');
+const contents = (entries: Array<[string, unknown]>) => [{ name: 'orders', entries }];
+
+describe('data_store props', () => {
+  it('reads the loaded contents and reports the writes of a successful call', async () => {
+    const code = withStore(`
+      const s = this.store;
+      const seen = { a: await s.get("a"), missing: await s.get("missing"), has: await s.has("a"), keys: await s.keys() };
+      await s.set("b", { n: 2 });
+      await s.set("a", undefined);
+      await s.set("c", 3, { ttl: 60 });
+      await s.setTtl("b", 10);
+      seen.after = await s.entries();
+      const iterated = [];
+      for await (const [k, v] of s) iterated.push(k + "=" + JSON.stringify(v));
+      seen.iterated = iterated;
+      seen.deletedMissing = await s.delete("zzz");
+      this.$emit(seen);`);
+    const result = await runCode(t.runtime, ACCOUNT, code, { props: { store: 'orders' }, dataStores: contents([['a', 1]]) });
+    expect(result.outcomes[0]!.error).toBeUndefined();
+    expect(result.outcomes[0]!.emits[0]!.event).toEqual({
+      a: 1,
+      has: true,
+      keys: ['a'],
+      after: [
+        ['b', { n: 2 }],
+        ['c', 3],
+      ],
+      iterated: ['b={"n":2}', 'c=3'],
+      deletedMissing: false,
+    });
+    expect(result.dataStoreWrites).toEqual([
+      {
+        name: 'orders',
+        cleared: false,
+        writes: [
+          { key: 'b', op: 'set', value: { n: 2 }, ttlSeconds: 10 },
+          { key: 'a', op: 'delete' },
+          { key: 'c', op: 'set', value: 3, ttlSeconds: 60 },
+          { key: 'zzz', op: 'delete' },
+        ],
+      },
+    ]);
+  });
+
+  it('lets later events of a batch see the writes of earlier ones, and drops the writes of a failed one', async () => {
+    const code = withStore(`
+      if (event.clear) await this.store.clear();
+      await this.store.set(event.key, event.key);
+      if (event.fail) throw new Error("failed after writing");
+      this.$emit(await this.store.keys());`);
+    const component = await t.runtime.prepare(code);
+    const result = await t.runtime.invoke({
+      accountId: ACCOUNT,
+      sourceId: 'dc_x',
+      component,
+      method: 'run',
+      events: [{ key: 'x' }, { key: 'y', fail: true }, { key: 'z', clear: true }, { key: 'w' }],
+      props: { store: 'orders' },
+      auths: {},
+      db: {},
+      dataStores: contents([['old', 0]]),
+      timeoutMs: 10_000,
+    });
+    expect(result.outcomes.map((o) => o.emits[0]?.event ?? o.error?.message)).toEqual([['old', 'x'], 'failed after writing', ['z'], ['z', 'w']]);
+    expect(result.dataStoreWrites).toEqual([
+      {
+        name: 'orders',
+        cleared: true,
+        writes: [
+          { key: 'z', op: 'set', value: 'z' },
+          { key: 'w', op: 'set', value: 'w' },
+        ],
+      },
+    ]);
+  });
+
+  it('refuses bad keys, values and ttls, and a store that was not loaded', async () => {
+    const code = withStore(`
+      const errors = [];
+      for (const attempt of [() => this.store.set("", 1), () => this.store.set("k", () => 1), () => this.store.set("k", 1, { ttl: -1 }), () => this.other.get("k")]) {
+        try { await attempt(); } catch (error) { errors.push(error.message); }
+      }
+      this.$emit(errors);`);
+    const result = await runCode(t.runtime, ACCOUNT, code, { props: { store: 'orders', other: 'elsewhere' }, dataStores: contents([]) });
+    expect(result.outcomes[0]!.emits[0]!.event).toEqual([
+      'data store keys must be non-empty strings',
+      'the value for data store key "k" is not JSON-serialisable: a function',
+      'a data store ttl is a positive number of seconds (or null for none), not -1',
+      'data store "elsewhere" cannot be used in the run hook: data stores are available in run, workflow steps and options()',
+    ]);
+    expect(result.dataStoreWrites).toBeUndefined();
+  });
+
+  it('fails the call that grows a store past its limit, even if the component catches the error', async () => {
+    const code = withStore(`
+      try { await this.store.set("big", "x".repeat(900 * 1024)); for (let i = 0; i < 5; i++) await this.store.set("big" + i, "x".repeat(900 * 1024)); } catch {}
+      this.$emit("went on");`);
+    const result = await runCode(t.runtime, ACCOUNT, code, { props: { store: 'orders' }, dataStores: contents([]) });
+    expect(result.outcomes[0]!.error?.message).toBe('data store "orders" may hold at most 4194304 bytes of JSON');
+    expect(result.dataStoreWrites).toBeUndefined();
+  });
+
+  it('merges changes key by key: a clear drops what came before, a ttl change amends a set', () => {
+    expect(
+      mergeDataStoreChanges(
+        [{ name: 's', cleared: false, writes: [{ key: 'a', op: 'set', value: 1 }] }],
+        [{ name: 's', cleared: false, writes: [{ key: 'a', op: 'ttl', ttlSeconds: 5 }] }],
+        [{ name: 't', cleared: true, writes: [] }],
+      ),
+    ).toEqual([
+      { name: 's', cleared: false, writes: [{ key: 'a', op: 'set', value: 1, ttlSeconds: 5 }] },
+      { name: 't', cleared: true, writes: [] },
+    ]);
+  });
+});
