@@ -30,6 +30,8 @@ import { WebhookService } from './services/webhooks.js';
 import { WorkflowService } from './services/workflows.js';
 import { PropConfigurationService } from './services/prop-configuration.js';
 import { DataStoreService } from './services/data-stores.js';
+import { AccountCredentials } from './services/account-credentials.js';
+import { ConnectedAccountService } from './services/connected-accounts.js';
 import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
@@ -72,11 +74,17 @@ export const PACKAGE_ROOT = (() => {
   return dir;
 })();
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
+/** `destination`: where the JSON lines go (standard output by default; tests read them). */
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+  const options = {
     level: config.logLevel,
-    redact: { paths: ['req.headers.authorization', 'apiKey', 'api_key', 'secret', '*.secret'], censor: '[redacted]' },
-  });
+    // Connected accounts' credentials and the `$auth` built from them, should anything ever log them whole.
+    redact: {
+      paths: ['req.headers.authorization', 'apiKey', 'api_key', 'secret', '*.secret', 'credentials', '*.credentials', 'auths', '*.auths'],
+      censor: '[redacted]',
+    },
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export interface StartOptions {
@@ -157,7 +165,14 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       workflowRunsQueued,
       clock,
     });
-    const bases = new InvocationBases(runtime, secrets, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
+    const credentials = new AccountCredentials(
+      store,
+      secrets,
+      clock,
+      { allowPrivateNetwork: config.allowPrivateNetwork },
+      logger.child({ module: 'accounts' }),
+    );
+    const bases = new InvocationBases(runtime, secrets, credentials, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
     const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, {
       minTimerInterval: config.minTimerInterval,
       eventRetention: config.eventRetention,
@@ -187,6 +202,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       logger.child({ module: 'dispatcher' }),
     );
     sources.onChange((change) => dispatcher.evict(change.sourceId));
+    // A rotated credential or a refreshed token: the sources naming the account build their `$auth` again.
+    credentials.onStaleSource((sourceId) => dispatcher.evict(sourceId));
     const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
@@ -220,6 +237,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         router,
         clock,
         outbox,
+        credentials,
       },
       logger.child({ module: 'workflows' }),
     );
@@ -229,6 +247,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       clock,
     });
     const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
+    const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
     const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, { runTimeoutSeconds: config.runTimeout });
     workflows.onChange((change) => {
       ingress.evictSource(change.workflowId);
@@ -240,6 +259,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const live = new LiveStreams(sources, workflows, events, sse);
     const health = new HealthService(store);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
+    // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
+    propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
     const dataStores = new DataStoreService(store, clock);
     const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
@@ -265,6 +286,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       webhooks,
       workflows,
       workflowRuns,
+      connectedAccounts,
       health,
     };
 

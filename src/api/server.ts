@@ -11,6 +11,7 @@ import type { Config } from '../config.js';
 import type { ComponentService } from '../services/components.js';
 import type { DataStoreService } from '../services/data-stores.js';
 import type { PropConfigurationService } from '../services/prop-configuration.js';
+import type { ConnectedAccountService } from '../services/connected-accounts.js';
 import type { EventService } from '../services/events.js';
 import type { HealthService } from '../services/health.js';
 import type { IngressService } from '../services/ingress.js';
@@ -40,6 +41,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { sseRoutes } from './routes/sse.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { dataStoreRoutes } from './routes/data-stores.js';
+import { accountRoutes } from './routes/accounts.js';
 
 export type App = FastifyInstance;
 
@@ -59,6 +61,7 @@ export interface ApiServices {
   readonly webhooks: WebhookService;
   readonly workflows: WorkflowService;
   readonly workflowRuns: WorkflowRunService;
+  readonly connectedAccounts: ConnectedAccountService;
   readonly health: HealthService;
 }
 
@@ -174,6 +177,7 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
       await v1.register(webhookRoutes(services));
       await v1.register(workflowRoutes(services));
       await v1.register(dataStoreRoutes(services));
+      await v1.register(accountRoutes(services));
     },
     { prefix: '/v1' },
   );

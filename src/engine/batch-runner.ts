@@ -5,14 +5,14 @@ import type { Store, DialectName } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import { readSourceDb } from '../store/sources.js';
-import type { ComponentRuntime } from '../runtime/index.js';
+import { applyDataStoreChanges, type ComponentRuntime, mergeDataStoreChanges } from '../runtime/index.js';
 import { readDataStores } from '../store/data-stores.js';
 import { dataStoreNames } from '../model/props.js';
-import type { DataStoreChange, HttpResponse, InvocationOutcome } from '../runtime/types.js';
+import type { DataStoreChange, DataStoreContents, HttpResponse, InvocationOutcome, InvocationResult } from '../runtime/types.js';
 import { billUsage } from '../commit/usage.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { EventRouter } from '../commit/routing.js';
-import type { InvocationBase, InvocationBases } from './invocation-base.js';
+import { type AuthorisedBase, CredentialError, credentialFailure, type InvocationBases, isUnauthorized } from './invocation-base.js';
 import type { QueuedInvocation } from './intake.js';
 import type { Responders } from './responders.js';
 import type { RunnableSource, SourceCache } from './source-cache.js';
@@ -36,8 +36,11 @@ export interface BatchRunnerOptions {
 }
 
 export class BatchRunner {
-  /** Each cache entry's invocation base, made once: the entry is replaced when its source changes. */
-  private readonly bases = new WeakMap<RunnableSource, InvocationBase>();
+  /**
+   * Each cache entry's invocation base, made once: the entry is replaced when its source or a connected account it
+   * names changes; its `$auth` is resolved again when an OAuth token it holds expires.
+   */
+  private readonly bases = new WeakMap<RunnableSource, AuthorisedBase>();
 
   constructor(
     private readonly store: Store,
@@ -76,15 +79,7 @@ export class BatchRunner {
     // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
     const usesDb = info.props.some((p) => p.type === '$.service.db');
     try {
-      const base = await this.baseOf(runnable);
-      const db = usesDb ? await readSourceDb(this.store.db, sourceId) : {};
-      // The account's data stores the source's data_store props name, as they are now.
-      const storeNames = dataStoreNames(info.props, base.props);
-      const dataStores = storeNames.length ? await readDataStores(this.store.db, source.user_id, storeNames, this.options.clock.now()) : undefined;
-      const result = await this.runtime.invoke(
-        { ...base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }) },
-        { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response) },
-      );
+      const result = await this.execute(runnable, ids, eventsJson, usesDb);
       outcomes = result.outcomes;
       dbWrites = result.dbWrites;
       dataStoreWrites = result.dataStoreWrites;
@@ -132,13 +127,82 @@ export class BatchRunner {
     return { commit, runAhead: this.options.soleConsumer && !usesDb && !usesDataStore };
   }
 
-  private async baseOf(runnable: RunnableSource): Promise<InvocationBase> {
-    let base = this.bases.get(runnable);
-    if (!base) {
-      base = await this.invocationBases.of(runnable.source, runnable.component, runnable.info);
-      this.bases.set(runnable, base);
+  /**
+   * The worker call of a batch. Runs that cannot get their credentials fail without a call; runs of an OAuth
+   * source that failed on HTTP 401 run once more, alone, after a refresh (see retryUnauthorized).
+   */
+  private async execute(runnable: RunnableSource, ids: string[], eventsJson: string[], usesDb: boolean): Promise<InvocationResult> {
+    let authorised: AuthorisedBase;
+    try {
+      authorised = await this.baseOf(runnable);
+    } catch (error) {
+      if (error instanceof CredentialError) return { outcomes: eventsJson.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
+      throw error;
     }
-    return base;
+    const db = usesDb ? await readSourceDb(this.store.db, runnable.source.id) : {};
+    const dataStores = await this.dataStoresOf(runnable, authorised);
+    const result = await this.runtime.invoke(
+      { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }) },
+      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response) },
+    );
+    if (!authorised.refreshable) return result;
+    const unauthorized = result.outcomes.flatMap((outcome, i) => (isUnauthorized(outcome) ? [i] : []));
+    if (!unauthorized.length) return result;
+    const storesLeft = applyDataStoreChanges(dataStores, result.dataStoreWrites);
+    return this.retryUnauthorized(runnable, authorised, ids, eventsJson, { ...db, ...result.dbWrites }, result, unauthorized, storesLeft);
+  }
+
+  /** The account's data stores the source's data_store props name, as they are now; undefined when it has none. */
+  private async dataStoresOf(runnable: RunnableSource, authorised: AuthorisedBase): Promise<DataStoreContents[] | undefined> {
+    const names = dataStoreNames(runnable.info.props, authorised.base.props);
+    return names.length ? readDataStores(this.store.db, runnable.source.user_id, names, this.options.clock.now()) : undefined;
+  }
+
+  /**
+   * Refreshes the OAuth tokens and runs the runs that got a 401 once more, with the db as the batch left it (a failed
+   * run wrote nothing). Their outcomes replace the failed ones in place, so the batch commits in queue order.
+   */
+  private async retryUnauthorized(
+    runnable: RunnableSource,
+    authorised: AuthorisedBase,
+    ids: string[],
+    eventsJson: string[],
+    db: Record<string, unknown>,
+    first: InvocationResult,
+    unauthorized: number[],
+    dataStores: DataStoreContents[] | undefined,
+  ): Promise<InvocationResult> {
+    const outcomes = [...first.outcomes];
+    let refreshed: AuthorisedBase;
+    try {
+      refreshed = await this.invocationBases.reauthorised(authorised, runnable.source, runnable.info, true);
+    } catch (error) {
+      if (!(error instanceof CredentialError)) throw error;
+      for (const i of unauthorized) outcomes[i] = { ...credentialFailure(error), logs: outcomes[i]!.logs };
+      return { ...first, outcomes };
+    }
+    this.bases.set(runnable, refreshed);
+    const again = await this.runtime.invoke(
+      { ...refreshed.base, method: 'run', eventsJson: unauthorized.map((i) => eventsJson[i]!), db, ...(dataStores && { dataStores }) },
+      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[unauthorized[index]!]!, response) },
+    );
+    unauthorized.forEach((i, k) => {
+      const retried = again.outcomes[k]!;
+      const note = { k: 'warn' as const, ts: this.options.clock.now(), msg: 'the run got HTTP 401: the OAuth token was refreshed and the run retried once' };
+      outcomes[i] = { ...retried, logs: [...outcomes[i]!.logs, note, ...retried.logs] };
+    });
+    const dataStoreWrites = mergeDataStoreChanges(first.dataStoreWrites, again.dataStoreWrites);
+    return { outcomes, dbWrites: { ...first.dbWrites, ...again.dbWrites }, dataStoreWrites, cpuMs: first.cpuMs + again.cpuMs };
+  }
+
+  private async baseOf(runnable: RunnableSource): Promise<AuthorisedBase> {
+    let authorised = this.bases.get(runnable);
+    if (!authorised) authorised = await this.invocationBases.authorised(runnable.source, runnable.component, runnable.info);
+    else if (this.options.clock.now() >= authorised.validUntilMs)
+      authorised = await this.invocationBases.reauthorised(authorised, runnable.source, runnable.info);
+    else return authorised;
+    this.bases.set(runnable, authorised);
+    return authorised;
   }
 
   /** A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies. */

@@ -18,6 +18,7 @@ import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
 import { billUsage } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import type { EventRouter } from '../commit/routing.js';
+import { CredentialError, credentialFailure, type CredentialSource, resolveAuths } from './invocation-base.js';
 
 /** A run this runner holds, with the step data its next step sees (`steps.trigger`, `steps.<name>`). */
 export interface HeldRun {
@@ -39,6 +40,8 @@ export interface StepBatchOptions {
   router: EventRouter;
   clock: Clock;
   outbox: StepOutbox;
+  /** `$auth` of the steps' app props, from the connected accounts they name; read for every batch. */
+  credentials: CredentialSource;
   /** The lease owner of the runs; null for the only runner, which holds no leases. */
   owner: string | null;
 }
@@ -174,6 +177,8 @@ export class StepBatchRunner {
     const storeNames = [...new Set(inputs.flatMap((input) => dataStoreNames(info.props, input.props)))];
     const dataStores = storeNames.length ? await readDataStores(this.store.db, workflow.user_id, storeNames, this.options.clock.now()) : undefined;
     try {
+      // Per batch, not cached: a rotated credential or a refreshed token reaches the next batch by itself.
+      const { auths } = await resolveAuths(this.options.credentials, workflow.user_id, info.props, step.configured_props);
       const result = await this.runtime.invoke(
         {
           accountId: workflow.user_id,
@@ -182,7 +187,7 @@ export class StepBatchRunner {
           method: 'step',
           events: inputs,
           props: {},
-          auths: Object.fromEntries(info.props.filter((p) => p.type === 'app').map((p) => [p.name, {}])),
+          auths,
           db,
           ...(dataStores && { dataStores }),
           customResponse: trigger?.type === 'http' && trigger.custom_response,
@@ -197,6 +202,8 @@ export class StepBatchRunner {
       });
       return { outcomes, dbWrites: result.dbWrites, cpuMs: result.cpuMs, dataStoreWrites: result.dataStoreWrites };
     } catch (error) {
+      // The step cannot have its credentials (a failed OAuth refresh, a deleted account): its runs fail with the reason.
+      if (error instanceof CredentialError) return { outcomes: batch.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
       this.logger.error({ err: error, workflowId: workflow.id }, 'runtime failed while running a workflow step; its runs are taken up again');
       return undefined;
     }

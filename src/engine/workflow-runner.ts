@@ -16,6 +16,7 @@ import { stepData } from '../model/workflows.js';
 import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
 import { StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
+import type { CredentialSource } from './invocation-base.js';
 
 export type { StepOutbox };
 
@@ -39,6 +40,8 @@ export interface WorkflowRunnerOptions {
   clock: Clock;
   /** Carries out the `$.send.http`, `email` and `s3` of committed steps. */
   outbox: StepOutbox;
+  /** The connected accounts' credentials, for the steps' app props. */
+  credentials: CredentialSource;
 }
 
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
@@ -78,8 +81,9 @@ export class WorkflowRunner {
   ) {
     this.owner = options.soleConsumer ? null : `node-${randomUUID()}`;
     this.workflowCache = new LRUCache({ ...countedUpTo(10_000), ...(options.soleConsumer ? {} : { ttl: WORKFLOW_TTL_MS }) });
-    const { dialect, retention, router, clock, outbox } = options;
-    this.batches = new StepBatchRunner(store, runtime, secrets, transactions, { dialect, retention, router, clock, outbox, owner: this.owner }, logger);
+    const { dialect, retention, router, clock, outbox, credentials } = options;
+    const batchOptions = { dialect, retention, router, clock, outbox, credentials, owner: this.owner };
+    this.batches = new StepBatchRunner(store, runtime, secrets, transactions, batchOptions, logger);
   }
 
   async start(): Promise<void> {

@@ -1,7 +1,7 @@
 // Resource ids: a prefix and a time-ordered opaque part, so that ids sort by creation and serve as cursors.
 import { randomBytes, randomFillSync } from 'node:crypto';
 
-export type IdPrefix = 'u' | 'sc' | 'dc' | 'p' | 'wh' | 'sub' | 'd' | 'inv' | 'hi' | 'dl' | 'wr' | 'ws' | 'ds';
+export type IdPrefix = 'u' | 'sc' | 'dc' | 'p' | 'wh' | 'sub' | 'd' | 'inv' | 'hi' | 'dl' | 'wr' | 'ws' | 'apn' | 'ds';
 
 /** Crockford's base32 in lower case, as ULIDs use it: ids compare as strings in time order. */
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

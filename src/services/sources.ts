@@ -10,10 +10,11 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, HookMethod, InvocationOutcome } from '../runtime/types.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
-import type { InvocationBases } from '../engine/invocation-base.js';
+import { CredentialError, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
 import { replaceTimers, type TimerRow } from '../store/timers.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
+import { checkAuthProvisions } from './connected-accounts.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, validateProps } from '../model/props.js';
@@ -194,6 +195,7 @@ export class SourceService {
     if (!component) throw invalid('one of component_id, component_code, component_url or key is required');
     const info = this.deployable(component);
     const stored = validateProps(info.props, request.configured_props ?? {}, {}, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    await checkAuthProvisions(this.store, accountId, info.props, stored);
     const name = request.name ?? slugify(info.name);
     if (typeof name !== 'string' || name.trim() === '') throw invalid('name must be a non-empty string');
     const now = nowSeconds();
@@ -240,6 +242,7 @@ export class SourceService {
     const previous = JSON.parse(current.source.configured_props) as Record<string, unknown>;
     const given = request.configured_props ?? this.reusableProps(info, previous);
     const stored = validateProps(info.props, given, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    await checkAuthProvisions(this.store, accountId, info.props, stored);
     const wasActive = current.source.active === 1;
     const active = request.active ?? (mode === 'replace' ? true : wasActive);
     const name = request.name ?? (mode === 'replace' ? slugify(info.name) : current.source.name);
@@ -326,7 +329,18 @@ export class SourceService {
   ): Promise<{ outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>; dbWrites: Record<string, unknown> }> {
     const outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }> = [];
     let dbWrites: Record<string, unknown> = {};
-    const base = await this.bases.of(source, component, info);
+    // Without a hook to run there is nothing to prepare, and no credential to resolve (nor a token to refresh).
+    const defined = methods.filter((method) => info.hooks[method]);
+    if (!defined.length) return { outcomes, dbWrites };
+    let base: InvocationBase;
+    try {
+      base = await this.bases.of(source, component, info);
+    } catch (error) {
+      if (!(error instanceof CredentialError)) throw error;
+      throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
+        { hook: defined[0], error: { name: error.errorName, message: error.message } },
+      ]);
+    }
     for (const method of methods) {
       if (!info.hooks[method]) continue;
       const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites } });

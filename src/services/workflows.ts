@@ -17,6 +17,7 @@ import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService } from './components.js';
+import { checkAuthProvisions } from './connected-accounts.js';
 
 export interface StepRequest {
   name: string;
@@ -250,7 +251,9 @@ export class WorkflowService {
         );
       }
       const kept = previous.find((p) => p.name === step.name && p.component_id === component.id)?.configured_props ?? {};
-      steps.push({ name: step.name, component_id: component.id, configured_props: this.checkStepProps(i, step, info, kept) });
+      const configured = this.checkStepProps(i, step, info, kept);
+      await checkAuthProvisions(this.store, accountId, info.props, configured, `step "${step.name}": `);
+      steps.push({ name: step.name, component_id: component.id, configured_props: configured });
     }
     return steps;
   }

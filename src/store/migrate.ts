@@ -9,6 +9,7 @@ import { migration005 } from './migrations/005-queue-key.js';
 import { migration006 } from './migrations/006-published-components.js';
 import { migration007 } from './migrations/007-workflows.js';
 import { migration008 } from './migrations/008-workflow-sends.js';
+import { migration009 } from './migrations/009-connected-accounts.js';
 import { migration010 } from './migrations/010-data-stores.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '006-published-components': migration006,
   '007-workflows': migration007,
   '008-workflow-sends': migration008,
+  '009-connected-accounts': migration009,
   '010-data-stores': migration010,
 };
 

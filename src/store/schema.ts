@@ -213,6 +213,7 @@ export interface WorkflowSendsTable {
 }
 
 export interface Database {
+  connected_accounts: ConnectedAccountsTable;
   data_stores: DataStoresTable;
   data_store_records: DataStoreRecordsTable;
   workflow_sends: WorkflowSendsTable;
@@ -312,4 +313,21 @@ export interface WebhookDeliveriesTable {
   created_ms: number;
   lease_owner: string | null;
   lease_until_ms: number | null;
+}
+
+/** An app's credentials that app props name by id (`{ authProvisionId }`); not a Tributary user (see UsersTable). */
+export interface ConnectedAccountsTable {
+  id: string;
+  user_id: string;
+  /** The app's name slug, as app props declare it (`app: "mastodon"`). */
+  app: string;
+  name: string;
+  /** JSON of the credential fields, sealed with the SecretBox. */
+  credentials: string;
+  /** JSON array of the credential field names (not secret), shown by the API. */
+  fields: string;
+  /** 0 after an OAuth token refresh failed, until a refresh succeeds or the credentials are replaced. */
+  healthy: number;
+  created_at: number;
+  updated_at: number;
 }

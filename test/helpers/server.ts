@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { resolveConfig, type Config } from '../../src/config.js';
 import { createLogger, startTributary, type RunningTributary } from '../../src/app.js';
 import type { Clock } from '../../src/lib/clock.js';
@@ -57,8 +58,15 @@ export interface TestServer {
 
 let userCounter = 0;
 
-/** `clock`: where the server reads the time for leases, timers, quotas and retries (a ManualClock to move it by hand). */
-export async function startTestServer(dialect: Dialect, overrides: Partial<Config> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
+/**
+ * `clock`: where the server reads the time for leases, timers, quotas and retries (a ManualClock to move it by hand).
+ * `logger`: where the server logs (a test that reads the log passes one of its own; else `createLogger(config)`).
+ */
+export async function startTestServer(
+  dialect: Dialect,
+  overrides: Partial<Config> = {},
+  options: { clock?: Clock; logger?: Logger } = {},
+): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
   const database = dialect === 'postgres' && !overrides.databaseUrl ? await createTestDatabase() : undefined;
   const config = resolveConfig({
@@ -70,7 +78,7 @@ export async function startTestServer(dialect: Dialect, overrides: Partial<Confi
     dataDir,
     databaseUrl: overrides.databaseUrl ?? database?.url,
   });
-  let running = await startTributary(config, { logger: createLogger(config), clock: options.clock });
+  let running = await startTributary(config, { logger: options.logger ?? createLogger(config), clock: options.clock });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -95,7 +103,7 @@ export async function startTestServer(dialect: Dialect, overrides: Partial<Confi
     stop,
     restart: async () => {
       await stop();
-      running = await startTributary(config, { logger: createLogger(config), clock: options.clock });
+      running = await startTributary(config, { logger: options.logger ?? createLogger(config), clock: options.clock });
       stopped = false;
     },
     destroy: async () => {

@@ -1,0 +1,213 @@
+// Connected accounts (an extension): apps' credentials, sealed at rest and never shown, that app props name by id.
+import type { Store } from '../store/database.js';
+import * as accounts from '../store/accounts.js';
+import { isId, newId, nowSeconds } from '../model/ids.js';
+import { invalid, notFound, ServiceError } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import type { PropDescriptor } from '../runtime/types.js';
+import { appLinks, resolveAuths } from '../engine/invocation-base.js';
+import { type AccountCredentials, type Credentials, expiresAtMs } from './account-credentials.js';
+import type { SourceService } from './sources.js';
+import type { WorkflowService } from './workflows.js';
+
+/** What the API shows of a connected account: never a credential value, only the fields' names. */
+export interface ConnectedAccountView {
+  id: string;
+  app: string;
+  name: string;
+  fields: string[];
+  healthy: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ConnectedAccountRequest {
+  app: string;
+  name: string;
+  credentials: Record<string, unknown>;
+}
+
+export interface ConnectedAccountChange {
+  name?: string | undefined;
+  credentials?: Record<string, unknown> | undefined;
+}
+
+export const APP_SLUG = '^[a-z0-9_]{1,64}$';
+export const CREDENTIAL_FIELD = '^[A-Za-z0-9_.-]{1,64}$';
+export const MAX_CREDENTIAL_FIELDS = 64;
+export const MAX_CREDENTIAL_BYTES = 16 * 1024;
+const APP_SLUG_RE = new RegExp(APP_SLUG);
+const CREDENTIAL_FIELD_RE = new RegExp(CREDENTIAL_FIELD);
+
+/**
+ * A flat object of strings, numbers and booleans, within the limits, with a usable `expires_at` and token URL.
+ * Messages name fields, never values: a value in an error body or a log line would be a leaked secret.
+ */
+export function checkCredentials(given: unknown): Credentials {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalid('credentials must be an object of fields');
+  const entries = Object.entries(given);
+  if (!entries.length) throw invalid('credentials must hold at least one field');
+  if (entries.length > MAX_CREDENTIAL_FIELDS) throw invalid(`credentials may hold at most ${MAX_CREDENTIAL_FIELDS} fields, not ${entries.length}`);
+  for (const [name, value] of entries) {
+    if (!CREDENTIAL_FIELD_RE.test(name) || name === '__proto__') throw invalid(`credentials field names are 1 to 64 of A-Z a-z 0-9 _ . -`);
+    const scalar = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+    if (!scalar) throw invalid(`credentials.${name} must be a string, a number or a boolean`);
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(given));
+  if (bytes > MAX_CREDENTIAL_BYTES) throw invalid(`credentials may take at most ${MAX_CREDENTIAL_BYTES} bytes of JSON, not ${bytes}`);
+  const credentials = given as Credentials;
+  if (credentials.expires_at !== undefined && expiresAtMs(credentials) === undefined) {
+    throw invalid('credentials.expires_at must be epoch seconds or an ISO 8601 date');
+  }
+  if (credentials.oauth_token_url !== undefined && !isHttpUrl(credentials.oauth_token_url)) {
+    throw invalid('credentials.oauth_token_url must be an http or https URL');
+  }
+  return credentials;
+}
+
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function checkName(name: string): string {
+  if (name.trim() === '') throw invalid('name must be a non-empty string');
+  return name;
+}
+
+function toView(row: accounts.ConnectedAccountRow): ConnectedAccountView {
+  return {
+    id: row.id,
+    app: row.app,
+    name: row.name,
+    fields: JSON.parse(row.fields) as string[],
+    healthy: row.healthy === 1,
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  };
+}
+
+/**
+ * Checks at deploy that each app prop naming a connected account names one of the deploying account's (404 naming
+ * the id otherwise, as for any other account's resource) and one of the prop's app (422 `props_invalid`).
+ * `label` prefixes the 422's message (`step "x": `).
+ */
+export async function checkAuthProvisions(store: Store, ownerId: string, props: PropDescriptor[], stored: Record<string, unknown>, label = ''): Promise<void> {
+  const links = appLinks(props, stored);
+  if (!links.length) return;
+  const wellFormed = links.filter((link) => isId(link.accountId, 'apn')).map((link) => link.accountId);
+  const rows = new Map((await accounts.findConnectedAccounts(store.db, ownerId, wellFormed)).map((row) => [row.id, row]));
+  const problems: Array<{ prop: string; message: string }> = [];
+  for (const link of links) {
+    const row = rows.get(link.accountId);
+    if (!row) throw notFound(`connected account "${link.accountId}"`);
+    if (link.app !== undefined && row.app !== link.app) {
+      problems.push({ prop: link.prop, message: `names connected account ${row.id} of app "${row.app}"; the prop needs an account of app "${link.app}"` });
+    }
+  }
+  if (problems.length) {
+    const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
+    throw new ServiceError('props_invalid', `${label}invalid configured_props: ${summary}`, problems);
+  }
+}
+
+/** How many names a 409 message lists before "and N more" (its details list them all). */
+const NAMED_IN_MESSAGE = 10;
+
+export class ConnectedAccountService {
+  constructor(
+    private readonly store: Store,
+    private readonly credentials: AccountCredentials,
+    private readonly sources: SourceService,
+    private readonly workflows: WorkflowService,
+  ) {}
+
+  async create(ownerId: string, request: ConnectedAccountRequest): Promise<ConnectedAccountView> {
+    if (!APP_SLUG_RE.test(request.app)) throw invalid('app must be an app name slug: 1 to 64 of a-z 0-9 _');
+    const credentials = checkCredentials(request.credentials);
+    const now = nowSeconds();
+    const row: accounts.ConnectedAccountRow = {
+      id: newId('apn'),
+      user_id: ownerId,
+      app: request.app,
+      name: checkName(request.name),
+      credentials: this.credentials.seal(credentials),
+      fields: JSON.stringify(Object.keys(credentials)),
+      healthy: 1,
+      created_at: now,
+      updated_at: now,
+    };
+    await accounts.insertConnectedAccount(this.store.db, row);
+    return toView(row);
+  }
+
+  async list(ownerId: string, page: PageRequest): Promise<Page<ConnectedAccountView>> {
+    const result = await accounts.listConnectedAccounts(this.store.db, ownerId, page);
+    return { ...result, items: result.items.map(toView) };
+  }
+
+  async get(ownerId: string, id: string): Promise<ConnectedAccountView> {
+    return toView(await this.find(ownerId, id));
+  }
+
+  /** Renames, or replaces the credentials (a rotation: the account is healthy again, and the next run sees them). */
+  async update(ownerId: string, id: string, change: ConnectedAccountChange): Promise<ConnectedAccountView> {
+    const row = await this.find(ownerId, id);
+    const next: accounts.ConnectedAccountRow = { ...row, updated_at: nowSeconds() };
+    if (change.name !== undefined) next.name = checkName(change.name);
+    if (change.credentials !== undefined) {
+      const credentials = checkCredentials(change.credentials);
+      next.credentials = this.credentials.seal(credentials);
+      next.fields = JSON.stringify(Object.keys(credentials));
+      next.healthy = 1;
+    }
+    const { name, credentials, fields, healthy, updated_at } = next;
+    await accounts.updateConnectedAccount(this.store.db, id, { name, credentials, fields, healthy, updated_at });
+    if (change.credentials !== undefined) await this.credentials.changed(ownerId, id);
+    return toView(next);
+  }
+
+  /**
+   * Refused (409) while sources or workflows name the account, unless `force`: active ones are then deactivated
+   * first, as a PATCH `{ active: false }` would (their deactivate() hooks still see the credentials), and kept.
+   */
+  async delete(ownerId: string, id: string, force: boolean): Promise<void> {
+    await this.find(ownerId, id);
+    const sources = await accounts.sourcesNaming(this.store.db, ownerId, id);
+    const workflows = await accounts.workflowsNaming(this.store.db, ownerId, id);
+    if ((sources.length || workflows.length) && !force) {
+      const named = [...sources.map((s) => ({ type: 'source' as const, ...s })), ...workflows.map((w) => ({ type: 'workflow' as const, ...w }))];
+      const shown = named.slice(0, NAMED_IN_MESSAGE).map((u) => `${u.type} "${u.name}" (${u.id})`);
+      if (named.length > NAMED_IN_MESSAGE) shown.push(`${named.length - NAMED_IN_MESSAGE} more`);
+      throw new ServiceError(
+        'conflict',
+        `connected account ${id} is used by ${shown.join(', ')}; delete with force=true to deactivate them and delete it`,
+        named,
+      );
+    }
+    for (const source of sources) if (source.active) await this.sources.update(ownerId, source.id, { active: false }, 'patch');
+    for (const workflow of workflows) if (workflow.active) await this.workflows.update(ownerId, workflow.id, { active: false });
+    await accounts.deleteConnectedAccount(this.store.db, id);
+    await this.credentials.changed(ownerId, id);
+  }
+
+  /**
+   * `$auth` of each app prop for these configured values, as a run gets it (tokens refreshed when expired), for
+   * `options()` and `additionalProps()`: an id the owner has no account of is refused as at deploy.
+   */
+  async authsFor(ownerId: string, props: PropDescriptor[], configured: Record<string, unknown>): Promise<Record<string, Record<string, unknown>>> {
+    await checkAuthProvisions(this.store, ownerId, props, configured);
+    return (await resolveAuths(this.credentials, ownerId, props, configured)).auths;
+  }
+
+  private async find(ownerId: string, id: string): Promise<accounts.ConnectedAccountRow> {
+    const row = isId(id, 'apn') ? await accounts.findConnectedAccount(this.store.db, ownerId, id) : undefined;
+    if (!row) throw notFound(`connected account "${id}"`);
+    return row;
+  }
+}

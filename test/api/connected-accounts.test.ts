@@ -1,0 +1,383 @@
+// Connected accounts: CRUD, ownership, `$auth` in runs, hooks, app methods and workflow steps, rotation, deletion in
+// use, encryption at rest, no credential in the log, and OAuth refresh against a local token endpoint.
+import fs from 'node:fs';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/app.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import type { client } from '../helpers/client.js';
+import { account } from '../helpers/account.js';
+import { workflowCalls } from '../helpers/workflows.js';
+import { APP_SOURCE, AUTH_STEP, filesUnder, OAUTH_SOURCE, OPTIONS_SOURCE, secret, startTokenEndpoint } from '../helpers/connected-accounts.js';
+
+const VIEW_KEYS = ['app', 'created_at', 'fields', 'healthy', 'id', 'name', 'updated_at'];
+
+describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
+  let server: TestServer;
+  let tokens: Awaited<ReturnType<typeof startTokenEndpoint>>;
+  let user: Awaited<ReturnType<typeof account>>;
+  let other: Awaited<ReturnType<typeof account>>;
+  const logLines: string[] = [];
+  /** Every credential value these tests give the server: none may reach its log. */
+  const given: string[] = [];
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+  beforeAll(async () => {
+    tokens = await startTokenEndpoint();
+    const logger = createLogger({ logLevel: 'trace' }, { write: (line: string) => void logLines.push(line) });
+    server = await startTestServer(dialect, { allowPrivateNetwork: true }, { logger });
+    user = await account(server);
+    other = await account(server);
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await tokens?.close();
+  });
+
+  const { create: createWorkflow, finishedRuns } = workflowCalls(() => user.api);
+
+  async function connect(api: ReturnType<typeof client>, credentials: Record<string, unknown>, app = 'acme', name = 'Acme') {
+    for (const value of Object.values(credentials)) if (typeof value === 'string' && value.length > 12) given.push(value);
+    const res = await api.post('/v1/accounts', { app, name, credentials });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data;
+  }
+
+  async function deploy(code: string, configured_props: object, name?: string) {
+    const res = await user.api.post('/v1/sources', { component_code: code, configured_props, ...(name && { name }) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data;
+  }
+
+  /** The source's newest event once it has `n`. */
+  async function newestEvent(sourceId: string, n: number, stream = ''): Promise<any> {
+    return (await user.eventsOf(sourceId, n, stream))[0].event;
+  }
+
+  it('creates, reads, lists, renames, rotates and deletes an account, never showing a credential', async () => {
+    const key = secret('crud-key');
+    const created = await user.api.post('/v1/accounts', {
+      app: 'acme',
+      name: 'Acme prod',
+      credentials: { api_key: key, site_domain: 'acme.example', port: 443, tls: true },
+    });
+    given.push(key);
+    expect(created.status).toBe(200);
+    const view = created.body.data;
+    expect(Object.keys(view).sort()).toEqual(VIEW_KEYS);
+    expect(view).toMatchObject({ app: 'acme', name: 'Acme prod', fields: ['api_key', 'site_domain', 'port', 'tls'], healthy: true });
+    expect(view.id).toMatch(/^apn_[0-9a-z]{26}$/);
+    expect(view.created_at).toBe(view.updated_at);
+    expect(Math.abs(view.created_at - nowSeconds())).toBeLessThan(5);
+
+    const read = await user.api.get(`/v1/accounts/${view.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ data: view });
+    const listed = await user.api.get('/v1/users/me/accounts');
+    expect(listed.body.data.find((a: any) => a.id === view.id)).toEqual(view);
+
+    const renamed = await user.api.put(`/v1/accounts/${view.id}`, { name: 'Acme staging' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.data).toMatchObject({ id: view.id, name: 'Acme staging', fields: view.fields, healthy: true });
+    const rotatedKey = secret('crud-rotated');
+    given.push(rotatedKey);
+    const rotated = await user.api.put(`/v1/accounts/${view.id}`, { credentials: { api_key: rotatedKey } });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.data).toMatchObject({ name: 'Acme staging', fields: ['api_key'] });
+    for (const res of [created, read, listed, renamed, rotated]) {
+      expect(res.text).not.toContain(key);
+      expect(res.text).not.toContain(rotatedKey);
+    }
+
+    const deleted = await user.api.delete(`/v1/accounts/${view.id}`);
+    expect(deleted.status).toBe(204);
+    expect((await user.api.get(`/v1/accounts/${view.id}`)).status).toBe(404);
+  });
+
+  it('refuses malformed apps and credentials with a 400 that names no value', async () => {
+    const value = secret('bad-value');
+    const cases: Array<[object, RegExp]> = [
+      [{ app: 'Not A Slug', name: 'x', credentials: { api_key: value } }, /app/],
+      [{ app: 'acme', name: 'x', credentials: {} }, /credentials/],
+      [{ app: 'acme', name: 'x', credentials: { nested: { api_key: value } } }, /credentials/],
+      [{ app: 'acme', name: 'x', credentials: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`f${i}`, value])) }, /credentials/],
+      [{ app: 'acme', name: 'x', credentials: { a: value.repeat(400), b: value.repeat(400) } }, /at most 16384 bytes/],
+      [{ app: 'acme', name: 'x', credentials: { api_key: value, expires_at: `soon ${value}` } }, /expires_at must be epoch seconds or an ISO 8601 date/],
+      [{ app: 'acme', name: 'x', credentials: { oauth_token_url: `ftp://${value}` } }, /oauth_token_url must be an http or https URL/],
+      [{ app: 'acme', name: '  ', credentials: { api_key: value } }, /name/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await user.api.post('/v1/accounts', body);
+      expect(res.status, JSON.stringify(body).slice(0, 200)).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.error).toMatch(message);
+      expect(res.text).not.toContain(value);
+    }
+  });
+
+  it('pages the list newest first like every list', async () => {
+    const fresh = await account(server);
+    const empty = await fresh.api.get('/v1/users/me/accounts');
+    expect(empty.body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: 'head', end_cursor: 'head' }, data: [] });
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) ids.push((await connect(fresh.api, { api_key: `k${n}` }, 'acme', `n${n}`)).id);
+    const first = await fresh.api.get('/v1/users/me/accounts?limit=2');
+    expect(first.body.page_info).toMatchObject({ total_count: 3, count: 2 });
+    expect(first.body.data.map((a: any) => a.id)).toEqual([ids[2], ids[1]]);
+    const second = await fresh.api.get(`/v1/users/me/accounts?limit=2&after=${first.body.page_info.end_cursor}`);
+    expect(second.body.data.map((a: any) => a.id)).toEqual([ids[0]]);
+    const back = await fresh.api.get(`/v1/users/me/accounts?limit=2&before=${second.body.page_info.start_cursor}`);
+    expect(back.body.data.map((a: any) => a.id)).toEqual([ids[2], ids[1]]);
+    expect((await fresh.api.get('/v1/users/me/accounts?after=apn_bogus')).body.code).toBe('invalid_cursor');
+  });
+
+  it("answers 404 for another account's connected account on every route and at every deploy", async () => {
+    const theirs = await connect(other.api, { api_key: secret('theirs') });
+    const notFound = { error: `connected account "${theirs.id}" not found`, code: 'not_found' };
+    expect((await user.api.get(`/v1/accounts/${theirs.id}`)).body).toEqual(notFound);
+    expect((await user.api.put(`/v1/accounts/${theirs.id}`, { name: 'mine now' })).body).toEqual(notFound);
+    const deleted = await user.api.delete(`/v1/accounts/${theirs.id}?force=true`);
+    expect([deleted.status, deleted.body]).toEqual([404, notFound]);
+    expect((await user.api.get('/v1/users/me/accounts?limit=100')).body.data.map((a: any) => a.id)).not.toContain(theirs.id);
+
+    const deployed = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: theirs.id } } });
+    expect([deployed.status, deployed.body]).toEqual([404, notFound]);
+    const bogus = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: 'apn_nope' } } });
+    expect([bogus.status, bogus.body.error]).toEqual([404, 'connected account "apn_nope" not found']);
+    const workflow = await user.api.post('/v1/workflows', {
+      name: 'theirs',
+      steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: theirs.id } } }],
+    });
+    expect([workflow.status, workflow.body]).toEqual([404, notFound]);
+    const source = await deploy(OAUTH_SOURCE, {});
+    const patched = await user.api.patch(`/v1/sources/${source.id}`, { configured_props: { acme: { authProvisionId: theirs.id } } });
+    expect([patched.status, patched.body]).toEqual([404, notFound]);
+    // The owner still has it, untouched.
+    expect((await other.api.get(`/v1/accounts/${theirs.id}`)).body.data).toMatchObject({ name: 'Acme', healthy: true });
+  });
+
+  it("refuses an account of another app than the prop's with 422 props_invalid", async () => {
+    const wrong = await connect(user.api, { api_key: secret('wrong-app') }, 'globex');
+    const res = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: wrong.id } } });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      error: `invalid configured_props: acme names connected account ${wrong.id} of app "globex"; the prop needs an account of app "acme"`,
+      code: 'props_invalid',
+      details: [{ prop: 'acme', message: `names connected account ${wrong.id} of app "globex"; the prop needs an account of app "acme"` }],
+    });
+    const step = await user.api.post('/v1/workflows', {
+      name: 'wrong app',
+      steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: wrong.id } } }],
+    });
+    expect([step.status, step.body.code]).toEqual([422, 'props_invalid']);
+    expect(step.body.error).toMatch(/^step "read": invalid configured_props: acme names connected account/);
+  });
+
+  it('gives $auth to run, the deploy hook and app methods, and a rotation reaches the next run', async () => {
+    const first = secret('key-one');
+    const acme = await connect(user.api, { api_key: first });
+    const source = await deploy(APP_SOURCE, { acme: { authProvisionId: acme.id } });
+    expect(source.configured_props.acme).toEqual({ authProvisionId: acme.id });
+    await user.runAndWait(source.id, {});
+    expect(await newestEvent(source.id, 1)).toEqual({ run: first, method: `Bearer ${first}`, deploy: first });
+
+    const second = secret('key-two');
+    given.push(second);
+    expect((await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { api_key: second } })).status).toBe(200);
+    await user.runAndWait(source.id, {});
+    expect(await newestEvent(source.id, 2)).toEqual({ run: second, method: `Bearer ${second}`, deploy: first });
+  });
+
+  it('gives $auth to a workflow step, read again for each run', async () => {
+    const first = secret('step-one');
+    const acme = await connect(user.api, { api_key: first });
+    const workflow = await createWorkflow({
+      name: 'reads auth',
+      steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: acme.id } } }],
+    });
+    expect(workflow.steps[0].configured_props).toEqual({ acme: { authProvisionId: acme.id } });
+    expect((await user.api.post(`/v1/workflows/${workflow.id}/run`, {})).status).toBe(202);
+    expect((await finishedRuns(workflow.id, 1))[0].steps[0].$return_value).toBe(first);
+    const second = secret('step-two');
+    given.push(second);
+    await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { api_key: second } });
+    await user.api.post(`/v1/workflows/${workflow.id}/run`, {});
+    expect((await finishedRuns(workflow.id, 2))[0].steps[0].$return_value).toBe(second);
+  });
+
+  it("gives $auth to a prop's options(), and refuses another account's id there as at deploy", async () => {
+    const acme = await connect(user.api, { api_key: secret('options-key'), site: 'acme.dev' });
+    const saved = await user.api.post('/v1/components', { component_code: OPTIONS_SOURCE });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const options = (id: string) =>
+      user.api.post(`/v1/components/${saved.body.data.id}/props/repo/options`, { configured_props: { acme: { authProvisionId: id } } });
+    expect((await options(acme.id)).body.data).toEqual({ options: ['acme.dev/alpha', 'acme.dev/beta'], context: null, errors: [] });
+    const theirs = await connect(other.api, { api_key: secret('options-theirs'), site: 'globex.dev' });
+    const refused = (await options(theirs.id)).body.data;
+    expect(refused).toMatchObject({ options: [], errors: [`connected account "${theirs.id}" not found`] });
+  });
+
+  it('refuses to delete an account in use (409 naming the users), and with force=true deactivates them first', async () => {
+    const key = secret('in-use');
+    const acme = await connect(user.api, { api_key: key });
+    const source = await deploy(APP_SOURCE, { acme: { authProvisionId: acme.id } }, 'uses acme');
+    const workflow = await createWorkflow({
+      name: 'flows with acme',
+      steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: acme.id } } }],
+    });
+    const refused = await user.api.delete(`/v1/accounts/${acme.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({
+      error: `connected account ${acme.id} is used by source "uses acme" (${source.id}), workflow "flows with acme" (${workflow.id}); delete with force=true to deactivate them and delete it`,
+      code: 'conflict',
+      details: [
+        { type: 'source', id: source.id, name: 'uses acme', active: true },
+        { type: 'workflow', id: workflow.id, name: 'flows with acme', active: true },
+      ],
+    });
+    expect((await user.api.get(`/v1/accounts/${acme.id}`)).status).toBe(200);
+
+    expect((await user.api.delete(`/v1/accounts/${acme.id}?force=true`)).status).toBe(204);
+    expect((await user.api.get(`/v1/accounts/${acme.id}`)).status).toBe(404);
+    const sources = (await user.api.get('/v1/users/me/sources?limit=100')).body.data;
+    expect(sources.find((s: any) => s.id === source.id).active).toBe(false);
+    expect((await user.api.get(`/v1/workflows/${workflow.id}`)).body.data.active).toBe(false);
+    // The deactivate() hook ran, as for a PATCH { active: false }, while the credentials were still there.
+    const row = await server.running.services.store.db
+      .selectFrom('source_db')
+      .select('value')
+      .where('source_id', '=', source.id)
+      .where('key', '=', 'seenAtDeactivate')
+      .executeTakeFirst();
+    expect(row && JSON.parse(row.value)).toBe(key);
+    // Turning it back on needs an account again.
+    const again = await user.api.patch(`/v1/sources/${source.id}`, { active: true });
+    expect([again.status, again.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
+  });
+
+  it('keeps no credential readable at rest', async () => {
+    const first = secret('at-rest-one');
+    const second = secret('at-rest-two');
+    const acme = await connect(user.api, { api_key: first, oauth_client_secret: first });
+    given.push(second);
+    await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { api_key: second } });
+    const db = server.running.services.store.db;
+    const row = await db.selectFrom('connected_accounts').selectAll().where('id', '=', acme.id).executeTakeFirstOrThrow();
+    expect(row.credentials).toMatch(/^enc:v1:/);
+    if (dialect === 'sqlite') {
+      const files = filesUnder(server.dataDir);
+      expect(files.some((f) => f.endsWith('.db'))).toBe(true);
+      for (const file of files) {
+        const bytes = fs.readFileSync(file);
+        expect(bytes.includes(first), file).toBe(false);
+        expect(bytes.includes(second), file).toBe(false);
+      }
+    } else {
+      const { rows } = await sql<{ t: string }>`select t::text as t from connected_accounts t`.execute(db);
+      expect(rows.length).toBeGreaterThan(0);
+      for (const { t } of rows) {
+        expect(t).not.toContain(first);
+        expect(t).not.toContain(second);
+      }
+    }
+  });
+
+  describe('OAuth', () => {
+    function oauth(refreshToken: string, path: string, expiresAt: number | string) {
+      return {
+        oauth_access_token: secret(`access-${refreshToken}`),
+        oauth_refresh_token: refreshToken,
+        expires_at: expiresAt,
+        oauth_client_id: 'tributary client',
+        oauth_client_secret: secret('client-secret'),
+        oauth_token_url: `${tokens.url}${path}`,
+      };
+    }
+
+    it('refreshes an expired token once before the run, which sees the new one', async () => {
+      const refresh = secret('refresh');
+      const credentials = oauth(refresh, '/token', nowSeconds() - 60);
+      const acme = await connect(user.api, credentials);
+      const source = await deploy(OAUTH_SOURCE, { acme: { authProvisionId: acme.id } });
+      const before = tokens.requests.length;
+      await user.runAndWait(source.id, {});
+      expect(await newestEvent(source.id, 1)).toEqual({ token: `new-${refresh}` });
+      expect(tokens.requests.length).toBe(before + 1);
+      const request = tokens.requests.at(-1)!;
+      expect(request.contentType).toBe('application/x-www-form-urlencoded');
+      expect(Object.fromEntries(request.body)).toEqual({ grant_type: 'refresh_token', refresh_token: refresh });
+      const basic = Buffer.from(`tributary+client:${credentials.oauth_client_secret}`).toString('base64');
+      expect(request.authorization).toBe(`Basic ${basic}`);
+
+      // The new token is stored (with the rotated refresh token): the next run needs no refresh.
+      await user.runAndWait(source.id, {});
+      expect(await newestEvent(source.id, 2)).toEqual({ token: `new-${refresh}` });
+      expect(tokens.requests.length).toBe(before + 1);
+      expect((await user.api.get(`/v1/accounts/${acme.id}`)).body.data).toMatchObject({ healthy: true, fields: Object.keys(credentials) });
+    });
+
+    it('refreshes an expired token of a workflow step (expires_at as an ISO date)', async () => {
+      const refresh = secret('step-refresh');
+      const acme = await connect(user.api, oauth(refresh, '/token', new Date(Date.now() - 60_000).toISOString()));
+      const workflow = await createWorkflow({
+        name: 'oauth step',
+        steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: acme.id } } }],
+      });
+      await user.api.post(`/v1/workflows/${workflow.id}/run`, {});
+      expect((await finishedRuns(workflow.id, 1))[0].steps[0].$return_value).toBe(`new-${refresh}`);
+    });
+
+    it('fails the run with a clear $errors entry and marks the account unhealthy when the refresh fails', async () => {
+      const acme = await connect(user.api, oauth(secret('revoked'), '/fail', nowSeconds() - 60));
+      const source = await deploy(OAUTH_SOURCE, { acme: { authProvisionId: acme.id } });
+      await user.runAndWait(source.id, { n: 1 });
+      const failure = await newestEvent(source.id, 1, '/$errors');
+      expect(failure.error).toMatchObject({
+        name: 'OAuthRefreshError',
+        code: 'oauth_refresh_failed',
+        message: `could not refresh the OAuth token of account ${acme.id}: the token endpoint answered 400 (invalid_grant)`,
+      });
+      expect(failure.original_event).toEqual({ n: 1 });
+      expect((await user.api.get(`/v1/accounts/${acme.id}`)).body.data.healthy).toBe(false);
+      expect((await user.api.get(`/v1/sources/${source.id}/event_summaries`)).body.data).toEqual([]);
+      // A hook that cannot have its credentials fails its request, as a hook that throws does.
+      const hooked = await user.api.post('/v1/sources', { component_code: APP_SOURCE, configured_props: { acme: { authProvisionId: acme.id } } });
+      expect([hooked.status, hooked.body.code]).toEqual([422, 'hook_failed']);
+      expect(hooked.body.error).toBe(
+        `deploy() could not run: could not refresh the OAuth token of account ${acme.id}: the token endpoint answered 400 (invalid_grant)`,
+      );
+
+      // New credentials make it healthy again, and the next run uses them.
+      const fresh = oauth(secret('reconnected'), '/token', nowSeconds() + 3600);
+      given.push(fresh.oauth_access_token);
+      expect((await user.api.put(`/v1/accounts/${acme.id}`, { credentials: fresh })).body.data.healthy).toBe(true);
+      await user.runAndWait(source.id, {});
+      expect(await newestEvent(source.id, 1)).toEqual({ token: fresh.oauth_access_token });
+    });
+
+    it('refreshes and retries a run once when the component gets an HTTP 401', async () => {
+      const refresh = secret('on-401');
+      const acme = await connect(user.api, oauth(refresh, '/token', nowSeconds() + 3600));
+      const source = await deploy(OAUTH_SOURCE, { acme: { authProvisionId: acme.id } });
+      const before = tokens.requests.length;
+      await user.runAndWait(source.id, { needs: `new-${refresh}` });
+      expect(await newestEvent(source.id, 1)).toEqual({ token: `new-${refresh}` });
+      expect(tokens.requests.length).toBe(before + 1);
+      const logs = await user.eventsOf(source.id, 1, '/$logs');
+      expect(logs.map((l: any) => l.event.msg)).toContain('the run got HTTP 401: the OAuth token was refreshed and the run retried once');
+      // A token that still gets a 401 after the refresh fails the run: retried once, not again.
+      await user.runAndWait(source.id, { needs: 'a token no server gives' });
+      const failure = await newestEvent(source.id, 1, '/$errors');
+      expect(failure.error.message).toBe('Request failed with status code 401');
+      expect(tokens.requests.length).toBe(before + 2);
+    });
+  });
+
+  it('never writes a credential to the log', () => {
+    // The server logged at trace level all along (every request, the failed refresh): the log is not empty.
+    expect(logLines.some((line) => line.includes('/v1/accounts'))).toBe(true);
+    expect(logLines.some((line) => line.includes('OAuth token refresh failed'))).toBe(true);
+    const log = logLines.join('');
+    for (const value of given) expect(log.includes(value), value).toBe(false);
+  });
+});
