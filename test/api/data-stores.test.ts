@@ -3,8 +3,8 @@
 // share, GET /v1/data_stores lists them; the data_stores app's actions run unmodified from their published package.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleStep } from '../../src/client/workflow-file.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -13,18 +13,9 @@ import { workflowCalls } from '../helpers/workflows.js';
 
 const PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@pipedream/data_stores/package.json'));
 
-/** An action of the published package, bundled as the client CLI bundles it (relative imports inlined). */
-async function bundle(action: string): Promise<string> {
-  const result = await build({
-    entryPoints: [path.join(PACKAGE, 'actions', action, `${action}.mjs`)],
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    write: false,
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  return result.outputFiles[0]!.text;
+/** An action of the published package, bundled as the client CLI bundles a step file (relative imports inlined). */
+function bundle(action: string): Promise<string> {
+  return bundleStep(path.join(PACKAGE, 'actions', action, `${action}.mjs`));
 }
 
 /** A source that does what each event asks to its store and emits what it saw. */

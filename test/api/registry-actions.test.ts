@@ -6,26 +6,17 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleStep } from '../../src/client/workflow-file.js';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { workflowCalls } from '../helpers/workflows.js';
 
 const PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@pipedream/helper_functions/package.json'));
 
-/** The action bundled as the client CLI bundles it: its relative imports inlined, packages left as imports. */
-async function bundle(action: string): Promise<string> {
-  const result = await build({
-    entryPoints: [path.join(PACKAGE, action)],
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    write: false,
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  return result.outputFiles[0]!.text;
+/** An action of the published package, bundled as the client CLI bundles a step file (relative imports inlined). */
+function bundle(action: string): Promise<string> {
+  return bundleStep(path.join(PACKAGE, action));
 }
 
 const ACTIONS = {
