@@ -3,25 +3,7 @@
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
 import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DB_BYTES_PER_CALL, MAX_DB_VALUE_BYTES } from './limits.js';
-import type { CallScope } from './scope.js';
-
-interface PendingWrite {
-  op: DataStoreWrite['op'];
-  value?: unknown;
-  ttlSeconds?: number | null;
-  /** JSON bytes of the value (0 for a delete or a ttl change). */
-  bytes: number;
-}
-
-/** What one call did to one store so far: `cleared` first, then the last write of each key. */
-export interface StoreChanges {
-  cleared: boolean;
-  writes: Map<string, PendingWrite>;
-  /** JSON bytes this call wrote to the store. */
-  bytes: number;
-  /** JSON bytes of the whole store as this call sees it; measured at the call's first write, then kept up to date. */
-  total?: number;
-}
+import type { CallScope, StoreChanges } from './scope.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
 export interface DataStore {

@@ -1,10 +1,27 @@
 // What one call of `run`, a step or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
-import type { EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
-import type { StoreChanges } from './data-store.js';
+import type { DataStoreWrite, EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
 import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS } from './limits.js';
 
 /** What a call runs: an invocation's method, or `configure` (a prop's `options()` or `additionalProps()`). */
 export type CallMethod = InvocationMethod | 'configure';
+
+export interface PendingWrite {
+  op: DataStoreWrite['op'];
+  value?: unknown;
+  ttlSeconds?: number | null;
+  /** JSON bytes of the value (0 for a delete or a ttl change). */
+  bytes: number;
+}
+
+/** What one call did to one store so far: `cleared` first, then the last write of each key. */
+export interface StoreChanges {
+  cleared: boolean;
+  writes: Map<string, PendingWrite>;
+  /** JSON bytes this call wrote to the store. */
+  bytes: number;
+  /** JSON bytes of the whole store as this call sees it; measured at the call's first write, then kept up to date. */
+  total?: number;
+}
 
 export class CallScope {
   readonly emits: EmittedEvent[] = [];
