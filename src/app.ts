@@ -123,6 +123,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     loadTimeoutMs: config.loadTimeout * 1000,
     egress: { allowPrivateNetwork: config.allowPrivateNetwork, allow: [...config.egressAllow] },
     workerUser: resolveWorkerUser(config.workerUser),
+    extraCaFile: config.workerCaFile,
     logger: logger.child({ module: 'runtime' }),
   });
   try {
@@ -261,6 +262,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
     // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
     propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
+    for (const deploys of [sources, workflows]) deploys.useAdditionalProps(propConfiguration);
     const dataStores = new DataStoreService(store, clock);
     const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());

@@ -1,10 +1,27 @@
 // Every setting of Tributary, typed, with its flag, its TRIBUTARY_* variable and its default, in one table.
 import path from 'node:path';
 import { Option } from 'commander';
-import { checkEgressAllow } from './runtime/worker/egress-rules.js';
-import { resolveWorkerUser } from './runtime/worker-user.js';
+import {
+  bool,
+  checkWorkerCaFile,
+  ConfigError,
+  databaseUrl,
+  egressList,
+  emailAddress,
+  integer,
+  LOG_LEVELS,
+  type LogLevel,
+  logLevel,
+  optionalText,
+  optionalUrl,
+  secondsList,
+  smtpUrl,
+  text,
+  url,
+  workerUserSetting,
+} from './config-parsers.js';
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export { ConfigError, type LogLevel } from './config-parsers.js';
 
 export interface Config {
   readonly host: string;
@@ -46,6 +63,8 @@ export interface Config {
   readonly allowPrivateNetwork: boolean;
   /** Internal destinations component code may reach anyway: addresses, ranges (CIDR) and host[:port]. */
   readonly egressAllow: readonly string[];
+  /** PEM file of extra certificate authorities that component code's HTTPS requests trust (a real path once resolved). */
+  readonly workerCaFile: string | undefined;
   /** Free plan: invocations per UTC day. */
   readonly freeDailyInvocations: number;
   /** Free plan: milliseconds of run time per UTC day. */
@@ -77,113 +96,6 @@ interface SettingSpec<K extends keyof Config> {
   readonly parse: (raw: string) => Config[K];
   /** How the default is shown in --help and the README. */
   readonly defaultText?: string;
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return (raw: string): number => {
-    const value = Number(raw);
-    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      throw new ConfigError(`expected an integer from ${min} to ${max}, got "${raw}"`);
-    }
-    return value;
-  };
-}
-
-function bool(raw: string): boolean {
-  const value = raw.trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on', ''].includes(value)) return true;
-  if (['0', 'false', 'no', 'off'].includes(value)) return false;
-  throw new ConfigError(`expected true or false, got "${raw}"`);
-}
-
-function text(raw: string): string {
-  return raw;
-}
-
-function optionalText(raw: string): string | undefined {
-  return raw === '' ? undefined : raw;
-}
-
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function url(raw: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`expected an absolute URL, got "${raw}"`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new ConfigError(`expected an http or https URL, got "${raw}"`);
-  }
-  return raw.replace(/\/+$/, '');
-}
-
-/** Comma-separated whole seconds, e.g. `5,300,1800`; empty for no retries. */
-function secondsList(raw: string): readonly number[] {
-  if (raw.trim() === '') return Object.freeze([]);
-  return Object.freeze(
-    raw.split(',').map((part) => {
-      const value = part.trim();
-      if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`expected comma-separated whole seconds, got "${raw}"`);
-      return Number(value);
-    }),
-  );
-}
-
-/** Checked now, so that a user that does not exist stops the start, not the first run. */
-function workerUserSetting(raw: string): string {
-  const value = raw.trim();
-  try {
-    resolveWorkerUser(value);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
-  return value;
-}
-
-/** Comma-separated `--egress-allow` entries, each checked now so that a typo stops the start, not a run. */
-function egressList(raw: string): readonly string[] {
-  const entries = raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
-  try {
-    checkEgressAllow(entries);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
-  return Object.freeze(entries);
-}
-
-/** The raw value is not echoed in errors: it may hold a password. */
-function smtpUrl(raw: string): string | undefined {
-  if (raw === '') return undefined;
-  const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
-  if (!parsed || (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') || parsed.hostname === '') {
-    throw new ConfigError('expected an smtp:// or smtps:// URL with a host, such as smtp://user:password@mail.example.com:587');
-  }
-  return raw;
-}
-
-function emailAddress(raw: string): string {
-  const value = raw.trim();
-  if (!/^[^\s@]+@[^\s@]+$/.test(value)) throw new ConfigError(`expected an email address such as tributary@example.com, got "${raw}"`);
-  return value;
-}
-
-const optionalUrl = (raw: string): string | undefined => (raw === '' ? undefined : url(raw));
-
-function databaseUrl(raw: string): string | undefined {
-  if (raw === '') return undefined;
-  if (!/^postgres(ql)?:\/\//.test(raw)) {
-    throw new ConfigError(`expected a postgres:// URL, got "${raw}"`);
-  }
-  return raw;
 }
 
 /** The settings table: one row per setting; flags and variables follow `--data-dir` ↔ `TRIBUTARY_DATA_DIR`. */
@@ -226,10 +138,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     flag: '--log-level',
     description: `log level: ${LOG_LEVELS.join(', ')}`,
     defaultValue: 'info',
-    parse: (raw) => {
-      if (!LOG_LEVELS.includes(raw as LogLevel)) throw new ConfigError(`expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
-      return raw as LogLevel;
-    },
+    parse: logLevel,
   },
   { key: 'bodyLimit', flag: '--body-limit', description: 'largest API request body, in bytes', defaultValue: 4 * 1024 * 1024, parse: integer(1024) },
   { key: 'runTimeout', flag: '--run-timeout', description: 'longest a run or hook may take, in seconds', defaultValue: 60, parse: integer(1, 3600) },
@@ -275,6 +184,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: Object.freeze([]),
     defaultText: '(none)',
     parse: egressList,
+  },
+  {
+    key: 'workerCaFile',
+    flag: '--worker-ca-file',
+    description: "PEM file of extra certificate authorities that component code's HTTPS requests trust, e.g. a company CA or a local mock's",
+    defaultValue: undefined,
+    parse: optionalText,
   },
   { key: 'freeDailyInvocations', flag: '--free-daily-invocations', description: 'free plan: invocations per UTC day', defaultValue: 10_000, parse: integer(0) },
   {
@@ -380,6 +296,7 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   }
   out.dataDir = path.resolve(String(out.dataDir));
   out.publicUrl = String(out.publicUrl).replace(/\/+$/, '');
+  if (out.workerCaFile !== undefined) out.workerCaFile = checkWorkerCaFile(String(out.workerCaFile), String(out.workerUser));
   const config = out as unknown as Config;
   checkS3(config);
   return Object.freeze(config);

@@ -2,7 +2,7 @@
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Store } from '../store/database.js';
-import { loadSource, type SourceRow } from '../store/sources.js';
+import { loadSource, sourceInfo, type SourceRow } from '../store/sources.js';
 import { componentInfo, loadComponent, type ComponentRow } from '../store/components.js';
 import { findUserByIdOrUsername, type UserRow } from '../store/users.js';
 import type { ComponentInfo } from '../runtime/types.js';
@@ -10,6 +10,7 @@ import type { ComponentInfo } from '../runtime/types.js';
 export interface RunnableSource {
   source: SourceRow;
   component: ComponentRow;
+  /** The component's, with the props its additionalProps() added for this source. */
   info: ComponentInfo;
   account: UserRow | undefined;
 }
@@ -38,7 +39,12 @@ export class SourceCache {
       return undefined;
     }
     const component = (await loadComponent(this.store.db, source.component_id))!;
-    const value = { source, component, info: componentInfo(component), account: await findUserByIdOrUsername(this.store.db, source.user_id) };
+    const value = {
+      source,
+      component,
+      info: sourceInfo(componentInfo(component), source),
+      account: await findUserByIdOrUsername(this.store.db, source.user_id),
+    };
     this.entries.set(sourceId, value);
     return value;
   }

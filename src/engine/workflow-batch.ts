@@ -11,7 +11,7 @@ import { componentInfo, loadComponent } from '../store/components.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, DataStoreChange, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
-import { dataStoreNames, runtimeProps } from '../model/props.js';
+import { dataStoreNames, runtimeProps, withAdditionalProps } from '../model/props.js';
 import { readDataStores } from '../store/data-stores.js';
 import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
@@ -162,7 +162,9 @@ export class StepBatchRunner {
       const missing = failedOutcome('ConfigurationError', `the component of step "${step.name}" no longer exists`, 'component_missing');
       return { outcomes: batch.map(() => missing), dbWrites: {}, cpuMs: 0 };
     }
-    const { info, prepared } = runnable;
+    const { prepared } = runnable;
+    // The step's own props: the component's, with what its additionalProps() added for this step at deploy.
+    const info = { ...runnable.info, props: withAdditionalProps(runnable.info.props, step.additional_props) };
     const stored = runtimeProps(info.props, step.configured_props, this.secrets);
     const inputs: StepInput[] = batch.map((held) => ({ steps: held.data, props: evaluateProps(stored, { steps: held.data }) }));
     // The batch shares one call, so it shares the shortest time any of its runs has left.

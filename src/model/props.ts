@@ -199,8 +199,10 @@ export function validateProps(
           else if (!prop.optional) fail('is required');
           break;
         }
-        if (prop.secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(stored[prop.name])) {
-          out[prop.name] = stored[prop.name];
+        if (prop.secret && value === SECRET_PLACEHOLDER) {
+          // The placeholder keeps a stored secret; with none stored it would become the secret itself.
+          if (SecretBox.isSealed(stored[prop.name])) out[prop.name] = stored[prop.name];
+          else fail(`is "${SECRET_PLACEHOLDER}", which keeps a stored secret, but none is stored: give the value`);
           break;
         }
         const inputProblems = checkInput(prop, value);
@@ -209,11 +211,46 @@ export function validateProps(
       }
     }
   }
-  if (problems.length) {
-    const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
-    throw new ServiceError('props_invalid', `invalid configured_props: ${summary}`, problems);
-  }
+  if (problems.length) throw propsInvalid(problems);
   return out;
+}
+
+/** The one 422 that lists every problem of a deploy's configured_props; `label` names where they are (a step). */
+export function propsInvalid(problems: PropProblem[], label = ''): ServiceError {
+  const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
+  return new ServiceError('props_invalid', `${label}invalid configured_props: ${summary}`, problems);
+}
+
+/**
+ * The static props with what `additionalProps()` added: a prop of the same name replaces the static one in place (as
+ * the component's `{ ...props, ...added }` does), the others follow in their order.
+ */
+export function withAdditionalProps(props: PropDescriptor[], additional: PropDescriptor[] | undefined): PropDescriptor[] {
+  if (!additional?.length) return props;
+  const byName = new Map(additional.map((p) => [p.name, p]));
+  const merged = props.map((p) => byName.get(p.name) ?? p);
+  const staticNames = new Set(props.map((p) => p.name));
+  return [...merged, ...additional.filter((p) => !staticNames.has(p.name))];
+}
+
+/** What a full prop list adds to the static props, or changes of them: all that needs storing beside them. */
+export function addedProps(props: PropDescriptor[], full: PropDescriptor[]): PropDescriptor[] {
+  const byName = new Map(props.map((p) => [p.name, JSON.stringify(p)]));
+  return full.filter((p) => byName.get(p.name) !== JSON.stringify(p));
+}
+
+/**
+ * Props that `additionalProps()` may add: those a run gets from their configured value alone. An interface needs an
+ * endpoint or a timer, a db or data store prop an object the worker builds from the static props, an app prop its
+ * account resolved before the run; none of that is set up for a prop only known at deploy.
+ */
+export function additionalPropProblems(added: PropDescriptor[]): PropProblem[] {
+  return added
+    .filter((p) => !SCALAR_TYPES.has(p.type.replace(/\[\]$/, '')))
+    .map((p) => ({
+      prop: p.name,
+      message: `is a ${p.type} prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them)`,
+    }));
 }
 
 /** Interval between the next two runs of a cron schedule, so that timer echoes always carry `interval_seconds`. */

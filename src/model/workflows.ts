@@ -1,4 +1,5 @@
 // What a workflow is made of (its trigger and steps, as stored) and the rules a definition must follow.
+import type { PropDescriptor } from '../runtime/types.js';
 
 /** How a workflow is started besides subscriptions and manual runs. */
 export type WorkflowTrigger =
@@ -13,6 +14,8 @@ export interface StoredStep {
   component_id: string;
   /** Values as configured: secrets sealed, templates (`{{ … }}`) kept as written. */
   configured_props: Record<string, unknown>;
+  /** The props `additionalProps()` added (or changed) for these values, computed at deploy; absent without it. */
+  additional_props?: PropDescriptor[];
 }
 
 /** Step names become keys of `steps`: identifiers, and never `trigger`. */

@@ -51,8 +51,8 @@ export class ComponentRuntime {
     this.accountCode = new AccountCode(users.accountsDir, users.ownerOf);
     this.pool = new WorkerPool({
       size: checked.poolSize,
-      // @pipedream/platform is public code any component may load.
-      sharedReadPaths: locatePlatform().readPaths,
+      // @pipedream/platform is public code any component may load; the extra CA file is read by Node as a worker starts.
+      sharedReadPaths: [...locatePlatform().readPaths, ...(checked.extraCaFile === undefined ? [] : [checked.extraCaFile])],
       start: (accountId, allowRead, onExit) =>
         WorkerProcess.start({
           accountId,
@@ -60,6 +60,7 @@ export class ComponentRuntime {
           allowRead: [this.accountCode.dir(accountId), ...allowRead],
           memoryMb: checked.workerMemoryMb,
           egress: checked.egress,
+          extraCaFile: checked.extraCaFile,
           user: users.userFor(accountId),
           nice: checked.workerNice ?? 0,
           startTimeoutMs: checked.loadTimeoutMs,

@@ -28,6 +28,11 @@ export interface RuntimeOptions {
   egress?: EgressPolicy;
   /** The operating-system user workers run as: one for all, one per account, or undefined: the server's (worker-user.ts). */
   workerUser?: WorkerUserSetting;
+  /**
+   * Absolute path of a PEM file of extra certificate authorities that component code's TLS connections trust (a company
+   * CA, a local mock's): each worker gets it as NODE_EXTRA_CA_CERTS, beside the well-known roots, and may read it.
+   */
+  extraCaFile?: string;
   logger: RuntimeLogger;
 }
 
@@ -46,5 +51,8 @@ export function checkOptions(options: RuntimeOptions): Readonly<RuntimeOptions &
   if (!Number.isSafeInteger(nice) || nice < 0 || nice > 19) throw new TypeError('runtime option workerNice must be an integer from 0 to 19');
   const egress = options.egress ?? { allowPrivateNetwork: false, allow: [] };
   checkEgressAllow(egress.allow);
+  if (options.extraCaFile !== undefined && (typeof options.extraCaFile !== 'string' || !path.isAbsolute(options.extraCaFile))) {
+    throw new TypeError('runtime option extraCaFile must be an absolute path');
+  }
   return Object.freeze({ ...options, egress });
 }

@@ -200,7 +200,7 @@ export interface InvocationRequest {
   db: Record<string, unknown>;
   /**
    * The account's data stores that `data_store` props name (their configured value is the store's name), as they
-   * are before the call. A data store prop whose store is not here cannot be used in this call (hooks).
+   * are before the call. A data store prop whose store is not here cannot be used in this call.
    */
   dataStores?: DataStoreContents[];
   /** `this.http.endpoint` when the component has an HTTP interface. */

@@ -19,6 +19,8 @@ export interface WorkerSpec {
   memoryMb: number;
   /** Where component code may connect; the worker enforces it on every socket it opens. */
   egress: EgressPolicy;
+  /** PEM file of certificate authorities the worker's TLS trusts beside the well-known roots; it must be in allowRead. */
+  extraCaFile: string | undefined;
   /** The operating-system user the process runs as; undefined: the server's. */
   user: WorkerUser | undefined;
   /** Scheduling niceness, 0 to 19. */
@@ -155,7 +157,8 @@ export class WorkerProcess {
         '--enable-source-maps',
         '--disable-warning=ExperimentalWarning',
       ],
-      env: { NODE_ENV: 'production', TZ: 'UTC' },
+      // Node reads NODE_EXTRA_CA_CERTS once, as the process starts: the only way to give a worker's TLS another CA.
+      env: { NODE_ENV: 'production', TZ: 'UTC', ...(spec.extraCaFile !== undefined && { NODE_EXTRA_CA_CERTS: spec.extraCaFile }) },
       ...(spec.user && { uid: spec.user.uid, gid: spec.user.gid }),
       cwd: path.dirname(entry),
       serialization: 'advanced',

@@ -5,7 +5,8 @@ import { isId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { PropDescriptor } from '../runtime/types.js';
-import { appLinks, resolveAuths } from '../engine/invocation-base.js';
+import { resolveAuths } from '../engine/invocation-base.js';
+import { checkAuthProvisions } from './auth-provisions.js';
 import { type AccountCredentials, type Credentials, expiresAtMs } from './account-credentials.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
@@ -90,30 +91,6 @@ function toView(row: accounts.ConnectedAccountRow): ConnectedAccountView {
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
   };
-}
-
-/**
- * Checks at deploy that each app prop naming a connected account names one of the deploying account's (404 naming
- * the id otherwise, as for any other account's resource) and one of the prop's app (422 `props_invalid`).
- * `label` prefixes the 422's message (`step "x": `).
- */
-export async function checkAuthProvisions(store: Store, ownerId: string, props: PropDescriptor[], stored: Record<string, unknown>, label = ''): Promise<void> {
-  const links = appLinks(props, stored);
-  if (!links.length) return;
-  const wellFormed = links.filter((link) => isId(link.accountId, 'apn')).map((link) => link.accountId);
-  const rows = new Map((await accounts.findConnectedAccounts(store.db, ownerId, wellFormed)).map((row) => [row.id, row]));
-  const problems: Array<{ prop: string; message: string }> = [];
-  for (const link of links) {
-    const row = rows.get(link.accountId);
-    if (!row) throw notFound(`connected account "${link.accountId}"`);
-    if (link.app !== undefined && row.app !== link.app) {
-      problems.push({ prop: link.prop, message: `names connected account ${row.id} of app "${row.app}"; the prop needs an account of app "${link.app}"` });
-    }
-  }
-  if (problems.length) {
-    const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
-    throw new ServiceError('props_invalid', `${label}invalid configured_props: ${summary}`, problems);
-  }
 }
 
 /** How many names a 409 message lists before "and N more" (its details list them all). */

@@ -2,7 +2,7 @@
 // the account's sandbox with the configured values; what goes wrong is answered as errors, never as a failure.
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
-import { componentInfo } from '../store/components.js';
+import { componentInfo, type ComponentRow } from '../store/components.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from '../runtime/types.js';
@@ -90,10 +90,14 @@ export class PropConfigurationService {
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */
   async reload(accountId: string, componentId: string, body: ConfigureBody): Promise<ReloadPropsView> {
-    const row = await this.components.get(accountId, componentId);
+    return this.reloadFor(accountId, await this.components.get(accountId, componentId), body.configured_props ?? {});
+  }
+
+  /** As `reload`, for a component the caller already holds (deploys of sources and workflow steps). */
+  async reloadFor(accountId: string, row: ComponentRow, configured: Record<string, unknown>): Promise<ReloadPropsView> {
     const info = componentInfo(row);
     if (!info.additionalProps) return { configurable_props: info.props, errors: [] };
-    const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
+    const request = await this.request(accountId, row.code, info, configured);
     if (typeof request === 'string') return { configurable_props: info.props, errors: [request] };
     const result = await this.runtime.reloadProps(request);
     return { configurable_props: result.props ?? info.props, errors: result.errors };

@@ -7,18 +7,21 @@ import * as sources from '../store/sources.js';
 import type { ComponentRow } from '../store/components.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, HookMethod, InvocationOutcome } from '../runtime/types.js';
-import { commitEffects, type InvocationContext } from '../commit/effects.js';
+import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
+import { commitEffects } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
-import { CredentialError, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
+import type { InvocationBases } from '../engine/invocation-base.js';
 import { replaceTimers, type TimerRow } from '../store/timers.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
-import { checkAuthProvisions } from './connected-accounts.js';
+import { checkAuthProvisions } from './auth-provisions.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { echoProps, validateProps } from '../model/props.js';
+import { echoProps, SECRET_PLACEHOLDER, withAdditionalProps } from '../model/props.js';
 import type { SecretBox } from '../lib/secrets.js';
+import { writeDataStores } from '../store/data-stores.js';
+import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
+import { type HookEffects, mergeHookEffects, SourceHooks } from './source-hooks.js';
 import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
@@ -57,6 +60,7 @@ export interface SourceSettings {
 export interface SourceRuntimeView {
   source: sources.SourceRow;
   component: ComponentRow;
+  /** The component's, with the props its additionalProps() added for this source. */
   info: ComponentInfo;
 }
 
@@ -95,17 +99,27 @@ function timerRowsFor(source: sources.SourceRow, info: ComponentInfo, nowMs: num
 export class SourceService {
   private readonly listeners: SourceChangeListener[] = [];
   private readonly creationSteps: SourceCreationStep[] = [];
+  private readonly hooks: SourceHooks;
+  private readonly deployProps: DeployPropsResolver;
 
   constructor(
     private readonly store: Store,
     private readonly components: ComponentService,
-    private readonly runtime: ComponentRuntime,
-    private readonly secrets: SecretBox,
+    runtime: ComponentRuntime,
+    secrets: SecretBox,
     private readonly locks: SourceLocks,
     private readonly bases: InvocationBases,
     private readonly router: EventRouter,
     private readonly settings: SourceSettings,
-  ) {}
+  ) {
+    this.hooks = new SourceHooks(store, runtime, bases, settings.clock);
+    this.deployProps = new DeployPropsResolver(store, secrets, { minTimerIntervalSeconds: settings.minTimerInterval });
+  }
+
+  /** Where deploys learn the props `additionalProps()` adds (the prop configuration service, wired in app.ts). */
+  useAdditionalProps(reloader: PropsReloader): void {
+    this.deployProps.useReloader(reloader);
+  }
 
   onChange(listener: SourceChangeListener): void {
     this.listeners.push(listener);
@@ -135,7 +149,7 @@ export class SourceService {
     for (const row of result.items) {
       if (!infos.has(row.component_id)) infos.set(row.component_id, componentInfo((await loadComponent(this.store.db, row.component_id))!));
     }
-    return { ...result, items: result.items.map((row) => this.toView(row, infos.get(row.component_id)!, false)) };
+    return { ...result, items: result.items.map((row) => this.toView(row, sources.sourceInfo(infos.get(row.component_id)!, row), false)) };
   }
 
   /** The source with its component, or 404 for a missing id or another account's source. */
@@ -143,7 +157,7 @@ export class SourceService {
     const source = isId(sourceId, 'dc') ? await sources.findSource(this.store.db, accountId, sourceId) : undefined;
     if (!source) throw notFound(`source "${sourceId}"`);
     const component = (await loadComponent(this.store.db, source.component_id))!;
-    return { source, component, info: componentInfo(component) };
+    return { source, component, info: sources.sourceInfo(componentInfo(component), source) };
   }
 
   /** The component a create or update request names: component_id, then code, then URL, then a registry key. */
@@ -193,8 +207,11 @@ export class SourceService {
   async create(accountId: string, request: SourceRequest): Promise<SourceView> {
     const component = await this.resolveComponent(accountId, request);
     if (!component) throw invalid('one of component_id, component_code, component_url or key is required');
-    const info = this.deployable(component);
-    const stored = validateProps(info.props, request.configured_props ?? {}, {}, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    const deployed = this.deployable(component);
+    const given = request.configured_props ?? {};
+    const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous: {}, previousAdditional: undefined });
+    const { stored } = props;
+    const info = { ...deployed, props: props.props };
     await checkAuthProvisions(this.store, accountId, info.props, stored);
     const name = request.name ?? slugify(info.name);
     if (typeof name !== 'string' || name.trim() === '') throw invalid('name must be a non-empty string');
@@ -208,17 +225,17 @@ export class SourceService {
       active: 1,
       configured_props: JSON.stringify(stored),
       endpoint_id: hasHttp(info) ? newEndpointId() : null,
+      additional_props: props.additional ? JSON.stringify(props.additional) : null,
       created_at: now,
       updated_at: now,
     };
-    const hooks = await this.runHooks(row, component, info, ['deploy', 'activate'], {});
+    const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
     const committed = await this.withFreshSlug(row, name, () =>
       this.store.db.transaction().execute(async (trx) => {
         await sources.insertSource(trx, row);
         for (const step of this.creationSteps) await step(trx, row);
         await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-        const effects = { sourceId: row.id, userId: accountId, depth: 0, info, outcomes: hooks.outcomes, dbWrites: hooks.dbWrites };
-        return commitEffects(trx, effects, this.effectsOptions());
+        return commitEffects(trx, { sourceId: row.id, userId: accountId, depth: 0, info, ...hooks }, this.effectsOptions());
       }),
     );
     this.router.afterCommit(committed);
@@ -238,10 +255,14 @@ export class SourceService {
       throw invalid('one of component_id, component_code or component_url is required (PATCH /v1/sources/{id} changes only the fields it is given)');
     }
     const component = named ?? current.component;
-    const info = this.deployable(component);
+    const deployed = this.deployable(component);
     const previous = JSON.parse(current.source.configured_props) as Record<string, unknown>;
-    const given = request.configured_props ?? this.reusableProps(info, previous);
-    const stored = validateProps(info.props, given, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
+    // The added props stored hold for the same component only; another one has its own additionalProps().
+    const previousAdditional = component.id === current.component.id ? sources.additionalPropsOf(current.source) : undefined;
+    const given = request.configured_props ?? this.reusableProps(withAdditionalProps(deployed.props, previousAdditional), previous);
+    const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous, previousAdditional });
+    const { stored } = props;
+    const info = { ...deployed, props: props.props };
     await checkAuthProvisions(this.store, accountId, info.props, stored);
     const wasActive = current.source.active === 1;
     const active = request.active ?? (mode === 'replace' ? true : wasActive);
@@ -255,21 +276,21 @@ export class SourceService {
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
       endpoint_id: hasHttp(info) ? (current.source.endpoint_id ?? newEndpointId()) : null,
+      additional_props: props.additional ? JSON.stringify(props.additional) : null,
       updated_at: nowSeconds(),
     };
     const committed = await this.locks.exclusive(sourceId, async () => {
       const db = await sources.readSourceDb(this.store.db, sourceId);
       // deactivate() runs with the code and props being replaced; activate() with the new ones.
-      const off = wasActive ? await this.runHooks(current.source, current.component, current.info, ['deactivate'], db) : undefined;
+      const off = wasActive ? await this.hooks.run(current.source, current.component, current.info, ['deactivate'], db) : undefined;
       const afterOff = { ...db, ...off?.dbWrites };
-      const on = active ? await this.runHooks(next, component, info, ['activate'], afterOff) : undefined;
+      const on = active ? await this.hooks.run(next, component, info, ['activate'], afterOff, off) : undefined;
+      const effects = mergeHookEffects(off, on);
       return this.withFreshSlug(next, name, () =>
         this.store.db.transaction().execute(async (trx) => {
           await sources.updateSource(trx, sourceId, next);
           await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
-          const outcomes = [...(off?.outcomes ?? []), ...(on?.outcomes ?? [])];
-          const dbWrites = { ...off?.dbWrites, ...on?.dbWrites };
-          return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, outcomes, dbWrites }, this.effectsOptions());
+          return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());
         }),
       );
     });
@@ -281,11 +302,16 @@ export class SourceService {
   async delete(accountId: string, sourceId: string): Promise<void> {
     const current = await this.get(accountId, sourceId);
     await this.locks.exclusive(sourceId, async () => {
+      let off: HookEffects | undefined;
       if (current.source.active === 1) {
         const db = await sources.readSourceDb(this.store.db, sourceId);
-        await this.runHooks(current.source, current.component, current.info, ['deactivate'], db);
+        off = await this.hooks.run(current.source, current.component, current.info, ['deactivate'], db);
       }
-      await this.store.db.transaction().execute((trx) => sources.deleteSourceCascade(trx, sourceId));
+      // The source's events, logs and db go with it; the account's data stores stay, with what deactivate() wrote.
+      await this.store.db.transaction().execute(async (trx) => {
+        await writeDataStores(trx, accountId, off?.dataStoreWrites, this.settings.clock.now());
+        await sources.deleteSourceCascade(trx, sourceId);
+      });
     });
     this.emitChange({ sourceId, kind: 'delete' });
   }
@@ -295,12 +321,12 @@ export class SourceService {
   }
 
   /** Stored props as they can be validated again on update (secrets stay sealed, timers keep their schedule). */
-  private reusableProps(info: ComponentInfo, previous: Record<string, unknown>): Record<string, unknown> {
-    const known = new Set(info.props.filter((p) => p.type !== '$.interface.http' && p.type !== '$.service.db').map((p) => p.name));
+  private reusableProps(props: PropDescriptor[], previous: Record<string, unknown>): Record<string, unknown> {
+    const known = new Set(props.filter((p) => p.type !== '$.interface.http' && p.type !== '$.service.db').map((p) => p.name));
     return Object.fromEntries(
       Object.entries(previous)
         .filter(([name]) => known.has(name))
-        .map(([name, value]) => [name, info.props.find((p) => p.name === name)?.secret ? '********' : value]),
+        .map(([name, value]) => [name, props.find((p) => p.name === name)?.secret ? SECRET_PLACEHOLDER : value]),
     );
   }
 
@@ -314,45 +340,5 @@ export class SourceService {
 
   private effectsOptions() {
     return { dialect: this.store.dialect, retention: this.settings.eventRetention, nowMs: this.settings.clock.now(), router: this.router };
-  }
-
-  /**
-   * Runs hooks in order (those the component defines), threading db writes from one to the next.
-   * The first hook that throws fails the request with 422 and nothing is committed.
-   */
-  private async runHooks(
-    source: sources.SourceRow,
-    component: ComponentRow,
-    info: ComponentInfo,
-    methods: HookMethod[],
-    db: Record<string, unknown>,
-  ): Promise<{ outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>; dbWrites: Record<string, unknown> }> {
-    const outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }> = [];
-    let dbWrites: Record<string, unknown> = {};
-    // Without a hook to run there is nothing to prepare, and no credential to resolve (nor a token to refresh).
-    const defined = methods.filter((method) => info.hooks[method]);
-    if (!defined.length) return { outcomes, dbWrites };
-    let base: InvocationBase;
-    try {
-      base = await this.bases.of(source, component, info);
-    } catch (error) {
-      if (!(error instanceof CredentialError)) throw error;
-      throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
-        { hook: defined[0], error: { name: error.errorName, message: error.message } },
-      ]);
-    }
-    for (const method of methods) {
-      if (!info.hooks[method]) continue;
-      const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites } });
-      const outcome = result.outcomes[0]!;
-      if (outcome.error) {
-        throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
-          { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
-        ]);
-      }
-      outcomes.push({ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } });
-      dbWrites = { ...dbWrites, ...result.dbWrites };
-    }
-    return { outcomes, dbWrites };
   }
 }

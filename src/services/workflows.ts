@@ -7,17 +7,19 @@ import type { Database } from '../store/schema.js';
 import * as workflows from '../store/workflows.js';
 import { findSource } from '../store/sources.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
+import type { ComponentInfo } from '../runtime/types.js';
 import { replaceTimers } from '../store/timers.js';
 import { deleteSubscription, insertSubscription } from '../store/subscriptions.js';
 import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { echoProps, validateProps } from '../model/props.js';
+import { echoProps, validateProps, withAdditionalProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService } from './components.js';
-import { checkAuthProvisions } from './connected-accounts.js';
+import { checkAuthProvisions } from './auth-provisions.js';
+import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 
 export interface StepRequest {
   name: string;
@@ -80,13 +82,21 @@ function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefin
 
 export class WorkflowService {
   private readonly listeners: WorkflowChangeListener[] = [];
+  private readonly deployProps: DeployPropsResolver;
 
   constructor(
     private readonly store: Store,
     private readonly components: ComponentService,
     private readonly secrets: SecretBox,
     private readonly settings: WorkflowSettings,
-  ) {}
+  ) {
+    this.deployProps = new DeployPropsResolver(store, secrets, { minTimerIntervalSeconds: settings.minTimerInterval });
+  }
+
+  /** Where deploys learn the props `additionalProps()` adds (the prop configuration service, wired in app.ts). */
+  useAdditionalProps(reloader: PropsReloader): void {
+    this.deployProps.useReloader(reloader);
+  }
 
   onChange(listener: WorkflowChangeListener): void {
     this.listeners.push(listener);
@@ -250,38 +260,61 @@ export class WorkflowService {
           `steps[${i}] ("${step.name}"): component "${component.id}" is a source; a step is an action or a code step`,
         );
       }
-      const kept = previous.find((p) => p.name === step.name && p.component_id === component.id)?.configured_props ?? {};
-      const configured = this.checkStepProps(i, step, info, kept);
-      await checkAuthProvisions(this.store, accountId, info.props, configured, `step "${step.name}": `);
-      steps.push({ name: step.name, component_id: component.id, configured_props: configured });
+      // What was stored for this step and component: secrets kept by their placeholder, and the props it added.
+      const kept = await this.keptStep(previous, step.name, component);
+      const { configured, additional, props } = await this.checkStepProps(accountId, i, step, component, info, kept);
+      await checkAuthProvisions(this.store, accountId, props, configured, `step "${step.name}": `);
+      steps.push({ name: step.name, component_id: component.id, configured_props: configured, ...(additional && { additional_props: additional }) });
     }
     return steps;
   }
 
-  /** Props are checked as for sources, except template values, which are checked once evaluated at run time. */
-  private checkStepProps(index: number, step: StepRequest, info: ReturnType<typeof componentInfo>, previous: Record<string, unknown>): Record<string, unknown> {
+  /**
+   * The stored step this one replaces: the same name and the same code. A code step is saved anew on every update,
+   * so the code's hash, not the component id, says it is the same (and that its stored secrets and added props hold).
+   */
+  private async keptStep(previous: StoredStep[], name: string, component: ComponentRow): Promise<StoredStep | undefined> {
+    const stored = previous.find((p) => p.name === name);
+    if (!stored) return undefined;
+    if (stored.component_id === component.id) return stored;
+    const storedComponent = await this.components.byId(stored.component_id);
+    return storedComponent?.code_hash === component.code_hash ? stored : undefined;
+  }
+
+  /**
+   * Props are checked as for sources, against the full list (with what additionalProps() adds), except template
+   * values, which are checked once evaluated at run time (and which additionalProps() cannot see at deploy).
+   */
+  private async checkStepProps(
+    accountId: string,
+    index: number,
+    step: StepRequest,
+    component: ComponentRow,
+    info: ComponentInfo,
+    kept: StoredStep | undefined,
+  ) {
     const given = step.configured_props ?? {};
     const templates: Record<string, string> = {};
-    const plain: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(given)) {
-      if (isTemplate(value)) {
-        const bad = invalidTemplatePaths(value);
-        if (bad.length) throw invalid(`steps[${index}].configured_props.${name}: "{{ ${bad[0]} }}" is not a path such as steps.trigger.event.body`);
-        templates[name] = value;
-      } else plain[name] = value;
+      if (!isTemplate(value)) continue;
+      const bad = invalidTemplatePaths(value);
+      if (bad.length) throw invalid(`steps[${index}].configured_props.${name}: "{{ ${bad[0]} }}" is not a path such as steps.trigger.event.body`);
+      templates[name] = value;
     }
-    const templated = info.props.filter((p) => p.name in templates);
-    const untemplated = info.props.filter((p) => !(p.name in templates));
-    const unknown = Object.keys(templates).filter((name) => !templated.some((p) => p.name === name));
+    const resolved = await this.deployProps.resolve({
+      accountId,
+      component,
+      info,
+      given,
+      previous: kept?.configured_props ?? {},
+      previousAdditional: kept?.additional_props,
+      deferred: new Set(Object.keys(templates)),
+      label: `step "${step.name}": `,
+    });
+    const unknown = Object.keys(templates).filter((name) => !resolved.props.some((p) => p.name === name));
     if (unknown.length)
       throw new ServiceError('props_invalid', `invalid configured_props of step "${step.name}": ${unknown[0]} is not a prop of this component`);
-    try {
-      const stored = validateProps(untemplated, plain, previous, this.secrets, { minTimerIntervalSeconds: this.settings.minTimerInterval });
-      return { ...stored, ...templates };
-    } catch (error) {
-      if (error instanceof ServiceError) throw new ServiceError(error.code, `step "${step.name}": ${error.message}`, error.details);
-      throw error;
-    }
+    return { ...resolved, configured: { ...resolved.stored, ...templates } };
   }
 
   private async toView(row: workflows.WorkflowRow): Promise<WorkflowView> {
@@ -290,7 +323,7 @@ export class WorkflowService {
     const shown: WorkflowView['steps'] = [];
     for (const step of steps) {
       const component = await this.components.byId(step.component_id);
-      const props = component ? echoProps(componentInfo(component).props, step.configured_props, undefined) : {};
+      const props = component ? echoProps(withAdditionalProps(componentInfo(component).props, step.additional_props), step.configured_props, undefined) : {};
       // Templates are shown as written.
       for (const [name, value] of Object.entries(step.configured_props)) if (isTemplate(value)) props[name] = value;
       shown.push({ name: step.name, component_id: step.component_id, configured_props: props });

@@ -11,6 +11,7 @@ import { migration007 } from './migrations/007-workflows.js';
 import { migration008 } from './migrations/008-workflow-sends.js';
 import { migration009 } from './migrations/009-connected-accounts.js';
 import { migration010 } from './migrations/010-data-stores.js';
+import { migration011 } from './migrations/011-additional-props.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '008-workflow-sends': migration008,
   '009-connected-accounts': migration009,
   '010-data-stores': migration010,
+  '011-additional-props': migration011,
 };
 
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -50,6 +50,11 @@ export interface SourcesTable {
   configured_props: string;
   /** Unguessable id of the HTTP endpoint, for sources with a `$.interface.http` prop. */
   endpoint_id: string | null;
+  /**
+   * JSON array of the prop descriptors `additionalProps()` added (or changed) for `configured_props`, computed at
+   * deploy; null when the component has no `additionalProps()`.
+   */
+  additional_props: string | null;
   created_at: number;
   updated_at: number;
 }

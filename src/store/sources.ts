@@ -1,11 +1,24 @@
 // Queries on sources and on what belongs to them ($.service.db rows, emitter state).
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
+import { withAdditionalProps } from '../model/props.js';
+import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
 import type { Database, SourcesTable } from './schema.js';
 import { paginateById } from './paginate.js';
 
 export type SourceRow = Selectable<SourcesTable>;
 type Db = Kysely<Database> | Transaction<Database>;
+
+/** The props `additionalProps()` added for the source's configured values; undefined when none were computed. */
+export function additionalPropsOf(row: Pick<SourceRow, 'additional_props'>): PropDescriptor[] | undefined {
+  return row.additional_props === null ? undefined : (JSON.parse(row.additional_props) as PropDescriptor[]);
+}
+
+/** The component's info with the source's added props: what its runs, hooks, timers and API echo go by. */
+export function sourceInfo(info: ComponentInfo, row: Pick<SourceRow, 'additional_props'>): ComponentInfo {
+  const additional = additionalPropsOf(row);
+  return additional?.length ? { ...info, props: withAdditionalProps(info.props, additional) } : info;
+}
 
 export async function insertSource(db: Db, row: SourceRow): Promise<void> {
   await db.insertInto('sources').values(row).execute();

@@ -129,6 +129,34 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(missing.body.details).toEqual([{ prop: 'store', message: 'is required: the name of a data store (made on first use)' }]);
   });
 
+  it('gives hooks their stores: activate() and deactivate() writes land with the change, a failing hook writes nothing', async () => {
+    const hooked = `
+      module.exports = {
+        name: "hooked store", version: "1.0.0",
+        props: { store: { type: "data_store" }, failActivate: { type: "boolean", optional: true } },
+        hooks: {
+          async activate() {
+            await this.store.set("activations", ((await this.store.get("activations")) ?? 0) + 1);
+            if (this.failActivate) throw new Error("activate refused");
+          },
+          async deactivate() { await this.store.set("deactivated", true); },
+        },
+        async run() { this.$emit({ activations: await this.store.get("activations") }); },
+      };`;
+    const keys = async () => (await api.get('/v1/data_stores/hooks/keys')).body.data?.keys;
+    const failed = await api.post('/v1/sources', { component_code: hooked, configured_props: { store: 'hooks', failActivate: true } });
+    expect([failed.status, failed.body.code]).toEqual([422, 'hook_failed']);
+    expect((await api.get('/v1/data_stores/hooks/keys')).status).toBe(404);
+
+    const res = await api.post('/v1/sources', { component_code: hooked, configured_props: { store: 'hooks' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await run(api, res.body.data.id, {})).toEqual({ activations: 1 });
+    expect((await api.patch(`/v1/sources/${res.body.data.id}`, { active: false })).status).toBe(200);
+    expect(await keys()).toEqual(['activations', 'deactivated']);
+    expect((await api.patch(`/v1/sources/${res.body.data.id}`, { active: true })).status).toBe(200);
+    expect(await run(api, res.body.data.id, {})).toEqual({ activations: 2 });
+  });
+
   it("runs the data_stores app's actions unmodified as workflow steps, on the store a source sees", async () => {
     const steps = [
       {

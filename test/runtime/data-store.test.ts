@@ -102,7 +102,7 @@ describe('data_store props', () => {
       'data store keys must be non-empty strings',
       'the value for data store key "k" is not JSON-serialisable: a function',
       'a data store ttl is a positive number of seconds (or null for none), not -1',
-      'data store "elsewhere" cannot be used in the run hook: data stores are available in run, workflow steps and options()',
+      'data store "elsewhere" was not loaded for this run call',
     ]);
     expect(result.dataStoreWrites).toBeUndefined();
   });

@@ -356,7 +356,8 @@ describe('unforgeable IPC and accounting', () => {
       HOSTILE,
       source('const start = process.cpuUsage(); while (process.cpuUsage(start).user + process.cpuUsage(start).system < 60_000) {} performance.now = () => 0;'),
     );
-    expect(busy.cpuMs).toBeGreaterThanOrEqual(55);
+    // The kernel counts CPU time in 10 ms ticks, sampled: 60 ms burned may read as 50 or less; a forged count reads 0.
+    expect(busy.cpuMs).toBeGreaterThanOrEqual(40);
     // Waiting is not computing: a run asleep for 300 ms uses almost no CPU.
     const sleepy = await runCode(t.runtime, HOSTILE, source('await new Promise((resolve) => setTimeout(resolve, 300));'));
     expect(sleepy.cpuMs).toBeLessThan(300);

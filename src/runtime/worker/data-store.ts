@@ -177,12 +177,13 @@ export class DataStores {
   }
 }
 
-/** A store the server did not load for this call (hooks run without them): every use says so. */
+/**
+ * A store the server did not load for this call: every use says so. The server loads every store the props name, so
+ * this is a request that left one out (a fault of the caller, not of the component).
+ */
 function unavailable(scope: CallScope, name: string): DataStore {
   const refuse = async (): Promise<never> => {
-    throw new Error(
-      `data store "${name}" cannot be used in ${scope.method === 'configure' ? 'this call' : `the ${scope.method} hook`}: data stores are available in run, workflow steps and options()`,
-    );
+    throw new Error(`data store "${name}" was not loaded for this ${scope.method} call`);
   };
   return {
     get: refuse,

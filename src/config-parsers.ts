@@ -1,0 +1,167 @@
+// How each setting's text becomes a typed value, and the checks that stop a start on a value that cannot work.
+import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { checkEgressAllow } from './runtime/worker/egress-rules.js';
+import { FIRST_ACCOUNT_UID, firstUnreachable, resolveWorkerUser } from './runtime/worker-user.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    const value = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ConfigError(`expected an integer from ${min} to ${max}, got "${raw}"`);
+    }
+    return value;
+  };
+}
+
+export function bool(raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on', ''].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  throw new ConfigError(`expected true or false, got "${raw}"`);
+}
+
+export function text(raw: string): string {
+  return raw;
+}
+
+export function optionalText(raw: string): string | undefined {
+  return raw === '' ? undefined : raw;
+}
+
+export function logLevel(raw: string): LogLevel {
+  if (!LOG_LEVELS.includes(raw as LogLevel)) throw new ConfigError(`expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw as LogLevel;
+}
+
+export function url(raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`expected an absolute URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`expected an http or https URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export const optionalUrl = (raw: string): string | undefined => (raw === '' ? undefined : url(raw));
+
+/** Comma-separated whole seconds, e.g. `5,300,1800`; empty for no retries. */
+export function secondsList(raw: string): readonly number[] {
+  if (raw.trim() === '') return Object.freeze([]);
+  return Object.freeze(
+    raw.split(',').map((part) => {
+      const value = part.trim();
+      if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`expected comma-separated whole seconds, got "${raw}"`);
+      return Number(value);
+    }),
+  );
+}
+
+/** Checked now, so that a user that does not exist stops the start, not the first run. */
+export function workerUserSetting(raw: string): string {
+  const value = raw.trim();
+  try {
+    resolveWorkerUser(value);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return value;
+}
+
+/** Comma-separated `--egress-allow` entries, each checked now so that a typo stops the start, not a run. */
+export function egressList(raw: string): readonly string[] {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  try {
+    checkEgressAllow(entries);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  return Object.freeze(entries);
+}
+
+/** The raw value is not echoed in errors: it may hold a password. */
+export function smtpUrl(raw: string): string | undefined {
+  if (raw === '') return undefined;
+  const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (!parsed || (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') || parsed.hostname === '') {
+    throw new ConfigError('expected an smtp:// or smtps:// URL with a host, such as smtp://user:password@mail.example.com:587');
+  }
+  return raw;
+}
+
+export function emailAddress(raw: string): string {
+  const value = raw.trim();
+  if (!/^[^\s@]+@[^\s@]+$/.test(value)) throw new ConfigError(`expected an email address such as tributary@example.com, got "${raw}"`);
+  return value;
+}
+
+export function databaseUrl(raw: string): string | undefined {
+  if (raw === '') return undefined;
+  if (!/^postgres(ql)?:\/\//.test(raw)) {
+    throw new ConfigError(`expected a postgres:// URL, got "${raw}"`);
+  }
+  return raw;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * Checks the `--worker-ca-file` now and returns its real path (the permission model compares real paths). Node only
+ * warns, in a worker's stderr, about an extra CA file it cannot read or parse, and every HTTPS request would then
+ * fail with a certificate error far from its cause: so a missing, unreadable or malformed file stops the start,
+ * and so does one the worker user cannot reach.
+ */
+export function checkWorkerCaFile(given: string, workerUser: string): string {
+  const fail = (why: string): never => {
+    throw new ConfigError(`--worker-ca-file (TRIBUTARY_WORKER_CA_FILE): ${why}`);
+  };
+  const file = path.resolve(given);
+  let content = '';
+  let real = file;
+  try {
+    real = fs.realpathSync(file);
+    if (!fs.statSync(real).isFile()) fail(`"${file}" is not a file`);
+    content = fs.readFileSync(real, 'utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    fail(`cannot read "${file}": ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (error as Error).message}`);
+  }
+  const certificates = content.match(PEM_CERTIFICATE) ?? [];
+  if (certificates.length === 0) fail(`"${file}" holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  for (const [i, pem] of certificates.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch (error) {
+      fail(`certificate ${i + 1} of "${file}" cannot be read: ${(error as Error).message}`);
+    }
+  }
+  const user = resolveWorkerUser(workerUser);
+  if (user !== undefined) {
+    // An account's own user is nobody's owner or group: it reaches what "others" may.
+    const probe = user === 'per-account' ? { uid: FIRST_ACCOUNT_UID - 1, gid: FIRST_ACCOUNT_UID - 1 } : user;
+    const blocked = firstUnreachable(probe, [real]);
+    if (blocked) {
+      fail(
+        `the worker user (uid ${probe.uid}) cannot read "${blocked}": make the file readable and its folders traversable by others, or pass --worker-user same`,
+      );
+    }
+  }
+  return real;
+}

@@ -1,0 +1,29 @@
+// The deploy-time check of app props that name connected accounts: the deploying account's, of the prop's app.
+import type { Store } from '../store/database.js';
+import * as accounts from '../store/accounts.js';
+import { isId } from '../model/ids.js';
+import { notFound } from '../model/errors.js';
+import { type PropProblem, propsInvalid } from '../model/props.js';
+import type { PropDescriptor } from '../runtime/types.js';
+import { appLinks } from '../engine/invocation-base.js';
+
+/**
+ * Checks at deploy that each app prop naming a connected account names one of the deploying account's (404 naming
+ * the id otherwise, as for any other account's resource) and one of the prop's app (422 `props_invalid`).
+ * `label` prefixes the 422's message (`step "x": `).
+ */
+export async function checkAuthProvisions(store: Store, ownerId: string, props: PropDescriptor[], stored: Record<string, unknown>, label = ''): Promise<void> {
+  const links = appLinks(props, stored);
+  if (!links.length) return;
+  const wellFormed = links.filter((link) => isId(link.accountId, 'apn')).map((link) => link.accountId);
+  const rows = new Map((await accounts.findConnectedAccounts(store.db, ownerId, wellFormed)).map((row) => [row.id, row]));
+  const problems: PropProblem[] = [];
+  for (const link of links) {
+    const row = rows.get(link.accountId);
+    if (!row) throw notFound(`connected account "${link.accountId}"`);
+    if (link.app !== undefined && row.app !== link.app) {
+      problems.push({ prop: link.prop, message: `names connected account ${row.id} of app "${row.app}"; the prop needs an account of app "${link.app}"` });
+    }
+  }
+  if (problems.length) throw propsInvalid(problems, label);
+}

@@ -1,0 +1,103 @@
+// A source's deploy, activate and deactivate hooks, run in its worker with its db and the data stores its props name;
+// what they did is handed back to commit with the change that ran them, and nothing of it if one of them throws.
+import type { Clock } from '../lib/clock.js';
+import type { Store } from '../store/database.js';
+import type { ComponentRow } from '../store/components.js';
+import { readDataStores } from '../store/data-stores.js';
+import type { SourceRow } from '../store/sources.js';
+import type { ComponentRuntime } from '../runtime/index.js';
+import { applyDataStoreChanges, mergeDataStoreChanges } from '../runtime/data-store-changes.js';
+import type { ComponentInfo, DataStoreChange, DataStoreContents, HookMethod, InvocationOutcome } from '../runtime/types.js';
+import type { InvocationContext } from '../commit/effects.js';
+import { CredentialError, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
+import { newId } from '../model/ids.js';
+import { dataStoreNames } from '../model/props.js';
+import { ServiceError } from '../model/errors.js';
+
+/** What hooks did, in the shape `commitEffects` takes. */
+export interface HookEffects {
+  outcomes: Array<{ outcome: InvocationOutcome; context: InvocationContext }>;
+  dbWrites: Record<string, unknown>;
+  dataStoreWrites: DataStoreChange[];
+}
+
+const NO_EFFECTS: HookEffects = { outcomes: [], dbWrites: {}, dataStoreWrites: [] };
+
+/** The effects of hooks run one after the other (deactivate() of the old code, then activate() of the new), in order. */
+export function mergeHookEffects(...effects: Array<HookEffects | undefined>): HookEffects {
+  const ran = effects.filter((e): e is HookEffects => e !== undefined);
+  return {
+    outcomes: ran.flatMap((e) => e.outcomes),
+    dbWrites: Object.assign({}, ...ran.map((e) => e.dbWrites)),
+    dataStoreWrites: mergeDataStoreChanges(...ran.map((e) => e.dataStoreWrites)),
+  };
+}
+
+export class SourceHooks {
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: ComponentRuntime,
+    private readonly bases: InvocationBases,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Runs hooks in order (those the component defines), threading db and data store writes from one to the next.
+   * `earlier` are the effects of hooks the same change ran before these (their data store writes are seen here, as
+   * the caller threads their db writes into `db`). The first hook that throws fails the request with 422.
+   */
+  async run(
+    source: SourceRow,
+    component: ComponentRow,
+    info: ComponentInfo,
+    methods: HookMethod[],
+    db: Record<string, unknown>,
+    earlier?: HookEffects,
+  ): Promise<HookEffects> {
+    // Without a hook to run there is nothing to prepare, and no credential to resolve (nor a token to refresh).
+    const defined = methods.filter((method) => info.hooks[method]);
+    if (!defined.length) return NO_EFFECTS;
+    let base: InvocationBase;
+    try {
+      base = await this.bases.of(source, component, info);
+    } catch (error) {
+      if (!(error instanceof CredentialError)) throw error;
+      throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
+        { hook: defined[0], error: { name: error.errorName, message: error.message } },
+      ]);
+    }
+    let stores = await this.storesOf(source, info, base, earlier?.dataStoreWrites);
+    const outcomes: HookEffects['outcomes'] = [];
+    let dbWrites: Record<string, unknown> = {};
+    let dataStoreWrites: DataStoreChange[] = [];
+    for (const method of defined) {
+      const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites }, ...(stores && { dataStores: stores }) });
+      const outcome = result.outcomes[0]!;
+      if (outcome.error) {
+        throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
+          { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
+        ]);
+      }
+      outcomes.push({ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } });
+      dbWrites = { ...dbWrites, ...result.dbWrites };
+      stores = applyDataStoreChanges(stores, result.dataStoreWrites);
+      dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, result.dataStoreWrites);
+    }
+    return { outcomes, dbWrites, dataStoreWrites };
+  }
+
+  /**
+   * The account's stores the source's data_store props name, as committed and as `earlier` hooks of this change left
+   * them; undefined when it names none. Loaded as for a run (worker/data-store.ts says why), with the same bounds.
+   */
+  private async storesOf(
+    source: SourceRow,
+    info: ComponentInfo,
+    base: InvocationBase,
+    earlier: DataStoreChange[] | undefined,
+  ): Promise<DataStoreContents[] | undefined> {
+    const names = dataStoreNames(info.props, base.props);
+    if (!names.length) return undefined;
+    return applyDataStoreChanges(await readDataStores(this.store.db, source.user_id, names, this.clock.now()), earlier);
+  }
+}
