@@ -1,7 +1,9 @@
 // Data stores over the API: data_store props of one account's sources and workflow steps share a store by name
 // (get/set/has/delete/keys/entries/clear across runs, committed with each run, expiring by ttl), accounts do not
 // share, GET /v1/data_stores lists them; the data_stores app's actions run unmodified from their published package.
+import fs from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleStep } from '../../src/client/workflow-file.js';
@@ -155,6 +157,45 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(await keys()).toEqual(['activations', 'deactivated']);
     expect((await api.patch(`/v1/sources/${res.body.data.id}`, { active: true })).status).toBe(200);
     expect(await run(api, res.body.data.id, {})).toEqual({ activations: 2 });
+  });
+
+  // The registry's new-key-in-datastore source is not in the published package, so this one, written here, does what
+  // it does: a timer source whose dataStore prop is the published app's propDefinition, emitting each new key once.
+  it('runs a polling source on the published app: new keys are emitted once, deduped by key', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'new-keys-'));
+    const file = path.join(dir, 'new-keys.mjs');
+    await fs.writeFile(
+      file,
+      `import app from ${JSON.stringify(path.join(PACKAGE, 'data_stores.app.mjs'))};
+      export default {
+        key: "test-new-keys", name: "New keys", version: "0.0.1", type: "source", dedupe: "unique",
+        props: { app, db: "$.service.db", timer: { type: "$.interface.timer", default: { intervalSeconds: 900 } },
+                 dataStore: { propDefinition: [app, "dataStore"] } },
+        async run() {
+          const seen = this.db.get("seen") ?? {};
+          for (const key of await this.dataStore.keys()) {
+            if (!seen[key]) this.$emit({ [key]: await this.dataStore.get(key) }, { id: key, summary: "New key: " + key, ts: Date.now() });
+            seen[key] = true;
+          }
+          this.db.set("seen", seen);
+        },
+      };`,
+    );
+    const code = await bundleStep(file);
+    await fs.rm(dir, { recursive: true, force: true });
+    const writer = await deploy(api, 'polled');
+    const res = await api.post('/v1/sources', { component_code: code, configured_props: { dataStore: 'polled' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const poller = res.body.data.id;
+    const summaries = async () => (await api.get(`/v1/sources/${poller}/event_summaries?limit=100&expand=event`)).body.data;
+    const tick = async (count: number) => {
+      expect((await api.post(`/v1/sources/${poller}/run`, {})).status).toBe(202);
+      return waitFor(summaries, (data) => data.length === count, { what: `${count} new-key events` });
+    };
+    await run(api, writer, { set: { ada: 1 } });
+    expect((await tick(1)).map((e: any) => [e.event, e.metadata.summary])).toEqual([[{ ada: 1 }, 'New key: ada']]);
+    await run(api, writer, { set: { ada: 2, grace: 3 } });
+    expect((await tick(2)).map((e: any) => e.event)).toEqual([{ grace: 3 }, { ada: 1 }]);
   });
 
   it("runs the data_stores app's actions unmodified as workflow steps, on the store a source sees", async () => {
