@@ -42,6 +42,7 @@ import { sseRoutes } from './routes/sse.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { dataStoreRoutes } from './routes/data-stores.js';
 import { accountRoutes } from './routes/accounts.js';
+import { consoleRoutes } from './routes/console.js';
 
 export type App = FastifyInstance;
 
@@ -136,6 +137,8 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes(services));
+  // The web console at `/`: a client of /v1 like any other, in the same process so that it needs no CORS.
+  await app.register(consoleRoutes());
   await app.register(ingressRoutes(services));
   // The walkthrough's SSE address, outside /v1; endpoints check their ids themselves (IngressService), so that
   // the hot path pays for no hook.

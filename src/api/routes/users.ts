@@ -1,4 +1,4 @@
-// GET /users/me: the authenticated account, in the spec's free-plan or paid-plan shape.
+// GET /users/me: the authenticated account, in the spec's free-plan or paid-plan shape; POST /users/me/api_key replaces its key.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -27,6 +27,23 @@ export function userRoutes(services: { users: UserService }): FastifyPluginAsync
       '/users/me',
       { schema: { tags: ['users'], summary: 'The authenticated user', querystring: Type.Object(fieldParams), response: { 200: dataOf(userSchema) } } },
       async (request) => ({ data: await services.users.describe(request.account, request.apiKey) }),
+    );
+
+    app.post(
+      '/users/me/api_key',
+      {
+        schema: {
+          tags: ['users', 'extensions'],
+          summary: 'Replace the API key: the new key is returned once, and the key of this request stops working at once',
+          body: Type.Object(fieldParams, { additionalProperties: false, description: 'none, or only include / exclude: a key cannot be chosen' }),
+          response: { 200: dataOf(Type.Object({ api_key: Type.String({ description: 'the new key; only its hash is stored' }) })) },
+        },
+        // A POST with no body is the usual call; it is checked as an empty object so that any other body is refused.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+      },
+      async (request) => ({ data: { api_key: (await services.users.rotateKey(request.account.id)).apiKey } }),
     );
   };
 }

@@ -1,0 +1,88 @@
+// Calls to the REST API under /v1 with the session's key as a Bearer header; errors become ApiError with the server's details.
+import { clearKey, storedKey } from './session';
+
+export interface Page<T> {
+  page_info: { total_count: number; count: number; start_cursor: string; end_cursor: string };
+  data: T[];
+}
+
+/** One problem the server listed in `details` (a 422 `props_invalid` names the prop; a 400 the field). */
+export interface ErrorDetail {
+  prop?: string;
+  field?: string;
+  message?: string;
+  reason?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+  }
+}
+
+type UnauthorizedHandler = (message: string) => void;
+let onUnauthorized: UnauthorizedHandler = () => {};
+
+/** Who hears that the key stopped working (revoked, rotated elsewhere): the app, which returns to sign-in. */
+export function whenUnauthorized(handler: UnauthorizedHandler): void {
+  onUnauthorized = handler;
+}
+
+export function authHeaders(key = storedKey()): Record<string, string> {
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+/** `path` is relative to /v1; `key` overrides the stored one (signing in tries a key before keeping it). */
+export async function api<T>(method: string, path: string, body?: unknown, key?: string): Promise<T> {
+  const headers: Record<string, string> = { ...authHeaders(key ?? storedKey()), accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`/v1${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    // The key travels in the header only: no cookies, and nothing cached that a later user of the browser could read.
+    credentials: 'omit',
+    cache: 'no-store',
+  });
+  const text = await response.text();
+  const parsed = text ? safeJson(text) : undefined;
+  if (response.ok) return parsed as T;
+  const error = (parsed ?? {}) as { error?: string; code?: string; details?: ErrorDetail[] };
+  const failure = new ApiError(error.error ?? `${response.status} ${response.statusText}`, response.status, error.code ?? 'unknown', error.details ?? []);
+  if (response.status === 401 && key === undefined) {
+    clearKey();
+    onUnauthorized(`Signed out: ${failure.message}.`);
+  }
+  throw failure;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export const get = <T>(path: string) => api<T>('GET', path);
+export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body);
+export const patch = <T>(path: string, body?: unknown) => api<T>('PATCH', path, body);
+export const del = <T = void>(path: string) => api<T>('DELETE', path);
+
+/** A query string from the defined values only. */
+export function query(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof ApiError) return `${error.message} (${error.status} ${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,114 @@
+// The console's frame: sign-in or the signed-in layout (navigation, sign-out) around the page the URL names.
+import { useEffect, useState } from 'preact/hooks';
+import { whenUnauthorized } from './api';
+import { AccountPage } from './account';
+import { NoticeProvider } from './notices';
+import { href, useRoute } from './router';
+import { clearKey, storedKey } from './session';
+import { SignIn } from './sign-in';
+import { SourceCreate } from './source-create';
+import { SourceDetail } from './source-detail';
+import { SourcesList } from './sources-list';
+import { SubscriptionsPage } from './subscriptions';
+import { WebhookDeliveries } from './webhook-deliveries';
+import { WebhooksPage } from './webhooks';
+import { WorkflowDetail } from './workflow-detail';
+import { WorkflowsList } from './workflows-list';
+
+const SECTIONS = [
+  ['sources', 'Sources'],
+  ['workflows', 'Workflows'],
+  ['webhooks', 'Webhooks'],
+  ['subscriptions', 'Subscriptions'],
+  ['account', 'Account'],
+] as const;
+
+export function App() {
+  const [signedIn, setSignedIn] = useState(() => storedKey() !== null);
+  const [message, setMessage] = useState<string | undefined>(undefined);
+  const route = useRoute();
+
+  useEffect(() => {
+    whenUnauthorized((text) => {
+      setMessage(text);
+      setSignedIn(false);
+    });
+  }, []);
+
+  if (!signedIn) {
+    return (
+      <SignIn
+        message={message}
+        onSignedIn={() => {
+          setMessage(undefined);
+          setSignedIn(true);
+        }}
+      />
+    );
+  }
+
+  const signOut = () => {
+    clearKey();
+    setMessage('Signed out.');
+    setSignedIn(false);
+  };
+  const section = route[0] ?? 'sources';
+
+  return (
+    <>
+      <button type="button" class="skip" onClick={() => document.getElementById('main')?.focus()}>
+        Skip to content
+      </button>
+      <header class="top">
+        <a class="brand" href={href('sources')}>
+          Tributary
+        </a>
+        <nav aria-label="Sections">
+          <ul>
+            {SECTIONS.map(([id, label]) => (
+              <li key={id}>
+                <a href={href(id)} aria-current={section === id ? 'page' : undefined}>
+                  {label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <button type="button" class="sign-out" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <NoticeProvider>
+        <main id="main" tabIndex={-1}>
+          <Page route={route} />
+        </main>
+      </NoticeProvider>
+    </>
+  );
+}
+
+function Page(props: { route: string[] }) {
+  const [section = 'sources', id, sub] = props.route;
+  switch (section) {
+    case 'sources':
+      if (id === 'new') return <SourceCreate />;
+      return id ? <SourceDetail id={id} key={id} /> : <SourcesList />;
+    case 'workflows':
+      return id ? <WorkflowDetail id={id} runId={sub} key={id} /> : <WorkflowsList />;
+    case 'webhooks':
+      return id ? <WebhookDeliveries id={id} key={id} /> : <WebhooksPage />;
+    case 'subscriptions':
+      return <SubscriptionsPage />;
+    case 'account':
+      return <AccountPage />;
+    default:
+      return (
+        <section>
+          <h1>Not found</h1>
+          <p>
+            There is no page <code>#{props.route.join('/')}</code>. <a href={href('sources')}>Go to sources</a>.
+          </p>
+        </section>
+      );
+  }
+}

@@ -1,0 +1,244 @@
+// A live table of one stream of a source (emits, $logs or $errors): the retained events, then new ones over SSE as they
+// come, with pause and resume, each row opening the full event, and deletion of a range of emitted events.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { del, get, type Page, query } from './api';
+import { ConfirmDialog } from './confirm-dialog';
+import { formatTime } from './format';
+import { JsonView } from './json-view';
+import { useNotify } from './notices';
+import { followStream } from './sse';
+import type { EventSummary } from './types';
+
+export type Stream = 'emit' | '$logs' | '$errors';
+const RETAINED = 100;
+
+function compareIds(a: string, b: string): number {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am - bm || as - bs;
+}
+
+function preview(summary: EventSummary): string {
+  if (summary.metadata.summary) return summary.metadata.summary;
+  const text = JSON.stringify(summary.event);
+  return text === undefined ? '' : text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+export function EventsTable(props: { sourceId: string; stream: Stream }) {
+  const { sourceId, stream } = props;
+  const notify = useNotify();
+  const [rows, setRows] = useState<EventSummary[]>([]);
+  const [held, setHeld] = useState<EventSummary[]>([]);
+  const [paused, setPaused] = useState(false);
+  const [state, setState] = useState<'loading' | 'live' | 'reconnecting' | 'stopped'>('loading');
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [selected, setSelected] = useState<string | undefined>(undefined);
+  const [announcement, setAnnouncement] = useState('');
+  const [range, setRange] = useState({ start: '', end: '' });
+  const [confirming, setConfirming] = useState<{ start?: string; end?: string } | undefined>(undefined);
+  const pausedRef = useRef(paused);
+  pausedRef.current = paused;
+  const [generation, setGeneration] = useState(0);
+
+  useEffect(() => {
+    const abort = new AbortController();
+    const prefix = stream === 'emit' ? '' : `${stream}/`;
+    const seen = new Set<string>();
+    const add = (summary: EventSummary) => {
+      if (seen.has(summary.id)) return;
+      seen.add(summary.id);
+      if (pausedRef.current) setHeld((h) => [summary, ...h]);
+      else setRows((r) => [summary, ...r].slice(0, RETAINED));
+      setAnnouncement(`New event ${summary.id}: ${preview(summary).slice(0, 80)}`);
+    };
+    (async () => {
+      try {
+        const page = await get<Page<EventSummary>>(`/sources/${encodeURIComponent(sourceId)}/${prefix}event_summaries?limit=${RETAINED}&expand=event`);
+        if (abort.signal.aborted) return;
+        for (const summary of page.data) seen.add(summary.id);
+        setRows(page.data);
+        setHeld([]);
+        setError(undefined);
+        // With no event yet, "after 0-0" replays whatever arrived between the list and the stream's start.
+        await followStream(
+          `/sources/${encodeURIComponent(sourceId)}/sse${query({ event_name: stream === 'emit' ? undefined : stream })}`,
+          page.data[0]?.id ?? '0-0',
+          abort.signal,
+          {
+            onEvent: (_id, data) => add(JSON.parse(data) as EventSummary),
+            onState: setState,
+            onFatal: (status) => {
+              setState('stopped');
+              setError(status === 404 ? 'This source no longer exists.' : 'The stream refused the key.');
+            },
+          },
+        );
+      } catch (failure) {
+        if (!abort.signal.aborted) {
+          setState('stopped');
+          setError(failure instanceof Error ? failure.message : String(failure));
+        }
+      }
+    })();
+    return () => abort.abort();
+  }, [sourceId, stream, generation]);
+
+  const resume = () => {
+    setRows((r) => [...held, ...r].slice(0, RETAINED));
+    setHeld([]);
+    setPaused(false);
+  };
+
+  const deleteRange = async (start?: string, end?: string) => {
+    setConfirming(undefined);
+    try {
+      await del(`/sources/${encodeURIComponent(sourceId)}/events${query({ start_id: start, end_id: end })}`);
+      const inRange = (id: string) => (!start || compareIds(id, start) >= 0) && (!end || compareIds(id, end) <= 0);
+      setRows((r) => r.filter((row) => !inRange(row.id)));
+      setHeld((h) => h.filter((row) => !inRange(row.id)));
+      if (selected && inRange(selected)) setSelected(undefined);
+      notify({ kind: 'ok', text: start && start === end ? `Deleted event ${start}.` : 'Deleted the events.' });
+    } catch (failure) {
+      notify({ kind: 'error', text: `Could not delete: ${failure instanceof Error ? failure.message : String(failure)}` });
+    }
+  };
+
+  const open = rows.find((row) => row.id === selected);
+  const label = stream === 'emit' ? 'Events' : stream;
+  return (
+    <div class="events">
+      <div class="toolbar">
+        <span class={`live-state ${state}`}>
+          {state === 'live' ? (paused ? 'Paused' : 'Live') : state === 'loading' ? 'Loading…' : state === 'reconnecting' ? 'Reconnecting…' : 'Stopped'}
+        </span>
+        {paused ? (
+          <button type="button" onClick={resume}>
+            Resume{held.length ? ` (${held.length} new)` : ''}
+          </button>
+        ) : (
+          <button type="button" onClick={() => setPaused(true)}>
+            Pause
+          </button>
+        )}
+        {state === 'stopped' && (
+          <button type="button" onClick={() => setGeneration((g) => g + 1)}>
+            Reconnect
+          </button>
+        )}
+        <span class="muted">
+          {rows.length} {rows.length === 1 ? 'event' : 'events'}
+        </span>
+      </div>
+      {/* Read out as events arrive; polite, so that it waits for the reader to finish. */}
+      <p class="sr-only" aria-live="polite">
+        {paused ? '' : announcement}
+      </p>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take focus for keyboard users to scroll it */}
+      <section class="events-scroll" tabIndex={0} aria-label={`${label} of this source`}>
+        <table class="events-table">
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">Summary</th>
+              <th scope="col">Channel</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((row) => (
+              <tr key={row.id} class={row.id === selected ? 'selected' : undefined} onClick={() => setSelected(row.id)} data-event-id={row.id}>
+                <td>
+                  <button type="button" class="link" onClick={() => setSelected(row.id)} aria-expanded={row.id === selected} aria-controls="event-detail">
+                    {formatTime(row.indexed_at_ms)}
+                  </button>
+                </td>
+                <td class="summary">{preview(row)}</td>
+                <td>{row.metadata.name || 'default'}</td>
+              </tr>
+            ))}
+            {rows.length === 0 && state !== 'loading' && (
+              <tr>
+                <td colSpan={3} class="muted">
+                  No {stream === 'emit' ? 'events' : stream} yet: they appear here as they happen.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </section>
+      <div id="event-detail" class="event-detail" aria-live="off">
+        {open && (
+          <section aria-label={`Event ${open.id}`}>
+            <div class="title-row">
+              <h3>
+                Event <code>{open.id}</code>
+              </h3>
+              <div class="actions">
+                {stream === 'emit' && (
+                  <button type="button" class="danger" onClick={() => setConfirming({ start: open.id, end: open.id })}>
+                    Delete this event
+                  </button>
+                )}
+                <button type="button" onClick={() => setSelected(undefined)}>
+                  Close
+                </button>
+              </div>
+            </div>
+            <JsonView value={open} label="Event JSON" />
+          </section>
+        )}
+      </div>
+      {stream === 'emit' && (
+        <form
+          class="panel range"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            setConfirming({ start: range.start.trim() || undefined, end: range.end.trim() || undefined });
+          }}
+        >
+          <h3>Delete events</h3>
+          <p class="hint">Both ids are included. Only a start: it and every later event. Only an end: it and every earlier one. Neither: all.</p>
+          <div class="inline">
+            <label for={`range-start-${sourceId}`}>From id</label>
+            <input
+              id={`range-start-${sourceId}`}
+              value={range.start}
+              placeholder={rows.at(-1)?.id ?? 'oldest'}
+              onInput={(e) => setRange({ ...range, start: e.currentTarget.value })}
+            />
+            <label for={`range-end-${sourceId}`}>To id</label>
+            <input
+              id={`range-end-${sourceId}`}
+              value={range.end}
+              placeholder={rows[0]?.id ?? 'newest'}
+              onInput={(e) => setRange({ ...range, end: e.currentTarget.value })}
+            />
+            <button type="submit" class="danger">
+              Delete range
+            </button>
+          </div>
+        </form>
+      )}
+      {confirming && (
+        <ConfirmDialog
+          title="Delete events?"
+          confirmLabel="Delete"
+          onCancel={() => setConfirming(undefined)}
+          onConfirm={() => deleteRange(confirming.start, confirming.end)}
+        >
+          <p>
+            {confirming.start && confirming.start === confirming.end
+              ? `Event ${confirming.start} will be deleted.`
+              : `Events ${confirming.start ? `from ${confirming.start}` : 'from the oldest'} ${confirming.end ? `to ${confirming.end}` : 'to the newest'} will be deleted.`}{' '}
+            This cannot be undone.
+          </p>
+        </ConfirmDialog>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,47 @@
+// How times, durations and sources' kinds read on the page.
+
+export function formatTime(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  return new Date(ms).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+export function formatAgo(ms: number | null | undefined, now = Date.now()): string {
+  if (ms === null || ms === undefined) return 'never';
+  const seconds = Math.round((now - ms) / 1000);
+  if (seconds < 60) return `${Math.max(seconds, 0)} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return formatTime(ms);
+}
+
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+export type SourceKind = 'HTTP' | 'Timer' | 'Listener';
+
+/**
+ * What triggers a source, read from its configured props as the API returns them: an HTTP interface comes back as
+ * `{ endpoint_url }`, a timer as `{ cron, interval_seconds }`; a source with neither runs on subscribed events.
+ */
+export function sourceKind(configuredProps: Record<string, unknown>): SourceKind {
+  const values = Object.values(configuredProps).filter((v): v is Record<string, unknown> => typeof v === 'object' && v !== null);
+  if (values.some((v) => typeof v.endpoint_url === 'string')) return 'HTTP';
+  if (values.some((v) => 'interval_seconds' in v || 'cron' in v)) return 'Timer';
+  return 'Listener';
+}
+
+export function endpointUrl(configuredProps: Record<string, unknown>): string | undefined {
+  for (const value of Object.values(configuredProps)) {
+    if (typeof value === 'object' && value !== null && typeof (value as { endpoint_url?: unknown }).endpoint_url === 'string') {
+      return (value as { endpoint_url: string }).endpoint_url;
+    }
+  }
+  return undefined;
+}
+
+/** The epoch milliseconds an event id (`<epoch_ms>-<sequence>`) starts with. */
+export function eventTime(id: string): number {
+  return Number(id.split('-')[0]);
+}

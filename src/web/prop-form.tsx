@@ -1,0 +1,358 @@
+// A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
+import { useState } from 'preact/hooks';
+import { ApiError, describeError, post } from './api';
+import type { PropDescriptor } from './types';
+
+/** What the inputs hold, as text (or a checkbox's state), by prop name; a timer keeps `<name>.mode` beside its value. */
+export type RawValues = Record<string, string | boolean>;
+export type FieldErrors = Record<string, string>;
+
+export const SECRET_PLACEHOLDER = '********';
+const NO_INPUT = new Set(['$.interface.http', '$.service.db']);
+
+interface Choice {
+  label: string;
+  value: string;
+}
+
+function toChoice(option: unknown): Choice {
+  if (typeof option === 'object' && option !== null && 'value' in option) {
+    const { label, value } = option as { label?: unknown; value: unknown };
+    return { label: String(label ?? value), value: String(value) };
+  }
+  return { label: String(option), value: String(option) };
+}
+
+function labelOf(prop: PropDescriptor): string {
+  return prop.label ?? prop.name;
+}
+
+/** The inputs' starting text: a source's configured values as the API returns them, else the props' defaults. */
+export function initialValues(props: PropDescriptor[], configured: Record<string, unknown> = {}): RawValues {
+  const raw: RawValues = {};
+  for (const prop of props) {
+    const value = prop.name in configured ? configured[prop.name] : prop.default;
+    if (prop.type === '$.interface.timer') {
+      const timer = (value ?? { intervalSeconds: prop.intervalSeconds, cron: prop.cron }) as Record<string, unknown>;
+      const cron = timer.cron;
+      const interval = timer.intervalSeconds ?? timer.interval_seconds;
+      raw[`${prop.name}.mode`] = typeof cron === 'string' && cron ? 'cron' : 'interval';
+      raw[prop.name] = typeof cron === 'string' && cron ? cron : interval === undefined || interval === null ? '' : String(interval);
+    } else if (prop.type === 'boolean') raw[prop.name] = value === true;
+    else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
+    else if (value === undefined || value === null) raw[prop.name] = '';
+    else if (prop.type.endsWith('[]') && Array.isArray(value)) raw[prop.name] = value.map(String).join('\n');
+    else if (typeof value === 'object') raw[prop.name] = JSON.stringify(value, null, 2);
+    else raw[prop.name] = String(value);
+  }
+  return raw;
+}
+
+function checkInteger(prop: PropDescriptor, text: string): string | number {
+  if (!/^-?\d+$/.test(text.trim())) return `${labelOf(prop)} must be a whole number`;
+  const n = Number(text.trim());
+  if (prop.min !== undefined && n < prop.min) return `${labelOf(prop)} must be at least ${prop.min}`;
+  if (prop.max !== undefined && n > prop.max) return `${labelOf(prop)} must be at most ${prop.max}`;
+  return n;
+}
+
+/** The configured_props to send, or what is wrong with the inputs, per prop. */
+export function collectValues(props: PropDescriptor[], raw: RawValues): { values: Record<string, unknown>; errors: FieldErrors } {
+  const values: Record<string, unknown> = {};
+  const errors: FieldErrors = {};
+  for (const prop of props) {
+    if (NO_INPUT.has(prop.type)) continue;
+    const input = raw[prop.name];
+    const text = typeof input === 'string' ? input.trim() : '';
+    const fail = (message: string) => (errors[prop.name] = message);
+    if (prop.type === 'boolean') {
+      values[prop.name] = input === true;
+      continue;
+    }
+    if (prop.type === '$.interface.timer') {
+      if (raw[`${prop.name}.mode`] === 'cron') {
+        if (!text) fail(`${labelOf(prop)} needs a cron expression`);
+        else values[prop.name] = { cron: text };
+      } else if (!/^\d+$/.test(text) || Number(text) < 1) fail(`${labelOf(prop)} needs an interval of at least 1 second`);
+      else values[prop.name] = { intervalSeconds: Number(text) };
+      continue;
+    }
+    if (!text) {
+      // An optional prop left empty is left out, so that the server applies its default.
+      if (!prop.optional && prop.default === undefined && prop.type !== 'app') fail(`${labelOf(prop)} is required`);
+      continue;
+    }
+    const base = prop.type.replace(/\[\]$/, '');
+    if (prop.type === 'app') values[prop.name] = { authProvisionId: text };
+    else if (prop.type.endsWith('[]')) {
+      const lines = text
+        .split('\n')
+        .map((line) => line.trim())
+        .filter(Boolean);
+      if (base === 'integer') {
+        const numbers = lines.map((line) => checkInteger(prop, line));
+        const bad = numbers.find((n) => typeof n === 'string');
+        if (bad !== undefined) fail(`${bad} (one value a line)`);
+        else values[prop.name] = numbers;
+      } else values[prop.name] = lines;
+    } else if (base === 'integer') {
+      const n = checkInteger(prop, text);
+      if (typeof n === 'string') fail(n);
+      else values[prop.name] = n;
+    } else if (base === 'object' || base === 'any') {
+      try {
+        const parsed: unknown = JSON.parse(text);
+        if (base === 'object' && (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))) fail(`${labelOf(prop)} must be a JSON object`);
+        else values[prop.name] = parsed;
+      } catch {
+        fail(`${labelOf(prop)} must be valid JSON`);
+      }
+    } else values[prop.name] = text;
+  }
+  return { values, errors };
+}
+
+/** A 422's details on the fields they name; what names no field is returned for the form's own message. */
+export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fields: FieldErrors; general: string | undefined } {
+  if (!(error instanceof ApiError) || error.details.length === 0) return { fields: {}, general: describeError(error) };
+  const fields: FieldErrors = {};
+  const rest: string[] = [];
+  for (const detail of error.details) {
+    const prop = props.find((p) => p.name === detail.prop);
+    if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
+    else rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
+  }
+  return {
+    fields,
+    general: rest.length ? `${error.message}${rest.length ? `: ${rest.join('; ')}` : ''}` : Object.keys(fields).length ? undefined : error.message,
+  };
+}
+
+export function PropFields(props: {
+  componentId: string;
+  props: PropDescriptor[];
+  raw: RawValues;
+  onChange: (raw: RawValues) => void;
+  errors: FieldErrors;
+  idPrefix: string;
+}) {
+  const set = (name: string, value: string | boolean) => props.onChange({ ...props.raw, [name]: value });
+  return (
+    <>
+      {props.props.map((prop) => (
+        <PropField
+          key={prop.name}
+          prop={prop}
+          id={`${props.idPrefix}-${prop.name}`}
+          raw={props.raw}
+          set={set}
+          error={props.errors[prop.name]}
+          componentId={props.componentId}
+          allProps={props.props}
+        />
+      ))}
+    </>
+  );
+}
+
+function PropField(props: {
+  prop: PropDescriptor;
+  id: string;
+  raw: RawValues;
+  set: (name: string, value: string | boolean) => void;
+  error: string | undefined;
+  componentId: string;
+  allProps: PropDescriptor[];
+}) {
+  const { prop, id, raw, set, error } = props;
+  const describedBy = [prop.description ? `${id}-help` : '', `${id}-error`].filter(Boolean).join(' ');
+  const common = { id, 'aria-invalid': error ? ('true' as const) : undefined, 'aria-describedby': describedBy };
+  const text = typeof raw[prop.name] === 'string' ? (raw[prop.name] as string) : '';
+  const label = (
+    <label for={id}>
+      {labelOf(prop)}
+      {prop.optional && <span class="muted"> (optional)</span>}
+    </label>
+  );
+  const help = prop.description && (
+    <p id={`${id}-help`} class="hint">
+      {prop.description}
+    </p>
+  );
+  // Reserved even when empty, so that a message appearing does not move the fields below.
+  const errorLine = (
+    <p id={`${id}-error`} class="field-error">
+      {error ?? ''}
+    </p>
+  );
+
+  if (prop.type === '$.interface.http') {
+    return (
+      <div class="field">
+        <span class="label">{labelOf(prop)}</span>
+        <p class="hint">An HTTP endpoint: its URL is made when the source is deployed.</p>
+      </div>
+    );
+  }
+  if (prop.type === '$.service.db') return null;
+
+  let input: preact.JSX.Element;
+  if (prop.type === 'boolean') {
+    return (
+      <div class="field checkbox">
+        <input type="checkbox" {...common} checked={raw[prop.name] === true} onChange={(e) => set(prop.name, e.currentTarget.checked)} />
+        {label}
+        {help}
+        {errorLine}
+      </div>
+    );
+  }
+  if (prop.type === '$.interface.timer') {
+    const mode = raw[`${prop.name}.mode`] === 'cron' ? 'cron' : 'interval';
+    return (
+      <fieldset class="field">
+        <legend>{labelOf(prop)}</legend>
+        <div class="inline">
+          <label for={`${id}-mode`}>Schedule</label>
+          <select id={`${id}-mode`} value={mode} onChange={(e) => set(`${prop.name}.mode`, e.currentTarget.value)}>
+            <option value="interval">Every N seconds</option>
+            <option value="cron">Cron expression (UTC)</option>
+          </select>
+        </div>
+        <label for={id}>{mode === 'cron' ? 'Cron expression' : 'Interval in seconds'}</label>
+        {mode === 'cron' ? (
+          <input {...common} type="text" spellcheck={false} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
+        ) : (
+          <input {...common} type="number" min={1} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
+        )}
+        {help}
+        {errorLine}
+      </fieldset>
+    );
+  }
+  if (prop.remoteOptions) {
+    input = <RemoteOptions {...props} common={common} text={text} />;
+  } else if (prop.options && prop.options.length > 0) {
+    const choices = prop.options.map(toChoice);
+    input = (
+      <select {...common} value={text} onChange={(e) => set(prop.name, e.currentTarget.value)}>
+        <option value="">{prop.optional || prop.default !== undefined ? '(default)' : 'Choose…'}</option>
+        {choices.map((choice) => (
+          <option key={choice.value} value={choice.value}>
+            {choice.label}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (prop.type.endsWith('[]') || prop.type === 'object' || prop.type === 'any') {
+    input = (
+      <textarea
+        {...common}
+        rows={prop.type.endsWith('[]') ? 3 : 4}
+        spellcheck={false}
+        placeholder={prop.type.endsWith('[]') ? 'one value a line' : 'JSON'}
+        value={text}
+        onInput={(e) => set(prop.name, e.currentTarget.value)}
+      />
+    );
+  } else if (prop.type === 'integer') {
+    input = <input {...common} type="number" step={1} min={prop.min} max={prop.max} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />;
+  } else {
+    const onInput = (e: { currentTarget: HTMLInputElement }) => set(prop.name, e.currentTarget.value);
+    // Secrets are masked as typed, and the browser is asked not to remember them.
+    input = prop.secret ? (
+      <input {...common} type="password" autocomplete="new-password" spellcheck={false} value={text} onInput={onInput} />
+    ) : (
+      <input
+        {...common}
+        type="text"
+        autocomplete="off"
+        spellcheck={false}
+        placeholder={prop.type === 'app' ? `connected account id (apn_…) of app ${prop.app ?? ''}` : prop.type === 'data_store' ? 'data store name' : undefined}
+        value={text}
+        onInput={onInput}
+      />
+    );
+  }
+  return (
+    <div class="field">
+      {label}
+      {input}
+      {help}
+      {errorLine}
+    </div>
+  );
+}
+
+/** A select filled by the prop's async options(), asked of the server with the values chosen so far. */
+function RemoteOptions(props: {
+  prop: PropDescriptor;
+  raw: RawValues;
+  set: (name: string, value: string | boolean) => void;
+  componentId: string;
+  allProps: PropDescriptor[];
+  common: Record<string, unknown>;
+  text: string;
+}) {
+  const { prop, raw, set, componentId, allProps, common, text } = props;
+  const [choices, setChoices] = useState<Choice[] | undefined>(undefined);
+  const [context, setContext] = useState<unknown>(null);
+  const [page, setPage] = useState(0);
+  const [problem, setProblem] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const load = async (more: boolean) => {
+    setBusy(true);
+    setProblem(undefined);
+    try {
+      const { values } = collectValues(
+        allProps.filter((p) => p.name !== prop.name),
+        raw,
+      );
+      const next = more ? page + 1 : 0;
+      const answer = await post<{ data: { options: unknown[]; context: unknown; errors: string[] } }>(
+        `/components/${encodeURIComponent(componentId)}/props/${encodeURIComponent(prop.name)}/options`,
+        { configured_props: values, page: next, prev_context: more ? context : {} },
+      );
+      const loaded = answer.data.options.map(toChoice);
+      setChoices(more ? [...(choices ?? []), ...loaded] : loaded);
+      setContext(answer.data.context);
+      setPage(next);
+      if (answer.data.errors.length) setProblem(answer.data.errors.join('; '));
+    } catch (failure) {
+      setProblem(describeError(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const list = choices ?? [];
+  const current = text && !list.some((c) => c.value === text) ? [{ label: text, value: text }] : [];
+  return (
+    <div class="remote-options">
+      <div class="inline">
+        <select {...common} value={text} onChange={(e) => set(prop.name, e.currentTarget.value)} onFocus={() => choices === undefined && !busy && load(false)}>
+          <option value="">{choices === undefined ? 'Load choices…' : 'Choose…'}</option>
+          {[...current, ...list].map((choice) => (
+            <option key={choice.value} value={choice.value}>
+              {choice.label}
+            </option>
+          ))}
+        </select>
+        <button type="button" onClick={() => load(false)} disabled={busy} aria-label={`Load choices for ${labelOf(prop)}`}>
+          {busy ? 'Loading…' : choices === undefined ? 'Load choices' : 'Reload'}
+        </button>
+        {context !== null && context !== undefined && (
+          <button type="button" onClick={() => load(true)} disabled={busy}>
+            More
+          </button>
+        )}
+      </div>
+      {problem && (
+        <p class="field-error" role="alert">
+          Could not load choices: {problem}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,28 @@
+// Which page is open: the part of the URL after `#`, so that the server serves one page and links work offline.
+import { useEffect, useState } from 'preact/hooks';
+
+export function currentRoute(): string[] {
+  return location.hash
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter(Boolean)
+    .map((part) => decodeURIComponent(part));
+}
+
+export function useRoute(): string[] {
+  const [route, setRoute] = useState(currentRoute);
+  useEffect(() => {
+    const update = () => setRoute(currentRoute());
+    addEventListener('hashchange', update);
+    return () => removeEventListener('hashchange', update);
+  }, []);
+  return route;
+}
+
+export function href(...parts: string[]): string {
+  return `#/${parts.map(encodeURIComponent).join('/')}`;
+}
+
+export function navigate(...parts: string[]): void {
+  location.hash = href(...parts);
+}

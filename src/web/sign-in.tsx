@@ -1,0 +1,63 @@
+// Sign-in: checks the API key with GET /v1/users/me before keeping it in session storage.
+import { useState } from 'preact/hooks';
+import { ApiError, api, describeError } from './api';
+import { storeKey } from './session';
+
+export function SignIn(props: { message?: string; onSignedIn: () => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const trimmed = key.trim();
+    if (!trimmed) {
+      setError('Enter your API key.');
+      return;
+    }
+    setBusy(true);
+    try {
+      await api('GET', '/users/me', undefined, trimmed);
+      storeKey(trimmed);
+      props.onSignedIn();
+    } catch (failure) {
+      setError(failure instanceof ApiError && failure.status === 401 ? `That key was not accepted: ${failure.message}.` : describeError(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main class="sign-in">
+      <h1>Tributary</h1>
+      <form onSubmit={submit} noValidate>
+        <p class="hint">
+          Sign in with an API key (<code>trb_…</code>, printed by <code>tributary serve</code> or <code>tributary users create</code>). It is kept in this tab's
+          session storage only, and sent to this server as a Bearer header.
+        </p>
+        {props.message && (
+          <p class="error" role="alert">
+            {props.message}
+          </p>
+        )}
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          aria-invalid={error ? 'true' : undefined}
+          aria-describedby={error ? 'api-key-error' : undefined}
+        />
+        <p id="api-key-error" class="field-error" role={error ? 'alert' : undefined}>
+          {error ?? ''}
+        </p>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

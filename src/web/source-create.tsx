@@ -1,0 +1,132 @@
+// Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
+import { useState } from 'preact/hooks';
+import { ApiError, describeError, get, post } from './api';
+import { useNotify } from './notices';
+import { collectValues, errorsFromServer, type FieldErrors, initialValues, PropFields, type RawValues } from './prop-form';
+import { href, navigate } from './router';
+import type { Component, Source } from './types';
+
+// The components `registry/` publishes at start; any other key of the registry can be typed in.
+const REGISTRY_SUGGESTIONS = ['http-new-requests', 'schedule-custom-interval', 'json_feed-new-items'];
+
+export function SourceCreate() {
+  const notify = useNotify();
+  const [origin, setOrigin] = useState<'code' | 'registry'>('code');
+  const [code, setCode] = useState('');
+  const [registryKey, setRegistryKey] = useState('');
+  const [component, setComponent] = useState<Component | undefined>(undefined);
+  const [loadError, setLoadError] = useState<string | undefined>(undefined);
+  const [name, setName] = useState('');
+  const [raw, setRaw] = useState<RawValues>({});
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [formError, setFormError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const loadComponent = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setLoadError(undefined);
+    try {
+      const answer =
+        origin === 'code'
+          ? await post<{ data: Component }>('/components', { component_code: code })
+          : await get<{ data: Component }>(`/components/registry/${encodeURIComponent(registryKey.trim())}`);
+      setComponent(answer.data);
+      setRaw(initialValues(answer.data.configurable_props));
+      setErrors({});
+      setFormError(undefined);
+    } catch (failure) {
+      const detail = failure instanceof ApiError ? failure.details.map((d) => d.message ?? d.reason).filter(Boolean) : [];
+      setLoadError([describeError(failure), ...detail].join(' — '));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const deploy = async (event: Event) => {
+    event.preventDefault();
+    if (!component) return;
+    const { values, errors: found } = collectValues(component.configurable_props, raw);
+    setErrors(found);
+    if (Object.keys(found).length) {
+      setFormError('Some values need fixing: see the fields marked below.');
+      return;
+    }
+    setBusy(true);
+    setFormError(undefined);
+    try {
+      const body: Record<string, unknown> = { component_id: component.id, configured_props: values };
+      if (name.trim()) body.name = name.trim();
+      const answer = await post<{ data: Source }>('/sources', body);
+      notify({ kind: 'ok', text: `Deployed ${answer.data.name}.` });
+      navigate('sources', answer.data.id);
+    } catch (failure) {
+      const { fields, general } = errorsFromServer(failure, component.configurable_props);
+      setErrors(fields);
+      setFormError(general ?? 'The server refused some values: see the fields marked below.');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section aria-labelledby="create-title">
+      <p class="crumbs">
+        <a href={href('sources')}>Sources</a> /
+      </p>
+      <h1 id="create-title">New source</h1>
+      <form onSubmit={loadComponent} class="panel" noValidate>
+        <fieldset>
+          <legend>Component</legend>
+          <div class="inline">
+            <input type="radio" id="origin-code" name="origin" checked={origin === 'code'} onChange={() => setOrigin('code')} />
+            <label for="origin-code">Paste code</label>
+            <input type="radio" id="origin-registry" name="origin" checked={origin === 'registry'} onChange={() => setOrigin('registry')} />
+            <label for="origin-registry">Registry component</label>
+          </div>
+        </fieldset>
+        {origin === 'code' ? (
+          <div class="field">
+            <label for="component-code">Component code</label>
+            <textarea id="component-code" class="code" rows={12} spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+          </div>
+        ) : (
+          <div class="field">
+            <label for="registry-key">Registry key</label>
+            <input id="registry-key" list="registry-keys" spellcheck={false} value={registryKey} onInput={(e) => setRegistryKey(e.currentTarget.value)} />
+            <datalist id="registry-keys">
+              {REGISTRY_SUGGESTIONS.map((key) => (
+                <option key={key} value={key} />
+              ))}
+            </datalist>
+          </div>
+        )}
+        <p class="field-error" role={loadError ? 'alert' : undefined}>
+          {loadError ?? ''}
+        </p>
+        <button type="submit" disabled={busy || (origin === 'code' ? !code.trim() : !registryKey.trim())}>
+          Load props
+        </button>
+      </form>
+
+      {component && (
+        <form onSubmit={deploy} class="panel" noValidate aria-labelledby="configure-title">
+          <h2 id="configure-title">
+            Configure {component.name} <span class="muted">{component.version}</span>
+          </h2>
+          <div class="field">
+            <label for="source-name">Source name</label>
+            <input id="source-name" value={name} placeholder="defaults to the component's name" onInput={(e) => setName(e.currentTarget.value)} />
+          </div>
+          <PropFields componentId={component.id} props={component.configurable_props} raw={raw} onChange={setRaw} errors={errors} idPrefix="prop" />
+          <p class="field-error" role={formError ? 'alert' : undefined}>
+            {formError ?? ''}
+          </p>
+          <button type="submit" disabled={busy}>
+            {busy ? 'Deploying…' : 'Deploy'}
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}

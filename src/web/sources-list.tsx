@@ -1,0 +1,85 @@
+// The sources page: every source with its kind, state, last event and a sparkline of its events per minute.
+import { useEffect, useState } from 'preact/hooks';
+import { get, type Page, query } from './api';
+import { eventTime, formatAgo, sourceKind } from './format';
+import { href } from './router';
+import { perMinute, Sparkline } from './sparkline';
+import type { EventSummary, Source } from './types';
+import { useLoad } from './use-load';
+
+const PAGE = 50;
+
+export function SourcesList() {
+  const [after, setAfter] = useState<string | undefined>(undefined);
+  const [sources, setSources] = useState<Source[]>([]);
+  const page = useLoad(() => get<Page<Source>>(`/users/me/sources${query({ limit: PAGE, after })}`), [after]);
+  useEffect(() => {
+    if (page.data) setSources((previous) => (after ? [...previous, ...page.data!.data] : page.data!.data));
+  }, [page.data]);
+  const more = page.data && page.data.data.length === PAGE && sources.length < page.data.page_info.total_count;
+
+  return (
+    <section aria-labelledby="sources-title">
+      <div class="title-row">
+        <h1 id="sources-title">Sources</h1>
+        <a class="button" href={href('sources', 'new')}>
+          New source
+        </a>
+      </div>
+      {page.error && (
+        <p class="error" role="alert">
+          {page.error}
+        </p>
+      )}
+      {page.data && sources.length === 0 && (
+        <p>
+          No sources yet. <a href={href('sources', 'new')}>Deploy one</a> from code or from the registry.
+        </p>
+      )}
+      {sources.length > 0 && (
+        <div class="table-wrap">
+          <table class="sources">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Active</th>
+                <th scope="col">Last event</th>
+                <th scope="col">Events per minute</th>
+              </tr>
+            </thead>
+            <tbody>
+              {sources.map((source) => (
+                <SourceRow source={source} key={source.id} />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {more && (
+        <button type="button" onClick={() => setAfter(page.data!.page_info.end_cursor)}>
+          Load more
+        </button>
+      )}
+    </section>
+  );
+}
+
+function SourceRow(props: { source: Source }) {
+  const { source } = props;
+  // The last 100 events (what the API keeps) are enough for the last 30 minutes of all but the busiest sources.
+  const events = useLoad(() => get<Page<EventSummary>>(`/sources/${encodeURIComponent(source.id)}/event_summaries?limit=100`), [source.id]);
+  const times = events.data?.data.map((e) => eventTime(e.id)) ?? [];
+  const last = times.length ? Math.max(...times) : undefined;
+  return (
+    <tr>
+      <th scope="row">
+        <a href={href('sources', source.id)}>{source.name}</a>
+      </th>
+      <td>{sourceKind(source.configured_props)}</td>
+      <td>{source.active ? 'Active' : <span class="muted">Inactive</span>}</td>
+      <td>{events.data ? formatAgo(last) : '…'}</td>
+      <td>{events.data ? <Sparkline counts={perMinute(times)} capped={times.length >= 100} /> : <span class="spark-placeholder" />}</td>
+    </tr>
+  );
+}

@@ -1,0 +1,68 @@
+// Reads a Server-Sent Events stream with fetch(), because EventSource cannot send the Authorization header and the key
+// must not go in the URL; reconnects with Last-Event-ID so that no event is missed or repeated.
+import { authHeaders } from './api';
+
+export interface StreamHandlers {
+  onEvent: (id: string, data: string) => void;
+  onState: (state: 'live' | 'reconnecting') => void;
+  /** A 401 or 404: reconnecting would not help. */
+  onFatal: (status: number) => void;
+}
+
+/** Streams until `signal` aborts. `lastEventId` is where to start: the newest event the caller already has. */
+export async function followStream(path: string, lastEventId: string | undefined, signal: AbortSignal, handlers: StreamHandlers): Promise<void> {
+  let last = lastEventId;
+  let delay = 500;
+  while (!signal.aborted) {
+    try {
+      const headers: Record<string, string> = { ...authHeaders(), accept: 'text/event-stream' };
+      if (last) headers['last-event-id'] = last;
+      const response = await fetch(`/v1${path}`, { headers, signal, credentials: 'omit', cache: 'no-store' });
+      if (response.status === 401 || response.status === 404) {
+        handlers.onFatal(response.status);
+        return;
+      }
+      if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
+      handlers.onState('live');
+      delay = 500;
+      await readFrames(response.body, (id, data) => {
+        if (id) last = id;
+        handlers.onEvent(id, data);
+      });
+    } catch (error) {
+      if (signal.aborted) return;
+      void error;
+    }
+    if (signal.aborted) return;
+    handlers.onState('reconnecting');
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 10_000);
+  }
+}
+
+/** Splits the byte stream into frames (a blank line ends one) and hands over each frame's `id` and `data`. */
+async function readFrames(body: ReadableStream<Uint8Array>, onFrame: (id: string, data: string) => void): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    // stream: true keeps a character split across two chunks whole.
+    buffer += decoder.decode(value, { stream: true });
+    let end = buffer.search(/\r?\n\r?\n/);
+    while (end >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+      let id = '';
+      const data: string[] = [];
+      for (const line of frame.split(/\r?\n/)) {
+        // Lines starting with ':' are comments (the server's handshake and heartbeat).
+        if (line.startsWith('id:')) id = line.slice(3).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      if (data.length) onFrame(id, data.join('\n'));
+      end = buffer.search(/\r?\n\r?\n/);
+    }
+  }
+}

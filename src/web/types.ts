@@ -1,0 +1,123 @@
+// The API's resources as the console reads them (the fields it uses; the server's OpenAPI document has them all).
+
+export interface PropDescriptor {
+  name: string;
+  type: string;
+  label?: string;
+  description?: string;
+  default?: unknown;
+  optional?: boolean;
+  secret?: boolean;
+  min?: number;
+  max?: number;
+  options?: unknown[];
+  remoteOptions?: boolean;
+  app?: string;
+  intervalSeconds?: number;
+  cron?: string;
+}
+
+export interface Component {
+  id: string;
+  name: string;
+  version: string;
+  configurable_props: PropDescriptor[];
+}
+
+export interface Source {
+  id: string;
+  component_id: string;
+  configured_props: Record<string, unknown>;
+  active: boolean;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  name_slug: string;
+}
+
+export interface EventSummary {
+  id: string;
+  indexed_at_ms: number;
+  event: unknown;
+  metadata: { emitter_id: string; emit_id: string; name: string; summary?: string; id?: string | number; ts?: number };
+}
+
+export interface User {
+  id: string;
+  username: string;
+  email: string;
+  api_key?: string;
+  daily_compute_time_quota?: number;
+  daily_compute_time_used?: number;
+  daily_invocations_quota?: number;
+  daily_invocations_used?: number;
+  billing_period_start_ts?: number;
+  billing_period_end_ts?: number;
+  billing_period_invocations?: number;
+}
+
+export interface Workflow {
+  id: string;
+  name: string;
+  active: boolean;
+  trigger: ({ type: string } & Record<string, unknown>) | null;
+  steps: Array<{ name: string; component_id: string }>;
+  created_at: number;
+}
+
+export interface RunStep {
+  name: string;
+  status: string;
+  started_at_ms: number;
+  duration_ms: number;
+  $return_value?: unknown;
+  exports: Record<string, unknown>;
+  logs: unknown[];
+  error?: unknown;
+  sends: Array<{ kind: string; state: string; attempt: number; status_code?: number; last_error?: string }>;
+}
+
+export interface WorkflowRun {
+  id: string;
+  workflow_id: string;
+  status: string;
+  trigger: string;
+  event: unknown;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  exit_reason?: string;
+  error?: unknown;
+  replay_of?: string;
+  steps: RunStep[];
+}
+
+export interface Webhook {
+  id: string;
+  name: string | null;
+  description: string | null;
+  url: string;
+  active: boolean;
+  created_at: number;
+  secret?: string;
+}
+
+export interface Delivery {
+  id: string;
+  event_id: string;
+  emitter_id: string;
+  attempt: number;
+  state: 'pending' | 'succeeded' | 'failed';
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  attempted_at_ms: number | null;
+  next_attempt_at_ms: number | null;
+  created_at: number;
+}
+
+export interface Subscription {
+  id: string;
+  emitter_id: string;
+  listener_id: string;
+  event_name: string;
+}

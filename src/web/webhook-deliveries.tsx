@@ -1,0 +1,76 @@
+// One webhook's delivery log: each attempt's state, status code, error, duration and when the next retry is due.
+import { get, type Page } from './api';
+import { formatDuration, formatTime } from './format';
+import { href } from './router';
+import type { Delivery, Webhook } from './types';
+import { useLoad } from './use-load';
+
+export function WebhookDeliveries(props: { id: string }) {
+  const webhook = useLoad(() => get<{ data: Webhook }>(`/webhooks/${encodeURIComponent(props.id)}`), [props.id]);
+  const deliveries = useLoad(() => get<Page<Delivery>>(`/webhooks/${encodeURIComponent(props.id)}/deliveries?limit=100`), [props.id]);
+  return (
+    <section aria-labelledby="deliveries-title">
+      <p class="crumbs">
+        <a href={href('webhooks')}>Webhooks</a> /
+      </p>
+      <h1 id="deliveries-title">Deliveries of {webhook.data?.data.name || props.id}</h1>
+      {webhook.data && (
+        <p>
+          <code>{webhook.data.data.url}</code>
+        </p>
+      )}
+      {(webhook.error || deliveries.error) && (
+        <p class="error" role="alert">
+          {webhook.error ?? deliveries.error}
+        </p>
+      )}
+      <div class="toolbar">
+        <button type="button" onClick={() => deliveries.reload()}>
+          Refresh
+        </button>
+      </div>
+      <div class="table-wrap">
+        <table class="deliveries">
+          <caption class="sr-only">Delivery attempts, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Attempted</th>
+              <th scope="col">Event</th>
+              <th scope="col">Attempt</th>
+              <th scope="col">State</th>
+              <th scope="col">Status</th>
+              <th scope="col">Error</th>
+              <th scope="col">Duration</th>
+              <th scope="col">Next retry</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.data?.data.map((d) => (
+              <tr key={d.id}>
+                <td>{formatTime(d.attempted_at_ms)}</td>
+                <td>
+                  <code>{d.event_id}</code>
+                </td>
+                <td>{d.attempt}</td>
+                <td>
+                  <span class={`badge ${d.state}`}>{d.state}</span>
+                </td>
+                <td class="status-code">{d.status_code ?? '—'}</td>
+                <td class="summary">{d.error ?? ''}</td>
+                <td>{formatDuration(d.duration_ms)}</td>
+                <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
+              </tr>
+            ))}
+            {deliveries.data && deliveries.data.data.length === 0 && (
+              <tr>
+                <td colSpan={8} class="muted">
+                  Nothing delivered yet.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

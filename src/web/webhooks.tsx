@@ -1,0 +1,158 @@
+// The webhooks page: list, create (the signing secret is shown once) and delete the account's webhooks.
+import { useState } from 'preact/hooks';
+import { ApiError, del, describeError, get, type Page, post, query } from './api';
+import { ConfirmDialog } from './confirm-dialog';
+import { CopyButton } from './copy-button';
+import { formatTime } from './format';
+import { useNotify } from './notices';
+import { href } from './router';
+import type { Webhook } from './types';
+import { useLoad } from './use-load';
+
+export function WebhooksPage() {
+  const notify = useNotify();
+  const list = useLoad(() => get<Page<Webhook>>('/users/me/webhooks?limit=100'), []);
+  const [form, setForm] = useState({ url: '', name: '', description: '' });
+  const [urlError, setUrlError] = useState<string | undefined>(undefined);
+  const [created, setCreated] = useState<Webhook | undefined>(undefined);
+  const [deleting, setDeleting] = useState<Webhook | undefined>(undefined);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    if (!/^https?:\/\/[^/\s]+/i.test(form.url.trim())) {
+      setUrlError('The URL must start with http:// or https:// and name a host.');
+      return;
+    }
+    setUrlError(undefined);
+    try {
+      const answer = await post<{ data: Webhook }>(
+        `/webhooks${query({ url: form.url.trim(), name: form.name.trim() || undefined, description: form.description.trim() || undefined })}`,
+      );
+      setCreated(answer.data);
+      setForm({ url: '', name: '', description: '' });
+      await list.reload();
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.status === 400) setUrlError(failure.message);
+      else notify({ kind: 'error', text: describeError(failure) });
+    }
+  };
+
+  const remove = async (webhook: Webhook) => {
+    setDeleting(undefined);
+    try {
+      await del(`/webhooks/${encodeURIComponent(webhook.id)}`);
+      notify({ kind: 'ok', text: `Deleted webhook ${webhook.name ?? webhook.id}.` });
+      await list.reload();
+    } catch (failure) {
+      notify({ kind: 'error', text: describeError(failure) });
+    }
+  };
+
+  return (
+    <section aria-labelledby="webhooks-title">
+      <h1 id="webhooks-title">Webhooks</h1>
+      <p class="hint">
+        A webhook receives the events of the emitters it is subscribed to (see <a href={href('subscriptions')}>Subscriptions</a>), signed with its secret.
+      </p>
+      {list.error && (
+        <p class="error" role="alert">
+          {list.error}
+        </p>
+      )}
+      {list.data && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">URL</th>
+                <th scope="col">Active</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((webhook) => (
+                <tr key={webhook.id}>
+                  <th scope="row">
+                    <a href={href('webhooks', webhook.id)}>{webhook.name || webhook.id}</a>
+                  </th>
+                  <td class="summary">{webhook.url}</td>
+                  <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
+                  <td>{formatTime(webhook.created_at * 1000)}</td>
+                  <td>
+                    <button type="button" class="danger" onClick={() => setDeleting(webhook)} aria-label={`Delete webhook ${webhook.name || webhook.id}`}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+              {list.data.data.length === 0 && (
+                <tr>
+                  <td colSpan={5} class="muted">
+                    No webhooks yet.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </div>
+      )}
+
+      {created?.secret && (
+        <div class="panel secret" aria-live="polite">
+          <p>
+            Webhook <code>{created.id}</code> created. Its signing secret is shown this once:
+          </p>
+          <p>
+            <code id="webhook-secret">{created.secret}</code> <CopyButton value={created.secret} label="Copy signing secret" />
+          </p>
+          <button type="button" onClick={() => setCreated(undefined)}>
+            Done
+          </button>
+        </div>
+      )}
+
+      <form class="panel" onSubmit={create} noValidate aria-labelledby="new-webhook-title">
+        <h2 id="new-webhook-title">New webhook</h2>
+        <div class="field">
+          <label for="webhook-url">URL</label>
+          <input
+            id="webhook-url"
+            type="url"
+            value={form.url}
+            placeholder="https://example.com/hook"
+            onInput={(e) => setForm({ ...form, url: e.currentTarget.value })}
+            aria-invalid={urlError ? 'true' : undefined}
+            aria-describedby="webhook-url-error"
+          />
+          <p id="webhook-url-error" class="field-error" role={urlError ? 'alert' : undefined}>
+            {urlError ?? ''}
+          </p>
+        </div>
+        <div class="field">
+          <label for="webhook-name">Name</label>
+          <input id="webhook-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+        </div>
+        <div class="field">
+          <label for="webhook-description">Description</label>
+          <input id="webhook-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
+        </div>
+        <button type="submit">Create webhook</button>
+      </form>
+
+      {deleting && (
+        <ConfirmDialog
+          title={`Delete webhook ${deleting.name || deleting.id}?`}
+          confirmLabel="Delete webhook"
+          onCancel={() => setDeleting(undefined)}
+          onConfirm={() => remove(deleting)}
+        >
+          <p>Its pending deliveries, its delivery log and the subscriptions naming it are deleted too.</p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}

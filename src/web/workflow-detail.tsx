@@ -1,0 +1,206 @@
+// One workflow's runs, newest first, and the open run's steps: status, duration, exports, logs, error and sends; replay.
+import { useEffect, useState } from 'preact/hooks';
+import { describeError, get, type Page, post, query } from './api';
+import { formatDuration, formatTime } from './format';
+import { JsonView } from './json-view';
+import { useNotify } from './notices';
+import { href, navigate } from './router';
+import type { Workflow, WorkflowRun } from './types';
+import { useLoad } from './use-load';
+
+const UNFINISHED = new Set(['queued', 'running', 'delayed']);
+const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
+
+export function WorkflowDetail(props: { id: string; runId?: string }) {
+  const notify = useNotify();
+  const [status, setStatus] = useState('');
+  const workflow = useLoad(() => get<{ data: Workflow }>(`/workflows/${encodeURIComponent(props.id)}`), [props.id]);
+  const runs = useLoad(
+    () => get<Page<WorkflowRun>>(`/workflows/${encodeURIComponent(props.id)}/runs${query({ limit: 25, status: status || undefined })}`),
+    [props.id, status],
+  );
+
+  // While a listed run has not finished, look again: its steps change as they commit.
+  const unfinished = runs.data?.data.some((run) => UNFINISHED.has(run.status));
+  useEffect(() => {
+    if (!unfinished) return;
+    const timer = setInterval(() => runs.reload(), 1000);
+    return () => clearInterval(timer);
+  }, [unfinished, runs.reload]);
+
+  const replay = async (run: WorkflowRun) => {
+    try {
+      const answer = await post<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.id)}/runs/${encodeURIComponent(run.id)}/replay`);
+      notify({ kind: 'ok', text: `Replaying ${run.id} as ${answer.data.id}.` });
+      setStatus('');
+      navigate('workflows', props.id, answer.data.id);
+      await runs.reload();
+    } catch (failure) {
+      notify({ kind: 'error', text: describeError(failure) });
+    }
+  };
+
+  const selected = runs.data?.data.find((run) => run.id === props.runId);
+  return (
+    <section aria-labelledby="workflow-title">
+      <p class="crumbs">
+        <a href={href('workflows')}>Workflows</a> /
+      </p>
+      <h1 id="workflow-title">{workflow.data?.data.name ?? props.id}</h1>
+      {(workflow.error || runs.error) && (
+        <p class="error" role="alert">
+          {workflow.error ?? runs.error}
+        </p>
+      )}
+      <div class="toolbar">
+        <label for="run-status">Status</label>
+        <select id="run-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s || 'any'}
+            </option>
+          ))}
+        </select>
+        <button type="button" onClick={() => runs.reload()}>
+          Refresh
+        </button>
+      </div>
+      <div class="table-wrap">
+        <table class="runs">
+          <caption class="sr-only">Runs, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Run</th>
+              <th scope="col">Status</th>
+              <th scope="col">Trigger</th>
+              <th scope="col">Started</th>
+              <th scope="col">Duration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.data?.data.map((run) => (
+              <tr key={run.id} class={run.id === props.runId ? 'selected' : undefined}>
+                <th scope="row">
+                  <a href={href('workflows', props.id, run.id)} aria-current={run.id === props.runId ? 'true' : undefined}>
+                    {run.id}
+                  </a>
+                </th>
+                <td>
+                  <span class={`badge ${run.status}`}>{run.status}</span>
+                </td>
+                <td>{run.trigger}</td>
+                <td>{formatTime(run.created_at_ms)}</td>
+                <td>{formatDuration(run.finished_at_ms === null ? null : run.finished_at_ms - run.created_at_ms)}</td>
+              </tr>
+            ))}
+            {runs.data && runs.data.data.length === 0 && (
+              <tr>
+                <td colSpan={5} class="muted">
+                  No runs{status ? ` with status ${status}` : ''}.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+      {props.runId && !selected && runs.data && <RunById workflowId={props.id} runId={props.runId} onReplay={replay} />}
+      {selected && <RunView run={selected} onReplay={replay} />}
+    </section>
+  );
+}
+
+/** A run that is not on the listed page (older, or filtered out) is read on its own. */
+function RunById(props: { workflowId: string; runId: string; onReplay: (run: WorkflowRun) => void }) {
+  const run = useLoad(
+    () => get<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.workflowId)}/runs/${encodeURIComponent(props.runId)}`),
+    [props.workflowId, props.runId],
+  );
+  if (run.error)
+    return (
+      <p class="error" role="alert">
+        {run.error}
+      </p>
+    );
+  return run.data ? <RunView run={run.data.data} onReplay={props.onReplay} /> : null;
+}
+
+function RunView(props: { run: WorkflowRun; onReplay: (run: WorkflowRun) => void }) {
+  const { run } = props;
+  return (
+    <section class="panel run" aria-labelledby="run-title">
+      <div class="title-row">
+        <h2 id="run-title">
+          Run <code>{run.id}</code> <span class={`badge ${run.status}`}>{run.status}</span>
+        </h2>
+        <button type="button" onClick={() => props.onReplay(run)}>
+          Replay
+        </button>
+      </div>
+      <p class="muted">
+        {run.trigger}
+        {run.replay_of ? ` of ${run.replay_of}` : ''}, {formatTime(run.created_at_ms)}
+        {run.exit_reason ? `; exited: ${run.exit_reason}` : ''}
+      </p>
+      <details>
+        <summary>Triggering event</summary>
+        <JsonView value={run.event} label="Triggering event" />
+      </details>
+      <ol class="steps">
+        {run.steps.map((step) => (
+          <li key={step.name} class="step" aria-label={`Step ${step.name}`}>
+            <h3>
+              {step.name} <span class={`badge ${step.status}`}>{step.status}</span> <span class="muted">{formatDuration(step.duration_ms)}</span>
+            </h3>
+            {Object.keys(step.exports).length > 0 && (
+              <>
+                <h4>Exports</h4>
+                <JsonView value={step.exports} label={`Exports of ${step.name}`} />
+              </>
+            )}
+            {step.$return_value !== undefined && (
+              <>
+                <h4>Return value</h4>
+                <JsonView value={step.$return_value} label={`Return value of ${step.name}`} />
+              </>
+            )}
+            {step.logs.length > 0 && (
+              <>
+                <h4>Logs</h4>
+                <pre class="logs">{step.logs.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n')}</pre>
+              </>
+            )}
+            {step.error !== undefined && step.error !== null && (
+              <>
+                <h4>Error</h4>
+                <div class="step-error">
+                  <JsonView value={step.error} label={`Error of ${step.name}`} />
+                </div>
+              </>
+            )}
+            {step.sends.length > 0 && (
+              <>
+                <h4>Sends</h4>
+                <ul>
+                  {step.sends.map((send, i) => (
+                    <li key={i}>
+                      {send.kind}: {send.state}, attempt {send.attempt}
+                      {send.status_code ? `, HTTP ${send.status_code}` : ''}
+                      {send.last_error ? `, ${send.last_error}` : ''}
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+          </li>
+        ))}
+        {run.steps.length === 0 && <li class="muted">No step has run yet.</li>}
+      </ol>
+      {run.error !== undefined && run.error !== null && (
+        <>
+          <h3>Run error</h3>
+          <JsonView value={run.error} label="Run error" />
+        </>
+      )}
+    </section>
+  );
+}

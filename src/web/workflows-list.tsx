@@ -1,0 +1,53 @@
+// The workflows page: each workflow with its trigger, state and steps, linking to its runs.
+import { get, type Page } from './api';
+import { formatTime } from './format';
+import { href } from './router';
+import type { Workflow } from './types';
+import { useLoad } from './use-load';
+
+export function WorkflowsList() {
+  const list = useLoad(() => get<Page<Workflow>>('/users/me/workflows?limit=100'), []);
+  return (
+    <section aria-labelledby="workflows-title">
+      <h1 id="workflows-title">Workflows</h1>
+      {list.error && (
+        <p class="error" role="alert">
+          {list.error}
+        </p>
+      )}
+      {list.data && list.data.data.length === 0 && (
+        <p>
+          No workflows yet. Create them with <code>POST /v1/workflows</code> or <code>tributary deploy --workflow</code>.
+        </p>
+      )}
+      {list.data && list.data.data.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Trigger</th>
+                <th scope="col">Active</th>
+                <th scope="col">Steps</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((workflow) => (
+                <tr key={workflow.id}>
+                  <th scope="row">
+                    <a href={href('workflows', workflow.id)}>{workflow.name}</a>
+                  </th>
+                  <td>{workflow.trigger?.type ?? 'none'}</td>
+                  <td>{workflow.active ? 'Active' : <span class="muted">Inactive</span>}</td>
+                  <td>{workflow.steps.map((s) => s.name).join(' → ')}</td>
+                  <td>{formatTime(workflow.created_at * 1000)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,51 @@
+// Drives Debian's Chromium with playwright-core for the console's tests: one browser per file, a fresh context per test.
+import fs from 'node:fs';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.TRIBUTARY_TEST_CHROMIUM ?? '/usr/bin/chromium';
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
+  // Root (CI) cannot use Chromium's sandbox; /dev/shm is small in containers.
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+export interface ConsolePage {
+  page: Page;
+  /** What the page reported as errors: failed scripts, CSP refusals, uncaught exceptions. */
+  problems: string[];
+}
+
+/** A new context (its own session storage) at the console's page; `width` narrows the viewport (375 for a phone). */
+export async function openConsole(browser: Browser, url: string, options: { width?: number } = {}): Promise<ConsolePage> {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1200, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    // Chromium logs every 4xx answer as a failed resource, also those the console shows on purpose (a 401, a 422 on its
+    // field); everything else is a problem.
+    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  await page.goto(url);
+  return { page, problems };
+}
+
+export async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+}
+
+/** Waits until the locator's element shows this text. */
+export async function waitForText(locator: Locator, text: string | RegExp): Promise<void> {
+  await locator.filter({ hasText: text }).first().waitFor();
+}
+
+/** An expression evaluated in the page (a string, so that the tests need no DOM types). */
+export function evaluate<T>(page: Page, expression: string): Promise<T> {
+  return page.evaluate(expression) as Promise<T>;
+}
