@@ -1,16 +1,13 @@
-// The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database; `deploy`
-// talks to a running server over its REST API.
+// The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database; the client
+// commands (client-commands.ts) talk to any running server over its REST API.
 import { Command, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
-import { createLogger, startTributary } from '../app.js';
-import { openStore } from '../store/database.js';
-import { UserService, type NewAccount, type Plan } from '../services/users.js';
+import type { NewAccount, Plan, UserService } from '../services/users.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
-import { ApiError } from '../client/api.js';
-import { deployWorkflowFile } from '../client/deploy-workflow.js';
-import { WorkflowFileError } from '../client/workflow-file.js';
+import { addClientCommands } from './client-commands.js';
+import { describeFailure, EXIT } from './terminal.js';
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -21,8 +18,10 @@ function configFrom(options: Record<string, unknown>): Config {
   return resolveConfig(values as Partial<Config>);
 }
 
+// The server's modules load only for the commands that use them, so that client commands start fast.
 async function withUsers<T>(options: Record<string, unknown>, work: (users: UserService) => Promise<T>): Promise<T> {
   const config = configFrom(options);
+  const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   try {
     return await work(new UserService(store, config, systemClock));
@@ -54,6 +53,7 @@ export function buildProgram(): Command {
   for (const option of settingOptions()) serve.addOption(option);
   serve.action(async (options: Record<string, unknown>) => {
     const config = configFrom(options);
+    const { createLogger, startTributary } = await import('../app.js');
     const logger = createLogger(config);
     const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
     const stop = (signal: string) => {
@@ -121,17 +121,7 @@ export function buildProgram(): Command {
     printAccount(account, options.json === true);
   });
 
-  program
-    .command('deploy')
-    .description('deploy to a running server over its REST API (more client commands come with profiles)')
-    .requiredOption('--workflow <file>', 'a workflow file (YAML or JSON; see the README): created, or updated if one of its name exists')
-    .addOption(new Option('--url <url>', 'the server').env('TRIBUTARY_URL').default('http://127.0.0.1:3000'))
-    .addOption(new Option('--key <key>', 'an API key of the account').env('TRIBUTARY_KEY').makeOptionMandatory())
-    .action(async (options: { workflow: string; url: string; key: string }) => {
-      const { workflow, created } = await deployWorkflowFile(options.workflow, { url: options.url, key: options.key }, (line) => console.error(line));
-      console.log(`${created ? 'created' : 'updated'} workflow ${workflow.id} "${workflow.name}"`);
-      if (workflow.trigger?.endpoint_url) console.log(`endpoint: ${workflow.trigger.endpoint_url}`);
-    });
+  addClientCommands(program);
 
   return program;
 }
@@ -140,14 +130,13 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError || error instanceof WorkflowFileError) {
+    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError) {
       console.error(`error: ${error.message}`);
-      process.exit(2);
+      process.exit(EXIT.usage);
     }
-    if (error instanceof ApiError) {
-      console.error(`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`);
-      process.exit(error.status >= 400 && error.status < 500 ? 2 : 1);
-    }
-    throw error;
+    const failure = describeFailure(error);
+    if (!failure) throw error;
+    for (const line of failure.lines) console.error(line);
+    process.exit(failure.code);
   }
 }

@@ -1,8 +1,8 @@
 // Reads a workflow file (YAML or JSON: name, trigger, steps with paths to step files) into the body of POST /v1/workflows.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { build } from 'esbuild';
 import { parse as parseYaml } from 'yaml';
+import { BundleError, bundleCode } from './bundle.js';
 
 /** A step as the file writes it: exactly one of `path` (a file of code), `component_id` or `component_key`. */
 interface FileStep {
@@ -32,15 +32,6 @@ const STEP_FIELDS = new Set(['name', 'path', 'component_id', 'component_key', 'p
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * Bundles a step file with its relative imports into one module, as the server takes code: npm packages stay
- * imports (the server installs them), `@pipedream/platform` included.
- */
-export async function bundleStep(file: string): Promise<string> {
-  const result = await build({ entryPoints: [file], bundle: true, format: 'esm', platform: 'node', write: false, packages: 'external', logLevel: 'silent' });
-  return result.outputFiles[0]!.text;
 }
 
 /** Parses and checks the file, reads and bundles every step file (paths relative to the workflow file). */
@@ -75,11 +66,10 @@ export async function readWorkflowFile(file: string): Promise<WorkflowBody> {
     if (step.path !== undefined) {
       const stepFile = path.resolve(dir, step.path);
       try {
-        out.component_code = await bundleStep(stepFile);
+        out.component_code = await bundleCode(stepFile);
       } catch (error) {
-        const first = (error as { errors?: Array<{ text: string; location?: { file: string; line: number } }> }).errors?.[0];
-        const at = first?.location ? ` (${first.location.file}:${first.location.line})` : '';
-        throw new WorkflowFileError(`${where} ("${step.name}"): cannot bundle ${step.path}: ${first?.text ?? (error as Error).message}${at}`);
+        if (!(error instanceof BundleError)) throw error;
+        throw new WorkflowFileError(`${where} ("${step.name}"): cannot bundle ${step.path}: ${error.lines[0]}`);
       }
     }
     if (step.component_id !== undefined) out.component_id = step.component_id;

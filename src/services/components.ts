@@ -8,6 +8,7 @@ import { authoringProblem } from '../model/component-rules.js';
 import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
+import type { Page, PageRequest } from '../model/pagination.js';
 import { fetchText, parseHttpUrl } from '../delivery/outbound.js';
 
 /** The spec's Component resource. */
@@ -135,6 +136,11 @@ export class ComponentService {
     };
     await components.insertComponent(this.store.db, row);
     return row;
+  }
+
+  /** GET /users/me/components: the account's saved components, newest first. */
+  list(accountId: string, page: PageRequest): Promise<Page<components.ComponentRow>> {
+    return components.listComponents(this.store.db, accountId, page);
   }
 
   /** A component by id whoever owns it (the id came from an owned source or workflow). */

@@ -152,6 +152,12 @@ export class SourceService {
     return { ...result, items: result.items.map((row) => this.toView(row, sources.sourceInfo(infos.get(row.component_id)!, row), false)) };
   }
 
+  /** GET /sources/{id}: one source as lists show it. */
+  async view(accountId: string, sourceId: string): Promise<SourceView> {
+    const { source, info } = await this.get(accountId, sourceId);
+    return this.toView(source, info, false);
+  }
+
   /** The source with its component, or 404 for a missing id or another account's source. */
   async get(accountId: string, sourceId: string): Promise<SourceRuntimeView> {
     const source = isId(sourceId, 'dc') ? await sources.findSource(this.store.db, accountId, sourceId) : undefined;

@@ -3,6 +3,8 @@
 import type { ComponentInfo } from '../runtime/types.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { ComponentsTable, Database, PublishedComponentsTable } from './schema.js';
+import type { Page, PageRequest } from '../model/pagination.js';
+import { paginateById } from './paginate.js';
 
 export type ComponentRow = Selectable<ComponentsTable>;
 export type PublishedComponentRow = Selectable<PublishedComponentsTable>;
@@ -52,4 +54,19 @@ export async function insertPublished(db: Kysely<Database>, row: PublishedCompon
 /** Every version of a key the account published, with the component each one names. */
 export function publishedVersions(db: Kysely<Database>, userId: string, key: string): Promise<Array<{ version: string; component_id: string }>> {
   return db.selectFrom('published_components').select(['version', 'component_id']).where('user_id', '=', userId).where('key', '=', key).execute();
+}
+
+/** The account's saved components (its own code, code steps included), newest first. */
+export function listComponents(db: Kysely<Database>, userId: string, page: PageRequest): Promise<Page<ComponentRow>> {
+  const base = db.selectFrom('components').selectAll().where('user_id', '=', userId);
+  const count = async () =>
+    Number(
+      (
+        await base
+          .clearSelect()
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return paginateById(base, count, 'sc', page);
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleStep } from '../../src/client/workflow-file.js';
+import { bundleCode } from '../../src/client/bundle.js';
 import { ConfigError, resolveConfig } from '../../src/config.js';
 import { account } from '../helpers/account.js';
 import { secret } from '../helpers/connected-accounts.js';
@@ -45,8 +45,8 @@ describe.each(DIALECTS)('a real GitLab source with a connected account on %s', (
   beforeAll(async () => {
     certs = makeTestCertificates();
     mock = await startGitlabMock(certs, firstToken);
-    code.newProject = await bundleStep(path.join(PACKAGE, NEW_PROJECT));
-    code.newMilestone = await bundleStep(path.join(PACKAGE, NEW_MILESTONE));
+    code.newProject = await bundleCode(path.join(PACKAGE, NEW_PROJECT));
+    code.newMilestone = await bundleCode(path.join(PACKAGE, NEW_MILESTONE));
     server = await startTestServer(dialect, { allowPrivateNetwork: true, workerCaFile: certs.caFile, minTimerInterval: 1 });
     user = await account(server);
   });

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleStep } from '../../src/client/workflow-file.js';
+import { bundleCode } from '../../src/client/bundle.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -17,7 +17,7 @@ const PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@pipedream/
 
 /** An action of the published package, bundled as the client CLI bundles a step file (relative imports inlined). */
 function bundle(action: string): Promise<string> {
-  return bundleStep(path.join(PACKAGE, 'actions', action, `${action}.mjs`));
+  return bundleCode(path.join(PACKAGE, 'actions', action, `${action}.mjs`));
 }
 
 /** A source that does what each event asks to its store and emits what it saw. */
@@ -181,7 +181,7 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
         },
       };`,
     );
-    const code = await bundleStep(file);
+    const code = await bundleCode(file);
     await fs.rm(dir, { recursive: true, force: true });
     const writer = await deploy(api, 'polled');
     const res = await api.post('/v1/sources', { component_code: code, configured_props: { dataStore: 'polled' } });

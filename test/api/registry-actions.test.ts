@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleStep } from '../../src/client/workflow-file.js';
+import { bundleCode } from '../../src/client/bundle.js';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { workflowCalls } from '../helpers/workflows.js';
@@ -16,7 +16,7 @@ const PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@pipedream/
 
 /** An action of the published package, bundled as the client CLI bundles a step file (relative imports inlined). */
 function bundle(action: string): Promise<string> {
-  return bundleStep(path.join(PACKAGE, action));
+  return bundleCode(path.join(PACKAGE, action));
 }
 
 const ACTIONS = {

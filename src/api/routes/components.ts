@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { ComponentService } from '../../services/components.js';
 import { toComponentView } from '../../services/components.js';
 import type { PropConfigurationService } from '../../services/prop-configuration.js';
-import { dataOf } from '../envelope.js';
+import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { componentSchema, propDescriptorSchema } from '../schemas.js';
 
@@ -60,6 +60,19 @@ export function componentRoutes(services: { components: ComponentService; propCo
         const row = await services.components.save(request.account.id, { code: body.component_code, url: body.component_url });
         return { data: toComponentView(row) };
       },
+    );
+
+    app.get(
+      '/users/me/components',
+      {
+        schema: {
+          tags: ['components', 'extensions'],
+          summary: "The account's saved components (code steps included), newest first",
+          querystring: Type.Object(paginationQuery),
+          response: { 200: pageOf(componentSchema) },
+        },
+      },
+      async (request) => pageBody(await services.components.list(request.account.id, toPageRequest(request.query)), toComponentView),
     );
 
     app.get(

@@ -35,6 +35,20 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       async (request) => pageBody(await services.sources.list(request.account.id, toPageRequest(request.query)), (s) => s),
     );
 
+    app.get(
+      '/sources/:id',
+      {
+        schema: {
+          tags: ['sources', 'extensions'],
+          summary: 'One source, as the list shows it',
+          params: sourceIdParams,
+          querystring: Type.Object(fieldParams),
+          response: { 200: dataOf(sourceSchema) },
+        },
+      },
+      async (request) => ({ data: await services.sources.view(request.account.id, request.params.id) }),
+    );
+
     app.post(
       '/sources',
       { schema: { tags: ['sources'], summary: 'Deploy a source', body: Type.Object(sourceBody), response: { 200: dataOf(sourceSchema) } } },

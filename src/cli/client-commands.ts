@@ -1,0 +1,247 @@
+// The client half of `tributary`: commands that talk to any Tributary server over its REST API, and nothing else.
+import path from 'node:path';
+import { type Command, Option } from 'commander';
+import { stringify as toYaml } from 'yaml';
+import { ApiClient } from '../client/api.js';
+import { deploySource, type DeployOptions, updateSource } from '../client/deploy-source.js';
+import { deployWorkflowFile } from '../client/deploy-workflow.js';
+import { runDev } from '../client/dev.js';
+import { showStream, type Stream } from '../client/follow.js';
+import { DEFAULT_PROFILE, resolveServer, saveProfile, type ServerChoice } from '../client/profiles.js';
+import { endpointUrl, formatTable, kindNamed, kindOfId } from '../client/resources.js';
+import { UsageError } from '../client/usage-error.js';
+import { isInteractive, terminalAsk } from './terminal.js';
+
+interface ServerFlags extends ServerChoice {
+  json?: boolean;
+}
+
+/** Progress and notices: standard error, so that standard output stays what scripts read. */
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+function out(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** --profile, --url and --key on every client command. */
+function serverOptions(command: Command): Command {
+  return command
+    .option('--profile <name>', 'a profile saved by tributary login (default: the last one logged in; TRIBUTARY_PROFILE)')
+    .option('--url <url>', "the server's URL, over the profile's (TRIBUTARY_URL)")
+    .option('--key <key>', "an API key, over the profile's (TRIBUTARY_KEY)");
+}
+
+function apiFor(flags: ServerFlags): ApiClient {
+  return new ApiClient(resolveServer(flags));
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** --name, --prop, --props-file and --interactive of deploy, update and dev. */
+function propOptions(command: Command): Command {
+  return command
+    .option('--name <name>', 'the source name (default: the name slug of the component)')
+    .option('--prop <name=value>', 'a prop value, typed as the prop (repeatable): --prop channel=general --prop limit=10', collect, [])
+    .option('--props-file <file>', 'a JSON object of prop values (--prop values win)')
+    .option('--interactive', 'ask for missing required props even when standard input is not a terminal (answers one per line)');
+}
+
+/** Runs `work` until Ctrl-C (SIGINT) or SIGTERM; the signal given to it fires then. */
+async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    return await work(controller.signal);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}
+
+async function withAsk<T>(interactive: boolean | undefined, work: (options: Pick<DeployOptions, 'ask'>) => Promise<T>): Promise<T> {
+  if (!interactive && !isInteractive()) return work({ ask: undefined });
+  const terminal = terminalAsk();
+  try {
+    return await work({ ask: terminal.ask });
+  } finally {
+    terminal.close();
+  }
+}
+
+export function addClientCommands(program: Command): void {
+  program
+    .command('login')
+    .description('check a server URL and API key, and save them as a profile (in the XDG config directory, mode 0600)')
+    .requiredOption('--url <url>', "the server's URL, e.g. http://localhost:3000")
+    .requiredOption('--key <key>', 'an API key of the account (trb_…)')
+    .option('--profile <name>', 'the profile name', DEFAULT_PROFILE)
+    .action(async (flags: { url: string; key: string; profile: string }) => {
+      const api = new ApiClient({ url: flags.url.replace(/\/+$/, ''), key: flags.key });
+      const me = await api.get<{ data: { username: string; email: string } }>('/v1/users/me');
+      const file = saveProfile(flags.profile, api.server);
+      out(`logged in to ${api.server.url} as ${me.data.username} (profile "${flags.profile}", saved in ${file})`);
+    });
+
+  serverOptions(program.command('whoami').description('the account and server the client talks to'))
+    .option('--json', 'the account as JSON')
+    .action(async (flags: ServerFlags) => {
+      const server = resolveServer(flags);
+      const me = await new ApiClient(server).get<{ data: Record<string, unknown> }>('/v1/users/me');
+      if (flags.json) out(JSON.stringify({ url: server.url, profile: server.profile ?? null, account: me.data }));
+      else out(`${me.data.username} <${me.data.email}> on ${server.url}${server.profile ? ` (profile "${server.profile}")` : ''}`);
+    });
+
+  propOptions(serverOptions(program.command('deploy [file]')))
+    .description('bundle a component file with its relative imports and deploy it as a source (or --workflow <file>)')
+    .option('--workflow <file>', 'deploy a workflow file (YAML or JSON; see the README): created, or updated if one of its name exists')
+    .option('--json', 'print the source as JSON')
+    .action(async (file: string | undefined, flags: ServerFlags & DeployFlags & { workflow?: string }) => {
+      const api = apiFor(flags);
+      if (flags.workflow !== undefined) {
+        if (file !== undefined) throw new UsageError('give a component file or --workflow <file>, not both');
+        const { workflow, created } = await deployWorkflowFile(flags.workflow, api.server, say);
+        out(`${created ? 'created' : 'updated'} workflow ${workflow.id} "${workflow.name}"`);
+        if (workflow.trigger?.endpoint_url) out(`endpoint: ${workflow.trigger.endpoint_url}`);
+        return;
+      }
+      if (file === undefined) throw new UsageError('give the component file to deploy: tributary deploy ./my-source.mjs');
+      const source = await withAsk(flags.interactive, (asking) => deploySource(api, path.resolve(file), { ...deployOptions(flags), ...asking }));
+      printSource('deployed', source, flags.json);
+    });
+
+  propOptions(serverOptions(program.command('update <id> <file>')))
+    .description("replace a source's code in place (same id, same endpoint URL); props given replace the stored ones")
+    .option('--json', 'print the source as JSON')
+    .action(async (id: string, file: string, flags: ServerFlags & DeployFlags) => {
+      if (!id.startsWith('dc_')) throw new UsageError(`update takes a source id (dc_…), not "${id}"; workflows are updated with deploy --workflow`);
+      printSource('updated', await updateSource(apiFor(flags), id, path.resolve(file), deployOptions(flags)), flags.json);
+    });
+
+  serverOptions(program.command('list [kind]'))
+    .description("list the account's sources (default), workflows, webhooks, subscriptions, components or accounts")
+    .option('--json', 'one JSON object per line')
+    .action(async (plural: string | undefined, flags: ServerFlags) => {
+      const kind = kindNamed(plural ?? 'sources');
+      const rows = await apiFor(flags).all<Record<string, unknown>>(kind.listPath);
+      if (flags.json) for (const row of rows) out(JSON.stringify(row));
+      else if (rows.length === 0) say(`no ${kind.plural}`);
+      else out(formatTable(kind, rows));
+    });
+
+  serverOptions(program.command('describe <id>'))
+    .description('one source, workflow, webhook, component or connected account, in full (YAML; --json for JSON)')
+    .option('--json', 'as JSON')
+    .action(async (id: string, flags: ServerFlags) => {
+      const kind = kindOfId(id);
+      const item = (await apiFor(flags).get<{ data: unknown }>(kind.itemPath!(id))).data;
+      out(flags.json ? JSON.stringify(item, null, 2) : toYaml(item).trimEnd());
+    });
+
+  serverOptions(program.command('delete <id>'))
+    .description('delete a source, workflow, webhook or connected account')
+    .option('--force', 'a connected account in use: deactivate what uses it, then delete it')
+    .action(async (id: string, flags: ServerFlags & { force?: boolean }) => {
+      const kind = kindOfId(id);
+      if (!kind.deletable) throw new UsageError(`${kind.plural} cannot be deleted through the API`);
+      await apiFor(flags).call('DELETE', `${kind.itemPath!(id)}${flags.force ? '?force=true' : ''}`);
+      out(`deleted ${id}`);
+    });
+
+  serverOptions(program.command('run <id>'))
+    .description('run a source or workflow now, with an event')
+    .option('--event <json>', 'the event (a JSON object)', '{}')
+    .action(async (id: string, flags: ServerFlags & { event: string }) => {
+      let event: unknown;
+      try {
+        event = JSON.parse(flags.event);
+      } catch (error) {
+        throw new UsageError(`--event must be JSON: ${(error as Error).message}`);
+      }
+      const kind = kindOfId(id);
+      if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`run takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
+      const answer = await apiFor(flags).call<{ data?: { id?: string } } | undefined>('POST', `${kind.itemPath!(id)}/run`, event);
+      out(`queued a run of ${id}${answer?.data?.id ? ` (${answer.data.id})` : ''}; see it with tributary events ${id} or tributary logs ${id}`);
+    });
+
+  for (const [name, stream, description] of [
+    ['events', 'events', "a source's or workflow's recent events, then new ones live with -f"],
+    ['logs', '$logs', "a source's console output (a workflow's: its runs' step logs), then new lines live with -f"],
+  ] as const) {
+    serverOptions(program.command(`${name} <id>`))
+      .description(description)
+      .addOption(new Option('-n, --limit <n>', 'how many recent items to show first').default(10).argParser(count))
+      .option('-f, --follow', 'keep showing new ones as they come (Ctrl-C to stop); reconnects and resumes')
+      .option('--errors', 'the $errors stream instead')
+      .option('--json', 'one JSON object per line (for jq)')
+      .action(async (id: string, flags: ServerFlags & { limit: number; follow?: boolean; errors?: boolean }) => {
+        kindOfId(id);
+        const chosen: Stream = flags.errors ? '$errors' : stream;
+        await untilInterrupted((signal) =>
+          showStream(apiFor(flags), id, {
+            stream: chosen,
+            limit: flags.limit,
+            follow: flags.follow === true,
+            json: flags.json === true,
+            print: out,
+            notice: say,
+            signal,
+          }),
+        );
+      });
+  }
+
+  propOptions(serverOptions(program.command('dev <file>')))
+    .description('deploy a development source, follow its events and logs, and update it in place on every save')
+    .option('--json', 'events, logs and errors as JSON lines')
+    .option('--delete-on-exit', 'delete the source on Ctrl-C without asking')
+    .option('--keep', 'keep the source on Ctrl-C without asking')
+    .action(async (file: string, flags: ServerFlags & DeployFlags & { deleteOnExit?: boolean; keep?: boolean }) => {
+      const api = apiFor(flags);
+      const name = flags.name ?? `${path.basename(file).replace(/\.[^.]+$/, '')}-dev`;
+      const source = await withAsk(flags.interactive, (asking) =>
+        untilInterrupted((signal) =>
+          runDev(api, path.resolve(file), { ...deployOptions(flags), ...asking, name, json: flags.json === true, print: out, signal }),
+        ),
+      );
+      if (!source) return;
+      let remove = flags.deleteOnExit === true;
+      if (!remove && !flags.keep && isInteractive()) {
+        const terminal = terminalAsk();
+        remove = /^y(es)?$/i.test((await terminal.ask(`\ndelete the development source ${source.id}? [y/N] `)).trim());
+        terminal.close();
+      }
+      if (remove) {
+        await api.call('DELETE', `/v1/sources/${source.id}`);
+        say(`deleted ${source.id}`);
+      } else say(`kept ${source.id}; delete it with tributary delete ${source.id}`);
+    });
+}
+
+interface DeployFlags {
+  name?: string;
+  prop: string[];
+  propsFile?: string;
+  interactive?: boolean;
+}
+
+function deployOptions(flags: DeployFlags): DeployOptions {
+  return { name: flags.name, props: flags.prop, propsFile: flags.propsFile, progress: say };
+}
+
+function count(raw: string): number {
+  if (!/^\d+$/.test(raw)) throw new UsageError(`-n takes a whole number, not "${raw}"`);
+  return Number(raw);
+}
+
+function printSource(what: string, source: Parameters<typeof endpointUrl>[0] & { id: string; name: string }, json: boolean | undefined): void {
+  if (json) {
+    out(JSON.stringify(source));
+    return;
+  }
+  out(`${what} ${source.id} "${source.name}"`);
+  const endpoint = endpointUrl(source);
+  if (endpoint) out(`endpoint: ${endpoint}`);
+}

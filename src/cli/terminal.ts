@@ -1,0 +1,81 @@
+// The terminal side of client commands: questions (hidden for secrets), and what an error prints and exits with.
+import readline from 'node:readline/promises';
+import { Writable } from 'node:stream';
+import { ApiError } from '../client/api.js';
+import { BundleError } from '../client/bundle.js';
+import { ProfileError } from '../client/profiles.js';
+import type { Ask } from '../client/props-input.js';
+import { UsageError } from '../client/usage-error.js';
+import { WorkflowFileError } from '../client/workflow-file.js';
+
+/** Exit codes scripts can trust; the README lists them. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, auth: 4, unreachable: 5 } as const;
+
+/** Asks on the terminal (or, with --interactive, reads answers from standard input's lines). */
+export function terminalAsk(): { ask: Ask; close: () => void } {
+  let muted = false;
+  const output = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      if (!muted) process.stderr.write(chunk);
+      done();
+    },
+  });
+  const rl = readline.createInterface({ input: process.stdin, output, terminal: process.stdin.isTTY === true });
+  // Lines are queued by the iterator: piped answers arrive all at once, before the questions are asked.
+  const lines = rl[Symbol.asyncIterator]();
+  const ask: Ask = async (question, options) => {
+    process.stderr.write(question);
+    muted = options?.secret === true && process.stdin.isTTY === true;
+    try {
+      const line = await lines.next();
+      if (line.done) throw new UsageError('standard input ended before every question was answered');
+      if (process.stdin.isTTY !== true) process.stderr.write('\n');
+      return line.value;
+    } finally {
+      if (muted) process.stderr.write('\n');
+      muted = false;
+    }
+  };
+  return { ask, close: () => rl.close() };
+}
+
+export function isInteractive(): boolean {
+  return process.stdin.isTTY === true && process.stderr.isTTY === true;
+}
+
+const HINTS: Record<string, string> = {
+  unauthorized: 'the key was refused: check it, or log in again with tributary login --url … --key …',
+  not_found: 'see what the account has with tributary list <sources|workflows|webhooks|components|accounts>',
+  unreachable: 'is the server running there? check the URL with tributary whoami, or pass --url',
+  rate_limited: 'too many requests: wait a little and try again',
+  quota_exceeded: "the account's quota is used up for now: see tributary whoami",
+  service_unavailable: 'the server cannot reach its database right now: try again shortly',
+};
+
+/** What a failed command prints (standard error) and the code it exits with. */
+export function describeFailure(error: unknown): { lines: string[]; code: number } | undefined {
+  if (error instanceof ApiError) {
+    const lines = [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`];
+    for (const detail of error.details) {
+      const d = detail as { prop?: string; message?: string };
+      lines.push(`  ${d.prop !== undefined && d.message !== undefined ? `${d.prop}: ${d.message}` : JSON.stringify(detail)}`);
+    }
+    const hint = HINTS[error.code];
+    if (hint) lines.push(`hint: ${hint}`);
+    const code =
+      error.status === 0 || error.status === 503
+        ? EXIT.unreachable
+        : error.status === 401 || error.status === 403
+          ? EXIT.auth
+          : error.status === 404
+            ? EXIT.notFound
+            : error.status >= 400 && error.status < 500
+              ? EXIT.usage
+              : EXIT.failed;
+    return { lines, code };
+  }
+  if (error instanceof UsageError || error instanceof ProfileError || error instanceof WorkflowFileError || error instanceof BundleError) {
+    return { lines: error.message.split('\n').map((line, i) => (i === 0 ? `error: ${line}` : line)), code: EXIT.usage };
+  }
+  return undefined;
+}

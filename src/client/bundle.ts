@@ -1,0 +1,73 @@
+// Bundles a component or step file with its relative imports into one module, as the server takes code.
+import path from 'node:path';
+import { build, type BuildFailure, type Message, type Metafile } from 'esbuild';
+
+/** A file esbuild could not bundle; each line is `file:line:column: message`, as editors link them. */
+export class BundleError extends Error {
+  override name = 'BundleError';
+  constructor(readonly lines: string[]) {
+    super(lines.join('\n'));
+  }
+}
+
+export interface Bundle {
+  code: string;
+  /** npm packages the code imports, which the server installs when it saves the component. */
+  packages: string[];
+  /** Every file of the bundle (absolute paths): what a watcher follows. */
+  files: string[];
+}
+
+/** `file:line:column: message` for an esbuild message, relative to the working directory. */
+export function messageLine(message: Message): string {
+  const where = message.location
+    ? `${path.relative(process.cwd(), path.resolve(message.location.file))}:${message.location.line}:${message.location.column + 1}: `
+    : '';
+  return `${where}${message.text}`;
+}
+
+/** The package name of a bare import (`lodash/get` → `lodash`, `@scope/pkg/x` → `@scope/pkg`). */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+export function bundleOf(code: string, metafile: Metafile): Bundle {
+  const packages = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const imported of output.imports) if (imported.external && !imported.path.startsWith('node:')) packages.add(packageName(imported.path));
+  }
+  return { code, packages: [...packages].sort(), files: Object.keys(metafile.inputs).map((input) => path.resolve(input)) };
+}
+
+/** The esbuild options of every bundle: npm packages stay imports (the server installs them), `@pipedream/platform` included. */
+export function bundleOptions(file: string) {
+  return {
+    entryPoints: [file],
+    bundle: true,
+    format: 'esm' as const,
+    platform: 'node' as const,
+    write: false,
+    packages: 'external' as const,
+    metafile: true,
+    logLevel: 'silent' as const,
+    outfile: 'bundle.mjs',
+  };
+}
+
+/** Bundles `file`; a syntax error or a missing relative import is a BundleError naming the file and line. */
+export async function bundleFile(file: string): Promise<Bundle> {
+  try {
+    const result = await build(bundleOptions(file));
+    return bundleOf(result.outputFiles![0]!.text, result.metafile!);
+  } catch (error) {
+    const errors = (error as BuildFailure).errors;
+    if (Array.isArray(errors)) throw new BundleError(errors.map(messageLine));
+    throw error;
+  }
+}
+
+/** The bundled code alone (tests bundle registry files with it). */
+export async function bundleCode(file: string): Promise<string> {
+  return (await bundleFile(file)).code;
+}

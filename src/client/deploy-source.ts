@@ -1,0 +1,101 @@
+// `tributary deploy <file>` and `tributary update dc_… <file>`: bundle, save the component, deploy or update the source.
+import path from 'node:path';
+import type { ApiClient } from './api.js';
+import { type Bundle, bundleFile } from './bundle.js';
+import { type Ask, givenProps, missingProps, type PropInfo, promptForProps, describeProp } from './props-input.js';
+import { UsageError } from './usage-error.js';
+
+export interface SourceData {
+  id: string;
+  name: string;
+  component_id: string;
+  configured_props: Record<string, unknown>;
+  active: boolean;
+}
+
+export interface ComponentData {
+  id: string;
+  name: string;
+  version: string;
+  configurable_props: PropInfo[];
+}
+
+export interface DeployOptions {
+  name?: string | undefined;
+  props: string[];
+  propsFile?: string | undefined;
+  /** Set when missing required props may be asked for (an interactive terminal, or --interactive). */
+  ask?: Ask | undefined;
+  /** Progress lines (standard error). */
+  progress: (line: string) => void;
+}
+
+/** Runs `work`, saying what it does and, once done, how long it took. */
+export async function step<T>(progress: (line: string) => void, what: string, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  progress(`${what} …`);
+  const result = await work();
+  progress(`${what}: done in ${Math.round(performance.now() - started)} ms`);
+  return result;
+}
+
+/** Saves bundled code as a component; the server installs the npm packages it imports. */
+export async function saveBundle(api: ApiClient, bundle: Bundle, progress: (line: string) => void): Promise<ComponentData> {
+  const installs = bundle.packages.length ? ` (the server installs ${bundle.packages.join(', ')}; a first install may take a minute)` : '';
+  const saved = await step(progress, `saving the component${installs}`, () =>
+    api.call<{ data: ComponentData }>('POST', '/v1/components', { component_code: bundle.code }),
+  );
+  return saved.data;
+}
+
+/** Bundles the file and saves it as a component. */
+export async function saveComponent(api: ApiClient, file: string, progress: (line: string) => void): Promise<ComponentData> {
+  const bundle = await step(progress, `bundling ${path.relative(process.cwd(), file) || file}`, () => bundleFile(file));
+  return saveBundle(api, bundle, progress);
+}
+
+/** The configured props of a deploy: given, then asked for; the missing ones listed when nobody can be asked. */
+async function configuredProps(api: ApiClient, component: ComponentData, options: DeployOptions): Promise<Record<string, unknown>> {
+  const given = givenProps(component.configurable_props, options.propsFile, options.props);
+  const missing = missingProps(component.configurable_props, given);
+  if (!missing.length) return given;
+  if (!options.ask) {
+    throw new UsageError(
+      `missing required props (give them with --prop name=value or --props-file, or run in a terminal to be asked):\n${missing.map((p) => `  ${describeProp(p)}`).join('\n')}`,
+    );
+  }
+  return promptForProps(api, component.id, missing, given, options.ask, options.progress);
+}
+
+export async function deploySource(api: ApiClient, file: string, options: DeployOptions): Promise<SourceData> {
+  return createSource(api, await saveComponent(api, file, options.progress), options);
+}
+
+/** Deploys a saved component as a new source. */
+export async function createSource(api: ApiClient, component: ComponentData, options: DeployOptions): Promise<SourceData> {
+  const configured_props = await configuredProps(api, component, options);
+  const body = { component_id: component.id, configured_props, ...(options.name !== undefined && { name: options.name }) };
+  const created = await step(options.progress, `deploying ${component.name}`, () => api.call<{ data: SourceData }>('POST', '/v1/sources', body));
+  return created.data;
+}
+
+/**
+ * Replaces the source's code in place (same id, same endpoint URL, same name and state); props given replace the
+ * stored ones, else the stored ones are kept (the server re-checks them against the new code).
+ */
+export async function updateSource(api: ApiClient, sourceId: string, file: string, options: DeployOptions): Promise<SourceData> {
+  await api.get(`/v1/sources/${sourceId}`);
+  return replaceCode(api, sourceId, await saveComponent(api, file, options.progress), options);
+}
+
+/** Points the source at a saved component, keeping its id, endpoint, name and state. */
+export async function replaceCode(api: ApiClient, sourceId: string, component: ComponentData, options: DeployOptions): Promise<SourceData> {
+  const changesProps = options.props.length > 0 || options.propsFile !== undefined;
+  const body = {
+    component_id: component.id,
+    ...(changesProps && { configured_props: givenProps(component.configurable_props, options.propsFile, options.props) }),
+    ...(options.name !== undefined && { name: options.name }),
+  };
+  const updated = await step(options.progress, `updating ${sourceId}`, () => api.call<{ data: SourceData }>('PATCH', `/v1/sources/${sourceId}`, body));
+  return updated.data;
+}

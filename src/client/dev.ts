@@ -1,0 +1,99 @@
+// `tributary dev <file>`: deploys a development source, follows its events, logs and errors, and on every save of the
+// file (or a file it imports) re-bundles it and updates the source in place: same id, same endpoint URL.
+import { context, type BuildResult, type Plugin } from 'esbuild';
+import { ApiError, type ApiClient } from './api.js';
+import { bundleOf, bundleOptions, messageLine } from './bundle.js';
+import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
+import { showStream } from './follow.js';
+import { endpointUrl } from './resources.js';
+
+export interface DevOptions extends DeployOptions {
+  json: boolean;
+  /** Output lines: events, logs, errors (standard output). */
+  print: (line: string) => void;
+  /** Ends the session (Ctrl-C); dev resolves with the source once it fires. */
+  signal: AbortSignal;
+}
+
+/** The lines of a failed deploy or update: the server's message, then each detail (an invalid prop, a load error). */
+export function failureLines(error: unknown): string[] {
+  if (!(error instanceof ApiError)) return [`error: ${(error as Error).message}`];
+  const details = error.details.map((d) => {
+    const detail = d as { prop?: string; message?: string };
+    return `  ${detail.prop && detail.message ? `${detail.prop}: ${detail.message}` : JSON.stringify(d)}`;
+  });
+  return [`error: ${error.message} (${error.status} ${error.code})`, ...details];
+}
+
+export async function runDev(api: ApiClient, file: string, options: DevOptions): Promise<SourceData | undefined> {
+  let source: SourceData | undefined;
+  let following = false;
+  // Builds end while an update is in flight when saves come fast: updates run one at a time, the newest build last.
+  let chain: Promise<void> = Promise.resolve();
+
+  const deployBuild = async (result: BuildResult) => {
+    if (result.errors.length) {
+      for (const message of result.errors) options.progress(`error: ${messageLine(message)}`);
+      options.progress('fix the file and save it again');
+      return;
+    }
+    const bundle = bundleOf(result.outputFiles![0]!.text, result.metafile!);
+    try {
+      const component = await saveBundle(api, bundle, options.progress);
+      if (source === undefined) {
+        source = await createSource(api, component, options);
+        const endpoint = endpointUrl(source);
+        options.progress(`deployed ${source.id} "${source.name}"${endpoint ? `; endpoint: ${endpoint}` : ''}`);
+      } else {
+        source = await replaceCode(api, source.id, component, { ...options, props: [], propsFile: undefined, name: undefined });
+        options.progress(`updated ${source.id} in place (same id and endpoint)`);
+      }
+    } catch (error) {
+      for (const line of failureLines(error)) options.progress(line);
+      options.progress(source === undefined ? 'fix the file and save it again to deploy' : `${source.id} still runs the previous code`);
+      return;
+    }
+    if (!following) {
+      following = true;
+      startFollowing(source.id);
+    }
+  };
+
+  const startFollowing = (sourceId: string) => {
+    const streams = ['events', '$logs', '$errors'] as const;
+    let opened = 0;
+    // Each stream says when it is open (and when it reconnects); the session is live once all three are.
+    const notice = (line: string) => {
+      if (/^following /.test(line)) {
+        if (++opened === streams.length) options.progress(`following ${sourceId}: events, logs and errors (Ctrl-C to stop)`);
+      } else options.progress(line);
+    };
+    for (const stream of streams) {
+      showStream(api, sourceId, { stream, limit: 0, follow: true, json: options.json, print: options.print, notice, signal: options.signal }).catch(
+        (error: unknown) => options.progress(`stopped following ${stream}: ${(error as Error).message}`),
+      );
+    }
+  };
+
+  const onEachBuild: Plugin = {
+    name: 'tributary-dev',
+    setup(build) {
+      build.onStart(() => {
+        if (source !== undefined) options.progress('change seen; bundling …');
+      });
+      build.onEnd((result) => {
+        chain = chain.then(() => deployBuild(result));
+        return chain;
+      });
+    },
+  };
+  const watcher = await context({ ...bundleOptions(file), plugins: [onEachBuild] });
+  await watcher.watch();
+  await new Promise<void>((resolve) => {
+    if (options.signal.aborted) resolve();
+    options.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await watcher.dispose();
+  await chain;
+  return source;
+}

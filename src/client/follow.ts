@@ -1,0 +1,182 @@
+// `tributary events` and `tributary logs`: a source's or workflow's recent items, then (with -f) new ones as they come:
+// a source's over Server-Sent Events, reconnecting and resuming with Last-Event-ID; a workflow's by polling its lists.
+import { EventSource } from 'eventsource';
+import { ApiError, type ApiClient, type PageBody } from './api.js';
+
+export type Stream = 'events' | '$logs' | '$errors';
+
+export interface FollowOptions {
+  stream: Stream;
+  /** How many recent items to show first (0: none). */
+  limit: number;
+  follow: boolean;
+  json: boolean;
+  /** One line of output (standard output). */
+  print: (line: string) => void;
+  /** Connection news (standard error). */
+  notice: (line: string) => void;
+  /** Ends following (Ctrl-C); following resolves once it fires. */
+  signal?: AbortSignal | undefined;
+}
+
+interface Summary {
+  id: string;
+  indexed_at_ms: number;
+  event: unknown;
+  metadata: { summary?: string; name?: string };
+}
+
+interface RunData {
+  id: string;
+  status: string;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  error?: { name?: string; message?: string };
+  steps: Array<{
+    name: string;
+    status: string;
+    duration_ms: number;
+    logs: Array<{ k: string; ts: number; msg: string }>;
+    error?: { name?: string; message?: string };
+  }>;
+}
+
+const POLL_MS = 1000;
+const time = (ms: number) => new Date(ms).toISOString();
+
+/** One item as a line: the summary as JSON with --json, else time, then the log line, error or event. */
+export function formatSummary(summary: Summary, stream: Stream, json: boolean): string {
+  if (json) return JSON.stringify(summary);
+  const event = summary.event as { k?: string; msg?: string; error?: { name?: string; message?: string } } | null;
+  if (stream === '$logs') return `${time(summary.indexed_at_ms)}  ${String(event?.k ?? 'log').padEnd(5)}  ${event?.msg ?? JSON.stringify(event)}`;
+  if (stream === '$errors') return `${time(summary.indexed_at_ms)}  ERROR  ${event?.error?.name ?? 'Error'}: ${event?.error?.message ?? JSON.stringify(event)}`;
+  const summaryText = summary.metadata.summary ? `${summary.metadata.summary}  ` : '';
+  const channel = summary.metadata.name && summary.metadata.name !== 'default' ? `[${summary.metadata.name}]  ` : '';
+  return `${time(summary.indexed_at_ms)}  ${channel}${summaryText}${JSON.stringify(summary.event)}`;
+}
+
+function summariesPath(id: string, stream: Stream): string {
+  const kind = id.startsWith('p_') ? 'workflows' : 'sources';
+  return `/v1/${kind}/${id}/${stream === 'events' ? '' : `${stream}/`}event_summaries`;
+}
+
+/** Resolves when `signal` fires (never without one). */
+function untilAborted(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) resolve();
+    signal?.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** Shows recent items of a source or workflow stream, then follows it when asked. */
+export async function showStream(api: ApiClient, id: string, options: FollowOptions): Promise<void> {
+  if (id.startsWith('p_') && options.stream === '$logs') return showWorkflowLogs(api, id, options);
+  const path = summariesPath(id, options.stream);
+  const recent = await api.get<PageBody<Summary>>(`${path}?limit=${Math.max(options.limit, 1)}&expand=event`);
+  const shown = options.limit > 0 ? recent.data.slice(0, options.limit).reverse() : [];
+  for (const summary of shown) options.print(formatSummary(summary, options.stream, options.json));
+  if (!options.follow) return;
+  if (id.startsWith('p_')) return pollSummaries(api, path, recent.page_info.start_cursor, options);
+  // With nothing shown yet, "0-0" has the server replay whatever arrives before the stream is open.
+  return followSource(api, id, recent.data[0]?.id ?? '0-0', options);
+}
+
+/** A source's stream live: Last-Event-ID makes the server replay what came after the last item shown, on every reconnect. */
+function followSource(api: ApiClient, sourceId: string, lastShown: string, options: FollowOptions): Promise<void> {
+  const query = options.stream === 'events' ? '' : `?event_name=${encodeURIComponent(options.stream)}`;
+  let lastEventId = lastShown;
+  let connectedOnce = false;
+  let lost = false;
+  const source = new EventSource(api.url(`/v1/sources/${sourceId}/sse${query}`), {
+    fetch: (url, init) =>
+      fetch(url, {
+        ...init,
+        headers: {
+          ...init.headers,
+          authorization: `Bearer ${api.server.key}`,
+          // The library sends Last-Event-ID itself once it saw an id; the first connection resumes after the last item shown.
+          ...(!('Last-Event-ID' in init.headers) && { 'Last-Event-ID': lastEventId }),
+        },
+      }),
+  });
+  return new Promise<void>((resolve, reject) => {
+    const stop = () => {
+      source.close();
+      resolve();
+    };
+    untilAborted(options.signal).then(stop);
+    source.onopen = () => {
+      if (lost) options.notice('reconnected; resuming after the last event shown');
+      else if (!connectedOnce) options.notice(`following ${sourceId} (Ctrl-C to stop)`);
+      connectedOnce = true;
+      lost = false;
+    };
+    source.onmessage = (message) => {
+      const summary = JSON.parse(message.data) as Summary;
+      lastEventId = message.lastEventId || summary.id;
+      options.print(formatSummary(summary, options.stream, options.json));
+    };
+    source.onerror = (error) => {
+      if (error.code !== undefined) {
+        // An HTTP answer other than the stream (401, 404): the library gives up; so does the command.
+        source.close();
+        reject(
+          new ApiError(
+            error.code,
+            error.code === 404 ? 'not_found' : 'http_error',
+            `the live stream of ${sourceId} answered ${error.code}${error.message ? `: ${error.message}` : ''}`,
+          ),
+        );
+        return;
+      }
+      if (!lost) options.notice(`connection lost (${error.message ?? 'network error'}); reconnecting …`);
+      lost = true;
+    };
+  });
+}
+
+/** A workflow's events or errors by polling: each poll asks for what is newer than the newest seen (`before` its cursor). */
+async function pollSummaries(api: ApiClient, path: string, startCursor: string | null, options: FollowOptions): Promise<void> {
+  let cursor = startCursor;
+  options.notice('following (Ctrl-C to stop)');
+  while (!options.signal?.aborted) {
+    const page = await api.get<PageBody<Summary>>(`${path}?limit=100&expand=event${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`);
+    for (const summary of [...page.data].reverse()) options.print(formatSummary(summary, options.stream, options.json));
+    if (page.data.length) cursor = page.page_info.start_cursor;
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, POLL_MS)), untilAborted(options.signal)]);
+  }
+}
+
+function runLines(run: RunData, json: boolean): string[] {
+  if (json) return [JSON.stringify(run)];
+  const lines: string[] = [];
+  for (const step of run.steps) {
+    for (const log of step.logs) lines.push(`${time(log.ts)}  ${run.id}/${step.name}  ${log.k.padEnd(5)}  ${log.msg}`);
+    if (step.error) lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}/${step.name}  ERROR  ${step.error.name}: ${step.error.message}`);
+  }
+  const took = run.finished_at_ms === null ? '' : `, ${run.finished_at_ms - run.created_at_ms} ms`;
+  lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${run.steps.length} steps${took})`);
+  return lines;
+}
+
+/** A workflow's logs are its runs' step logs: the last runs, then (with -f) each run as it finishes. */
+async function showWorkflowLogs(api: ApiClient, workflowId: string, options: FollowOptions): Promise<void> {
+  const shown = new Set<string>();
+  const finishedRuns = async (limit: number) =>
+    (await api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}`)).data.filter((run) => run.finished_at_ms !== null).reverse();
+  const recent = await finishedRuns(Math.max(options.limit, 1));
+  for (const run of recent) {
+    if (options.limit > 0) for (const line of runLines(run, options.json)) options.print(line);
+    shown.add(run.id);
+  }
+  if (!options.follow) return;
+  options.notice('following (Ctrl-C to stop)');
+  while (!options.signal?.aborted) {
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, POLL_MS)), untilAborted(options.signal)]);
+    for (const run of await finishedRuns(100)) {
+      if (shown.has(run.id)) continue;
+      shown.add(run.id);
+      for (const line of runLines(run, options.json)) options.print(line);
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// Saved server profiles (`tributary login`): a URL and an API key per name, in the user's config directory, mode 0600.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ServerAddress } from './api.js';
+
+export const DEFAULT_PROFILE = 'default';
+
+interface ProfilesFile {
+  /** The profile used when none is named. */
+  current?: string;
+  profiles: Record<string, ServerAddress>;
+}
+
+/** No server to talk to: no profile, no --url/--key, no TRIBUTARY_URL/TRIBUTARY_KEY. */
+export class ProfileError extends Error {
+  override name = 'ProfileError';
+}
+
+/** `$XDG_CONFIG_HOME/tributary/profiles.json`, `~/.config/tributary/profiles.json` without it. */
+export function profilesPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(os.homedir(), '.config');
+  return path.join(base, 'tributary', 'profiles.json');
+}
+
+function readProfiles(file: string): ProfilesFile {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { profiles: {} };
+    throw new ProfileError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  try {
+    const parsed = JSON.parse(text) as ProfilesFile;
+    if (typeof parsed.profiles !== 'object' || parsed.profiles === null) throw new Error('no "profiles" object');
+    return parsed;
+  } catch (error) {
+    throw new ProfileError(`${file} is not a profiles file (${(error as Error).message}); fix it or delete it and log in again`);
+  }
+}
+
+/** Saves a profile and makes it the current one; the file holds keys, so only its owner may read it. */
+export function saveProfile(name: string, address: ServerAddress, env: NodeJS.ProcessEnv = process.env): string {
+  const file = profilesPath(env);
+  const profiles = readProfiles(file);
+  profiles.profiles[name] = { url: address.url.replace(/\/+$/, ''), key: address.key };
+  profiles.current = name;
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // Written beside and renamed, so that a crash never leaves half a file; created 0600 so the key is never readable by others.
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, `${JSON.stringify(profiles, null, 2)}\n`, { mode: 0o600 });
+  fs.chmodSync(temporary, 0o600);
+  fs.renameSync(temporary, file);
+  return file;
+}
+
+export interface ServerChoice {
+  /** --profile, else TRIBUTARY_PROFILE. */
+  profile?: string | undefined;
+  /** --url and --key override the profile's; TRIBUTARY_URL and TRIBUTARY_KEY likewise. */
+  url?: string | undefined;
+  key?: string | undefined;
+}
+
+/** Where the command talks to: flags, then TRIBUTARY_URL/TRIBUTARY_KEY, then the named or current profile. */
+export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = process.env): ServerAddress & { profile: string | undefined } {
+  const file = profilesPath(env);
+  const profiles = readProfiles(file);
+  const name = choice.profile ?? env.TRIBUTARY_PROFILE ?? profiles.current ?? DEFAULT_PROFILE;
+  const saved = profiles.profiles[name];
+  if ((choice.profile ?? env.TRIBUTARY_PROFILE) !== undefined && !saved) {
+    const known = Object.keys(profiles.profiles);
+    throw new ProfileError(
+      `no profile "${name}" in ${file}${known.length ? ` (profiles: ${known.join(', ')})` : ''}; run tributary login --profile ${name} --url … --key …`,
+    );
+  }
+  const url = choice.url ?? env.TRIBUTARY_URL ?? saved?.url;
+  const key = choice.key ?? env.TRIBUTARY_KEY ?? saved?.key;
+  if (!url || !key) {
+    throw new ProfileError(`no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY`);
+  }
+  return { url: url.replace(/\/+$/, ''), key, profile: saved ? name : undefined };
+}

@@ -1,0 +1,166 @@
+// A deploy's configured_props from the command line: --props-file, then --prop key=value (typed by the component's
+// props), then answers to prompts for required props still missing when the terminal is interactive.
+import fs from 'node:fs';
+import type { ApiClient } from './api.js';
+import { UsageError } from './usage-error.js';
+
+/** A prop as the component's `configurable_props` describe it (the fields the client uses). */
+export interface PropInfo {
+  name: string;
+  type: string;
+  label?: string;
+  description?: string;
+  optional?: boolean;
+  default?: unknown;
+  secret?: boolean;
+  options?: unknown[];
+  remoteOptions?: boolean;
+  app?: string;
+}
+
+/** Props the platform fills in: never asked for. */
+const FILLED_IN = new Set(['$.interface.http', '$.service.db', '$.interface.apphook']);
+
+function parseJson(raw: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(raw) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** A command-line value as the prop's type wants it: `--prop n=5` is the integer 5 for an integer prop, "5" for a string. */
+export function typedValue(prop: PropInfo | undefined, raw: string): unknown {
+  const json = parseJson(raw);
+  const type = prop?.type ?? '';
+  const fail = (what: string): never => {
+    throw new UsageError(`--prop ${prop!.name}=${raw}: ${prop!.name} is ${what}`);
+  };
+  switch (type) {
+    case 'string':
+      return raw;
+    case 'integer':
+      return /^-?\d+$/.test(raw.trim()) ? Number(raw) : fail('an integer');
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : fail('a boolean: true or false');
+    case 'app':
+      return /^apn_/.test(raw) ? { authProvisionId: raw } : json.ok ? json.value : fail('an app prop: give a connected account id (apn_…)');
+    case '$.interface.timer':
+      if (/^\d+$/.test(raw)) return { intervalSeconds: Number(raw) };
+      return json.ok ? json.value : { cron: raw };
+    case 'string[]':
+      return json.ok && Array.isArray(json.value) ? json.value : raw.split(',').map((part) => part.trim());
+    case 'integer[]':
+      return json.ok && Array.isArray(json.value) ? json.value : raw.split(',').map((part) => Number(part.trim()));
+    default:
+      // object, any and props the client does not know (added by additionalProps()): JSON if it parses, else the text.
+      return json.ok ? json.value : raw;
+  }
+}
+
+/** `--props-file` then `--prop` values; later ones win. */
+export function givenProps(props: PropInfo[], propsFile: string | undefined, pairs: string[]): Record<string, unknown> {
+  let configured: Record<string, unknown> = {};
+  if (propsFile !== undefined) {
+    let text: string;
+    try {
+      text = fs.readFileSync(propsFile, 'utf8');
+    } catch (error) {
+      throw new UsageError(
+        `cannot read --props-file ${propsFile}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      );
+    }
+    const parsed = parseJson(text);
+    if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
+      throw new UsageError(`--props-file ${propsFile} must hold a JSON object of prop values`);
+    }
+    configured = { ...(parsed.value as Record<string, unknown>) };
+  }
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new UsageError(`--prop ${pair}: write it as name=value`);
+    const name = pair.slice(0, at);
+    configured[name] = typedValue(
+      props.find((p) => p.name === name),
+      pair.slice(at + 1),
+    );
+  }
+  return configured;
+}
+
+/** Required props without a value: not optional, no default, not filled in by the platform. */
+export function missingProps(props: PropInfo[], configured: Record<string, unknown>): PropInfo[] {
+  return props.filter((p) => !FILLED_IN.has(p.type) && p.type !== 'app' && !p.optional && p.default === undefined && configured[p.name] === undefined);
+}
+
+/** How a prop is named to a user: its label and name, type and description. */
+export function describeProp(prop: PropInfo): string {
+  const label = prop.label && prop.label !== prop.name ? `${prop.label} (${prop.name})` : prop.name;
+  return `${label}: ${prop.type}${prop.description ? `. ${prop.description}` : ''}`;
+}
+
+/** Asks one question; answers come from the terminal (or stdin's lines with --interactive). */
+export type Ask = (question: string, options?: { secret?: boolean }) => Promise<string>;
+
+interface Choice {
+  label: string;
+  value: unknown;
+}
+
+function asChoices(options: unknown[]): Choice[] {
+  return options.map((o) =>
+    typeof o === 'object' && o !== null && 'value' in o
+      ? { label: String((o as Choice).label ?? (o as Choice).value), value: (o as Choice).value }
+      : { label: String(o), value: o },
+  );
+}
+
+/** The choices of a prop: its static options, else its options() through the API (first page), else accounts of its app. */
+async function choicesFor(api: ApiClient, componentId: string, prop: PropInfo, configured: Record<string, unknown>): Promise<Choice[]> {
+  if (prop.options?.length) return asChoices(prop.options);
+  if (prop.remoteOptions) {
+    const answer = await api.call<{ data: { options: unknown[]; errors: string[] } }>(
+      'POST',
+      `/v1/components/${componentId}/props/${encodeURIComponent(prop.name)}/options`,
+      {
+        configured_props: configured,
+      },
+    );
+    if (answer.data.errors.length) throw new UsageError(`the options of ${prop.name} could not be listed: ${answer.data.errors.join('; ')}`);
+    return asChoices(answer.data.options);
+  }
+  return [];
+}
+
+/** Asks for each missing prop in turn, offering its choices by number; values are typed as --prop values are. */
+export async function promptForProps(
+  api: ApiClient,
+  componentId: string,
+  missing: PropInfo[],
+  configured: Record<string, unknown>,
+  ask: Ask,
+  print: (line: string) => void,
+): Promise<Record<string, unknown>> {
+  const out = { ...configured };
+  for (const prop of missing) {
+    const choices = await choicesFor(api, componentId, prop, out);
+    print(describeProp(prop));
+    choices.slice(0, 50).forEach((choice, i) => print(`  ${i + 1}) ${choice.label}`));
+    for (;;) {
+      const answer = (await ask(choices.length ? `${prop.name} (number or value): ` : `${prop.name}: `, { secret: prop.secret === true })).trim();
+      if (answer === '') {
+        print(`${prop.name} is required`);
+        continue;
+      }
+      const index = /^\d+$/.test(answer) && choices.length ? Number(answer) - 1 : -1;
+      try {
+        out[prop.name] = index >= 0 && index < Math.min(choices.length, 50) ? choices[index]!.value : typedValue(prop, answer);
+        break;
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        print(error.message);
+      }
+    }
+  }
+  return out;
+}

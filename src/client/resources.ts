@@ -1,0 +1,151 @@
+// What the client knows of each kind of resource: its id prefix, where it is listed, read and deleted, and its table.
+import { UsageError } from './usage-error.js';
+
+export type Row = Record<string, unknown>;
+
+export interface ResourceKind {
+  /** The plural `tributary list` takes. */
+  plural: string;
+  /** The id prefix (`dc_`), or undefined for kinds `describe` and `delete` do not take. */
+  prefix: string | undefined;
+  listPath: string;
+  /** GET and DELETE of one; undefined when the API has none. */
+  itemPath: ((id: string) => string) | undefined;
+  deletable: boolean;
+  /** Table columns: header and how to show the row's value. */
+  columns: Array<[header: string, value: (row: Row) => unknown]>;
+}
+
+const when = (seconds: unknown) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString().replace('.000Z', 'Z') : '');
+
+/** http when a prop echoes an endpoint, timer when one echoes a schedule, else a listener (of other emitters). */
+export function sourceType(source: Row): string {
+  const values = Object.values((source.configured_props ?? {}) as Row).filter((v): v is Row => typeof v === 'object' && v !== null);
+  if (values.some((v) => 'endpoint_url' in v)) return 'http';
+  if (values.some((v) => 'interval_seconds' in v || 'cron' in v)) return 'timer';
+  return 'listener';
+}
+
+/** The endpoint URL a source's or workflow's HTTP trigger shows, if it has one. */
+export function endpointUrl(given: object): string | undefined {
+  const item = given as Row;
+  const trigger = item.trigger as Row | null | undefined;
+  if (typeof trigger?.endpoint_url === 'string') return trigger.endpoint_url;
+  for (const value of Object.values((item.configured_props ?? {}) as Row)) {
+    if (typeof value === 'object' && value !== null && typeof (value as Row).endpoint_url === 'string') return (value as Row).endpoint_url as string;
+  }
+  return undefined;
+}
+
+export const KINDS: readonly ResourceKind[] = [
+  {
+    plural: 'sources',
+    prefix: 'dc_',
+    listPath: '/v1/users/me/sources',
+    itemPath: (id) => `/v1/sources/${id}`,
+    deletable: true,
+    columns: [
+      ['ID', (r) => r.id],
+      ['NAME', (r) => r.name],
+      ['TYPE', sourceType],
+      ['ACTIVE', (r) => (r.active ? 'yes' : 'no')],
+      ['UPDATED', (r) => when(r.updated_at)],
+    ],
+  },
+  {
+    plural: 'workflows',
+    prefix: 'p_',
+    listPath: '/v1/users/me/workflows',
+    itemPath: (id) => `/v1/workflows/${id}`,
+    deletable: true,
+    columns: [
+      ['ID', (r) => r.id],
+      ['NAME', (r) => r.name],
+      ['TRIGGER', (r) => (r.trigger as Row | null)?.type ?? 'none'],
+      ['STEPS', (r) => (r.steps as unknown[]).length],
+      ['ACTIVE', (r) => (r.active ? 'yes' : 'no')],
+    ],
+  },
+  {
+    plural: 'webhooks',
+    prefix: 'wh_',
+    listPath: '/v1/users/me/webhooks',
+    itemPath: (id) => `/v1/webhooks/${id}`,
+    deletable: true,
+    columns: [
+      ['ID', (r) => r.id],
+      ['NAME', (r) => r.name ?? ''],
+      ['URL', (r) => r.url],
+      ['ACTIVE', (r) => (r.active === false ? 'no' : 'yes')],
+    ],
+  },
+  {
+    plural: 'subscriptions',
+    prefix: undefined,
+    listPath: '/v1/users/me/subscriptions',
+    itemPath: undefined,
+    deletable: false,
+    columns: [
+      ['ID', (r) => r.id],
+      ['EMITTER', (r) => r.emitter_id],
+      ['LISTENER', (r) => r.listener_id],
+      ['EVENTS', (r) => r.event_name || 'default'],
+    ],
+  },
+  {
+    plural: 'components',
+    prefix: 'sc_',
+    listPath: '/v1/users/me/components',
+    itemPath: (id) => `/v1/components/${id}`,
+    deletable: false,
+    columns: [
+      ['ID', (r) => r.id],
+      ['KEY', (r) => r.key ?? ''],
+      ['NAME', (r) => r.name],
+      ['VERSION', (r) => r.version],
+      ['CREATED', (r) => when(r.created_at)],
+    ],
+  },
+  {
+    plural: 'accounts',
+    prefix: 'apn_',
+    listPath: '/v1/users/me/accounts',
+    itemPath: (id) => `/v1/accounts/${id}`,
+    deletable: true,
+    columns: [
+      ['ID', (r) => r.id],
+      ['APP', (r) => r.app],
+      ['NAME', (r) => r.name],
+      ['HEALTHY', (r) => (r.healthy ? 'yes' : 'no')],
+    ],
+  },
+];
+
+export function kindNamed(plural: string): ResourceKind {
+  const kind = KINDS.find((k) => k.plural === plural);
+  if (!kind) throw new UsageError(`unknown kind "${plural}": one of ${KINDS.map((k) => k.plural).join(', ')}`);
+  return kind;
+}
+
+/** The kind an id belongs to, by its prefix. */
+export function kindOfId(id: string): ResourceKind {
+  const kind = KINDS.find((k) => k.prefix !== undefined && id.startsWith(k.prefix));
+  if (!kind) {
+    const known = KINDS.filter((k) => k.prefix).map((k) => `${k.prefix}… (${k.plural})`);
+    throw new UsageError(`"${id}" is not an id the client knows: ${known.join(', ')}`);
+  }
+  return kind;
+}
+
+/** Rows as a table with a header, columns padded to their widest value. */
+export function formatTable(kind: ResourceKind, rows: Row[]): string {
+  const cells = rows.map((row) => kind.columns.map(([, value]) => String(value(row) ?? '')));
+  const headers = kind.columns.map(([header]) => header);
+  const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((c) => c[i]!.length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...cells.map(line)].join('\n');
+}

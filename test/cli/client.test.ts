@@ -1,0 +1,302 @@
+// The client commands of the real `tributary` binary against a real server: login and profiles, deploy (props typed,
+// asked for, or listed as missing), update in place, list, describe, run, delete, events and logs (-f live over SSE),
+// dev (a save updates the source in place), and the exit codes scripts rely on.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, request } from '../helpers/client.js';
+import { BIN } from '../helpers/processes.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+const execFileAsync = promisify(execFile);
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A running command whose output can be waited on. */
+interface Running {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  waitForOutput: (pattern: RegExp, stream?: 'stdout' | 'stderr') => Promise<RegExpExecArray>;
+  exit: Promise<number | null>;
+}
+
+describe('tributary client commands', () => {
+  let server: TestServer;
+  let key: string;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite');
+    key = (await server.createUser()).apiKey;
+    dir = tempDir('tributary-client-');
+    env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config') };
+    fs.writeFileSync(path.join(dir, 'format.mjs'), 'export const format = (body) => ({ got: body, shape: "v1" });\n');
+    fs.writeFileSync(
+      path.join(dir, 'source.mjs'),
+      [
+        'import { format } from "./format.mjs";',
+        'export default {',
+        '  name: "cli source", version: "0.0.1",',
+        '  props: {',
+        '    http: "$.interface.http",',
+        '    channel: { type: "string", label: "Channel", options: ["general", "random"] },',
+        '    limit: { type: "integer", min: 1, max: 100 },',
+        '    verbose: { type: "boolean", optional: true },',
+        '  },',
+        '  async run(event) {',
+        '    console.log("got", this.channel, this.limit);',
+        '    if (event.body?.fail) throw new Error("asked to fail");',
+        '    this.$emit({ ...format(event.body), channel: this.channel, limit: this.limit }, { summary: "event " + (event.body?.n ?? "") });',
+        '  },',
+        '};',
+        '',
+      ].join('\n'),
+    );
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function tributary(args: string[], extra: Record<string, string> = {}, input?: string): Promise<Result> {
+    const child = execFileAsync(process.execPath, [BIN, ...args], { env: { ...env, ...extra }, cwd: dir });
+    if (input !== undefined) {
+      child.child.stdin!.end(input);
+    }
+    return child.then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+    );
+  }
+
+  function start(args: string[]): Running {
+    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: dir });
+    const output = { stdout: '', stderr: '' };
+    child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    return {
+      child,
+      stdout: () => output.stdout,
+      stderr: () => output.stderr,
+      exit,
+      waitForOutput: async (pattern, stream = 'stdout') => {
+        let match: RegExpExecArray | null = null;
+        await waitFor(
+          async () => (match = pattern.exec(output[stream])),
+          (m) => m !== null,
+          { what: `${pattern} on ${stream}; stdout: ${output.stdout}; stderr: ${output.stderr}`, timeoutMs: 30_000 },
+        );
+        return match!;
+      },
+    };
+  }
+
+  const api = () => client(server.url, key);
+
+  it('logs in: checks the key, saves the profile 0600, and whoami uses it; flags and variables override it', async () => {
+    const refused = await tributary(['login', '--url', server.url, '--key', 'trb_wrong']);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toContain('(401 unauthorized)');
+    expect(refused.stderr).toContain('hint: the key was refused');
+
+    const nothing = await tributary(['whoami']);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toContain('no server to talk to: run tributary login');
+
+    const login = await tributary(['login', '--url', `${server.url}/`, '--key', key]);
+    expect(login.code, login.stderr).toBe(0);
+    const file = path.join(dir, 'config', 'tributary', 'profiles.json');
+    expect(login.stdout).toContain(`logged in to ${server.url} as `);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual({ current: 'default', profiles: { default: { url: server.url, key } } });
+
+    const me = await tributary(['whoami', '--json']);
+    expect(JSON.parse(me.stdout)).toMatchObject({ url: server.url, profile: 'default', account: { id: expect.stringMatching(/^u_/) } });
+    expect((await tributary(['whoami'], { TRIBUTARY_KEY: 'trb_other' })).code).toBe(4);
+    const unknown = await tributary(['whoami', '--profile', 'staging']);
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('no profile "staging"')]);
+    const unreachable = await tributary(['whoami', '--url', 'http://127.0.0.1:1']);
+    expect(unreachable.code).toBe(5);
+    expect(unreachable.stderr).toContain('hint: is the server running there?');
+  });
+
+  it('deploys a file with its relative imports, typing --prop values, and lists the missing props when it cannot ask', async () => {
+    const missing = await tributary(['deploy', 'source.mjs', '--prop', 'channel=general']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing required props');
+    expect(missing.stderr).toContain('limit: integer');
+    expect(missing.stderr).not.toContain('channel');
+
+    const wrong = await tributary(['deploy', 'source.mjs', '--prop', 'limit=ten', '--prop', 'channel=general']);
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('--prop limit=ten: limit is an integer')]);
+    const refused = await tributary(['deploy', 'source.mjs', '--prop', 'limit=500', '--prop', 'channel=general']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('(422 props_invalid)');
+    expect(refused.stderr).toContain('  limit: must be at most 100, got 500');
+
+    const deployed = await tributary([
+      'deploy',
+      'source.mjs',
+      '--name',
+      'from cli',
+      '--prop',
+      'limit=5',
+      '--prop',
+      'channel=general',
+      '--prop',
+      'verbose=true',
+    ]);
+    expect(deployed.code, deployed.stderr).toBe(0);
+    expect(deployed.stderr).toMatch(/bundling source\.mjs: done in \d+ ms/);
+    const id = /deployed (dc_\w+) "from cli"/.exec(deployed.stdout)![1]!;
+    const endpoint = /endpoint: (\S+)/.exec(deployed.stdout)![1]!;
+    await request('POST', endpoint, { body: { n: 1 } });
+    const events = await waitFor(
+      () => api().get(`/v1/sources/${id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+    );
+    expect(events.body.data[0].event).toEqual({ got: { n: 1 }, shape: 'v1', channel: 'general', limit: 5 });
+  });
+
+  it('asks for missing props with --interactive, offering static options by number', async () => {
+    const asked = await tributary(['deploy', 'source.mjs', '--interactive', '--json'], {}, '2\nmany\n7\n');
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stderr).toContain('Channel (channel): string');
+    expect(asked.stderr).toContain('  2) random');
+    expect(asked.stderr).toContain('limit is an integer');
+    expect(JSON.parse(asked.stdout).configured_props).toMatchObject({ channel: 'random', limit: 7 });
+  });
+
+  it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
+    const deployed = await tributary(['deploy', 'source.mjs', '--json', '--prop', 'limit=2', '--prop', 'channel=random']);
+    const source = JSON.parse(deployed.stdout);
+    fs.writeFileSync(path.join(dir, 'format.mjs'), 'export const format = (body) => ({ got: body, shape: "v2" });\n');
+    const updated = await tributary(['update', source.id, 'source.mjs']);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain(`updated ${source.id} "${source.name}"`);
+    expect(updated.stdout).toContain(`endpoint: ${source.configured_props.http.endpoint_url}`);
+
+    const table = await tributary(['list']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+TYPE\s+ACTIVE\s+UPDATED$/);
+    expect(table.stdout).toMatch(new RegExp(`${source.id}\\s+${source.name}\\s+http\\s+yes`));
+    const lines = (await tributary(['list', 'sources', '--json'])).stdout.trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).id)).toContain(source.id);
+    expect((await tributary(['list', 'components'])).stdout).toContain('cli source');
+    const badKind = await tributary(['list', 'gadgets']);
+    expect([badKind.code, badKind.stderr]).toEqual([2, expect.stringContaining('unknown kind "gadgets"')]);
+
+    const described = await tributary(['describe', source.id]);
+    expect(described.stdout).toContain(`id: ${source.id}`);
+    expect(described.stdout).toContain('channel: random');
+    const ghost = await tributary(['describe', 'dc_00000000000000000000000000']);
+    expect(ghost.code).toBe(3);
+    expect(ghost.stderr).toContain('hint: see what the account has');
+
+    const ran = await tributary(['run', source.id, '--event', '{"body":{"n":7}}']);
+    expect(ran.code, ran.stderr).toBe(0);
+    await waitFor(
+      () => tributary(['events', source.id, '-n', '5', '--json']),
+      (r) => r.stdout.trim().split('\n').filter(Boolean).length === 1,
+    );
+    const shown = JSON.parse((await tributary(['events', source.id, '-n', '1', '--json'])).stdout);
+    expect(shown.event).toEqual({ got: { n: 7 }, shape: 'v2', channel: 'random', limit: 2 });
+    expect((await tributary(['events', source.id])).stdout).toMatch(/Z {2}event 7 {2}\{"got":\{"n":7\},"shape":"v2"/);
+    expect((await tributary(['logs', source.id])).stdout).toMatch(/Z {2}log +got random 2/);
+
+    await tributary(['run', source.id, '--event', '{"body":{"fail":true}}']);
+    const errors = await waitFor(
+      () => tributary(['events', source.id, '--errors']),
+      (r) => r.stdout.includes('asked to fail'),
+    );
+    expect(errors.stdout).toMatch(/ERROR {2}Error: asked to fail/);
+
+    const deleted = await tributary(['delete', source.id]);
+    expect(deleted.stdout).toBe(`deleted ${source.id}\n`);
+    expect((await tributary(['describe', source.id])).code).toBe(3);
+    expect((await tributary(['run', 'wh_x'])).code).toBe(2);
+  });
+
+  it('events -f shows recent events, then a live one, and stops cleanly on Ctrl-C', async () => {
+    const source = JSON.parse((await tributary(['deploy', 'source.mjs', '--json', '--prop', 'limit=3', '--prop', 'channel=general'])).stdout);
+    const endpoint = source.configured_props.http.endpoint_url;
+    await request('POST', endpoint, { body: { n: 'before' } });
+    await waitFor(
+      () => api().get(`/v1/sources/${source.id}/event_summaries`),
+      (r) => r.body.data.length === 1,
+    );
+    const following = start(['events', source.id, '-f']);
+    await following.waitForOutput(/event before/);
+    await following.waitForOutput(/following dc_/, 'stderr');
+    await request('POST', endpoint, { body: { n: 'live' } });
+    await following.waitForOutput(/event live/);
+    following.child.kill('SIGINT');
+    expect(await following.exit).toBe(0);
+    // Each event once: the recent one is not repeated by the stream's replay.
+    expect(following.stdout().match(/event before/g)).toHaveLength(1);
+
+    const logs = start(['logs', source.id, '-f', '-n', '0', '--json']);
+    await logs.waitForOutput(/following dc_/, 'stderr');
+    await request('POST', endpoint, { body: { n: 'logged' } });
+    const line = await logs.waitForOutput(/^\{.*\}$/m);
+    expect(JSON.parse(line[0]).event).toMatchObject({ k: 'log', msg: 'got general 3' });
+    logs.child.kill('SIGINT');
+    expect(await logs.exit).toBe(0);
+  });
+
+  it('dev deploys, follows, updates in place on a save, reports a broken save with file and line, and deletes on exit', async () => {
+    const file = path.join(dir, 'dev-source.mjs');
+    const version = (tag: string) =>
+      `export default { name: "dev source", version: "0.0.1", props: { http: "$.interface.http" },\n  async run(event) { console.log("seen ${tag}"); this.$emit({ tag: "${tag}", body: event.body }); } };\n`;
+    fs.writeFileSync(file, version('one'));
+    const dev = start(['dev', 'dev-source.mjs', '--delete-on-exit']);
+    const [, id, endpoint] = await dev.waitForOutput(/deployed (dc_\w+) "dev-source-dev"; endpoint: (\S+)/, 'stderr');
+    await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
+    await request('POST', endpoint!, { body: { n: 1 } });
+    await dev.waitForOutput(/\{"tag":"one","body":\{"n":1\}\}/);
+    await dev.waitForOutput(/log +seen one/);
+
+    fs.writeFileSync(file, version('two'));
+    await dev.waitForOutput(new RegExp(`updated ${id} in place`), 'stderr');
+    await request('POST', endpoint!, { body: { n: 2 } });
+    await dev.waitForOutput(/\{"tag":"two","body":\{"n":2\}\}/);
+
+    fs.writeFileSync(file, 'export default { name: "dev source", run( {\n');
+    await dev.waitForOutput(/error: dev-source\.mjs:\d+:\d+: /, 'stderr');
+    const sources = await api().get('/v1/users/me/sources?limit=100');
+    expect(sources.body.data.filter((s: { id: string }) => s.id === id)).toHaveLength(1);
+
+    dev.child.kill('SIGINT');
+    expect(await dev.exit).toBe(0);
+    expect(dev.stderr()).toContain(`deleted ${id}`);
+    expect((await api().get(`/v1/sources/${id}`)).status).toBe(404);
+  });
+
+  it("shows a workflow's events, errors and its runs' step logs", async () => {
+    const step = path.join(dir, 'step.mjs');
+    fs.writeFileSync(
+      step,
+      'export default defineComponent({ async run({ steps, $ }) { console.log("step ran", steps.trigger.event.n); return steps.trigger.event.n; } });\n',
+    );
+    fs.writeFileSync(path.join(dir, 'wf.yaml'), 'name: cli wf\nsteps:\n  - name: only\n    path: ./step.mjs\n');
+    const deployed = await tributary(['deploy', '--workflow', 'wf.yaml']);
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const id = /created workflow (p_\w+)/.exec(deployed.stdout)![1]!;
+    await tributary(['run', id, '--event', '{"n":4}']);
+    const logs = await waitFor(
+      () => tributary(['logs', id]),
+      (r) => r.stdout.includes('succeeded'),
+    );
+    expect(logs.stdout).toMatch(/Z {2}wr_\w+\/only {2}log +step ran 4\n.*Z {2}wr_\w+ {2}succeeded \(1 steps, \d+ ms\)/);
+    expect((await tributary(['list', 'workflows'])).stdout).toMatch(new RegExp(`${id}\\s+cli wf\\s+none\\s+1\\s+yes`));
+  });
+});
