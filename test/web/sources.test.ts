@@ -157,4 +157,146 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it('shows an event sent to the endpoint live, opens it as JSON, pauses and resumes, and deletes it with confirmation', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'live' });
+    const endpoint = source.configured_props.http.endpoint_url;
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'live' }).click();
+    await waitForText(page.locator('.live-state'), 'Live');
+    // A mark on the page's window: still there after the rows arrive, so they came without a reload.
+    await evaluate(page, 'window.__sameDocument = true');
+    const table = page.getByRole('region', { name: 'Events of this source' });
+
+    expect((await request('POST', endpoint, { body: { hello: 'world-1' } })).status).toBe(200);
+    await table.getByRole('row').filter({ hasText: 'world-1' }).waitFor();
+    expect(await evaluate(page, 'window.__sameDocument')).toBe(true);
+    await waitForText(page.locator('[aria-live="polite"].sr-only'), 'world-1');
+
+    // Paused: a new event waits, counted, until resumed.
+    await page.getByRole('button', { name: 'Pause' }).click();
+    expect((await request('POST', endpoint, { body: { hello: 'world-2' } })).status).toBe(200);
+    await page.getByRole('button', { name: 'Resume (1 new)' }).waitFor();
+    expect(await table.getByRole('row').filter({ hasText: 'world-2' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Resume (1 new)' }).click();
+    await table.getByRole('row').filter({ hasText: 'world-2' }).waitFor();
+    expect(await evaluate(page, 'window.__sameDocument')).toBe(true);
+
+    // The row opens the full event as JSON, folded by level.
+    await table.getByRole('row').filter({ hasText: 'world-1' }).click();
+    const detail = page.getByRole('figure', { name: 'Event JSON' });
+    await waitForText(detail, '"hello": "world-1"');
+    await waitForText(detail, '"emitter_id": ' + JSON.stringify(source.id));
+
+    // Delete this event: a dialog asks first; cancelling keeps it.
+    const events = () => api.get(`/v1/sources/${source.id}/event_summaries`);
+    const world1 = (await events()).body.data.find((e: any) => e.event.hello === 'world-1');
+    await page.getByRole('button', { name: 'Delete this event' }).click();
+    await page.getByRole('dialog', { name: 'Delete events?' }).getByRole('button', { name: 'Cancel' }).click();
+    expect((await events()).body.data).toHaveLength(2);
+    await page.getByRole('button', { name: 'Delete this event' }).click();
+    await waitForText(page.getByRole('dialog'), `Event ${world1.id} will be deleted`);
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await table.getByRole('row').filter({ hasText: 'world-1' }).waitFor({ state: 'detached' });
+    expect((await events()).body.data.map((e: any) => e.event.hello)).toEqual(['world-2']);
+    await table.getByRole('row').filter({ hasText: 'world-2' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows a failing run on the $errors tab and the source's console output on $logs, live", async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'failing' });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    await page.getByRole('tab', { name: '$errors' }).click();
+    expect(await page.getByRole('tab', { name: '$errors' }).getAttribute('aria-selected')).toBe('true');
+    await waitForText(page.locator('.live-state'), 'Live');
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { fail: 'kaboom at step 3' } })).status).toBe(200);
+    const errors = page.getByRole('region', { name: '$errors of this source' });
+    await errors.getByRole('row').filter({ hasText: 'kaboom at step 3' }).click();
+    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), '"name": "$errors"');
+
+    // Arrow keys move between tabs.
+    await page.getByRole('tab', { name: '$errors' }).focus();
+    await page.keyboard.press('ArrowLeft');
+    expect(await page.getByRole('tab', { name: '$logs' }).getAttribute('aria-selected')).toBe('true');
+    await page.getByRole('region', { name: '$logs of this source' }).getByRole('row').filter({ hasText: 'got POST' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('runs a source now with an event, deactivates it, and deletes it after confirmation', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'manual' });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    await waitForText(page.locator('.live-state'), 'Live');
+
+    await page.getByText('Run now').click();
+    await page.getByLabel('Event (JSON)').fill('{ "body": not json');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(page.locator('#run-event-error'), 'valid JSON');
+    await page.getByLabel('Event (JSON)').fill('{"method": "MANUAL", "body": {"by": "hand"}}');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(page.getByRole('status'), /Run queued \(inv_/);
+    await page.getByRole('region', { name: 'Events of this source' }).getByRole('row').filter({ hasText: '"by":"hand"' }).waitFor();
+
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByRole('button', { name: 'Activate' }).waitFor();
+    expect((await api.get('/v1/users/me/sources')).body.data[0].active).toBe(false);
+    expect(await page.getByRole('button', { name: 'Run with this event' }).isDisabled()).toBe(true);
+
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    await page.getByRole('dialog', { name: 'Delete manual?' }).getByRole('button', { name: 'Cancel' }).click();
+    expect((await api.get('/v1/users/me/sources')).body.data).toHaveLength(1);
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    await page.getByRole('dialog', { name: 'Delete manual?' }).getByRole('button', { name: 'Delete source' }).click();
+    await page.getByRole('heading', { name: 'Sources', level: 1 }).waitFor();
+    expect(page.url()).toMatch(/#\/sources$/);
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('returns to sign-in with a message when the key stops working', async () => {
+    const user = await server.createUser();
+    const { page } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('heading', { name: 'Sources' }).waitFor();
+    expect((await client(server.url, user.apiKey).post('/v1/users/me/api_key')).status).toBe(200);
+    await page.getByRole('link', { name: 'Workflows' }).click();
+    await waitForText(page.getByRole('alert'), 'Signed out: invalid API key');
+    await page.getByLabel('API key').waitFor();
+    expect(await evaluate(page, 'sessionStorage.length')).toBe(0);
+    await page.context().close();
+  });
+
+  it('fits a phone-width screen (375 px) without sideways scrolling of the page', async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'a-source-with-a-rather-long-name-for-a-phone' });
+    await request('POST', source.configured_props.http.endpoint_url, { body: { text: 'x'.repeat(500) } });
+    const { page, problems } = await openConsole(browser, server.url, { width: 375 });
+    const overflow = () => evaluate<number>(page, 'document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(await overflow()).toBe(0);
+    await signIn(page, user.apiKey);
+    await page.getByRole('img', { name: /events in the last 30 minutes/ }).waitFor();
+    expect(await overflow()).toBe(0);
+    await page.getByRole('link', { name: source.name }).click();
+    await page.getByRole('region', { name: 'Events of this source' }).getByRole('row').filter({ hasText: 'xxxx' }).waitFor();
+    expect(await overflow()).toBe(0);
+    for (const section of ['Workflows', 'Webhooks', 'Subscriptions', 'Account']) {
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
+      await page.getByRole('heading', { name: section, level: 1 }).waitFor();
+      expect(await overflow(), section).toBe(0);
+    }
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
