@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
-import { BIN } from '../helpers/processes.js';
+import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -298,5 +298,59 @@ describe('tributary client commands', () => {
     );
     expect(logs.stdout).toMatch(/Z {2}wr_\w+\/only {2}log +step ran 4\n.*Z {2}wr_\w+ {2}succeeded \(1 steps, \d+ ms\)/);
     expect((await tributary(['list', 'workflows'])).stdout).toMatch(new RegExp(`${id}\\s+cli wf\\s+none\\s+1\\s+yes`));
+  });
+});
+
+describe('tributary events -f across a server restart', () => {
+  it('says the connection was lost, reconnects by itself and shows what came meanwhile, resuming after the last event', async () => {
+    const storage = await freshStorage('sqlite');
+    let server = await serve(storage.args);
+    const port = new URL(server.url).port;
+    const key = await createAccount(storage.args, 'follower');
+    const api = client(server.url, key);
+    const deployed = await api.post('/v1/sources', {
+      component_code:
+        'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body, { summary: "n=" + e.body.n }); } };',
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    const endpoint = deployed.body.data.configured_props.http.endpoint_url;
+    await request('POST', endpoint, { body: { n: 1 } });
+    await waitFor(
+      () => api.get(`/v1/sources/${id}/event_summaries`),
+      (r) => r.body.data.length === 1,
+    );
+
+    const child = spawn(process.execPath, [BIN, 'events', id, '-f', '-n', '1'], {
+      env: { PATH: process.env.PATH ?? '', HOME: tempDir('follower-home-'), TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const seen = (what: () => string, text: string) =>
+      waitFor(
+        async () => what(),
+        (out) => out.includes(text),
+        { what: `"${text}"; stdout ${stdout}; stderr ${stderr}`, timeoutMs: 30_000 },
+      );
+    try {
+      await seen(() => stderr, 'following dc_');
+      await seen(() => stdout, 'n=1');
+      await killHard(server.child);
+      await seen(() => stderr, 'connection lost');
+      server = await serve([...storage.args, '--port', port]);
+      // Posted as soon as the server is back, perhaps before the client reconnects: Last-Event-ID replays it then.
+      await request('POST', endpoint, { body: { n: 2 } });
+      await seen(() => stdout, 'n=2');
+      await seen(() => stderr, 'reconnected');
+      expect(stdout.match(/n=1/g)).toHaveLength(1);
+    } finally {
+      child.kill('SIGINT');
+      expect(await exit).toBe(0);
+      if (server.child.exitCode === null && server.child.signalCode === null) await killHard(server.child);
+      await storage.cleanup();
+    }
   });
 });
