@@ -67,16 +67,18 @@ export interface ServerChoice {
 export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = process.env): ServerAddress & { profile: string | undefined } {
   const file = profilesPath(env);
   const profiles = readProfiles(file);
-  const name = choice.profile ?? env.TRIBUTARY_PROFILE ?? profiles.current ?? DEFAULT_PROFILE;
+  const named = choice.profile ?? (env.TRIBUTARY_PROFILE || undefined);
+  const name = named ?? profiles.current ?? DEFAULT_PROFILE;
   const saved = profiles.profiles[name];
-  if ((choice.profile ?? env.TRIBUTARY_PROFILE) !== undefined && !saved) {
+  if (named !== undefined && !saved) {
     const known = Object.keys(profiles.profiles);
     throw new ProfileError(
       `no profile "${name}" in ${file}${known.length ? ` (profiles: ${known.join(', ')})` : ''}; run tributary login --profile ${name} --url … --key …`,
     );
   }
-  const url = choice.url ?? env.TRIBUTARY_URL ?? saved?.url;
-  const key = choice.key ?? env.TRIBUTARY_KEY ?? saved?.key;
+  // An empty variable counts as unset, as shells and CI settings often leave them.
+  const url = choice.url ?? (env.TRIBUTARY_URL || undefined) ?? saved?.url;
+  const key = choice.key ?? (env.TRIBUTARY_KEY || undefined) ?? saved?.key;
   if (!url || !key) {
     throw new ProfileError(`no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY`);
   }

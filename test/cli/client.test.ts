@@ -38,7 +38,8 @@ describe('tributary client commands', () => {
     server = await startTestServer('sqlite');
     key = (await server.createUser()).apiKey;
     dir = tempDir('tributary-client-');
-    env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config') };
+    // Every test but the login one talks to the server through the variables; that one through a profile.
+    env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config'), TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key };
     fs.writeFileSync(path.join(dir, 'format.mjs'), 'export const format = (body) => ({ got: body, shape: "v1" });\n');
     fs.writeFileSync(
       path.join(dir, 'source.mjs'),
@@ -104,26 +105,27 @@ describe('tributary client commands', () => {
   const api = () => client(server.url, key);
 
   it('logs in: checks the key, saves the profile 0600, and whoami uses it; flags and variables override it', async () => {
-    const refused = await tributary(['login', '--url', server.url, '--key', 'trb_wrong']);
+    const profileOnly = { TRIBUTARY_URL: '', TRIBUTARY_KEY: '' };
+    const refused = await tributary(['login', '--url', server.url, '--key', 'trb_wrong'], profileOnly);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain('(401 unauthorized)');
     expect(refused.stderr).toContain('hint: the key was refused');
 
-    const nothing = await tributary(['whoami']);
+    const nothing = await tributary(['whoami'], profileOnly);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toContain('no server to talk to: run tributary login');
 
-    const login = await tributary(['login', '--url', `${server.url}/`, '--key', key]);
+    const login = await tributary(['login', '--url', `${server.url}/`, '--key', key], profileOnly);
     expect(login.code, login.stderr).toBe(0);
     const file = path.join(dir, 'config', 'tributary', 'profiles.json');
     expect(login.stdout).toContain(`logged in to ${server.url} as `);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual({ current: 'default', profiles: { default: { url: server.url, key } } });
 
-    const me = await tributary(['whoami', '--json']);
+    const me = await tributary(['whoami', '--json'], profileOnly);
     expect(JSON.parse(me.stdout)).toMatchObject({ url: server.url, profile: 'default', account: { id: expect.stringMatching(/^u_/) } });
-    expect((await tributary(['whoami'], { TRIBUTARY_KEY: 'trb_other' })).code).toBe(4);
-    const unknown = await tributary(['whoami', '--profile', 'staging']);
+    expect((await tributary(['whoami'], { TRIBUTARY_URL: '', TRIBUTARY_KEY: 'trb_other' })).code).toBe(4);
+    const unknown = await tributary(['whoami', '--profile', 'staging'], profileOnly);
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('no profile "staging"')]);
     const unreachable = await tributary(['whoami', '--url', 'http://127.0.0.1:1']);
     expect(unreachable.code).toBe(5);
@@ -175,6 +177,18 @@ describe('tributary client commands', () => {
     expect(asked.stderr).toContain('  2) random');
     expect(asked.stderr).toContain('limit is an integer');
     expect(JSON.parse(asked.stdout).configured_props).toMatchObject({ channel: 'random', limit: 7 });
+
+    // A prop whose choices come from its async options(): the first page, through the options API.
+    fs.writeFileSync(
+      path.join(dir, 'remote.mjs'),
+      'export default { name: "remote", version: "0.0.1", props: { region: { type: "string", async options({ page }) { return [{ label: "Europe", value: "eu-" + page }, { label: "Asia", value: "ap-" + page }]; } } }, async run() {} };\n',
+    );
+    const remote = await tributary(['deploy', 'remote.mjs', '--interactive', '--json'], {}, '2\n');
+    expect(remote.code, remote.stderr).toBe(0);
+    expect(remote.stderr).toContain('  1) Europe\n  2) Asia');
+    expect(JSON.parse(remote.stdout).configured_props).toEqual({ region: 'ap-0' });
+    const ended = await tributary(['deploy', 'remote.mjs', '--interactive'], {}, '');
+    expect([ended.code, ended.stderr]).toEqual([2, expect.stringContaining('standard input ended before every question was answered')]);
   });
 
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
