@@ -166,7 +166,7 @@ function RunView(props: { run: WorkflowRun; onReplay: (run: WorkflowRun) => void
             {step.logs.length > 0 && (
               <>
                 <h4>Logs</h4>
-                <pre class="logs">{step.logs.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n')}</pre>
+                <pre class="logs">{step.logs.map(logLine).join('\n')}</pre>
               </>
             )}
             {step.error !== undefined && step.error !== null && (
@@ -203,4 +203,12 @@ function RunView(props: { run: WorkflowRun; onReplay: (run: WorkflowRun) => void
       )}
     </section>
   );
+}
+
+/** A log entry is `{ k, ts, msg }` (k: log, info, warn, error or debug) as the step's console wrote it. */
+function logLine(entry: unknown): string {
+  if (typeof entry === 'string') return entry;
+  const { msg, k } = (entry ?? {}) as { msg?: unknown; k?: unknown };
+  if (typeof msg !== 'string') return JSON.stringify(entry);
+  return typeof k === 'string' && k !== 'log' && k !== 'info' ? `[${k}] ${msg}` : msg;
 }

@@ -1,0 +1,251 @@
+// The console in Chromium: a workflow's runs with their steps and a replay, webhooks with their delivery log,
+// subscriptions, and the account's quotas and key rotation.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, request } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { evaluate, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+
+const PARSE_STEP = `export default defineComponent({
+  async run({ steps, $ }) {
+    console.log("parsing " + steps.trigger.event.n);
+    $.export("doubled", steps.trigger.event.n * 2);
+    return { n: steps.trigger.event.n };
+  },
+});`;
+
+const CHECK_STEP = `export default defineComponent({
+  async run({ steps }) {
+    if (steps.parse.$return_value.n > 100) throw new Error("n is too large: " + steps.parse.$return_value.n);
+    return "ok";
+  },
+});`;
+
+const HTTP_SOURCE = `module.exports = {
+  name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
+  async run(event) { this.$emit(event.body); },
+};`;
+
+describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+  let receiver: http.Server;
+  let receiverUrl: string;
+  const received: string[] = [];
+
+  beforeAll(async () => {
+    // The webhooks' destination: /ok answers 200, anything else 500.
+    receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received.push(req.url ?? '');
+        res.statusCode = req.url === '/ok' ? 200 : 500;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    [server, browser] = await Promise.all([
+      startTestServer(dialect, {
+        allowPrivateNetwork: true,
+        // An hour before the first retry: the failed attempt stays the only one of its event while the test looks at it.
+        webhookRetrySchedule: [3600],
+      }),
+      launchBrowser(),
+    ]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+    await new Promise((resolve) => receiver?.close(resolve));
+  });
+
+  it("lists workflows, shows a run's steps with status, duration, exports, logs and error, and replays a run", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const created = await api.post('/v1/workflows', {
+      name: 'double and check',
+      trigger: null,
+      steps: [
+        { name: 'parse', component_code: PARSE_STEP },
+        { name: 'check', component_code: CHECK_STEP },
+      ],
+    });
+    expect(created.status, created.text).toBe(200);
+    const workflow = created.body.data;
+    expect((await api.post(`/v1/workflows/${workflow.id}/run`, { n: 21 })).status).toBe(202);
+    expect((await api.post(`/v1/workflows/${workflow.id}/run`, { n: 500 })).status).toBe(202);
+    const runs = await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs`),
+      (r) => r.body.data.length === 2 && r.body.data.every((run: any) => run.status === 'succeeded' || run.status === 'failed'),
+      { what: 'two finished runs' },
+    );
+    const failed = runs.body.data.find((run: any) => run.status === 'failed');
+    const succeeded = runs.body.data.find((run: any) => run.status === 'succeeded');
+
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
+    const row = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'double and check' }) });
+    expect((await row.getByRole('cell').allTextContents()).slice(0, 3)).toEqual(['none', 'Active', 'parse → check']);
+    await row.getByRole('link').click();
+
+    await page.getByRole('link', { name: succeeded.id }).click();
+    const parse = page.getByRole('listitem', { name: 'Step parse' });
+    await waitForText(parse, 'succeeded');
+    await waitForText(parse.getByRole('figure', { name: 'Exports of parse' }), '"doubled": 42');
+    await waitForText(parse.locator('pre.logs'), 'parsing 21');
+    expect(await parse.locator('h3').textContent()).toMatch(/^parse succeeded \d+(\.\d+)? (ms|s)$/);
+    await waitForText(page.getByRole('listitem', { name: 'Step check' }).getByRole('figure', { name: 'Return value of check' }), '"ok"');
+
+    await page.getByRole('link', { name: failed.id }).click();
+    const check = page.getByRole('listitem', { name: 'Step check' });
+    await waitForText(check, 'failed');
+    await waitForText(check.getByRole('figure', { name: 'Error of check' }), 'n is too large: 500');
+
+    // Replay: a new run of the same event, opened and followed until it finishes.
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await waitForText(page.getByRole('status'), `Replaying ${failed.id} as wr_`);
+    await waitForText(page.locator('#run-title'), 'failed');
+    const after = (await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data;
+    expect(after).toHaveLength(3);
+    expect(after[0]).toMatchObject({ trigger: 'replay', replay_of: failed.id, status: 'failed', event: { n: 500 } });
+    expect(page.url()).toContain(`#/workflows/${workflow.id}/${after[0].id}`);
+    await waitForText(page.locator('.run .muted').first(), `replay of ${failed.id}`);
+
+    await page.getByLabel('Status').selectOption('succeeded');
+    await page.getByRole('link', { name: failed.id }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: succeeded.id }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('creates webhooks and a subscription, shows each delivery with its status code and next retry, and deletes a webhook', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    const nav = page.getByRole('navigation', { name: 'Sections' });
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+
+    await page.getByLabel('URL').fill('ftp://example.com/hook');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await waitForText(page.locator('#webhook-url-error'), 'must start with http:// or https://');
+    for (const [name, path] of [
+      ['good', '/ok'],
+      ['bad', '/fail'],
+    ]) {
+      await page.getByLabel('URL').fill(`${receiverUrl}${path}`);
+      await page.getByLabel('Name').fill(name!);
+      await page.getByRole('button', { name: 'Create webhook' }).click();
+      await waitForText(page.locator('#webhook-secret'), /^whsec_/);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('rowheader', { name: name! }).waitFor();
+    }
+    const hooks = (await api.get('/v1/users/me/webhooks')).body.data;
+    const good = hooks.find((h: any) => h.name === 'good');
+    const bad = hooks.find((h: any) => h.name === 'bad');
+
+    await nav.getByRole('link', { name: 'Subscriptions' }).click();
+    for (const hook of [good, bad]) {
+      await page.getByLabel('Emitter').fill(source.id);
+      await page.getByLabel('Listener').fill(hook.id);
+      await page.getByRole('button', { name: 'Subscribe' }).click();
+      await page.getByRole('row').filter({ hasText: hook.id }).waitFor();
+    }
+    expect((await api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(2);
+
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { order: 7 } })).status).toBe(200);
+    await waitFor(
+      async () => [(await api.get(`/v1/webhooks/${good.id}/deliveries`)).body.data, (await api.get(`/v1/webhooks/${bad.id}/deliveries`)).body.data],
+      ([a, b]) => a.some((d: any) => d.state === 'succeeded') && b.some((d: any) => d.status_code === 500),
+      { what: 'both deliveries attempted' },
+    );
+
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('link', { name: 'good' }).click();
+    const goodRow = page.locator('table.deliveries tbody tr').first();
+    await waitForText(goodRow, 'succeeded');
+    expect(await goodRow.locator('td.status-code').textContent()).toBe('200');
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('link', { name: 'bad' }).click();
+    // The failed attempt, with the retry the schedule set for it (a pending row for that retry may be listed above it).
+    const badRow = page.locator('table.deliveries tbody tr').filter({ has: page.locator('td.status-code', { hasText: '500' }) });
+    await waitForText(badRow, 'failed');
+    const badDelivery = (await api.get(`/v1/webhooks/${bad.id}/deliveries`)).body.data.find((d: any) => d.status_code === 500);
+    expect(badDelivery).toMatchObject({ state: 'failed', attempt: 1, next_attempt_at_ms: expect.any(Number) });
+    const retryCell = (await badRow.locator('td').last().textContent()) ?? '';
+    expect(retryCell).not.toMatch(/^(none|—)$/);
+    expect(retryCell).toBe(
+      await evaluate(page, `new Date(${badDelivery.next_attempt_at_ms}).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })`),
+    );
+
+    // Delete, after confirmation: the webhook and the subscription naming it go.
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: 'Delete webhook bad' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete webhook' }).click();
+    await page.getByRole('rowheader', { name: 'bad' }).waitFor({ state: 'detached' });
+    expect((await api.get('/v1/users/me/webhooks')).body.data.map((h: any) => h.name)).toEqual(['good']);
+    await nav.getByRole('link', { name: 'Subscriptions' }).click();
+    await page.getByRole('button', { name: `Delete subscription of ${good.id} to ${source.id}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete subscription' }).click();
+    await waitForText(page.getByRole('cell'), 'No subscriptions yet.');
+    expect((await api.get('/v1/users/me/subscriptions')).body.data).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows the free plan's quotas as bars and rotates the key: the old key stops working, the tab goes on with the new one", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'counted' })).body.data;
+    for (const n of [1, 2, 3]) await request('POST', source.configured_props.http.endpoint_url, { body: { n } });
+    const me = await waitFor(
+      () => api.get('/v1/users/me'),
+      (r) => r.body.data.daily_invocations_used === 3,
+      { what: 'three invocations counted' },
+    );
+
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Account' }).click();
+    expect(await page.locator('#plan').textContent()).toBe('Free');
+    const invocations = page.getByRole('meter', { name: /Invocations/ });
+    await invocations.waitFor();
+    expect(await invocations.getAttribute('value')).toBe('3');
+    expect(await invocations.getAttribute('max')).toBe(String(me.body.data.daily_invocations_quota));
+    expect(await page.locator('#quota-invocations-text').textContent()).toBe(`3 of ${me.body.data.daily_invocations_quota.toLocaleString('en-US')}`);
+    const compute = page.getByRole('meter', { name: /Compute time/ });
+    expect(await compute.getAttribute('max')).toBe(String(me.body.data.daily_compute_time_quota));
+    expect(Number(await compute.getAttribute('value'))).toBeGreaterThanOrEqual(0);
+
+    await page.getByRole('button', { name: 'Rotate API key' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the API key?' }).getByRole('button', { name: 'Rotate key' }).click();
+    const newKey = (await page.locator('#new-api-key').textContent()) ?? '';
+    expect(newKey).toMatch(/^trb_/);
+    expect(newKey).not.toBe(user.apiKey);
+    expect((await api.get('/v1/users/me')).status).toBe(401);
+    expect((await client(server.url, newKey).get('/v1/users/me')).body.data.id).toBe(user.id);
+    expect(await evaluate(page, 'sessionStorage.getItem("tributary.apiKey")')).toBe(newKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Sources' }).click();
+    await page.getByRole('rowheader', { name: 'counted' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows a paid plan's billing period instead of quota bars", async () => {
+    const user = await server.createUser({ plan: 'paid' });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/account`);
+    await waitForText(page.locator('#plan'), 'Paid');
+    expect(await page.locator('#billing-invocations').textContent()).toBe('0');
+    expect(await page.getByRole('meter').count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
