@@ -214,7 +214,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await signIn(page, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByRole('tab', { name: '$errors' }).click();
-    expect(await page.getByRole('tab', { name: '$errors' }).getAttribute('aria-selected')).toBe('true');
+    await page.getByRole('tab', { name: '$errors', selected: true }).waitFor();
     await waitForText(page.locator('.live-state'), 'Live');
     expect((await request('POST', source.configured_props.http.endpoint_url, { body: { fail: 'kaboom at step 3' } })).status).toBe(200);
     const errors = page.getByRole('region', { name: '$errors of this source' });
@@ -224,7 +224,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     // Arrow keys move between tabs.
     await page.getByRole('tab', { name: '$errors' }).focus();
     await page.keyboard.press('ArrowLeft');
-    expect(await page.getByRole('tab', { name: '$logs' }).getAttribute('aria-selected')).toBe('true');
+    await page.getByRole('tab', { name: '$logs', selected: true }).waitFor();
     await page.getByRole('region', { name: '$logs of this source' }).getByRole('row').filter({ hasText: 'got POST' }).waitFor();
     expect(problems).toEqual([]);
     await page.context().close();
@@ -249,7 +249,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('region', { name: 'Events of this source' }).getByRole('row').filter({ hasText: '"by":"hand"' }).waitFor();
 
     await page.getByRole('button', { name: 'Deactivate' }).click();
-    await page.getByRole('button', { name: 'Activate' }).waitFor();
+    await page.getByRole('button', { name: 'Activate', exact: true }).waitFor();
     expect((await api.get('/v1/users/me/sources')).body.data[0].active).toBe(false);
     expect(await page.getByRole('button', { name: 'Run with this event' }).isDisabled()).toBe(true);
 

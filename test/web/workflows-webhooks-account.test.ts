@@ -90,6 +90,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     await signIn(page, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
     const row = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'double and check' }) });
+    await row.waitFor();
     expect((await row.getByRole('cell').allTextContents()).slice(0, 3)).toEqual(['none', 'Active', 'parse → check']);
     await row.getByRole('link').click();
 
