@@ -112,6 +112,11 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
   return { values, errors };
 }
 
+/** Moves the keyboard to the first field marked invalid, once the marks are drawn, so that the user lands on the problem. */
+export function focusFirstInvalid(form: HTMLFormElement | null): void {
+  requestAnimationFrame(() => form?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+}
+
 /** A 422's details on the fields they name; what names no field is returned for the form's own message. */
 export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fields: FieldErrors; general: string | undefined } {
   if (!(error instanceof ApiError) || error.details.length === 0) return { fields: {}, general: describeError(error) };

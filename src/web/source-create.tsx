@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, describeError, get, post } from './api';
 import { useNotify } from './notices';
-import { collectValues, errorsFromServer, type FieldErrors, initialValues, PropFields, type RawValues } from './prop-form';
+import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { href, navigate } from './router';
 import type { Component, Source } from './types';
 
@@ -45,11 +45,14 @@ export function SourceCreate() {
 
   const deploy = async (event: Event) => {
     event.preventDefault();
+    // Read now: the event's currentTarget is gone once the request has been awaited.
+    const form = event.currentTarget as HTMLFormElement;
     if (!component) return;
     const { values, errors: found } = collectValues(component.configurable_props, raw);
     setErrors(found);
     if (Object.keys(found).length) {
-      setFormError('Some values need fixing: see the fields marked below.');
+      setFormError('Some values need fixing: see the marked fields.');
+      focusFirstInvalid(form);
       return;
     }
     setBusy(true);
@@ -63,7 +66,8 @@ export function SourceCreate() {
     } catch (failure) {
       const { fields, general } = errorsFromServer(failure, component.configurable_props);
       setErrors(fields);
-      setFormError(general ?? 'The server refused some values: see the fields marked below.');
+      setFormError(general ?? 'The server refused some values: see the marked fields.');
+      focusFirstInvalid(form);
     } finally {
       setBusy(false);
     }

@@ -6,7 +6,7 @@ import { CopyButton } from './copy-button';
 import { EventsTable, type Stream } from './events-table';
 import { endpointUrl, sourceKind } from './format';
 import { useNotify } from './notices';
-import { collectValues, errorsFromServer, type FieldErrors, initialValues, PropFields, type RawValues } from './prop-form';
+import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { href, navigate } from './router';
 import type { Component, Source } from './types';
 import { useLoad } from './use-load';
@@ -214,11 +214,14 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
 
   const save = async (event: Event) => {
     event.preventDefault();
+    // Read now: the event's currentTarget is gone once the request has been awaited.
+    const form = event.currentTarget as HTMLFormElement;
     if (!descriptors || !values) return;
     const { values: configured, errors: found } = collectValues(descriptors, values);
     setErrors(found);
     if (Object.keys(found).length) {
-      setFormError('Some values need fixing: see the fields marked below.');
+      setFormError('Some values need fixing: see the marked fields.');
+      focusFirstInvalid(form);
       return;
     }
     try {
@@ -230,7 +233,8 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
     } catch (failure) {
       const { fields, general } = errorsFromServer(failure, descriptors);
       setErrors(fields);
-      setFormError(general ?? 'The server refused some values: see the fields marked below.');
+      setFormError(general ?? 'The server refused some values: see the marked fields.');
+      focusFirstInvalid(form);
     }
   };
 

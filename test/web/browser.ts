@@ -1,5 +1,6 @@
 // Drives Debian's Chromium with playwright-core for the console's tests: one browser per file, a fresh context per test.
 import fs from 'node:fs';
+import path from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.TRIBUTARY_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -48,4 +49,16 @@ export async function waitForText(locator: Locator, text: string | RegExp): Prom
 /** An expression evaluated in the page (a string, so that the tests need no DOM types). */
 export function evaluate<T>(page: Page, expression: string): Promise<T> {
   return page.evaluate(expression) as Promise<T>;
+}
+
+/**
+ * With TRIBUTARY_SCREENSHOTS=<dir> set, saves what the page shows as <dir>/<name>.png (the README's pictures are taken
+ * so: `TRIBUTARY_SCREENSHOTS=docs/console npx vitest run test/web`); otherwise does nothing.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.TRIBUTARY_SCREENSHOTS;
+  if (!dir) return;
+  fs.mkdirSync(dir, { recursive: true });
+  // The live state's dot and the caret blink: hidden, so that two runs of the same page give the same picture.
+  await page.screenshot({ path: path.join(dir, `${name}.png`), animations: 'disabled', caret: 'hide' });
 }

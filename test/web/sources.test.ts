@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
 
 /** An HTTP source that logs each request, fails when the body asks it to, and emits the body otherwise. */
 const HTTP_SOURCE = `
@@ -107,6 +107,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     const ticker = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'ticker' }) });
     await ticker.getByRole('img', { name: '0 events in the last 30 minutes' }).waitFor();
     expect((await ticker.getByRole('cell').allTextContents()).slice(0, 3)).toEqual(['Timer', 'Active', 'never']);
+    await screenshot(page, 'sources');
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -137,6 +138,8 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     // max is checked before anything is sent: no source exists.
     await waitForText(page.locator('#prop-count-error'), 'Count must be at most 10');
     expect(await page.getByLabel('Count').getAttribute('aria-invalid')).toBe('true');
+    // The keyboard lands on the field to fix.
+    await page.waitForFunction('document.activeElement?.id === "prop-count"');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
 
     // An interval under the server's minimum (15 s) is the server's to refuse: its 422 lands on the timer's field.
@@ -145,7 +148,10 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Deploy' }).click();
     await waitForText(page.locator('#prop-timer-error'), /timer .*15/);
     expect(await page.locator('#prop-count-error').textContent()).toBe('');
+    await page.waitForFunction('document.activeElement?.id === "prop-timer"');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+    await page.getByLabel('Interval in seconds').scrollIntoViewIfNeeded();
+    await screenshot(page, 'new-source');
 
     await page.getByLabel('Interval in seconds').fill('60');
     await page.getByRole('button', { name: 'Deploy' }).click();
@@ -154,6 +160,10 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     expect(source.configured_props).toMatchObject({ token: '********', count: 5, color: 'blue', flavour: 'mint-0', timer: { interval_seconds: 60 } });
     expect(page.url()).toContain(`#/sources/${source.id}`);
     expect(await page.locator('#endpoint-url').textContent()).toBe(source.configured_props.http.endpoint_url);
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    await page.getByRole('button', { name: 'Copy endpoint URL' }).click();
+    await waitForText(page.locator('.copy output'), 'Copied');
+    expect(await evaluate(page, 'navigator.clipboard.readText()')).toBe(source.configured_props.http.endpoint_url);
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -190,6 +200,8 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     const detail = page.getByRole('figure', { name: 'Event JSON' });
     await waitForText(detail, '"hello": "world-1"');
     await waitForText(detail, '"emitter_id": ' + JSON.stringify(source.id));
+    await detail.scrollIntoViewIfNeeded();
+    await screenshot(page, 'source-events');
 
     // Delete this event: a dialog asks first; cancelling keeps it.
     const events = () => api.get(`/v1/sources/${source.id}/event_summaries`);
@@ -265,6 +277,33 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it('deletes a range of events given by their ids, after confirmation', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'ranged' });
+    for (const n of [1, 2, 3, 4]) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
+    const events = () => api.get(`/v1/sources/${source.id}/event_summaries`);
+    const all = (await waitFor(events, (r) => r.body.data.length === 4, { what: 'four events' })).body.data;
+    const [fourth, third, second] = all;
+
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    const table = page.getByRole('region', { name: 'Events of this source' });
+    await table.getByRole('row').filter({ hasText: 'body {"n":4}' }).waitFor();
+    await page.getByLabel('From id').fill(second.id);
+    await page.getByLabel('To id').fill(third.id);
+    await page.getByRole('button', { name: 'Delete range' }).click();
+    await waitForText(page.getByRole('dialog', { name: 'Delete events?' }), `Events from ${second.id} to ${third.id} will be deleted`);
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await table.getByRole('row').filter({ hasText: 'body {"n":2}' }).waitFor({ state: 'detached' });
+    expect(await table.getByRole('row').filter({ hasText: 'body {"n":3}' }).count()).toBe(0);
+    expect((await events()).body.data.map((e: any) => e.id)).toEqual([fourth.id, all[3].id]);
+    expect(await table.locator('tbody tr').count()).toBe(2);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('returns to sign-in with a message when the key stops working', async () => {
     const user = await server.createUser();
     const { page } = await openConsole(browser, server.url);
@@ -291,6 +330,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('link', { name: source.name }).click();
     await page.getByRole('region', { name: 'Events of this source' }).getByRole('row').filter({ hasText: 'xxxx' }).waitFor();
     expect(await overflow()).toBe(0);
+    await screenshot(page, 'phone-source');
     for (const section of ['Workflows', 'Webhooks', 'Subscriptions', 'Account']) {
       await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
       await page.getByRole('heading', { name: section, level: 1 }).waitFor();

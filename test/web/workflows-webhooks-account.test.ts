@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
 
 const PARSE_STEP = `export default defineComponent({
   async run({ steps, $ }) {
@@ -106,6 +106,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     const check = page.getByRole('listitem', { name: 'Step check' });
     await waitForText(check, 'failed');
     await waitForText(check.getByRole('figure', { name: 'Error of check' }), 'n is too large: 500');
+    await screenshot(page, 'workflow-run');
 
     // Replay: a new run of the same event, opened and followed until it finishes.
     await page.getByRole('button', { name: 'Replay' }).click();
@@ -181,6 +182,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     expect(badDelivery).toMatchObject({ state: 'failed', attempt: 1, next_attempt_at_ms: expect.any(Number) });
     const retryCell = (await badRow.locator('td').last().textContent()) ?? '';
     expect(retryCell).not.toMatch(/^(none|—)$/);
+    await screenshot(page, 'webhook-deliveries');
     expect(retryCell).toBe(
       await evaluate(page, `new Date(${badDelivery.next_attempt_at_ms}).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })`),
     );
@@ -223,6 +225,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     const compute = page.getByRole('meter', { name: /Compute time/ });
     expect(await compute.getAttribute('max')).toBe(String(me.body.data.daily_compute_time_quota));
     expect(Number(await compute.getAttribute('value'))).toBeGreaterThanOrEqual(0);
+    await screenshot(page, 'account');
 
     await page.getByRole('button', { name: 'Rotate API key' }).click();
     await page.getByRole('dialog', { name: 'Rotate the API key?' }).getByRole('button', { name: 'Rotate key' }).click();
