@@ -967,7 +967,8 @@ describe.each(DIALECTS)('fuzz over the OpenAPI document (%s)', (dialect) => {
     B = await account(server);
     const doc = await A.api.get('/v1/openapi.json');
     expect(doc.status).toBe(200);
-    ops = operationsOf(doc.body);
+    // Rotating the key would lock the fuzzer out of its own account after one call; api-key-rotation.test.ts covers it.
+    ops = operationsOf(doc.body).filter((op) => op.key !== 'POST /v1/users/me/api_key');
     for (const code of [HOOKS_SOURCE, PROPS_SOURCE, emitterSource()]) {
       const res = await A.api.post('/v1/components', { component_code: code });
       expect(res.status).toBe(200);
