@@ -54,11 +54,14 @@ export async function api<T>(method: string, path: string, body?: unknown, key?:
   if (response.ok) return parsed as T;
   const error = (parsed ?? {}) as { error?: string; code?: string; details?: ErrorDetail[] };
   const failure = new ApiError(error.error ?? `${response.status} ${response.statusText}`, response.status, error.code ?? 'unknown', error.details ?? []);
-  if (response.status === 401 && key === undefined) {
-    clearKey();
-    onUnauthorized(`Signed out: ${failure.message}.`);
-  }
+  if (response.status === 401 && key === undefined) signOutBecause(failure.message);
   throw failure;
+}
+
+/** The stored key was refused (here or on a stream): it is forgotten, and the app returns to sign-in saying why. */
+export function signOutBecause(message: string): void {
+  clearKey();
+  onUnauthorized(`Signed out: ${message}.`);
 }
 
 function safeJson(text: string): unknown {

@@ -1,6 +1,6 @@
 // Reads a Server-Sent Events stream with fetch(), because EventSource cannot send the Authorization header and the key
 // must not go in the URL; reconnects with Last-Event-ID so that no event is missed or repeated.
-import { authHeaders } from './api';
+import { authHeaders, signOutBecause } from './api';
 
 export interface StreamHandlers {
   onEvent: (id: string, data: string) => void;
@@ -20,6 +20,7 @@ export async function followStream(path: string, lastEventId: string | undefined
       const response = await fetch(`/v1${path}`, { headers, signal, credentials: 'omit', cache: 'no-store' });
       if (response.status === 401 || response.status === 404) {
         handlers.onFatal(response.status);
+        if (response.status === 401) signOutBecause(((await response.json().catch(() => ({}))) as { error?: string }).error ?? 'the key was refused');
         return;
       }
       if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);

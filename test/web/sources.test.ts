@@ -180,6 +180,9 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     // A mark on the page's window: still there after the rows arrive, so they came without a reload.
     await evaluate(page, 'window.__sameDocument = true');
     const table = page.getByRole('region', { name: 'Events of this source' });
+    // What is below the live table stays where it is while rows stream in.
+    const below = page.getByRole('heading', { name: 'Delete events' });
+    const before = await below.boundingBox();
 
     expect((await request('POST', endpoint, { body: { hello: 'world-1' } })).status).toBe(200);
     await table.getByRole('row').filter({ hasText: 'world-1' }).waitFor();
@@ -194,6 +197,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Resume (1 new)' }).click();
     await table.getByRole('row').filter({ hasText: 'world-2' }).waitFor();
     expect(await evaluate(page, 'window.__sameDocument')).toBe(true);
+    expect(await below.boundingBox()).toEqual(before);
 
     // The row opens the full event as JSON, folded by level.
     await table.getByRole('row').filter({ hasText: 'world-1' }).click();
@@ -264,6 +268,9 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Activate', exact: true }).waitFor();
     expect((await api.get('/v1/users/me/sources')).body.data[0].active).toBe(false);
     expect(await page.getByRole('button', { name: 'Run with this event' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Activate', exact: true }).click();
+    await page.getByRole('button', { name: 'Deactivate', exact: true }).waitFor();
+    expect((await api.get('/v1/users/me/sources')).body.data[0].active).toBe(true);
 
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('dialog', { name: 'Delete manual?' }).getByRole('button', { name: 'Cancel' }).click();
@@ -300,6 +307,43 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     expect(await table.getByRole('row').filter({ hasText: 'body {"n":3}' }).count()).toBe(0);
     expect((await events()).body.data.map((e: any) => e.id)).toEqual([fourth.id, all[3].id]);
     expect(await table.locator('tbody tr').count()).toBe(2);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("edits a source's props through the generated form, checked before it is sent", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const code = `module.exports = {
+      name: "Greeter", version: "0.1.0",
+      props: { http: "$.interface.http", greeting: { type: "string", label: "Greeting" }, times: { type: "integer", label: "Times", max: 5 },
+               token: { type: "string", secret: true, label: "Token" } },
+      async run() { this.$emit({ greeting: this.greeting, times: this.times, token: this.token }); },
+    };`;
+    const source = await deploy(user.apiKey, { component_code: code, name: 'greeter', configured_props: { greeting: 'hello', times: 2, token: 'first' } });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    await page.getByText('Edit props').click();
+    expect(await page.getByLabel('Greeting').inputValue()).toBe('hello');
+    expect(await page.getByLabel('Token').inputValue()).toBe('********');
+    await page.getByLabel('Greeting').fill('bonjour');
+    await page.getByLabel('Times').fill('9');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.locator('#edit-times-error'), 'Times must be at most 5');
+    await page.getByLabel('Times').fill('3');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.getByRole('status'), 'Saved the props of greeter');
+    const [saved] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(saved.configured_props).toMatchObject({ greeting: 'bonjour', times: 3, token: '********' });
+    // The masked secret was sent back as the placeholder, which keeps the stored value: a run still sees it.
+    expect((await api.post(`/v1/sources/${source.id}/run`, {})).status).toBe(202);
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${source.id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+      { what: 'the run' },
+    );
+    expect(events.body.data[0].event).toEqual({ greeting: 'bonjour', times: 3, token: 'first' });
     expect(problems).toEqual([]);
     await page.context().close();
   });
