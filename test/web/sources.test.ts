@@ -348,6 +348,51 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it('deploys a registry component by its key, and labels every control on every page', async () => {
+    const user = await server.createUser();
+    const { page, problems } = await openConsole(browser, server.url);
+    // Controls no label names: an input, select or textarea without <label for> or aria-label, a button without text.
+    const unlabelled = () =>
+      evaluate<string[]>(
+        page,
+        `[...document.querySelectorAll('input, select, textarea, button')]
+          .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || (e.tagName === 'BUTTON' && e.textContent.trim())))
+          .map((e) => e.outerHTML)`,
+      );
+    expect(await unlabelled()).toEqual([]);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Registry component').check();
+    await page.getByLabel('Registry key').fill('http-new-requests');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure New Requests/ }).waitFor();
+    expect(await unlabelled()).toEqual([]);
+    await page.getByLabel('Source name').fill('from-registry');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'from-registry', level: 1 }).waitFor();
+    await page.getByText('Edit props').click();
+    await page.getByRole('button', { name: 'Save props' }).waitFor();
+    await page.getByText('Run now').click();
+    expect(await unlabelled()).toEqual([]);
+    const [source] = (await client(server.url, user.apiKey).get('/v1/users/me/sources')).body.data;
+    expect(source.configured_props.http.endpoint_url).toMatch(/\/e\/en/);
+    // Each page once its data has come (a control drawn from it, or the empty list's text).
+    const loaded: Record<string, () => Promise<void>> = {
+      Sources: () => page.getByRole('rowheader', { name: 'from-registry' }).waitFor(),
+      Workflows: () => page.getByText('No workflows yet').waitFor(),
+      Webhooks: () => page.getByText('No webhooks yet').waitFor(),
+      Subscriptions: () => page.getByText('No subscriptions yet').waitFor(),
+      Account: () => page.getByRole('button', { name: 'Rotate API key' }).waitFor(),
+    };
+    for (const [section, ready] of Object.entries(loaded)) {
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
+      await ready();
+      expect(await unlabelled(), section).toEqual([]);
+    }
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('returns to sign-in with a message when the key stops working', async () => {
     const user = await server.createUser();
     const { page } = await openConsole(browser, server.url);
