@@ -203,7 +203,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await table.getByRole('row').filter({ hasText: 'world-1' }).click();
     const detail = page.getByRole('figure', { name: 'Event JSON' });
     await waitForText(detail, '"hello": "world-1"');
-    await waitForText(detail, '"emitter_id": ' + JSON.stringify(source.id));
+    await waitForText(detail, `"emitter_id": ${JSON.stringify(source.id)}`);
     await detail.scrollIntoViewIfNeeded();
     await screenshot(page, 'source-events');
 
