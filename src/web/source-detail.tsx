@@ -19,7 +19,7 @@ const TABS: Array<[Stream, string]> = [
 
 export function SourceDetail(props: { id: string }) {
   const notify = useNotify();
-  const loaded = useLoad(() => get<{ data: Source }>(`/sources/${encodeURIComponent(props.id)}`).catch(() => findSource(props.id)), [props.id]);
+  const loaded = useLoad(() => get<{ data: Source }>(`/sources/${encodeURIComponent(props.id)}`), [props.id]);
   const [deleting, setDeleting] = useState(false);
   const [tab, setTab] = useState<Stream>('emit');
   const source = loaded.data?.data;
@@ -135,20 +135,6 @@ export function SourceDetail(props: { id: string }) {
       )}
     </section>
   );
-}
-
-/** GET /v1/sources/{id} is not an endpoint of every version: the source is then found in the account's list. */
-async function findSource(id: string): Promise<{ data: Source }> {
-  let after: string | undefined;
-  for (;;) {
-    const page = await get<{ data: Source[]; page_info: { end_cursor: string } }>(
-      `/users/me/sources?limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`,
-    );
-    const found = page.data.find((s) => s.id === id);
-    if (found) return { data: found };
-    if (page.data.length < 100) throw new Error(`source ${id} not found`);
-    after = page.page_info.end_cursor;
-  }
 }
 
 function RunNow(props: { source: Source }) {
