@@ -78,7 +78,8 @@ export function App() {
           Sign out
         </button>
       </header>
-      <NoticeProvider>
+      {/* Keyed by section: a message about one page does not follow the user to another. */}
+      <NoticeProvider key={section}>
         <main id="main" tabIndex={-1}>
           <Page route={route} />
         </main>

@@ -169,6 +169,9 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     );
 
     await nav.getByRole('link', { name: 'Webhooks' }).click();
+    // The last subscription's message stayed with its page.
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    expect(await page.locator('.notice').textContent()).toBe('');
     await page.getByRole('link', { name: 'good' }).click();
     const goodRow = page.locator('table.deliveries tbody tr').first();
     await waitForText(goodRow, 'succeeded');
