@@ -35,6 +35,8 @@ import { ConnectedAccountService } from './services/connected-accounts.js';
 import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
+import { type ClusterSignals, LocalSignals, PostgresSignals } from './delivery/cluster-signals.js';
+import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
 import { WebhookSender } from './delivery/webhooks/sender.js';
@@ -136,6 +138,11 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       store.dialect === 'postgres'
         ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
+    // Nodes of a cluster tell each other what they queued and changed; an `api` node leaves all work to the others.
+    const signals: ClusterSignals =
+      store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' })) : new LocalSignals();
+    const runsWork = config.role !== 'api';
+    const servesHttp = config.role !== 'worker';
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.
     const transactions = new TransactionGroup(store);
     const webhookSender = new WebhookSender(
@@ -157,11 +164,15 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     // Listener runs queued inside a commit wake the dispatcher once it commits; it is built further down.
     const runsQueued = (sourceIds?: string[]) => dispatcher.wake(sourceIds);
     const workflowRunsQueued = (runIds: string[]) => workflowRunner.wake(runIds);
+    // Deliveries committed on an `api` node (a deploy hook's events) are left unleased, for the senders of other nodes.
+    const deliveryQueue: DeliveryQueue = runsWork
+      ? webhookSender
+      : { leaseForNew: () => undefined, handOver: () => {}, wake: () => signals.signal('deliveries') };
     const router = new DeliveryRouter({
       dialect: store.dialect,
       retention: config.eventRetention,
       bus,
-      deliveries: webhookSender,
+      deliveries: deliveryQueue,
       runsQueued,
       workflowRunsQueued,
       clock,
@@ -198,6 +209,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         retention: config.eventRetention,
         router,
         clock,
+        queuedForOthers: (sourceIds) => signals.signal('invocations', sourceIds),
       },
       transactions,
       logger.child({ module: 'dispatcher' }),
@@ -239,6 +251,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         clock,
         outbox,
         credentials,
+        queuedForOthers: (runIds) => signals.signal('workflow_runs', runIds),
       },
       logger.child({ module: 'workflows' }),
     );
@@ -266,6 +279,10 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const dataStores = new DataStoreService(store, clock);
     const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
     sources.onChange(() => timers.poke());
+    listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress });
+    sources.onChange((change) => signals.signal('sources', [change.sourceId]));
+    credentials.onStaleSource((sourceId) => signals.signal('sources', [sourceId]));
+    workflows.onChange((change) => signals.signal('workflows', [change.workflowId]));
     const services: Services = {
       config,
       store,
@@ -299,13 +316,16 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         : undefined;
 
     await bus.start();
-    const app = await buildApi(services, logger);
-    await app.listen({ host: config.host, port: config.port });
-    await dispatcher.start();
-    await workflowRunner.start();
-    await outbox.start();
-    await webhookSender.start();
-    timers.start();
+    await signals.start();
+    const app = servesHttp ? await buildApi(services, logger) : undefined;
+    await app?.listen({ host: config.host, port: config.port });
+    if (runsWork) {
+      await dispatcher.start();
+      await workflowRunner.start();
+      await outbox.start();
+      await webhookSender.start();
+      timers.start();
+    }
 
     let closing: Promise<void> | undefined;
     return {
@@ -318,12 +338,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           timers.stop();
           // Live streams never end by themselves; the server would wait for them.
           sse.close();
-          await app.close();
+          await app?.close();
           await dispatcher.stop();
           await workflowRunner.stop();
           // After the runner: sends its last steps committed stay pending, and go out after the next start.
           await outbox.stop();
           await webhookSender.stop();
+          await signals.close();
           await bus.close();
           await runtime.close();
           await store.close();
@@ -336,6 +357,51 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     lock?.release();
     throw error;
   }
+}
+
+/** What a node does when another node signals: wake for queued work, forget cached rows that changed. */
+function listenToCluster(
+  signals: ClusterSignals,
+  parts: {
+    dispatcher: Dispatcher;
+    workflowRunner: WorkflowRunner;
+    timers: TimerScheduler;
+    webhookSender: WebhookSender;
+    outbox: OutboxSender;
+    ingress: IngressService;
+  },
+): void {
+  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress } = parts;
+  signals.on('invocations', (ids) => dispatcher.wake(ids));
+  signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
+  signals.on('deliveries', () => webhookSender.wake());
+  signals.on('sends', () => outbox.wake());
+  signals.on('timers', () => timers.poke());
+  signals.on('sources', (ids) => {
+    if (ids === undefined) {
+      dispatcher.evictAll();
+      ingress.evictAll();
+    } else {
+      for (const id of ids) {
+        dispatcher.evict(id);
+        ingress.evictSource(id);
+      }
+    }
+    // A source's timer rows may have changed with it.
+    timers.poke();
+  });
+  signals.on('workflows', (ids) => {
+    if (ids === undefined) {
+      workflowRunner.evictAllWorkflows();
+      ingress.evictAll();
+    } else {
+      for (const id of ids) {
+        workflowRunner.evictWorkflow(id);
+        ingress.evictSource(id);
+      }
+    }
+    timers.poke();
+  });
 }
 
 /** What carries out each `$.send` kind of the outbox; email and S3 only with their settings. Attempts time out as webhooks' do. */

@@ -43,6 +43,14 @@ export function logLevel(raw: string): LogLevel {
   return raw as LogLevel;
 }
 
+export type NodeRole = 'all' | 'api' | 'worker';
+export const NODE_ROLES: readonly NodeRole[] = ['all', 'api', 'worker'];
+
+export function nodeRole(raw: string): NodeRole {
+  if (!NODE_ROLES.includes(raw as NodeRole)) throw new ConfigError(`expected one of ${NODE_ROLES.join(', ')}, got "${raw}"`);
+  return raw as NodeRole;
+}
+
 export function url(raw: string): string {
   let parsed: URL;
   try {

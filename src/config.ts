@@ -12,6 +12,9 @@ import {
   LOG_LEVELS,
   type LogLevel,
   logLevel,
+  NODE_ROLES,
+  type NodeRole,
+  nodeRole,
   optionalText,
   optionalUrl,
   secondsList,
@@ -21,7 +24,7 @@ import {
   workerUserSetting,
 } from './config-parsers.js';
 
-export { ConfigError, type LogLevel } from './config-parsers.js';
+export { ConfigError, type LogLevel, type NodeRole } from './config-parsers.js';
 
 export interface Config {
   readonly host: string;
@@ -31,6 +34,8 @@ export interface Config {
   readonly dataDir: string;
   /** `postgres://…` selects PostgreSQL; undefined selects SQLite in the data directory. */
   readonly databaseUrl: string | undefined;
+  /** What this node does in a cluster: answer HTTP and queue (`api`), claim and run work (`worker`), or both. */
+  readonly role: NodeRole;
   /** Key for secrets at rest; undefined means a key file in the data directory. */
   readonly secretKey: string | undefined;
   readonly logLevel: LogLevel;
@@ -124,6 +129,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: undefined,
     defaultText: '(SQLite)',
     parse: databaseUrl,
+  },
+  {
+    key: 'role',
+    flag: '--role',
+    description: `what this node does (${NODE_ROLES.join(', ')}): api answers HTTP and SSE and queues work, worker runs invocations, timers and deliveries; api and worker need --database-url`,
+    defaultValue: 'all',
+    parse: nodeRole,
   },
   {
     key: 'secretKey',
@@ -299,6 +311,11 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   if (out.workerCaFile !== undefined) out.workerCaFile = checkWorkerCaFile(String(out.workerCaFile), String(out.workerUser));
   const config = out as unknown as Config;
   checkS3(config);
+  if (config.role !== 'all' && config.databaseUrl === undefined) {
+    throw new ConfigError(
+      `--role ${config.role} needs --database-url: nodes of a cluster share a PostgreSQL database; on SQLite one process does everything (--role all)`,
+    );
+  }
   return Object.freeze(config);
 }
 

@@ -71,7 +71,9 @@ export function buildProgram(): Command {
     // One write, so that whoever reads standard output sees the whole banner at once; and only once the signals
     // are handled, since whoever reads it may stop the server straight away.
     const banner = [
-      `Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs)`,
+      config.role === 'worker'
+        ? 'Tributary worker node is running (role worker: no HTTP; it claims invocations, workflow runs, timers and deliveries)'
+        : `Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs${config.role === 'api' ? '; role api: work is run by worker nodes' : ''})`,
       `storage: ${running.services.store.location}`,
     ];
     if (running.initialAccount) {

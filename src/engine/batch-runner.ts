@@ -102,6 +102,8 @@ export class BatchRunner {
     const options = { dialect, retention, router, nowMs };
     const commit = async () => {
       const committed = await this.transactions.run(async (trx) => {
+        // First, so that the rows stay locked to this commit, and a lost lease rolls back before anything is written.
+        await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
         const stored = await commitEffects(
           trx,
           {
@@ -116,7 +118,6 @@ export class BatchRunner {
           options,
         );
         if (account) await billUsage(trx, account, batch.length, cpuMs, nowMs);
-        await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
         return stored;
       });
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]));

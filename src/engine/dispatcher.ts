@@ -26,6 +26,11 @@ export interface DispatcherOptions extends IntakeOptions {
   /** Where a batch's events are stored and routed. */
   retention: number;
   router: EventRouter;
+  /**
+   * Told of work queued here while this dispatcher does not run it (an `api` node, or before start): other nodes
+   * claim it. Without it, the work waits for this dispatcher's start.
+   */
+  queuedForOthers?: (sourceIds: string[]) => void;
 }
 
 export class Dispatcher {
@@ -39,6 +44,8 @@ export class Dispatcher {
   private readonly cache: SourceCache;
   private readonly scanning = new CoalescingTask(() => this.scan());
   private stopped = false;
+  /** Set by start(): until then (and on an `api` node, always) queued work is left to other nodes. */
+  private claiming = false;
   private timer: ClockTimer | undefined;
   private readonly idleWaiters: Array<() => void> = [];
 
@@ -60,8 +67,10 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
+    this.claiming = true;
     this.timer = every(this.options.clock, this.options.pollMs, () => this.wake());
     this.wake();
+    this.startReady();
   }
 
   /**
@@ -84,6 +93,11 @@ export class Dispatcher {
     this.cache.evict(sourceId);
   }
 
+  /** Anything may have changed (a cluster signal was missed): every source is read again. */
+  evictAll(): void {
+    this.cache.clear();
+  }
+
   /**
    * Makes the dispatcher look for work: for the given sources at once, or (without ids) by scanning the
    * queue for work written by other processes or left by a previous run.
@@ -95,17 +109,21 @@ export class Dispatcher {
       this.markReady(sourceIds);
       return;
     }
-    if (!this.stopped) this.scanning.request();
+    if (!this.stopped && this.claiming) this.scanning.request();
   }
 
   private markReady(sourceIds: string[]): void {
+    if (!this.claiming && this.options.queuedForOthers) {
+      this.options.queuedForOthers(sourceIds);
+      return;
+    }
     for (const id of sourceIds) this.ready.add(id);
     this.startReady();
   }
 
   /** Starts draining ready sources while there are free slots; a source never drains twice at once. */
   private startReady(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.claiming) return;
     for (const sourceId of this.ready) {
       if (this.running.size >= this.options.concurrency) return;
       if (this.running.has(sourceId)) continue;
@@ -186,6 +204,14 @@ export class Dispatcher {
           committing = ran.commit().then(
             () => true,
             (error: unknown) => {
+              if (error instanceof invocations.LeaseLostError) {
+                // Another node runs them now; nothing of this run was committed.
+                this.logger.warn(
+                  { sourceId, lost: error.lost },
+                  'lease lost before the commit; the batch is dropped here and runs on the node that took it over',
+                );
+                return false;
+              }
               // Its rows are still queued and run again; a batch run after it is not committed either.
               if (this.options.soleConsumer) handBack();
               this.logger.error({ err: error, sourceId }, 'could not commit a batch; its invocations will be retried');

@@ -49,6 +49,10 @@ export class SourceCache {
     return value;
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   evict(sourceId: string): void {
     this.entries.delete(sourceId);
   }

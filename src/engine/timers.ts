@@ -34,7 +34,8 @@ export type WorkflowRunsQueued = (runIds: string[]) => void;
 export class TimerScheduler {
   private timeout: ClockTimer | undefined;
   private readonly firing = new CoalescingTask(() => this.fire());
-  private stopped = false;
+  /** Off until start(), and again after stop(): an `api` node never fires timers. */
+  private stopped = true;
 
   constructor(
     private readonly store: Store,
@@ -48,6 +49,7 @@ export class TimerScheduler {
   ) {}
 
   start(): void {
+    this.stopped = false;
     this.arm(0);
   }
 

@@ -42,6 +42,8 @@ export interface WorkflowRunnerOptions {
   outbox: StepOutbox;
   /** The connected accounts' credentials, for the steps' app props. */
   credentials: CredentialSource;
+  /** Told of runs queued here while this runner does not take them (an `api` node): other nodes do. */
+  queuedForOthers?: (runIds: string[]) => void;
 }
 
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
@@ -69,6 +71,8 @@ export class WorkflowRunner {
   private renewTimer: ClockTimer | undefined;
   private dueTimer: { at: number; timer: ClockTimer } | undefined;
   private stopped = false;
+  /** Set by start(): until then (and on an `api` node, always) queued runs are left to other nodes. */
+  private taking = false;
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -87,6 +91,7 @@ export class WorkflowRunner {
   }
 
   async start(): Promise<void> {
+    this.taking = true;
     const { clock, leaseMs, pollMs } = this.options;
     // A run the previous process held when it stopped is taken up again now, not once its lease runs out.
     if (this.options.soleConsumer) await workflows.releaseAllLeases(this.store.db, clock.now());
@@ -129,7 +134,7 @@ export class WorkflowRunner {
     }
     this.pendingInsert.rows.push(...rows);
     await this.pendingInsert.done;
-    if (this.options.soleConsumer) this.adoptRows(rows, () => Promise.resolve([]));
+    if (this.options.soleConsumer && this.taking) this.adoptRows(rows, () => Promise.resolve([]));
     else this.wake(rows.map((r) => r.id));
     return rows;
   }
@@ -137,6 +142,10 @@ export class WorkflowRunner {
   /** Runs were queued elsewhere (their rows committed): take them up now, or (without ids) scan for due runs. */
   wake(runIds?: string[]): void {
     if (this.stopped) return;
+    if (!this.taking) {
+      if (runIds?.length) this.options.queuedForOthers?.(runIds);
+      return;
+    }
     if (!runIds) {
       this.scanning.request();
       return;
@@ -156,6 +165,11 @@ export class WorkflowRunner {
   /** The workflow changed or was deleted: its next batch reads it again. */
   evictWorkflow(workflowId: string): void {
     this.workflowCache.delete(workflowId);
+  }
+
+  /** Anything may have changed (a cluster signal was missed): every workflow is read again. */
+  evictAllWorkflows(): void {
+    this.workflowCache.clear();
   }
 
   private async scan(): Promise<void> {

@@ -62,6 +62,10 @@ export class EndpointDirectory {
     for (const [endpointId, entry] of this.cache.entries()) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
   }
 
+  evictAll(): void {
+    this.cache.clear();
+  }
+
   private async load(endpointId: string): Promise<EndpointTarget | null> {
     // Endpoint ids are letters and digits: anything else (a NUL, which PostgreSQL cannot take) names no endpoint.
     if (!/^[A-Za-z0-9_-]{1,100}$/.test(endpointId)) return null;
@@ -160,5 +164,10 @@ export class IngressService {
   /** Forgets what is known of a source's or workflow's endpoint (after an update or delete). */
   evictSource(sourceId: string): void {
     this.endpoints.evictSource(sourceId);
+  }
+
+  /** Anything may have changed (a cluster signal was missed): every endpoint is looked up again. */
+  evictAll(): void {
+    this.endpoints.evictAll();
   }
 }

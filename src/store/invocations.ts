@@ -1,5 +1,5 @@
 // Queries on the durable invocation queue: enqueue, claim a batch of one source with a lease, complete.
-import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
 import type { Database, InvocationsTable } from './schema.js';
@@ -33,9 +33,14 @@ export async function oldestInvocations(db: Db, sourceId: string, limit: number)
   return db.selectFrom('invocations').selectAll().where('source_id', '=', sourceId).orderBy('id').limit(limit).execute();
 }
 
-/** Leases the oldest `limit` claimable invocations of one source for `owner` in one statement; returns them in queue order. */
+/**
+ * Leases the oldest `limit` claimable invocations of one source for `owner`; returns them in queue order. On
+ * PostgreSQL (a cluster), none while another node holds a live lease on any of the source's invocations: a source
+ * runs on one node at a time, so that its events keep their order and its db sees one writer. Claims of one source
+ * take turns on an advisory lock, so two nodes never both find the source free.
+ */
 export async function claimBatch(
-  db: Db,
+  db: Kysely<Database>,
   dialect: DialectName,
   sourceId: string,
   owner: string,
@@ -45,18 +50,31 @@ export async function claimBatch(
 ): Promise<InvocationRow[]> {
   const claimable = (eb: ExpressionBuilder<Database, 'invocations'>) =>
     eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]);
-  let candidates = db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
-  // Two nodes may race for the same rows: PostgreSQL skips rows another claim holds; the outer filter re-checks.
-  if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
-  const rows = await db
-    .updateTable('invocations')
-    .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
-    .where('source_id', '=', sourceId)
-    .where('id', 'in', candidates)
-    .where(claimable)
-    .returningAll()
-    .execute();
-  return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const claim = async (trx: Db) => {
+    const candidates = trx.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
+    const rows = await trx
+      .updateTable('invocations')
+      .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
+      .where('source_id', '=', sourceId)
+      .where('id', 'in', candidates)
+      .where(claimable)
+      .returningAll()
+      .execute();
+    return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  };
+  if (dialect !== 'postgres') return claim(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`tributary:source:${sourceId}`}))`.execute(trx);
+    const elsewhere = await trx
+      .selectFrom('invocations')
+      .select('id')
+      .where('source_id', '=', sourceId)
+      .where('lease_owner', '!=', owner)
+      .where('lease_until_ms', '>=', nowMs)
+      .limit(1)
+      .executeTakeFirst();
+    return elsewhere ? [] : claim(trx);
+  });
 }
 
 // Every statement on rows by id names their source too: the queue's key is (source_id, id).
@@ -79,8 +97,27 @@ const deleteLeasedInvocations = compiledOnce(
  */
 export async function completeInvocations(db: Db, sourceId: string, ids: string[], owner: string | null): Promise<void> {
   if (!ids.length) return;
-  if (owner === null) await deleteInvocations(db, sourceId, ids);
-  else await deleteLeasedInvocations(db, sourceId, ids, owner);
+  if (owner === null) {
+    await deleteInvocations(db, sourceId, ids);
+    return;
+  }
+  // The fence: a node whose lease ran out and was taken over deletes fewer rows, and its transaction is rolled back.
+  const deleted = Number((await deleteLeasedInvocations(db, sourceId, ids, owner)).numAffectedRows ?? 0);
+  if (deleted !== ids.length) throw new LeaseLostError(sourceId, ids.length - deleted);
+}
+
+/**
+ * A node lost its lease on invocations it ran (it paused past the lease, or lost the database for that long) and
+ * another node claimed them: what it ran must not be committed, since the other node's run is the one that counts.
+ */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+  constructor(
+    readonly sourceId: string,
+    readonly lost: number,
+  ) {
+    super(`${lost} invocation(s) of source ${sourceId} were taken over by another node after this node's lease ran out`);
+  }
 }
 
 /** Gives leased invocations of one source back to the queue, for another attempt. */

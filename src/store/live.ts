@@ -35,11 +35,19 @@ export interface Listener {
  * Listens on `channel` over a dedicated connection (a pooled one cannot hold a LISTEN), reconnecting after
  * failures; notifications sent while it was disconnected are lost, which live streams tolerate.
  */
-export function listen(url: string, channel: string, onPayload: (payload: string) => void, onError: (error: unknown) => void): Listener {
+export function listen(
+  url: string,
+  channel: string,
+  onPayload: (payload: string) => void,
+  onError: (error: unknown) => void,
+  /** Each time the LISTEN is in place again after a lost connection (what was sent meanwhile is lost). */
+  onReconnect?: () => void,
+): Listener {
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name "${channel}"`);
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+  let listening = false;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
@@ -65,6 +73,8 @@ export function listen(url: string, channel: string, onPayload: (payload: string
     try {
       await next.connect();
       await next.query(`LISTEN ${channel}`);
+      if (listening) onReconnect?.();
+      listening = true;
       markReady();
     } catch (error) {
       if (closed) return;

@@ -1,0 +1,148 @@
+// Tells the other nodes of a cluster what this one queued or changed, over PostgreSQL NOTIFY, so that they wake or
+// drop cached rows at once instead of at their next poll; a single node (SQLite) has no one to tell.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Store } from '../store/database.js';
+import { listen, type Listener, notify } from '../store/live.js';
+
+/**
+ * What a signal says: work queued (`invocations` by source id, `workflow_runs` by run id, `deliveries` and `sends`
+ * pending, `timers` written) or rows changed (`sources`, `workflows`: evict what is cached of them).
+ */
+export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends' | 'timers' | 'sources' | 'workflows';
+
+/** Called with the ids a signal names, or with none after a lost connection: then everything may have changed. */
+export type SignalHandler = (ids: string[] | undefined) => void;
+
+export interface ClusterSignals {
+  /** Coalesced: signals of one turn of the event loop go out together, after it. */
+  signal(kind: SignalKind, ids?: readonly string[]): void;
+  on(kind: SignalKind, handler: SignalHandler): void;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One node: nothing to tell. */
+export class LocalSignals implements ClusterSignals {
+  signal(): void {}
+  on(): void {}
+  async start(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+const CHANNEL = 'tributary_signals';
+/** NOTIFY payloads stop at 8,000 bytes; ids beyond this go in further notifications. */
+const MAX_PAYLOAD = 7000;
+
+interface Message {
+  /** The sending node, which acted on its own signals already. */
+  n: string;
+  k: SignalKind;
+  /** Ids; absent: look at everything of this kind. */
+  i?: string[];
+}
+
+export class PostgresSignals implements ClusterSignals {
+  private readonly node = randomUUID();
+  private readonly handlers = new Map<SignalKind, SignalHandler[]>();
+  /** Signals of this turn: per kind, the ids named (null: all). */
+  private pending = new Map<SignalKind, Set<string> | null>();
+  private scheduled = false;
+  private listener: Listener | undefined;
+  private sending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store,
+    private readonly databaseUrl: string,
+    private readonly logger: Logger,
+  ) {}
+
+  on(kind: SignalKind, handler: SignalHandler): void {
+    this.handlers.set(kind, [...(this.handlers.get(kind) ?? []), handler]);
+  }
+
+  async start(): Promise<void> {
+    this.listener = listen(
+      this.databaseUrl,
+      CHANNEL,
+      (payload) => this.receive(payload),
+      (error) => this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back'),
+      // Signals sent while the connection was down are lost: look at everything once.
+      () => {
+        this.logger.info('cluster signal connection back; looking for work and changes missed meanwhile');
+        for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
+      },
+    );
+    await this.listener.ready;
+  }
+
+  signal(kind: SignalKind, ids?: readonly string[]): void {
+    const known = this.pending.get(kind);
+    if (ids === undefined) this.pending.set(kind, null);
+    else if (known !== null) {
+      const set = known ?? new Set<string>();
+      for (const id of ids) set.add(id);
+      this.pending.set(kind, set);
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const batch = this.pending;
+      this.pending = new Map();
+      this.sending = this.sending.then(() => this.send(batch));
+    });
+  }
+
+  private async send(batch: Map<SignalKind, Set<string> | null>): Promise<void> {
+    for (const [kind, ids] of batch) {
+      for (const message of this.messages(kind, ids)) {
+        await notify(this.store.db, CHANNEL, JSON.stringify(message)).catch((error: unknown) => {
+          // The others find the work at their next poll; nothing is lost.
+          this.logger.warn({ err: error, kind }, 'could not signal the cluster; other nodes find the work at their next poll');
+        });
+      }
+    }
+  }
+
+  /** The notifications for one kind: ids split so that each payload stays under the limit. */
+  private messages(kind: SignalKind, ids: Set<string> | null): Message[] {
+    if (ids === null) return [{ n: this.node, k: kind }];
+    const out: Message[] = [];
+    let current: string[] = [];
+    let size = 0;
+    for (const id of ids) {
+      if (size + id.length + 3 > MAX_PAYLOAD && current.length) {
+        out.push({ n: this.node, k: kind, i: current });
+        current = [];
+        size = 0;
+      }
+      current.push(id);
+      size += id.length + 3;
+    }
+    if (current.length) out.push({ n: this.node, k: kind, i: current });
+    return out;
+  }
+
+  private receive(payload: string): void {
+    let message: Message;
+    try {
+      message = JSON.parse(payload) as Message;
+    } catch {
+      return;
+    }
+    if (message.n === this.node) return;
+    for (const handler of this.handlers.get(message.k) ?? []) {
+      try {
+        handler(message.i);
+      } catch (error) {
+        this.logger.error({ err: error, kind: message.k }, 'a cluster signal handler failed');
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.close();
+    await this.sending;
+  }
+}

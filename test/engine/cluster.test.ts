@@ -1,0 +1,236 @@
+// A cluster on one PostgreSQL database: `api` nodes answer HTTP and queue, `worker` nodes run invocations, timers
+// and deliveries, woken by signals (NOTIFY) rather than by their poll; a timer fires once per due time whichever
+// worker claims it; a worker killed mid-run loses nothing acknowledged and commits nothing twice.
+import { type ChildProcess, spawn } from 'node:child_process';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config.js';
+import { client, request } from '../helpers/client.js';
+import { BIN, createAccount, killHard } from '../helpers/processes.js';
+import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { openStream } from '../delivery/helpers.js';
+
+const SECRET = 'cluster-test-secret';
+
+const HTTP_SOURCE = `export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" },
+  async run(event) { this.$emit({ n: event.body.n, pid: process.ppid }, { id: String(event.body.n), summary: "n=" + event.body.n }); } };`;
+
+describe('--role', () => {
+  it('api and worker need a PostgreSQL database', () => {
+    expect(() => resolveConfig({ role: 'worker' })).toThrow('--role worker needs --database-url');
+    expect(() => resolveConfig({ role: 'api' })).toThrow('--role api needs --database-url');
+  });
+});
+
+describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nodes (PostgreSQL)', () => {
+  let api1: TestServer;
+  let api2: TestServer;
+  const workers: TestServer[] = [];
+  let key: string;
+
+  beforeAll(async () => {
+    api1 = await startTestServer('postgres', { role: 'api', secretKey: SECRET, minTimerInterval: 1 });
+    api2 = await startTestServer('postgres', { role: 'api', secretKey: SECRET, databaseUrl: api1.databaseUrl, minTimerInterval: 1 });
+    key = (await api1.createUser({ plan: 'paid' })).apiKey;
+  });
+  afterAll(async () => {
+    for (const worker of workers) await worker.stop();
+    await api2?.stop();
+    await api1?.destroy();
+  });
+
+  const startWorker = async () => {
+    const worker = await startTestServer('postgres', { role: 'worker', secretKey: SECRET, databaseUrl: api1.databaseUrl, minTimerInterval: 1 });
+    workers.push(worker);
+    return worker;
+  };
+
+  it('api nodes only queue; workers started later run what waits, and events reach live streams on the other api node', async () => {
+    const api = client(api1.url, key);
+    const deployed = await api.post('/v1/sources', { component_code: HTTP_SOURCE });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    const endpoint: string = deployed.body.data.configured_props.http.endpoint_url;
+    expect(endpoint.startsWith(api1.url)).toBe(true);
+
+    // No worker yet: the request is acknowledged and its invocation waits in the queue.
+    expect((await request('POST', endpoint, { body: { n: 1 } })).status).toBe(200);
+    const queued = await api1.running.services.store.db.selectFrom('invocations').select(['id', 'lease_owner']).where('source_id', '=', id).execute();
+    expect(queued).toEqual([{ id: expect.stringMatching(/^inv_/), lease_owner: null }]);
+    expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data).toEqual([]);
+
+    const stream = openStream(`${api2.url}/v1/sources/${id}/sse`, key);
+    try {
+      await stream.opened;
+      await startWorker();
+      await startWorker();
+      await waitFor(
+        async () => stream.messages.length,
+        (n) => n === 1,
+        { what: 'the queued event, run by a worker' },
+      );
+      // Posted to the other api node: queued there, signalled, run by a worker, streamed back through the first.
+      const other = endpoint.replace(api1.url, api2.url);
+      for (let n = 2; n <= 6; n++) expect((await request('POST', other, { body: { n } })).status).toBe(200);
+      await waitFor(
+        async () => stream.messages.length,
+        (count) => count === 6,
+        { what: 'six events on the stream' },
+      );
+      expect(stream.data().map((e) => e.event.n)).toEqual([1, 2, 3, 4, 5, 6]);
+      const left = await api1.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', id).execute();
+      expect(left).toEqual([]);
+    } finally {
+      stream.source.close();
+    }
+  });
+
+  it('a change made through one api node reaches the others at once: a deactivated source refuses ingress on both', async () => {
+    const api = client(api1.url, key);
+    const { id, configured_props } = (await api.post('/v1/sources', { component_code: HTTP_SOURCE })).body.data;
+    const endpoint: string = configured_props.http.endpoint_url;
+    const other = endpoint.replace(api1.url, api2.url);
+    // Both api nodes have the endpoint cached now.
+    expect((await request('POST', endpoint, { body: { n: 1 } })).status).toBe(200);
+    expect((await request('POST', other, { body: { n: 2 } })).status).toBe(200);
+    expect((await api.patch(`/v1/sources/${id}`, { active: false })).status).toBe(200);
+    const refused = await waitFor(
+      () => request('POST', other, { body: { n: 3 } }),
+      (r) => r.status !== 200,
+      { what: 'the other node to drop its cached endpoint', timeoutMs: 1500 },
+    );
+    expect(refused.status).toBe(404);
+  });
+
+  it('a timer fires once per due time, whichever worker claims it', async () => {
+    const api = client(api2.url, key);
+    const timer = await api.post('/v1/sources', {
+      component_code:
+        'export default { name: "tick", version: "0.0.1", props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 1 } } }, async run(event) { this.$emit({ at: event.timestamp }); } };',
+    });
+    expect(timer.status, JSON.stringify(timer.body)).toBe(200);
+    const ticks = await waitFor(
+      () => api.get(`/v1/sources/${timer.body.data.id}/event_summaries?limit=100&expand=event`),
+      (r) => r.body.data.length >= 5,
+      { what: 'five ticks', timeoutMs: 30_000 },
+    );
+    const times = ticks.body.data.map((e: { event: { at: number } }) => e.event.at);
+    expect(new Set(times).size).toBe(times.length);
+    await api.delete(`/v1/sources/${timer.body.data.id}`);
+  });
+});
+
+/** Starts `tributary serve` as its own process; resolves once it says it runs. */
+function node(args: string[]): Promise<{ child: ChildProcess; url: string | undefined; output: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', '--rate-limit', '0', '--secret-key', SECRET, ...args], {
+    env: { PATH: process.env.PATH ?? '' },
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening at (http:\/\/\S+) |worker node is running/.exec(output);
+      if (match) resolve({ child, url: match[1], output: () => output });
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${output}`)));
+  });
+}
+
+/** Invocations of a source leased to some node right now, read straight from the database. */
+async function leasedCount(databaseUrl: string, sourceId: string): Promise<number> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query('select count(*)::int as n from invocations where source_id = $1 and lease_owner is not null', [sourceId]);
+    return rows[0].n as number;
+  } finally {
+    await db.end();
+  }
+}
+
+describe.skipIf(!DIALECTS.includes('postgres'))('a worker node lost under load (PostgreSQL)', () => {
+  const SLOW = `export default { name: "slow", version: "0.0.1", props: { http: "$.interface.http" },
+    async run(event) { await new Promise((r) => setTimeout(r, 100)); this.$emit({ n: event.body.n }); } };`;
+
+  /** An api node, an account, a worker that is about to be lost, holding leases on acknowledged invocations. */
+  async function clusterWithBusyWorker(database: { url: string }, started: ChildProcess[]) {
+    const storage = (dir: string) => ['--data-dir', dir, '--database-url', database.url];
+    const api = await node([...storage(tempDir()), '--role', 'api']);
+    started.push(api.child);
+    const key = await createAccount(storage(tempDir()), 'failover');
+    const doomed = await node([...storage(tempDir()), '--role', 'worker']);
+    started.push(doomed.child);
+    const calls = client(api.url!, key);
+    const slow = await calls.post('/v1/sources', { component_code: SLOW });
+    expect(slow.status, JSON.stringify(slow.body)).toBe(200);
+    const { id } = slow.body.data;
+    const endpoint: string = slow.body.data.configured_props.http.endpoint_url;
+    // A first event, so that the worker has its component's process running when the others are claimed.
+    expect((await request('POST', endpoint, { body: { n: 0 } })).status).toBe(200);
+    await waitFor(
+      () => calls.get(`/v1/sources/${id}/event_summaries`),
+      (r) => r.body.data.length === 1,
+      { what: 'the first event' },
+    );
+    for (let n = 1; n <= 20; n++) expect((await request('POST', endpoint, { body: { n } })).status).toBe(200);
+    await waitFor(
+      () => leasedCount(database.url, id),
+      (n) => n > 0,
+      { what: 'the worker to claim invocations' },
+    );
+    const survivor = () => node([...storage(tempDir()), '--role', 'worker']).then((n) => started.push(n.child));
+    const allEvents = () =>
+      waitFor(
+        () => calls.get(`/v1/sources/${id}/event_summaries?limit=100&expand=event`),
+        (r) => r.body.data.length >= 21,
+        { what: 'all 21 events, the lost worker’s taken over after its leases end', timeoutMs: 60_000 },
+      );
+    return { doomed, survivor, allEvents };
+  }
+
+  const numbersOf = (res: { body: { data: Array<{ event: { n: number } }> } }) => res.body.data.map((e) => e.event.n).sort((a, b) => a - b);
+  const zeroToTwenty = Array.from({ length: 21 }, (_, i) => i);
+
+  it('SIGKILL: its claimed invocations are taken over once their leases end; every acknowledged event is emitted once', async () => {
+    const database = await createTestDatabase();
+    const started: ChildProcess[] = [];
+    try {
+      const cluster = await clusterWithBusyWorker(database, started);
+      await killHard(cluster.doomed.child);
+      await cluster.survivor();
+      expect(numbersOf(await cluster.allEvents())).toEqual(zeroToTwenty);
+    } finally {
+      for (const child of started) if (child.exitCode === null && child.signalCode === null) await killHard(child);
+      await database.drop();
+    }
+  });
+
+  it('paused past its leases (SIGSTOP): the node that took over commits; the paused one, resumed, commits nothing (fencing)', async () => {
+    const database = await createTestDatabase();
+    const started: ChildProcess[] = [];
+    try {
+      const cluster = await clusterWithBusyWorker(database, started);
+      cluster.doomed.child.kill('SIGSTOP');
+      await cluster.survivor();
+      const taken = await cluster.allEvents();
+      expect(numbersOf(taken)).toEqual(zeroToTwenty);
+      cluster.doomed.child.kill('SIGCONT');
+      // Once resumed it finishes its run and tries to commit; the fence turns it away. The survivor's events stay
+      // the only ones: what the resumed node would have emitted would show as duplicates.
+      await waitFor(
+        async () => cluster.doomed.output(),
+        (output) => output.includes('lease lost before the commit'),
+        { what: 'the resumed node to try its commit' },
+      );
+      const exited = new Promise((resolve) => cluster.doomed.child.once('exit', resolve));
+      cluster.doomed.child.kill('SIGTERM');
+      await exited;
+      expect(numbersOf(await cluster.allEvents())).toEqual(zeroToTwenty);
+    } finally {
+      for (const child of started) if (child.exitCode === null && child.signalCode === null) await killHard(child);
+      await database.drop();
+    }
+  });
+});
