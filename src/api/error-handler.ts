@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
+import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 
 export interface ErrorBody {
   error: string;
@@ -51,8 +52,17 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   return { status: 500, body: { error: 'internal error', code: 'internal_error' } };
 }
 
+/** Failures of a dependency rather than of the request: 503 with Retry-After, so that clients try again. */
+function asUnavailable(error: Error): ServiceError | undefined {
+  if (error instanceof WorkerExitError || error instanceof RuntimeClosedError) {
+    return new ServiceError('unavailable', `the component sandbox could not take the request now (${error.message}); try again`, undefined, 5);
+  }
+  return undefined;
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const error = asUnavailable(raised) ?? raised;
     const { status, body } = describe(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: body.code, status }, body.error);

@@ -374,7 +374,8 @@ describe('unforgeable IPC and accounting', () => {
     const prepared = await t.runtime.prepare(code);
     await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 1 }] }));
     const next = await t.runtime.invoke(request(HOSTILE, prepared, { events: [{ n: 2 }] }));
-    expect(next.cpuMs).toBeGreaterThanOrEqual(55);
+    // As above: 10 ms kernel ticks, sampled.
+    expect(next.cpuMs).toBeGreaterThanOrEqual(40);
   });
 });
 
