@@ -262,7 +262,10 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
     const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
-    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, { runTimeoutSeconds: config.runTimeout });
+    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, {
+      runTimeoutSeconds: config.runTimeout,
+      waitsForResponses: runsWork,
+    });
     workflows.onChange((change) => {
       ingress.evictSource(change.workflowId);
       workflowRunner.evictWorkflow(change.workflowId);

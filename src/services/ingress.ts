@@ -107,6 +107,11 @@ export function httpEvent(method: string, path: string, query: Record<string, un
 export interface IngressSettings {
   /** A custom-response request waits this long for `respond()`, plus five seconds for the run to be taken. */
   runTimeoutSeconds: number;
+  /**
+   * False on an `api` node: the run happens on a worker node, whose `respond()` does not travel back here, so a
+   * custom-response request is refused before anything is queued instead of waiting for an answer that never comes.
+   */
+  waitsForResponses: boolean;
 }
 
 /** Admits endpoint requests and queues them durably; a custom-response request waits for the run's answer. */
@@ -140,6 +145,12 @@ export class IngressService {
    * the response its run gave to `respond()` (500 run_failed or 504 no_response when none came).
    */
   async accept(target: EndpointTarget, event: HttpEvent): Promise<HttpResponse | undefined> {
+    if (target.customResponse && !this.settings.waitsForResponses) {
+      throw new ServiceError(
+        'unavailable',
+        'this node (--role api) does not run sources or workflows, so it cannot wait for a custom response: send requests for endpoints with custom responses to a node with --role all',
+      );
+    }
     if (isId(target.sourceId, 'p')) return this.workflowRuns.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
     const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
     if (!target.customResponse) {

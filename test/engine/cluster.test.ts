@@ -103,6 +103,23 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     expect(refused.status).toBe(404);
   });
 
+  it('an api node refuses a custom-response request at once (its answer would come from another node), queueing nothing', async () => {
+    const api = client(api1.url, key);
+    const custom = await api.post('/v1/sources', {
+      component_code:
+        'export default { name: "answers", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 201, body: "made" }); } };',
+    });
+    expect(custom.status, JSON.stringify(custom.body)).toBe(200);
+    const answer = await request('POST', custom.body.data.configured_props.http.endpoint_url, { body: {} });
+    expect(answer.status).toBe(503);
+    expect(answer.body).toEqual({
+      code: 'unavailable',
+      error: expect.stringContaining('send requests for endpoints with custom responses to a node with --role all'),
+    });
+    const queued = await api1.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', custom.body.data.id).execute();
+    expect(queued).toEqual([]);
+  });
+
   it('a timer fires once per due time, whichever worker claims it', async () => {
     const api = client(api2.url, key);
     const timer = await api.post('/v1/sources', {
