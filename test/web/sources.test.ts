@@ -204,6 +204,12 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     const detail = page.getByRole('figure', { name: 'Event JSON' });
     await waitForText(detail, '"hello": "world-1"');
     await waitForText(detail, `"emitter_id": ${JSON.stringify(source.id)}`);
+    // Each object folds: closing "event" hides its keys, opening it shows them again.
+    const eventNode = detail.locator('summary').filter({ hasText: '"event":' });
+    await eventNode.click();
+    await detail.getByText('"world-1"').waitFor({ state: 'hidden' });
+    await eventNode.press('Enter');
+    await detail.getByText('"world-1"').waitFor();
     await detail.scrollIntoViewIfNeeded();
     await screenshot(page, 'source-events');
 
