@@ -4,6 +4,7 @@
 // and prints its figures beside a baseline measured in the same run. See BENCHMARKS.md.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
+import * as cluster from './cluster.mjs';
 import * as fanout from './fanout.mjs';
 import * as ingest from './ingest.mjs';
 import { loadConfig } from './lib/config.mjs';
@@ -15,7 +16,7 @@ import * as scale from './scale.mjs';
 import * as timers from './timers.mjs';
 import * as workflows from './workflows.mjs';
 
-const BENCHMARKS = [ingest, fanout, timers, scale, overhead, workflows];
+const BENCHMARKS = [ingest, fanout, timers, scale, overhead, workflows, cluster];
 
 const loadavg = () =>
   os

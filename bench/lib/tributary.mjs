@@ -6,7 +6,7 @@ import { cleanEnv, removeDir, spawnTracked, stopChild, tempDir, waitForOutput } 
 
 const execFileP = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'bin/tributary.js');
+export const BIN = path.join(ROOT, 'bin/tributary.js');
 
 /** A minimal JSON client for setting things up (not for measuring). */
 export function apiClient(baseUrl, key) {

@@ -60,17 +60,17 @@ describe('npm run bench', () => {
     return row;
   };
 
-  it('runs every benchmark and writes its results as JSON', { timeout: 300_000 }, async () => {
+  it('runs every benchmark and writes its results as JSON', { timeout: 480_000 }, async () => {
     const file = path.join(dir, 'results.json');
     const { stdout } = await run(process.execPath, [RUN, `--json=${file}`], {
       env: { ...process.env, ...SIZES },
-      timeout: 280_000,
+      timeout: 460_000,
       maxBuffer: 16 * 1024 * 1024,
     });
     output = stdout;
     results = JSON.parse(readFileSync(file, 'utf8')) as Results;
     expect(results.failed).toBe(0);
-    expect([...new Set(results.rows.map((r) => r.bench))]).toEqual(['ingest', 'fanout', 'timers', 'scale', 'overhead', 'workflows']);
+    expect([...new Set(results.rows.map((r) => r.bench))]).toEqual(['ingest', 'fanout', 'timers', 'scale', 'overhead', 'workflows', 'cluster']);
     expect(results.rows.filter((r) => r.status === 'FAILED')).toEqual([]);
     // The table is printed too.
     expect(stdout).toContain('| benchmark | metric');
@@ -117,6 +117,16 @@ describe('npm run bench', () => {
     const rss = /^([\d.]+) MB \(server ([\d.]+) MB \+ (\d+) workers? ([\d.]+) MB\)$/.exec(rowOf('scale', 'idle RSS').value);
     expect(rss).not.toBeNull();
     expect(Number(rss![2])).toBeGreaterThan(0);
+  });
+
+  it('cluster: every acknowledged event is stored, on one node and on api and worker nodes', () => {
+    for (const setup of ['sqlite', 'pg all', 'pg api + 1 worker', 'pg api + 2 workers']) {
+      const match = /\(([\d,]+) of ([\d,]+) stored\)/.exec(rowOf('cluster', `${setup}:`).value);
+      expect(match, setup).not.toBeNull();
+      expect(num(match![2]!)).toBeGreaterThan(0);
+      expect(num(match![1]!)).toBe(num(match![2]!));
+    }
+    expect(rowOf('cluster', 'event → SSE, another api node').value).toMatch(/ms/);
   });
 
   it('overhead: sequential runs complete', () => {
