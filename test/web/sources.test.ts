@@ -278,6 +278,11 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Deactivate', exact: true }).waitFor();
     expect((await api.get('/v1/users/me/sources')).body.data[0].active).toBe(true);
 
+    // The dialog opens with the focus on Cancel; Escape cancels too.
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    await page.waitForFunction('document.activeElement?.textContent === "Cancel"');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('dialog', { name: 'Delete manual?' }).getByRole('button', { name: 'Cancel' }).click();
     expect((await api.get('/v1/users/me/sources')).body.data).toHaveLength(1);
