@@ -132,7 +132,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const users = new UserService(store, config, clock);
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
-    const secrets = SecretBox.open(config.secretKey, config.dataDir);
+    const secrets = SecretBox.open(config.secretKey, config.dataDir, config.secretKeyFile);
     // With PostgreSQL any number of nodes share the database, so live streams hear of every node's events.
     const bus: EventBus =
       store.dialect === 'postgres'
@@ -274,7 +274,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
     const live = new LiveStreams(sources, workflows, events, sse);
-    const health = new HealthService(store);
+    const health = new HealthService(store, runtime);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
     // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
     propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
@@ -338,6 +338,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       initialAccount,
       close: () =>
         (closing ??= (async () => {
+          health.beginStop();
           timers.stop();
           // Live streams never end by themselves; the server would wait for them.
           sse.close();

@@ -38,6 +38,8 @@ export interface Config {
   readonly role: NodeRole;
   /** Key for secrets at rest; undefined means a key file in the data directory. */
   readonly secretKey: string | undefined;
+  /** A key file as Tributary writes it (32 base64 bytes), e.g. the secret.key of a data directory moved to PostgreSQL. */
+  readonly secretKeyFile: string | undefined;
   readonly logLevel: LogLevel;
   /** Largest accepted API request body, in bytes. */
   readonly bodyLimit: number;
@@ -143,6 +145,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     description: 'key that encrypts secrets at rest; when unset, a key file in the data directory',
     defaultValue: undefined,
     defaultText: '(key file)',
+    parse: optionalText,
+  },
+  {
+    key: 'secretKeyFile',
+    flag: '--secret-key-file',
+    description: "key file to use instead of the data directory's secret.key (such as that file, kept or copied); not with --secret-key",
+    defaultValue: undefined,
     parse: optionalText,
   },
   {
@@ -311,6 +320,9 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   if (out.workerCaFile !== undefined) out.workerCaFile = checkWorkerCaFile(String(out.workerCaFile), String(out.workerUser));
   const config = out as unknown as Config;
   checkS3(config);
+  if (config.secretKey !== undefined && config.secretKeyFile !== undefined) {
+    throw new ConfigError('--secret-key and --secret-key-file both name the key that seals secrets: set one of them');
+  }
   if (config.role !== 'all' && config.databaseUrl === undefined) {
     throw new ConfigError(
       `--role ${config.role} needs --database-url: nodes of a cluster share a PostgreSQL database; on SQLite one process does everything (--role all)`,

@@ -7,6 +7,9 @@ import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
 import { addClientCommands } from './client-commands.js';
+import { addOpsCommands } from './ops-commands.js';
+import { OpsError } from '../ops/ops-error.js';
+import { NewerDatabaseError } from '../store/newer-database-error.js';
 import { describeFailure, EXIT } from './terminal.js';
 
 /** Settings the `users` commands need: where the database is. */
@@ -123,6 +126,7 @@ export function buildProgram(): Command {
     printAccount(account, options.json === true);
   });
 
+  addOpsCommands(program);
   addClientCommands(program);
 
   return program;
@@ -132,9 +136,13 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError) {
+    if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError || error instanceof OpsError) {
       console.error(`error: ${error.message}`);
       process.exit(EXIT.usage);
+    }
+    if (error instanceof NewerDatabaseError) {
+      console.error(`error: ${error.message}`);
+      process.exit(EXIT.failed);
     }
     const failure = describeFailure(error);
     if (!failure) throw error;

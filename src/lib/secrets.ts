@@ -5,6 +5,19 @@ import path from 'node:path';
 
 const PREFIX = 'enc:v1:';
 
+/** A key file holds the 32 key bytes in base64, as `open` writes it; a given file that is missing is an error, never made. */
+function readKeyFile(file: string): Buffer {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read the secret key file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key`);
+  return key;
+}
+
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}
 
@@ -12,8 +25,9 @@ export class SecretBox {
    * A configured secret key is hashed to 32 bytes; without one, a random key is kept in `<dataDir>/secret.key`
    * (every node of a cluster must then be given the same TRIBUTARY_SECRET_KEY instead).
    */
-  static open(secretKey: string | undefined, dataDir: string): SecretBox {
+  static open(secretKey: string | undefined, dataDir: string, keyFile?: string): SecretBox {
     if (secretKey) return new SecretBox(createHash('sha256').update(secretKey, 'utf8').digest());
+    if (keyFile !== undefined) return new SecretBox(readKeyFile(path.resolve(keyFile)));
     const file = path.join(dataDir, 'secret.key');
     fs.mkdirSync(dataDir, { recursive: true });
     try {
@@ -21,9 +35,7 @@ export class SecretBox {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
-    if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key`);
-    return new SecretBox(key);
+    return new SecretBox(readKeyFile(file));
   }
 
   encrypt(plain: string): string {

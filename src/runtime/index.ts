@@ -31,6 +31,9 @@ export { applyDataStoreChanges, mergeDataStoreChanges } from './data-store-chang
 export type { InvokeHooks } from './invocation.js';
 export type { RuntimeLogger, RuntimeOptions } from './options.js';
 
+/** The account the readiness check starts a worker for: no real account id looks like it. */
+const READINESS_ACCOUNT = '-readiness';
+
 export class ComponentRuntime {
   private readonly options: Readonly<RuntimeOptions>;
   private readonly preparer: Preparer;
@@ -137,6 +140,20 @@ export class ComponentRuntime {
       if (request.dataStores) message.dataStores = request.dataStores;
       return configureIn(worker, message, timeoutMs);
     });
+  }
+
+  /**
+   * Whether a worker can serve a call: one is alive, or one starts now (for an account of its own, and stays warm
+   * like any other, so the next check finds it). Readiness asks this.
+   */
+  async canStartWorker(): Promise<boolean> {
+    if (this.pool.liveWorkers() > 0) return true;
+    try {
+      await this.pool.use(READINESS_ACCOUNT, [], async () => undefined);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Kills all workers; pending and later calls reject with RuntimeClosedError. */

@@ -59,6 +59,13 @@ export class WorkerPool {
     }
   }
 
+  /** Workers started and not ended (busy or idle). */
+  liveWorkers(): number {
+    let live = 0;
+    for (const slot of this.slots) if (slot.worker?.alive) live++;
+    return live;
+  }
+
   /** Kills every worker and fails every waiting call. */
   async close(): Promise<void> {
     this.closed = true;

@@ -1,10 +1,67 @@
-// Whether the service can do its job: the database answers.
+// Whether the service can do its job: liveness (the database answers) and readiness (migrations, database, a worker, not stopping).
 import { isReachable, type Store } from '../store/database.js';
+import { appliedMigrations, KNOWN_MIGRATIONS } from '../store/migrate.js';
+
+export interface ReadinessChecks {
+  database: 'ok' | 'unreachable';
+  migrations: 'ok' | 'pending' | 'unknown';
+  worker: 'ok' | 'cannot_start' | 'unchecked';
+  stopping: boolean;
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: ReadinessChecks;
+  /** The names of the checks that failed, for the 503 body. */
+  failing: string[];
+}
+
+/** A worker check's answer is kept this long: starting a worker costs tens of milliseconds, and probes come every few seconds. */
+const WORKER_CHECK_TTL_MS = 5000;
 
 export class HealthService {
-  constructor(private readonly store: Store) {}
+  private stopping = false;
+  private workerCheck: { at: number; ok: Promise<boolean> } | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly workers?: { canStartWorker(): Promise<boolean> },
+  ) {}
 
   databaseReachable(): Promise<boolean> {
     return isReachable(this.store);
+  }
+
+  /** From now on the node is not ready: a graceful stop has begun (the first thing close() does). */
+  beginStop(): void {
+    this.stopping = true;
+  }
+
+  async readiness(): Promise<Readiness> {
+    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'unchecked', stopping: this.stopping };
+    try {
+      const applied = new Set((await appliedMigrations(this.store.db, this.store.dialect)).map((m) => m.name));
+      if (KNOWN_MIGRATIONS.some((name) => !applied.has(name))) checks.migrations = 'pending';
+      else if (applied.size > KNOWN_MIGRATIONS.length) checks.migrations = 'unknown';
+    } catch {
+      checks.database = 'unreachable';
+      checks.migrations = 'unknown';
+    }
+    if (!this.stopping && this.workers) checks.worker = (await this.canStartWorker()) ? 'ok' : 'cannot_start';
+    const failing = [
+      ...(checks.database !== 'ok' ? ['database'] : []),
+      ...(checks.migrations !== 'ok' ? ['migrations'] : []),
+      ...(checks.worker === 'cannot_start' ? ['worker'] : []),
+      ...(checks.stopping ? ['stopping'] : []),
+    ];
+    return { ready: failing.length === 0, checks, failing };
+  }
+
+  private canStartWorker(): Promise<boolean> {
+    const now = Date.now();
+    if (!this.workerCheck || now - this.workerCheck.at > WORKER_CHECK_TTL_MS) {
+      this.workerCheck = { at: now, ok: this.workers!.canStartWorker() };
+    }
+    return this.workerCheck.ok;
   }
 }

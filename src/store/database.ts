@@ -8,6 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
+import { NewerDatabaseError } from './newer-database-error.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 
@@ -40,7 +41,8 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     if (options.migrate !== false) await migrateToLatest(store.db, store.dialect);
   } catch (error) {
     await store.close().catch(() => undefined);
-    throw new Error(`cannot open the database at ${store.location}: ${(error as Error).message}`);
+    const message = `cannot open the database at ${store.location}: ${(error as Error).message}`;
+    throw error instanceof NewerDatabaseError ? new NewerDatabaseError(message) : new Error(message);
   }
   return store;
 }

@@ -1,5 +1,7 @@
 // Runs the numbered, append-only migrations in order; each migration is written once for both dialects.
-import { Migrator, type Kysely, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type MigrationProvider } from 'kysely';
+import { tributaryVersion } from '../lib/version.js';
+import { NewerDatabaseError } from './newer-database-error.js';
 import type { DialectMigration, DialectName } from './migrations/migration.js';
 import { migration001 } from './migrations/001-foundation.js';
 import { migration002 } from './migrations/002-sources.js';
@@ -27,6 +29,40 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '011-additional-props': migration011,
 };
 
+/** Every migration this build knows, in the order they run. */
+export const KNOWN_MIGRATIONS: readonly string[] = Object.freeze(Object.keys(MIGRATIONS));
+
+export { NewerDatabaseError };
+
+export interface AppliedMigration {
+  readonly name: string;
+  /** When it ran, as Kysely recorded it (an ISO timestamp). */
+  readonly executedAt: string;
+}
+
+/** The migrations recorded in the database, in name order; none when the database is new. */
+export async function appliedMigrations(db: Kysely<any>, dialect: DialectName): Promise<AppliedMigration[]> {
+  const exists =
+    dialect === 'sqlite'
+      ? await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db)
+      : await sql<{
+          n: number;
+        }>`select count(*)::int as n from information_schema.tables where table_schema = current_schema() and table_name = 'kysely_migration'`.execute(db);
+  if (Number(exists.rows[0]?.n ?? 0) === 0) return [];
+  const rows = await sql<{ name: string; timestamp: string }>`select name, timestamp from kysely_migration order by name`.execute(db);
+  return rows.rows.map((r) => ({ name: r.name, executedAt: String(r.timestamp) }));
+}
+
+/** Refuses a database written by a newer Tributary, naming its migration and this build's version. */
+export function refuseNewer(applied: readonly AppliedMigration[]): void {
+  const unknown = applied.filter((m) => !(m.name in MIGRATIONS));
+  if (unknown.length === 0) return;
+  throw new NewerDatabaseError(
+    `the database has migration ${unknown.map((m) => m.name).join(', ')} which this Tributary (${tributaryVersion()}) does not know ` +
+      `(it knows up to ${KNOWN_MIGRATIONS.at(-1)}): it was written by a newer version; upgrade this one`,
+  );
+}
+
 export async function migrateToLatest(db: Kysely<any>, dialect: DialectName): Promise<void> {
   await migrateTo(db, dialect, 'latest');
 }
@@ -36,6 +72,7 @@ export async function migrateTo(db: Kysely<any>, dialect: DialectName, target: s
   const provider: MigrationProvider = {
     getMigrations: async () => Object.fromEntries(Object.entries(MIGRATIONS).map(([name, m]) => [name, m(dialect)])),
   };
+  refuseNewer(await appliedMigrations(db, dialect));
   const migrator = new Migrator({ db, provider });
   const { error, results } = target === 'latest' ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
   if (error) {

@@ -1,4 +1,4 @@
-// GET /healthz: liveness and database reachability, without a key, for load balancers and supervisors.
+// GET /healthz (liveness and database reachability) and GET /readyz (readiness), without a key, for load balancers and supervisors.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { HealthService } from '../../services/health.js';
@@ -21,6 +21,32 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
       async (_request, reply) => {
         if (await services.health.databaseReachable()) return { status: 'ok' as const, database: 'ok' as const };
         return reply.status(503).send({ status: 'error' as const, database: 'unreachable' as const });
+      },
+    );
+
+    const checks = Type.Object({
+      database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+      migrations: Type.Union([Type.Literal('ok'), Type.Literal('pending'), Type.Literal('unknown')]),
+      worker: Type.Union([Type.Literal('ok'), Type.Literal('cannot_start'), Type.Literal('unchecked')]),
+      stopping: Type.Boolean(),
+    });
+    app.get(
+      '/readyz',
+      {
+        schema: {
+          tags: ['operations'],
+          summary: 'Readiness: migrations applied, database answering, a worker able to start, and no stop under way',
+          security: [],
+          response: {
+            200: Type.Object({ status: Type.Literal('ready'), checks }),
+            503: Type.Object({ status: Type.Literal('not_ready'), not_ready: Type.Array(Type.String()), checks }),
+          },
+        },
+      },
+      async (_request, reply) => {
+        const readiness = await services.health.readiness();
+        if (readiness.ready) return { status: 'ready' as const, checks: readiness.checks };
+        return reply.status(503).send({ status: 'not_ready' as const, not_ready: readiness.failing, checks: readiness.checks });
       },
     );
   };

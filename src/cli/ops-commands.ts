@@ -1,0 +1,112 @@
+// The operations commands: backup and restore (SQLite), migrate (--status), migrate-store (SQLite → PostgreSQL).
+// Their modules load inside the actions, so that other commands start fast.
+import type { Command, Option } from 'commander';
+import { resolveConfig, settingOptions } from '../config.js';
+import { OpsError } from '../ops/ops-error.js';
+
+function storageOption(flag: '--data-dir' | '--database-url'): Option {
+  const option = settingOptions().find((o) => o.long === flag);
+  if (!option) throw new Error(`no setting ${flag}`);
+  return option;
+}
+
+/** Where the database is, from --data-dir / --database-url and their variables, with the same defaults as serve. */
+function storage(options: Record<string, unknown>): { dataDir: string; databaseUrl: string | undefined } {
+  const config = resolveConfig({ dataDir: options.dataDir as string | undefined, databaseUrl: options.databaseUrl as string | undefined });
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl };
+}
+
+/** Progress goes to a terminal only, on one line rewritten in place; logs and pipes get the final line alone. */
+function progressLine(label: string): { update(done: number, total: number): void; end(): void } {
+  const tty = process.stderr.isTTY === true;
+  let shown = false;
+  return {
+    update(done, total) {
+      if (!tty) return;
+      const percent = total === 0 ? 100 : Math.floor((done / total) * 100);
+      process.stderr.write(`\r${label}: ${percent}% (${done}/${total})\u001b[K`);
+      shown = true;
+    },
+    end() {
+      if (shown) process.stderr.write('\n');
+    },
+  };
+}
+
+export function addOpsCommands(program: Command): void {
+  const backup = program
+    .command('backup')
+    .description('copy the SQLite database to a file while the server runs (PostgreSQL: use pg_dump)')
+    .requiredOption('--out <file>', 'file to write the backup to')
+    .option('--force', 'replace --out if it exists')
+    .addOption(storageOption('--data-dir'))
+    .addOption(storageOption('--database-url'));
+  backup.action(async (options: Record<string, unknown>) => {
+    const where = storage(options);
+    if (where.databaseUrl) {
+      throw new OpsError(
+        'backup copies the SQLite database of a data directory; for PostgreSQL use pg_dump (pg_dump -Fc -f tributary.dump "$TRIBUTARY_DATABASE_URL"), see Operating Tributary in the README',
+      );
+    }
+    const { backupDatabase } = await import('../ops/backup.js');
+    const progress = progressLine('backup');
+    const result = await backupDatabase({
+      dataDir: where.dataDir,
+      out: String(options.out),
+      force: options.force === true,
+      onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
+    }).finally(() => progress.end());
+    console.log(
+      `backup written to ${result.file} (${result.bytes} bytes, ${result.pages} pages${result.restarts > 0 ? `, started over ${result.restarts} time(s) as the server wrote` : ''}); ` +
+        'the secret key is not in it: keep secret.key (or your --secret-key) separately',
+    );
+  });
+
+  const restore = program
+    .command('restore')
+    .description('put a backup in place as the database of a data directory (the server must be stopped)')
+    .requiredOption('--from <file>', 'backup file written by tributary backup')
+    .option('--force', 'replace the database the data directory already holds')
+    .addOption(storageOption('--data-dir'));
+  restore.action(async (options: Record<string, unknown>) => {
+    const { restoreDatabase } = await import('../ops/restore.js');
+    const result = await restoreDatabase({ from: String(options.from), dataDir: storage(options).dataDir, force: options.force === true });
+    console.log(`restored ${result.file} (${result.migrations} migrations applied in the backup)`);
+    if (!result.keyFilePresent) {
+      console.log(
+        'the data directory has no secret.key: put the key file you kept there, or start the server with the --secret-key or --secret-key-file it used; ' +
+          'without it, sealed secrets (secret props, connected accounts, webhook secrets) cannot be opened',
+      );
+    }
+  });
+
+  const migrate = program
+    .command('migrate')
+    .description('apply pending database migrations, or list them with --status')
+    .option('--status', 'list applied and pending migrations; change nothing')
+    .option('--json', 'with --status: one JSON object')
+    .addOption(storageOption('--data-dir'))
+    .addOption(storageOption('--database-url'));
+  migrate.action(async (options: Record<string, unknown>) => {
+    const where = storage(options);
+    if (!where.databaseUrl) {
+      const fs = await import('node:fs');
+      const path = await import('node:path');
+      const file = path.join(where.dataDir, 'tributary.db');
+      if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir (or pass --database-url)`);
+    }
+    if (options.json === true && options.status !== true) throw new OpsError('--json goes with --status');
+    const { migrationStatus, formatMigrationStatus } = await import('../ops/migration-status.js');
+    if (options.status !== true) {
+      const { openStore } = await import('../store/database.js');
+      const before = await migrationStatus(where);
+      const store = await openStore(where);
+      await store.close();
+      console.log(`applied ${before.pending.length} migration(s)${before.pending.length > 0 ? `: ${before.pending.join(', ')}` : ''}`);
+      return;
+    }
+    const status = await migrationStatus(where);
+    if (options.json === true) console.log(JSON.stringify(status));
+    else console.log(formatMigrationStatus(status).join('\n'));
+  });
+}

@@ -1,0 +1,76 @@
+// `tributary restore`: puts a backup in place as a data directory's database, after checking it is one this build can run.
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { lockDataDir } from '../store/data-dir-lock.js';
+import { appliedMigrations, refuseNewer } from '../store/migrate.js';
+import { OpsError } from './ops-error.js';
+
+export interface RestoreResult {
+  readonly file: string;
+  readonly migrations: number;
+  /** False when the data directory has no secret.key: sealed secrets need the key kept beside the backup. */
+  readonly keyFilePresent: boolean;
+}
+
+const SQLITE_HEADER = 'SQLite format 3\u0000';
+
+/**
+ * Refuses a file that is not a Tributary SQLite database (or one written by a newer Tributary), a data directory
+ * that already has a database unless `force`, and a data directory a server is using. Holds the directory's lock
+ * while it copies, so no server starts on half a database.
+ */
+export async function restoreDatabase(options: { from: string; dataDir: string; force: boolean }): Promise<RestoreResult> {
+  const from = path.resolve(options.from);
+  const dataDir = path.resolve(options.dataDir);
+  const migrations = await checkBackup(from);
+  const lock = lockDataDir(dataDir);
+  try {
+    const target = path.join(dataDir, 'tributary.db');
+    if (fs.existsSync(target) && !options.force) {
+      throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
+    }
+    const partial = `${target}.restoring`;
+    fs.rmSync(partial, { force: true });
+    const source = new SQLite(from, { readonly: true, fileMustExist: true });
+    try {
+      await source.backup(partial);
+    } finally {
+      source.close();
+    }
+    fs.chmodSync(partial, 0o600);
+    // The old database's log belongs to the old database: left beside the new file, SQLite would replay it.
+    for (const suffix of ['-wal', '-shm', '']) fs.rmSync(target + suffix, { force: true });
+    fs.renameSync(partial, target);
+    return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')) };
+  } finally {
+    lock.release();
+  }
+}
+
+/** Returns how many migrations the backup has applied. */
+async function checkBackup(file: string): Promise<number> {
+  if (!fs.existsSync(file)) throw new OpsError(`--from: no such file: ${file}`);
+  const header = Buffer.alloc(16);
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.readSync(fd, header, 0, 16, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (header.toString('latin1') !== SQLITE_HEADER) throw new OpsError(`--from: ${file} is not an SQLite database`);
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(file, { readonly: true, fileMustExist: true }) }) });
+  try {
+    const applied = await appliedMigrations(db, 'sqlite');
+    if (applied.length === 0) throw new OpsError(`--from: ${file} is an SQLite database but not a Tributary one (it has no kysely_migration table)`);
+    try {
+      refuseNewer(applied);
+    } catch (error) {
+      throw new OpsError(`--from: ${(error as Error).message}`);
+    }
+    return applied.length;
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,109 @@
+// GET /readyz: ready when migrations, database and a worker are; 503 naming what is not, and from the moment a stop begins.
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+
+const HELD = `module.exports = {
+  name: "Held",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run() {
+    const held = await (await fetch("HOLD_URL")).text();
+    this.http.respond({ status: 201, body: { held } });
+  },
+};`;
+
+/** Reads from a socket until `done` says the text so far is complete. */
+function readUntil(socket: net.Socket, done: (text: string) => boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      if (done(text)) {
+        socket.off('data', onData);
+        resolve(text);
+      }
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.once('close', () => resolve(text));
+  });
+}
+
+describe.each(DIALECTS)('readiness on %s', (dialect) => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect);
+  });
+  afterAll(() => server?.destroy());
+
+  it('answers 200 with every check ok, without a key, once a worker could start', async () => {
+    const res = await request('GET', `${server.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', worker: 'ok', stopping: false } });
+  });
+
+  it('answers 503 naming the migrations when one is missing', async () => {
+    const { sql } = await import('kysely');
+    const db = server.running.services.store.db;
+    const [last] = (await sql<{ name: string; timestamp: string }>`select name, timestamp from kysely_migration order by name desc limit 1`.execute(db)).rows;
+    await sql`delete from kysely_migration where name = ${last!.name}`.execute(db);
+    try {
+      const res = await request('GET', `${server.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ status: 'not_ready', not_ready: ['migrations'], checks: { migrations: 'pending', database: 'ok' } });
+    } finally {
+      await sql`insert into kysely_migration (name, timestamp) values (${last!.name}, ${last!.timestamp})`.execute(db);
+    }
+    expect((await request('GET', `${server.url}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('readiness during a stop', () => {
+  it('answers 503 once close() begins, while a request in flight still finishes', async () => {
+    // The run in flight waits on this server until the test lets it answer.
+    let release!: () => void;
+    let started!: () => void;
+    const runStarted = new Promise<void>((resolve) => (started = resolve));
+    const hold = http.createServer((_req, res) => {
+      started();
+      release = () => res.end('held');
+    });
+    await new Promise<void>((resolve) => hold.listen(0, '127.0.0.1', resolve));
+    const holdUrl = `http://127.0.0.1:${(hold.address() as net.AddressInfo).port}/`;
+    const server = await startTestServer('sqlite', { allowPrivateNetwork: true });
+    try {
+      const account = await server.createUser({ plan: 'paid' });
+      const api = client(server.url, account.apiKey);
+      const deployed = await api.post('/v1/sources', { component_code: HELD.replace('HOLD_URL', holdUrl), name: 'held' });
+      expect(deployed.status).toBe(200);
+      const endpoint = new URL(deployed.body.data.configured_props.http.endpoint_url);
+      expect((await request('GET', `${server.url}/readyz`)).status).toBe(200);
+
+      const { port } = new URL(server.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const answers = readUntil(socket, (text) => (text.match(/HTTP\/1\.1 /g) ?? []).length >= 2 && text.endsWith('}'));
+      socket.write(`GET ${endpoint.pathname} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await runStarted;
+
+      const closing = server.running.close();
+      expect(await server.running.services.health.readiness()).toMatchObject({ ready: false, failing: ['stopping'] });
+      // A readiness probe behind the request in flight, on the same connection.
+      socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+      release();
+      const text = await answers;
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      expect(statuses).toEqual([201, 503]);
+      expect(text).toContain('{"held":"held"}');
+      socket.destroy();
+      await closing;
+    } finally {
+      await server.destroy();
+      hold.close();
+    }
+  });
+});
