@@ -109,4 +109,54 @@ export function addOpsCommands(program: Command): void {
     if (options.json === true) console.log(JSON.stringify(status));
     else console.log(formatMigrationStatus(status).join('\n'));
   });
+
+  const migrateStore = program
+    .command('migrate-store')
+    .description("copy a stopped data directory's SQLite database into PostgreSQL, verified table by table; run again to resume")
+    .requiredOption('--to <url>', 'postgres:// URL of the target database')
+    .option('--force', 'empty a target that already holds Tributary data first')
+    .option('--batch-size <rows>', 'rows per batch', '1000')
+    .addOption(storageOption('--data-dir'));
+  migrateStore.action(async (options: Record<string, unknown>) => {
+    const to = String(options.to);
+    if (!/^postgres(ql)?:\/\//.test(to)) throw new OpsError(`--to: expected a postgres:// URL, got "${to}"`);
+    const batchSize = Number(options.batchSize);
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+      throw new OpsError(`--batch-size: expected an integer from 1 to 10000, got "${String(options.batchSize)}"`);
+    const { dataDir } = storage(options);
+    const { migrateStore: run } = await import('../ops/migrate-store.js');
+    let progress: ReturnType<typeof progressLine> | undefined;
+    let current = '';
+    const reports = await run({
+      dataDir,
+      to,
+      force: options.force === true,
+      batchSize,
+      onProgress: (table, copied, total) => {
+        if (table !== current) {
+          progress?.end();
+          progress = progressLine(`copying ${table}`);
+          current = table;
+        }
+        progress!.update(copied, total);
+      },
+      onTable: (report) => {
+        progress?.end();
+        progress = undefined;
+        current = '';
+        console.log(
+          `${report.table}: ${report.rows} rows, checksum ${report.checksum.slice(0, 16)}… ${report.resumed ? 'verified by an earlier run' : 'copied and verified'}`,
+        );
+      },
+    });
+    const rows = reports.reduce((sum, r) => sum + r.rows, 0);
+    const keyFile = (await import('node:path')).join(dataDir, 'secret.key');
+    console.log(`moved ${reports.length} tables, ${rows} rows, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);
+    const key = (await import('node:fs')).existsSync(keyFile)
+      ? `--secret-key-file ${keyFile} (or a copy of that file kept elsewhere)`
+      : 'the --secret-key this data directory was served with (it has no secret.key)';
+    console.log(
+      `start the server on it with the same key and public URL, so that secrets open and endpoint URLs stay the same: tributary serve --database-url <that URL> ${key} --public-url <the same>`,
+    );
+  });
 }

@@ -1,0 +1,189 @@
+// tributary migrate-store: a data directory with sources, a secret, events, a timer, a webhook with a pending delivery, a data store
+// and a workflow moves to PostgreSQL (interrupted once and resumed), and a server on PostgreSQL serves the same of everything.
+import { execFile, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrateStore } from '../../src/ops/migrate-store.js';
+import { BIN, createAccount, serve } from '../helpers/processes.js';
+import { createTestDatabase, tempDir } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+
+const run = promisify(execFile);
+const describeOnPostgres = process.env.TRIBUTARY_TEST_DATABASE_URL ? describe : describe.skip;
+
+const SECRETIVE = `module.exports = {
+  name: "Secretive",
+  version: "0.0.1",
+  props: { http: "$.interface.http", token: { type: "string", secret: true }, store: { type: "data_store" } },
+  async run(event) {
+    await this.store.set("last", event.body.n);
+    this.$emit({ n: event.body.n, token_ok: this.token === "s3cret" });
+  },
+};`;
+
+const TICKING = `module.exports = {
+  name: "Ticking",
+  version: "0.0.1",
+  props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 1 } } },
+  async run(event) { this.$emit({ timestamp: event.timestamp }); },
+};`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function stopGracefully(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
+  const children: ChildProcess[] = [];
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const cleanup of cleanups) await cleanup();
+  });
+
+  it('moves everything; the same key, endpoint URL, events and cursors work on PostgreSQL, secrets open and the timer goes on once', async () => {
+    // A webhook receiver that fails, so that the delivery stays pending (its retry is an hour away).
+    let received = 0;
+    const receiver = http.createServer((_req, res) => {
+      received++;
+      res.statusCode = 500;
+      res.end();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => void receiver.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const common = [
+      '--port',
+      String(port),
+      '--public-url',
+      publicUrl,
+      '--allow-private-network',
+      '--min-timer-interval',
+      '1',
+      '--webhook-retry-schedule',
+      '3600',
+    ];
+
+    const dataDir = tempDir();
+    const key = await createAccount(['--data-dir', dataDir], 'mover');
+    const sqlite = await serve(['--data-dir', dataDir, ...common]);
+    children.push(sqlite.child);
+    const api = client(publicUrl, key);
+
+    const source = await api.post('/v1/sources', { component_code: SECRETIVE, name: 'secretive', configured_props: { token: 's3cret', store: 'orders' } });
+    expect(source.status).toBe(200);
+    const sourceId: string = source.body.data.id;
+    const endpointUrl: string = source.body.data.configured_props.http.endpoint_url;
+    const webhook = await api.post(`/v1/webhooks?url=${encodeURIComponent(`http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`)}&name=w`);
+    expect(webhook.status).toBe(200);
+    expect((await api.post(`/v1/subscriptions?emitter_id=${sourceId}&listener_id=${webhook.body.data.id}`)).status).toBe(200);
+    for (let n = 1; n <= 5; n++) expect((await request('POST', endpointUrl, { body: { n } })).status).toBe(200);
+    const timer = await api.post('/v1/sources', { component_code: TICKING, name: 'ticking' });
+    expect(timer.status).toBe(200);
+    const workflow = await api.post('/v1/workflows', {
+      name: 'echo',
+      trigger: { type: 'http', custom_response: false },
+      steps: [{ name: 'echo', component_code: 'export default defineComponent({ async run({ steps }) { return steps.trigger.event.body } })' }],
+    });
+    expect(workflow.status).toBe(200);
+
+    const eventsPath = `/v1/sources/${sourceId}/event_summaries?expand=event&limit=100`;
+    await waitFor(
+      () => api.get(eventsPath),
+      (r) => r.body.data?.length === 5,
+      { what: 'five events on SQLite' },
+    );
+    await waitFor(
+      () => Promise.resolve(received),
+      (n) => n === 5,
+      { what: 'five failed delivery attempts' },
+    );
+    await waitFor(
+      () => api.get(`/v1/sources/${timer.body.data.id}/event_summaries?expand=event&limit=100`),
+      (r) => r.body.data?.length >= 2,
+      {
+        what: 'two timer events on SQLite',
+      },
+    );
+
+    await stopGracefully(sqlite.child);
+    // What a server on the stopped data directory answers, to compare the PostgreSQL server's answers with.
+    const again = await serve(['--data-dir', dataDir, ...common]);
+    children.push(again.child);
+    const snapshot = {
+      events: (await api.get(eventsPath)).body,
+      page: (await api.get(`/v1/sources/${sourceId}/event_summaries?limit=2`)).body,
+      nextPage: undefined as unknown,
+      deliveries: (await api.get(`/v1/webhooks/${webhook.body.data.id}/deliveries?limit=100`)).body,
+      keys: (await api.get('/v1/data_stores/orders/keys')).body,
+      workflow: (await api.get(`/v1/workflows/${workflow.body.data.id}`)).body,
+      timerEvents: (await api.get(`/v1/sources/${timer.body.data.id}/event_summaries?expand=event&limit=100`)).body.data as { event: { timestamp: number } }[],
+    };
+    snapshot.nextPage = (await api.get(`/v1/sources/${sourceId}/event_summaries?limit=2&after=${snapshot.page.page_info.end_cursor}`)).body;
+    await stopGracefully(again.child);
+    expect(snapshot.deliveries.data.length).toBeGreaterThanOrEqual(5);
+    expect(snapshot.keys.data.keys).toEqual(['last']);
+
+    const database = await createTestDatabase();
+    cleanups.push(database.drop);
+    // Interrupted after three batches of two rows, then run again by the command: it finishes.
+    await expect(migrateStore({ dataDir, to: database.url, force: false, batchSize: 2, stopAfterBatches: 3 })).rejects.toThrow(/stopped/);
+    const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--batch-size', '2']);
+    expect(moved.stdout).toMatch(/users: 1 rows, checksum [0-9a-f]{16}… verified by an earlier run/);
+    expect(moved.stdout).toMatch(/events: \d+ rows, checksum [0-9a-f]{16}… copied and verified/);
+    expect(moved.stdout).toContain(`--secret-key-file ${path.join(dataDir, 'secret.key')}`);
+    // Done: a second run finds the target holding data and refuses, unless --force.
+    const refused = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url]).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(refused).toMatchObject({ code: 2 });
+    expect((refused as { stderr: string }).stderr).toContain('already holds Tributary data');
+
+    const onPostgres = await serve(['--database-url', database.url, '--data-dir', tempDir(), '--secret-key-file', path.join(dataDir, 'secret.key'), ...common]);
+    children.push(onPostgres.child);
+    expect((await api.get('/v1/users/me')).status).toBe(200);
+    expect((await api.get(eventsPath)).body).toEqual(snapshot.events);
+    expect((await api.get(`/v1/sources/${sourceId}/event_summaries?limit=2`)).body).toEqual(snapshot.page);
+    expect((await api.get(`/v1/sources/${sourceId}/event_summaries?limit=2&after=${snapshot.page.page_info.end_cursor}`)).body).toEqual(snapshot.nextPage);
+    expect((await api.get(`/v1/webhooks/${webhook.body.data.id}/deliveries?limit=100`)).body).toEqual(snapshot.deliveries);
+    expect((await api.get('/v1/data_stores/orders/keys')).body).toEqual(snapshot.keys);
+    expect((await api.get(`/v1/workflows/${workflow.body.data.id}`)).body).toEqual(snapshot.workflow);
+
+    // The same endpoint URL ingests, and the run opens the secret sealed on SQLite.
+    expect((await request('POST', endpointUrl, { body: { n: 6 } })).status).toBe(200);
+    const after = await waitFor(
+      () => api.get(eventsPath),
+      (r) => r.body.data?.length === 6,
+      { what: 'the sixth event, on PostgreSQL' },
+    );
+    expect(after.body.data[0].event).toEqual({ n: 6, token_ok: true });
+    expect(after.body.data.slice(1)).toEqual(snapshot.events.data);
+    expect(after.body.data[0].id > snapshot.events.data[0].id).toBe(true);
+
+    // The timer goes on from its stored due time: new ticks, each due time once, none before the last on SQLite.
+    const lastOnSqlite = Math.max(...snapshot.timerEvents.map((e) => e.event.timestamp));
+    const ticks = await waitFor(
+      () => api.get(`/v1/sources/${timer.body.data.id}/event_summaries?expand=event&limit=100`),
+      (r) => r.body.data?.length >= snapshot.timerEvents.length + 2,
+      { what: 'two timer events on PostgreSQL' },
+    );
+    const stamps = (ticks.body.data as { event: { timestamp: number } }[]).map((e) => e.event.timestamp);
+    expect(new Set(stamps).size).toBe(stamps.length);
+    expect(stamps.filter((s) => s > lastOnSqlite).length).toBe(stamps.length - snapshot.timerEvents.length);
+  });
+});
