@@ -210,6 +210,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         router,
         clock,
         queuedForOthers: (sourceIds) => signals.signal('invocations', sourceIds),
+        relayAnswer: (id, answer) => signals.relayAnswer(id, answer),
       },
       transactions,
       logger.child({ module: 'dispatcher' }),
@@ -252,6 +253,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         outbox,
         credentials,
         queuedForOthers: (runIds) => signals.signal('workflow_runs', runIds),
+        relayAnswer: (id, answer) => signals.relayAnswer(id, answer),
       },
       logger.child({ module: 'workflows' }),
     );
@@ -264,7 +266,6 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
     const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, {
       runTimeoutSeconds: config.runTimeout,
-      waitsForResponses: runsWork,
     });
     workflows.onChange((change) => {
       ingress.evictSource(change.workflowId);
@@ -377,6 +378,10 @@ function listenToCluster(
 ): void {
   const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress } = parts;
   signals.on('invocations', (ids) => dispatcher.wake(ids));
+  // A custom-response run answered on another node: the request waiting here gets it.
+  signals.onAnswer((id, answer) =>
+    id.startsWith('wr_') ? workflowRunner.answerRelayed(id, answer.response, answer.error) : dispatcher.answerRelayed(id, answer.response, answer.error),
+  );
   signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
   signals.on('deliveries', () => webhookSender.wake());
   signals.on('sends', () => outbox.wake());

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
 import { listen, type Listener, notify } from '../store/live.js';
+import type { HttpResponse } from '../runtime/types.js';
 
 /**
  * What a signal says: work queued (`invocations` by source id, `workflow_runs` by run id, `deliveries` and `sends`
@@ -14,10 +15,21 @@ export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends
 /** Called with the ids a signal names, or with none after a lost connection: then everything may have changed. */
 export type SignalHandler = (ids: string[] | undefined) => void;
 
+/** A custom-response run's answer, sent to the node whose HTTP request waits for it: the response, or why none came. */
+export interface RelayedAnswer {
+  response?: HttpResponse | undefined;
+  error?: { name: string; message: string } | undefined;
+}
+
+export type AnswerHandler = (id: string, answer: RelayedAnswer) => void;
+
 export interface ClusterSignals {
   /** Coalesced: signals of one turn of the event loop go out together, after it. */
   signal(kind: SignalKind, ids?: readonly string[]): void;
   on(kind: SignalKind, handler: SignalHandler): void;
+  /** Sends a run's answer (by invocation or workflow run id) to every node; the one waiting for it takes it. */
+  relayAnswer(id: string, answer: RelayedAnswer): void;
+  onAnswer(handler: AnswerHandler): void;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -26,11 +38,14 @@ export interface ClusterSignals {
 export class LocalSignals implements ClusterSignals {
   signal(): void {}
   on(): void {}
+  relayAnswer(): void {}
+  onAnswer(): void {}
   async start(): Promise<void> {}
   async close(): Promise<void> {}
 }
 
 const CHANNEL = 'tributary_signals';
+const ANSWERS = 'tributary_answers';
 /** NOTIFY payloads stop at 8,000 bytes; ids beyond this go in further notifications. */
 const MAX_PAYLOAD = 7000;
 
@@ -49,6 +64,8 @@ export class PostgresSignals implements ClusterSignals {
   private pending = new Map<SignalKind, Set<string> | null>();
   private scheduled = false;
   private listener: Listener | undefined;
+  private answers: Listener | undefined;
+  private answerHandler: AnswerHandler | undefined;
   private sending: Promise<void> = Promise.resolve();
 
   constructor(
@@ -73,7 +90,46 @@ export class PostgresSignals implements ClusterSignals {
         for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
       },
     );
-    await this.listener.ready;
+    this.answers = listen(
+      this.databaseUrl,
+      ANSWERS,
+      (payload) => this.receiveAnswer(payload),
+      (error) => this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting'),
+    );
+    await Promise.all([this.listener.ready, this.answers.ready]);
+  }
+
+  onAnswer(handler: AnswerHandler): void {
+    this.answerHandler = handler;
+  }
+
+  /**
+   * Sent at once (a client waits). A payload stops at 8,000 bytes: an answer too large to cross nodes becomes an
+   * error saying so, so that the client hears at once rather than at its timeout.
+   */
+  relayAnswer(id: string, answer: RelayedAnswer): void {
+    let payload = JSON.stringify({ n: this.node, i: id, a: answer });
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD) {
+      const bytes = Buffer.byteLength(JSON.stringify(answer.response ?? {}));
+      const error = {
+        name: 'ResponseTooLarge',
+        message: `its respond() (${bytes} bytes) is larger than the ${MAX_PAYLOAD} bytes an answer may carry between nodes`,
+      };
+      payload = JSON.stringify({ n: this.node, i: id, a: { error } });
+    }
+    notify(this.store.db, ANSWERS, payload).catch((error: unknown) => {
+      this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
+    });
+  }
+
+  private receiveAnswer(payload: string): void {
+    let message: { n: string; i: string; a: RelayedAnswer };
+    try {
+      message = JSON.parse(payload) as typeof message;
+    } catch {
+      return;
+    }
+    if (message.n !== this.node) this.answerHandler?.(message.i, message.a);
   }
 
   signal(kind: SignalKind, ids?: readonly string[]): void {
@@ -143,6 +199,7 @@ export class PostgresSignals implements ClusterSignals {
 
   async close(): Promise<void> {
     await this.listener?.close();
+    await this.answers?.close();
     await this.sending;
   }
 }

@@ -120,7 +120,7 @@ export class BatchRunner {
         if (account) await billUsage(trx, account, batch.length, cpuMs, nowMs);
         return stored;
       });
-      ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]));
+      ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]?.error, answersHttp(runnable)));
       if (committed.events.length) router.afterCommit(committed);
     };
     // A batch that reads a db or data store must see what the previous one writes: it waits for that commit.
@@ -144,7 +144,7 @@ export class BatchRunner {
     const dataStores = await this.dataStoresOf(runnable, authorised);
     const result = await this.runtime.invoke(
       { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }) },
-      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response) },
+      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response, undefined, answersHttp(runnable)) },
     );
     if (!authorised.refreshable) return result;
     const unauthorized = result.outcomes.flatMap((outcome, i) => (isUnauthorized(outcome) ? [i] : []));
@@ -185,7 +185,7 @@ export class BatchRunner {
     this.bases.set(runnable, refreshed);
     const again = await this.runtime.invoke(
       { ...refreshed.base, method: 'run', eventsJson: unauthorized.map((i) => eventsJson[i]!), db, ...(dataStores && { dataStores }) },
-      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[unauthorized[index]!]!, response) },
+      { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[unauthorized[index]!]!, response, undefined, answersHttp(runnable)) },
     );
     unauthorized.forEach((i, k) => {
       const retried = again.outcomes[k]!;
@@ -216,4 +216,9 @@ export class BatchRunner {
       });
     });
   }
+}
+
+/** Whether the source answers its HTTP requests itself (`customResponse`): a client somewhere waits for its runs. */
+function answersHttp(runnable: RunnableSource): boolean {
+  return runnable.info.props.some((p) => p.type === '$.interface.http' && p.customResponse === true);
 }

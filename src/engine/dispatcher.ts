@@ -12,7 +12,8 @@ import type { EventRouter } from '../commit/routing.js';
 import { BatchRunner } from './batch-runner.js';
 import type { InvocationBases } from './invocation-base.js';
 import { InvocationIntake, type IntakeOptions } from './intake.js';
-import { Responders, type Responder } from './responders.js';
+import { type AnswerFailure, type AnswerRelay, Responders, type Responder } from './responders.js';
+import type { HttpResponse } from '../runtime/types.js';
 import { SourceCache } from './source-cache.js';
 import type { SourceLocks } from './source-locks.js';
 
@@ -31,6 +32,8 @@ export interface DispatcherOptions extends IntakeOptions {
    * claim it. Without it, the work waits for this dispatcher's start.
    */
   queuedForOthers?: (sourceIds: string[]) => void;
+  /** In a cluster: sends the answer of a custom-response run to the node whose request waits for it. */
+  relayAnswer?: AnswerRelay;
 }
 
 export class Dispatcher {
@@ -38,7 +41,7 @@ export class Dispatcher {
   private readonly running = new Set<string>();
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();
-  private readonly responders = new Responders();
+  private readonly responders: Responders;
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
   private readonly cache: SourceCache;
@@ -58,6 +61,7 @@ export class Dispatcher {
     transactions: TransactionGroup,
     private readonly logger: Logger,
   ) {
+    this.responders = new Responders(options.relayAnswer);
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
@@ -81,6 +85,11 @@ export class Dispatcher {
     const rows = await this.intake.enqueue(items, onResponse);
     this.markReady(rows.map((r) => r.source_id));
     return rows.map((r) => r.id);
+  }
+
+  /** An answer relayed from the node that ran the invocation: the request waiting here (if any) gets it. */
+  answerRelayed(invocationId: string, response: HttpResponse | undefined, failure: AnswerFailure | undefined): void {
+    this.responders.respond(invocationId, response, failure);
   }
 
   /** Drops a waiting responder (the HTTP client went away or waited too long). */

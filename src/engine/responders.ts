@@ -1,22 +1,45 @@
-// HTTP requests waiting on a custom-response run: each gets the run's `respond()` once, or its outcome when none came.
-import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
+// HTTP requests waiting on a custom-response run: each gets the run's `respond()` once, or why none came. In a
+// cluster the run may happen on another node: an answer with no one waiting here is relayed for the node that waits.
+import type { HttpResponse } from '../runtime/types.js';
 
-/** Receives a run's `respond()` as soon as it is called, or undefined and the outcome once the run ended without one. */
-export type Responder = (response: HttpResponse | undefined, outcome?: InvocationOutcome) => void;
+/** Why a run gave no response: the error it ended with (a TimeoutError when it ran out of time). */
+export interface AnswerFailure {
+  name: string;
+  message: string;
+}
+
+/** Receives a run's `respond()` as soon as it is called, or undefined (and its error, if it failed) once it ended without one. */
+export type Responder = (response: HttpResponse | undefined, failure?: AnswerFailure) => void;
+
+/** Sends an answer no one waits for here to the other nodes. */
+export type AnswerRelay = (invocationId: string, answer: { response?: HttpResponse | undefined; error?: AnswerFailure | undefined }) => void;
 
 export class Responders {
   private readonly waiting = new Map<string, Responder>();
+  /** Invocations whose answer was relayed already: the end of their run sends nothing more. */
+  private readonly relayed = new Set<string>();
+
+  constructor(private readonly relay?: AnswerRelay) {}
 
   add(invocationId: string, responder: Responder): void {
     this.waiting.set(invocationId, responder);
   }
 
-  /** Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored. */
-  respond(invocationId: string, response: HttpResponse | undefined, outcome?: InvocationOutcome): void {
+  /**
+   * Hands a run's response to the waiting HTTP request once; later calls for the same invocation are ignored.
+   * `relayIfAbsent`: the source answers HTTP requests, so with no one waiting here a node elsewhere may be.
+   */
+  respond(invocationId: string, response: HttpResponse | undefined, failure?: AnswerFailure, relayIfAbsent = false): void {
     const responder = this.waiting.get(invocationId);
-    if (!responder) return;
+    if (!responder) {
+      if (!relayIfAbsent || !this.relay) return;
+      if (this.relayed.delete(invocationId)) return;
+      if (response) this.relayed.add(invocationId);
+      this.relay(invocationId, { response, error: failure && { name: failure.name, message: failure.message } });
+      return;
+    }
     this.waiting.delete(invocationId);
-    responder(response, outcome);
+    responder(response, failure);
   }
 
   /** Drops a waiting responder (the HTTP client went away or waited too long, or its row was never written). */

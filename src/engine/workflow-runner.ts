@@ -17,6 +17,7 @@ import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
 import { StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
+import type { AnswerFailure, AnswerRelay } from './responders.js';
 
 export type { StepOutbox };
 
@@ -44,6 +45,8 @@ export interface WorkflowRunnerOptions {
   credentials: CredentialSource;
   /** Told of runs queued here while this runner does not take them (an `api` node): other nodes do. */
   queuedForOthers?: (runIds: string[]) => void;
+  /** In a cluster: sends the answer of a custom-response run to the node whose request waits for it. */
+  relayAnswer?: AnswerRelay;
 }
 
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
@@ -292,7 +295,7 @@ export class WorkflowRunner {
     const workflow = await this.workflow(workflowId);
     if (!workflow || stepIndex >= (JSON.parse(workflow.steps) as unknown[]).length) {
       // Deleted (its runs went with it), or changed to fewer steps: nothing is left for these runs to run.
-      for (const held of batch) this.finish(held.run.id, undefined);
+      for (const held of batch) this.finish(held.run.id, undefined, false);
       return;
     }
     const result = await this.batches.run(
@@ -301,7 +304,9 @@ export class WorkflowRunner {
       batch,
       (runId, response) => {
         this.answered.add(runId);
-        this.responders.get(runId)?.(response);
+        const responder = this.responders.get(runId);
+        if (responder) responder(response);
+        else if (answersHttp(workflow)) this.options.relayAnswer?.(runId, { response });
       },
       (runId) => this.answered.has(runId),
     );
@@ -317,7 +322,7 @@ export class WorkflowRunner {
         this.answered.delete(held.run.id);
         return void this.held.delete(held.run.id);
       }
-      if (verdict === 'finished') return this.finish(held.run.id, outcome.error);
+      if (verdict === 'finished') return this.finish(held.run.id, outcome.error, answersHttp(workflow));
       held.data[stepName] = stepData(outcome.step?.returnValue, outcome.step?.exports ?? {});
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
@@ -327,10 +332,30 @@ export class WorkflowRunner {
     });
   }
 
-  /** The run is over here: a waiting HTTP client that got no `$.respond()` hears so. */
-  private finish(runId: string, error: InvocationError | undefined): void {
+  /**
+   * The run is over here: a waiting HTTP client that got no `$.respond()` hears so; with none waiting here, a
+   * custom-response run's end is relayed to the node whose client may wait.
+   */
+  private finish(runId: string, error: InvocationError | undefined, relay: boolean): void {
     this.held.delete(runId);
-    if (!this.answered.delete(runId)) this.responders.get(runId)?.(undefined, error);
+    if (!this.answered.delete(runId)) {
+      const responder = this.responders.get(runId);
+      if (responder) responder(undefined, error);
+      else if (relay) this.options.relayAnswer?.(runId, { error: error && { name: error.name, message: error.message } });
+    }
+    this.responders.delete(runId);
+  }
+
+  /** An answer relayed from the node that ran the run: the request waiting here (if any) gets it. */
+  answerRelayed(runId: string, response: HttpResponse | undefined, failure: AnswerFailure | undefined): void {
+    const responder = this.responders.get(runId);
+    if (!responder) return;
+    if (response) {
+      responder(response);
+      this.responders.delete(runId);
+      return;
+    }
+    responder(undefined, failure && { ...failure, stack: '' });
     this.responders.delete(runId);
   }
 }
@@ -343,4 +368,10 @@ function triggerData(run: workflows.WorkflowRunRow): Record<string, unknown> {
       context: { id: run.id, ts: new Date(Number(run.created_ms)).toISOString(), workflow_id: run.workflow_id },
     },
   };
+}
+
+/** Whether the workflow's HTTP trigger answers with `$.respond()`: a client somewhere waits for its runs. */
+function answersHttp(workflow: workflows.WorkflowRow): boolean {
+  const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as { type?: string; custom_response?: boolean }) : null;
+  return trigger?.type === 'http' && trigger.custom_response === true;
 }

@@ -11,9 +11,10 @@ import { isId } from '../model/ids.js';
 import type { WorkflowRunService } from './workflow-runs.js';
 import { loadComponent } from '../store/components.js';
 import { componentInfo } from '../store/components.js';
-import type { HttpResponse, InvocationOutcome } from '../runtime/types.js';
+import type { HttpResponse } from '../runtime/types.js';
 import { ServiceError } from '../model/errors.js';
 import type { Dispatcher } from '../engine/dispatcher.js';
+import type { AnswerFailure } from '../engine/responders.js';
 import type { QuotaService } from './quotas.js';
 
 export interface EndpointTarget {
@@ -107,11 +108,6 @@ export function httpEvent(method: string, path: string, query: Record<string, un
 export interface IngressSettings {
   /** A custom-response request waits this long for `respond()`, plus five seconds for the run to be taken. */
   runTimeoutSeconds: number;
-  /**
-   * False on an `api` node: the run happens on a worker node, whose `respond()` does not travel back here, so a
-   * custom-response request is refused before anything is queued instead of waiting for an answer that never comes.
-   */
-  waitsForResponses: boolean;
 }
 
 /** Admits endpoint requests and queues them durably; a custom-response request waits for the run's answer. */
@@ -145,29 +141,23 @@ export class IngressService {
    * the response its run gave to `respond()` (500 run_failed or 504 no_response when none came).
    */
   async accept(target: EndpointTarget, event: HttpEvent): Promise<HttpResponse | undefined> {
-    if (target.customResponse && !this.settings.waitsForResponses) {
-      throw new ServiceError(
-        'unavailable',
-        'this node (--role api) does not run sources or workflows, so it cannot wait for a custom response: send requests for endpoints with custom responses to a node with --role all',
-      );
-    }
     if (isId(target.sourceId, 'p')) return this.workflowRuns.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
     const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
     if (!target.customResponse) {
       await this.dispatcher.enqueue([invocation]);
       return undefined;
     }
-    type Answer = { response?: HttpResponse | undefined; outcome?: InvocationOutcome | undefined };
+    type Answer = { response?: HttpResponse | undefined; failure?: AnswerFailure | undefined };
     let settle!: (value: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
-    const [invocationId] = await this.dispatcher.enqueue([invocation], [(response, outcome) => settle({ response, outcome })]);
+    const [invocationId] = await this.dispatcher.enqueue([invocation], [(response, failure) => settle({ response, failure })]);
     const timer = setTimeout(() => settle({}), this.settings.runTimeoutSeconds * 1000 + 5000);
-    const { response, outcome } = await answered;
+    const { response, failure } = await answered;
     clearTimeout(timer);
     this.dispatcher.forgetResponder(invocationId!);
     if (response) return response;
-    if (outcome?.error && outcome.error.name !== 'TimeoutError') {
-      throw new ServiceError('run_failed', `the source failed before responding: ${outcome.error.message}`);
+    if (failure && failure.name !== 'TimeoutError') {
+      throw new ServiceError('run_failed', `the source failed before responding: ${failure.message}`);
     }
     throw new ServiceError('no_response', 'the source did not respond');
   }

@@ -103,21 +103,33 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     expect(refused.status).toBe(404);
   });
 
-  it('an api node refuses a custom-response request at once (its answer would come from another node), queueing nothing', async () => {
+  it("a custom response crosses nodes: the worker's respond() reaches the request waiting on the api node", async () => {
     const api = client(api1.url, key);
     const custom = await api.post('/v1/sources', {
       component_code:
-        'export default { name: "answers", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 201, body: "made" }); } };',
+        'export default { name: "answers", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } }, async run(event) { if (event.body.fail) throw new Error("no answer today"); this.http.respond({ status: 201, headers: { "x-node": "worker" }, body: { made: event.body.n } }); } };',
     });
     expect(custom.status, JSON.stringify(custom.body)).toBe(200);
-    const answer = await request('POST', custom.body.data.configured_props.http.endpoint_url, { body: {} });
-    expect(answer.status).toBe(503);
-    expect(answer.body).toEqual({
-      code: 'unavailable',
-      error: expect.stringContaining('send requests for endpoints with custom responses to a node with --role all'),
+    const endpoint: string = custom.body.data.configured_props.http.endpoint_url;
+    const answer = await request('POST', endpoint.replace(api1.url, api2.url), { body: { n: 7 } });
+    expect([answer.status, answer.headers.get('x-node'), answer.body]).toEqual([201, 'worker', { made: 7 }]);
+    const failed = await request('POST', endpoint, { body: { fail: true } });
+    expect([failed.status, failed.body]).toEqual([500, { code: 'run_failed', error: 'the source failed before responding: no answer today' }]);
+
+    const workflow = await api.post('/v1/workflows', {
+      name: 'answers',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        {
+          name: 'reply',
+          component_code:
+            'export default defineComponent({ async run({ steps, $ }) { await $.respond({ status: 202, body: { echoed: steps.trigger.event.body.n } }); } });',
+        },
+      ],
     });
-    const queued = await api1.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', custom.body.data.id).execute();
-    expect(queued).toEqual([]);
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(200);
+    const replied = await request('POST', workflow.body.data.trigger.endpoint_url, { body: { n: 9 } });
+    expect([replied.status, replied.body]).toEqual([202, { echoed: 9 }]);
   });
 
   it('a timer fires once per due time, whichever worker claims it', async () => {
