@@ -1,0 +1,190 @@
+// tributary backup and restore: a backup taken while a real server ingests, restored into a fresh data directory, serves the
+// same key, the same endpoint URL and every event acknowledged before the backup began; and each refusal, with exit code 2.
+import { execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import SQLite from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN, createAccount, serve } from '../helpers/processes.js';
+import { tempDir } from '../helpers/server.js';
+import { client, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+
+const run = promisify(execFile);
+const tributary = (args: string[]) => run(process.execPath, [BIN, ...args]);
+/** Runs the command expecting it to fail; returns its exit code and standard error. */
+const refused = (args: string[]) =>
+  tributary(args).then(
+    () => ({ code: 0, stderr: '' }),
+    (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+  );
+
+const EMITTER = `module.exports = { name: "Emitter", version: "0.0.1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ n: event.body.n }); } };`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Every event of a source, all pages. */
+async function allEvents(api: ReturnType<typeof client>, sourceId: string): Promise<{ id: string; event: { n: number } }[]> {
+  const all: { id: string; event: { n: number } }[] = [];
+  let after = '';
+  for (;;) {
+    const page = await api.get(`/v1/sources/${sourceId}/event_summaries?expand=event&limit=100${after ? `&after=${after}` : ''}`);
+    all.push(...page.body.data);
+    if (page.body.data.length < 100) return all;
+    after = page.body.page_info.end_cursor;
+  }
+}
+
+describe('backup and restore', () => {
+  const children: ChildProcess[] = [];
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  it('backs up under ingest load; the restored data directory serves the same key, endpoint URL and every event acknowledged before', async () => {
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const dataDir = tempDir();
+    const key = await createAccount(['--data-dir', dataDir], 'keeper');
+    const server = await serve(['--data-dir', dataDir, '--port', String(port), '--public-url', publicUrl]);
+    children.push(server.child);
+    const api = client(publicUrl, key);
+    const deployed = await api.post('/v1/sources', { component_code: EMITTER, name: 'emitter' });
+    expect(deployed.status).toBe(200);
+    const sourceId: string = deployed.body.data.id;
+    const endpointUrl: string = deployed.body.data.configured_props.http.endpoint_url;
+
+    // Eight clients post without pause until told to stop; each acknowledged number is recorded.
+    const acknowledged = new Set<number>();
+    let next = 0;
+    let stop = false;
+    const load = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const n = ++next;
+        const res = await request('POST', endpointUrl, { body: { n } });
+        if (res.status === 200) acknowledged.add(n);
+      }
+    });
+    await waitFor(
+      () => Promise.resolve(acknowledged.size),
+      (size) => size >= 200,
+      { what: '200 acknowledged requests' },
+    );
+
+    const ackedBefore = [...acknowledged];
+    const out = path.join(tempDir(), 'tributary-backup.db');
+    const backup = await tributary(['backup', '--data-dir', dataDir, '--out', out]);
+    const ackedDuring = acknowledged.size - ackedBefore.length;
+    stop = true;
+    await Promise.all(load);
+    expect(ackedDuring).toBeGreaterThan(0);
+    expect(backup.stdout).toMatch(new RegExp(`^backup written to ${out} \\(\\d+ bytes, \\d+ pages`));
+    expect(backup.stdout).toContain('the secret key is not in it');
+    // Not on a terminal: the final line only, no progress.
+    expect(backup.stderr).toBe('');
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    expect(fs.existsSync(path.join(path.dirname(out), 'secret.key'))).toBe(false);
+
+    // Refusals while the server runs: the same --out again, a restore into its data directory, a move to PostgreSQL.
+    expect(await refused(['backup', '--data-dir', dataDir, '--out', out])).toMatchObject({ code: 2, stderr: expect.stringContaining('exists') });
+    expect(await refused(['restore', '--from', out, '--data-dir', dataDir, '--force'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('another tributary serve'),
+    });
+    expect(await refused(['migrate-store', '--data-dir', dataDir, '--to', 'postgres://nobody@127.0.0.1:1/none'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('another tributary serve'),
+    });
+    const exited = new Promise((resolve) => server.child.once('exit', resolve));
+    server.child.kill('SIGKILL');
+    await exited;
+
+    const restoredDir = tempDir();
+    fs.rmSync(restoredDir, { recursive: true });
+    const restored = await tributary(['restore', '--from', out, '--data-dir', restoredDir]);
+    expect(restored.stdout).toContain(`restored ${path.join(restoredDir, 'tributary.db')}`);
+    expect(restored.stdout).toContain('has no secret.key');
+    expect(await refused(['restore', '--from', out, '--data-dir', restoredDir])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('already holds a Tributary database'),
+    });
+
+    const again = await serve([
+      '--data-dir',
+      restoredDir,
+      '--secret-key-file',
+      path.join(dataDir, 'secret.key'),
+      '--port',
+      String(port),
+      '--public-url',
+      publicUrl,
+    ]);
+    children.push(again.child);
+    expect((await api.get('/v1/users/me')).status).toBe(200);
+    expect((await api.get(`/v1/sources/${sourceId}`)).body.data.configured_props.http.endpoint_url).toBe(endpointUrl);
+    // Acknowledged before the backup: stored, or queued and run now.
+    const events = await waitFor(
+      () => allEvents(api, sourceId),
+      (list) => ackedBefore.every((n) => list.some((e) => e.event.n === n)),
+      { what: 'every event acknowledged before the backup' },
+    );
+    expect(new Set(events.map((e) => e.event.n)).size).toBe(events.length);
+    expect((await request('POST', endpointUrl, { body: { n: -1 } })).status).toBe(200);
+    await waitFor(
+      () => allEvents(api, sourceId),
+      (list) => list.some((e) => e.event.n === -1),
+      { what: 'an event ingested after the restore' },
+    );
+  });
+
+  it('restore refuses what is not a Tributary database, and one written by a newer Tributary', async () => {
+    const dir = tempDir();
+    const notSqlite = path.join(dir, 'notes.txt');
+    fs.writeFileSync(notSqlite, 'hello');
+    expect(await refused(['restore', '--from', notSqlite, '--data-dir', tempDir()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('is not an SQLite database'),
+    });
+    const otherSqlite = path.join(dir, 'other.db');
+    new SQLite(otherSqlite).exec('create table t (x)');
+    expect(await refused(['restore', '--from', otherSqlite, '--data-dir', tempDir()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('not a Tributary one'),
+    });
+    expect(await refused(['restore', '--from', path.join(dir, 'missing.db'), '--data-dir', tempDir()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no such file'),
+    });
+
+    const source = tempDir();
+    await createAccount(['--data-dir', source], 'newer');
+    const newer = new SQLite(path.join(source, 'tributary.db'));
+    newer.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('999-from-the-future', new Date().toISOString());
+    newer.close();
+    const out = path.join(dir, 'newer.db');
+    await tributary(['backup', '--data-dir', source, '--out', out]);
+    const answer = await refused(['restore', '--from', out, '--data-dir', tempDir()]);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toContain('999-from-the-future which this Tributary (0.1.0) does not know');
+  });
+
+  it('backup refuses PostgreSQL, pointing to pg_dump, and a data directory without a database', async () => {
+    expect(await refused(['backup', '--out', path.join(tempDir(), 'x.db'), '--database-url', 'postgres://u@127.0.0.1/db'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('pg_dump'),
+    });
+    expect(await refused(['backup', '--out', path.join(tempDir(), 'x.db'), '--data-dir', tempDir()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no Tributary database'),
+    });
+  });
+});
