@@ -89,7 +89,8 @@ export function addOpsCommands(program: Command): void {
     .addOption(storageOption('--database-url'));
   migrate.action(async (options: Record<string, unknown>) => {
     const where = storage(options);
-    if (!where.databaseUrl) {
+    // Listing creates nothing: a data directory without a database is a mistake in --data-dir. Migrating creates it, as serve does.
+    if (!where.databaseUrl && options.status === true) {
       const fs = await import('node:fs');
       const path = await import('node:path');
       const file = path.join(where.dataDir, 'tributary.db');

@@ -89,6 +89,8 @@ export class BackgroundCheckpointer {
   /** Runs a last checkpoint and ends the thread. */
   async close(): Promise<void> {
     this.stopping = true;
+    // Waited for, it must keep the process alive: closed right after opening (a refused start), nothing else may.
+    this.thread.ref();
     this.thread.postMessage('stop');
     await this.ended;
   }
