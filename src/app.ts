@@ -45,6 +45,9 @@ import { HttpPerformer } from './delivery/sends/http.js';
 import { EmailPerformer } from './delivery/sends/email.js';
 import { S3Performer } from './delivery/sends/s3.js';
 import { buildApi, type ApiServices } from './api/server.js';
+import { Metrics } from './metrics/metrics.js';
+import { listenForScrapes } from './metrics/listener.js';
+import { countQueued } from './store/invocations.js';
 
 /** Everything started, for the HTTP layer (its ApiServices part), the CLI and tests that look inside. */
 export interface Services extends ApiServices {
@@ -63,6 +66,8 @@ export interface RunningTributary {
   readonly url: string;
   readonly config: Config;
   readonly services: Services;
+  /** `http://host:port/metrics` when `--metrics-port` is set. */
+  readonly metricsUrl: string | undefined;
   /** The account created on the first start with an empty database, with its key. */
   readonly initialAccount: NewAccount | undefined;
   /** Stops accepting requests, lets in-flight requests finish, stops workers and closes the database. */
@@ -143,6 +148,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' })) : new LocalSignals();
     const runsWork = config.role !== 'api';
     const servesHttp = config.role !== 'worker';
+    const metrics = new Metrics();
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.
     const transactions = new TransactionGroup(store);
     const webhookSender = new WebhookSender(
@@ -156,6 +162,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         pollMs: 1000,
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',
+        metrics,
       },
       transactions,
       logger.child({ module: 'webhooks' }),
@@ -176,6 +183,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       runsQueued,
       workflowRunsQueued,
       clock,
+      metrics,
     });
     const credentials = new AccountCredentials(
       store,
@@ -211,6 +219,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         clock,
         queuedForOthers: (sourceIds) => signals.signal('invocations', sourceIds),
         relayAnswer: (id, answer) => signals.relayAnswer(id, answer),
+        metrics,
       },
       transactions,
       logger.child({ module: 'dispatcher' }),
@@ -281,7 +290,17 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
     for (const deploys of [sources, workflows]) deploys.useAdditionalProps(propConfiguration);
     const dataStores = new DataStoreService(store, clock);
-    const timers = new TimerScheduler(store, runsQueued, workflowRunsQueued, quotas, config.eventRetention, router, logger.child({ module: 'timers' }), clock);
+    const timers = new TimerScheduler(
+      store,
+      runsQueued,
+      workflowRunsQueued,
+      quotas,
+      config.eventRetention,
+      router,
+      logger.child({ module: 'timers' }),
+      clock,
+      metrics,
+    );
     sources.onChange(() => timers.poke());
     listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress });
     sources.onChange((change) => signals.signal('sources', [change.sourceId]));
@@ -321,8 +340,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
 
     await bus.start();
     await signals.start();
-    const app = servesHttp ? await buildApi(services, logger) : undefined;
+    const app = servesHttp ? await buildApi(services, logger, { metrics }) : undefined;
     await app?.listen({ host: config.host, port: config.port });
+    metrics.readGaugesFrom({ queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() });
+    const scrapes =
+      config.metricsPort === undefined
+        ? undefined
+        : await listenForScrapes(metrics, config.metricsHost, config.metricsPort, (error) => logger.warn({ err: error }, 'metrics could not be collected'));
     if (runsWork) {
       await dispatcher.start();
       await workflowRunner.start();
@@ -334,6 +358,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     let closing: Promise<void> | undefined;
     return {
       url: config.publicUrl,
+      metricsUrl: scrapes?.url,
       config,
       services,
       initialAccount,
@@ -344,6 +369,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           // Live streams never end by themselves; the server would wait for them.
           sse.close();
           await app?.close();
+          await scrapes?.close();
           await dispatcher.stop();
           await workflowRunner.stop();
           // After the runner: sends its last steps committed stay pending, and go out after the next start.

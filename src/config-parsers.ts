@@ -23,6 +23,12 @@ export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
+/** An integer, or undefined for an empty value (a setting that is off unless given). */
+export function optionalInteger(min: number, max = Number.MAX_SAFE_INTEGER) {
+  const parse = integer(min, max);
+  return (raw: string): number | undefined => (raw.trim() === '' ? undefined : parse(raw));
+}
+
 export function bool(raw: string): boolean {
   const value = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on', ''].includes(value)) return true;

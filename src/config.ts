@@ -15,6 +15,7 @@ import {
   NODE_ROLES,
   type NodeRole,
   nodeRole,
+  optionalInteger,
   optionalText,
   optionalUrl,
   secondsList,
@@ -36,6 +37,10 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** What this node does in a cluster: answer HTTP and queue (`api`), claim and run work (`worker`), or both. */
   readonly role: NodeRole;
+  /** Port of the Prometheus metrics listener (`GET /metrics`); undefined: no listener. */
+  readonly metricsPort: number | undefined;
+  /** Interface the metrics listener binds to. */
+  readonly metricsHost: string;
   /** Key for secrets at rest; undefined means a key file in the data directory. */
   readonly secretKey: string | undefined;
   /** A key file as Tributary writes it (32 base64 bytes), e.g. the secret.key of a data directory moved to PostgreSQL. */
@@ -139,6 +144,15 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: 'all',
     parse: nodeRole,
   },
+  {
+    key: 'metricsPort',
+    flag: '--metrics-port',
+    description: 'port of a separate listener serving Prometheus metrics at /metrics (0 picks a free one); off when unset',
+    defaultValue: undefined,
+    defaultText: '(off)',
+    parse: optionalInteger(0, 65535),
+  },
+  { key: 'metricsHost', flag: '--metrics-host', description: 'interface the metrics listener binds to', defaultValue: '127.0.0.1', parse: text },
   {
     key: 'secretKey',
     flag: '--secret-key',

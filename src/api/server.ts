@@ -1,4 +1,5 @@
 // Builds the Fastify application: conventions shared by every route, then one plugin per resource.
+import type { Metrics } from '../metrics/metrics.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -101,7 +102,7 @@ function finiteOnly(validate: ValidateFunction): ValidateFunction {
   return checked;
 }
 
-export async function buildApi(services: ApiServices, logger: Logger): Promise<App> {
+export async function buildApi(services: ApiServices, logger: Logger, options: { metrics?: Metrics } = {}): Promise<App> {
   const { config } = services;
   const app = Fastify({
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
@@ -122,6 +123,14 @@ export async function buildApi(services: ApiServices, logger: Logger): Promise<A
     reply.header('x-request-id', request.id);
     done();
   });
+  const { metrics } = options;
+  if (metrics) {
+    // The route template (`/e/:endpointId`), never the path: ids would make a label per resource.
+    app.addHook('onResponse', (request, reply, done) => {
+      metrics.requestAnswered(request.routeOptions.url ?? 'unmatched', reply.statusCode);
+      done();
+    });
+  }
 
   installErrorHandling(app);
   await app.register(swagger, {

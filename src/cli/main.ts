@@ -78,6 +78,7 @@ export function buildProgram(): Command {
         ? 'Tributary worker node is running (role worker: no HTTP; it claims invocations, workflow runs, timers and deliveries)'
         : `Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs${config.role === 'api' ? '; role api: work is run by worker nodes' : ''})`,
       `storage: ${running.services.store.location}`,
+      ...(running.metricsUrl ? [`metrics: ${running.metricsUrl}`] : []),
     ];
     if (running.initialAccount) {
       banner.push('The database was empty, so an account was created:', ...accountLines(running.initialAccount));

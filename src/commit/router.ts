@@ -1,4 +1,5 @@
 // Routes committed events by subscription: webhook deliveries and listener runs inside the commit, live fan-out after.
+import type { Metrics } from '../metrics/metrics.js';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../lib/clock.js';
 import type { Database } from '../store/schema.js';
@@ -32,6 +33,8 @@ export interface DeliveryRouterOptions {
   workflowRunsQueued(runIds: string[]): void;
   /** Queue and delivery times are read from it. */
   clock: Clock;
+  /** Counts what each commit stored. */
+  metrics?: Metrics;
 }
 
 /** What routing one commit did, remembered until its afterCommit. */
@@ -106,6 +109,7 @@ export class DeliveryRouter implements EventRouter {
     this.routed.delete(committed);
     if (!routed && !committed.events.length) return;
     const events = routed?.extra.length ? [...committed.events, ...routed.extra] : committed.events;
+    this.options.metrics?.eventsCommitted(events.length);
     this.options.bus.publish(committed.emitterId, events);
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
     if (!routed) this.options.runsQueued();

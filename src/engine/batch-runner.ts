@@ -1,4 +1,5 @@
 // Runs one batch of a source's invocations in a worker and returns how to commit its effects, usage and acknowledgement.
+import type { InvocationOutcomeLabel, Metrics } from '../metrics/metrics.js';
 import type { Logger } from 'pino';
 import { every, type Clock, type ClockTimer } from '../lib/clock.js';
 import type { Store, DialectName } from '../store/database.js';
@@ -33,6 +34,7 @@ export interface BatchRunnerOptions {
   retention: number;
   router: EventRouter;
   clock: Clock;
+  metrics?: Metrics | undefined;
 }
 
 export class BatchRunner {
@@ -67,7 +69,11 @@ export class BatchRunner {
     const runnable = await this.cache.get(sourceId);
     if (!runnable) {
       // The source was deleted after these were queued; there is nothing left to run them against.
-      return { commit: () => invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner), runAhead: false };
+      const commit = async () => {
+        await invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner);
+        ids.forEach(() => this.options.metrics?.invocationRan('skipped', undefined));
+      };
+      return { commit, runAhead: false };
     }
     const { source, info, account } = runnable;
     const eventsJson = batch.map((b) => b.eventJson);
@@ -121,6 +127,7 @@ export class BatchRunner {
         return stored;
       });
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]?.error, answersHttp(runnable)));
+      for (const outcome of outcomes) this.options.metrics?.invocationRan(outcomeLabel(outcome), outcome.durationMs);
       if (committed.events.length) router.afterCommit(committed);
     };
     // A batch that reads a db or data store must see what the previous one writes: it waits for that commit.
@@ -221,4 +228,10 @@ export class BatchRunner {
 /** Whether the source answers its HTTP requests itself (`customResponse`): a client somewhere waits for its runs. */
 function answersHttp(runnable: RunnableSource): boolean {
   return runnable.info.props.some((p) => p.type === '$.interface.http' && p.customResponse === true);
+}
+
+/** The metrics label of a run's outcome: a run stopped at its time limit fails with a TimeoutError. */
+function outcomeLabel(outcome: InvocationOutcome): InvocationOutcomeLabel {
+  if (!outcome.error) return 'ok';
+  return outcome.error.name === 'TimeoutError' ? 'timeout' : 'error';
 }

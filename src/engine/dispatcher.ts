@@ -1,4 +1,5 @@
 // Takes queued invocations, runs them in batches per source in arrival order, and commits each batch's effects.
+import type { Metrics } from '../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { every, type ClockTimer } from '../lib/clock.js';
@@ -34,6 +35,7 @@ export interface DispatcherOptions extends IntakeOptions {
   queuedForOthers?: (sourceIds: string[]) => void;
   /** In a cluster: sends the answer of a custom-response run to the node whose request waits for it. */
   relayAnswer?: AnswerRelay;
+  metrics?: Metrics;
 }
 
 export class Dispatcher {
@@ -65,8 +67,8 @@ export class Dispatcher {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
-    const { soleConsumer, leaseMs, retention, router, clock } = options;
-    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock };
+    const { soleConsumer, leaseMs, retention, router, clock, metrics } = options;
+    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
   }
 

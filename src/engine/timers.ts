@@ -1,4 +1,5 @@
 // Fires timer props of active sources: each due time once, missed ones as a single catch-up, never stacked.
+import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from 'pino';
 import type { Clock, ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
@@ -46,6 +47,7 @@ export class TimerScheduler {
     private readonly router: EventRouter,
     private readonly logger: Logger,
     private readonly clock: Clock,
+    private readonly metrics?: Metrics,
   ) {}
 
   start(): void {
@@ -114,6 +116,7 @@ export class TimerScheduler {
         // Every missed due time collapses into this one run; the next is the first due time after now.
         const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
         if (!(await timers.advanceTimer(trx, timer, following))) continue;
+        this.metrics?.timerFired(nowMs - dueMs);
         if (workflow ? await hasUnfinishedTimerRun(trx, timer.source_id) : await timers.hasPendingTimerRun(trx, timer.source_id)) {
           this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
           continue;

@@ -156,6 +156,11 @@ export class ComponentRuntime {
     }
   }
 
+  /** Workers starting, running a call, or idle (for metrics). */
+  workerStates(): { starting: number; busy: number; idle: number } {
+    return this.pool.states();
+  }
+
   /** Kills all workers; pending and later calls reject with RuntimeClosedError. */
   close(): Promise<void> {
     return this.pool.close();

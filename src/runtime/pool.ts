@@ -49,6 +49,13 @@ export class WorkerPool {
     this.shared = new Set(options.sharedReadPaths);
   }
 
+  /** How many workers are starting, running a call, or waiting for one (for metrics). */
+  states(): { starting: number; busy: number; idle: number } {
+    const counts = { starting: 0, busy: 0, idle: 0 };
+    for (const slot of this.slots) counts[slot.worker === undefined ? 'starting' : slot.state]++;
+    return counts;
+  }
+
   /** Runs `fn` on a worker of `accountId` that may read `needs`, waiting for room when every worker is busy. */
   async use<T>(accountId: string, needs: string[], fn: (worker: WorkerProcess) => Promise<T>): Promise<T> {
     const slot = await this.acquire(accountId, needs);

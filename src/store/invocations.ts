@@ -143,3 +143,12 @@ export async function renewLeases(db: Db, sourceId: string, ids: string[], owner
     .where('lease_owner', '=', owner)
     .execute();
 }
+
+/** Invocations waiting or running, for the queue-depth gauge (read at scrape time only). */
+export async function countQueued(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('invocations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,4 +1,5 @@
 // What an attempt's answer means for its delivery: recorded in the log, retried on the schedule, or the webhook retired on 410.
+import type { DeliveryOutcomeLabel } from '../../metrics/metrics.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { DialectName } from '../../store/database.js';
 import type { Database } from '../../store/schema.js';
@@ -41,7 +42,7 @@ export async function recordOutcome(
   owner: string,
   outcome: AttemptOutcome,
   scheduleSeconds: readonly number[],
-): Promise<void> {
+): Promise<DeliveryOutcomeLabel | undefined> {
   const { result, nowMs } = outcome;
   const ok = succeeded(result);
   const gone = result.statusCode === 410;
@@ -55,7 +56,7 @@ export async function recordOutcome(
     attemptedMs: outcome.attemptedMs,
     nextAttemptMs,
   });
-  if (!recorded) return;
+  if (!recorded) return undefined;
   if (gone) {
     // 410 Gone: the receiver asks for no more deliveries.
     await deactivateWebhook(trx, row.webhook_id, Math.floor(nowMs / 1000));
@@ -77,6 +78,7 @@ export async function recordOutcome(
       }),
     ]);
   }
+  return ok ? 'delivered' : gone ? 'gone' : nextAttemptMs !== null ? 'retrying' : 'failed';
 }
 
 /** Keeps each webhook's log bounded; counted in memory, so that only every PRUNE_EVERY-th attempt pays for it. */

@@ -1,4 +1,5 @@
 // The webhook queue of one node: claims due deliveries with a lease, sends them through WebhookPoster, records outcomes.
+import type { Metrics } from '../../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
@@ -26,6 +27,7 @@ export interface WebhookSenderOptions {
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
   reclaimAtStart: boolean;
+  metrics?: Metrics;
 }
 
 /** A delivery handed over in memory is sent from there only with at least this much of its lease left after the timeout. */
@@ -197,10 +199,11 @@ export class WebhookSender implements DeliveryQueue {
     const outcome = { result, attemptedMs, durationMs, nowMs: this.clock.now() };
     // The receiver has its answer; the record may wait a moment for a commit that happens anyway. Lost in a crash,
     // it costs one more attempt with the same webhook-id, which receivers must accept.
-    await this.transactions.runLazily(
+    const recorded = await this.transactions.runLazily(
       (trx) => recordOutcome(trx, this.store.dialect, row, this.owner, outcome, this.options.retryScheduleSeconds),
       RECORD_DELAY_MS,
     );
+    if (recorded) this.options.metrics?.deliveryAttempted(recorded);
     if (!succeeded(result)) {
       this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
     }
