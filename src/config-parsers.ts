@@ -49,6 +49,14 @@ export function logLevel(raw: string): LogLevel {
   return raw as LogLevel;
 }
 
+export type LogFormat = 'auto' | 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['auto', 'json', 'pretty'];
+
+export function logFormat(raw: string): LogFormat {
+  if (!LOG_FORMATS.includes(raw as LogFormat)) throw new ConfigError(`expected one of ${LOG_FORMATS.join(', ')}, got "${raw}"`);
+  return raw as LogFormat;
+}
+
 export type NodeRole = 'all' | 'api' | 'worker';
 export const NODE_ROLES: readonly NodeRole[] = ['all', 'api', 'worker'];
 

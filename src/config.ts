@@ -12,6 +12,9 @@ import {
   LOG_LEVELS,
   type LogLevel,
   logLevel,
+  LOG_FORMATS,
+  type LogFormat,
+  logFormat,
   NODE_ROLES,
   type NodeRole,
   nodeRole,
@@ -25,7 +28,7 @@ import {
   workerUserSetting,
 } from './config-parsers.js';
 
-export { ConfigError, type LogLevel, type NodeRole } from './config-parsers.js';
+export { ConfigError, type LogFormat, type LogLevel, type NodeRole } from './config-parsers.js';
 
 export interface Config {
   readonly host: string;
@@ -46,6 +49,8 @@ export interface Config {
   /** A key file as Tributary writes it (32 base64 bytes), e.g. the secret.key of a data directory moved to PostgreSQL. */
   readonly secretKeyFile: string | undefined;
   readonly logLevel: LogLevel;
+  /** JSON lines, or one readable line per entry; `auto`: readable when standard output is a terminal. */
+  readonly logFormat: LogFormat;
   /** Largest accepted API request body, in bytes. */
   readonly bodyLimit: number;
   /** Longest a run or hook may take before its worker is killed, in seconds. */
@@ -174,6 +179,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     description: `log level: ${LOG_LEVELS.join(', ')}`,
     defaultValue: 'info',
     parse: logLevel,
+  },
+  {
+    key: 'logFormat',
+    flag: '--log-format',
+    description: `log lines: ${LOG_FORMATS.join(', ')} (auto: pretty when standard output is a terminal, else json)`,
+    defaultValue: 'auto',
+    parse: logFormat,
   },
   { key: 'bodyLimit', flag: '--body-limit', description: 'largest API request body, in bytes', defaultValue: 4 * 1024 * 1024, parse: integer(1024) },
   { key: 'runTimeout', flag: '--run-timeout', description: 'longest a run or hook may take, in seconds', defaultValue: 60, parse: integer(1, 3600) },

@@ -1,5 +1,5 @@
 // Request loggers: the child logger that carries a request's id is made only when the request logs something.
-import type { FastifyBaseLogger } from 'fastify';
+import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -68,4 +68,20 @@ export function lazyChildLoggerFactory(logger: FastifyBaseLogger, bindings: Bind
   const parent = logger as FastifyBaseLogger & { isLevelEnabled?(level: string): boolean };
   if (typeof parent.isLevelEnabled !== 'function' || Object.keys(options).length) return logger.child(bindings, options);
   return new LazyChildLogger(parent as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, bindings, options);
+}
+
+/** Fastify's request lines (incoming, completed, route not found) at debug instead of info; a failed response stays an error. */
+export class DebugRequestLines extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+
+  override routeNotFound(request: FastifyRequest): void {
+    request.log.debug(`Route ${request.raw.method}:${request.raw.url} not found`);
+  }
 }

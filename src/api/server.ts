@@ -30,7 +30,7 @@ import { refuseNulCharacters } from './nul-guard.js';
 import { installAuth } from './auth.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
-import { lazyChildLoggerFactory } from './request-logger.js';
+import { DebugRequestLines, lazyChildLoggerFactory } from './request-logger.js';
 import { healthRoutes } from './routes/health.js';
 import { userRoutes } from './routes/users.js';
 import { componentRoutes } from './routes/components.js';
@@ -108,6 +108,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: {
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
     loggerInstance: logger as FastifyBaseLogger,
     childLoggerFactory: lazyChildLoggerFactory,
+    logController: new DebugRequestLines(),
     bodyLimit: config.bodyLimit,
     genReqId: (req) =>
       typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId(),

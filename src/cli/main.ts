@@ -57,7 +57,8 @@ export function buildProgram(): Command {
   serve.action(async (options: Record<string, unknown>) => {
     const config = configFrom(options);
     const { createLogger, startTributary } = await import('../app.js');
-    const logger = createLogger(config);
+    const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+    const logger = createLogger(config, pretty ? (await import('./pretty-log.js')).prettyDestination() : undefined);
     const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: no new requests, finishing in-flight work');

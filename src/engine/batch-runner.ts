@@ -92,7 +92,7 @@ export class BatchRunner {
       cpuMs = result.cpuMs;
     } catch (error) {
       // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
-      this.logger.error({ err: error, sourceId }, 'runtime failed; invocations will be retried');
+      this.logger.error({ err: error, sourceId, invocationIds: ids }, 'runtime failed; invocations will be retried');
       // The next poll finds the rows again (from the database: they are no longer in memory).
       if (this.options.soleConsumer) handBack();
       else await invocations.releaseInvocations(this.store.db, sourceId, ids, this.options.owner);
@@ -219,7 +219,7 @@ export class BatchRunner {
     const { leaseMs, owner, clock } = this.options;
     return every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
       invocations.renewLeases(this.store.db, sourceId, ids, owner, clock.now() + leaseMs).catch((error: unknown) => {
-        this.logger.warn({ err: error, sourceId }, 'could not renew invocation leases');
+        this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not renew invocation leases');
       });
     });
   }

@@ -211,6 +211,7 @@ export class Dispatcher {
           }
           if (!batch.length) return;
           const ran = await this.runner.run(sourceId, batch, handBack);
+          const invocationIds = batch.map((b) => b.id);
           if (!(await settle()) || !ran) return;
           committing = ran.commit().then(
             () => true,
@@ -218,14 +219,14 @@ export class Dispatcher {
               if (error instanceof invocations.LeaseLostError) {
                 // Another node runs them now; nothing of this run was committed.
                 this.logger.warn(
-                  { sourceId, lost: error.lost },
+                  { sourceId, invocationIds, lost: error.lost },
                   'lease lost before the commit; the batch is dropped here and runs on the node that took it over',
                 );
                 return false;
               }
               // Its rows are still queued and run again; a batch run after it is not committed either.
               if (this.options.soleConsumer) handBack();
-              this.logger.error({ err: error, sourceId }, 'could not commit a batch; its invocations will be retried');
+              this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
               return false;
             },
           );

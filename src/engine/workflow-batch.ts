@@ -206,7 +206,10 @@ export class StepBatchRunner {
     } catch (error) {
       // The step cannot have its credentials (a failed OAuth refresh, a deleted account): its runs fail with the reason.
       if (error instanceof CredentialError) return { outcomes: batch.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
-      this.logger.error({ err: error, workflowId: workflow.id }, 'runtime failed while running a workflow step; its runs are taken up again');
+      this.logger.error(
+        { err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) },
+        'runtime failed while running a workflow step; its runs are taken up again',
+      );
       return undefined;
     }
   }
