@@ -1,0 +1,37 @@
+// --secret-key-file: the key file of a data directory, given by path, opens what was sealed with it; wrong use stops the start.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { SecretBox } from '../../src/lib/secrets.js';
+import { BIN } from '../helpers/processes.js';
+import { tempDir } from '../helpers/server.js';
+
+const run = promisify(execFile);
+const failed = (args: string[]) => run(process.execPath, [BIN, ...args]).catch((e: { code: number; stderr: string }) => e);
+
+describe('--secret-key-file', () => {
+  it('opens values sealed with the data directory key file; the same text as --secret-key does not', () => {
+    const dataDir = tempDir();
+    const sealed = SecretBox.open(undefined, dataDir).encrypt('s3cret');
+    const keyFile = path.join(dataDir, 'secret.key');
+    expect(SecretBox.open(undefined, tempDir(), keyFile).decrypt(sealed)).toBe('s3cret');
+    expect(() => SecretBox.open(fs.readFileSync(keyFile, 'utf8'), tempDir()).decrypt(sealed)).toThrow();
+  });
+
+  it('never makes a missing key file, and refuses one that holds no key', () => {
+    const missing = path.join(tempDir(), 'nothing.key');
+    expect(() => SecretBox.open(undefined, tempDir(), missing)).toThrow(`cannot read the secret key file ${missing}: ENOENT`);
+    expect(fs.existsSync(missing)).toBe(false);
+    const bad = path.join(tempDir(), 'bad.key');
+    fs.writeFileSync(bad, 'short');
+    expect(() => SecretBox.open(undefined, tempDir(), bad)).toThrow('does not hold a 32-byte base64 key');
+  });
+
+  it('stops serve when given with --secret-key, with exit code 2', async () => {
+    const error = await failed(['serve', '--port', '0', '--data-dir', tempDir(), '--secret-key', 'x', '--secret-key-file', '/tmp/k']);
+    expect(error).toMatchObject({ code: 2 });
+    expect((error as { stderr: string }).stderr).toContain('--secret-key and --secret-key-file both name the key that seals secrets: set one of them');
+  });
+});
