@@ -76,7 +76,7 @@ export class DebugRequestLines extends LogController {
     request.log.debug({ req: request }, 'incoming request');
   }
 
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+  override requestCompleted(error: Error | null | undefined, _request: FastifyRequest, reply: FastifyReply): void {
     if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
     else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
