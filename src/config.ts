@@ -1,6 +1,7 @@
 // Every setting of Tributary, typed, with its flag, its TRIBUTARY_* variable and its default, in one table.
 import path from 'node:path';
 import { Option } from 'commander';
+import { readKeyFile } from './lib/secrets.js';
 import {
   bool,
   checkWorkerCaFile,
@@ -344,17 +345,29 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   out.dataDir = path.resolve(String(out.dataDir));
   out.publicUrl = String(out.publicUrl).replace(/\/+$/, '');
   if (out.workerCaFile !== undefined) out.workerCaFile = checkWorkerCaFile(String(out.workerCaFile), String(out.workerUser));
-  const config = out as unknown as Config;
-  checkS3(config);
-  if (config.secretKey !== undefined && config.secretKeyFile !== undefined) {
+  if (out.secretKey !== undefined && out.secretKeyFile !== undefined) {
     throw new ConfigError('--secret-key and --secret-key-file both name the key that seals secrets: set one of them');
   }
+  if (out.secretKeyFile !== undefined) out.secretKeyFile = checkSecretKeyFile(String(out.secretKeyFile));
+  const config = out as unknown as Config;
+  checkS3(config);
   if (config.role !== 'all' && config.databaseUrl === undefined) {
     throw new ConfigError(
       `--role ${config.role} needs --database-url: nodes of a cluster share a PostgreSQL database; on SQLite one process does everything (--role all)`,
     );
   }
   return Object.freeze(config);
+}
+
+/** A key file that cannot be read, or holds no key, stops the start: a server must never seal with a key it was not given. */
+function checkSecretKeyFile(given: string): string {
+  const file = path.resolve(given);
+  try {
+    readKeyFile(file);
+  } catch (error) {
+    throw new ConfigError(`--secret-key-file (TRIBUTARY_SECRET_KEY_FILE): ${(error as Error).message}`);
+  }
+  return file;
 }
 
 /** S3 settings that cannot work together stop the start, instead of failing each `$.send.s3` later. */

@@ -6,7 +6,7 @@ import path from 'node:path';
 const PREFIX = 'enc:v1:';
 
 /** A key file holds the 32 key bytes in base64, as `open` writes it; a given file that is missing is an error, never made. */
-function readKeyFile(file: string): Buffer {
+export function readKeyFile(file: string): Buffer {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');

@@ -34,4 +34,11 @@ describe('--secret-key-file', () => {
     expect(error).toMatchObject({ code: 2 });
     expect((error as { stderr: string }).stderr).toContain('--secret-key and --secret-key-file both name the key that seals secrets: set one of them');
   });
+
+  it('stops serve with exit code 2 when the file cannot be read', async () => {
+    const missing = path.join(tempDir(), 'nothing.key');
+    const error = await failed(['serve', '--port', '0', '--data-dir', tempDir(), '--secret-key-file', missing]);
+    expect(error).toMatchObject({ code: 2 });
+    expect((error as { stderr: string }).stderr).toContain(`--secret-key-file (TRIBUTARY_SECRET_KEY_FILE): cannot read the secret key file ${missing}: ENOENT`);
+  });
 });
