@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
+import { outageOf } from '../model/outages.js';
 
 export interface ErrorBody {
   error: string;
@@ -52,19 +53,55 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   return { status: 500, body: { error: 'internal error', code: 'internal_error' } };
 }
 
-/** Failures of a dependency rather than of the request: 503 with Retry-After, so that clients try again. */
+/** Failures of a dependency rather than of the request: 503 (507 for a full disk) with Retry-After, so that clients try again. */
 function asUnavailable(error: Error): ServiceError | undefined {
   if (error instanceof WorkerExitError || error instanceof RuntimeClosedError) {
     return new ServiceError('unavailable', `the component sandbox could not take the request now (${error.message}); try again`, undefined, 5);
   }
+  const outage = outageOf(error);
+  if (outage?.kind === 'disk_full') {
+    return new ServiceError('insufficient_storage', "the data directory's disk is full: nothing was written; try again once there is room", undefined, 30);
+  }
+  if (outage) return new ServiceError('unavailable', 'the database is unreachable: nothing was written; try again shortly', undefined, 5);
   return undefined;
 }
 
+/**
+ * Says an outage in the log once, when its first request fails, and once more when a request succeeds again, with
+ * how many it turned away meanwhile: a database down for a minute under load is two lines, not thousands.
+ */
+class OutageLog {
+  private current: { kind: string; since: number; refused: number } | undefined;
+
+  failed(log: FastifyRequest['log'], error: ServiceError, cause: Error): void {
+    if (this.current) {
+      this.current.refused++;
+      return;
+    }
+    this.current = { kind: error.code, since: Date.now(), refused: 1 };
+    log.error({ err: cause, code: error.code }, `${error.message.split(':')[0]}; requests are answered ${error.status} until it recovers`);
+  }
+
+  answered(log: FastifyRequest['log'], status: number): void {
+    if (!this.current || status >= 500) return;
+    const { since, refused } = this.current;
+    this.current = undefined;
+    log.warn({ refused, seconds: Math.round((Date.now() - since) / 1000) }, `recovered: requests are answered again after ${refused} were refused`);
+  }
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
+  const outages = new OutageLog();
+  app.addHook('onResponse', (request, reply, done) => {
+    outages.answered(request.log, reply.statusCode);
+    done();
+  });
   app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const error = asUnavailable(raised) ?? raised;
+    const unavailable = asUnavailable(raised);
+    const error = unavailable ?? raised;
     const { status, body } = describe(error);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (unavailable) outages.failed(request.log, unavailable, raised);
+    else if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: body.code, status }, body.error);
     if (status === 401) reply.header('www-authenticate', 'Bearer');
     if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));

@@ -140,11 +140,16 @@ export class Dispatcher {
       if (this.running.has(sourceId)) continue;
       this.ready.delete(sourceId);
       this.running.add(sourceId);
-      void this.drainSource(sourceId).finally(() => {
-        this.running.delete(sourceId);
-        this.notifyIdle();
-        this.startReady();
-      });
+      void this.drainSource(sourceId)
+        .catch((error: unknown) => {
+          // The database went away mid-drain: the work stays queued, and the next poll (or wake) drains it again.
+          if (!this.stopped) this.logger.warn({ err: error, sourceId }, 'could not drain a source; its work stays queued and is retried');
+        })
+        .finally(() => {
+          this.running.delete(sourceId);
+          this.notifyIdle();
+          this.startReady();
+        });
     }
   }
 

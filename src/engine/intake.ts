@@ -117,6 +117,10 @@ export class InvocationIntake {
         return invocations.insertInvocations(trx, this.store.dialect, pending);
       });
       this.pendingInsert = { rows: pending, done };
+      // A transaction that never started (the database unreachable) must not keep later rows waiting on its failure.
+      done.catch(() => {
+        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
+      });
     }
     this.pendingInsert.rows.push(...rows);
     return this.pendingInsert.done;

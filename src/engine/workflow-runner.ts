@@ -134,6 +134,10 @@ export class WorkflowRunner {
         return workflows.insertRuns(trx, pending);
       });
       this.pendingInsert = { rows: pending, done };
+      // A transaction that never started (the database unreachable) must not keep later runs waiting on its failure.
+      done.catch(() => {
+        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
+      });
     }
     this.pendingInsert.rows.push(...rows);
     await this.pendingInsert.done;

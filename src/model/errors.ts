@@ -20,6 +20,7 @@ export const ERRORS = {
   run_failed: { status: 500, meaning: 'a custom-response source or workflow failed before it called `respond()`' },
   internal_error: { status: 500, meaning: 'a fault of the server; the log has the details' },
   unavailable: { status: 503, meaning: 'the server is stopping or a dependency is unreachable (with `Retry-After`)' },
+  insufficient_storage: { status: 507, meaning: "the data directory's disk is full; nothing was written (with `Retry-After`)" },
   no_response: { status: 504, meaning: 'a custom-response source or workflow did not call `respond()` before its run timeout (or its run ended)' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 

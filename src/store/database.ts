@@ -5,7 +5,18 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { LRUCache } from 'lru-cache';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import {
+  type DatabaseConnection,
+  type Dialect,
+  Kysely,
+  PostgresDialect,
+  sql,
+  SqliteAdapter,
+  type SqliteDatabase,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrate.js';
 import { NewerDatabaseError } from './newer-database-error.js';
@@ -88,7 +99,7 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
     });
   }
   const statements = withStatementCache(connection);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection) });
   runTransactionsDirectly(db, statements);
   const close = async () => {
     await checkpointer?.close();
@@ -104,6 +115,25 @@ const STATEMENT_CACHE_SIZE = 500;
  * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
  * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
  */
+/**
+ * Kysely's SQLite dialect, except that a ROLLBACK is skipped when SQLite already rolled the transaction back by
+ * itself (it does on a full disk or an I/O error): Kysely's ROLLBACK would then fail, and its "no transaction is
+ * active" would hide the error that says what happened.
+ */
+function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite.Database): Dialect {
+  class Driver extends SqliteDriver {
+    override async rollbackTransaction(open: DatabaseConnection): Promise<void> {
+      if (connection.inTransaction) await super.rollbackTransaction(open);
+    }
+  }
+  return {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => new Driver({ database }),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  };
+}
+
 function withStatementCache(connection: SQLite.Database): SqliteDatabase & SqliteStatements {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   return {
@@ -124,10 +154,14 @@ function openPostgres(url: string): Store {
   const types = {
     getTypeParser: (oid: number, format?: string) => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),
   };
-  const pool = new pg.Pool({ connectionString: url, max: 10, types } as pg.PoolConfig);
+  // A connection that cannot be made in 5 s fails the query (503 to its request) instead of leaving it waiting.
+  const pool = new pg.Pool({ connectionString: url, max: 10, types, connectionTimeoutMillis: 5000, keepAlive: true } as pg.PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
   // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
   pool.on('error', () => undefined);
+  // A client in use (inside a transaction, between its queries) that loses its connection emits 'error' too; its
+  // next query fails with it (a 503 to its request). Without a listener the error would end the process.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', location: url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'), close: () => db.destroy() };
 }

@@ -1,0 +1,56 @@
+// Which errors mean that a dependency failed rather than the request: the database unreachable, or its disk full.
+// Read from the drivers' error codes (pg, better-sqlite3 and Node's sockets); nothing here touches a driver.
+
+export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string };
+
+/** Node socket errors and PostgreSQL SQLSTATEs of a server that is down, restarting, or not reachable. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000', // connection_exception
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300', // too_many_connections
+  'SQLITE_BUSY',
+  'SQLITE_IOERR',
+]);
+
+const UNREACHABLE_MESSAGES = [
+  /Connection terminated/i,
+  /connection timeout/i,
+  /Client has encountered a connection error/i,
+  /timeout exceeded when trying to connect/i,
+];
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** The outage an error means, looking through `cause` and AggregateError's errors; undefined for any other error. */
+export function outageOf(error: unknown, depth = 0): Outage | undefined {
+  if (!error || typeof error !== 'object' || depth > 4) return undefined;
+  const code = codeOf(error);
+  const message = (error as { message?: unknown }).message;
+  const text = typeof message === 'string' ? message : '';
+  if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
+  if (code !== undefined && (UNREACHABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR'))) return { kind: 'database_unreachable', cause: text || code };
+  if (UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
+  const nested = [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])];
+  for (const inner of nested) {
+    const found = outageOf(inner, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}

@@ -1,0 +1,200 @@
+// A dependency outage under load, end to end: PostgreSQL cut off (through a TCP proxy, so that other tests' server
+// stays up) and SQLite's disk full (a small tmpfs). While it lasts, requests get 503 (507 for a full disk) with
+// Retry-After and a JSON body, never a 500 or a hang; nothing acknowledged is lost; the service recovers by itself
+// when the dependency returns; the log says so once when it starts and once when it ends.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/app.js';
+import { client, request } from '../helpers/client.js';
+import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { waitFor } from '../helpers/wait.js';
+
+const ECHO = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit({ n: e.body.n }); } };';
+/** Keeps whole bodies as events, so that a load fills a disk. */
+const KEEPER = 'export default { name: "keeper", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };';
+
+/** JSON log lines of a server, collected. */
+function collectedLogger() {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const logger = createLogger({ logLevel: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+/** Requests sent by `concurrency` loops until stopped, each answer kept. */
+function loadOn(endpoint: string, body: (n: number) => object, concurrency = 6) {
+  const answers: Array<{ n: number; status: number; retryAfter: string | null; body: any }> = [];
+  let stopped = false;
+  let next = 0;
+  const loops = Array.from({ length: concurrency }, async () => {
+    while (!stopped) {
+      const n = next++;
+      const answer = await request('POST', endpoint, { body: body(n) });
+      answers.push({ n, status: answer.status, retryAfter: answer.headers.get('retry-after'), body: answer.body });
+    }
+  });
+  return {
+    answers,
+    since: (index: number) => answers.slice(index),
+    stop: async () => {
+      stopped = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function storedCount(server: TestServer, key: string, sourceId: string): Promise<number> {
+  const res = await client(server.url, key).get(`/v1/sources/${sourceId}/event_summaries?limit=1`);
+  return res.body.page_info.total_count as number;
+}
+
+describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under load', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+
+  it('answers 503 with Retry-After while it is down, never 500; loses nothing acknowledged; recovers by itself; logs it twice', async () => {
+    const database = await createTestDatabase();
+    cleanups.push(database.drop);
+    const target = new URL(database.url);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    cleanups.push(proxy.close);
+    const viaProxy = new URL(database.url);
+    viaProxy.port = String(proxy.port);
+    const { logger, lines } = collectedLogger();
+    const server = await startTestServer('postgres', { databaseUrl: viaProxy.toString(), logLevel: 'warn' }, { logger });
+    cleanups.push(server.stop);
+    const key = (await server.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }));
+    try {
+      await waitFor(
+        async () => load.answers.filter((a) => a.status === 200).length,
+        (n) => n >= 20,
+        { what: 'acknowledged requests' },
+      );
+      proxy.cut();
+      const cutAt = load.answers.length;
+      await waitFor(
+        async () => load.since(cutAt).filter((a) => a.status === 503).length,
+        (n) => n >= 20,
+        { what: 'requests refused while down' },
+      );
+      proxy.restore();
+      const restoredAt = load.answers.length;
+      await waitFor(
+        async () => load.since(restoredAt).filter((a) => a.status === 200).length,
+        (n) => n >= 20,
+        {
+          what: 'requests acknowledged again',
+          timeoutMs: 30_000,
+        },
+      ).catch((error: Error) => {
+        const seen = load.since(restoredAt);
+        throw new Error(`${error.message}; ${seen.length} answers since the restore: ${JSON.stringify(seen.slice(-1))} LOG ${JSON.stringify(lines.slice(-2))}`);
+      });
+    } finally {
+      await load.stop();
+    }
+    const refused = load.answers.filter((a) => a.status !== 200);
+    expect(refused.length).toBeGreaterThanOrEqual(20);
+    for (const answer of refused) {
+      expect(answer.status).toBe(503);
+      expect(answer.retryAfter).toBe('5');
+      expect(answer.body).toEqual({ code: 'unavailable', error: 'the database is unreachable: nothing was written; try again shortly' });
+    }
+    const acknowledged = load.answers.filter((a) => a.status === 200).length;
+    await waitFor(
+      () => storedCount(server, key, deployed.body.data.id),
+      (n) => n === acknowledged,
+      { what: `all ${acknowledged} acknowledged events stored`, timeoutMs: 60_000 },
+    );
+    expect(lines.filter((l) => l.msg.includes('requests are answered 503 until it recovers'))).toHaveLength(1);
+    expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
+  });
+});
+
+/** Mounts a tmpfs of `sizeMb` at `dir` (root only); false where that is not allowed. */
+function mountTmpfs(dir: string, sizeMb: number): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('SQLite on a full disk under load', () => {
+  it(
+    'answers 507 with Retry-After while the disk is full, never 500; loses nothing acknowledged; recovers once it grows',
+    { timeout: 180_000 },
+    async (context) => {
+      const mountPoint = tempDir('tributary-full-disk-');
+      if (!mountTmpfs(mountPoint, 12)) {
+        context.skip();
+        return;
+      }
+      const { logger, lines } = collectedLogger();
+      let server: TestServer | undefined;
+      try {
+        server = await startTestServer('sqlite', { dataDir: path.join(mountPoint, 'data'), logLevel: 'warn', eventRetention: 100_000 }, { logger });
+        const key = (await server.createUser({ plan: 'paid' })).apiKey;
+        const deployed = await client(server.url, key).post('/v1/sources', { component_code: KEEPER });
+        expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+        // Big bodies fill the disk quickly: each is kept as an event.
+        const padding = 'x'.repeat(64 * 1024);
+        const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n, padding }), 4);
+        try {
+          await waitFor(
+            async () => load.answers.filter((a) => a.status === 507).length,
+            (n) => n >= 10,
+            {
+              what: 'the disk to fill',
+              timeoutMs: 60_000,
+            },
+          ).catch((error: Error) => {
+            const counts: Record<number, number> = {};
+            for (const a of load.answers) counts[a.status] = (counts[a.status] ?? 0) + 1;
+            throw new Error(
+              `${error.message}; statuses ${JSON.stringify(counts)}; last ${JSON.stringify(load.answers.at(-1)?.body)} LOG ${JSON.stringify(lines.find((l) => l.msg === 'request failed'))}`,
+            );
+          });
+          execFileSync('mount', ['-o', 'remount,size=512m', mountPoint]);
+          const grownAt = load.answers.length;
+          await waitFor(
+            async () => load.since(grownAt).filter((a) => a.status === 200).length,
+            (n) => n >= 20,
+            { what: 'requests acknowledged again' },
+          );
+        } finally {
+          await load.stop();
+        }
+        const refused = load.answers.filter((a) => a.status !== 200);
+        expect(refused.length).toBeGreaterThanOrEqual(10);
+        for (const answer of refused) {
+          expect(answer.status).toBe(507);
+          expect(answer.retryAfter).toBe('30');
+          expect(answer.body).toEqual({
+            code: 'insufficient_storage',
+            error: "the data directory's disk is full: nothing was written; try again once there is room",
+          });
+        }
+        const acknowledged = load.answers.filter((a) => a.status === 200).length;
+        await waitFor(
+          () => storedCount(server!, key, deployed.body.data.id),
+          (n) => n === acknowledged,
+          { what: `all ${acknowledged} acknowledged events stored`, timeoutMs: 60_000 },
+        );
+        expect(lines.filter((l) => l.msg.includes('requests are answered 507 until it recovers'))).toHaveLength(1);
+      } finally {
+        await server?.destroy();
+        execFileSync('umount', ['-l', mountPoint]);
+        fs.rmSync(mountPoint, { recursive: true, force: true });
+      }
+    },
+  );
+});
