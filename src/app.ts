@@ -370,8 +370,10 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           sse.close();
           await app?.close();
           await scrapes?.close();
-          await dispatcher.stop();
-          await workflowRunner.stop();
+          // Running batches and steps finish and commit; past the timeout the runtime closes under them and their
+          // work, still queued in the database, runs after the next start (or on another node).
+          const finished = await settlesWithin(Promise.all([dispatcher.stop(), workflowRunner.stop()]), config.shutdownTimeout * 1000);
+          if (!finished) logger.warn({ seconds: config.shutdownTimeout }, 'shutdown timeout: work still running is handed back to the queue');
           // After the runner: sends its last steps committed stay pending, and go out after the next start.
           await outbox.stop();
           await webhookSender.stop();
@@ -387,6 +389,19 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await store.close().catch(() => undefined);
     lock?.release();
     throw error;
+  }
+}
+
+/** True when `work` settles within `ms`; false when the time ran out first (the work goes on, unawaited). */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

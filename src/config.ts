@@ -45,6 +45,8 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** Interface the metrics listener binds to. */
   readonly metricsHost: string;
+  /** Seconds a graceful stop waits for running invocations and steps before handing them back to the queue. */
+  readonly shutdownTimeout: number;
   /** Key for secrets at rest; undefined means a key file in the data directory. */
   readonly secretKey: string | undefined;
   /** A key file as Tributary writes it (32 base64 bytes), e.g. the secret.key of a data directory moved to PostgreSQL. */
@@ -159,6 +161,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     parse: optionalInteger(0, 65535),
   },
   { key: 'metricsHost', flag: '--metrics-host', description: 'interface the metrics listener binds to', defaultValue: '127.0.0.1', parse: text },
+  {
+    key: 'shutdownTimeout',
+    flag: '--shutdown-timeout',
+    description: 'seconds a graceful stop (SIGTERM) waits for running invocations and steps before handing them back to the queue',
+    defaultValue: 10,
+    parse: integer(0, 3600),
+  },
   {
     key: 'secretKey',
     flag: '--secret-key',

@@ -113,7 +113,8 @@ export async function buildApi(services: ApiServices, logger: Logger, options: {
     genReqId: (req) =>
       typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId(),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Answered by the hook below instead, in the registered error format and with Retry-After.
+    return503OnClosing: false,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
@@ -122,6 +123,16 @@ export async function buildApi(services: ApiServices, logger: Logger, options: {
   installValidators(app);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // A graceful stop has begun: requests already running finish; new ones (on open keep-alive connections) are
+    // turned away at once, so that the client or its load balancer tries another node. Probes still answer.
+    if (services.health.isStopping() && request.url !== '/readyz' && request.url !== '/healthz') {
+      reply
+        .code(503)
+        .header('retry-after', '5')
+        .header('connection', 'close')
+        .send({ error: 'the server is stopping: nothing was done; try again shortly', code: 'unavailable' });
+      return;
+    }
     done();
   });
   const { metrics } = options;

@@ -60,7 +60,14 @@ export function buildProgram(): Command {
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
     const logger = createLogger(config, pretty ? (await import('./pretty-log.js')).prettyDestination() : undefined);
     const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
+    let stopping = false;
     const stop = (signal: string) => {
+      if (stopping) {
+        // A second signal: no more waiting. What was acknowledged is committed already; running work is re-run later.
+        logger.warn({ signal }, 'second signal: exiting now; work still running stays queued');
+        process.exit(1);
+      }
+      stopping = true;
       logger.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
       running.close().then(
         () => process.exit(0),
@@ -70,8 +77,8 @@ export function buildProgram(): Command {
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
     // One write, so that whoever reads standard output sees the whole banner at once; and only once the signals
     // are handled, since whoever reads it may stop the server straight away.
     const banner = [

@@ -146,7 +146,13 @@ export class SseHub {
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.unsubscribe();
-    for (const set of [...this.clients.values()]) for (const client of [...set]) this.end(client);
+    for (const set of [...this.clients.values()]) {
+      for (const client of [...set]) {
+        // A last comment says why the stream ends; the client reconnects (to another node) with Last-Event-ID.
+        if (!client.closed) client.response.write(': the server is stopping; reconnect with Last-Event-ID\n\n');
+        this.end(client);
+      }
+    }
   }
 
   /** Writes one event if the client's stream selects it and has not had it; false when the socket wants a drain. */

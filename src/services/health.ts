@@ -37,6 +37,10 @@ export class HealthService {
     this.stopping = true;
   }
 
+  isStopping(): boolean {
+    return this.stopping;
+  }
+
   async readiness(): Promise<Readiness> {
     const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'unchecked', stopping: this.stopping };
     try {
