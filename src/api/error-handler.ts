@@ -100,7 +100,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     const unavailable = asUnavailable(raised);
     const error = unavailable ?? raised;
     const { status, body } = describe(error);
-    if (unavailable) outages.failed(request.log, unavailable, raised);
+    // A database outage is said once (OutageLog); a sandbox that could not take one request, each time.
+    if (unavailable && outageOf(raised)) outages.failed(request.log, unavailable, raised);
+    else if (unavailable) request.log.warn({ err: raised }, unavailable.message);
     else if (status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: body.code, status }, body.error);
     if (status === 401) reply.header('www-authenticate', 'Bearer');
