@@ -1,4 +1,7 @@
-// Whether the service can do its job: liveness (the database answers) and readiness (migrations, database, a worker, not stopping).
+// Whether the service can do its job: liveness (the database answers) and readiness (migrations, database, disk
+// room, a worker, not stopping).
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { isReachable, type Store } from '../store/database.js';
 import { appliedMigrations, KNOWN_MIGRATIONS } from '../store/migrate.js';
 
@@ -6,8 +9,13 @@ export interface ReadinessChecks {
   database: 'ok' | 'unreachable';
   migrations: 'ok' | 'pending' | 'unknown';
   worker: 'ok' | 'cannot_start' | 'unchecked';
+  /** SQLite's data directory: `full` below MIN_FREE_BYTES, where writes soon fail (507); PostgreSQL's is not seen. */
+  disk: 'ok' | 'full' | 'unchecked';
   stopping: boolean;
 }
+
+/** Less room than this in SQLite's data directory, and the node says it is not ready: one request may need more. */
+const MIN_FREE_BYTES = 1024 * 1024;
 
 export interface Readiness {
   ready: boolean;
@@ -42,7 +50,7 @@ export class HealthService {
   }
 
   async readiness(): Promise<Readiness> {
-    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'unchecked', stopping: this.stopping };
+    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'unchecked', disk: await this.diskRoom(), stopping: this.stopping };
     try {
       const applied = new Set((await appliedMigrations(this.store.db, this.store.dialect)).map((m) => m.name));
       if (KNOWN_MIGRATIONS.some((name) => !applied.has(name))) checks.migrations = 'pending';
@@ -56,9 +64,20 @@ export class HealthService {
       ...(checks.database !== 'ok' ? ['database'] : []),
       ...(checks.migrations !== 'ok' ? ['migrations'] : []),
       ...(checks.worker === 'cannot_start' ? ['worker'] : []),
+      ...(checks.disk === 'full' ? ['disk'] : []),
       ...(checks.stopping ? ['stopping'] : []),
     ];
     return { ready: failing.length === 0, checks, failing };
+  }
+
+  private async diskRoom(): Promise<ReadinessChecks['disk']> {
+    if (this.store.dialect !== 'sqlite') return 'unchecked';
+    try {
+      const stats = await fs.statfs(path.dirname(this.store.location));
+      return stats.bavail * stats.bsize < MIN_FREE_BYTES ? 'full' : 'ok';
+    } catch {
+      return 'unchecked';
+    }
   }
 
   private canStartWorker(): Promise<boolean> {

@@ -163,7 +163,11 @@ describe('SQLite on a full disk under load', () => {
               `${error.message}; statuses ${JSON.stringify(counts)}; last ${JSON.stringify(load.answers.at(-1)?.body)} LOG ${JSON.stringify(lines.find((l) => l.msg === 'request failed'))}`,
             );
           });
+          const full = await request('GET', `${server.url}/readyz`);
+          expect([full.status, full.body.checks.disk]).toEqual([503, 'full']);
+          expect(full.body.not_ready).toContain('disk');
           execFileSync('mount', ['-o', 'remount,size=512m', mountPoint]);
+          expect((await request('GET', `${server.url}/readyz`)).body).toMatchObject({ status: 'ready', checks: { disk: 'ok' } });
           const grownAt = load.answers.length;
           await waitFor(
             async () => load.since(grownAt).filter((a) => a.status === 200).length,

@@ -28,6 +28,9 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
       database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
       migrations: Type.Union([Type.Literal('ok'), Type.Literal('pending'), Type.Literal('unknown')]),
       worker: Type.Union([Type.Literal('ok'), Type.Literal('cannot_start'), Type.Literal('unchecked')]),
+      disk: Type.Union([Type.Literal('ok'), Type.Literal('full'), Type.Literal('unchecked')], {
+        description: "room in SQLite's data directory (full: under 1 MiB); unchecked on PostgreSQL",
+      }),
       stopping: Type.Boolean(),
     });
     app.get(
