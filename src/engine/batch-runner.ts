@@ -150,7 +150,7 @@ export class BatchRunner {
     const db = usesDb ? await readSourceDb(this.store.db, runnable.source.id) : {};
     const dataStores = await this.dataStoresOf(runnable, authorised);
     const result = await this.runtime.invoke(
-      { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }) },
+      { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }), logContext: { invocationIds: ids } },
       { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response, undefined, answersHttp(runnable)) },
     );
     if (!authorised.refreshable) return result;
@@ -191,7 +191,14 @@ export class BatchRunner {
     }
     this.bases.set(runnable, refreshed);
     const again = await this.runtime.invoke(
-      { ...refreshed.base, method: 'run', eventsJson: unauthorized.map((i) => eventsJson[i]!), db, ...(dataStores && { dataStores }) },
+      {
+        ...refreshed.base,
+        method: 'run',
+        eventsJson: unauthorized.map((i) => eventsJson[i]!),
+        db,
+        ...(dataStores && { dataStores }),
+        logContext: { invocationIds: unauthorized.map((i) => ids[i]!) },
+      },
       { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[unauthorized[index]!]!, response, undefined, answersHttp(runnable)) },
     );
     unauthorized.forEach((i, k) => {

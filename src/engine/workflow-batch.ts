@@ -188,6 +188,7 @@ export class StepBatchRunner {
           component: prepared,
           method: 'step',
           events: inputs,
+          logContext: { step: step.name, runIds: batch.map((held) => held.run.id) },
           props: {},
           auths,
           db,

@@ -65,6 +65,13 @@ function onlyEvent(request: InvocationRequest, index: number, db: Record<string,
   if (dataStores) only.dataStores = dataStores;
   if (request.eventsJson) only.eventsJson = [request.eventsJson[index]!];
   else only.events = [(request.events ?? [])[index]];
+  // Ids given one per event (invocation or run ids) name only this event's now.
+  const count = callCount(request);
+  if (request.logContext) {
+    only.logContext = Object.fromEntries(
+      Object.entries(request.logContext).map(([key, value]) => [key, Array.isArray(value) && value.length === count ? [value[index]] : value]),
+    );
+  }
   return only;
 }
 
@@ -119,7 +126,7 @@ export async function invokeIn(
             try {
               hooks?.onRespond?.(m.response, m.index);
             } catch (error) {
-              logger.error({ err: error, sourceId: request.sourceId }, 'onRespond hook failed');
+              logger.error({ err: error, sourceId: request.sourceId, ...request.logContext, eventIndex: m.index }, 'onRespond hook failed');
             }
             return false;
           }
@@ -173,6 +180,11 @@ export async function invokeIn(
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
     const stopped = { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses };
+    // The pool's line about the process names only its account; this one names the runs it stopped.
+    logger.warn(
+      { sourceId: request.sourceId, ...request.logContext, reason: error.reason, unreported: count - outcomes.length },
+      'the worker stopped during a call',
+    );
     return { outcomes, dbWrites, dataStoreWrites, cpuMs: measured(), stopped };
   }
   return { outcomes, dbWrites, dataStoreWrites, cpuMs: measured() };

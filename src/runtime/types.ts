@@ -186,6 +186,11 @@ export interface InvocationRequest {
   /** The account whose worker runs this; a worker never serves two accounts. */
   accountId: string;
   sourceId: string;
+  /**
+   * What the caller's log lines name this request by (its invocation or run ids); the runtime's own lines about it
+   * carry them too. Never sent to the worker.
+   */
+  logContext?: Record<string, unknown>;
   component: PreparedComponent;
   method: InvocationMethod;
   /** Events for `run`, in order, or StepInputs for `step`; hooks take none. One message carries many events of one source. */

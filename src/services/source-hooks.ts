@@ -71,7 +71,13 @@ export class SourceHooks {
     let dbWrites: Record<string, unknown> = {};
     let dataStoreWrites: DataStoreChange[] = [];
     for (const method of defined) {
-      const result = await this.runtime.invoke({ ...base, method, db: { ...db, ...dbWrites }, ...(stores && { dataStores: stores }) });
+      const result = await this.runtime.invoke({
+        ...base,
+        method,
+        db: { ...db, ...dbWrites },
+        ...(stores && { dataStores: stores }),
+        logContext: { hook: method },
+      });
       const outcome = result.outcomes[0]!;
       if (outcome.error) {
         throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
