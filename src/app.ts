@@ -3,7 +3,6 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pino, { type Logger } from 'pino';
-import net from 'node:net';
 import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
 import { lockDataDir } from './store/data-dir-lock.js';
@@ -40,10 +39,11 @@ import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
 import { WebhookSender } from './delivery/webhooks/sender.js';
-import { OutboxSender, type Performers } from './delivery/sends/sender.js';
-import { HttpPerformer } from './delivery/sends/http.js';
-import { EmailPerformer } from './delivery/sends/email.js';
-import { S3Performer } from './delivery/sends/s3.js';
+import { OutboxSender } from './delivery/sends/sender.js';
+import { settlesWithin } from './lib/settles-within.js';
+import { listenToCluster } from './startup/listen-to-cluster.js';
+import { sendPerformers } from './startup/send-performers.js';
+import { findFreePort, publishRegistry } from './startup/start-helpers.js';
 import { buildApi, type ApiServices } from './api/server.js';
 import { Metrics } from './metrics/metrics.js';
 import { listenForScrapes } from './metrics/listener.js';
@@ -332,7 +332,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       health,
     };
 
-    await publishRegistry(components, logger);
+    await publishRegistry(components, logger, PACKAGE_ROOT);
     const initialAccount =
       options.createInitialAccount && (await users.count()) === 0
         ? await users.create({ username: 'admin', email: 'admin@localhost', plan: 'paid' })
@@ -389,114 +389,5 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await store.close().catch(() => undefined);
     lock?.release();
     throw error;
-  }
-}
-
-/** True when `work` settles within `ms`; false when the time ran out first (the work goes on, unawaited). */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([work.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** What a node does when another node signals: wake for queued work, forget cached rows that changed. */
-function listenToCluster(
-  signals: ClusterSignals,
-  parts: {
-    dispatcher: Dispatcher;
-    workflowRunner: WorkflowRunner;
-    timers: TimerScheduler;
-    webhookSender: WebhookSender;
-    outbox: OutboxSender;
-    ingress: IngressService;
-  },
-): void {
-  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress } = parts;
-  signals.on('invocations', (ids) => dispatcher.wake(ids));
-  // A custom-response run answered on another node: the request waiting here gets it.
-  signals.onAnswer((id, answer) =>
-    id.startsWith('wr_') ? workflowRunner.answerRelayed(id, answer.response, answer.error) : dispatcher.answerRelayed(id, answer.response, answer.error),
-  );
-  signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
-  signals.on('deliveries', () => webhookSender.wake());
-  signals.on('sends', () => outbox.wake());
-  signals.on('timers', () => timers.poke());
-  signals.on('sources', (ids) => {
-    if (ids === undefined) {
-      dispatcher.evictAll();
-      ingress.evictAll();
-    } else {
-      for (const id of ids) {
-        dispatcher.evict(id);
-        ingress.evictSource(id);
-      }
-    }
-    // A source's timer rows may have changed with it.
-    timers.poke();
-  });
-  signals.on('workflows', (ids) => {
-    if (ids === undefined) {
-      workflowRunner.evictAllWorkflows();
-      ingress.evictAll();
-    } else {
-      for (const id of ids) {
-        workflowRunner.evictWorkflow(id);
-        ingress.evictSource(id);
-      }
-    }
-    timers.poke();
-  });
-}
-
-/** What carries out each `$.send` kind of the outbox; email and S3 only with their settings. Attempts time out as webhooks' do. */
-function sendPerformers(config: Config, clock: Clock): Performers {
-  const timeoutMs = config.webhookTimeout * 1000;
-  const { smtpUrl, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
-  return {
-    http: new HttpPerformer({ allowPrivateNetwork: config.allowPrivateNetwork, timeoutMs }, clock),
-    email: smtpUrl ? new EmailPerformer({ smtpUrl, from: config.emailFrom, timeoutMs }) : undefined,
-    s3:
-      accessKeyId && secretAccessKey
-        ? new S3Performer({
-            endpoint: config.s3Endpoint,
-            region: config.s3Region,
-            accessKeyId,
-            secretAccessKey,
-            forcePathStyle: config.s3ForcePathStyle,
-            timeoutMs,
-          })
-        : undefined,
-  };
-}
-
-function findFreePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Publishes every component file in registry/ (skipping key and version pairs already published). */
-async function publishRegistry(components: ComponentService, logger: Logger): Promise<void> {
-  const dir = path.join(PACKAGE_ROOT, 'registry');
-  const files = fs.existsSync(dir)
-    ? fs
-        .readdirSync(dir)
-        .filter((f) => /\.(m?js|cjs)$/.test(f))
-        .sort()
-    : [];
-  for (const file of files) {
-    const row = await components.publishToRegistry(fs.readFileSync(path.join(dir, file), 'utf8'), `registry/${file}`);
-    logger.debug({ key: row.key, version: row.version }, 'registry component published');
   }
 }

@@ -1,0 +1,57 @@
+// What a node does when the other nodes of a cluster signal: wake its loops for queued work, drop cached rows that changed.
+import type { ClusterSignals } from '../delivery/cluster-signals.js';
+import type { OutboxSender } from '../delivery/sends/sender.js';
+import type { WebhookSender } from '../delivery/webhooks/sender.js';
+import type { Dispatcher } from '../engine/dispatcher.js';
+import type { TimerScheduler } from '../engine/timers.js';
+import type { WorkflowRunner } from '../engine/workflow-runner.js';
+import type { IngressService } from '../services/ingress.js';
+
+/** What a node does when another node signals: wake for queued work, forget cached rows that changed. */
+export function listenToCluster(
+  signals: ClusterSignals,
+  parts: {
+    dispatcher: Dispatcher;
+    workflowRunner: WorkflowRunner;
+    timers: TimerScheduler;
+    webhookSender: WebhookSender;
+    outbox: OutboxSender;
+    ingress: IngressService;
+  },
+): void {
+  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress } = parts;
+  signals.on('invocations', (ids) => dispatcher.wake(ids));
+  // A custom-response run answered on another node: the request waiting here gets it.
+  signals.onAnswer((id, answer) =>
+    id.startsWith('wr_') ? workflowRunner.answerRelayed(id, answer.response, answer.error) : dispatcher.answerRelayed(id, answer.response, answer.error),
+  );
+  signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
+  signals.on('deliveries', () => webhookSender.wake());
+  signals.on('sends', () => outbox.wake());
+  signals.on('timers', () => timers.poke());
+  signals.on('sources', (ids) => {
+    if (ids === undefined) {
+      dispatcher.evictAll();
+      ingress.evictAll();
+    } else {
+      for (const id of ids) {
+        dispatcher.evict(id);
+        ingress.evictSource(id);
+      }
+    }
+    // A source's timer rows may have changed with it.
+    timers.poke();
+  });
+  signals.on('workflows', (ids) => {
+    if (ids === undefined) {
+      workflowRunner.evictAllWorkflows();
+      ingress.evictAll();
+    } else {
+      for (const id of ids) {
+        workflowRunner.evictWorkflow(id);
+        ingress.evictSource(id);
+      }
+    }
+    timers.poke();
+  });
+}
