@@ -35,6 +35,7 @@ import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { type ClusterSignals, LocalSignals, PostgresSignals } from './delivery/cluster-signals.js';
+import { PollCadence } from './lib/poll-cadence.js';
 import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
@@ -144,11 +145,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
     // Nodes of a cluster tell each other what they queued and changed; an `api` node leaves all work to the others.
+    // One node announces every change to itself; a cluster node polls every second until its signals arrive.
+    const metrics = new Metrics();
+    const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics.queueLooked(queue));
     const signals: ClusterSignals =
-      store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' })) : new LocalSignals();
+      store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence) : new LocalSignals();
     const runsWork = config.role !== 'api';
     const servesHttp = config.role !== 'worker';
-    const metrics = new Metrics();
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.
     const transactions = new TransactionGroup(store);
     const webhookSender = new WebhookSender(
@@ -159,7 +162,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         retryScheduleSeconds: config.webhookRetrySchedule,
         timeoutMs: config.webhookTimeout * 1000,
         leaseMs: config.webhookTimeout * 1000 + 45_000,
-        pollMs: 1000,
+        cadence,
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',
         metrics,
@@ -212,7 +215,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         batchSize: 200,
         batchWindowMs: config.batchWindow,
         leaseMs: 15_000,
-        pollMs: 1000,
+        cadence,
         soleConsumer: store.dialect === 'sqlite',
         retention: config.eventRetention,
         router,
@@ -237,7 +240,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       {
         retryScheduleSeconds: config.webhookRetrySchedule,
         leaseMs: config.webhookTimeout * 1000 + 45_000,
-        pollMs: 1000,
+        cadence,
         concurrency: 16,
         reclaimAtStart: store.dialect === 'sqlite',
       },
@@ -253,7 +256,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         concurrency: config.workerPoolSize * 4,
         batchSize: 100,
         leaseMs: 15_000,
-        pollMs: 1000,
+        cadence,
         soleConsumer: store.dialect === 'sqlite',
         dialect: store.dialect,
         retention: config.eventRetention,
@@ -299,6 +302,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       router,
       logger.child({ module: 'timers' }),
       clock,
+      cadence,
       metrics,
     );
     sources.onChange(() => timers.poke());
@@ -342,7 +346,12 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await signals.start();
     const app = servesHttp ? await buildApi(services, logger, { metrics }) : undefined;
     await app?.listen({ host: config.host, port: config.port });
-    metrics.readGaugesFrom({ queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() });
+    metrics.readGaugesFrom({
+      queueDepth: () => countQueued(store.db),
+      sseClients: () => sse.clientCount(),
+      workers: () => runtime.workerStates(),
+      signalled: () => cadence.isSignalled,
+    });
     const scrapes =
       config.metricsPort === undefined
         ? undefined

@@ -82,12 +82,9 @@ export class PostgresBus extends LocalBus {
   }
 
   override async start(): Promise<void> {
-    this.listener = listen(
-      this.databaseUrl,
-      CHANNEL,
-      (payload) => this.receive(payload),
-      (error) => this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
-    );
+    this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
+      onError: (error) => this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
+    });
     await this.listener.ready;
   }
 

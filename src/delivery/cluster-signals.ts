@@ -2,6 +2,7 @@
 // drop cached rows at once instead of at their next poll; a single node (SQLite) has no one to tell.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import { listen, type Listener, notify } from '../store/live.js';
 import type { HttpResponse } from '../runtime/types.js';
@@ -72,6 +73,8 @@ export class PostgresSignals implements ClusterSignals {
     private readonly store: Store,
     private readonly databaseUrl: string,
     private readonly logger: Logger,
+    /** Told whether signals arrive, so that the work loops poll every second only while they may not. */
+    private readonly cadence: PollCadence,
   ) {}
 
   on(kind: SignalKind, handler: SignalHandler): void {
@@ -79,23 +82,18 @@ export class PostgresSignals implements ClusterSignals {
   }
 
   async start(): Promise<void> {
-    this.listener = listen(
-      this.databaseUrl,
-      CHANNEL,
-      (payload) => this.receive(payload),
-      (error) => this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back'),
+    this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
+      onError: (error) => this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back'),
       // Signals sent while the connection was down are lost: look at everything once.
-      () => {
+      onReconnect: () => {
         this.logger.info('cluster signal connection back; looking for work and changes missed meanwhile');
         for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
       },
-    );
-    this.answers = listen(
-      this.databaseUrl,
-      ANSWERS,
-      (payload) => this.receiveAnswer(payload),
-      (error) => this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting'),
-    );
+      onConnected: (connected) => this.cadence.setSignalled(connected),
+    });
+    this.answers = listen(this.databaseUrl, ANSWERS, (payload) => this.receiveAnswer(payload), {
+      onError: (error) => this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting'),
+    });
     await Promise.all([this.listener.ready, this.answers.ready]);
   }
 

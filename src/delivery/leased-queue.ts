@@ -3,6 +3,8 @@
 import type { Logger } from 'pino';
 import type { Clock, ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
+import type { PollCadence } from '../lib/poll-cadence.js';
+import type { LeasedTable } from '../store/lease-ends.js';
 
 /** What the pump needs of a queue; rows are claimed with a lease the queue's owner holds. */
 export interface LeasedQueue<Row> {
@@ -14,30 +16,55 @@ export interface LeasedQueue<Row> {
   release(rows: Row[]): Promise<void>;
   /** When the next row falls due, if any. */
   nextDueMs(): Promise<number | undefined>;
+  /** In a cluster: when the first lease live at `nowMs` ends (a node that died holding it never says so). */
+  nextLeaseEndMs?(nowMs: number): Promise<number | undefined>;
   /** Starts an attempt of a claimed row (it calls `slotFreed` when it ends). */
   launch(row: Row): void;
+}
+
+export interface LeasedQueuePumpOptions {
+  /** The queue's table: names it in the count of looks unasked. */
+  table: LeasedTable;
+  /** Names the queue in the log line of a failed read. */
+  what: string;
+  clock: Clock;
+  /** How long to wait before looking unasked: for rows queued unannounced and leases that ran out. */
+  cadence: PollCadence;
+  /** The wait while signals arrive: how late a lease that ran out may be noticed before its end is known. */
+  watchMs: number;
+  logger: Logger;
 }
 
 export class LeasedQueuePump<Row> {
   private readonly pumping = new CoalescingTask(() => this.pump());
   private timer: ClockTimer | undefined;
+  /** The pump was woken by its own timer, not by news of work: it also looks for leases that ended unannounced. */
+  private timerWoke = false;
+  /** When the first lease held elsewhere ends, as last looked up. */
+  private leaseEndAt: number | undefined;
+  /** Until start(), and on a node that does no work (`api`), wake-ups are ignored. */
+  private started = false;
   private stopped = false;
   /** The last claim filled every free slot, so more may be due as soon as an attempt finishes. */
   private saturated = false;
 
   constructor(
     private readonly queue: LeasedQueue<Row>,
-    private readonly clock: Clock,
-    /** Fallback poll, for rows queued by other nodes and leases that ran out. */
-    private readonly pollMs: number,
-    private readonly logger: Logger,
-    /** Names the queue in the log line of a failed read. */
-    private readonly what: string,
-  ) {}
+    private readonly options: LeasedQueuePumpOptions,
+  ) {
+    // Signals lost or back: look at once (for what was missed), then at the new cadence.
+    options.cadence.onChange(() => this.wake());
+  }
 
   /** Claims what is due now (after a commit queued rows, after a retry came due, by the fallback timer). */
   wake(): void {
-    if (!this.stopped) this.pumping.request();
+    if (this.started && !this.stopped) this.pumping.request();
+  }
+
+  /** Claims from now on, starting with what is due now. */
+  start(): void {
+    this.started = true;
+    this.wake();
   }
 
   /** An attempt ended: its slot matters only if work was left waiting for one. */
@@ -53,7 +80,9 @@ export class LeasedQueuePump<Row> {
   }
 
   private async pump(): Promise<void> {
-    let sleepMs = this.pollMs;
+    let sleepMs = this.options.cadence.waitMs(this.options.watchMs);
+    const unasked = this.timerWoke;
+    this.timerWoke = false;
     try {
       while (!this.stopped) {
         const free = this.queue.freeSlots();
@@ -72,13 +101,24 @@ export class LeasedQueuePump<Row> {
       // Every slot busy: a finishing attempt wakes the pump, and due work would only wake it again and again.
       if (!this.saturated) {
         const due = await this.queue.nextDueMs();
-        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - this.clock.now()));
+        if (due !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, due - this.options.clock.now()));
+      }
+      // One query per look unasked, not per pump: the leases it finds last until then at least.
+      if (unasked && this.queue.nextLeaseEndMs) this.leaseEndAt = await this.queue.nextLeaseEndMs(this.options.clock.now());
+      if (this.leaseEndAt !== undefined) {
+        if (this.leaseEndAt < this.options.clock.now()) this.leaseEndAt = undefined;
+        else sleepMs = Math.min(sleepMs, this.leaseEndAt - this.options.clock.now() + 1);
       }
     } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, `${this.what} could not read its queue`);
+      if (!this.stopped) this.options.logger.error({ err: error }, `${this.options.what} could not read its queue`);
+      sleepMs = this.options.cadence.fallbackMs;
     }
     if (this.stopped) return;
     this.timer?.cancel();
-    this.timer = this.clock.after(sleepMs, () => this.wake());
+    this.timer = this.options.clock.after(sleepMs, () => {
+      this.timerWoke = true;
+      this.options.cadence.lookingUnasked(this.options.table);
+      this.wake();
+    });
   }
 }

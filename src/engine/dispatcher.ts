@@ -2,11 +2,13 @@
 import type { Metrics } from '../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { every, type ClockTimer } from '../lib/clock.js';
+import type { ClockTimer } from '../lib/clock.js';
+import type { PollCadence } from '../lib/poll-cadence.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
+import { nextLeaseEndMs } from '../store/lease-ends.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { NewInvocation } from '../commit/invocations.js';
 import type { EventRouter } from '../commit/routing.js';
@@ -23,8 +25,8 @@ export type { Responder };
 export interface DispatcherOptions extends IntakeOptions {
   /** Sources run in parallel, at most (one batch per source at a time). */
   concurrency: number;
-  /** Fallback poll, for work enqueued by other processes or left behind. */
-  pollMs: number;
+  /** How long to wait before looking at the queue unasked: for work other nodes left behind or queued unannounced. */
+  cadence: PollCadence;
   /** Where a batch's events are stored and routed. */
   retention: number;
   router: EventRouter;
@@ -51,7 +53,8 @@ export class Dispatcher {
   private stopped = false;
   /** Set by start(): until then (and on an `api` node, always) queued work is left to other nodes. */
   private claiming = false;
-  private timer: ClockTimer | undefined;
+  /** The next look at the queue unasked, and when it is due. */
+  private look: { at: number; timer: ClockTimer } | undefined;
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -74,7 +77,8 @@ export class Dispatcher {
 
   async start(): Promise<void> {
     this.claiming = true;
-    this.timer = every(this.options.clock, this.options.pollMs, () => this.wake());
+    // Signals lost or back: look at once (for what was missed), then at the new cadence.
+    this.options.cadence.onChange(() => this.wake());
     this.wake();
     this.startReady();
   }
@@ -142,8 +146,9 @@ export class Dispatcher {
       this.running.add(sourceId);
       void this.drainSource(sourceId)
         .catch((error: unknown) => {
-          // The database went away mid-drain: the work stays queued, and the next poll (or wake) drains it again.
+          // The database went away mid-drain: the work stays queued, and a look soon (or a wake) drains it again.
           if (!this.stopped) this.logger.warn({ err: error, sourceId }, 'could not drain a source; its work stays queued and is retried');
+          this.lookAfter(this.options.cadence.fallbackMs);
         })
         .finally(() => {
           this.running.delete(sourceId);
@@ -156,22 +161,47 @@ export class Dispatcher {
   /** Stops claiming new work and waits for running batches to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer?.cancel();
+    this.look?.timer.cancel();
     while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   private async scan(): Promise<void> {
+    const { clock, cadence, soleConsumer, leaseMs } = this.options;
+    // Leases other nodes hold end unannounced when those nodes die: look again once they have ended.
+    let nextLookMs = cadence.waitMs(leaseMs / 3);
     try {
-      let found = await invocations.sourcesWithWork(this.store.db, this.options.clock.now(), 1000);
-      if (this.options.soleConsumer) {
+      const nowMs = clock.now();
+      let found = await invocations.sourcesWithWork(this.store.db, nowMs, 1000);
+      if (soleConsumer) {
         // Sources running or waiting for a slot will drain their queue anyway; the others have rows memory lacks.
         found = found.filter((id) => !this.running.has(id) && !this.ready.has(id));
         for (const id of found) this.intake.readFromDatabase(id);
+      } else {
+        const leaseEnd = await nextLeaseEndMs(this.store.db, 'invocations', nowMs);
+        if (leaseEnd !== undefined) nextLookMs = Math.min(nextLookMs, leaseEnd - nowMs + 1);
       }
       this.markReady(found);
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
+      nextLookMs = cadence.fallbackMs;
     }
+    this.look?.timer.cancel();
+    this.look = undefined;
+    this.lookAfter(nextLookMs);
+  }
+
+  /** Looks at the queue unasked after `delayMs`, unless a look is due sooner. */
+  private lookAfter(delayMs: number): void {
+    if (this.stopped || !this.claiming) return;
+    const at = this.options.clock.now() + delayMs;
+    if (this.look && this.look.at <= at) return;
+    this.look?.timer.cancel();
+    const timer = this.options.clock.after(delayMs, () => {
+      this.look = undefined;
+      this.options.cadence.lookingUnasked('invocations');
+      this.wake();
+    });
+    this.look = { at, timer };
   }
 
   private notifyIdle(): void {
@@ -232,6 +262,7 @@ export class Dispatcher {
               // Its rows are still queued and run again; a batch run after it is not committed either.
               if (this.options.soleConsumer) handBack();
               this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
+              this.lookAfter(this.options.cadence.fallbackMs);
               return false;
             },
           );

@@ -3,6 +3,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from 'pino';
 import type { Clock, ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
+import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import * as timers from '../store/timers.js';
 import { isId, newId } from '../model/ids.js';
@@ -17,8 +18,11 @@ import { errorEvent } from '../commit/error-events.js';
 import { queueInvocations, type NewInvocation } from '../commit/invocations.js';
 import type { CommittedEvents, EventRouter } from '../commit/routing.js';
 
-/** Longest sleep between checks, so that timers written by other nodes are seen. */
-const MAX_SLEEP_MS = 1000;
+/**
+ * Longest sleep between checks while every timer written elsewhere is announced (a poke); while signals may be
+ * missed the cadence's short fallback applies instead.
+ */
+const WATCH_MS = 30_000;
 const CLAIM_BATCH = 500;
 
 /** Whether an account may start another run now (the quota service). */
@@ -47,8 +51,12 @@ export class TimerScheduler {
     private readonly router: EventRouter,
     private readonly logger: Logger,
     private readonly clock: Clock,
+    private readonly cadence: PollCadence,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    // Signals lost or back: look at once (for what was missed), then at the new cadence.
+    cadence.onChange(() => this.poke());
+  }
 
   start(): void {
     this.stopped = false;
@@ -65,11 +73,11 @@ export class TimerScheduler {
     this.arm(0);
   }
 
-  /** Sleeps until the earliest due time (at most MAX_SLEEP_MS), then fires what is due. */
+  /** Sleeps until the earliest due time (at most the cadence's wait), then fires what is due. */
   private arm(delayMs: number): void {
     if (this.stopped) return;
     this.timeout?.cancel();
-    this.timeout = this.clock.after(Math.max(0, Math.min(delayMs, MAX_SLEEP_MS)), () => this.firing.request());
+    this.timeout = this.clock.after(Math.max(0, Math.min(delayMs, this.cadence.waitMs(WATCH_MS))), () => this.firing.request());
   }
 
   private async fire(): Promise<void> {
@@ -89,10 +97,10 @@ export class TimerScheduler {
       if (fired.length) this.runsQueued(fired);
       if (workflowRuns.length) this.workflowRunsQueued(workflowRuns);
       const next = await timers.nextDueMs(this.store.db);
-      this.arm(next === undefined ? MAX_SLEEP_MS : next - this.clock.now());
+      this.arm(next === undefined ? Infinity : next - this.clock.now());
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
-      this.arm(MAX_SLEEP_MS);
+      this.arm(this.cadence.fallbackMs);
     }
   }
 

@@ -5,11 +5,13 @@ import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
 import { every, type Clock, type ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
+import type { PollCadence } from '../lib/poll-cadence.js';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { SecretBox } from '../lib/secrets.js';
 import type { DialectName, Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
+import { nextLeaseEndMs } from '../store/lease-ends.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import { stepData } from '../model/workflows.js';
@@ -28,8 +30,8 @@ export interface WorkflowRunnerOptions {
   batchSize: number;
   /** How long a taken run is held without renewal before another runner may take it over. */
   leaseMs: number;
-  /** Fallback scan for runs queued by other processes or due after a delay. */
-  pollMs: number;
+  /** How long to wait before scanning unasked: for runs other nodes left behind or queued unannounced. */
+  cadence: PollCadence;
   /**
    * This process is the only runner (SQLite): it holds no leases (runs it holds are known in memory), and leases
    * left by an earlier process are released at start.
@@ -70,8 +72,8 @@ export class WorkflowRunner {
   private readonly scanning = new CoalescingTask(() => this.scan());
   /** Queue rows of this turn, inserted together (see queue). */
   private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<void> } | undefined;
-  private pollTimer: ClockTimer | undefined;
   private renewTimer: ClockTimer | undefined;
+  /** The next scan unasked (a delayed run falls due, a lease ends, the cadence's wait), and when it is due. */
   private dueTimer: { at: number; timer: ClockTimer } | undefined;
   private stopped = false;
   /** Set by start(): until then (and on an `api` node, always) queued runs are left to other nodes. */
@@ -95,7 +97,7 @@ export class WorkflowRunner {
 
   async start(): Promise<void> {
     this.taking = true;
-    const { clock, leaseMs, pollMs } = this.options;
+    const { clock, leaseMs, cadence } = this.options;
     // A run the previous process held when it stopped is taken up again now, not once its lease runs out.
     if (this.options.soleConsumer) await workflows.releaseAllLeases(this.store.db, clock.now());
     else {
@@ -106,14 +108,14 @@ export class WorkflowRunner {
         });
       });
     }
-    this.pollTimer = every(clock, pollMs, () => this.wake());
+    // Signals lost or back: scan at once (for what was missed), then at the new cadence.
+    cadence.onChange(() => this.wake());
     this.wake();
   }
 
   /** Stops taking runs and waits for batches in flight to commit; unfinished runs continue after the next start. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.pollTimer?.cancel();
     this.dueTimer?.timer.cancel();
     while (this.draining.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     this.renewTimer?.cancel();
@@ -180,23 +182,33 @@ export class WorkflowRunner {
   }
 
   private async scan(): Promise<void> {
+    const { clock, cadence, leaseMs } = this.options;
+    const nowMs = clock.now();
+    // Leases other nodes hold end unannounced when those nodes die: scan again once they have ended.
+    let nextScanAt = nowMs + cadence.waitMs(leaseMs / 3);
     try {
-      const nowMs = this.options.clock.now();
       const due = await workflows.dueRuns(this.store.db, nowMs, 1000);
       await this.adopt(due.filter((id) => !this.held.has(id)));
       const next = await workflows.nextDueMs(this.store.db);
-      if (next !== undefined && next > nowMs) this.wakeAt(next);
+      if (next !== undefined && next > nowMs) nextScanAt = Math.min(nextScanAt, next);
+      const leaseEnd = this.owner ? await nextLeaseEndMs(this.store.db, 'workflow_runs', nowMs) : undefined;
+      if (leaseEnd !== undefined) nextScanAt = Math.min(nextScanAt, leaseEnd + 1);
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
+      nextScanAt = nowMs + cadence.fallbackMs;
     }
+    this.dueTimer?.timer.cancel();
+    this.dueTimer = undefined;
+    this.wakeAt(nextScanAt);
   }
 
-  /** A delayed run is due before the next poll: wake for it on time. */
+  /** Scans at `atMs`, unless a scan is due sooner (a delayed run falls due before the next look: on time). */
   private wakeAt(atMs: number): void {
     if (this.stopped || (this.dueTimer && this.dueTimer.at <= atMs)) return;
     this.dueTimer?.timer.cancel();
     const timer = this.options.clock.after(Math.max(0, atMs - this.options.clock.now()), () => {
       this.dueTimer = undefined;
+      this.options.cadence.lookingUnasked('workflow_runs');
       this.wake();
     });
     this.dueTimer = { at: atMs, timer };
@@ -213,6 +225,7 @@ export class WorkflowRunner {
       this.adoptRows(rows, (resumed) => workflows.runSteps(this.store.db, resumed));
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not take up runs; the next scan retries');
+      this.wakeAt(clock.now() + this.options.cadence.fallbackMs);
     }
   }
 
@@ -239,6 +252,7 @@ export class WorkflowRunner {
       (error: unknown) => {
         for (const run of fresh) this.held.delete(run.id);
         this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
+        this.wakeAt(this.options.clock.now() + this.options.cadence.fallbackMs);
       },
     );
   }
@@ -282,6 +296,7 @@ export class WorkflowRunner {
       } catch (error) {
         // Not committed: the runs stay queued in the database and a scan takes them up again.
         for (const held of batch) this.held.delete(held.run.id);
+        this.wakeAt(this.options.clock.now() + this.options.cadence.fallbackMs);
         throw error;
       }
     }

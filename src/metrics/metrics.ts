@@ -11,6 +11,8 @@ export interface GaugeSources {
   queueDepth(): Promise<number>;
   sseClients(): number;
   workers(): { starting: number; busy: number; idle: number };
+  /** Whether every change reaches this node's loops as a signal (always on one node; in a cluster, while LISTEN is up). */
+  signalled(): boolean;
 }
 
 export class Metrics {
@@ -50,6 +52,12 @@ export class Metrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 15, 60],
     registers: [this.registry],
   });
+  private readonly queueLooks = new Counter({
+    name: 'tributary_queue_looks_total',
+    help: 'Looks at a work queue that no signal asked for (the lease watch, or polling while signals are down), by queue',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
   private sources: GaugeSources | undefined;
 
   constructor() {
@@ -81,6 +89,14 @@ export class Metrics {
         for (const [state, count] of Object.entries(gauges.sources.workers())) this.set({ state }, count);
       },
     });
+    new Gauge({
+      name: 'tributary_signals_connected',
+      help: "1 while every change reaches this node's work loops as a signal (always on one node), 0 while they poll every second",
+      registers: [this.registry],
+      collect() {
+        if (gauges.sources) this.set(gauges.sources.signalled() ? 1 : 0);
+      },
+    });
   }
 
   /** The parts gauges read, once they exist (app.ts wires them after building them). */
@@ -103,6 +119,10 @@ export class Metrics {
 
   deliveryAttempted(outcome: DeliveryOutcomeLabel): void {
     this.webhookDeliveries.inc({ outcome });
+  }
+
+  queueLooked(queue: string): void {
+    this.queueLooks.inc({ queue });
   }
 
   timerFired(lateMs: number): void {

@@ -35,14 +35,16 @@ export interface Listener {
  * Listens on `channel` over a dedicated connection (a pooled one cannot hold a LISTEN), reconnecting after
  * failures; notifications sent while it was disconnected are lost, which live streams tolerate.
  */
-export function listen(
-  url: string,
-  channel: string,
-  onPayload: (payload: string) => void,
-  onError: (error: unknown) => void,
+export interface ListenCallbacks {
+  onError(error: unknown): void;
   /** Each time the LISTEN is in place again after a lost connection (what was sent meanwhile is lost). */
-  onReconnect?: () => void,
-): Listener {
+  onReconnect?: () => void;
+  /** Whether notifications arrive now: true once the LISTEN is in place, false as soon as its connection is lost. */
+  onConnected?: (connected: boolean) => void;
+}
+
+export function listen(url: string, channel: string, onPayload: (payload: string) => void, callbacks: ListenCallbacks): Listener {
+  const { onError, onReconnect, onConnected } = callbacks;
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name "${channel}"`);
   let client: pg.Client | undefined;
   let closed = false;
@@ -54,6 +56,7 @@ export function listen(
   const reconnect = (failed: pg.Client) => {
     if (closed || client !== failed) return;
     client = undefined;
+    onConnected?.(false);
     failed.end().catch(() => undefined);
     retry = setTimeout(() => void connect(), 1000);
     retry.unref();
@@ -75,6 +78,7 @@ export function listen(
       await next.query(`LISTEN ${channel}`);
       if (listening) onReconnect?.();
       listening = true;
+      onConnected?.(true);
       markReady();
     } catch (error) {
       if (closed) return;

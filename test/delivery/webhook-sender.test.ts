@@ -11,6 +11,7 @@ import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/web
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { ManualClock, systemClock, type Clock } from '../../src/lib/clock.js';
+import { PollCadence } from '../../src/lib/poll-cadence.js';
 import { account, startReceiver, type Receiver } from './helpers.js';
 
 describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
@@ -34,7 +35,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     return new WebhookSender(
       store,
       SecretBox.open(config.secretKey, config.dataDir),
-      { allowPrivateNetwork: true, retryScheduleSeconds: [], pollMs: 60_000, concurrency: 1, reclaimAtStart: false, ...options },
+      { allowPrivateNetwork: true, retryScheduleSeconds: [], cadence: new PollCadence(60_000, true), concurrency: 1, reclaimAtStart: false, ...options },
       new TransactionGroup(store),
       pino({ level: 'silent' }),
       clock,

@@ -2,7 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
+import type { PollCadence } from '../../lib/poll-cadence.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
+import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { Store } from '../../store/database.js';
 import * as sends from '../../store/sends.js';
 import { afterAttempt, refused, type Performer, type SendResult } from './result.js';
@@ -12,8 +14,8 @@ export interface OutboxSenderOptions {
   retryScheduleSeconds: readonly number[];
   /** How long a claim is held before another node may take the send back: longer than any attempt. */
   leaseMs: number;
-  /** Fallback poll, for sends committed by other nodes and leases that ran out. */
-  pollMs: number;
+  /** How long to wait before looking unasked: for rows other nodes queued unannounced or left leased. */
+  cadence: PollCadence;
   /** Attempts in flight at once. */
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
@@ -56,10 +58,19 @@ export class OutboxSender {
           rows.map((row) => row.id),
           this.owner,
         ),
+      // One node (SQLite) holds every lease itself and gives them back at start.
+      ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'workflow_sends', nowMs) }),
       nextDueMs: () => sends.nextSendDueMs(store.db),
       launch: (row) => this.launch(row),
     };
-    this.pump = new LeasedQueuePump(queue, clock, options.pollMs, logger, 'the send outbox');
+    this.pump = new LeasedQueuePump(queue, {
+      table: 'workflow_sends',
+      what: 'the send outbox',
+      clock,
+      cadence: options.cadence,
+      watchMs: options.leaseMs / 3,
+      logger,
+    });
   }
 
   /** Why `$.send.<kind>()` cannot be carried out here (a setting is missing), or undefined when it can. */
@@ -70,7 +81,7 @@ export class OutboxSender {
 
   async start(): Promise<void> {
     if (this.options.reclaimAtStart) await sends.releaseAllSendLeases(this.store.db);
-    this.wake();
+    this.pump.start();
   }
 
   /** Carries out what is due now; called after a step's commit queued sends, and by the fallback timer. */

@@ -3,7 +3,9 @@ import type { Metrics } from '../../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
+import type { PollCadence } from '../../lib/poll-cadence.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
+import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { Store } from '../../store/database.js';
 import type { TransactionGroup } from '../../store/group-commit.js';
@@ -21,8 +23,8 @@ export interface WebhookSenderOptions {
   timeoutMs: number;
   /** How long a claim is held before another node may take the attempt back. */
   leaseMs: number;
-  /** Fallback poll, for deliveries queued by other nodes. */
-  pollMs: number;
+  /** How long to wait before looking unasked: for rows other nodes queued unannounced or left leased. */
+  cadence: PollCadence;
   /** Attempts in flight at once. */
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
@@ -70,15 +72,24 @@ export class WebhookSender implements DeliveryQueue {
           rows.map((row) => row.id),
           this.owner,
         ),
+      // One node (SQLite) holds every lease itself and gives them back at start.
+      ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'webhook_deliveries', nowMs) }),
       nextDueMs: () => deliveries.nextDueMs(store.db),
       launch: (row) => this.launch(row),
     };
-    this.pump = new LeasedQueuePump(queue, clock, options.pollMs, logger, 'webhook sender');
+    this.pump = new LeasedQueuePump(queue, {
+      table: 'webhook_deliveries',
+      what: 'webhook sender',
+      clock,
+      cadence: options.cadence,
+      watchMs: options.leaseMs / 3,
+      logger,
+    });
   }
 
   async start(): Promise<void> {
     if (this.options.reclaimAtStart) await deliveries.releaseAllDeliveryLeases(this.store.db);
-    this.wake();
+    this.pump.start();
   }
 
   /** Sends what is due now; called after a commit queued deliveries, and by the fallback timer. */
