@@ -1,6 +1,11 @@
 // HTTP requests waiting on a custom-response run: each gets the run's `respond()` once, or why none came. In a
 // cluster the run may happen on another node: an answer with no one waiting here is relayed for the node that waits.
+import { LRUCache } from 'lru-cache';
+import { countedUpTo } from '../lib/cache-bounds.js';
 import type { HttpResponse } from '../runtime/types.js';
+
+/** Longer than any run may last (--run-timeout is at most an hour). */
+const RELAYED_TTL_MS = 2 * 60 * 60_000;
 
 /** Why a run gave no response: the error it ended with (a TimeoutError when it ran out of time). */
 export interface AnswerFailure {
@@ -16,8 +21,11 @@ export type AnswerRelay = (invocationId: string, answer: { response?: HttpRespon
 
 export class Responders {
   private readonly waiting = new Map<string, Responder>();
-  /** Invocations whose answer was relayed already: the end of their run sends nothing more. */
-  private readonly relayed = new Set<string>();
+  /**
+   * Invocations whose answer was relayed already: the end of their run sends nothing more. Bounded, because a run
+   * whose batch is taken over by another node never ends here.
+   */
+  private readonly relayed = new LRUCache<string, true>({ ...countedUpTo(10_000), ttl: RELAYED_TTL_MS });
 
   constructor(private readonly relay?: AnswerRelay) {}
 
@@ -34,7 +42,7 @@ export class Responders {
     if (!responder) {
       if (!relayIfAbsent || !this.relay) return;
       if (this.relayed.delete(invocationId)) return;
-      if (response) this.relayed.add(invocationId);
+      if (response) this.relayed.set(invocationId, true);
       this.relay(invocationId, { response, error: failure && { name: failure.name, message: failure.message } });
       return;
     }

@@ -41,7 +41,18 @@ const TTL_MS = 5_000;
 /** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
 export class EndpointDirectory {
   // Boxed: the cache holds no null, and "no such endpoint" is worth remembering too.
-  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({ ...countedUpTo(100_000), ttl: TTL_MS });
+  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({
+    ...countedUpTo(100_000),
+    ttl: TTL_MS,
+    // An overwrite ('set') keeps the key: resolve() indexes the new value itself.
+    dispose: (entry, endpointId, reason) => {
+      if (reason !== 'set') this.unindex(endpointId, entry.target);
+    },
+  });
+  /** Each cached source's endpoint, so that evicting a source touches one entry, not the whole cache. */
+  private readonly endpointOfSource = new Map<string, string>();
+  /** Endpoints cached as unknown: one may belong to a source created since (on another node). */
+  private readonly unknownEndpoints = new Set<string>();
 
   constructor(private readonly store: Store) {}
 
@@ -55,12 +66,21 @@ export class EndpointDirectory {
     if (known !== undefined) return known;
     const target = await this.load(endpointId);
     this.cache.set(endpointId, { target });
+    if (target) this.endpointOfSource.set(target.sourceId, endpointId);
+    else this.unknownEndpoints.add(endpointId);
     return target;
   }
 
-  /** Forgets what is known of a source's endpoint (after an update or delete). */
+  /** Forgets what is known of a source's endpoint (after an update or delete), and every endpoint known as unknown. */
   evictSource(sourceId: string): void {
-    for (const [endpointId, entry] of this.cache.entries()) if (entry.target?.sourceId === sourceId || entry.target === null) this.cache.delete(endpointId);
+    const endpointId = this.endpointOfSource.get(sourceId);
+    if (endpointId !== undefined) this.cache.delete(endpointId);
+    for (const unknown of this.unknownEndpoints) this.cache.delete(unknown);
+  }
+
+  private unindex(endpointId: string, target: EndpointTarget | null): void {
+    if (!target) this.unknownEndpoints.delete(endpointId);
+    else if (this.endpointOfSource.get(target.sourceId) === endpointId) this.endpointOfSource.delete(target.sourceId);
   }
 
   evictAll(): void {
