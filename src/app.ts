@@ -44,7 +44,7 @@ import { OutboxSender } from './delivery/sends/sender.js';
 import { settlesWithin } from './lib/settles-within.js';
 import { listenToCluster } from './startup/listen-to-cluster.js';
 import { sendPerformers } from './startup/send-performers.js';
-import { findFreePort, publishRegistry } from './startup/start-helpers.js';
+import { publishRegistry, reservePort } from './startup/start-helpers.js';
 import { buildApi, type ApiServices } from './api/server.js';
 import { Metrics } from './metrics/metrics.js';
 import { listenForScrapes } from './metrics/listener.js';
@@ -106,8 +106,9 @@ export interface StartOptions {
 }
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
-  // Endpoint URLs are built from the public URL, so with `--port 0` the port is chosen before anything starts.
-  const config = givenConfig.port === 0 ? withListeningPort(givenConfig, await findFreePort(givenConfig.host), options.publicUrlGiven ?? false) : givenConfig;
+  // Endpoint URLs are built from the public URL, so with `--port 0` the port is chosen (and held) before anything starts.
+  const reserved = givenConfig.port === 0 ? await reservePort(givenConfig.host) : undefined;
+  const config = reserved ? withListeningPort(givenConfig, reserved.port, options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
   // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
@@ -345,6 +346,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await bus.start();
     await signals.start();
     const app = servesHttp ? await buildApi(services, logger, { metrics }) : undefined;
+    await reserved?.release();
     await app?.listen({ host: config.host, port: config.port });
     metrics.readGaugesFrom({
       queueDepth: () => countQueued(store.db),

@@ -1,17 +1,28 @@
-// Small steps of a server's start: choosing a free port before anything starts, publishing the registry folder.
+// Small steps of a server's start: holding a free port from before anything starts, publishing the registry folder.
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ComponentService } from '../services/components.js';
 
-export function findFreePort(host: string): Promise<number> {
+/** A free port held until `release()`, so that no other process (another node starting beside this one) takes it meanwhile. */
+export interface ReservedPort {
+  readonly port: number;
+  /** Frees the port for the real listener; idempotent. */
+  release(): Promise<void>;
+}
+
+export function reservePort(host: string): Promise<ReservedPort> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
     server.listen(0, host, () => {
       const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+      // Holding the port must not keep a process alive whose start failed.
+      server.unref();
+      let released: Promise<void> | undefined;
+      const release = () => (released ??= new Promise<void>((done) => server.close(() => done())));
+      resolve({ port, release });
     });
   });
 }
