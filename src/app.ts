@@ -145,8 +145,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       store.dialect === 'postgres'
         ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
-    // Nodes of a cluster tell each other what they queued and changed; an `api` node leaves all work to the others.
-    // One node announces every change to itself; a cluster node polls every second until its signals arrive.
+    // Cluster nodes tell each other what they queued and changed, and poll each second only while those signals may be lost.
     const metrics = new Metrics();
     const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics.queueLooked(queue));
     const signals: ClusterSignals =
@@ -348,12 +347,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const app = servesHttp ? await buildApi(services, logger, { metrics }) : undefined;
     await reserved?.release();
     await app?.listen({ host: config.host, port: config.port });
-    metrics.readGaugesFrom({
-      queueDepth: () => countQueued(store.db),
-      sseClients: () => sse.clientCount(),
-      workers: () => runtime.workerStates(),
-      signalled: () => cadence.isSignalled,
-    });
+    const gauges = { queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() };
+    metrics.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled });
     const scrapes =
       config.metricsPort === undefined
         ? undefined
