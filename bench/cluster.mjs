@@ -1,5 +1,6 @@
 // 7. cluster: ingest into one HTTP source on PostgreSQL with one `all` node, an api node and one worker, and an api
-// node and two workers, beside the SQLite single node and a bare Fastify route; and an event's trip from a request on
+// node and two workers, beside the SQLite single node and a bare Fastify route; fan-out (each event to an SSE client
+// and a webhook at a fixed rate) in the same setups beside a bare Node relay; and an event's trip from a request on
 // one api node to an SSE client of another (cross-node), beside the same trip within one node.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -8,14 +9,14 @@ import { loadgen } from './lib/client.mjs';
 import { waitForCount } from './lib/events.mjs';
 import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { cleanEnv, removeDir, spawnTracked, stopChild, tempDir, waitForOutput } from './lib/proc.mjs';
-import { startBareFastify } from './lib/servers.mjs';
+import { startBareFastify, startRelay } from './lib/servers.mjs';
 import { openSse } from './lib/sse.mjs';
-import { int, p50p99, summarize } from './lib/stats.mjs';
+import { cpuPerEvent, int, p50p99, summarize } from './lib/stats.mjs';
 import { row } from './lib/table.mjs';
 import { apiClient, BIN, ROOT, startTributary } from './lib/tributary.mjs';
 
 export const name = 'cluster';
-export const summary = 'PostgreSQL: ingest with 1 node, api + 1 worker, api + 2 workers; cross-node event → SSE latency';
+export const summary = 'PostgreSQL: ingest and fan-out with 1 node, api + 1 worker, api + 2 workers; cross-node event → SSE latency';
 
 const execFileP = promisify(execFile);
 const ECHO = 'module.exports = { name: "bench-ingest", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
@@ -46,7 +47,8 @@ async function freshDatabase() {
 async function startNode(role, databaseUrl) {
   const dataDir = tempDir('tributary-bench-node-');
   const args = [BIN, 'serve', '--port', '0', '--role', role, '--data-dir', dataDir, '--database-url', databaseUrl, '--secret-key', SECRET];
-  const child = spawnTracked(process.execPath, [...args, '--log-level', 'warn', '--rate-limit', '0', '--event-retention', '10000000'], { cwd: ROOT });
+  const flags = ['--log-level', 'warn', '--rate-limit', '0', '--event-retention', '10000000', '--allow-private-network'];
+  const child = spawnTracked(process.execPath, [...args, ...flags], { cwd: ROOT });
   const [, url] = await waitForOutput(child, /listening at (http:\/\/\S+) |worker node is running/);
   return {
     url,
@@ -74,6 +76,7 @@ async function startCluster(roles) {
     return {
       nodes,
       key,
+      url: front.url,
       api: apiClient(front.url, key),
       async stop() {
         for (const node of nodes) await node.stop();
@@ -87,31 +90,56 @@ async function startCluster(roles) {
   }
 }
 
+/** Runs `work` and adds up the CPU every node (and its workers) used meanwhile, in ms. */
+async function cpuOfNodes(pids, work) {
+  let result;
+  let cpuMs = 0;
+  let measured = async () => {
+    result = await work();
+  };
+  for (const pid of pids) {
+    const inner = measured;
+    measured = async () => {
+      const [, ms] = await serverCpuDuring(pid, inner);
+      cpuMs += ms;
+    };
+  }
+  await measured();
+  return [result, cpuMs];
+}
+
 /** Closed-loop load into a fresh echo source, then the wait until every acknowledged event is stored. */
 async function ingest(cluster, cfg, pids) {
   const deployed = await cluster.api.ok('POST', '/v1/sources', { component_code: ECHO, name: 'ingest' });
   const job = { mode: 'closed', connections: cfg.connections, warmupMs: 0, durationMs: cfg.duration * 1000 };
   const started = Date.now();
-  const cpu = {};
-  let load;
-  let stored;
-  const measure = async () => {
-    [load] = await watched(() => loadgen({ ...job, url: `${deployed.data.configured_props.http.endpoint_url}/bench` }, cfg.duration * 1000 + 120_000));
-    stored = await waitForCount(cluster.api, deployed.data.id, load.acked, { timeoutMs: cfg.drainTimeout * 1000 });
-  };
-  // The CPU of every node together: wrap the measurement once per node.
-  let work = measure;
-  for (const pid of pids) {
-    const inner = work;
-    work = async () => {
-      const [, ms] = await serverCpuDuring(pid, inner);
-      cpu[pid] = ms;
-    };
-  }
-  await work();
+  const [{ load, stored }, cpuMs] = await cpuOfNodes(pids, async () => {
+    const [load] = await watched(() => loadgen({ ...job, url: `${deployed.data.configured_props.http.endpoint_url}/bench` }, cfg.duration * 1000 + 120_000));
+    const stored = await waitForCount(cluster.api, deployed.data.id, load.acked, { timeoutMs: cfg.drainTimeout * 1000 });
+    return { load, stored };
+  });
   const seconds = (Date.now() - started) / 1000;
-  const cpuMs = Object.values(cpu).reduce((a, b) => a + b, 0);
   return { acked: load.acked, rate: load.rate, stored, seconds, cpuMs, latency: load.latency };
+}
+
+/** The fan-out benchmark's load: a fixed rate into a fresh echo source, each event to an SSE client of the front node and a webhook. */
+function fanoutJob(cfg) {
+  return { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: cfg.fanoutWarmup * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
+}
+const fanoutTimeout = (cfg) => (cfg.fanoutWarmup + cfg.duration) * 1000 + 120_000;
+
+async function fanout(cluster, cfg, pids) {
+  const deployed = await cluster.api.ok('POST', '/v1/sources', { component_code: ECHO, name: 'fanout' });
+  const job = {
+    ...fanoutJob(cfg),
+    kind: 'tributary',
+    baseUrl: cluster.url,
+    key: cluster.key,
+    sourceId: deployed.data.id,
+    ingestUrl: `${deployed.data.configured_props.http.endpoint_url}/bench`,
+  };
+  const [[load, busy], cpuMs] = await cpuOfNodes(pids, () => watched(() => loadgen(job, fanoutTimeout(cfg))));
+  return { ...load, busy, cpuMs };
 }
 
 /** Posts `count` events one at a time to `postUrl` and times each until it arrives on the SSE stream of `sseBase`. */
@@ -145,10 +173,13 @@ async function eventToSse(postBase, sseBase, key, sourceId, endpointPath, count)
 
 export async function run(cfg, log) {
   const results = {};
-  const sqlite = await startTributary(['--event-retention', '10000000']);
+  const fanouts = {};
+  const sqlite = await startTributary(['--event-retention', '10000000', '--allow-private-network']);
   try {
     log('sqlite single node: ingest');
     results.sqlite = await ingest({ api: sqlite.api }, cfg, [sqlite.pid]);
+    log(`sqlite single node: fan-out at ${cfg.fanoutRate}/s`);
+    fanouts.sqlite = await fanout({ api: sqlite.api, url: sqlite.url, key: sqlite.key }, cfg, [sqlite.pid]);
   } finally {
     await sqlite.stop();
   }
@@ -166,6 +197,12 @@ export async function run(cfg, log) {
         cluster.nodes.map((n) => n.pid),
       );
       log(`${label}: ${int(results[label].acked)} acknowledged, stored in ${results[label].seconds.toFixed(1)} s`);
+      log(`${label}: fan-out at ${cfg.fanoutRate}/s`);
+      fanouts[label] = await fanout(
+        cluster,
+        cfg,
+        cluster.nodes.map((n) => n.pid),
+      );
     } finally {
       await cluster.stop();
     }
@@ -198,6 +235,18 @@ export async function run(cfg, log) {
     await bare.stop();
   }
 
+  const relay = await startRelay();
+  let relayed;
+  let relayCpuMs;
+  try {
+    log('baseline: bare Node relay, fan-out at the same rate');
+    [[relayed], relayCpuMs] = await serverCpuDuring(relay.pid, () =>
+      watched(() => loadgen({ ...fanoutJob(cfg), kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, fanoutTimeout(cfg))),
+    );
+  } finally {
+    await relay.stop();
+  }
+
   const rows = [];
   for (const [label, r] of Object.entries(results)) {
     rows.push(
@@ -206,6 +255,18 @@ export async function run(cfg, log) {
         `${label}: acknowledged/s and stored/s (${cfg.connections} conn., one source)`,
         `${int(r.rate)}/s acked, ${int(r.stored.count / r.seconds)}/s stored (${int(r.stored.count)} of ${int(r.acked)} stored); ${int((r.cpuMs * 1000) / Math.max(1, r.stored.count))} µs CPU/event, all nodes`,
         `bare Fastify ${int(base.rate)} requests/s`,
+        '',
+      ),
+    );
+  }
+  const received = (summary, r) => `${int(summary.n)}/${int(r.measured)}`;
+  for (const [label, r] of Object.entries(fanouts)) {
+    rows.push(
+      row(
+        'cluster',
+        `${label}: fan-out at ${cfg.fanoutRate}/s, SSE / webhook p50 / p99; CPU per event, all nodes`,
+        `SSE ${p50p99(r.sse)} (${received(r.sse, r)}), webhook ${p50p99(r.webhook)} (${received(r.webhook, r)}); ${cpuPerEvent(r.cpuMs, r.acked)}${r.busy}`,
+        `relay SSE ${p50p99(relayed.sse)}, webhook ${p50p99(relayed.webhook)}; ${cpuPerEvent(relayCpuMs, relayed.acked)}`,
         '',
       ),
     );

@@ -129,6 +129,18 @@ describe('npm run bench', () => {
     expect(rowOf('cluster', 'event → SSE, another api node').value).toMatch(/ms/);
   });
 
+  it('cluster: every fanned-out event reaches the SSE client and the webhook, on one node and on api and worker nodes', () => {
+    for (const setup of ['sqlite', 'pg all', 'pg api + 1 worker', 'pg api + 2 workers']) {
+      const value = rowOf('cluster', `${setup}: fan-out`).value;
+      const counts = [...value.matchAll(/\(([\d,]+)\/([\d,]+)\)/g)].map((m) => [num(m[1]!), num(m[2]!)]);
+      expect(counts, `${setup}: ${value}`).toHaveLength(2);
+      for (const [received, sent] of counts) {
+        expect(sent, setup).toBeGreaterThan(0);
+        expect(received, setup).toBe(sent);
+      }
+    }
+  });
+
   it('overhead: sequential runs complete', () => {
     expect(num(/^([\d,]+)\/s/.exec(rowOf('overhead', 'sequential runs per second').value)![1]!)).toBeGreaterThan(0);
   });
