@@ -90,23 +90,48 @@ class OutageLog {
   }
 }
 
+/** What an error is answered with: its status, its body, and the seconds of its Retry-After when it has one. */
+export interface ErrorAnswer {
+  status: number;
+  body: ErrorBody;
+  retryAfterSeconds?: number;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The answer an error gets, logged as the error handler logs it. The error handler sends it; an answer already
+     * streaming (the progress routes) carries it in its last event.
+     */
+    answerError(raised: Error, log: FastifyRequest['log']): ErrorAnswer;
+  }
+}
+
+function answerError(outages: OutageLog, raised: Error, log: FastifyRequest['log']): ErrorAnswer {
+  const unavailable = asUnavailable(raised);
+  const error = unavailable ?? raised;
+  const { status, body } = describe(error);
+  // A database outage is said once (OutageLog); a sandbox that could not take one request, each time.
+  if (unavailable && outageOf(raised)) outages.failed(log, unavailable, raised);
+  else if (unavailable) log.warn({ err: raised }, unavailable.message);
+  else if (status >= 500) log.error({ err: error }, 'request failed');
+  else log.info({ code: body.code, status }, body.error);
+  const retryAfterSeconds = error instanceof ServiceError ? error.retryAfterSeconds : undefined;
+  return retryAfterSeconds === undefined ? { status, body } : { status, body, retryAfterSeconds };
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
+  // One per server: an outage is said once, whichever route (or streamed answer) meets it.
   const outages = new OutageLog();
+  app.decorate('answerError', (raised: Error, log: FastifyRequest['log']) => answerError(outages, raised, log));
   app.addHook('onResponse', (request, reply, done) => {
     outages.answered(request.log, reply.statusCode);
     done();
   });
   app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const unavailable = asUnavailable(raised);
-    const error = unavailable ?? raised;
-    const { status, body } = describe(error);
-    // A database outage is said once (OutageLog); a sandbox that could not take one request, each time.
-    if (unavailable && outageOf(raised)) outages.failed(request.log, unavailable, raised);
-    else if (unavailable) request.log.warn({ err: raised }, unavailable.message);
-    else if (status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ code: body.code, status }, body.error);
+    const { status, body, retryAfterSeconds } = answerError(outages, raised, request.log);
     if (status === 401) reply.header('www-authenticate', 'Bearer');
-    if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -33,16 +33,21 @@ function pick(item: unknown, selection: FieldSelection): unknown {
   return Object.fromEntries(entries);
 }
 
+/** The body trimmed to the fields the request asks for; only `{ data }` bodies are trimmed, anything else passes. */
+export function selectFields(request: FastifyRequest, body: unknown): unknown {
+  const selection = selectionOf(request);
+  if (!selection || typeof body !== 'object' || body === null || (body as { data?: unknown }).data === undefined) return body;
+  const { data } = body as { data: unknown };
+  return { ...body, data: Array.isArray(data) ? data.map((item) => pick(item, selection)) : pick(data, selection) };
+}
+
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300) return payload;
-    const selection = selectionOf(request);
-    if (!selection) return payload;
-    const body = JSON.parse(payload) as { data?: unknown } | null;
-    // Only `{ data }` bodies are trimmed; a 204's empty body and anything else pass as they are.
-    if (typeof body !== 'object' || body === null || body.data === undefined) return payload;
-    body.data = Array.isArray(body.data) ? body.data.map((item) => pick(item, selection)) : pick(body.data, selection);
-    return JSON.stringify(body);
+    if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300 || !selectionOf(request)) return payload;
+    // A 204's empty body and bodies without `data` pass as they are.
+    const body = JSON.parse(payload) as unknown;
+    const selected = selectFields(request, body);
+    return selected === body ? payload : JSON.stringify(selected);
   });
 }

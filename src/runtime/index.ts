@@ -15,6 +15,7 @@ import type { ConfigureMessage } from './protocol.js';
 import type {
   ComponentInfo,
   ConfigureRequest,
+  InstallListener,
   InvocationRequest,
   InvocationResult,
   OptionsQuery,
@@ -79,9 +80,12 @@ export class ComponentRuntime {
     });
   }
 
-  /** Checks, bundles and installs the imports of `code` without running it. Throws ComponentLoadError. */
-  prepare(code: string): Promise<PreparedComponent> {
-    return this.preparer.prepare(code);
+  /**
+   * Checks, bundles and installs the imports of `code` without running it. Throws ComponentLoadError. `onProgress`
+   * hears each npm package it imports being resolved and installed, or found already installed.
+   */
+  prepare(code: string, onProgress?: InstallListener): Promise<PreparedComponent> {
+    return this.preparer.prepare(code, onProgress);
   }
 
   /**

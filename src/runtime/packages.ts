@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Npm } from './npm.js';
 import type { RuntimeLogger } from './options.js';
+import type { InstallProgress } from './types.js';
 
 /** A bare import split up: `@scope/pkg@1.2.3/sub/path` is `{ name: "@scope/pkg", range: "1.2.3", subpath: "/sub/path" }`. */
 export interface PackageImport {
@@ -12,6 +13,9 @@ export interface PackageImport {
   range?: string;
   subpath: string;
 }
+
+/** Hears the steps of one `ensure`: the version is the range asked for while `resolving`, then the exact one. */
+export type PackageStepListener = (step: InstallProgress['step'], version: string) => void;
 
 export interface InstalledPackage {
   name: string;
@@ -85,16 +89,32 @@ export class PackageCache {
     return exists(path.join(dir, MARKER));
   }
 
-  /** Installs `name` at the exact version `range` resolves to, unless that version is already in the cache. */
-  async ensure(name: string, range: string | undefined): Promise<InstalledPackage> {
-    const version = await this.resolveVersion(name, range ?? 'latest');
+  /**
+   * Installs `name` at the exact version `range` resolves to, unless that version is already in the cache. `onStep`
+   * hears each step as it happens: `resolving` only when npm is asked, then `cached`, or `installing` and
+   * `installed` (also when the install is another save's, joined here).
+   */
+  async ensure(name: string, range: string | undefined, onStep?: PackageStepListener): Promise<InstalledPackage> {
+    const version = await this.resolveVersion(name, range ?? 'latest', onStep);
     const key = `${name}@${version}`;
     let pending = this.installs.get(key);
+    if (!pending) {
+      const dir = this.folder(name, version);
+      if (await this.isInstalled(dir)) {
+        onStep?.('cached', version);
+        return { name, version, dir };
+      }
+      // Another save may have started this install while we looked at the folder.
+      pending = this.installs.get(key);
+    }
     if (!pending) {
       pending = this.install(name, version).finally(() => this.installs.delete(key));
       this.installs.set(key, pending);
     }
-    return pending;
+    onStep?.('installing', version);
+    const pkg = await pending;
+    onStep?.('installed', version);
+    return pkg;
   }
 
   /** The file `require(name + subpath)` loads from the install folder. */
@@ -102,11 +122,12 @@ export class PackageCache {
     return createRequire(path.join(pkg.dir, 'package.json')).resolve(pkg.name + subpath);
   }
 
-  private async resolveVersion(name: string, range: string): Promise<string> {
+  private async resolveVersion(name: string, range: string, onStep: PackageStepListener | undefined): Promise<string> {
     if (EXACT.test(range)) return range;
     const key = `${name}@${range}`;
     const known = this.resolutions.get(key);
     if (known && Date.now() - known.at < RESOLUTION_TTL_MS) return known.version;
+    onStep?.('resolving', range);
     await fs.mkdir(this.root, { recursive: true });
     let version: string | undefined;
     try {

@@ -7,8 +7,8 @@ import * as esbuild from 'esbuild';
 import { LRUCache } from 'lru-cache';
 import { locatePlatform } from './locations.js';
 import type { RuntimeLogger } from './options.js';
-import { parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
-import { ComponentLoadError, type PreparedComponent } from './types.js';
+import { type InstalledPackage, parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
+import { ComponentLoadError, type InstallListener, type InstallProgress, type PreparedComponent } from './types.js';
 
 const PLATFORM = '@pipedream/platform';
 const PLATFORM_NAMESPACE = 'tributary-platform';
@@ -19,6 +19,40 @@ const RAW_RESOLVE = Symbol('raw-resolve');
 interface Needs {
   packages: Record<string, string>;
   readPaths: Set<string>;
+  /** One install per package import (name and range), however many specifiers name it (`lodash/get`, `lodash/set`). */
+  installs: Map<string, Promise<InstalledPackage>>;
+  /** Each package import's place in the progress reports (from 1), and their count. */
+  order: { indexes: Map<string, number>; total: number };
+  report: InstallListener;
+}
+
+/** One preparation in flight: its listeners, and what it said so far (a save that joins late hears it first). */
+interface Preparation {
+  promise: Promise<PreparedComponent>;
+  listeners: Set<InstallListener>;
+  said: InstallProgress[];
+}
+
+/** The key of a package import: one install and one line of progress each. */
+function importKey(parsed: PackageImport): string {
+  return `${parsed.name}@${parsed.range ?? ''}`;
+}
+
+/** Reports each package of an already prepared component as cached, in the order it was installed (the manifest's). */
+function reportCached(packages: Record<string, string>, listener: InstallListener): void {
+  const names = Object.keys(packages);
+  for (const [i, name] of names.entries()) listener({ step: 'cached', name, version: packages[name]!, index: i + 1, total: names.length });
+}
+
+/** Calls each listener; one that throws is its caller's problem, never the preparation's. */
+function tell(listeners: Iterable<InstallListener>, progress: InstallProgress): void {
+  for (const listener of listeners) {
+    try {
+      listener(progress);
+    } catch {
+      // A client gone away is no reason to fail a save.
+    }
+  }
 }
 
 /** Saved next to the bundle: preparing the same code again needs neither esbuild nor npm. */
@@ -60,7 +94,17 @@ function syntaxError(message: esbuild.Message): ComponentLoadError {
 
 /** Installs the package of a bare import (once per version) and finds the file the worker will require. */
 async function packageFile(build: esbuild.PluginBuild, packages: PackageCache, parsed: PackageImport, needs: Needs): Promise<string> {
-  const pkg = await packages.ensure(parsed.name, parsed.range);
+  const key = importKey(parsed);
+  let pending = needs.installs.get(key);
+  if (!pending) {
+    // An import the scan did not see still gets a place, at the end.
+    if (!needs.order.indexes.has(key)) needs.order.indexes.set(key, ++needs.order.total);
+    const index = needs.order.indexes.get(key)!;
+    const { total } = needs.order;
+    pending = packages.ensure(parsed.name, parsed.range, (step, version) => needs.report({ step, name: parsed.name, version, index, total }));
+    needs.installs.set(key, pending);
+  }
+  const pkg = await pending;
   needs.packages[pkg.name] = pkg.version;
   needs.readPaths.add(pkg.dir);
   try {
@@ -75,14 +119,10 @@ async function packageFile(build: esbuild.PluginBuild, packages: PackageCache, p
 }
 
 export class Preparer {
-  /**
-   * Prepared components kept in memory by code hash: callers prepare the same code before every batch of runs.
-   * The cache's fetch also joins concurrent preparations of one code, and forgets one that failed.
-   */
-  private readonly remembered = new LRUCache<string, PreparedComponent, string>({
-    max: 1000,
-    fetchMethod: async (codeHash, _stale, { context: code }) => Object.freeze(await this.prepareHash(code, codeHash)),
-  });
+  /** Prepared components kept in memory by code hash: callers prepare the same code before every batch of runs. */
+  private readonly remembered = new LRUCache<string, PreparedComponent>({ max: 1000 });
+  /** Preparations in flight by code hash: concurrent saves of one code share one (a failed one is forgotten). */
+  private readonly preparing = new Map<string, Preparation>();
 
   constructor(
     private readonly codeDir: string,
@@ -90,22 +130,51 @@ export class Preparer {
     private readonly logger: RuntimeLogger,
   ) {}
 
-  prepare(code: string): Promise<PreparedComponent> {
+  /** `onProgress` hears each npm package the code imports being resolved and installed, or found in the cache. */
+  prepare(code: string, onProgress?: InstallListener): Promise<PreparedComponent> {
     const codeHash = createHash('sha256').update(code).digest('hex');
     const known = this.remembered.get(codeHash);
-    if (known) return Promise.resolve(known);
-    // fetchMethod never resolves to undefined, which is the only other thing fetch can give.
-    return this.remembered.fetch(codeHash, { context: code }) as Promise<PreparedComponent>;
+    if (known) {
+      if (onProgress) reportCached(known.packages, onProgress);
+      return Promise.resolve(known);
+    }
+    let preparation = this.preparing.get(codeHash);
+    if (!preparation) {
+      const listeners = new Set<InstallListener>();
+      const said: InstallProgress[] = [];
+      const report = (progress: InstallProgress) => {
+        said.push(progress);
+        tell(listeners, progress);
+      };
+      const promise = this.prepareHash(code, codeHash, report)
+        .then((prepared) => {
+          const frozen = Object.freeze(prepared);
+          this.remembered.set(codeHash, frozen);
+          return frozen;
+        })
+        // Before any caller resumes: a save arriving after this finds the remembered result, or starts afresh.
+        .finally(() => this.preparing.delete(codeHash));
+      preparation = { promise, listeners, said };
+      this.preparing.set(codeHash, preparation);
+    }
+    if (onProgress) {
+      for (const progress of preparation.said) tell([onProgress], progress);
+      preparation.listeners.add(onProgress);
+    }
+    return preparation.promise;
   }
 
-  private async prepareHash(code: string, codeHash: string): Promise<PreparedComponent> {
+  private async prepareHash(code: string, codeHash: string, report: InstallListener): Promise<PreparedComponent> {
     const artifactPath = path.join(this.codeDir, `${codeHash}.cjs`);
     const manifestPath = path.join(this.codeDir, `${codeHash}.json`);
     const cached = await this.readManifest(artifactPath, manifestPath);
-    if (cached) return { codeHash, artifactPath, readPaths: cached.readPaths, packages: cached.packages };
+    if (cached) {
+      reportCached(cached.packages, report);
+      return { codeHash, artifactPath, readPaths: cached.readPaths, packages: cached.packages };
+    }
 
     await fs.mkdir(this.codeDir, { recursive: true });
-    const needs: Needs = { packages: {}, readPaths: new Set() };
+    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order: await this.packageOrder(code), report };
     const bundle = await this.bundle(code, needs);
     const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort() };
     await writeAtomically(artifactPath, bundle);
@@ -130,6 +199,38 @@ export class Preparer {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The package imports of the code, counted before any is installed, so that progress can say "1 of 2": esbuild
+   * parses the code with every import left alone, and lists them in the order the bundle then resolves them, one
+   * after the other (import statements, then require calls, then dynamic imports). Code that does not parse counts
+   * nothing; the bundle says why.
+   */
+  private async packageOrder(code: string): Promise<Needs['order']> {
+    const keys = new Set<string>();
+    try {
+      const scan = await esbuild.build({
+        stdin: { contents: code, loader: 'js', sourcefile: 'component.js', resolveDir: this.codeDir },
+        absWorkingDir: this.codeDir,
+        bundle: true,
+        write: false,
+        platform: 'node',
+        external: ['*'],
+        metafile: true,
+        logLevel: 'silent',
+      });
+      for (const input of Object.values(scan.metafile.inputs)) {
+        for (const { path: specifier } of input.imports) {
+          if (isBuiltin(specifier) || specifier.startsWith('.') || path.isAbsolute(specifier)) continue;
+          const parsed = parsePackageImport(specifier);
+          if (parsed && parsed.name !== PLATFORM) keys.add(importKey(parsed));
+        }
+      }
+    } catch {
+      // Not parseable: the bundle fails with the syntax error before it installs anything.
+    }
+    return { indexes: new Map([...keys].map((key, i) => [key, i + 1])), total: keys.size };
   }
 
   private async bundle(code: string, needs: Needs): Promise<string> {

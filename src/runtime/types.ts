@@ -95,6 +95,23 @@ export interface PreparedComponent {
   packages: Record<string, string>;
 }
 
+/**
+ * A step of getting one npm package a component imports, said as it happens (saves report them to the client):
+ * `resolving` asks npm which version a range or tag means; `installing` runs npm (or waits for another save's run of
+ * it); `installed` follows it; `cached` means the version was already in the package cache and nothing ran.
+ */
+export interface InstallProgress {
+  step: 'resolving' | 'installing' | 'installed' | 'cached';
+  name: string;
+  /** The exact version; while resolving, the range or tag the import names (`latest` when it names none). */
+  version: string;
+  /** The package's place among the component's npm imports (from 1, in the order they are installed) and their count. */
+  index: number;
+  total: number;
+}
+
+export type InstallListener = (progress: InstallProgress) => void;
+
 /** Why a component could not be saved; the API turns it into 422 with `code` and `error`. */
 export class ComponentLoadError extends Error {
   override name = 'ComponentLoadError';

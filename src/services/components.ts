@@ -5,7 +5,7 @@ import type { Store } from '../store/database.js';
 import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as components from '../store/components.js';
 import { authoringProblem } from '../model/component-rules.js';
-import { ComponentLoadError, type ComponentInfo, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
+import { ComponentLoadError, type ComponentInfo, type InstallProgress, type PreparedComponent, type PropDescriptor } from '../runtime/types.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
@@ -28,6 +28,13 @@ export interface LoadedComponent {
   row: components.ComponentRow;
   info: ComponentInfo;
 }
+
+/** A step of installing a save's npm imports, as the runtime says it; in a workflow's save, the step whose code it is. */
+export interface SaveProgress extends InstallProgress {
+  workflowStep?: string;
+}
+
+export type SaveProgressListener = (progress: SaveProgress) => void;
 
 export interface ComponentSource {
   code?: string | undefined;
@@ -63,10 +70,13 @@ export class ComponentService {
     private readonly options: { allowPrivateNetwork: boolean; logger: Logger },
   ) {}
 
-  /** POST /components: the code wins over the URL; the URL is then kept as metadata only. */
-  async save(accountId: string, source: ComponentSource): Promise<components.ComponentRow> {
+  /**
+   * POST /components: the code wins over the URL; the URL is then kept as metadata only. `onProgress` hears the npm
+   * packages the code imports being resolved and installed, or found in the cache.
+   */
+  async save(accountId: string, source: ComponentSource, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
     const code = await this.resolveCode(source);
-    const { prepared, info } = await this.load(accountId, code);
+    const { prepared, info } = await this.load(accountId, code, { onProgress });
     return this.insert(accountId, code, source.url ?? null, prepared, info);
   }
 
@@ -89,17 +99,21 @@ export class ComponentService {
    * Saves the code of a workflow's code step: a module exporting `defineComponent({ props?, run })` or a plain
    * object with `run`, which needs no name or version.
    */
-  async saveStep(accountId: string, code: string): Promise<components.ComponentRow> {
+  async saveStep(accountId: string, code: string, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
     if (code.trim() === '') throw invalid('component_code is empty');
-    const { prepared, info } = await this.load(accountId, code, { asStep: true });
+    const { prepared, info } = await this.load(accountId, code, { asStep: true, onProgress });
     return this.insert(accountId, code, null, prepared, info);
   }
 
   /** Prepares and loads code in the account's sandbox; load failures become 422 with the reason. */
-  async load(ownerId: string, code: string, options: { asStep?: boolean } = {}): Promise<{ prepared: PreparedComponent; info: ComponentInfo }> {
+  async load(
+    ownerId: string,
+    code: string,
+    options: { asStep?: boolean; onProgress?: SaveProgressListener | undefined } = {},
+  ): Promise<{ prepared: PreparedComponent; info: ComponentInfo }> {
     try {
-      const prepared = await this.runtime.prepare(code);
-      const info = await this.runtime.inspect(ownerId, prepared, options);
+      const prepared = await this.runtime.prepare(code, options.onProgress);
+      const info = await this.runtime.inspect(ownerId, prepared, { asStep: options.asStep === true });
       const problem = authoringProblem(info);
       if (problem) throw new ServiceError('component_invalid', problem, [{ reason: 'authoring_contract' }]);
       return { prepared, info };

@@ -17,7 +17,7 @@ import { echoProps, validateProps, withAdditionalProps } from '../model/props.js
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
-import type { ComponentService } from './components.js';
+import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 
@@ -120,12 +120,13 @@ export class WorkflowService {
     return row;
   }
 
-  async create(accountId: string, request: WorkflowRequest): Promise<WorkflowView> {
+  /** `onProgress` hears the npm installs of the steps' code, each naming its step. */
+  async create(accountId: string, request: WorkflowRequest, onProgress?: SaveProgressListener): Promise<WorkflowView> {
     if (request.name === undefined || request.name.trim() === '') throw invalid('name is required (a non-empty string)');
     if (!request.steps) throw invalid('steps is required (an array of steps, at least one)');
     const trigger = normalizeTrigger(request.trigger ?? null);
     await this.checkTrigger(accountId, trigger);
-    const steps = await this.resolveSteps(accountId, request.steps, []);
+    const steps = await this.resolveSteps(accountId, request.steps, [], onProgress);
     const now = nowSeconds();
     const row: workflows.WorkflowRow = {
       id: newId('p'),
@@ -148,14 +149,14 @@ export class WorkflowService {
   }
 
   /** Replaces the fields given; omitted ones keep their values (steps are replaced as a whole when given). */
-  async update(accountId: string, workflowId: string, request: WorkflowRequest): Promise<WorkflowView> {
+  async update(accountId: string, workflowId: string, request: WorkflowRequest, onProgress?: SaveProgressListener): Promise<WorkflowView> {
     const current = await this.owned(accountId, workflowId);
     if (request.name !== undefined && request.name.trim() === '') throw invalid('name must be a non-empty string');
     const previousTrigger = current.trigger ? (JSON.parse(current.trigger) as WorkflowTrigger) : null;
     const trigger = request.trigger === undefined ? previousTrigger : normalizeTrigger(request.trigger);
     if (request.trigger !== undefined) await this.checkTrigger(accountId, trigger);
     const previousSteps = JSON.parse(current.steps) as StoredStep[];
-    const steps = request.steps ? await this.resolveSteps(accountId, request.steps, previousSteps) : previousSteps;
+    const steps = request.steps ? await this.resolveSteps(accountId, request.steps, previousSteps, onProgress) : previousSteps;
     const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
     const row: workflows.WorkflowRow = {
       ...current,
@@ -240,7 +241,12 @@ export class WorkflowService {
   }
 
   /** Each step's component: saved code (a code step or an action), a saved component, or a registry key. */
-  private async resolveSteps(accountId: string, requested: StepRequest[], previous: StoredStep[]): Promise<StoredStep[]> {
+  private async resolveSteps(
+    accountId: string,
+    requested: StepRequest[],
+    previous: StoredStep[],
+    onProgress: SaveProgressListener | undefined,
+  ): Promise<StoredStep[]> {
     if (!requested.length) throw invalid('steps must hold at least one step');
     if (requested.length > MAX_STEPS) throw invalid(`a workflow has at most ${MAX_STEPS} steps, not ${requested.length}`);
     const nameProblems = stepNameProblems(requested.map((s) => s.name));
@@ -250,8 +256,10 @@ export class WorkflowService {
       const given = [step.component_code, step.component_id, step.component_key].filter((v) => v !== undefined).length;
       if (given !== 1) throw invalid(`steps[${i}] needs exactly one of component_code, component_id or component_key`);
       let component: ComponentRow;
-      if (step.component_code !== undefined) component = await this.components.saveStep(accountId, step.component_code);
-      else if (step.component_id !== undefined) component = await this.components.get(accountId, step.component_id);
+      if (step.component_code !== undefined) {
+        const stepProgress = onProgress && ((progress: Parameters<SaveProgressListener>[0]) => onProgress({ ...progress, workflowStep: step.name }));
+        component = await this.components.saveStep(accountId, step.component_code, stepProgress);
+      } else if (step.component_id !== undefined) component = await this.components.get(accountId, step.component_id);
       else component = await this.components.getRegistry(accountId, step.component_key!);
       const info = componentInfo(component);
       if (info.type !== 'action') {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ComponentLoadError, ComponentRuntime } from '../../src/runtime/index.js';
+import { ComponentLoadError, ComponentRuntime, type InstallProgress } from '../../src/runtime/index.js';
 import { createRuntime, request, type TestRuntime } from './helpers.js';
 
 let t: TestRuntime;
@@ -80,15 +80,56 @@ describe('npm packages', () => {
     }
   });
 
-  it('installs a package once when several saves need it at the same time', async () => {
-    const saves = [1, 2, 3].map((n) =>
-      t.runtime.prepare(`const isEven = require("is-even@1.0.0"); module.exports = { name: "even ${n}", version: "1", run() { this.$emit(isEven(${n})); } };`),
-    );
+  it('installs a package once when several saves need it at the same time, and each hears it installed', async () => {
+    const heard: InstallProgress[][] = [[], [], [], []];
+    const evenCode = (n: number) =>
+      `const isEven = require("is-even@1.0.0"); module.exports = { name: "even ${n}", version: "1", run() { this.$emit(isEven(${n})); } };`;
+    // The fourth save is the third's code again: it joins that preparation and hears what it said so far.
+    const saves = [1, 2, 3, 3].map((n, i) => t.runtime.prepare(evenCode(n), (p) => heard[i]!.push(p)));
     const prepared = await Promise.all(saves);
-    expect(prepared.map((p) => p.packages)).toEqual([1, 2, 3].map(() => ({ 'is-even': '1.0.0' })));
+    expect(prepared.map((p) => p.packages)).toEqual([1, 2, 3, 3].map(() => ({ 'is-even': '1.0.0' })));
     expect(npmRuns().filter((args) => args.at(-1) === 'is-even@1.0.0')).toHaveLength(1);
+    const even = (step: InstallProgress['step']) => ({ step, name: 'is-even', version: '1.0.0', index: 1, total: 1 });
+    for (const said of heard) expect(said).toEqual([even('installing'), even('installed')]);
     const result = await t.runtime.invoke(request('acct_pkg', prepared[1]!));
     expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
+  });
+
+  it('reports each package as it is resolved and installed, or found in the cache, in the order esbuild meets them', async () => {
+    const progressCode = `
+      import isObject from "isobject";
+      import isOdd from "is-odd@3.0.1";
+      const isBuffer = require("is-buffer@2.0.5");
+      const again = require("isobject/index.js");
+      import fs from "node:fs";
+      import { axios } from "@pipedream/platform";
+      module.exports = { name: "progress", version: "1", run() { this.$emit([isObject({}), isOdd(1), isBuffer(fs), typeof again, typeof axios]); } };`;
+    const heard: InstallProgress[] = [];
+    const prepared = await t.runtime.prepare(progressCode, (p) => heard.push(p));
+    const version = prepared.packages.isobject!;
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    const at = (index: number, step: InstallProgress['step'], name: string, v: string) => ({ step, name, version: v, index, total: 3 });
+    // esbuild resolves a file's imports one after the other: import statements first, then require calls. The second
+    // specifier of isobject is the same import (name and range): one install, one place.
+    expect(heard).toEqual([
+      at(1, 'resolving', 'isobject', 'latest'),
+      at(1, 'installing', 'isobject', version),
+      at(1, 'installed', 'isobject', version),
+      at(2, 'cached', 'is-odd', '3.0.1'),
+      at(3, 'installing', 'is-buffer', '2.0.5'),
+      at(3, 'installed', 'is-buffer', '2.0.5'),
+    ]);
+
+    // The same code again is prepared already; other code with the same imports finds them in the cache.
+    const cached = [at(1, 'cached', 'isobject', version), at(2, 'cached', 'is-odd', '3.0.1'), at(3, 'cached', 'is-buffer', '2.0.5')];
+    const again: InstallProgress[] = [];
+    await t.runtime.prepare(progressCode, (p) => again.push(p));
+    expect(again).toEqual(cached);
+    const other: InstallProgress[] = [];
+    await t.runtime.prepare(`${progressCode}\nconst other = 1;`, (p) => other.push(p));
+    expect(other).toEqual(cached);
+    const result = await t.runtime.invoke(request('acct_pkg', prepared));
+    expect(result.outcomes[0]!.emits).toEqual([{ event: [true, true, false, 'object', 'function'] }]);
   });
 
   it('fails the save with package_install_failed, naming the package', async () => {

@@ -1,5 +1,6 @@
-// POST /components, GET /components/{key|id}, GET /components/registry/{key}, and prop configuration: a prop's
-// options and the props additionalProps() adds.
+// POST /components (and /components/stream, the same save telling its npm installs as they happen), GET
+// /components/{key|id}, GET /components/registry/{key}, and prop configuration: a prop's options and the props
+// additionalProps() adds.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -8,7 +9,14 @@ import { toComponentView } from '../../services/components.js';
 import type { PropConfigurationService } from '../../services/prop-configuration.js';
 import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
+import { progressResponse, streamSave } from '../progress-stream.js';
 import { componentSchema, propDescriptorSchema } from '../schemas.js';
+
+const saveBody = Type.Object({
+  component_code: Type.Optional(Type.String({ description: 'Full component code; wins over component_url' })),
+  component_url: Type.Optional(Type.String({ description: 'URL the code is fetched from (kept as metadata when code is given)' })),
+  ...fieldParams,
+});
 
 /** The body of both prop configuration endpoints; `page`, `prev_context` and `query` are for options only. */
 const configureBody = Type.Object({
@@ -43,22 +51,30 @@ export function componentRoutes(services: { components: ComponentService; propCo
 
     app.post(
       '/components',
-      {
-        schema: {
-          tags: ['components'],
-          summary: 'Save a component from its code or a URL',
-          body: Type.Object({
-            component_code: Type.Optional(Type.String({ description: 'Full component code; wins over component_url' })),
-            component_url: Type.Optional(Type.String({ description: 'URL the code is fetched from (kept as metadata when code is given)' })),
-            ...fieldParams,
-          }),
-          response,
-        },
-      },
+      { schema: { tags: ['components'], summary: 'Save a component from its code or a URL', body: saveBody, response } },
       async (request) => {
         const body = request.body;
         const row = await services.components.save(request.account.id, { code: body.component_code, url: body.component_url });
         return { data: toComponentView(row) };
+      },
+    );
+
+    app.post(
+      '/components/stream',
+      {
+        schema: {
+          tags: ['components', 'extensions'],
+          summary: 'Save a component as POST /v1/components does, telling each npm install step as it happens (Server-Sent Events)',
+          body: saveBody,
+          response: progressResponse('POST /v1/components'),
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        return streamSave(request, reply, response[200], async (onProgress) => {
+          const row = await services.components.save(request.account.id, { code: body.component_code, url: body.component_url }, onProgress);
+          return { data: toComponentView(row) };
+        });
       },
     );
 

@@ -7,6 +7,7 @@ import type { WorkflowRunService } from '../../services/workflow-runs.js';
 import { MAX_RUN_TIMEOUT_SECONDS, MAX_STEPS } from '../../model/workflows.js';
 import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
+import { progressResponse, streamSave } from '../progress-stream.js';
 
 // Workflow management is not in the specification: the whole resource is an extension.
 const TAGS = ['workflows', 'extensions'];
@@ -132,6 +133,22 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
       async (request) => ({ data: await workflows.create(request.account.id, request.body) }),
     );
 
+    app.post(
+      '/workflows/stream',
+      {
+        schema: {
+          tags: TAGS,
+          summary: "Create a workflow as POST /v1/workflows does, telling each npm install of its steps' code as it happens (Server-Sent Events)",
+          body: Type.Object(workflowBody),
+          response: progressResponse('POST /v1/workflows'),
+        },
+      },
+      async (request, reply) =>
+        streamSave(request, reply, dataOf(workflowSchema), async (onProgress) => ({
+          data: await workflows.create(request.account.id, request.body, onProgress),
+        })),
+    );
+
     app.get(
       '/workflows/:id',
       { schema: { tags: TAGS, summary: 'A workflow', params: idParams, querystring: Type.Object(fieldParams), response: { 200: dataOf(workflowSchema) } } },
@@ -150,6 +167,23 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
         },
       },
       async (request) => ({ data: await workflows.update(request.account.id, request.params.id, request.body) }),
+    );
+
+    app.put(
+      '/workflows/:id/stream',
+      {
+        schema: {
+          tags: TAGS,
+          summary: "Change a workflow as PUT /v1/workflows/{id} does, telling each npm install of its steps' code as it happens (Server-Sent Events)",
+          params: idParams,
+          body: Type.Object(workflowBody),
+          response: progressResponse('PUT /v1/workflows/{id}'),
+        },
+      },
+      async (request, reply) =>
+        streamSave(request, reply, dataOf(workflowSchema), async (onProgress) => ({
+          data: await workflows.update(request.account.id, request.params.id, request.body, onProgress),
+        })),
     );
 
     app.delete(
