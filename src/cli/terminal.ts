@@ -50,6 +50,7 @@ const HINTS: Record<string, string> = {
   rate_limited: 'too many requests: wait a little and try again',
   quota_exceeded: "the account's quota is used up for now: see tributary whoami",
   service_unavailable: 'the server cannot reach its database right now: try again shortly',
+  stream_ended: 'the save may have finished all the same: see tributary list components (or workflows) before trying again',
 };
 
 /** What a failed command prints (standard error) and the code it exits with. */

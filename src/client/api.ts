@@ -26,35 +26,106 @@ export interface PageBody<T> {
   page_info: { total_count: number; count: number; start_cursor: string | null; end_cursor: string | null };
 }
 
+/** One Server-Sent Event: its name (`message` when the frame gives none) and its data lines joined. */
+interface ServerSentEvent {
+  event: string;
+  data: string;
+}
+
+/** Reads the events of a stream as they arrive; comments (`:sse-handshake`) are skipped. */
+async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event = 'message';
+  let data: string[] = [];
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end = buffer.search(/\r?\n/);
+    while (end !== -1) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(buffer[end] === '\r' ? end + 2 : end + 1);
+      end = buffer.search(/\r?\n/);
+      if (line === '') {
+        if (data.length) yield { event, data: data.join('\n') };
+        event = 'message';
+        data = [];
+      } else if (line.startsWith('event:')) event = line.slice(6).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+    }
+  }
+}
+
+/** The answer a progress route ends with: what the plain route would have answered. */
+interface StreamResult {
+  status: number;
+  body: unknown;
+}
+
 export class ApiClient {
   constructor(readonly server: ServerAddress) {}
 
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    let response: Response;
+    const response = await this.send(method, path, body);
+    return this.answer<T>(method, path, response.status, await response.text());
+  }
+
+  /**
+   * A call of a progress route (`POST /v1/components/stream`, …), which answers Server-Sent Events: `onProgress` hears
+   * each `progress` event's data as it comes; resolves with the body of the `result` event, or throws its error as
+   * the plain route's would be thrown. Undefined when the server answers 404 before any stream: it has no such route
+   * (an older server), and the caller uses the plain route.
+   */
+  async stream<T>(method: string, path: string, body: unknown, onProgress: (data: unknown) => void): Promise<T | undefined> {
+    const response = await this.send(method, path, body, 'text/event-stream');
+    if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      if (response.status === 404) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      return this.answer<T>(method, path, response.status, await response.text());
+    }
     try {
-      response = await fetch(this.url(path), {
+      for await (const { event, data } of serverSentEvents(response.body!)) {
+        if (event === 'progress') onProgress(JSON.parse(data));
+        if (event !== 'result') continue;
+        const result = JSON.parse(data) as StreamResult;
+        return this.answer<T>(method, path, result.status, JSON.stringify(result.body));
+      }
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw new ApiError(0, 'stream_ended', `the connection to ${this.server.url} broke before the server answered: ${(error as Error).message}`);
+    }
+    throw new ApiError(0, 'stream_ended', `${this.server.url} ended its answer to ${method} ${path} before saying how the save went`);
+  }
+
+  private async send(method: string, path: string, body: unknown, accept?: string): Promise<Response> {
+    try {
+      return await fetch(this.url(path), {
         method,
-        headers: { authorization: `Bearer ${this.server.key}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${this.server.key}`,
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...(accept !== undefined && { accept }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
       const cause = (error as { cause?: { message?: string } }).cause?.message;
       throw new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${cause ?? (error as Error).message}`);
     }
-    const text = await response.text();
+  }
+
+  /** The parsed body of a success; an error body becomes an ApiError with its code, message and details. */
+  private answer<T>(method: string, path: string, status: number, text: string): T {
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
-      throw new ApiError(
-        response.status,
-        'not_json',
-        `${method} ${path} answered ${response.status} with a body that is not JSON; is ${this.server.url} a Tributary server?`,
-      );
+      throw new ApiError(status, 'not_json', `${method} ${path} answered ${status} with a body that is not JSON; is ${this.server.url} a Tributary server?`);
     }
-    if (!response.ok) {
+    if (status < 200 || status >= 300) {
       const error = parsed as { error?: string; code?: string; details?: unknown[] } | undefined;
-      throw new ApiError(response.status, error?.code ?? 'http_error', error?.error ?? `${method} ${path} answered ${response.status}`, error?.details ?? []);
+      throw new ApiError(status, error?.code ?? 'http_error', error?.error ?? `${method} ${path} answered ${status}`, error?.details ?? []);
     }
     return parsed as T;
   }

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import type { ApiClient } from './api.js';
 import { type Bundle, bundleFile } from './bundle.js';
+import { saveWithProgress } from './install-progress.js';
 import { type Ask, givenProps, missingProps, type PropInfo, promptForProps, describeProp } from './props-input.js';
 import { UsageError } from './usage-error.js';
 
@@ -39,12 +40,12 @@ export async function step<T>(progress: (line: string) => void, what: string, wo
   return result;
 }
 
-/** Saves bundled code as a component; the server installs the npm packages it imports. */
+/** Saves bundled code as a component; the server installs the npm packages it imports, saying each step as it goes. */
 export async function saveBundle(api: ApiClient, bundle: Bundle, progress: (line: string) => void): Promise<ComponentData> {
-  const installs = bundle.packages.length ? ` (the server installs ${bundle.packages.join(', ')}; a first install may take a minute)` : '';
-  const saved = await step(progress, `saving the component${installs}`, () =>
-    api.call<{ data: ComponentData }>('POST', '/v1/components', { component_code: bundle.code }),
-  );
+  const installs = bundle.packages.length ? ` (the server installs ${bundle.packages.join(', ')})` : '';
+  const request = { method: 'POST', path: '/v1/components', streamPath: '/v1/components/stream', body: { component_code: bundle.code } } as const;
+  const quiet = bundle.packages.length ? 'this server does not report install progress; a first install may take a minute' : undefined;
+  const saved = await step(progress, `saving the component${installs}`, () => saveWithProgress<{ data: ComponentData }>(api, request, progress, quiet));
   return saved.data;
 }
 

@@ -1,5 +1,7 @@
 // `tributary deploy --workflow <file>`: creates the file's workflow, or updates the account's workflow of that name.
 import { ApiClient, type ServerAddress } from './api.js';
+import { step } from './deploy-source.js';
+import { type SaveRequest, saveWithProgress } from './install-progress.js';
 import { readWorkflowFile } from './workflow-file.js';
 
 interface WorkflowData {
@@ -39,9 +41,11 @@ export async function deployWorkflowFile(
   if (existing.length > 1) {
     throw new Error(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);
   }
-  progress(`${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} steps; the server installs npm imports)`);
-  const result = existing.length
-    ? await api.call<{ data: WorkflowData }>('PUT', `/v1/workflows/${existing[0]!.id}`, body)
-    : await api.call<{ data: WorkflowData }>('POST', '/v1/workflows', body);
+  const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} steps)`;
+  const request: SaveRequest = existing.length
+    ? { method: 'PUT', path: `/v1/workflows/${existing[0]!.id}`, streamPath: `/v1/workflows/${existing[0]!.id}/stream`, body }
+    : { method: 'POST', path: '/v1/workflows', streamPath: '/v1/workflows/stream', body };
+  const quiet = 'this server does not report install progress; it installs the npm imports of steps, a first install may take a minute';
+  const result = await step(progress, what, () => saveWithProgress<{ data: WorkflowData }>(api, request, progress, quiet));
   return { workflow: result.data, created: existing.length === 0 };
 }

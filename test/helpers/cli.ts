@@ -1,0 +1,56 @@
+// The real `tributary` binary as client tests run it: to its end, or started and watched until its output says something.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { BIN } from './processes.js';
+import { waitFor } from './wait.js';
+
+const execFileAsync = promisify(execFile);
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A running command whose output can be waited on. */
+export interface RunningCli {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  waitForOutput: (pattern: RegExp, stream?: 'stdout' | 'stderr') => Promise<RegExpExecArray>;
+  exit: Promise<number | null>;
+}
+
+/** Runs `tributary <args>` to its end with exactly `env` (nothing of the test's own environment but what it passes). */
+export function runCli(args: string[], options: { env: Record<string, string>; cwd: string; input?: string }): Promise<CliResult> {
+  const child = execFileAsync(process.execPath, [BIN, ...args], { env: options.env, cwd: options.cwd });
+  if (options.input !== undefined) child.child.stdin!.end(options.input);
+  return child.then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+  );
+}
+
+/** Starts `tributary <args>` and collects its output. */
+export function startCli(args: string[], options: { env: Record<string, string>; cwd: string }): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], { env: options.env, cwd: options.cwd });
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => output.stdout,
+    stderr: () => output.stderr,
+    exit,
+    waitForOutput: async (pattern, stream = 'stdout') => {
+      let match: RegExpExecArray | null = null;
+      await waitFor(
+        async () => (match = pattern.exec(output[stream])),
+        (m) => m !== null,
+        { what: `${pattern} on ${stream}; stdout: ${output.stdout}; stderr: ${output.stderr}`, timeoutMs: 60_000 },
+      );
+      return match!;
+    },
+  };
+}
