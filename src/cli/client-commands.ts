@@ -208,16 +208,36 @@ export function addClientCommands(program: Command): void {
       );
       if (!source) return;
       let remove = flags.deleteOnExit === true;
-      if (!remove && !flags.keep && isInteractive()) {
-        const terminal = terminalAsk();
-        remove = /^y(es)?$/i.test((await terminal.ask(`\ndelete the development source ${source.id}? [y/N] `)).trim());
-        terminal.close();
-      }
+      if (!remove && !flags.keep && isInteractive()) remove = await askToDelete(source.id);
       if (remove) {
         await api.call('DELETE', `/v1/sources/${source.id}`);
         say(`deleted ${source.id}`);
       } else say(`kept ${source.id}; delete it with tributary delete ${source.id}`);
     });
+}
+
+/** `dev`'s last question; a Ctrl-C instead of an answer takes the default (keep), as Enter would. */
+async function askToDelete(sourceId: string): Promise<boolean> {
+  const terminal = terminalAsk();
+  try {
+    const answer = await untilInterrupted(
+      (signal) =>
+        new Promise<string>((resolve, reject) => {
+          signal.addEventListener(
+            'abort',
+            () => {
+              process.stderr.write('\n');
+              resolve('');
+            },
+            { once: true },
+          );
+          terminal.ask(`\ndelete the development source ${sourceId}? [y/N] `).then(resolve, reject);
+        }),
+    );
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    terminal.close();
+  }
 }
 
 interface DeployFlags {

@@ -21,6 +21,9 @@ export function terminalAsk(): { ask: Ask; close: () => void } {
     },
   });
   const rl = readline.createInterface({ input: process.stdin, output, terminal: process.stdin.isTTY === true });
+  // On a terminal readline reads keys raw, so Ctrl-C reaches it as a key, not as a signal: left alone it would close
+  // the questions and nothing else (`dev` would need a second Ctrl-C to stop). It is made the signal it means.
+  rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
   // Lines are queued by the iterator: piped answers arrive all at once, before the questions are asked.
   const lines = rl[Symbol.asyncIterator]();
   const ask: Ask = async (question, options) => {

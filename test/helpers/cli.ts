@@ -48,7 +48,7 @@ export function startCli(args: string[], options: { env: Record<string, string>;
       await waitFor(
         async () => (match = pattern.exec(output[stream])),
         (m) => m !== null,
-        { what: `${pattern} on ${stream}; stdout: ${output.stdout}; stderr: ${output.stderr}`, timeoutMs: 60_000 },
+        { what: `${pattern} on ${stream}; stdout: ${output.stdout}; stderr: ${output.stderr}`, timeoutMs: 30_000 },
       );
       return match!;
     },
