@@ -61,9 +61,11 @@ async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): P
   }
 }
 
-async function withAsk<T>(interactive: boolean | undefined, work: (options: Pick<DeployOptions, 'ask'>) => Promise<T>): Promise<T> {
+/** Runs `work` with questions on the terminal when one can be asked; `signal` (Ctrl-C) ends a question waiting then. */
+async function withAsk<T>(interactive: boolean | undefined, work: (options: Pick<DeployOptions, 'ask'>) => Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!interactive && !isInteractive()) return work({ ask: undefined });
   const terminal = terminalAsk();
+  signal?.addEventListener('abort', () => terminal.close(), { once: true });
   try {
     return await work({ ask: terminal.ask });
   } finally {
@@ -201,9 +203,11 @@ export function addClientCommands(program: Command): void {
     .action(async (file: string, flags: ServerFlags & DeployFlags & { deleteOnExit?: boolean; keep?: boolean }) => {
       const api = apiFor(flags);
       const name = flags.name ?? `${path.basename(file).replace(/\.[^.]+$/, '')}-dev`;
-      const source = await withAsk(flags.interactive, (asking) =>
-        untilInterrupted((signal) =>
-          runDev(api, path.resolve(file), { ...deployOptions(flags), ...asking, name, json: flags.json === true, print: out, signal }),
+      const source = await untilInterrupted((signal) =>
+        withAsk(
+          flags.interactive,
+          (asking) => runDev(api, path.resolve(file), { ...deployOptions(flags), ...asking, name, json: flags.json === true, print: out, signal }),
+          signal,
         ),
       );
       if (!source) return;

@@ -49,6 +49,8 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
         options.progress(`updated ${source.id} in place (same id and endpoint)`);
       }
     } catch (error) {
+      // Stopped meanwhile (Ctrl-C during a question, say): what failed because of it is no news.
+      if (options.signal.aborted) return;
       for (const line of failureLines(error)) options.progress(line);
       options.progress(source === undefined ? 'fix the file and save it again to deploy' : `${source.id} still runs the previous code`);
       return;

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { BIN } from '../helpers/processes.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -18,8 +18,12 @@ interface Terminal {
   screen: () => string;
   type: (keys: string) => void;
   waitFor: (pattern: RegExp) => Promise<RegExpExecArray>;
-  exit: Promise<number | null>;
+  /** The command's exit code, once it has exited (a failure naming what the terminal shows if it does not). */
+  exited: () => Promise<number | null>;
 }
+
+/** Every terminal a test starts; one still running after its test (a failed one) is killed. */
+const started = new Set<ChildProcess>();
 
 const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
@@ -31,11 +35,20 @@ function inTerminal(args: string[], options: { env: Record<string, string>; cwd:
   let shown = '';
   child.stdout!.on('data', (chunk: Buffer) => (shown += chunk.toString().replace(/\r/g, '')));
   child.stderr!.on('data', (chunk: Buffer) => (shown += chunk.toString().replace(/\r/g, '')));
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  started.add(child);
+  let code: number | null | undefined;
+  child.once('exit', (exitCode) => (code = exitCode));
   return {
     child,
     screen: () => shown,
-    exit,
+    exited: async () => {
+      await waitFor(
+        async () => code,
+        (c) => c !== undefined,
+        { what: `the command to exit; the terminal shows:\n${shown}`, timeoutMs: 30_000 },
+      );
+      return code!;
+    },
     type: (keys) => void child.stdin!.write(keys),
     waitFor: async (pattern) => {
       let match: RegExpExecArray | null = null;
@@ -72,6 +85,10 @@ describe('tributary dev in a terminal, on Ctrl-C', () => {
       'export default { name: "watched", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };\n',
     );
   });
+  afterEach(() => {
+    for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    started.clear();
+  });
   afterAll(async () => {
     await server?.destroy();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -92,7 +109,7 @@ describe('tributary dev in a terminal, on Ctrl-C', () => {
     terminal.type(CTRL_C);
     await terminal.waitFor(new RegExp(`\ndelete the development source ${id}\\? \\[y/N\\] $`));
     terminal.type('y\r');
-    expect(await terminal.exit).toBe(0);
+    expect(await terminal.exited()).toBe(0);
     expect(terminal.screen()).toMatch(new RegExp(`\\[y/N\\] y\n+deleted ${id}\n$`));
     expect(await api().get(`/v1/sources/${id}`)).toMatchObject({ status: 404, body: { code: 'not_found' } });
   });
@@ -102,11 +119,25 @@ describe('tributary dev in a terminal, on Ctrl-C', () => {
     terminal.type(CTRL_C);
     await terminal.waitFor(/\[y\/N\] $/);
     terminal.type('n\r');
-    expect(await terminal.exit).toBe(0);
+    expect(await terminal.exited()).toBe(0);
     expect(terminal.screen()).toMatch(new RegExp(`\\[y/N\\] n\n+kept ${id}; delete it with tributary delete ${id}\n$`));
     const kept = await api().get(`/v1/sources/${id}`);
     expect(kept.status).toBe(200);
     expect(kept.body.data).toMatchObject({ id, name: 'answer-no', active: true });
+  });
+
+  it('stops at once, deploying nothing, on a Ctrl-C while it asks for a missing prop', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'needs-prop.mjs'),
+      'export default { name: "needs prop", version: "0.1.0", props: { channel: { type: "string", label: "Channel", options: ["general", "random"] } }, async run() {} };\n',
+    );
+    const terminal = inTerminal(['dev', 'needs-prop.mjs', '--name', 'never-deployed'], { env, cwd: dir });
+    await terminal.waitFor(/ {2}2\) random\n.*$/);
+    terminal.type(CTRL_C);
+    expect(await terminal.exited()).toBe(0);
+    expect(terminal.screen()).not.toMatch(/deployed|error|kept|delete/);
+    const sources = await api().get('/v1/users/me/sources?limit=100');
+    expect(sources.body.data.map((s: { name: string }) => s.name)).not.toContain('never-deployed');
   });
 
   it('keeps the source when a second Ctrl-C comes instead of an answer', async () => {
@@ -114,7 +145,7 @@ describe('tributary dev in a terminal, on Ctrl-C', () => {
     terminal.type(CTRL_C);
     await terminal.waitFor(/\[y\/N\] $/);
     terminal.type(CTRL_C);
-    expect(await terminal.exit).toBe(0);
+    expect(await terminal.exited()).toBe(0);
     expect(terminal.screen()).toMatch(new RegExp(`\\[y/N\\] \n+kept ${id}; delete it with tributary delete ${id}\n$`));
     expect((await api().get(`/v1/sources/${id}`)).status).toBe(200);
   });
