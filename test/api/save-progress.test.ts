@@ -1,19 +1,14 @@
 // Saves that tell their npm installs as they happen (POST /v1/components/stream, POST /v1/workflows/stream,
 // PUT /v1/workflows/{id}/stream): the events of a first install and of a cached save, the last event carrying what the
 // plain route answers (success or error), and refusals before the stream starts in plain JSON. npm's registry is real.
+import type { Static } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { progressEventSchema } from '../../src/api/progress-stream.js';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 
-interface Progress {
-  step: 'resolving' | 'installing' | 'installed' | 'cached';
-  package: string;
-  version: string;
-  index: number;
-  total: number;
-  elapsed_ms: number;
-  workflow_step?: string;
-}
+/** A `progress` event's data, as the route's schema declares it. */
+type Progress = Static<typeof progressEventSchema>;
 
 interface Streamed {
   status: number;

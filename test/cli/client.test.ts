@@ -1,32 +1,15 @@
 // The client commands of the real `tributary` binary against a real server: login and profiles, deploy (props typed,
 // asked for, or listed as missing), update in place, list, describe, run, delete, events and logs (-f live over SSE),
 // dev (a save updates the source in place), and the exit codes scripts rely on.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-
-const execFileAsync = promisify(execFile);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** A running command whose output can be waited on. */
-interface Running {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  waitForOutput: (pattern: RegExp, stream?: 'stdout' | 'stderr') => Promise<RegExpExecArray>;
-  exit: Promise<number | null>;
-}
+import { type CliResult, type RunningCli, runCli, startCli } from '../helpers/cli.js';
 
 describe('tributary client commands', () => {
   let server: TestServer;
@@ -68,39 +51,9 @@ describe('tributary client commands', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function tributary(args: string[], extra: Record<string, string> = {}, input?: string): Promise<Result> {
-    const child = execFileAsync(process.execPath, [BIN, ...args], { env: { ...env, ...extra }, cwd: dir });
-    if (input !== undefined) {
-      child.child.stdin!.end(input);
-    }
-    return child.then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-    );
-  }
-
-  function start(args: string[]): Running {
-    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: dir });
-    const output = { stdout: '', stderr: '' };
-    child.stdout!.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return {
-      child,
-      stdout: () => output.stdout,
-      stderr: () => output.stderr,
-      exit,
-      waitForOutput: async (pattern, stream = 'stdout') => {
-        let match: RegExpExecArray | null = null;
-        await waitFor(
-          async () => (match = pattern.exec(output[stream])),
-          (m) => m !== null,
-          { what: `${pattern} on ${stream}; stdout: ${output.stdout}; stderr: ${output.stderr}`, timeoutMs: 30_000 },
-        );
-        return match!;
-      },
-    };
-  }
+  const tributary = (args: string[], extra: Record<string, string> = {}, input?: string): Promise<CliResult> =>
+    runCli(args, { env: { ...env, ...extra }, cwd: dir, ...(input === undefined ? {} : { input }) });
+  const start = (args: string[]): RunningCli => startCli(args, { env, cwd: dir });
 
   const api = () => client(server.url, key);
 
