@@ -2,7 +2,7 @@
 import type { Metrics } from '../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ClockTimer } from '../lib/clock.js';
+import { EarliestWake } from '../lib/clock.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { Store } from '../store/database.js';
@@ -53,8 +53,8 @@ export class Dispatcher {
   private stopped = false;
   /** Set by start(): until then (and on an `api` node, always) queued work is left to other nodes. */
   private claiming = false;
-  /** The next look at the queue unasked, and when it is due. */
-  private look: { at: number; timer: ClockTimer } | undefined;
+  /** The next look at the queue unasked. */
+  private readonly look: EarliestWake;
   private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -67,6 +67,10 @@ export class Dispatcher {
     private readonly logger: Logger,
   ) {
     this.responders = new Responders(options.relayAnswer);
+    this.look = new EarliestWake(options.clock, () => {
+      options.cadence.lookingUnasked('invocations');
+      this.wake();
+    });
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
@@ -161,7 +165,7 @@ export class Dispatcher {
   /** Stops claiming new work and waits for running batches to commit. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.look?.timer.cancel();
+    this.look.cancel();
     while (this.running.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -185,23 +189,13 @@ export class Dispatcher {
       if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
       nextLookMs = cadence.fallbackMs;
     }
-    this.look?.timer.cancel();
-    this.look = undefined;
+    this.look.cancel();
     this.lookAfter(nextLookMs);
   }
 
   /** Looks at the queue unasked after `delayMs`, unless a look is due sooner. */
   private lookAfter(delayMs: number): void {
-    if (this.stopped || !this.claiming) return;
-    const at = this.options.clock.now() + delayMs;
-    if (this.look && this.look.at <= at) return;
-    this.look?.timer.cancel();
-    const timer = this.options.clock.after(delayMs, () => {
-      this.look = undefined;
-      this.options.cadence.lookingUnasked('invocations');
-      this.wake();
-    });
-    this.look = { at, timer };
+    if (!this.stopped && this.claiming) this.look.at(this.options.clock.now() + delayMs);
   }
 
   private notifyIdle(): void {

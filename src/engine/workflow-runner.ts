@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
-import { every, type Clock, type ClockTimer } from '../lib/clock.js';
+import { EarliestWake, every, type Clock, type ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import { countedUpTo } from '../lib/cache-bounds.js';
@@ -73,8 +73,8 @@ export class WorkflowRunner {
   /** Queue rows of this turn, inserted together (see queue). */
   private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<void> } | undefined;
   private renewTimer: ClockTimer | undefined;
-  /** The next scan unasked (a delayed run falls due, a lease ends, the cadence's wait), and when it is due. */
-  private dueTimer: { at: number; timer: ClockTimer } | undefined;
+  /** The next scan unasked (a delayed run falls due, a lease ends, the cadence's wait). */
+  private readonly nextScan: EarliestWake;
   private stopped = false;
   /** Set by start(): until then (and on an `api` node, always) queued runs are left to other nodes. */
   private taking = false;
@@ -90,6 +90,10 @@ export class WorkflowRunner {
   ) {
     this.owner = options.soleConsumer ? null : `node-${randomUUID()}`;
     this.workflowCache = new LRUCache({ ...countedUpTo(10_000), ...(options.soleConsumer ? {} : { ttl: WORKFLOW_TTL_MS }) });
+    this.nextScan = new EarliestWake(options.clock, () => {
+      options.cadence.lookingUnasked('workflow_runs');
+      this.wake();
+    });
     const { dialect, retention, router, clock, outbox, credentials } = options;
     const batchOptions = { dialect, retention, router, clock, outbox, credentials, owner: this.owner };
     this.batches = new StepBatchRunner(store, runtime, secrets, transactions, batchOptions, logger);
@@ -116,7 +120,7 @@ export class WorkflowRunner {
   /** Stops taking runs and waits for batches in flight to commit; unfinished runs continue after the next start. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.dueTimer?.timer.cancel();
+    this.nextScan.cancel();
     while (this.draining.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     this.renewTimer?.cancel();
   }
@@ -197,21 +201,13 @@ export class WorkflowRunner {
       if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
       nextScanAt = nowMs + cadence.fallbackMs;
     }
-    this.dueTimer?.timer.cancel();
-    this.dueTimer = undefined;
+    this.nextScan.cancel();
     this.wakeAt(nextScanAt);
   }
 
   /** Scans at `atMs`, unless a scan is due sooner (a delayed run falls due before the next look: on time). */
   private wakeAt(atMs: number): void {
-    if (this.stopped || (this.dueTimer && this.dueTimer.at <= atMs)) return;
-    this.dueTimer?.timer.cancel();
-    const timer = this.options.clock.after(Math.max(0, atMs - this.options.clock.now()), () => {
-      this.dueTimer = undefined;
-      this.options.cadence.lookingUnasked('workflow_runs');
-      this.wake();
-    });
-    this.dueTimer = { at: atMs, timer };
+    if (!this.stopped) this.nextScan.at(atMs);
   }
 
   /** Takes runs up by id: the only runner reads them; in a cluster they are claimed (another node may hold them). */

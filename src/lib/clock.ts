@@ -76,3 +76,33 @@ export function every(clock: Clock, ms: number, callback: () => void): ClockTime
     },
   };
 }
+
+/**
+ * A one-shot wake-up that keeps the earliest of the times asked for ("look again at t, unless sooner"): the work
+ * loops' next look unasked, whichever of a due time, a lease's end or the poll cadence comes first.
+ */
+export class EarliestWake {
+  private due: { at: number; timer: ClockTimer } | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly callback: () => void,
+  ) {}
+
+  /** Calls back at `atMs`, unless a call is already due by then. */
+  at(atMs: number): void {
+    if (this.due && this.due.at <= atMs) return;
+    this.due?.timer.cancel();
+    const timer = this.clock.after(Math.max(0, atMs - this.clock.now()), () => {
+      this.due = undefined;
+      this.callback();
+    });
+    this.due = { at: atMs, timer };
+  }
+
+  /** Drops the call due, so that the next at() sets it afresh (later, if it says so). */
+  cancel(): void {
+    this.due?.timer.cancel();
+    this.due = undefined;
+  }
+}
