@@ -142,10 +142,16 @@ export class PostgresSignals implements ClusterSignals {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      const batch = this.pending;
-      this.pending = new Map();
-      this.sending = this.sending.then(() => this.send(batch));
+      this.flush();
     });
+  }
+
+  /** Sends the signals gathered so far, after those already on their way. */
+  private flush(): void {
+    if (!this.pending.size) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    this.sending = this.sending.then(() => this.send(batch));
   }
 
   private async send(batch: Map<SignalKind, Set<string> | null>): Promise<void> {
@@ -196,6 +202,8 @@ export class PostgresSignals implements ClusterSignals {
   }
 
   async close(): Promise<void> {
+    // What the last work of a stopping node signalled (the deliveries it gave back) still goes out.
+    this.flush();
     await this.listener?.close();
     await this.answers?.close();
     await this.sending;

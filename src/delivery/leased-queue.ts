@@ -1,7 +1,7 @@
 // The loop of a leased work queue (webhook deliveries, workflow sends): claim due rows into free slots, launch them,
 // sleep until the next due time or a wake-up.
 import type { Logger } from 'pino';
-import type { Clock, ClockTimer } from '../lib/clock.js';
+import { type Clock, type ClockTimer, EarliestWake } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import type { LeasedTable } from '../store/lease-ends.js';
@@ -38,6 +38,8 @@ export interface LeasedQueuePumpOptions {
 export class LeasedQueuePump<Row> {
   private readonly pumping = new CoalescingTask(() => this.pump());
   private timer: ClockTimer | undefined;
+  /** Times this node queued rows for (its own retries): no signal announces them, and the lease watch is too slow. */
+  private readonly queuedFor: EarliestWake;
   /** The pump was woken by its own timer, not by news of work: it also looks for leases that ended unannounced. */
   private timerWoke = false;
   /** When the first lease held elsewhere ends, as last looked up. */
@@ -52,6 +54,7 @@ export class LeasedQueuePump<Row> {
     private readonly queue: LeasedQueue<Row>,
     private readonly options: LeasedQueuePumpOptions,
   ) {
+    this.queuedFor = new EarliestWake(options.clock, () => this.wake());
     // Signals lost or back: look at once (for what was missed), then at the new cadence.
     options.cadence.onChange(() => this.wake());
   }
@@ -59,6 +62,11 @@ export class LeasedQueuePump<Row> {
   /** Claims what is due now (after a commit queued rows, after a retry came due, by the fallback timer). */
   wake(): void {
     if (this.started && !this.stopped) this.pumping.request();
+  }
+
+  /** This node queued a row due at `atMs` (a retry): claims then, without reading the queue now. */
+  dueAt(atMs: number): void {
+    if (this.started && !this.stopped) this.queuedFor.at(atMs);
   }
 
   /** Claims from now on, starting with what is due now. */
@@ -76,6 +84,7 @@ export class LeasedQueuePump<Row> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
+    this.queuedFor.cancel();
     await this.pumping.settled();
   }
 

@@ -30,12 +30,19 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   });
 
   /** A sender of its own with one slot; not started, so it sends only what is handed over to it. */
-  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'>, clock: Clock = systemClock): WebhookSender {
+  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'> & Partial<WebhookSenderOptions>, clock: Clock = systemClock): WebhookSender {
     const { store, config } = server.running.services;
     return new WebhookSender(
       store,
       SecretBox.open(config.secretKey, config.dataDir),
-      { allowPrivateNetwork: true, retryScheduleSeconds: [], cadence: new PollCadence(60_000, true), concurrency: 1, reclaimAtStart: false, ...options },
+      {
+        allowPrivateNetwork: true,
+        retryScheduleSeconds: [],
+        cadence: new PollCadence(60_000, true),
+        concurrency: 1,
+        reclaimAtStart: false,
+        ...options,
+      },
       new TransactionGroup(store),
       pino({ level: 'silent' }),
       clock,
@@ -82,6 +89,41 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
       .select(['lease_owner', 'lease_until_ms', 'state'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
+
+  it('sends a retry when it falls due, though no signal announces it and the lease watch is a minute away', async () => {
+    // First in the file, while no other test's delivery is left pending for this sender to claim: a claim that
+    // filled its one slot would wake it when the slot frees, by chance. An hour ahead of real time: the server's
+    // own sender never finds the retry due, so only this one can send it.
+    const clock = new ManualClock(Date.now() + 3_600_000);
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000, retryScheduleSeconds: [1] }, clock);
+    const at = nextPath();
+    receiver.answerAt(at, (_, nth) => ({ status: nth === 1 ? 500 : 200 }));
+    try {
+      await sender.start();
+      const [row] = await leasedDeliveries(sender, [at], clock);
+      sender.handOver([row!]);
+      const retry = await waitFor(
+        async () =>
+          server.running.services.store.db
+            .selectFrom('webhook_deliveries')
+            .select(['attempt', 'state', 'next_attempt_ms'])
+            .where('message_id', '=', row!.message_id)
+            .where('attempt', '=', 2)
+            .executeTakeFirst(),
+        (found) => found !== undefined,
+        { what: 'the retry to be queued' },
+      );
+      expect(Number(retry!.next_attempt_ms)).toBe(clock.now() + 1000);
+      clock.advance(1000);
+      await waitFor(
+        async () => receiver.on(at).length,
+        (n) => n === 2,
+        { what: 'the retry to be sent' },
+      );
+    } finally {
+      await sender.stop();
+    }
+  });
 
   it('renews the lease of a handed-over delivery that waited for a slot, then sends it once', async () => {
     // Stale means less than timeout + 5 s of lease left: the second delivery is stale once the first took 1 s,
@@ -145,12 +187,13 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   });
 
   it('gives back deliveries handed over after stop(), for another sender to send at once', async () => {
-    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 });
+    // The server's sender is woken as another node's would be by the signal the release sends.
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000, onReleased: () => server.running.services.webhookSender.wake() });
     const at = nextPath();
     const rows = await leasedDeliveries(sender, [at]);
     await sender.stop();
     sender.handOver(rows);
-    // Released, not left leased for a minute: the server's own sender sends it within its poll.
+    // Released, not left leased for a minute, and announced: the server's own sender sends it at once.
     await waitFor(
       async () => receiver.on(at).length,
       (n) => n === 1,

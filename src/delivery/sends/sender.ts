@@ -20,6 +20,8 @@ export interface OutboxSenderOptions {
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
   reclaimAtStart: boolean;
+  /** Sends were given back unmade (the sender is stopping): other nodes may make them at once. */
+  onReleased?: () => void;
 }
 
 /** What carries out each kind; email and s3 only when the server has their settings. */
@@ -52,12 +54,7 @@ export class OutboxSender {
     const queue: LeasedQueue<sends.ClaimedSend> = {
       freeSlots: () => options.concurrency - this.inFlight.size,
       claim: (count) => sends.claimDueSends(store.db, this.owner, clock.now(), options.leaseMs, count),
-      release: (rows) =>
-        sends.releaseSends(
-          store.db,
-          rows.map((row) => row.id),
-          this.owner,
-        ),
+      release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'workflow_sends', nowMs) }),
       nextDueMs: () => sends.nextSendDueMs(store.db),
@@ -97,6 +94,13 @@ export class OutboxSender {
     await Promise.all([this.performers.http, this.performers.email, this.performers.s3].map((p) => p?.close()));
   }
 
+  /** Gives sends held by this sender back to the table, unmade, and says so to whoever may make them. */
+  private async release(ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    await sends.releaseSends(this.store.db, ids, this.owner);
+    this.options.onReleased?.();
+  }
+
   private launch(row: sends.ClaimedSend): void {
     if (this.inFlight.has(row.id)) return;
     const done = this.attempt(row)
@@ -112,7 +116,7 @@ export class OutboxSender {
     const result = await this.perform(row);
     if (!result.ok && this.stopping.signal.aborted) {
       // Cut off by the shutdown: not the destination's fault, so the attempt does not count.
-      await sends.releaseSends(this.store.db, [row.id], this.owner);
+      await this.release([row.id]);
       return;
     }
     const next = afterAttempt(row, result, this.options.retryScheduleSeconds, this.clock.now());
@@ -123,7 +127,7 @@ export class OutboxSender {
       // The error is the destination's answer; the payload is the account's data and is not logged.
       this.logger.info({ sendId: row.id, kind: row.kind, attempt: next.attempt, state: next.state, error: result.error }, 'a workflow send failed');
     }
-    if (next.state === 'pending') this.wake();
+    if (recorded && next.nextAttemptMs !== null) this.pump.dueAt(next.nextAttemptMs);
   }
 
   private perform(row: sends.ClaimedSend): Promise<SendResult> {

@@ -31,6 +31,12 @@ export function retryDelayMs(attempt: number, result: AttemptResult, final: bool
   return result.retryAfterMs ?? scheduleSeconds[attempt - 1]! * 1000;
 }
 
+/** What recordOutcome did: the outcome's label, and when the next attempt it queued falls due (null: none). */
+export interface RecordedOutcome {
+  label: DeliveryOutcomeLabel;
+  nextAttemptMs: number | null;
+}
+
 /**
  * Records one finished attempt held under `owner`'s lease: its log entry, the next attempt when one is due, and on
  * 410 Gone the webhook deactivated with its queue emptied. Nothing happens when the lease was lost meanwhile.
@@ -42,7 +48,7 @@ export async function recordOutcome(
   owner: string,
   outcome: AttemptOutcome,
   scheduleSeconds: readonly number[],
-): Promise<DeliveryOutcomeLabel | undefined> {
+): Promise<RecordedOutcome | undefined> {
   const { result, nowMs } = outcome;
   const ok = succeeded(result);
   const gone = result.statusCode === 410;
@@ -78,7 +84,7 @@ export async function recordOutcome(
       }),
     ]);
   }
-  return ok ? 'delivered' : gone ? 'gone' : nextAttemptMs !== null ? 'retrying' : 'failed';
+  return { label: ok ? 'delivered' : gone ? 'gone' : nextAttemptMs !== null ? 'retrying' : 'failed', nextAttemptMs };
 }
 
 /** Keeps each webhook's log bounded; counted in memory, so that only every PRUNE_EVERY-th attempt pays for it. */

@@ -30,6 +30,8 @@ export interface WebhookSenderOptions {
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
   reclaimAtStart: boolean;
   metrics?: Metrics;
+  /** Deliveries were given back unsent (the sender is stopping): other nodes may send them at once. */
+  onReleased?: () => void;
 }
 
 /** A delivery handed over in memory is sent from there only with at least this much of its lease left after the timeout. */
@@ -66,12 +68,7 @@ export class WebhookSender implements DeliveryQueue {
       // Handed-over deliveries take their slots first.
       freeSlots: () => this.freeSlots() - this.handed.length,
       claim: (count) => deliveries.claimDue(store.db, this.owner, clock.now(), options.leaseMs, count),
-      release: (rows) =>
-        deliveries.releaseDeliveries(
-          store.db,
-          rows.map((row) => row.id),
-          this.owner,
-        ),
+      release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'webhook_deliveries', nowMs) }),
       nextDueMs: () => deliveries.nextDueMs(store.db),
@@ -117,9 +114,16 @@ export class WebhookSender implements DeliveryQueue {
   /** Gives back deliveries handed over but not started, so that the next start (or another node) sends them at once. */
   private async releaseHanded(): Promise<void> {
     const waiting = this.handed.splice(0).map((row) => row.id);
-    await deliveries.releaseDeliveries(this.store.db, waiting, this.owner).catch((error: unknown) => {
+    await this.release(waiting).catch((error: unknown) => {
       this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
     });
+  }
+
+  /** Gives deliveries held by this sender back to the table, unsent, and says so to whoever may send them. */
+  private async release(ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    await deliveries.releaseDeliveries(this.store.db, ids, this.owner);
+    this.options.onReleased?.();
   }
 
   /** Sends handed-over deliveries while slots are free; one whose lease is running out is renewed first. */
@@ -204,7 +208,7 @@ export class WebhookSender implements DeliveryQueue {
     const durationMs = performance.now() - started;
     if (result.stopped) {
       // Shutting down: not the receiver's fault, so the attempt does not count; it is sent again after the restart.
-      await deliveries.releaseDeliveries(this.store.db, [row.id], this.owner);
+      await this.release([row.id]);
       return;
     }
     const outcome = { result, attemptedMs, durationMs, nowMs: this.clock.now() };
@@ -214,7 +218,8 @@ export class WebhookSender implements DeliveryQueue {
       (trx) => recordOutcome(trx, this.store.dialect, row, this.owner, outcome, this.options.retryScheduleSeconds),
       RECORD_DELAY_MS,
     );
-    if (recorded) this.options.metrics?.deliveryAttempted(recorded);
+    if (recorded) this.options.metrics?.deliveryAttempted(recorded.label);
+    if (recorded?.nextAttemptMs != null) this.pump.dueAt(recorded.nextAttemptMs);
     if (!succeeded(result)) {
       this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
     }
