@@ -97,9 +97,8 @@ export class UserService {
     }
     if (!EMAIL.test(input.email)) throw invalid(`email "${input.email}" is not an email address`);
     if (plan !== 'free' && plan !== 'paid') throw invalid(`plan must be "free" or "paid", got "${plan}"`);
-    if (await users.findUserByIdOrUsername(this.store.db, input.username)) {
-      throw new ServiceError('conflict', `username "${input.username}" is taken`);
-    }
+    const taken = () => new ServiceError('conflict', `username "${input.username}" is taken`);
+    if (await users.findUserByIdOrUsername(this.store.db, input.username)) throw taken();
     const apiKey = generateApiKey();
     const now = nowSeconds();
     const row: users.UserRow = {
@@ -111,7 +110,8 @@ export class UserService {
       created_at: now,
       updated_at: now,
     };
-    await users.insertUser(this.store.db, row);
+    // Checked again by the insert: another process (a cluster node starting beside this one) may have taken it since.
+    if (!(await users.insertUser(this.store.db, row))) throw taken();
     return { ...toAccount(row), apiKey };
   }
 

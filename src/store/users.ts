@@ -4,8 +4,14 @@ import type { Database, UsersTable } from './schema.js';
 
 export type UserRow = Selectable<UsersTable>;
 
-export function insertUser(db: Kysely<Database>, row: UserRow): Promise<unknown> {
-  return db.insertInto('users').values(row).execute();
+/** Inserts the user unless its username is taken (also by a concurrent insert); returns whether it did. */
+export async function insertUser(db: Kysely<Database>, row: UserRow): Promise<boolean> {
+  const result = await db
+    .insertInto('users')
+    .values(row)
+    .onConflict((oc) => oc.column('username').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
 export function findUserByKeyHash(db: Kysely<Database>, hash: string): Promise<UserRow | undefined> {

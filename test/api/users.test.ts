@@ -1,4 +1,4 @@
-// GET /users/me returns exactly the spec's User shape for each plan.
+// GET /users/me returns exactly the spec's User shape for each plan; accounts are created once per username.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
@@ -49,5 +49,16 @@ describe.each(DIALECTS)('GET /v1/users/me on %s', (dialect) => {
     const res = await client(server.url, rotated.apiKey).get('/v1/users/me');
     expect(res.status).toBe(200);
     expect(res.body.data.api_key).toBe(rotated.apiKey);
+  });
+
+  it('creates one account when two creations race for a username, and refuses the other as a conflict', async () => {
+    // Both look the name up before either inserts (three cluster nodes creating the first account at once).
+    const username = `race${process.pid}x${dialect}`;
+    const results = await Promise.allSettled([server.createUser({ username }), server.createUser({ username })]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
+    expect(refused.reason).toMatchObject({ code: 'conflict', message: `username "${username}" is taken` });
+    const accounts = await server.running.services.users.list();
+    expect(accounts.filter((a) => a.username === username)).toHaveLength(1);
   });
 });
