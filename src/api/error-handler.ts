@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
-import { outageOf } from '../model/outages.js';
+import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 
 export interface ErrorBody {
   error: string;
@@ -61,6 +61,15 @@ function asUnavailable(error: Error): ServiceError | undefined {
   const outage = outageOf(error);
   if (outage?.kind === 'disk_full') {
     return new ServiceError('insufficient_storage', "the data directory's disk is full: nothing was written; try again once there is room", undefined, 30);
+  }
+  if (outage && error instanceof CommitOutcomeUnknownError) {
+    // Said plainly: a client that sends it again may store it twice, one that does not may lose it.
+    return new ServiceError(
+      'unavailable',
+      'the database connection was lost while this request was being committed: it may have been stored; try again shortly',
+      undefined,
+      5,
+    );
   }
   if (outage) return new ServiceError('unavailable', 'the database is unreachable: nothing was written; try again shortly', undefined, 5);
   return undefined;

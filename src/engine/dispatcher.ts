@@ -241,6 +241,8 @@ export class Dispatcher {
           if (!batch.length) return;
           const ran = await this.runner.run(sourceId, batch, handBack);
           const invocationIds = batch.map((b) => b.id);
+          // The runtime failed and the batch was handed back: try again after the fallback wait, not the lease watch.
+          if (!ran) this.lookAfter(this.options.cadence.fallbackMs);
           if (!(await settle()) || !ran) return;
           committing = ran.commit().then(
             () => true,

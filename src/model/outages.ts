@@ -3,6 +3,18 @@
 
 export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string };
 
+/**
+ * The connection to PostgreSQL failed after COMMIT was sent: the server may have committed or not, and nothing
+ * here can tell which. Callers must not say "nothing was written". `cause` is the driver's error.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  override readonly name = 'CommitOutcomeUnknownError';
+
+  constructor(cause: unknown) {
+    super(`the database connection failed during COMMIT: ${(cause as Error | undefined)?.message ?? String(cause)}`, { cause });
+  }
+}
+
 /** Node socket errors and PostgreSQL SQLSTATEs of a server that is down, restarting, or not reachable. */
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',

@@ -1,5 +1,6 @@
 // Group commit: database work submitted in the same turn of the event loop shares one transaction.
 import type { Transaction } from 'kysely';
+import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 
@@ -69,14 +70,23 @@ export class TransactionGroup {
       clearTimeout(this.lazyTimer);
       this.lazyTimer = undefined;
     }
+    let committing = false;
     try {
       const results = await this.store.db.transaction().execute(async (trx) => {
         const out: unknown[] = [];
         for (const item of group) out.push(await item.work(trx));
+        committing = true;
         return out;
       });
       group.forEach((item, i) => item.resolve(results[i]));
-    } catch {
+    } catch (error) {
+      // Every item's work succeeded and the COMMIT failed: on PostgreSQL a lost connection leaves its outcome unknown,
+      // and doing the work again could do it twice. SQLite rolls a failed COMMIT back, so its items are retried.
+      if (committing && this.store.dialect === 'postgres' && outageOf(error)?.kind === 'database_unreachable') {
+        const unknown = new CommitOutcomeUnknownError(error);
+        for (const item of group) item.reject(unknown);
+        return;
+      }
       for (const item of group) {
         try {
           item.resolve(await this.store.db.transaction().execute((trx) => item.work(trx)));
