@@ -20,6 +20,9 @@ import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/w
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, resolveAuths } from './invocation-base.js';
 
+/** A batch the runtime could not take is due again after this long. */
+export const HAND_BACK_DELAY_MS = 1000;
+
 /** A run this runner holds, with the step data its next step sees (`steps.trigger`, `steps.<name>`). */
 export interface HeldRun {
   run: workflows.WorkflowRunRow;
@@ -105,7 +108,7 @@ export class StepBatchRunner {
         this.store.db,
         batch.map((held) => held.run.id),
         this.options.owner,
-        clock.now() + 1000,
+        clock.now() + HAND_BACK_DELAY_MS,
       );
       return { handedBack: true };
     }

@@ -17,7 +17,7 @@ import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import { stepData } from '../model/workflows.js';
 import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
-import { StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
+import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
 
@@ -327,6 +327,8 @@ export class WorkflowRunner {
     );
     if (result.handedBack) {
       for (const held of batch) this.held.delete(held.run.id);
+      // No signal announces the rows' new due time: look then, not at the lease watch.
+      this.wakeAt(this.options.clock.now() + HAND_BACK_DELAY_MS);
       return;
     }
     const stepName = (JSON.parse(workflow.steps) as Array<{ name: string }>)[stepIndex]!.name;
