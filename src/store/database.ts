@@ -149,13 +149,26 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase & Sqlit
   };
 }
 
+/** How long PostgreSQL lets a session of this server sit idle inside a transaction before it ends it. */
+export const IDLE_IN_TRANSACTION_MS = 5000;
+
 function openPostgres(url: string): Store {
   // int8 (bigint) columns hold epoch times and counters that fit a JS number; count(*) comes back as int8 too.
   const types = {
     getTypeParser: (oid: number, format?: string) => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),
   };
   // A connection that cannot be made in 5 s fails the query (503 to its request) instead of leaving it waiting.
-  const pool = new pg.Pool({ connectionString: url, max: 10, types, connectionTimeoutMillis: 5000, keepAlive: true } as pg.PoolConfig);
+  // A node paused inside a transaction (SIGSTOP, a VM frozen) would hold its row and advisory locks, and every other
+  // node waiting on them, for as long as the pause: PostgreSQL ends such a session instead. Tributary's transactions
+  // never wait on anything but their own statements, so a few idle seconds mean a stalled client.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    types,
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+  } as pg.PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
   // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
   pool.on('error', () => undefined);
