@@ -6,11 +6,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/app.js';
 import { client, request } from '../helpers/client.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ECHO = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit({ n: e.body.n }); } };';
@@ -71,22 +72,16 @@ const PERHAPS_WRITTEN = {
 };
 
 describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under load', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const cleanup = cleanupsAfterAll();
 
   it('answers 503 with Retry-After while it is down, never 500; loses nothing acknowledged; recovers by itself; logs it twice', async () => {
     const database = await createTestDatabase();
-    cleanups.push(database.drop);
-    const target = new URL(database.url);
-    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-    cleanups.push(proxy.close);
-    const viaProxy = new URL(database.url);
-    viaProxy.port = String(proxy.port);
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
     const { logger, lines } = collectedLogger();
-    const server = await startTestServer('postgres', { databaseUrl: viaProxy.toString(), logLevel: 'warn' }, { logger });
-    cleanups.push(server.stop);
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn' }, { logger });
+    cleanup(server.stop);
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);

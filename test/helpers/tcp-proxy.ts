@@ -45,3 +45,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       }),
   };
 }
+
+/** A proxy in front of the PostgreSQL server of `databaseUrl`, and the same URL going through it. */
+export async function proxyInFrontOf(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(databaseUrl);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  const through = new URL(databaseUrl);
+  through.port = String(proxy.port);
+  return { proxy, url: through.toString() };
+}

@@ -1,12 +1,13 @@
 // The group commit's failures: one item failing its work is retried alone and the others commit; a COMMIT cut off
 // on PostgreSQL is reported as of unknown outcome and never done again (doing it again could do it twice).
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CommitOutcomeUnknownError } from '../../src/model/outages.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import { TransactionGroup } from '../../src/store/group-commit.js';
 import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 
 /** A scratch table of its own, so that the test needs nothing of the schema. */
 async function scratchTable(store: Store): Promise<void> {
@@ -19,21 +20,18 @@ async function scratchIds(store: Store): Promise<number[]> {
 }
 
 describe.each(DIALECTS)('group commit on %s', (dialect) => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const cleanup = cleanupsAfterAll();
 
   async function open(databaseUrl?: string): Promise<Store> {
     const store = await openStore({ dataDir: tempDir(), databaseUrl, migrate: false });
-    cleanups.push(() => store.close());
+    cleanup(() => store.close());
     return store;
   }
 
   async function fresh(): Promise<{ url: string | undefined }> {
     if (dialect === 'sqlite') return { url: undefined };
     const database = await createTestDatabase();
-    cleanups.push(database.drop);
+    cleanup(database.drop);
     return { url: database.url };
   }
 
@@ -52,12 +50,9 @@ describe.each(DIALECTS)('group commit on %s', (dialect) => {
     'rejects every item with CommitOutcomeUnknownError when the connection is lost at COMMIT, doing no work twice',
     async () => {
       const { url } = await fresh();
-      const target = new URL(url!);
-      const proxy: TcpProxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-      cleanups.push(proxy.close);
-      const viaProxy = new URL(url!);
-      viaProxy.port = String(proxy.port);
-      const store = await open(viaProxy.toString());
+      const { proxy, url: throughProxy } = await proxyInFrontOf(url!);
+      cleanup(proxy.close);
+      const store = await open(throughProxy);
       await scratchTable(store);
       const group = new TransactionGroup(store);
       let runs = 0;

@@ -1,22 +1,20 @@
 // A cluster node paused inside a transaction must not hold the others up: PostgreSQL ends its session once it has
 // sat idle in the transaction for IDLE_IN_TRANSACTION_MS, which frees the locks it held.
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/database.js';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
 
 describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL sessions of a node', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const cleanup = cleanupsAfterAll();
 
   it('ends a transaction its client left idle, so that another node waiting on its lock goes on', async () => {
     const database = await createTestDatabase();
-    cleanups.push(database.drop);
+    cleanup(database.drop);
     const open = async (): Promise<Store> => {
       const store = await openStore({ dataDir: tempDir(), databaseUrl: database.url, migrate: false });
-      cleanups.push(() => store.close());
+      cleanup(() => store.close());
       return store;
     };
     const [paused, other] = [await open(), await open()];
