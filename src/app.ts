@@ -36,7 +36,6 @@ import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { type ClusterSignals, LocalSignals, PostgresSignals } from './delivery/cluster-signals.js';
 import { PollCadence } from './lib/poll-cadence.js';
-import { ServiceError } from './model/errors.js';
 import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
@@ -340,14 +339,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     };
 
     await publishRegistry(components, logger, PACKAGE_ROOT);
-    // Nodes of a cluster starting at once on a fresh database all see no account: one creates it, the others find it taken.
-    const initialAccount =
-      options.createInitialAccount && (await users.count()) === 0
-        ? await users.create({ username: 'admin', email: 'admin@localhost', plan: 'paid' }).catch((error: unknown) => {
-            if (error instanceof ServiceError && error.code === 'conflict') return undefined;
-            throw error;
-          })
-        : undefined;
+    const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
     await bus.start();
     await signals.start();

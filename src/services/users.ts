@@ -115,6 +115,20 @@ export class UserService {
     return { ...toAccount(row), apiKey };
   }
 
+  /**
+   * The first account (`admin`, paid), when there is none yet. Undefined when one exists, or when another node of a
+   * cluster starting at the same time on a fresh database created it first.
+   */
+  async createFirstAccount(): Promise<NewAccount | undefined> {
+    if ((await this.count()) > 0) return undefined;
+    try {
+      return await this.create({ username: 'admin', email: 'admin@localhost', plan: 'paid' });
+    } catch (error) {
+      if (error instanceof ServiceError && error.code === 'conflict') return undefined;
+      throw error;
+    }
+  }
+
   async authenticate(apiKey: string): Promise<Account | undefined> {
     const row = await users.findUserByKeyHash(this.store.db, hashApiKey(apiKey));
     return row && toAccount(row);

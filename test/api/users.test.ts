@@ -62,3 +62,19 @@ describe.each(DIALECTS)('GET /v1/users/me on %s', (dialect) => {
     expect(accounts.filter((a) => a.username === username)).toHaveLength(1);
   });
 });
+
+describe.each(DIALECTS)('the first account on %s', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(dialect);
+  });
+  afterAll(() => server?.destroy());
+
+  it('is created once when two starts ask for it at the same time, and not at all once an account exists', async () => {
+    const { users } = server.running.services;
+    const made = await Promise.all([users.createFirstAccount(), users.createFirstAccount()]);
+    expect(made.filter(Boolean).map((account) => [account!.username, account!.plan])).toEqual([['admin', 'paid']]);
+    expect((await users.list()).map((account) => account.username)).toEqual(['admin']);
+    expect(await users.createFirstAccount()).toBeUndefined();
+  });
+});
