@@ -62,7 +62,7 @@ function asUnavailable(error: Error): ServiceError | undefined {
   if (outage?.kind === 'disk_full') {
     return new ServiceError('insufficient_storage', "the data directory's disk is full: nothing was written; try again once there is room", undefined, 30);
   }
-  if (outage && error instanceof CommitOutcomeUnknownError) {
+  if (error instanceof CommitOutcomeUnknownError) {
     // Said plainly: a client that sends it again may store it twice, one that does not may lose it.
     return new ServiceError(
       'unavailable',
