@@ -46,6 +46,17 @@ export async function waitForText(locator: Locator, text: string | RegExp): Prom
   await locator.filter({ hasText: text }).first().waitFor();
 }
 
+/**
+ * Waits until the element `selector` names (and whose text matches `text`, if given) has the keyboard focus. A CSS
+ * wait, not waitForFunction: a string predicate is polled through eval, which the console's CSP refuses.
+ */
+export async function waitForFocus(page: Page, selector: string, text?: RegExp): Promise<void> {
+  await page
+    .locator(`${selector}:focus`, text ? { hasText: text } : {})
+    .first()
+    .waitFor();
+}
+
 /** An expression evaluated in the page (a string, so that the tests need no DOM types). */
 export function evaluate<T>(page: Page, expression: string): Promise<T> {
   return page.evaluate(expression) as Promise<T>;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
+import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
 
 /** An HTTP source that logs each request, fails when the body asks it to, and emits the body otherwise. */
 const HTTP_SOURCE = `
@@ -139,7 +139,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await waitForText(page.locator('#prop-count-error'), 'Count must be at most 10');
     expect(await page.getByLabel('Count').getAttribute('aria-invalid')).toBe('true');
     // The keyboard lands on the field to fix.
-    await page.waitForFunction('document.activeElement?.id === "prop-count"');
+    await waitForFocus(page, '#prop-count');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
 
     // An interval under the server's minimum (15 s) is the server's to refuse: its 422 lands on the timer's field.
@@ -148,7 +148,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Deploy' }).click();
     await waitForText(page.locator('#prop-timer-error'), /timer .*15/);
     expect(await page.locator('#prop-count-error').textContent()).toBe('');
-    await page.waitForFunction('document.activeElement?.id === "prop-timer"');
+    await waitForFocus(page, '#prop-timer');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
     await page.getByLabel('Interval in seconds').scrollIntoViewIfNeeded();
     await screenshot(page, 'new-source');
@@ -280,7 +280,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
 
     // The dialog opens with the focus on Cancel; Escape cancels too.
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
-    await page.waitForFunction('document.activeElement?.textContent === "Cancel"');
+    await waitForFocus(page, '*', /^Cancel$/);
     await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached' });
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
