@@ -56,7 +56,8 @@ export function buildProgram(): Command {
   for (const option of settingOptions()) serve.addOption(option);
   serve.action(async (options: Record<string, unknown>) => {
     const config = configFrom(options);
-    const { createLogger, startTributary } = await import('../app.js');
+    const [{ createLogger, startTributary }, { tuneGarbageCollection }] = await Promise.all([import('../app.js'), import('../startup/gc-tuning.js')]);
+    tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
     const logger = createLogger(config, pretty ? (await import('./pretty-log.js')).prettyDestination() : undefined);
     const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
