@@ -46,8 +46,6 @@ import { listenToCluster } from './startup/listen-to-cluster.js';
 import { sendPerformers } from './startup/send-performers.js';
 import { publishRegistry, reservePort } from './startup/start-helpers.js';
 import { buildApi, type ApiServices } from './api/server.js';
-import { Metrics } from './metrics/metrics.js';
-import { listenForScrapes } from './metrics/listener.js';
 import { countQueued } from './store/invocations.js';
 
 /** Everything started, for the HTTP layer (its ApiServices part), the CLI and tests that look inside. */
@@ -146,8 +144,9 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
     // Cluster nodes tell each other what they queued and changed, and poll each second only while those signals may be lost.
-    const metrics = new Metrics();
-    const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics.queueLooked(queue));
+    // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.
+    const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/metrics.js')).Metrics();
+    const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics?.queueLooked(queue));
     const signals: ClusterSignals =
       store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence) : new LocalSignals();
     const runsWork = config.role !== 'api';
@@ -347,11 +346,13 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await reserved?.release();
     await app?.listen({ host: config.host, port: config.port });
     const gauges = { queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() };
-    metrics.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled });
+    metrics?.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled });
     const scrapes =
-      config.metricsPort === undefined
-        ? undefined
-        : await listenForScrapes(metrics, config.metricsHost, config.metricsPort, (error) => logger.warn({ err: error }, 'metrics could not be collected'));
+      metrics && config.metricsPort !== undefined
+        ? await (await import('./metrics/listener.js')).listenForScrapes(metrics, config.metricsHost, config.metricsPort, (error) =>
+            logger.warn({ err: error }, 'metrics could not be collected'),
+          )
+        : undefined;
     if (runsWork) {
       await dispatcher.start();
       await workflowRunner.start();

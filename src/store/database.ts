@@ -3,7 +3,7 @@ import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
 import { LRUCache } from 'lru-cache';
 import {
   type DatabaseConnection,
@@ -46,7 +46,7 @@ export interface OpenStoreOptions {
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const store = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir, options.backgroundCheckpoints);
+  const store = options.databaseUrl ? await openPostgres(options.databaseUrl) : openSqlite(options.dataDir, options.backgroundCheckpoints);
   try {
     await sql`select 1`.execute(store.db);
     if (options.migrate !== false) await migrateToLatest(store.db, store.dialect);
@@ -152,7 +152,9 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase & Sqlit
 /** How long PostgreSQL lets a session of this server sit idle inside a transaction before it ends it. */
 export const IDLE_IN_TRANSACTION_MS = 5000;
 
-function openPostgres(url: string): Store {
+async function openPostgres(url: string): Promise<Store> {
+  // Loaded here, not at startup: a server on SQLite never needs the driver.
+  const { default: pg } = await import('pg');
   // int8 (bigint) columns hold epoch times and counters that fit a JS number; count(*) comes back as int8 too.
   const types = {
     getTypeParser: (oid: number, format?: string) => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')),

@@ -1,5 +1,5 @@
 // PostgreSQL LISTEN/NOTIFY for the cluster bus: announcing committed event ids, listening, reading them back.
-import pg from 'pg';
+import type pg from 'pg';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import { eventKey, type EventRow } from './events.js';
@@ -62,7 +62,10 @@ export function listen(url: string, channel: string, onPayload: (payload: string
     retry.unref();
   };
   const connect = async () => {
-    const next = new pg.Client({ connectionString: url });
+    // Loaded here, not at startup: a server on SQLite never needs the driver.
+    const { default: driver } = await import('pg');
+    if (closed) return;
+    const next = new driver.Client({ connectionString: url });
     client = next;
     next.on('notification', (message) => {
       if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
