@@ -44,6 +44,7 @@ import { workflowRoutes } from './routes/workflows.js';
 import { dataStoreRoutes } from './routes/data-stores.js';
 import { accountRoutes } from './routes/accounts.js';
 import { consoleRoutes } from './routes/console.js';
+import { installSerializersOnFirstUse, validatorOnFirstUse } from './compile-on-first-use.js';
 
 export type App = FastifyInstance;
 
@@ -77,12 +78,16 @@ function nextRequestId(): string {
 /**
  * Paths and query strings are text, so their numbers and booleans are read out of it; a JSON body already carries
  * types, and a number where the schema wants a string is the client's mistake to report (400), not to convert.
+ * Validators and serializers are compiled on first use (see compile-on-first-use.ts).
  */
-function installValidators(app: FastifyInstance): void {
+function installSchemaCompilers(app: FastifyInstance): void {
   const options = { useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false } as const;
   const fromText = new Ajv({ ...options, coerceTypes: 'array' });
   const fromJson = new Ajv({ ...options, coerceTypes: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? fromJson.compile(schema) : finiteOnly(fromText.compile(schema))));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    validatorOnFirstUse(() => (httpPart === 'body' ? fromJson.compile(schema) : finiteOnly(fromText.compile(schema)))),
+  );
+  installSerializersOnFirstUse(app);
 }
 
 /**
@@ -120,7 +125,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: {
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  installValidators(app);
+  installSchemaCompilers(app);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // A graceful stop has begun: requests already running finish; new ones (on open keep-alive connections) are
