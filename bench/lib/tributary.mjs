@@ -39,9 +39,9 @@ export function apiClient(baseUrl, key) {
 
 /**
  * Starts `tributary serve --port 0` with a fresh data dir, `--log-level warn --rate-limit 0` and `extraArgs`,
- * after creating a paid-plan account in that data dir.
+ * after creating a paid-plan account in that data dir. `options.nodeArgs` go to node before the script.
  */
-export async function startTributary(extraArgs = []) {
+export async function startTributary(extraArgs = [], options = {}) {
   const dataDir = tempDir('tributary-bench-');
   const created = await execFileP(
     process.execPath,
@@ -53,7 +53,7 @@ export async function startTributary(extraArgs = []) {
   const settings = (process.env.BENCH_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
   const args = [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--rate-limit', '0', ...extraArgs, ...settings];
   // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server under test.
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const nodeArgs = [...(options.nodeArgs ?? []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
   const child = spawnTracked(process.execPath, [...nodeArgs, ...args], { cwd: ROOT });
   let url;
   try {
