@@ -3,7 +3,7 @@ import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import type pg from 'pg';
+import type { PoolConfig } from 'pg';
 import { LRUCache } from 'lru-cache';
 import {
   type DatabaseConnection,
@@ -170,7 +170,7 @@ async function openPostgres(url: string): Promise<Store> {
     connectionTimeoutMillis: 5000,
     keepAlive: true,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
-  } as pg.PoolConfig);
+  } as PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
   // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
   pool.on('error', () => undefined);

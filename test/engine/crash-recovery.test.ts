@@ -2,6 +2,7 @@
 // has produced its event exactly once.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { DIALECTS } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -17,16 +18,14 @@ module.exports = {
 `;
 
 describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
+  const cleanups = cleanupsAfterAll();
   const children: ChildProcess[] = [];
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    children.forEach((c) => c.kill('SIGKILL'));
-    for (const cleanup of cleanups) await cleanup();
-  });
+  // Registered after the cleanups, so it runs before them: the processes go before their storage.
+  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
   it('loses no acknowledged request and duplicates none', async () => {
     const { args: storage, cleanup } = await freshStorage(dialect);
-    cleanups.push(cleanup);
+    cleanups(cleanup);
     const key = await createAccount(storage, 'loader');
 
     const first = await serve(storage);

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { DIALECTS } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -39,18 +40,16 @@ const step = (path: string) =>
   `module.exports = { async run({ steps }) { const res = await fetch(steps.trigger.event.base + "${path}"); return (await res.json()).path; } };`;
 
 describe.each(DIALECTS)('workflow crash recovery on %s', (dialect) => {
+  const cleanups = cleanupsAfterAll();
   const children: ChildProcess[] = [];
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    children.forEach((c) => c.kill('SIGKILL'));
-    for (const cleanup of cleanups) await cleanup();
-  });
+  // Registered after the cleanups, so it runs before them: the processes go before their storage.
+  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
   it('resumes a run at its unfinished step after a SIGKILL, never running a finished step twice', async () => {
     const gatekeeper = await startGatekeeper();
-    cleanups.push(gatekeeper.close);
+    cleanups(gatekeeper.close);
     const { args, cleanup } = await freshStorage(dialect);
-    cleanups.push(cleanup);
+    cleanups(cleanup);
     const storage = [...args, '--allow-private-network'];
     const key = await createAccount(args, 'durable');
 

@@ -1,6 +1,7 @@
 // SIGTERM under ingest load on a real `tributary serve`: the process exits 0; requests it turned away got 503 in the
 // registered format with Retry-After; every request it acknowledged is stored once it starts again.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { client, request } from '../helpers/client.js';
 import { createAccount, freshStorage, serve } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait.js';
@@ -9,14 +10,11 @@ const SLOW_ECHO =
   'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { await new Promise((r) => setTimeout(r, 20)); this.$emit({ n: e.body.n }); } };';
 
 describe('graceful stop', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups) await cleanup();
-  });
+  const cleanups = cleanupsAfterAll();
 
   it('SIGTERM under load: exit 0, 503 (never 500) to what it turns away, and every acknowledged event stored after a restart', async () => {
     const storage = await freshStorage('sqlite');
-    cleanups.push(storage.cleanup);
+    cleanups(storage.cleanup);
     const first = await serve(storage.args);
     const key = await createAccount(storage.args, 'stopper');
     const deployed = await client(first.url, key).post('/v1/sources', { component_code: SLOW_ECHO });
@@ -57,7 +55,7 @@ describe('graceful stop', () => {
     const acknowledged = answered.filter((a) => a.status === 200).length;
 
     const second = await serve(storage.args);
-    cleanups.push(async () => {
+    cleanups(async () => {
       const gone = new Promise((resolve) => second.child.once('exit', resolve));
       second.child.kill('SIGTERM');
       await gone;

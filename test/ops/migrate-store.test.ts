@@ -6,6 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { migrateStore } from '../../src/ops/migrate-store.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { createTestDatabase, tempDir } from '../helpers/server.js';
@@ -48,11 +49,11 @@ async function stopGracefully(child: ChildProcess): Promise<void> {
 }
 
 describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
+  const cleanups = cleanupsAfterAll();
   const children: ChildProcess[] = [];
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
+  // Registered after the cleanups, so it runs before them: the processes go before their database.
+  afterAll(() => {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-    for (const cleanup of cleanups) await cleanup();
   });
 
   it('moves everything; the same key, endpoint URL, events and cursors work on PostgreSQL, secrets open and the timer goes on once', async () => {
@@ -64,7 +65,7 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
       res.end();
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => void receiver.close());
+    cleanups(() => void receiver.close());
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}`;
     const common = [
@@ -140,7 +141,7 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     expect(snapshot.keys.data.keys).toEqual(['last']);
 
     const database = await createTestDatabase();
-    cleanups.push(database.drop);
+    cleanups(database.drop);
     // Interrupted after three batches of two rows, then run again by the command: it finishes.
     await expect(migrateStore({ dataDir, to: database.url, force: false, batchSize: 2, stopAfterBatches: 3 })).rejects.toThrow(/stopped/);
     const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--batch-size', '2']);

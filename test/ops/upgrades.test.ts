@@ -4,6 +4,7 @@ import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { openStore } from '../../src/store/database.js';
 import { KNOWN_MIGRATIONS, migrateTo } from '../../src/store/migrate.js';
 import { BIN, freshStorage, serve } from '../helpers/processes.js';
@@ -24,14 +25,11 @@ function where(args: string[]): { dataDir: string; databaseUrl: string | undefin
 }
 
 describe.each(DIALECTS)('upgrades on %s', (dialect) => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups) await cleanup();
-  });
+  const cleanups = cleanupsAfterAll();
 
   it('migrate --status lists applied and pending migrations; migrate applies the pending ones', async () => {
     const storage = await freshStorage(dialect);
-    cleanups.push(storage.cleanup);
+    cleanups(storage.cleanup);
     const store = await openStore({ ...where(storage.args), migrate: false });
     await migrateTo(store.db, dialect, '005-queue-key');
     await store.close();
@@ -55,7 +53,7 @@ describe.each(DIALECTS)('upgrades on %s', (dialect) => {
 
   it('refuses to start on a database written by a newer Tributary, naming its migration and this version', async () => {
     const storage = await freshStorage(dialect);
-    cleanups.push(storage.cleanup);
+    cleanups(storage.cleanup);
     await tributary(['migrate', ...storage.args]);
     const store = await openStore({ ...where(storage.args), migrate: false });
     await sql`insert into kysely_migration (name, timestamp) values ('012-from-the-future', ${new Date().toISOString()})`.execute(store.db);
