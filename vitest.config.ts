@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Each file's temp folders are removed after its own hooks (test/helpers/remove-temp-dirs.ts).
+    setupFiles: ['test/helpers/remove-temp-dirs.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,10 +1,9 @@
 // Starts a real Tributary server for a test: a temp data directory with SQLite, or a fresh PostgreSQL database.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { resolveConfig, type Config } from '../../src/config.js';
+import { tempDir } from './temp-dirs.js';
 import { createLogger, startTributary, type RunningTributary } from '../../src/app.js';
 import type { Clock } from '../../src/lib/clock.js';
 import type { NewAccount } from '../../src/services/users.js';
@@ -16,9 +15,7 @@ const TEST_DATABASE_URL = process.env.TRIBUTARY_TEST_DATABASE_URL;
 /** Every storage and API test runs on SQLite, and on PostgreSQL too when TRIBUTARY_TEST_DATABASE_URL is set. */
 export const DIALECTS: Dialect[] = TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 
-export function tempDir(prefix = 'tributary-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
+export { tempDir } from './temp-dirs.js';
 
 /** Creates an empty PostgreSQL database on the test server and returns its URL and a function that drops it. */
 export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
