@@ -53,11 +53,28 @@ async function startNode(role, databaseUrl) {
   return {
     url,
     pid: child.pid,
+    role,
+    /** The last 64 KiB of what the node printed (warnings and errors: the nodes log at `warn`). */
+    output: () => child.outputTail(),
     async stop() {
       await stopChild(child);
       removeDir(dataDir);
     },
   };
+}
+
+/** Latencies past this are worth the nodes' own account of the run. */
+const SLOW_MS = 1000;
+
+/** After a fan-out with an event slower than SLOW_MS, prints what each node logged, so that the cause can be read. */
+function logNodesIfSlow(label, result, nodes, log) {
+  const slowest = Math.max(result.sse.max, result.webhook.max);
+  if (!(slowest > SLOW_MS)) return;
+  log(`${label}: an event took ${int(slowest)} ms; what the nodes logged:`);
+  for (const node of nodes) {
+    const lines = node.output().trim().split('\n').slice(-20);
+    log(`  ${node.role} node ${node.pid}: ${lines.length && lines[0] ? `\n    ${lines.join('\n    ')}` : 'nothing'}`);
+  }
 }
 
 /** Nodes of the given roles on a fresh database, with an account whose key is returned. */
@@ -203,6 +220,7 @@ export async function run(cfg, log) {
         cfg,
         cluster.nodes.map((n) => n.pid),
       );
+      logNodesIfSlow(label, fanouts[label], cluster.nodes, log);
     } finally {
       await cluster.stop();
     }
