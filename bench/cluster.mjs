@@ -72,8 +72,9 @@ function logNodesIfSlow(label, result, nodes, log) {
   if (!(slowest > SLOW_MS)) return;
   log(`${label}: an event took ${int(slowest)} ms; what the nodes logged:`);
   for (const node of nodes) {
+    // split always yields one line at least: an empty first one means the node printed nothing.
     const lines = node.output().trim().split('\n').slice(-20);
-    log(`  ${node.role} node ${node.pid}: ${lines.length && lines[0] ? `\n    ${lines.join('\n    ')}` : 'nothing'}`);
+    log(`  ${node.role} node ${node.pid}: ${lines[0] ? `\n    ${lines.join('\n    ')}` : 'nothing'}`);
   }
 }
 
