@@ -3,7 +3,8 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import SQLite from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { killedAfterAll } from '../helpers/cleanups.js';
 import { SETTINGS, envName } from '../../src/config.js';
 import { hashApiKey } from '../../src/services/users.js';
 import { tempDir } from '../helpers/server.js';
@@ -41,8 +42,7 @@ function exitCode(child: ChildProcess): Promise<number | null> {
 }
 
 describe('tributary CLI', () => {
-  const children: ChildProcess[] = [];
-  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
+  const children = killedAfterAll();
 
   it('serve --help lists every setting with its TRIBUTARY_ variable', async () => {
     const { stdout } = await tributary(['serve', '--help']);

@@ -1,8 +1,5 @@
-// Durability: SIGKILL the server under sustained HTTP load; after a restart, every acknowledged request
-// has produced its event exactly once.
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { DIALECTS } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -19,9 +16,7 @@ module.exports = {
 
 describe.each(DIALECTS)('crash recovery on %s', (dialect) => {
   const cleanups = cleanupsAfterAll();
-  const children: ChildProcess[] = [];
-  // Registered after the cleanups, so it runs before them: the processes go before their storage.
-  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
+  const children = killedAfterAll();
 
   it('loses no acknowledged request and duplicates none', async () => {
     const { args: storage, cleanup } = await freshStorage(dialect);

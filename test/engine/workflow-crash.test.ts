@@ -2,9 +2,8 @@
 // at that step, so the finished first step never runs again and the run completes.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { DIALECTS } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -41,9 +40,7 @@ const step = (path: string) =>
 
 describe.each(DIALECTS)('workflow crash recovery on %s', (dialect) => {
   const cleanups = cleanupsAfterAll();
-  const children: ChildProcess[] = [];
-  // Registered after the cleanups, so it runs before them: the processes go before their storage.
-  afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
+  const children = killedAfterAll();
 
   it('resumes a run at its unfinished step after a SIGKILL, never running a finished step twice', async () => {
     const gatekeeper = await startGatekeeper();

@@ -1,12 +1,13 @@
 // tributary backup and restore: a backup taken while a real server ingests, restored into a fresh data directory, serves the
 // same key, the same endpoint URL and every event acknowledged before the backup began; and each refusal, with exit code 2.
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import SQLite from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { killedAfterAll } from '../helpers/cleanups.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { tempDir } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
@@ -45,10 +46,7 @@ async function allEvents(api: ReturnType<typeof client>, sourceId: string): Prom
 }
 
 describe('backup and restore', () => {
-  const children: ChildProcess[] = [];
-  afterAll(() => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  });
+  const children = killedAfterAll();
 
   it('backs up under ingest load; the restored data directory serves the same key, endpoint URL and every event acknowledged before', async () => {
     const port = await freePort();

@@ -5,8 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { migrateStore } from '../../src/ops/migrate-store.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { createTestDatabase, tempDir } from '../helpers/server.js';
@@ -50,11 +50,7 @@ async function stopGracefully(child: ChildProcess): Promise<void> {
 
 describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
   const cleanups = cleanupsAfterAll();
-  const children: ChildProcess[] = [];
-  // Registered after the cleanups, so it runs before them: the processes go before their database.
-  afterAll(() => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  });
+  const children = killedAfterAll();
 
   it('moves everything; the same key, endpoint URL, events and cursors work on PostgreSQL, secrets open and the timer goes on once', async () => {
     // A webhook receiver that fails, so that the delivery stays pending (its retry is an hour away).
