@@ -1,7 +1,7 @@
 // Outbound HTTP for component URLs and webhooks, guarded so that users cannot make the service reach its own network.
 import dns from 'node:dns';
 import type net from 'node:net';
-import { Agent, fetch, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { invalid } from '../model/errors.js';
 // The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
 import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
@@ -26,8 +26,17 @@ export class OutboundBlockedError extends Error {
   override name = 'OutboundBlockedError';
 }
 
+let undici: Promise<typeof import('undici')> | undefined;
+
+/** undici, loaded with the first outbound request: a server that sends nothing keeps its ~3.5 MB of heap (BENCHMARKS.md, session 16). */
+export function loadUndici(): Promise<typeof import('undici')> {
+  undici ??= import('undici');
+  return undici;
+}
+
 /** A dispatcher that refuses to connect to private addresses, checked on the resolved address, not the name. */
-export function guardedDispatcher(allowPrivateNetwork: boolean, timeoutMs: number): Dispatcher {
+export async function guardedDispatcher(allowPrivateNetwork: boolean, timeoutMs: number): Promise<Dispatcher> {
+  const { Agent } = await loadUndici();
   const lookup: net.LookupFunction = (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 4);
@@ -41,6 +50,32 @@ export function guardedDispatcher(allowPrivateNetwork: boolean, timeoutMs: numbe
     });
   };
   return new Agent({ connect: { lookup, timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+}
+
+/** One guarded dispatcher for many requests, made with the first of them. */
+export class GuardedAgent {
+  private made: Promise<Dispatcher> | undefined;
+  private dispatcher: Dispatcher | undefined;
+
+  constructor(
+    private readonly allowPrivateNetwork: boolean,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** The dispatcher once made, for callers that dispatch synchronously after the first request. */
+  get ready(): Dispatcher | undefined {
+    return this.dispatcher;
+  }
+
+  get(): Promise<Dispatcher> {
+    this.made ??= guardedDispatcher(this.allowPrivateNetwork, this.timeoutMs).then((dispatcher) => (this.dispatcher = dispatcher));
+    return this.made;
+  }
+
+  /** Closes the connections, if any request was ever made. */
+  async close(): Promise<void> {
+    if (this.made) await (await this.made).close().catch(() => undefined);
+  }
 }
 
 /** Rejects URLs whose host is a literal private address, which never goes through the resolver. */
@@ -61,7 +96,7 @@ export interface FetchTextOptions {
 export async function fetchText(rawUrl: string, options: FetchTextOptions): Promise<string> {
   const url = new URL(rawUrl);
   assertPublicLiteral(url, options.allowPrivateNetwork);
-  const dispatcher = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
+  const [{ fetch }, dispatcher] = await Promise.all([loadUndici(), guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs)]);
   try {
     const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(options.timeoutMs), redirect: 'follow' });
     if (!response.ok) throw new Error(`${rawUrl} answered ${response.status}`);

@@ -154,7 +154,6 @@ export class WorkerProcess {
         // Node 20 takes one path per flag; a comma-separated list is read as a single path.
         ...[path.dirname(entry), ...spec.allowRead].map((p) => `--allow-fs-read=${p}`),
         '--experimental-require-module',
-        '--enable-source-maps',
         '--disable-warning=ExperimentalWarning',
       ],
       // Node reads NODE_EXTRA_CA_CERTS once, as the process starts: the only way to give a worker's TLS another CA.

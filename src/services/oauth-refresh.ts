@@ -1,6 +1,6 @@
 // The OAuth 2.0 refresh_token grant (RFC 6749 §6): one form-encoded POST to a token URL, through the outbound guard.
-import { fetch, type Response } from 'undici';
-import { assertPublicLiteral, guardedDispatcher, OutboundBlockedError } from '../delivery/outbound.js';
+import type { Response } from 'undici';
+import { assertPublicLiteral, guardedDispatcher, loadUndici, OutboundBlockedError } from '../delivery/outbound.js';
 
 /** What a refresh needs, from the connected account's credentials. */
 export interface RefreshGrant {
@@ -81,7 +81,7 @@ export async function refreshAccessToken(grant: RefreshGrant, options: RefreshOp
     if (grant.clientId !== undefined) body.set('client_id', grant.clientId);
     if (grant.clientSecret !== undefined) body.set('client_secret', grant.clientSecret);
   }
-  const dispatcher = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
+  const [{ fetch }, dispatcher] = await Promise.all([loadUndici(), guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs)]);
   try {
     // Redirects are not followed: they would carry the refresh token and the client secret somewhere else.
     const response = await fetch(url, {

@@ -7,11 +7,15 @@ import { createTestDatabase, tempDir, type Dialect } from './server.js';
 export const BIN = path.resolve(import.meta.dirname, '../../bin/tributary.js');
 const run = promisify(execFile);
 
-/** Starts `tributary serve` on a free port with `args`; resolves once it listens. */
-export function serve(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'error', '--event-retention', '100000', '--rate-limit', '0', ...args], {
-    env: { PATH: process.env.PATH ?? '' },
-  });
+/** Starts `tributary serve` on a free port with `args` (and `nodeArgs` before the script); resolves once it listens. */
+export function serve(args: string[], nodeArgs: string[] = []): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, BIN, 'serve', '--port', '0', '--log-level', 'error', '--event-retention', '100000', '--rate-limit', '0', ...args],
+    {
+      env: { PATH: process.env.PATH ?? '' },
+    },
+  );
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

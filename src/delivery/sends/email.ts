@@ -1,5 +1,5 @@
 // Carries out `$.send.email({ subject, text, html })`: one message to the workflow owner's account email over SMTP.
-import nodemailer, { type NodemailerError } from 'nodemailer';
+import type { NodemailerError, Transporter } from 'nodemailer';
 import type { ClaimedSend } from '../../store/sends.js';
 import { refused, type Performer, type SendResult } from './result.js';
 
@@ -22,22 +22,16 @@ interface EmailSendPayload {
 const PERMANENT_CODES = new Set(['EAUTH', 'ECONFIG', 'EENVELOPE']);
 
 export class EmailPerformer implements Performer {
-  private readonly transport: ReturnType<typeof nodemailer.createTransport>;
+  private transport: Promise<Transporter> | undefined;
 
-  constructor(settings: EmailSettings) {
-    // One connection per message: sends are few, and a pool would hold connections the server rarely uses.
-    this.transport = nodemailer.createTransport(
-      { url: settings.smtpUrl, connectionTimeout: settings.timeoutMs, greetingTimeout: settings.timeoutMs, socketTimeout: settings.timeoutMs },
-      { from: settings.from },
-    );
-  }
+  constructor(private readonly settings: EmailSettings) {}
 
   /** Not cut off when the server stops: a message is sent or not, and its outcome is recorded either way. */
   async perform(send: ClaimedSend): Promise<SendResult> {
     if (!send.account_email) return refused("the workflow's account has no email address");
     const { subject, text, html } = JSON.parse(send.payload) as EmailSendPayload;
     try {
-      await this.transport.sendMail({ to: send.account_email, subject, text, html });
+      await (await this.transportOnce()).sendMail({ to: send.account_email, subject, text, html });
       return { ok: true };
     } catch (error) {
       const err = error as NodemailerError;
@@ -48,7 +42,24 @@ export class EmailPerformer implements Performer {
   }
 
   async close(): Promise<void> {
-    this.transport.close();
+    (await this.transport?.catch(() => undefined))?.close();
+  }
+
+  /** nodemailer is loaded with the first message: a server that sends no email keeps its ~1.6 MB of heap. */
+  private transportOnce(): Promise<Transporter> {
+    this.transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      // One connection per message: sends are few, and a pool would hold connections the server rarely uses.
+      nodemailer.createTransport(
+        {
+          url: this.settings.smtpUrl,
+          connectionTimeout: this.settings.timeoutMs,
+          greetingTimeout: this.settings.timeoutMs,
+          socketTimeout: this.settings.timeoutMs,
+        },
+        { from: this.settings.from },
+      ),
+    );
+    return this.transport;
   }
 }
 

@@ -2,7 +2,7 @@
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../../lib/clock.js';
 import type { ClaimedSend } from '../../store/sends.js';
-import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../outbound.js';
+import { GuardedAgent, OutboundBlockedError, assertPublicLiteral } from '../outbound.js';
 import { retryAfterMs } from '../webhooks/attempt.js';
 import { refused, type Performer, type SendResult } from './result.js';
 
@@ -63,13 +63,13 @@ function requestOf(payload: HttpSendPayload, allowPrivateNetwork: boolean): Disp
 }
 
 export class HttpPerformer implements Performer {
-  private readonly agent: Dispatcher;
+  private readonly agent: GuardedAgent;
 
   constructor(
     private readonly settings: HttpSendSettings,
     private readonly clock: Clock,
   ) {
-    this.agent = guardedDispatcher(settings.allowPrivateNetwork, settings.timeoutMs);
+    this.agent = new GuardedAgent(settings.allowPrivateNetwork, settings.timeoutMs);
   }
 
   async perform(send: ClaimedSend, signal: AbortSignal): Promise<SendResult> {
@@ -86,7 +86,7 @@ export class HttpPerformer implements Performer {
     else signal.addEventListener('abort', stop, { once: true });
     const timeout = this.clock.after(this.settings.timeoutMs, () => attempt.abort(new DOMException('the attempt timed out', 'TimeoutError')));
     try {
-      const response = await this.agent.request({ ...request, signal: attempt.signal });
+      const response = await (await this.agent.get()).request({ ...request, signal: attempt.signal });
       // A larger body closes the connection instead; the status counts all the same.
       await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
       const { statusCode } = response;

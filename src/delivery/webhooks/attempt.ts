@@ -4,7 +4,7 @@ import { LRUCache } from 'lru-cache';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../../lib/clock.js';
 import { nowSeconds } from '../../model/ids.js';
-import { OutboundBlockedError, assertPublicLiteral, guardedDispatcher } from '../outbound.js';
+import { GuardedAgent, OutboundBlockedError, assertPublicLiteral } from '../outbound.js';
 import { signWith } from './signing.js';
 
 /** A Retry-After further away than this is not believed. */
@@ -49,14 +49,14 @@ export function retryAfterMs(value: string | string[] | undefined, nowMs: number
 }
 
 export class WebhookPoster {
-  private readonly agent: Dispatcher;
+  private readonly agent: GuardedAgent;
   private readonly targets = new LRUCache<string, Target>({ max: 1000 });
 
   constructor(
     private readonly options: { allowPrivateNetwork: boolean; timeoutMs: number },
     private readonly clock: Clock,
   ) {
-    this.agent = guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs);
+    this.agent = new GuardedAgent(options.allowPrivateNetwork, options.timeoutMs);
   }
 
   /**
@@ -64,6 +64,8 @@ export class WebhookPoster {
    * and signal listeners, which cost about a third of an attempt's CPU. Never rejects.
    */
   post(message: WebhookMessage, flight: InFlight): Promise<AttemptResult> {
+    const agent = this.agent.ready;
+    if (agent === undefined) return this.postOnceLoaded(message, flight);
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       let cancelled: Error | undefined;
@@ -101,7 +103,7 @@ export class WebhookPoster {
           'webhook-timestamp': String(timestamp),
           'webhook-signature': signWith(message.signingKey, message.messageId, timestamp, message.payload),
         };
-        this.agent.dispatch(
+        agent.dispatch(
           { origin: target.origin, path: target.path, method: 'POST', headers, body: message.payload },
           {
             onRequestStart: (started) => {
@@ -128,9 +130,24 @@ export class WebhookPoster {
     });
   }
 
+  /** The first attempt waits for undici to load (the ones after it dispatch at once); stop() may end it meanwhile. */
+  private async postOnceLoaded(message: WebhookMessage, flight: InFlight): Promise<AttemptResult> {
+    let stoppedBy: Error | undefined;
+    flight.cancel = (reason) => {
+      stoppedBy = reason;
+    };
+    try {
+      await this.agent.get();
+    } catch (error) {
+      return { statusCode: null, error: this.describe(error), retryAfterMs: undefined };
+    }
+    if (stoppedBy) return { statusCode: null, error: stoppedBy.message, retryAfterMs: undefined, stopped: true };
+    return this.post(message, flight);
+  }
+
   /** Closes the connections; attempts in flight must have been cancelled first. */
   async close(): Promise<void> {
-    await this.agent.close().catch(() => undefined);
+    await this.agent.close();
   }
 
   /** Where an attempt goes. Throws for a URL that is invalid or a private address literal (see assertPublicLiteral). */
