@@ -74,7 +74,7 @@ export class GuardedAgent {
 
   /** Closes the connections, if any request was ever made. */
   async close(): Promise<void> {
-    if (this.made) await (await this.made).close().catch(() => undefined);
+    await this.made?.then((dispatcher) => dispatcher.close()).catch(() => undefined);
   }
 }
 
