@@ -1,9 +1,10 @@
 // 2. fanout: at a fixed rate, time from the HTTP request to the event arriving at an SSE client and at a
-// local webhook receiver. Baseline: the same path through a bare Node HTTP server that forwards each request
-// to an SSE client and to the webhook receiver directly.
+// local webhook receiver. Baselines: the same path through a bare Node HTTP server that forwards each request
+// to an SSE client and to the webhook receiver directly, and through the durable relay, which adds the least a
+// durable service does per event (bench/lib/durable-relay.mjs).
 import { loadgen } from './lib/client.mjs';
 import { serverCpuDuring, watched } from './lib/machine.mjs';
-import { startRelay } from './lib/servers.mjs';
+import { startDurableRelay, startRelay } from './lib/servers.mjs';
 import { cpuPerEvent, int, p50p99 } from './lib/stats.mjs';
 import { met, row } from './lib/table.mjs';
 import { startTributary } from './lib/tributary.mjs';
@@ -35,30 +36,33 @@ export async function run(cfg, log) {
     await server.stop();
   }
 
-  const relay = await startRelay();
-  let base;
-  let baseBusy;
-  let baseCpuMs;
-  try {
-    log('baseline: bare Node relay, same rate');
-    [[base, baseBusy], baseCpuMs] = await serverCpuDuring(relay.pid, () =>
-      watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout)),
-    );
-  } finally {
-    await relay.stop();
-  }
+  const measureRelay = async (start, what) => {
+    const relay = await start();
+    try {
+      log(`baseline: ${what}, same rate`);
+      return await serverCpuDuring(relay.pid, () =>
+        watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout)),
+      );
+    } finally {
+      await relay.stop();
+    }
+  };
+  const [[base, baseBusy], baseCpuMs] = await measureRelay(startRelay, 'bare Node relay');
+  const [[floor, floorBusy], floorCpuMs] = await measureRelay(startDurableRelay, 'durable relay (a queue row before the 200, a child process, SQLite)');
 
   const rate = (r) => `${int(r.achievedRate)}/s offered`;
   const received = (summary, r) => `${int(summary.n)}/${int(r.measured)} received`;
   const figure = (available, summary, r, what) => (available ? `${p50p99(summary)} (${received(summary, r)})${tribBusy}` : `not available (${what})`);
   const notesOf = (prefix) => trib.notes.filter((n) => n.includes(prefix)).join('; ') || 'no endpoint';
   const complete = (summary, r) => summary.n >= r.measured;
+  const baselines = (of) =>
+    `${p50p99(of(base))} (${received(of(base), base)})${baseBusy}; durable ${p50p99(of(floor))} (${received(of(floor), floor)})${floorBusy}`;
   return [
     row(
       'fanout',
       `request → SSE client p50 / p99 (${cfg.fanoutRate}/s)`,
       figure(trib.sseAvailable, trib.sse, trib, notesOf('sse')),
-      `${p50p99(base.sse)} (${received(base.sse, base)})${baseBusy}`,
+      baselines((r) => r.sse),
       'p99 ≤ 10 ms',
       trib.sseAvailable ? met(trib.sse.p99 <= 10 && complete(trib.sse, trib)) : 'n/a',
     ),
@@ -66,7 +70,7 @@ export async function run(cfg, log) {
       'fanout',
       `request → webhook receiver p50 / p99 (${cfg.fanoutRate}/s)`,
       figure(trib.webhookAvailable, trib.webhook, trib, notesOf('/v1/')),
-      `${p50p99(base.webhook)} (${received(base.webhook, base)})${baseBusy}`,
+      baselines((r) => r.webhook),
       'p99 ≤ 25 ms',
       trib.webhookAvailable ? met(trib.webhook.p99 <= 25 && complete(trib.webhook, trib)) : 'n/a',
     ),
@@ -77,7 +81,13 @@ export async function run(cfg, log) {
       `${p50p99(base.warmUpSse)} / ${p50p99(base.warmUpWebhook)}`,
       '',
     ),
-    row('fanout', 'server CPU per event (server + workers)', cpuPerEvent(tribCpuMs, trib.acked), cpuPerEvent(baseCpuMs, base.acked), ''),
+    row(
+      'fanout',
+      'server CPU per event (server + workers)',
+      cpuPerEvent(tribCpuMs, trib.acked),
+      `${cpuPerEvent(baseCpuMs, base.acked)}; durable ${cpuPerEvent(floorCpuMs, floor.acked)}`,
+      '',
+    ),
     row(
       'fanout',
       'HTTP acknowledgement p50 / p99',

@@ -12,3 +12,5 @@ async function startScript(file) {
 export const startBareFastify = () => startScript('bare-fastify.mjs');
 /** A bare Node HTTP server relaying POST /e bodies to SSE clients (GET /sse) and one webhook. */
 export const startRelay = () => startScript('relay.mjs');
+/** The relay plus a durable event service's least work per event (durable-relay.mjs): SQLite, a child process. */
+export const startDurableRelay = () => startScript('durable-relay.mjs');
