@@ -9,6 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { serveRelay } from './relay-server.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-floor-'));
 const db = new Database(path.join(dir, 'floor.db'));
@@ -30,14 +31,12 @@ const storeRun = db.transaction((queueId, body) => {
   return insertDelivery.run(eventId).lastInsertRowid;
 });
 
-const sseClients = new Set();
-let webhookUrl;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 const signingKey = Buffer.from('bench-floor-signing-key');
 
 function deliver(body, deliveryId) {
-  for (const res of sseClients) res.write(`data: ${body}\n\n`);
-  if (!webhookUrl) return;
+  for (const res of relay.sseClients) res.write(`data: ${body}\n\n`);
+  if (!relay.webhookUrl) return;
   const messageId = `msg_${deliveryId}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
   const signature = createHmac('sha256', signingKey).update(`${messageId}.${timestamp}.${body}`).digest('base64');
@@ -48,7 +47,7 @@ function deliver(body, deliveryId) {
     'webhook-timestamp': timestamp,
     'webhook-signature': `v1,${signature}`,
   };
-  const req = http.request(webhookUrl, { method: 'POST', agent, headers });
+  const req = http.request(relay.webhookUrl, { method: 'POST', agent, headers });
   req.on('response', (res) => {
     res.resume();
     res.on('end', () => recordAttempt.run(res.statusCode, deliveryId));
@@ -63,41 +62,18 @@ worker.on('message', ({ queueId, emitted }) => {
   deliver(body, storeRun(queueId, body));
 });
 
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, 'http://relay');
-  if (req.method === 'GET' && url.pathname === '/sse') {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.write(':handshake\n\n');
-    sseClients.add(res);
-    req.on('close', () => sseClients.delete(res));
-    return;
-  }
-  if (req.method === 'POST' && url.pathname === '/webhooks') {
-    webhookUrl = url.searchParams.get('url');
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":{"id":"wh_floor"}}');
-    return;
-  }
-  if (req.method === 'POST' && url.pathname.startsWith('/e')) {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      const queueId = enqueue.run(body).lastInsertRowid;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true}');
-      worker.send({ queueId, body });
-    });
-    return;
-  }
-  res.writeHead(404).end();
-});
-server.keepAliveTimeout = 72_000;
-server.listen(0, '127.0.0.1', () => console.log(`durable relay listening at http://127.0.0.1:${server.address().port} `));
-process.on('SIGTERM', () => {
-  for (const res of sseClients) res.end();
-  worker.kill();
-  server.close(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  });
-});
+const relay = serveRelay(
+  'durable relay',
+  (body, answer) => {
+    const queueId = enqueue.run(body).lastInsertRowid;
+    answer();
+    worker.send({ queueId, body });
+  },
+  {
+    onStop: () => {
+      worker.kill();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  },
+);
