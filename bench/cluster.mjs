@@ -9,6 +9,7 @@ import { loadgen } from './lib/client.mjs';
 import { waitForCount } from './lib/events.mjs';
 import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { cleanEnv, removeDir, spawnTracked, stopChild, tempDir, waitForOutput } from './lib/proc.mjs';
+import { fanoutJob, fanoutTimeout } from './fanout.mjs';
 import { startBareFastify, startRelay } from './lib/servers.mjs';
 import { openSse } from './lib/sse.mjs';
 import { cpuPerEvent, int, p50p99, summarize } from './lib/stats.mjs';
@@ -141,11 +142,6 @@ async function ingest(cluster, cfg, pids) {
 }
 
 /** The fan-out benchmark's load: a fixed rate into a fresh echo source, each event to an SSE client of the front node and a webhook. */
-function fanoutJob(cfg) {
-  return { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: cfg.fanoutWarmup * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
-}
-const fanoutTimeout = (cfg) => (cfg.fanoutWarmup + cfg.duration) * 1000 + 120_000;
-
 async function fanout(cluster, cfg, pids) {
   const deployed = await cluster.api.ok('POST', '/v1/sources', { component_code: ECHO, name: 'fanout' });
   const job = {

@@ -3,12 +3,12 @@
 // rate. One run, no baseline: a tool for comparing two builds in alternation, not a figure of the suite.
 //   node bench/fanout-probe.mjs            (after npm run build; BENCH_DURATION, BENCH_FANOUT_WARMUP, BENCH_FANOUT_RATE)
 import path from 'node:path';
+import { ECHO } from './fanout.mjs';
 import { loadConfig } from './lib/config.mjs';
 import { forkTracked, installExitHandlers } from './lib/proc.mjs';
 import { printThreadUse, snapshotThreads } from './lib/threads.mjs';
 import { startTributary } from './lib/tributary.mjs';
 
-const ECHO = 'module.exports = { name: "bench-fanout", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
 /** The generator subscribes its receiver and opens its stream before the load starts; the window starts after that. */
 const SETUP_MS = 1000;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

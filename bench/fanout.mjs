@@ -12,43 +12,52 @@ import { startTributary } from './lib/tributary.mjs';
 export const name = 'fanout';
 export const summary = 'events at a fixed rate: request → SSE client and → webhook receiver, p50/p99';
 
-const ECHO = 'module.exports = { name: "bench-fanout", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
+export const ECHO = 'module.exports = { name: "bench-fanout", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
 
-export async function run(cfg, log) {
-  const job = { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: cfg.fanoutWarmup * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
-  const timeout = (cfg.fanoutWarmup + cfg.duration) * 1000 + 120_000;
+/** The fan-out load at the configured rate; `kind`, URLs and key are added per server. */
+export function fanoutJob(cfg) {
+  return { mode: 'fanout', rate: cfg.fanoutRate, warmupMs: cfg.fanoutWarmup * 1000, durationMs: cfg.duration * 1000, graceMs: 10_000 };
+}
+export const fanoutTimeout = (cfg) => (cfg.fanoutWarmup + cfg.duration) * 1000 + 120_000;
 
+/** The load through a fresh Tributary with one echo source: [[load result, busy-machine note], server + workers CPU ms]. */
+export async function fanoutThroughTributary(cfg, log) {
   // The server must reach the receiver on 127.0.0.1; the retention only needs to cover the SSE replay window.
   const server = await startTributary(['--allow-private-network']);
-  let trib;
-  let tribBusy;
-  let tribCpuMs;
   try {
     const component = await server.api.ok('POST', '/v1/components', { component_code: ECHO });
     const source = await server.api.ok('POST', '/v1/sources', { component_id: component.data.id, name: 'fanout' });
-    log(`tributary: ${cfg.fanoutRate} events/s for ${job.warmupMs / 1000} s warm-up + ${cfg.duration} s`);
+    log(`tributary: ${cfg.fanoutRate} events/s for ${cfg.fanoutWarmup} s warm-up + ${cfg.duration} s`);
     const ingestUrl = `${source.data.configured_props.http.endpoint_url}/bench`;
-    [[trib, tribBusy], tribCpuMs] = await serverCpuDuring(server.pid, () =>
-      watched(() => loadgen({ ...job, kind: 'tributary', baseUrl: server.url, key: server.key, sourceId: source.data.id, ingestUrl }, timeout)),
-    );
-    for (const note of trib.notes) log(`tributary: ${note}`);
+    const job = { ...fanoutJob(cfg), kind: 'tributary', baseUrl: server.url, key: server.key, sourceId: source.data.id, ingestUrl };
+    return await serverCpuDuring(server.pid, () => watched(() => loadgen(job, fanoutTimeout(cfg))));
   } finally {
     await server.stop();
   }
+}
 
-  const measureRelay = async (start, what) => {
-    const relay = await start();
-    try {
-      log(`baseline: ${what}, same rate`);
-      return await serverCpuDuring(relay.pid, () =>
-        watched(() => loadgen({ ...job, kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, timeout)),
-      );
-    } finally {
-      await relay.stop();
-    }
-  };
-  const [[base, baseBusy], baseCpuMs] = await measureRelay(startRelay, 'bare Node relay');
-  const [[floor, floorBusy], floorCpuMs] = await measureRelay(startDurableRelay, 'durable relay (a queue row before the 200, a child process, SQLite)');
+/** The same load through the relay `start` starts (`what` names it in the log), and its CPU with its children. */
+export async function fanoutThroughRelay(start, what, cfg, log) {
+  const relay = await start();
+  try {
+    log(`baseline: ${what}, same rate`);
+    const job = { ...fanoutJob(cfg), kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` };
+    return await serverCpuDuring(relay.pid, () => watched(() => loadgen(job, fanoutTimeout(cfg))));
+  } finally {
+    await relay.stop();
+  }
+}
+
+export async function run(cfg, log) {
+  const [[trib, tribBusy], tribCpuMs] = await fanoutThroughTributary(cfg, log);
+  for (const note of trib.notes) log(`tributary: ${note}`);
+  const [[base, baseBusy], baseCpuMs] = await fanoutThroughRelay(startRelay, 'bare Node relay', cfg, log);
+  const [[floor, floorBusy], floorCpuMs] = await fanoutThroughRelay(
+    startDurableRelay,
+    'durable relay (a queue row before the 200, a child process, SQLite)',
+    cfg,
+    log,
+  );
 
   const rate = (r) => `${int(r.achievedRate)}/s offered`;
   const received = (summary, r) => `${int(summary.n)}/${int(r.measured)} received`;
