@@ -123,6 +123,9 @@ export class Dispatcher {
    */
   wake(sourceIds?: string[]): void {
     if (sourceIds) {
+      // Signalled work goes only to nodes that claim: the others got the same signal, and passing it on would echo
+      // it between two api nodes for ever.
+      if (this.stopped || !this.claiming) return;
       // Queued by someone else's transaction: the rows are not in memory.
       for (const id of sourceIds) this.intake.readFromDatabase(id);
       this.markReady(sourceIds);

@@ -147,18 +147,19 @@ export class WorkflowRunner {
     }
     this.pendingInsert.rows.push(...rows);
     await this.pendingInsert.done;
-    if (this.options.soleConsumer && this.taking) this.adoptRows(rows, () => Promise.resolve([]));
-    else this.wake(rows.map((r) => r.id));
+    const runIds = rows.map((r) => r.id);
+    if (!this.taking) this.options.queuedForOthers?.(runIds);
+    else if (this.options.soleConsumer) this.adoptRows(rows, () => Promise.resolve([]));
+    else this.wake(runIds);
     return rows;
   }
 
-  /** Runs were queued elsewhere (their rows committed): take them up now, or (without ids) scan for due runs. */
+  /**
+   * Runs were queued elsewhere (their rows committed): take them up now, or (without ids) scan for due runs. A node
+   * that does not take runs ignores it: the nodes that do got the same signal.
+   */
   wake(runIds?: string[]): void {
-    if (this.stopped) return;
-    if (!this.taking) {
-      if (runIds?.length) this.options.queuedForOthers?.(runIds);
-      return;
-    }
+    if (this.stopped || !this.taking) return;
     if (!runIds) {
       this.scanning.request();
       return;

@@ -132,6 +132,55 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     expect([replied.status, replied.body]).toEqual([202, { echoed: 9 }]);
   });
 
+  it('work queued on one api node is signalled once: the other api node does not pass the signal on', async () => {
+    const api = client(api1.url, key);
+    const source = await api.post('/v1/sources', { component_code: HTTP_SOURCE });
+    expect(source.status, JSON.stringify(source.body)).toBe(200);
+    const workflow = await api.post('/v1/workflows', {
+      name: 'signalled once',
+      trigger: { type: 'http' },
+      steps: [{ name: 'noop', component_code: 'export default defineComponent({ async run() { return 1; } });' }],
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(200);
+
+    const listener = new pg.Client({ connectionString: api1.databaseUrl });
+    await listener.connect();
+    const work: Array<{ k: string; i?: string[] }> = [];
+    let markerSeen: () => void = () => {};
+    const marker = new Promise<void>((resolve) => (markerSeen = resolve));
+    listener.on('notification', ({ payload }) => {
+      if (payload === 'marker') return markerSeen();
+      const message = JSON.parse(payload ?? '{}') as { k: string; i?: string[] };
+      if (message.k === 'invocations' || message.k === 'workflow_runs') work.push({ k: message.k, i: message.i });
+    });
+    try {
+      await listener.query('listen tributary_signals');
+      const endpoint: string = source.body.data.configured_props.http.endpoint_url;
+      expect((await request('POST', endpoint.replace(api1.url, api2.url), { body: { n: 1 } })).status).toBe(200);
+      expect((await request('POST', workflow.body.data.trigger.endpoint_url, { body: { n: 2 } })).status).toBe(200);
+      await waitFor(
+        async () => (await api.get(`/v1/sources/${source.body.data.id}/event_summaries`)).body.data.length,
+        (n) => n === 1,
+        { what: 'the event, run by a worker' },
+      );
+      const runs = await waitFor(
+        () => api.get(`/v1/workflows/${workflow.body.data.id}/runs`),
+        (r) => r.body.data?.[0]?.status === 'succeeded',
+        { what: 'the workflow run' },
+      );
+      // NOTIFY keeps commit order: whatever was signalled before the marker has arrived with it. Two api nodes that
+      // passed signals on to each other would have sent thousands by now.
+      await listener.query(`notify tributary_signals, 'marker'`);
+      await marker;
+      expect(work.sort((a, b) => a.k.localeCompare(b.k))).toEqual([
+        { k: 'invocations', i: [source.body.data.id] },
+        { k: 'workflow_runs', i: [runs.body.data[0].id] },
+      ]);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('a timer fires once per due time, whichever worker claims it', async () => {
     const api = client(api2.url, key);
     const timer = await api.post('/v1/sources', {
