@@ -31,8 +31,8 @@ export interface DispatcherOptions extends IntakeOptions {
   retention: number;
   router: EventRouter;
   /**
-   * Told of work queued here while this dispatcher does not run it (an `api` node, or before start): other nodes
-   * claim it. Without it, the work waits for this dispatcher's start.
+   * Told of work queued here that this dispatcher leaves to other nodes: it does not run work (an `api` node, or
+   * before start), or another node runs the source now. Without it, the work waits for this dispatcher's start.
    */
   queuedForOthers?: (sourceIds: string[]) => void;
   /** In a cluster: sends the answer of a custom-response run to the node whose request waits for it. */
@@ -40,11 +40,19 @@ export interface DispatcherOptions extends IntakeOptions {
   metrics?: Metrics;
 }
 
+/**
+ * How long a node leaves a source alone after finding that another node runs it (at most until that node's lease
+ * ends). Without it, each signal of new work had every idle node try the source, in a transaction, and give up.
+ */
+const HELD_ELSEWHERE_RECHECK_MS = 1000;
+
 export class Dispatcher {
   private readonly owner = `node-${randomUUID()}`;
   private readonly running = new Set<string>();
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();
+  /** Cluster: sources another node was found running, and until when this node leaves them to it. */
+  private readonly heldElsewhere = new Map<string, number>();
   private readonly responders: Responders;
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
@@ -93,7 +101,8 @@ export class Dispatcher {
    */
   async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>): Promise<string[]> {
     const rows = await this.intake.enqueue(items, onResponse);
-    this.markReady(rows.map((r) => r.source_id));
+    const sourceIds = rows.map((r) => r.source_id);
+    this.markReady(sourceIds, true);
     return rows.map((r) => r.id);
   }
 
@@ -128,19 +137,39 @@ export class Dispatcher {
       if (this.stopped || !this.claiming) return;
       // Queued by someone else's transaction: the rows are not in memory.
       for (const id of sourceIds) this.intake.readFromDatabase(id);
-      this.markReady(sourceIds);
+      this.markReady(sourceIds, false);
       return;
     }
     if (!this.stopped && this.claiming) this.scanning.request();
   }
 
-  private markReady(sourceIds: string[]): void {
+  /** `queuedHere`: this node queued the work, so no other node has heard of it yet. */
+  private markReady(sourceIds: string[], queuedHere: boolean): void {
     if (!this.claiming && this.options.queuedForOthers) {
-      this.options.queuedForOthers(sourceIds);
+      if (queuedHere) this.options.queuedForOthers(sourceIds);
       return;
     }
-    for (const id of sourceIds) this.ready.add(id);
+    const nowMs = this.options.clock.now();
+    const leftToHolder: string[] = [];
+    for (const id of sourceIds) {
+      const untilMs = this.heldElsewhere.get(id);
+      if (untilMs !== undefined && untilMs > nowMs) leftToHolder.push(id);
+      else this.ready.add(id);
+    }
+    if (queuedHere && leftToHolder.length) this.options.queuedForOthers?.(leftToHolder);
     this.startReady();
+  }
+
+  /**
+   * Another node runs the source (it holds a live lease on some of its invocations until `heldUntilMs`): leave the
+   * source to it for a while, tell it of work this node may have queued, and look again once the while is over.
+   */
+  private leaveToHolder(sourceId: string, heldUntilMs: number): void {
+    const nowMs = this.options.clock.now();
+    const untilMs = Math.min(heldUntilMs, nowMs + HELD_ELSEWHERE_RECHECK_MS);
+    this.heldElsewhere.set(sourceId, untilMs);
+    this.options.queuedForOthers?.([sourceId]);
+    this.lookAfter(untilMs - nowMs + 1);
   }
 
   /** Starts draining ready sources while there are free slots; a source never drains twice at once. */
@@ -184,10 +213,11 @@ export class Dispatcher {
         found = found.filter((id) => !this.running.has(id) && !this.ready.has(id));
         for (const id of found) this.intake.readFromDatabase(id);
       } else {
+        for (const [id, untilMs] of this.heldElsewhere) if (untilMs <= nowMs) this.heldElsewhere.delete(id);
         const leaseEnd = await nextLeaseEndMs(this.store.db, 'invocations', nowMs);
         if (leaseEnd !== undefined) nextLookMs = Math.min(nextLookMs, leaseEnd - nowMs + 1);
       }
-      this.markReady(found);
+      this.markReady(found, false);
     } catch (error) {
       if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
       nextLookMs = cadence.fallbackMs;
@@ -231,7 +261,7 @@ export class Dispatcher {
           // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
           if ((!runAhead || !intake.takesFromMemory(sourceId)) && !(await settle())) return;
           await intake.waitForFullerBatch(sourceId, previous, perMs);
-          let { batch, fromMemory } = await intake.takeBatch(sourceId);
+          let { batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId);
           const now = performance.now();
           previous = batch.length;
           perMs = takenAt === undefined ? 0 : batch.length / Math.max(now - takenAt, 0.001);
@@ -239,8 +269,9 @@ export class Dispatcher {
           if (!batch.length && committing) {
             // Nothing more yet: let the previous batch commit, then look once more.
             if (!(await settle())) return;
-            ({ batch, fromMemory } = await intake.takeBatch(sourceId));
+            ({ batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId));
           }
+          if (heldElsewhereUntilMs !== undefined) this.leaveToHolder(sourceId, heldElsewhereUntilMs);
           if (!batch.length) return;
           const ran = await this.runner.run(sourceId, batch, handBack);
           const invocationIds = batch.map((b) => b.id);

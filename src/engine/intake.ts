@@ -181,8 +181,11 @@ export class InvocationIntake {
     });
   }
 
-  /** The source's next invocations in queue order: from memory, else from the database (leased, unless the sole consumer). */
-  async takeBatch(sourceId: string): Promise<{ batch: QueuedInvocation[]; fromMemory: boolean }> {
+  /**
+   * The source's next invocations in queue order: from memory, else from the database (leased, unless the sole
+   * consumer). `heldElsewhereUntilMs`: none were taken because another node runs the source, until then at least.
+   */
+  async takeBatch(sourceId: string): Promise<{ batch: QueuedInvocation[]; fromMemory: boolean; heldElsewhereUntilMs?: number }> {
     const limit = this.options.batchSize;
     if (this.takesFromMemory(sourceId)) {
       const queue = this.handoff.get(sourceId);
@@ -194,19 +197,22 @@ export class InvocationIntake {
       if (!queue.length) this.handoff.delete(sourceId);
       return { batch, fromMemory: true };
     }
-    const rows = this.options.soleConsumer
-      ? await invocations.oldestInvocations(this.store.db, sourceId, limit)
-      : await invocations.claimBatch(this.store.db, this.store.dialect, sourceId, this.owner, this.options.clock.now(), this.options.leaseMs, limit);
-    if (this.options.soleConsumer) {
-      const read = new Set(rows.map((row) => row.id));
-      const queue = this.handoff.get(sourceId);
-      const rest = queue?.filter((entry) => !read.has(entry.id)) ?? [];
-      if (rest.length) this.handoff.set(sourceId, rest);
-      else this.handoff.delete(sourceId);
-      // A short read took every row there was; the rest of memory is rows written since, in order.
-      if (rows.length < limit) this.fromDatabase.delete(sourceId);
+    if (!this.options.soleConsumer) {
+      const { store, options } = this;
+      const claim = await invocations.claimBatch(store.db, store.dialect, sourceId, this.owner, options.clock.now(), options.leaseMs, limit);
+      return { batch: claim.rows.map(queuedInvocation), fromMemory: false, heldElsewhereUntilMs: claim.heldElsewhereUntilMs };
     }
-    const batch = rows.map((row) => ({ id: row.id, trigger: row.trigger, depth: row.depth, eventJson: row.event }));
-    return { batch, fromMemory: false };
+    const rows = await invocations.oldestInvocations(this.store.db, sourceId, limit);
+    const read = new Set(rows.map((row) => row.id));
+    const rest = this.handoff.get(sourceId)?.filter((entry) => !read.has(entry.id)) ?? [];
+    if (rest.length) this.handoff.set(sourceId, rest);
+    else this.handoff.delete(sourceId);
+    // A short read took every row there was; the rest of memory is rows written since, in order.
+    if (rows.length < limit) this.fromDatabase.delete(sourceId);
+    return { batch: rows.map(queuedInvocation), fromMemory: false };
   }
+}
+
+function queuedInvocation(row: invocations.InvocationRow): QueuedInvocation {
+  return { id: row.id, trigger: row.trigger, depth: row.depth, eventJson: row.event };
 }

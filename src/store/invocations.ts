@@ -33,11 +33,17 @@ export async function oldestInvocations(db: Db, sourceId: string, limit: number)
   return db.selectFrom('invocations').selectAll().where('source_id', '=', sourceId).orderBy('id').limit(limit).execute();
 }
 
+/** What a claim took: invocations in queue order, or none and when the lease another node holds on the source ends. */
+export interface Claim {
+  rows: InvocationRow[];
+  heldElsewhereUntilMs?: number;
+}
+
 /**
- * Leases the oldest `limit` claimable invocations of one source for `owner`; returns them in queue order. On
- * PostgreSQL (a cluster), none while another node holds a live lease on any of the source's invocations: a source
- * runs on one node at a time, so that its events keep their order and its db sees one writer. Claims of one source
- * take turns on an advisory lock, so two nodes never both find the source free.
+ * Leases the oldest `limit` claimable invocations of one source for `owner`. On PostgreSQL (a cluster), none while
+ * another node holds a live lease on any of the source's invocations: a source runs on one node at a time, so that
+ * its events keep their order and its db sees one writer. Claims of one source take turns on an advisory lock, so
+ * two nodes never both find the source free.
  */
 export async function claimBatch(
   db: Kysely<Database>,
@@ -47,7 +53,7 @@ export async function claimBatch(
   nowMs: number,
   leaseMs: number,
   limit: number,
-): Promise<InvocationRow[]> {
+): Promise<Claim> {
   const claimable = (eb: ExpressionBuilder<Database, 'invocations'>) =>
     eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]);
   const claim = async (trx: Db) => {
@@ -60,20 +66,20 @@ export async function claimBatch(
       .where(claimable)
       .returningAll()
       .execute();
-    return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return { rows: rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) };
   };
   if (dialect !== 'postgres') return claim(db);
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext(${`tributary:source:${sourceId}`}))`.execute(trx);
     const elsewhere = await trx
       .selectFrom('invocations')
-      .select('id')
+      .select('lease_until_ms')
       .where('source_id', '=', sourceId)
       .where('lease_owner', '!=', owner)
       .where('lease_until_ms', '>=', nowMs)
       .limit(1)
       .executeTakeFirst();
-    return elsewhere ? [] : claim(trx);
+    return elsewhere ? { rows: [], heldElsewhereUntilMs: Number(elsewhere.lease_until_ms) } : claim(trx);
   });
 }
 

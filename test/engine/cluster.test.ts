@@ -9,6 +9,9 @@ import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, killHard } from '../helpers/processes.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { startGatekeeper } from '../helpers/gatekeeper.js';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { openStream } from '../delivery/helpers.js';
 
 const SECRET = 'cluster-test-secret';
@@ -172,10 +175,11 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
       // passed signals on to each other would have sent thousands by now.
       await listener.query(`notify tributary_signals, 'marker'`);
       await marker;
-      expect(work.sort((a, b) => a.k.localeCompare(b.k))).toEqual([
-        { k: 'invocations', i: [source.body.data.id] },
-        { k: 'workflow_runs', i: [runs.body.data[0].id] },
-      ]);
+      expect(work.filter((m) => m.k === 'workflow_runs')).toEqual([{ k: 'workflow_runs', i: [runs.body.data[0].id] }]);
+      // The api node's signal, and one from each worker that tried the source while the other ran it (see the next test).
+      const invocations = work.filter((m) => m.k === 'invocations');
+      expect(invocations.length).toBeLessThanOrEqual(1 + workers.length);
+      expect(new Set(invocations.map((m) => JSON.stringify(m)))).toEqual(new Set([JSON.stringify({ k: 'invocations', i: [source.body.data.id] })]));
     } finally {
       await listener.end();
     }
@@ -196,6 +200,71 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     const times = ticks.body.data.map((e: { event: { at: number } }) => e.event.at);
     expect(new Set(times).size).toBe(times.length);
     await api.delete(`/v1/sources/${timer.body.data.id}`);
+  });
+});
+
+describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source (PostgreSQL)', () => {
+  // Both nodes read this clock, which stands still: no lease watch or poll runs, so work moves only on signals.
+  const clock = new ManualClock();
+  const cleanups = cleanupsAfterAll();
+  let nodeA: TestServer;
+  let nodeB: TestServer;
+
+  beforeAll(async () => {
+    nodeA = await startTestServer('postgres', { secretKey: SECRET, allowPrivateNetwork: true }, { clock });
+    nodeB = await startTestServer('postgres', { secretKey: SECRET, allowPrivateNetwork: true, databaseUrl: nodeA.databaseUrl }, { clock });
+  });
+  afterAll(async () => {
+    await nodeB?.stop();
+    await nodeA?.destroy();
+  });
+
+  it('work queued on the node that finds the source running elsewhere is handed to the node running it', async () => {
+    const gatekeeper = await startGatekeeper();
+    cleanups(gatekeeper.close);
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(nodeA.url, key).post('/v1/sources', {
+      component_code: `export default { name: "gated", version: "0.0.1", props: { http: "$.interface.http" },
+        async run(event) { if (event.body.gate) await fetch(event.body.gate); this.$emit({ n: event.body.n }); } };`,
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    const endpointA: string = deployed.body.data.configured_props.http.endpoint_url;
+    const endpointB = endpointA.replace(nodeA.url, nodeB.url);
+
+    const listener = new pg.Client({ connectionString: nodeA.databaseUrl });
+    await listener.connect();
+    let handedOver = false;
+    listener.on('notification', ({ payload }) => {
+      const message = JSON.parse(payload ?? '{}') as { k: string; i?: string[] };
+      if (message.k === 'invocations' && message.i?.includes(id)) handedOver = true;
+    });
+    try {
+      await listener.query('listen tributary_signals');
+      // Node B runs the first event and holds its lease while the run waits at the gate.
+      expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
+      await waitFor(
+        async () => gatekeeper.hits.get('/gate') ?? 0,
+        (n) => n === 1,
+        { what: 'the first run to wait at the gate' },
+      );
+      // Queued on node A, which finds the source held by B and tells the cluster instead of waiting for the lease.
+      expect((await request('POST', endpointA, { body: { n: 2 } })).status).toBe(200);
+      await waitFor(
+        async () => handedOver,
+        (seen) => seen,
+        { what: 'node A to signal the source it found running on node B' },
+      );
+    } finally {
+      await listener.end();
+    }
+    gatekeeper.open();
+    const events = await waitFor(
+      () => client(nodeA.url, key).get(`/v1/sources/${id}/event_summaries?expand=event`),
+      (r) => r.body.data?.length === 2,
+      { what: 'both events, with the clock standing still' },
+    );
+    expect(events.body.data.map((e: { event: { n: number } }) => e.event.n).sort()).toEqual([1, 2]);
   });
 });
 

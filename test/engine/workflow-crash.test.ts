@@ -1,39 +1,12 @@
 // Durable workflow steps: SIGKILL the server while a run's second step is running; after a restart the run resumes
 // at that step, so the finished first step never runs again and the run completes.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { DIALECTS } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { startGatekeeper } from '../helpers/gatekeeper.js';
 import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
-
-/** Counts requests per path; `/gate` hangs while `holding`, so that a step is running when the server dies. */
-async function startGatekeeper() {
-  const hits = new Map<string, number>();
-  let holding = true;
-  const server = http.createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    hits.set(path, (hits.get(path) ?? 0) + 1);
-    if (path === '/gate' && holding) return; // Never answered: the step is stuck in it when the kill comes.
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    hits,
-    open: () => {
-      holding = false;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 const step = (path: string) =>
   `module.exports = { async run({ steps }) { const res = await fetch(steps.trigger.event.base + "${path}"); return (await res.json()).path; } };`;
