@@ -30,7 +30,11 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   });
 
   /** A sender of its own with one slot; not started, so it sends only what is handed over to it. */
-  function ownSender(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'> & Partial<WebhookSenderOptions>, clock: Clock = systemClock): WebhookSender {
+  function ownSender(
+    options: Pick<WebhookSenderOptions, 'timeoutMs' | 'leaseMs'> & Partial<WebhookSenderOptions>,
+    clock: Clock = systemClock,
+    transactions = new TransactionGroup(server.running.services.store),
+  ): WebhookSender {
     const { store, config } = server.running.services;
     return new WebhookSender(
       store,
@@ -43,7 +47,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
         reclaimAtStart: false,
         ...options,
       },
-      new TransactionGroup(store),
+      transactions,
       pino({ level: 'silent' }),
       clock,
     );
@@ -123,6 +127,30 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     } finally {
       await sender.stop();
     }
+  });
+
+  it("frees an attempt's slot once the receiver has answered, before the outcome is recorded", async () => {
+    // A commit that takes long (held open here) delays the record of the first attempt, not the second attempt.
+    const transactions = new TransactionGroup(server.running.services.store);
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 }, systemClock, transactions);
+    const [first, second] = [nextPath(), nextPath()];
+    const rows = await leasedDeliveries(sender, [first, second]);
+    let release: () => void = () => {};
+    const held = transactions.run(() => new Promise<void>((resolve) => (release = resolve)));
+    try {
+      sender.handOver(rows);
+      await waitFor(
+        async () => receiver.on(second).length,
+        (n) => n === 1,
+        { what: "the second attempt, in the one slot, while the first one's record waits for the commit" },
+      );
+    } finally {
+      release();
+      await held;
+      await sender.stop();
+    }
+    expect([(await leaseOf(rows[0]!.id)).state, (await leaseOf(rows[1]!.id)).state]).toEqual(['succeeded', 'succeeded']);
+    expect([receiver.on(first).length, receiver.on(second).length]).toEqual([1, 1]);
   });
 
   it('renews the lease of a handed-over delivery that waited for a slot, then sends it once', async () => {
