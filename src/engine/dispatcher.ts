@@ -149,15 +149,21 @@ export class Dispatcher {
       if (queuedHere) this.options.queuedForOthers(sourceIds);
       return;
     }
-    const nowMs = this.options.clock.now();
-    const leftToHolder: string[] = [];
-    for (const id of sourceIds) {
-      const untilMs = this.heldElsewhere.get(id);
-      if (untilMs !== undefined && untilMs > nowMs) leftToHolder.push(id);
-      else this.ready.add(id);
+    for (const id of sourceIds) this.ready.add(id);
+    if (queuedHere && this.heldElsewhere.size) {
+      const leftToHolder = sourceIds.filter((id) => this.isHeldElsewhere(id));
+      if (leftToHolder.length) this.options.queuedForOthers?.(leftToHolder);
     }
-    if (queuedHere && leftToHolder.length) this.options.queuedForOthers?.(leftToHolder);
     this.startReady();
+  }
+
+  /** Whether this node leaves the source to another node that runs it (see leaveToHolder). */
+  private isHeldElsewhere(sourceId: string): boolean {
+    const untilMs = this.heldElsewhere.get(sourceId);
+    if (untilMs === undefined) return false;
+    if (untilMs > this.options.clock.now()) return true;
+    this.heldElsewhere.delete(sourceId);
+    return false;
   }
 
   /**
@@ -179,6 +185,8 @@ export class Dispatcher {
       if (this.running.size >= this.options.concurrency) return;
       if (this.running.has(sourceId)) continue;
       this.ready.delete(sourceId);
+      // Also what was marked ready before this node found the source running elsewhere: that node hears of the work.
+      if (this.isHeldElsewhere(sourceId)) continue;
       this.running.add(sourceId);
       void this.drainSource(sourceId)
         .catch((error: unknown) => {
@@ -213,7 +221,7 @@ export class Dispatcher {
         found = found.filter((id) => !this.running.has(id) && !this.ready.has(id));
         for (const id of found) this.intake.readFromDatabase(id);
       } else {
-        for (const [id, untilMs] of this.heldElsewhere) if (untilMs <= nowMs) this.heldElsewhere.delete(id);
+        for (const id of this.heldElsewhere.keys()) this.isHeldElsewhere(id);
         const leaseEnd = await nextLeaseEndMs(this.store.db, 'invocations', nowMs);
         if (leaseEnd !== undefined) nextLookMs = Math.min(nextLookMs, leaseEnd - nowMs + 1);
       }
@@ -272,6 +280,9 @@ export class Dispatcher {
             ({ batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId));
           }
           if (heldElsewhereUntilMs !== undefined) this.leaveToHolder(sourceId, heldElsewhereUntilMs);
+          // This node runs the source now, so it must not leave the source's next work to anyone: the others may
+          // have found it running here and be leaving that work to this node.
+          else if (batch.length) this.heldElsewhere.delete(sourceId);
           if (!batch.length) return;
           const ran = await this.runner.run(sourceId, batch, handBack);
           const invocationIds = batch.map((b) => b.id);
