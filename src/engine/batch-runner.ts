@@ -220,6 +220,22 @@ export class BatchRunner {
     return authorised;
   }
 
+  /**
+   * Readies this node to run the source: its bundle prepared, its credentials read, a worker of its account started
+   * with the bundle loaded. Returns false when it could not now (the worker pool was busy, or anything failed): the
+   * source's first run here then does it.
+   */
+  async warm(sourceId: string): Promise<boolean> {
+    try {
+      const runnable = await this.cache.get(sourceId);
+      if (!runnable) return false;
+      const { base } = await this.baseOf(runnable);
+      return await this.runtime.warm(base.accountId, base.component);
+    } catch {
+      return false;
+    }
+  }
+
   /** A short lease, renewed while the batch runs, lets another node take the work back soon after this one dies. */
   private renewLeasesWhileRunning(sourceId: string, ids: string[]): ClockTimer | undefined {
     if (this.options.soleConsumer) return undefined;

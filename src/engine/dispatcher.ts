@@ -2,6 +2,7 @@
 import type { Metrics } from '../metrics/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
 import { EarliestWake } from '../lib/clock.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
@@ -53,6 +54,8 @@ export class Dispatcher {
   private readonly ready = new Set<string>();
   /** Cluster: sources another node was found running, and until when this node leaves them to it. */
   private readonly heldElsewhere = new Map<string, number>();
+  /** Sources held elsewhere that this node has readied to run, so that taking one over does not wait for a worker. */
+  private readonly readied = new LRUCache<string, true>({ max: 10_000 });
   private readonly responders: Responders;
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
@@ -168,7 +171,8 @@ export class Dispatcher {
 
   /**
    * Another node runs the source (it holds a live lease on some of its invocations until `heldUntilMs`): leave the
-   * source to it for a while, tell it of work this node may have queued, and look again once the while is over.
+   * source to it for a while, tell it of work this node may have queued, and look again once the while is over. The
+   * first time, also ready the source here, so that taking it over later (that node's end, or a move) is warm.
    */
   private leaveToHolder(sourceId: string, heldUntilMs: number): void {
     const nowMs = this.options.clock.now();
@@ -176,6 +180,11 @@ export class Dispatcher {
     this.heldElsewhere.set(sourceId, untilMs);
     this.options.queuedForOthers?.([sourceId]);
     this.lookAfter(untilMs - nowMs + 1);
+    if (!this.readied.has(sourceId)) {
+      this.readied.set(sourceId, true);
+      // A busy pool is left alone: the next time the source is found held elsewhere tries again.
+      void this.runner.warm(sourceId).then((warm) => warm || this.readied.delete(sourceId));
+    }
   }
 
   /** Starts draining ready sources while there are free slots; a source never drains twice at once. */

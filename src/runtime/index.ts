@@ -99,6 +99,16 @@ export class ComponentRuntime {
   }
 
   /**
+   * Loads the component in a worker of `accountId`, if that waits for no call and stops no worker (see
+   * WorkerPool.useIfFree); returns whether it did. Readies a node to run a source it may take over from another.
+   */
+  async warm(accountId: string, component: PreparedComponent): Promise<boolean> {
+    const artifactPath = await this.accountCode.link(accountId, component.artifactPath);
+    const loaded = await this.pool.useIfFree(accountId, component.readPaths, (worker) => inspectIn(worker, artifactPath, this.options.loadTimeoutMs, false));
+    return loaded !== undefined;
+  }
+
+  /**
    * Runs `run` for each event of the request in order, `run({ steps, $ })` for each StepInput (method `step`), or
    * the hook it names. Failures of the component (errors, timeouts, crashes) come back as outcome errors; the
    * promise rejects only for faults of the runtime itself.

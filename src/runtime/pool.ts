@@ -66,6 +66,17 @@ export class WorkerPool {
     }
   }
 
+  /**
+   * Like use, but only when that waits for no other call and stops no worker: the account has an idle worker that may
+   * read `needs`, or a slot is free. Else `fn` is not run and this resolves undefined.
+   */
+  async useIfFree<T>(accountId: string, needs: string[], fn: (worker: WorkerProcess) => Promise<T>): Promise<T | undefined> {
+    if (this.closed || this.waiters.length) return undefined;
+    const own = needs.filter((p) => !this.shared.has(p));
+    if (!this.idleFor(accountId, own) && this.slots.size >= this.options.size) return undefined;
+    return this.use(accountId, needs, fn);
+  }
+
   /** Workers started and not ended (busy or idle). */
   liveWorkers(): number {
     let live = 0;
@@ -137,9 +148,9 @@ export class WorkerPool {
     slot.worker?.kill('evicted', `worker stopped: ${why}`);
   }
 
-  private idleFor(waiter: Waiter): Slot | undefined {
+  private idleFor(accountId: string, needs: string[]): Slot | undefined {
     for (const slot of this.slots) {
-      if (slot.state === 'idle' && slot.accountId === waiter.accountId && waiter.needs.every((p) => slot.allowed.has(p))) {
+      if (slot.state === 'idle' && slot.accountId === accountId && needs.every((p) => slot.allowed.has(p))) {
         return slot;
       }
     }
@@ -159,7 +170,7 @@ export class WorkerPool {
     if (this.closed) return;
     for (let i = 0; i < this.waiters.length; ) {
       const waiter = this.waiters[i]!;
-      const idle = this.idleFor(waiter);
+      const idle = this.idleFor(waiter.accountId, waiter.needs);
       if (idle) {
         this.waiters.splice(i, 1);
         clearTimeout(idle.idleTimer);

@@ -219,18 +219,22 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     await nodeA?.destroy();
   });
 
-  it('work queued on the node that finds the source running elsewhere is handed to the node running it', async () => {
+  it('work queued on the node that finds the source running elsewhere is handed to the node running it, and the first node readies the source', async () => {
     const gatekeeper = await startGatekeeper();
     cleanups(gatekeeper.close);
     const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
-    const deployed = await client(nodeA.url, key).post('/v1/sources', {
+    // Deployed through node B: its deploy loads the component in a worker there; node A has none yet.
+    const deployed = await client(nodeB.url, key).post('/v1/sources', {
       component_code: `export default { name: "gated", version: "0.0.1", props: { http: "$.interface.http" },
         async run(event) { if (event.body.gate) await fetch(event.body.gate); this.$emit({ n: event.body.n }); } };`,
     });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     const { id } = deployed.body.data;
-    const endpointA: string = deployed.body.data.configured_props.http.endpoint_url;
-    const endpointB = endpointA.replace(nodeA.url, nodeB.url);
+    const endpointB: string = deployed.body.data.configured_props.http.endpoint_url;
+    const endpointA = endpointB.replace(nodeB.url, nodeA.url);
+    const workersOfA = () => nodeA.running.services.runtime.workerStates();
+    // Node A's readiness check keeps a worker of an account of its own.
+    const idleBefore = workersOfA().idle;
 
     const listener = new pg.Client({ connectionString: nodeA.databaseUrl });
     await listener.connect();
@@ -254,6 +258,12 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
         async () => handedOver,
         (seen) => seen,
         { what: 'node A to signal the source it found running on node B' },
+      );
+      // Readied while it waits: a worker of the account, with the bundle loaded, for when node A takes the source over.
+      await waitFor(
+        async () => workersOfA(),
+        (states) => states.idle === idleBefore + 1,
+        { what: "node A to start a worker of the source's account" },
       );
     } finally {
       await listener.end();

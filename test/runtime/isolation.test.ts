@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait.js';
 import type { InvocationOutcome, PreparedComponent } from '../../src/runtime/index.js';
 import { AccountUsers, resolveWorkerUser } from '../../src/runtime/worker-user.js';
 import { createRuntime, request, runCode, source, type TestRuntime } from './helpers.js';
@@ -453,6 +454,32 @@ describe('accounts', () => {
     const bEvent = b.outcomes[0]!.emits[0]!.event as { pid: number; seen: unknown };
     expect(bEvent.seen).toBeNull();
     expect(bEvent.pid).not.toBe(aPid);
+  });
+
+  it('warms a worker only when that waits for no call and stops no worker', async () => {
+    const one = createRuntime({ poolSize: 1 });
+    try {
+      const prepared = await one.runtime.prepare(source('if (event.wait) await new Promise((r) => setTimeout(r, event.wait)); this.$emit(event.n);'));
+      // A free slot: a worker of the account starts, with the bundle loaded.
+      expect(await one.runtime.warm('acct_w1', prepared)).toBe(true);
+      expect(one.runtime.workerStates()).toEqual({ starting: 0, busy: 0, idle: 1 });
+      // The account's idle worker serves it again.
+      expect(await one.runtime.warm('acct_w1', prepared)).toBe(true);
+      // The one slot holds another account's idle worker, which warming would have to stop.
+      expect(await one.runtime.warm('acct_w2', prepared)).toBe(false);
+      // The account's worker is busy with a call: warming does not wait behind it.
+      const running = one.runtime.invoke(request('acct_w1', prepared, { events: [{ n: 1, wait: 300 }] }));
+      await waitFor(
+        async () => one.runtime.workerStates().busy,
+        (busy) => busy === 1,
+        { what: 'the call to take the worker' },
+      );
+      expect(await one.runtime.warm('acct_w1', prepared)).toBe(false);
+      expect((await running).outcomes[0]!.emits[0]!.event).toBe(1);
+      expect(one.runtime.workerStates()).toEqual({ starting: 0, busy: 0, idle: 1 });
+    } finally {
+      await one.close();
+    }
   });
 
   it('queues calls beyond the pool size and serves them all', async () => {
