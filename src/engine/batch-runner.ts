@@ -221,16 +221,16 @@ export class BatchRunner {
   }
 
   /**
-   * Readies this node to run the source: its bundle prepared, its credentials read, a worker of its account started
-   * with the bundle loaded. Returns false when it could not now (the worker pool was busy, or anything failed): the
-   * source's first run here then does it.
+   * Readies this node to run the source: its bundle prepared, a worker of its account started with the bundle loaded.
+   * Credentials are left to the run (a refresh here could race the node running the source). Returns false when it
+   * could not now (the worker pool was busy, or anything failed): the source's first run here then does it.
    */
   async warm(sourceId: string): Promise<boolean> {
     try {
       const runnable = await this.cache.get(sourceId);
       if (!runnable) return false;
-      const { base } = await this.baseOf(runnable);
-      return await this.runtime.warm(base.accountId, base.component);
+      const prepared = await this.runtime.prepare(runnable.component.code);
+      return await this.runtime.warm(runnable.source.user_id, prepared);
     } catch {
       return false;
     }
