@@ -1,7 +1,7 @@
 // Outbound HTTP for component URLs and webhooks, guarded so that users cannot make the service reach its own network.
 import dns from 'node:dns';
 import type net from 'node:net';
-import type { Dispatcher } from 'undici';
+import type { Dispatcher, RequestInit, Response } from 'undici';
 import { invalid } from '../model/errors.js';
 // The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
 import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
@@ -92,30 +92,46 @@ export interface FetchTextOptions {
   maxBytes: number;
 }
 
+/**
+ * One request on a guarded dispatcher of its own, within `timeoutMs`; `read` takes what it needs of the response
+ * before the dispatcher closes. Errors are thrown as they come, for the caller to word.
+ */
+export async function guardedFetch<T>(
+  url: URL,
+  init: Omit<RequestInit, 'dispatcher' | 'signal'>,
+  options: { allowPrivateNetwork: boolean; timeoutMs: number },
+  read: (response: Response) => Promise<T>,
+): Promise<T> {
+  const [{ fetch }, dispatcher] = await Promise.all([loadUndici(), guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs)]);
+  try {
+    return await read(await fetch(url, { ...init, dispatcher, signal: AbortSignal.timeout(options.timeoutMs) }));
+  } finally {
+    await dispatcher.close().catch(() => undefined);
+  }
+}
+
 /** GETs a URL as text within a time and size budget; throws an Error with a human message on any failure. */
 export async function fetchText(rawUrl: string, options: FetchTextOptions): Promise<string> {
   const url = new URL(rawUrl);
   assertPublicLiteral(url, options.allowPrivateNetwork);
-  const [{ fetch }, dispatcher] = await Promise.all([loadUndici(), guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs)]);
   try {
-    const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(options.timeoutMs), redirect: 'follow' });
-    if (!response.ok) throw new Error(`${rawUrl} answered ${response.status}`);
-    const declared = Number(response.headers.get('content-length') ?? 0);
-    if (declared > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body ?? []) {
-      size += (chunk as Uint8Array).byteLength;
-      if (size > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
-      chunks.push(Buffer.from(chunk as Uint8Array));
-    }
-    return Buffer.concat(chunks).toString('utf8');
+    return await guardedFetch(url, { redirect: 'follow' }, options, async (response) => {
+      if (!response.ok) throw new Error(`${rawUrl} answered ${response.status}`);
+      const declared = Number(response.headers.get('content-length') ?? 0);
+      if (declared > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body ?? []) {
+        size += (chunk as Uint8Array).byteLength;
+        if (size > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
+        chunks.push(Buffer.from(chunk as Uint8Array));
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    });
   } catch (error) {
     const cause = (error as { cause?: Error }).cause;
     if (cause instanceof OutboundBlockedError) throw cause;
     if ((error as Error).name === 'TimeoutError') throw new Error(`${rawUrl} did not answer within ${options.timeoutMs} ms`);
     throw error;
-  } finally {
-    await dispatcher.close().catch(() => undefined);
   }
 }

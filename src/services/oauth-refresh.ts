@@ -1,6 +1,6 @@
 // The OAuth 2.0 refresh_token grant (RFC 6749 §6): one form-encoded POST to a token URL, through the outbound guard.
 import type { Response } from 'undici';
-import { assertPublicLiteral, guardedDispatcher, loadUndici, OutboundBlockedError } from '../delivery/outbound.js';
+import { assertPublicLiteral, guardedFetch, OutboundBlockedError } from '../delivery/outbound.js';
 
 /** What a refresh needs, from the connected account's credentials. */
 export interface RefreshGrant {
@@ -81,18 +81,10 @@ export async function refreshAccessToken(grant: RefreshGrant, options: RefreshOp
     if (grant.clientId !== undefined) body.set('client_id', grant.clientId);
     if (grant.clientSecret !== undefined) body.set('client_secret', grant.clientSecret);
   }
-  const [{ fetch }, dispatcher] = await Promise.all([loadUndici(), guardedDispatcher(options.allowPrivateNetwork, options.timeoutMs)]);
   try {
     // Redirects are not followed: they would carry the refresh token and the client secret somewhere else.
-    const response = await fetch(url, {
-      method: 'POST',
-      headers,
-      body: body.toString(),
-      dispatcher,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
-    const answer = await readAnswer(response);
+    const request = { method: 'POST', headers, body: body.toString(), redirect: 'manual' } as const;
+    const { response, answer } = await guardedFetch(url, request, options, async (response) => ({ response, answer: await readAnswer(response) }));
     if (response.status < 200 || response.status > 299) {
       const code = errorCodeOf(answer);
       throw new RefreshFailure(`the token endpoint answered ${response.status}${code ? ` (${code})` : ''}`);
@@ -111,7 +103,5 @@ export async function refreshAccessToken(grant: RefreshGrant, options: RefreshOp
     if ((error as Error).name === 'TimeoutError') throw new RefreshFailure(`the token endpoint did not answer within ${options.timeoutMs / 1000} s`);
     const code = typeof cause?.code === 'string' ? ` (${cause.code})` : '';
     throw new RefreshFailure(`the token endpoint could not be reached${code}`);
-  } finally {
-    await dispatcher.close().catch(() => undefined);
   }
 }
