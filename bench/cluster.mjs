@@ -9,7 +9,7 @@ import { loadgen } from './lib/client.mjs';
 import { waitForCount } from './lib/events.mjs';
 import { serverCpuDuring, watched } from './lib/machine.mjs';
 import { cleanEnv, removeDir, spawnTracked, stopChild, tempDir, waitForOutput } from './lib/proc.mjs';
-import { fanoutJob, fanoutTimeout } from './fanout.mjs';
+import { fanoutJob, fanoutThroughRelay, fanoutTimeout } from './fanout.mjs';
 import { startBareFastify, startRelay } from './lib/servers.mjs';
 import { openSse } from './lib/sse.mjs';
 import { cpuPerEvent, int, p50p99, summarize } from './lib/stats.mjs';
@@ -250,17 +250,7 @@ export async function run(cfg, log) {
     await bare.stop();
   }
 
-  const relay = await startRelay();
-  let relayed;
-  let relayCpuMs;
-  try {
-    log('baseline: bare Node relay, fan-out at the same rate');
-    [[relayed], relayCpuMs] = await serverCpuDuring(relay.pid, () =>
-      watched(() => loadgen({ ...fanoutJob(cfg), kind: 'relay', baseUrl: relay.url, ingestUrl: `${relay.url}/e/bench` }, fanoutTimeout(cfg))),
-    );
-  } finally {
-    await relay.stop();
-  }
+  const [[relayed], relayCpuMs] = await fanoutThroughRelay(startRelay, 'bare Node relay', cfg, log);
 
   const rows = [];
   for (const [label, r] of Object.entries(results)) {
