@@ -146,18 +146,8 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(200);
 
-    const listener = new pg.Client({ connectionString: api1.databaseUrl });
-    await listener.connect();
-    const work: Array<{ k: string; i?: string[] }> = [];
-    let markerSeen: () => void = () => {};
-    const marker = new Promise<void>((resolve) => (markerSeen = resolve));
-    listener.on('notification', ({ payload }) => {
-      if (payload === 'marker') return markerSeen();
-      const message = JSON.parse(payload ?? '{}') as { k: string; i?: string[] };
-      if (message.k === 'invocations' || message.k === 'workflow_runs') work.push({ k: message.k, i: message.i });
-    });
+    const signals = await watchSignals(api1.databaseUrl!);
     try {
-      await listener.query('listen tributary_signals');
       const endpoint: string = source.body.data.configured_props.http.endpoint_url;
       expect((await request('POST', endpoint.replace(api1.url, api2.url), { body: { n: 1 } })).status).toBe(200);
       expect((await request('POST', workflow.body.data.trigger.endpoint_url, { body: { n: 2 } })).status).toBe(200);
@@ -171,17 +161,16 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
         (r) => r.body.data?.[0]?.status === 'succeeded',
         { what: 'the workflow run' },
       );
-      // NOTIFY keeps commit order: whatever was signalled before the marker has arrived with it. Two api nodes that
-      // passed signals on to each other would have sent thousands by now.
-      await listener.query(`notify tributary_signals, 'marker'`);
-      await marker;
+      // Two api nodes that passed signals on to each other would have sent thousands by now.
+      await signals.allArrived();
+      const work = signals.seen;
       expect(work.filter((m) => m.k === 'workflow_runs')).toEqual([{ k: 'workflow_runs', i: [runs.body.data[0].id] }]);
       // The api node's signal, and one from each worker that tried the source while the other ran it (see the next test).
       const invocations = work.filter((m) => m.k === 'invocations');
       expect(invocations.length).toBeLessThanOrEqual(1 + workers.length);
       expect(new Set(invocations.map((m) => JSON.stringify(m)))).toEqual(new Set([JSON.stringify({ k: 'invocations', i: [source.body.data.id] })]));
     } finally {
-      await listener.end();
+      await signals.end();
     }
   });
 
@@ -236,15 +225,8 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     // Node A's readiness check keeps a worker of an account of its own.
     const idleBefore = workersOfA().idle;
 
-    const listener = new pg.Client({ connectionString: nodeA.databaseUrl });
-    await listener.connect();
-    let handedOver = false;
-    listener.on('notification', ({ payload }) => {
-      const message = JSON.parse(payload ?? '{}') as { k: string; i?: string[] };
-      if (message.k === 'invocations' && message.i?.includes(id)) handedOver = true;
-    });
+    const signals = await watchSignals(nodeA.databaseUrl!);
     try {
-      await listener.query('listen tributary_signals');
       // Node B runs the first event and holds its lease while the run waits at the gate.
       expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
       await waitFor(
@@ -255,7 +237,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
       // Queued on node A, which finds the source held by B and tells the cluster instead of waiting for the lease.
       expect((await request('POST', endpointA, { body: { n: 2 } })).status).toBe(200);
       await waitFor(
-        async () => handedOver,
+        async () => signals.seen.some((m) => m.k === 'invocations' && m.i?.includes(id)),
         (seen) => seen,
         { what: 'node A to signal the source it found running on node B' },
       );
@@ -266,7 +248,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
         { what: "node A to start a worker of the source's account" },
       );
     } finally {
-      await listener.end();
+      await signals.end();
     }
     gatekeeper.open();
     const events = await waitFor(
@@ -277,6 +259,30 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     expect(events.body.data.map((e: { event: { n: number } }) => e.event.n).sort()).toEqual([1, 2]);
   });
 });
+
+/** The cluster's signals (kind and ids) as they go out on `tributary_signals`, read by a listener of the test's own. */
+async function watchSignals(databaseUrl: string) {
+  const listener = new pg.Client({ connectionString: databaseUrl });
+  await listener.connect();
+  const seen: Array<{ k: string; i?: string[] }> = [];
+  let markerSeen: () => void = () => {};
+  listener.on('notification', ({ payload }) => {
+    if (payload === 'marker') return markerSeen();
+    const message = JSON.parse(payload ?? '{}') as { k: string; i?: string[] };
+    seen.push({ k: message.k, i: message.i });
+  });
+  await listener.query('listen tributary_signals');
+  return {
+    seen,
+    /** Resolves once every signal committed so far has arrived: NOTIFY keeps commit order, so a marker sent now comes last. */
+    async allArrived(): Promise<void> {
+      const marker = new Promise<void>((resolve) => (markerSeen = resolve));
+      await listener.query(`notify tributary_signals, 'marker'`);
+      await marker;
+    },
+    end: () => listener.end(),
+  };
+}
 
 /** Starts `tributary serve` as its own process; resolves once it says it runs. */
 function node(args: string[]): Promise<{ child: ChildProcess; url: string | undefined; output: () => string }> {
