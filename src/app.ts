@@ -230,7 +230,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => dispatcher.evict(change.sourceId));
     // A rotated credential or a refreshed token: the sources naming the account build their `$auth` again.
     credentials.onStaleSource((sourceId) => dispatcher.evict(sourceId));
-    const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }));
+    const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }), clock);
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
     // Workflow steps' `$.send.http/email/s3`, carried out after their step commits, retried like webhook deliveries.

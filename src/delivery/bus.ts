@@ -8,6 +8,8 @@ import type { Database } from '../store/schema.js';
 import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
 
 export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;
+/** Told that events may have gone by unseen, so that the subscriber reads what it may have missed. */
+export type MissedListener = () => void;
 
 export interface EventBus {
   start(): Promise<void>;
@@ -15,14 +17,15 @@ export interface EventBus {
   publish(emitterId: string, events: readonly EventSummary[]): void;
   /** Inside the committing transaction: tells the other nodes which events it stores (cluster mode only). */
   announceInTransaction?(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void>;
-  /** Returns a function that unsubscribes. */
-  subscribe(listener: BusListener): () => void;
+  /** Returns a function that unsubscribes. `onMissed`: see MissedListener (only a cluster's bus can miss events). */
+  subscribe(listener: BusListener, onMissed?: MissedListener): () => void;
   close(): Promise<void>;
 }
 
 /** The embedded mode's bus: synchronous calls in this process, no copies of the events. */
 export class LocalBus implements EventBus {
   private readonly listeners = new Set<BusListener>();
+  protected readonly missedListeners = new Set<MissedListener>();
 
   constructor(private readonly onListenerError: (error: unknown) => void = () => undefined) {}
 
@@ -40,17 +43,24 @@ export class LocalBus implements EventBus {
     }
   }
 
-  subscribe(listener: BusListener): () => void {
+  subscribe(listener: BusListener, onMissed?: MissedListener): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (onMissed) this.missedListeners.add(onMissed);
+    return () => {
+      this.listeners.delete(listener);
+      if (onMissed) this.missedListeners.delete(onMissed);
+    };
   }
 
   async close(): Promise<void> {
     this.listeners.clear();
+    this.missedListeners.clear();
   }
 }
 
 const CHANNEL = 'tributary_events';
+/** After announced events could not be read: when subscribers are told to read what they missed. */
+const MISSED_READ_RETRY_MS = 1000;
 
 /** What a notification carries: ids only (NOTIFY payloads are small); the receivers read the events. */
 interface Announcement {
@@ -66,12 +76,16 @@ interface Announcement {
  * The cluster's bus: events committed on this node go to local subscribers at once, as with LocalBus, and are
  * announced to the other nodes by a NOTIFY sent in the committing transaction, so it arrives in commit order
  * and only if the commit succeeded. Each node reads announced events back by id and hands them to its own.
+ * Announcements sent while its connection was down, or that it could not read, are lost: it then tells its
+ * subscribers they may have missed events, and they read them from the store.
  */
 export class PostgresBus extends LocalBus {
   private readonly node = randomUUID();
   private listener: Listener | undefined;
   /** Announcements are read one at a time, so that each emitter's events reach streams in order. */
   private reading: Promise<void> = Promise.resolve();
+  /** Subscribers are told of a failed read this long after it, when the database may answer again. */
+  private missedRetry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -84,6 +98,7 @@ export class PostgresBus extends LocalBus {
   override async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
       onError: (error) => this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
+      onReconnect: () => this.missed(),
     });
     await this.listener.ready;
   }
@@ -112,10 +127,28 @@ export class PostgresBus extends LocalBus {
           rows.map((row) => toSummary(row, true)),
         );
       })
-      .catch((error: unknown) => this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events'));
+      .catch((error: unknown) => {
+        this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events; live streams read them again shortly');
+        this.missedRetry ??= setTimeout(() => {
+          this.missedRetry = undefined;
+          this.missed();
+        }, MISSED_READ_RETRY_MS).unref();
+      });
+  }
+
+  /** Tells every subscriber that events may have gone by unseen. */
+  private missed(): void {
+    for (const onMissed of this.missedListeners) {
+      try {
+        onMissed();
+      } catch (error) {
+        this.logger.error({ err: error }, 'live fan-out failed to catch up');
+      }
+    }
   }
 
   override async close(): Promise<void> {
+    if (this.missedRetry) clearTimeout(this.missedRetry);
     await this.listener?.close();
     await this.reading;
     await super.close();

@@ -1,9 +1,11 @@
-// Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, heartbeats, slow-client cut-off.
+// Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, catch-up after the bus missed
+// events, heartbeats, slow-client cut-off.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { compareKeys, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
+import { compareKeys, eventIdOf, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
 import type { EventBus } from './bus.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 
 export interface SseHubOptions {
   /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
@@ -25,8 +27,10 @@ export type StreamFilter = (summary: EventSummary) => boolean;
 export interface StreamRequest {
   emitterId: string;
   filter: StreamFilter;
-  /** Retained events after the client's Last-Event-ID, oldest first; absent when the client sent none. */
-  replay?: () => Promise<EventSummary[]>;
+  /** The client's Last-Event-ID: the retained events after it are sent before live ones. */
+  lastEventId?: string;
+  /** Retained events of the emitter after an event id, oldest first: the replay, and the catch-up after a gap. */
+  readAfter: (afterId: string) => Promise<EventSummary[]>;
   /** Extra response headers (the request id). */
   headers?: Record<string, string>;
 }
@@ -35,12 +39,20 @@ interface Client {
   readonly emitterId: string;
   readonly filter: StreamFilter;
   readonly response: ServerResponse;
+  readonly readAfter: StreamRequest['readAfter'];
+  /** When it connected (on the clock events' ids are made from): a client that has had no event yet is owed those since. */
+  readonly connectedAtMs: number;
   /** Id of the last event written, to skip events seen both in the replay and live. */
   last: EventKey | undefined;
-  /** Live events that arrived during the replay; null once the client is live. */
+  /** Live events that arrived during a replay; null once the client is live. */
   queued: EventSummary[] | null;
+  /** The bus missed events while this client's replay was being read: read again once it is done. */
+  missedDuringReplay: boolean;
   closed: boolean;
 }
+
+/** The highest sequence an event id has (12 digits), so that "after <ms - 1>-<this>" means "from <ms> on". */
+const LAST_SEQ = 999_999_999_999;
 
 const HANDSHAKE = ':sse-handshake\n\n';
 
@@ -60,9 +72,13 @@ export class SseHub {
     bus: EventBus,
     options: Partial<SseHubOptions> = {},
     private readonly logger?: Logger,
+    private readonly clock: Clock = systemClock,
   ) {
     this.options = { ...DEFAULT_SSE_OPTIONS, ...options };
-    this.unsubscribe = bus.subscribe((emitterId, events) => this.publish(emitterId, events));
+    this.unsubscribe = bus.subscribe(
+      (emitterId, events) => this.publish(emitterId, events),
+      () => this.catchUp(),
+    );
     this.armHeartbeat();
   }
 
@@ -78,8 +94,11 @@ export class SseHub {
       emitterId: request.emitterId,
       filter: request.filter,
       response,
+      readAfter: request.readAfter,
+      connectedAtMs: this.clock.now(),
       last: undefined,
-      queued: request.replay ? [] : null,
+      queued: request.lastEventId ? [] : null,
+      missedDuringReplay: false,
       closed: false,
     };
     response.writeHead(200, {
@@ -96,20 +115,49 @@ export class SseHub {
     set.add(client);
     // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
     client.response.write(HANDSHAKE);
-    if (!request.replay) return;
+    if (request.lastEventId) await this.replay(client, request.lastEventId);
+  }
+
+  /**
+   * The bus may have missed events (in a cluster, its connection to the database was lost): every stream reads
+   * the retained events after the last one it sent, or since it connected, and sends what it had not had.
+   */
+  catchUp(): void {
+    for (const set of this.clients.values()) {
+      for (const client of set) {
+        if (client.queued) client.missedDuringReplay = true;
+        else void this.replay(client, this.resumeAfterId(client));
+      }
+    }
+  }
+
+  /** Sends the retained events after `afterId`, holding live events back meanwhile, then those held back. */
+  private async replay(client: Client, afterId: string): Promise<void> {
+    client.queued ??= [];
     try {
       // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
-      for (const summary of await request.replay()) {
+      for (const summary of await client.readAfter(afterId)) {
         if (client.closed) return;
-        if (!this.send(client, summary, null)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+        if (!this.send(client, summary, null)) await Promise.race([once(client.response, 'drain'), once(client.response, 'close')]);
       }
     } catch (error) {
+      // The client reconnects with its Last-Event-ID and gets what it missed from a node that can read it.
       this.logger?.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
       return this.cut(client);
+    }
+    if (client.closed) return;
+    if (client.missedDuringReplay) {
+      client.missedDuringReplay = false;
+      return this.replay(client, this.resumeAfterId(client));
     }
     const queued = client.queued ?? [];
     client.queued = null;
     for (const summary of queued) this.send(client, summary, null);
+  }
+
+  /** The id after which the client may lack events: the last one it was sent, else the moment it connected. */
+  private resumeAfterId(client: Client): string {
+    return eventIdOf(client.last ?? { ms: client.connectedAtMs - 1, seq: LAST_SEQ });
   }
 
   /** Fans events of one emitter out to its clients; each frame is serialised once for all of them. */

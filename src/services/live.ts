@@ -36,9 +36,8 @@ export class LiveStreams {
   async prepare(request: LiveRequest): Promise<(response: ServerResponse) => Promise<void>> {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
     const { kind, filter } = streamOf(request.eventName);
-    const lastEventId = request.lastEventId;
-    const replay = lastEventId ? async () => (await this.events.after(source.id, kind, lastEventId)).filter(filter) : undefined;
-    return (response) => this.hub.open(response, { emitterId: source.id, filter, replay, headers: request.headers });
+    const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
+    return (response) => this.hub.open(response, { emitterId: source.id, filter, lastEventId: request.lastEventId, readAfter, headers: request.headers });
   }
 
   /** A workflow's `$.send.sse` payloads on one channel (every channel without one), for its owner (404 otherwise). */
@@ -46,8 +45,8 @@ export class LiveStreams {
     const workflow = await this.workflows.owned(request.accountId, request.workflowId);
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
-    const lastEventId = request.lastEventId;
-    const replay = lastEventId ? async () => (await this.events.after(workflow.id, '$sse', lastEventId)).filter(filter) : undefined;
-    return (response: ServerResponse) => this.hub.open(response, { emitterId: workflow.id, filter, replay, headers: request.headers });
+    const readAfter = (afterId: string) => this.events.after(workflow.id, '$sse', afterId);
+    return (response: ServerResponse) =>
+      this.hub.open(response, { emitterId: workflow.id, filter, lastEventId: request.lastEventId, readAfter, headers: request.headers });
   }
 }

@@ -1,6 +1,8 @@
-// Two nodes on one PostgreSQL database: a live stream on either node sees events committed on the other.
+// Two nodes on one PostgreSQL database: a live stream on either node sees events committed on the other, also those
+// committed while its node's connection to the database was lost.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { account, emitsOf, openStream } from './helpers.js';
 
@@ -39,6 +41,53 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     } finally {
       here.source.close();
       there.source.close();
+    }
+  });
+
+  it('a node that lost its connection to the database catches its live streams up with what was committed meanwhile', async () => {
+    const a = await account(first);
+    const source = await a.deploy();
+    // An api node (it runs nothing) whose every connection to PostgreSQL goes through a proxy the test cuts.
+    const { proxy, url } = await proxyInFrontOf(first.databaseUrl!);
+    const cutOff = await startTestServer('postgres', { role: 'api', databaseUrl: url });
+    const streamUrl = `${cutOff.url}/v1/sources/${source}/sse`;
+    const early = openStream(streamUrl, a.key);
+    let late: ReturnType<typeof openStream> | undefined;
+    try {
+      await early.opened;
+      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
+      await waitFor(
+        async () => early.messages.length,
+        (n) => n === 1,
+        { what: 'the first event' },
+      );
+      // A client that has had no event yet: it is owed what was committed after it connected.
+      late = openStream(streamUrl, a.key);
+      await late.opened;
+      proxy.cut();
+      // Committed and announced on the first node while the cut-off node hears nothing.
+      await a.runAndWait(source, emitsOf([{ event: 'during 1' }, { event: 'during 2' }]));
+      proxy.restore();
+      await waitFor(
+        async () => early.messages.length,
+        (n) => n === 3,
+        { what: 'the events committed while the node was cut off', timeoutMs: 15_000 },
+      );
+      await a.runAndWait(source, emitsOf([{ event: 'after' }]));
+      for (const stream of [early, late]) {
+        await waitFor(
+          async () => stream.data().at(-1)?.event,
+          (last) => last === 'after',
+          { what: 'the event committed after the connection came back' },
+        );
+      }
+      expect(early.data().map((e) => e.event)).toEqual(['before', 'during 1', 'during 2', 'after']);
+      expect(late.data().map((e) => e.event)).toEqual(['during 1', 'during 2', 'after']);
+    } finally {
+      early.source.close();
+      late?.source.close();
+      await cutOff.stop();
+      await proxy.close();
     }
   });
 });
