@@ -36,6 +36,7 @@ import { WorkflowRunner } from './engine/workflow-runner.js';
 import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
 import { type ClusterSignals, LocalSignals, PostgresSignals } from './delivery/cluster-signals.js';
 import { PollCadence } from './lib/poll-cadence.js';
+import { DatabaseOutageLog } from './store/outage-log.js';
 import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
 import { DeliveryRouter } from './commit/router.js';
 import { SseHub } from './delivery/sse-hub.js';
@@ -138,17 +139,21 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
     const secrets = SecretBox.open(config.secretKey, config.dataDir, config.secretKeyFile);
+    // A database outage met by background work (work loops, the cluster's connections) is logged once, not per retry.
+    const outages = new DatabaseOutageLog(logger);
     // With PostgreSQL any number of nodes share the database, so live streams hear of every node's events.
     const bus: EventBus =
       store.dialect === 'postgres'
-        ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }))
+        ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages)
         : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
     // Cluster nodes tell each other what they queued and changed, and poll each second only while those signals may be lost.
     // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.
     const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/metrics.js')).Metrics();
     const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics?.queueLooked(queue));
     const signals: ClusterSignals =
-      store.dialect === 'postgres' ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence) : new LocalSignals();
+      store.dialect === 'postgres'
+        ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages)
+        : new LocalSignals();
     const runsWork = config.role !== 'api';
     const servesHttp = config.role !== 'worker';
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.
@@ -162,6 +167,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         timeoutMs: config.webhookTimeout * 1000,
         leaseMs: config.webhookTimeout * 1000 + 45_000,
         cadence,
+        outages,
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',
         metrics,
@@ -216,6 +222,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         batchWindowMs: config.batchWindow,
         leaseMs: 15_000,
         cadence,
+        outages,
         soleConsumer: store.dialect === 'sqlite',
         retention: config.eventRetention,
         router,
@@ -230,7 +237,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => dispatcher.evict(change.sourceId));
     // A rotated credential or a refreshed token: the sources naming the account build their `$auth` again.
     credentials.onStaleSource((sourceId) => dispatcher.evict(sourceId));
-    const sse = new SseHub(bus, {}, logger.child({ module: 'sse' }), clock);
+    const sse = new SseHub(bus, {}, { logger: logger.child({ module: 'sse' }), clock, outages });
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
     // Workflow steps' `$.send.http/email/s3`, carried out after their step commits, retried like webhook deliveries.
@@ -241,6 +248,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         retryScheduleSeconds: config.webhookRetrySchedule,
         leaseMs: config.webhookTimeout * 1000 + 45_000,
         cadence,
+        outages,
         concurrency: 16,
         reclaimAtStart: store.dialect === 'sqlite',
         onReleased: () => signals.signal('sends'),
@@ -258,6 +266,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         batchSize: 100,
         leaseMs: 15_000,
         cadence,
+        outages,
         soleConsumer: store.dialect === 'sqlite',
         dialect: store.dialect,
         retention: config.eventRetention,
@@ -304,6 +313,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       logger.child({ module: 'timers' }),
       clock,
       cadence,
+      outages,
       metrics,
     );
     sources.onChange(() => timers.poke());

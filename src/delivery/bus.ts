@@ -6,6 +6,7 @@ import { parseEventId, toSummary, type EventSummary } from '../model/events.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;
 /** Told that events may have gone by unseen, so that the subscriber reads what it may have missed. */
@@ -91,14 +92,21 @@ export class PostgresBus extends LocalBus {
     private readonly store: Store,
     private readonly databaseUrl: string,
     private readonly logger: Logger,
+    /** Where failures that are a database outage are said, once for the whole outage. */
+    private readonly outages: DatabaseOutageLog,
   ) {
     super((error) => logger.error({ err: error }, 'live fan-out failed'));
   }
 
   override async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
-      onError: (error) => this.logger.warn({ err: error }, 'event bus connection failed; reconnecting'),
-      onReconnect: () => this.missed(),
+      onError: (error) => {
+        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
+      },
+      onReconnect: () => {
+        this.outages.reached();
+        this.missed();
+      },
     });
     await this.listener.ready;
   }
@@ -128,7 +136,9 @@ export class PostgresBus extends LocalBus {
         );
       })
       .catch((error: unknown) => {
-        this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events; live streams read them again shortly');
+        if (!this.outages.absorbed(error)) {
+          this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events; live streams read them again shortly');
+        }
         this.missedRetry ??= setTimeout(() => {
           this.missedRetry = undefined;
           this.missed();

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import { listen, type Listener, notify } from '../store/live.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { HttpResponse } from '../runtime/types.js';
 
 /**
@@ -75,6 +76,8 @@ export class PostgresSignals implements ClusterSignals {
     private readonly logger: Logger,
     /** Told whether signals arrive, so that the work loops poll every second only while they may not. */
     private readonly cadence: PollCadence,
+    /** Where failures that are a database outage are said, once for the whole outage. */
+    private readonly outages: DatabaseOutageLog,
   ) {}
 
   on(kind: SignalKind, handler: SignalHandler): void {
@@ -83,16 +86,21 @@ export class PostgresSignals implements ClusterSignals {
 
   async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
-      onError: (error) => this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back'),
+      onError: (error) => {
+        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back');
+      },
       // Signals sent while the connection was down are lost: look at everything once.
       onReconnect: () => {
+        this.outages.reached();
         this.logger.info('cluster signal connection back; looking for work and changes missed meanwhile');
         for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
       },
       onConnected: (connected) => this.cadence.setSignalled(connected),
     });
     this.answers = listen(this.databaseUrl, ANSWERS, (payload) => this.receiveAnswer(payload), {
-      onError: (error) => this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting'),
+      onError: (error) => {
+        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting');
+      },
     });
     await Promise.all([this.listener.ready, this.answers.ready]);
   }
@@ -116,7 +124,7 @@ export class PostgresSignals implements ClusterSignals {
       payload = JSON.stringify({ n: this.node, i: id, a: { error } });
     }
     notify(this.store.db, ANSWERS, payload).catch((error: unknown) => {
-      this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
+      if (!this.outages.absorbed(error)) this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
     });
   }
 
@@ -159,7 +167,8 @@ export class PostgresSignals implements ClusterSignals {
       for (const message of this.messages(kind, ids)) {
         await notify(this.store.db, CHANNEL, JSON.stringify(message)).catch((error: unknown) => {
           // The others find the work at their next poll; nothing is lost.
-          this.logger.warn({ err: error, kind }, 'could not signal the cluster; other nodes find the work at their next poll');
+          if (!this.outages.absorbed(error))
+            this.logger.warn({ err: error, kind }, 'could not signal the cluster; other nodes find the work at their next poll');
         });
       }
     }

@@ -5,6 +5,7 @@ import { type Clock, type ClockTimer, EarliestWake } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import type { LeasedTable } from '../store/lease-ends.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 /** What the pump needs of a queue; rows are claimed with a lease the queue's owner holds. */
 export interface LeasedQueue<Row> {
@@ -27,6 +28,8 @@ export interface LeasedQueuePumpOptions {
   table: LeasedTable;
   /** Names the queue in the log line of a failed read. */
   what: string;
+  /** Where a failed read that is a database outage is said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   clock: Clock;
   /** How long to wait before looking unasked: for rows queued unannounced and leases that ran out. */
   cadence: PollCadence;
@@ -103,6 +106,7 @@ export class LeasedQueuePump<Row> {
           await this.queue.release(claimed);
           return;
         }
+        this.options.outages.reached();
         for (const row of claimed) this.queue.launch(row);
         if (claimed.length < free) break;
       }
@@ -119,7 +123,7 @@ export class LeasedQueuePump<Row> {
         else sleepMs = Math.min(sleepMs, this.leaseEndAt - this.options.clock.now() + 1);
       }
     } catch (error) {
-      if (!this.stopped) this.options.logger.error({ err: error }, `${this.options.what} could not read its queue`);
+      if (!this.stopped && !this.options.outages.absorbed(error)) this.options.logger.error({ err: error }, `${this.options.what} could not read its queue`);
       sleepMs = this.options.cadence.fallbackMs;
     }
     if (this.stopped) return;

@@ -5,7 +5,8 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { compareKeys, eventIdOf, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
 import type { EventBus } from './bus.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 export interface SseHubOptions {
   /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
@@ -40,12 +41,17 @@ interface Client {
   readonly filter: StreamFilter;
   readonly response: ServerResponse;
   readonly readAfter: StreamRequest['readAfter'];
-  /** When it connected (on the clock events' ids are made from): a client that has had no event yet is owed those since. */
-  readonly connectedAtMs: number;
+  /**
+   * Where its stream starts: the Last-Event-ID it sent, else the moment it connected (on the clock events' ids are
+   * made from), as an event id. A client that has had no event yet is owed those after it.
+   */
+  readonly startsAfterId: string;
   /** Id of the last event written, to skip events seen both in the replay and live. */
   last: EventKey | undefined;
-  /** Live events that arrived during a replay; null once the client is live. */
+  /** Live events held back while a replay is read (or waits for the database); null once the client is live. */
   queued: EventSummary[] | null;
+  /** A replay is being read or sent. */
+  replaying: boolean;
   /** The bus missed events while this client's replay was being read: read again once it is done. */
   missedDuringReplay: boolean;
   closed: boolean;
@@ -53,6 +59,17 @@ interface Client {
 
 /** The highest sequence an event id has (12 digits), so that "after <ms - 1>-<this>" means "from <ms> on". */
 const LAST_SEQ = 999_999_999_999;
+/** A replay that found the database unreachable is read again this much later. */
+const REPLAY_RETRY_MS = 1000;
+
+/** What a hub needs besides the bus and its options. */
+export interface SseHubDependencies {
+  logger: Logger;
+  /** The clock events' ids are made from. */
+  clock: Clock;
+  /** Where a replay's database outage is said, once for the whole outage. */
+  outages: DatabaseOutageLog;
+}
 
 const HANDSHAKE = ':sse-handshake\n\n';
 
@@ -67,12 +84,14 @@ export class SseHub {
   private heartbeat: NodeJS.Timeout | undefined;
   private options: SseHubOptions;
   private closed = false;
+  /** Clients whose replay found the database unreachable, read again at `retry`. */
+  private readonly awaitingDatabase = new Set<Client>();
+  private retry: NodeJS.Timeout | undefined;
 
   constructor(
     bus: EventBus,
-    options: Partial<SseHubOptions> = {},
-    private readonly logger?: Logger,
-    private readonly clock: Clock = systemClock,
+    options: Partial<SseHubOptions>,
+    private readonly deps: SseHubDependencies,
   ) {
     this.options = { ...DEFAULT_SSE_OPTIONS, ...options };
     this.unsubscribe = bus.subscribe(
@@ -95,9 +114,11 @@ export class SseHub {
       filter: request.filter,
       response,
       readAfter: request.readAfter,
-      connectedAtMs: this.clock.now(),
+      startsAfterId:
+        request.lastEventId && parseEventId(request.lastEventId) ? request.lastEventId : eventIdOf({ ms: this.deps.clock.now() - 1, seq: LAST_SEQ }),
       last: undefined,
       queued: request.lastEventId ? [] : null,
+      replaying: false,
       missedDuringReplay: false,
       closed: false,
     };
@@ -115,7 +136,7 @@ export class SseHub {
     set.add(client);
     // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
     client.response.write(HANDSHAKE);
-    if (request.lastEventId) await this.replay(client, request.lastEventId);
+    if (request.lastEventId) await this.replay(client, client.startsAfterId);
   }
 
   /**
@@ -123,41 +144,61 @@ export class SseHub {
    * the retained events after the last one it sent, or since it connected, and sends what it had not had.
    */
   catchUp(): void {
-    for (const set of this.clients.values()) {
-      for (const client of set) {
-        if (client.queued) client.missedDuringReplay = true;
-        else void this.replay(client, this.resumeAfterId(client));
-      }
-    }
+    for (const set of this.clients.values()) for (const client of set) this.replayMissed(client);
+  }
+
+  /** Reads what the client may have missed now, or once the replay it is reading is done. */
+  private replayMissed(client: Client): void {
+    if (client.replaying) client.missedDuringReplay = true;
+    else void this.replay(client, this.resumeAfterId(client));
   }
 
   /** Sends the retained events after `afterId`, holding live events back meanwhile, then those held back. */
   private async replay(client: Client, afterId: string): Promise<void> {
     client.queued ??= [];
+    client.replaying = true;
+    let missed: EventSummary[];
     try {
-      // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
-      for (const summary of await client.readAfter(afterId)) {
-        if (client.closed) return;
-        if (!this.send(client, summary, null)) await Promise.race([once(client.response, 'drain'), once(client.response, 'close')]);
-      }
+      missed = await client.readAfter(afterId);
     } catch (error) {
-      // The client reconnects with its Last-Event-ID and gets what it missed from a node that can read it.
-      this.logger?.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
+      client.replaying = false;
+      if (client.closed) return;
+      // The database is away: live events wait with the missed ones (up to maxQueuedWhileReplaying) until it is back.
+      if (this.deps.outages.absorbed(error)) return this.replayWhenBack(client);
+      // Any other failure: the client reconnects with its Last-Event-ID, perhaps to a node that can read it.
+      this.deps.logger.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
       return this.cut(client);
     }
+    // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
+    for (const summary of missed) {
+      if (client.closed) break;
+      if (!this.send(client, summary, null)) await Promise.race([once(client.response, 'drain'), once(client.response, 'close')]);
+    }
+    client.replaying = false;
     if (client.closed) return;
     if (client.missedDuringReplay) {
       client.missedDuringReplay = false;
-      return this.replay(client, this.resumeAfterId(client));
+      return this.replayMissed(client);
     }
     const queued = client.queued ?? [];
     client.queued = null;
     for (const summary of queued) this.send(client, summary, null);
   }
 
-  /** The id after which the client may lack events: the last one it was sent, else the moment it connected. */
+  /** Reads the client's replay again a little later, with every other replay that met the outage. */
+  private replayWhenBack(client: Client): void {
+    this.awaitingDatabase.add(client);
+    this.retry ??= setTimeout(() => {
+      this.retry = undefined;
+      const waiting = [...this.awaitingDatabase];
+      this.awaitingDatabase.clear();
+      for (const each of waiting) if (!each.closed) this.replayMissed(each);
+    }, REPLAY_RETRY_MS).unref();
+  }
+
+  /** The id after which the client may lack events: the last one it was sent, else where its stream starts. */
   private resumeAfterId(client: Client): string {
-    return eventIdOf(client.last ?? { ms: client.connectedAtMs - 1, seq: LAST_SEQ });
+    return client.last ? eventIdOf(client.last) : client.startsAfterId;
   }
 
   /** Fans events of one emitter out to its clients; each frame is serialised once for all of them. */
@@ -193,6 +234,7 @@ export class SseHub {
   close(): void {
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.retry) clearTimeout(this.retry);
     this.unsubscribe();
     for (const set of [...this.clients.values()]) {
       for (const client of [...set]) {
@@ -238,7 +280,7 @@ export class SseHub {
   /** A slow client: drop what it has not read and close the connection at once. */
   private cut(client: Client): void {
     if (client.closed) return;
-    this.logger?.info({ emitterId: client.emitterId, buffered: client.response.writableLength }, 'live stream client too slow; disconnected');
+    this.deps.logger.info({ emitterId: client.emitterId, buffered: client.response.writableLength }, 'live stream client too slow; disconnected');
     this.remove(client);
     client.response.destroy();
   }
@@ -251,6 +293,7 @@ export class SseHub {
 
   private remove(client: Client): void {
     client.closed = true;
+    this.awaitingDatabase.delete(client);
     const set = this.clients.get(client.emitterId);
     if (!set) return;
     set.delete(client);

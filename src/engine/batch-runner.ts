@@ -8,6 +8,7 @@ import * as invocations from '../store/invocations.js';
 import { readSourceDb } from '../store/sources.js';
 import { applyDataStoreChanges, type ComponentRuntime, mergeDataStoreChanges } from '../runtime/index.js';
 import { readDataStores } from '../store/data-stores.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { dataStoreNames } from '../model/props.js';
 import type { DataStoreChange, DataStoreContents, HttpResponse, InvocationOutcome, InvocationResult } from '../runtime/types.js';
 import { billUsage } from '../commit/usage.js';
@@ -34,6 +35,8 @@ export interface BatchRunnerOptions {
   retention: number;
   router: EventRouter;
   clock: Clock;
+  /** Where failures that are a database outage are said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   metrics?: Metrics | undefined;
 }
 
@@ -242,7 +245,7 @@ export class BatchRunner {
     const { leaseMs, owner, clock } = this.options;
     return every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
       invocations.renewLeases(this.store.db, sourceId, ids, owner, clock.now() + leaseMs).catch((error: unknown) => {
-        this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not renew invocation leases');
+        if (!this.options.outages.absorbed(error)) this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not renew invocation leases');
       });
     });
   }

@@ -10,6 +10,7 @@ import type { Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import { nextLeaseEndMs } from '../store/lease-ends.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { NewInvocation } from '../commit/invocations.js';
 import type { EventRouter } from '../commit/routing.js';
@@ -28,6 +29,8 @@ export interface DispatcherOptions extends IntakeOptions {
   concurrency: number;
   /** How long to wait before looking at the queue unasked: for work other nodes left behind or queued unannounced. */
   cadence: PollCadence;
+  /** Where failures that are a database outage are said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   /** Where a batch's events are stored and routed. */
   retention: number;
   router: EventRouter;
@@ -86,7 +89,7 @@ export class Dispatcher {
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
     const { soleConsumer, leaseMs, retention, router, clock, metrics } = options;
-    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, metrics };
+    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages: options.outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
   }
 
@@ -200,7 +203,9 @@ export class Dispatcher {
       void this.drainSource(sourceId)
         .catch((error: unknown) => {
           // The database went away mid-drain: the work stays queued, and a look soon (or a wake) drains it again.
-          if (!this.stopped) this.logger.warn({ err: error, sourceId }, 'could not drain a source; its work stays queued and is retried');
+          if (!this.stopped && !this.options.outages.absorbed(error)) {
+            this.logger.warn({ err: error, sourceId }, 'could not drain a source; its work stays queued and is retried');
+          }
           this.lookAfter(this.options.cadence.fallbackMs);
         })
         .finally(() => {
@@ -234,9 +239,10 @@ export class Dispatcher {
         const leaseEnd = await nextLeaseEndMs(this.store.db, 'invocations', nowMs);
         if (leaseEnd !== undefined) nextLookMs = Math.min(nextLookMs, leaseEnd - nowMs + 1);
       }
+      this.options.outages.reached();
       this.markReady(found, false);
     } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'dispatcher could not read the queue');
+      if (!this.stopped && !this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'dispatcher could not read the queue');
       nextLookMs = cadence.fallbackMs;
     }
     this.look.cancel();
@@ -311,7 +317,9 @@ export class Dispatcher {
               }
               // Its rows are still queued and run again; a batch run after it is not committed either.
               if (this.options.soleConsumer) handBack();
-              this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
+              if (!this.options.outages.absorbed(error)) {
+                this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
+              }
               this.lookAfter(this.options.cadence.fallbackMs);
               return false;
             },

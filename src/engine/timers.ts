@@ -6,6 +6,7 @@ import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import * as timers from '../store/timers.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { isId, newId } from '../model/ids.js';
 import { hasUnfinishedTimerRun } from '../store/workflows.js';
 import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
@@ -52,6 +53,8 @@ export class TimerScheduler {
     private readonly logger: Logger,
     private readonly clock: Clock,
     private readonly cadence: PollCadence,
+    /** Where failures that are a database outage are said, once for the whole outage. */
+    private readonly outages: DatabaseOutageLog,
     private readonly metrics?: Metrics,
   ) {
     // Signals lost or back: look at once (for what was missed), then at the new cadence.
@@ -87,6 +90,7 @@ export class TimerScheduler {
       const workflowRuns: string[] = [];
       do {
         const due = await timers.dueTimers(this.store.db, this.clock.now(), CLAIM_BATCH);
+        this.outages.reached();
         if (due.length) {
           const result = await this.fireDue(due);
           fired.push(...result.sources);
@@ -99,7 +103,7 @@ export class TimerScheduler {
       const next = await timers.nextDueMs(this.store.db);
       this.arm(next === undefined ? Infinity : next - this.clock.now());
     } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
+      if (!this.stopped && !this.outages.absorbed(error)) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
       this.arm(this.cadence.fallbackMs);
     }
   }

@@ -12,6 +12,7 @@ import type { DialectName, Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
 import { nextLeaseEndMs } from '../store/lease-ends.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import { stepData } from '../model/workflows.js';
@@ -32,6 +33,8 @@ export interface WorkflowRunnerOptions {
   leaseMs: number;
   /** How long to wait before scanning unasked: for runs other nodes left behind or queued unannounced. */
   cadence: PollCadence;
+  /** Where failures that are a database outage are said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   /**
    * This process is the only runner (SQLite): it holds no leases (runs it holds are known in memory), and leases
    * left by an earlier process are released at start.
@@ -108,7 +111,7 @@ export class WorkflowRunner {
       this.renewTimer = every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
         if (this.held.size === 0) return;
         workflows.renewRunLeases(this.store.db, this.owner!, clock.now() + leaseMs).catch((error: unknown) => {
-          this.logger.warn({ err: error }, 'could not renew workflow run leases');
+          if (!this.options.outages.absorbed(error)) this.logger.warn({ err: error }, 'could not renew workflow run leases');
         });
       });
     }
@@ -193,13 +196,14 @@ export class WorkflowRunner {
     let nextScanAt = nowMs + cadence.waitMs(leaseMs / 3);
     try {
       const due = await workflows.dueRuns(this.store.db, nowMs, 1000);
+      this.options.outages.reached();
       await this.adopt(due.filter((id) => !this.held.has(id)));
       const next = await workflows.nextDueMs(this.store.db);
       if (next !== undefined && next > nowMs) nextScanAt = Math.min(nextScanAt, next);
       const leaseEnd = this.owner ? await nextLeaseEndMs(this.store.db, 'workflow_runs', nowMs) : undefined;
       if (leaseEnd !== undefined) nextScanAt = Math.min(nextScanAt, leaseEnd + 1);
     } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
+      if (!this.stopped && !this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
       nextScanAt = nowMs + cadence.fallbackMs;
     }
     this.nextScan.cancel();
@@ -221,7 +225,8 @@ export class WorkflowRunner {
         : (await workflows.loadUnfinishedRuns(this.store.db, ids)).filter((row) => Number(row.due_ms) <= clock.now());
       this.adoptRows(rows, (resumed) => workflows.runSteps(this.store.db, resumed));
     } catch (error) {
-      if (!this.stopped) this.logger.error({ err: error }, 'workflow runner could not take up runs; the next scan retries');
+      if (!this.stopped && !this.options.outages.absorbed(error))
+        this.logger.error({ err: error }, 'workflow runner could not take up runs; the next scan retries');
       this.wakeAt(clock.now() + this.options.cadence.fallbackMs);
     }
   }
@@ -248,7 +253,8 @@ export class WorkflowRunner {
       },
       (error: unknown) => {
         for (const run of fresh) this.held.delete(run.id);
-        this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
+        if (!this.options.outages.absorbed(error))
+          this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
         this.wakeAt(this.options.clock.now() + this.options.cadence.fallbackMs);
       },
     );
@@ -269,7 +275,10 @@ export class WorkflowRunner {
       if (this.draining.has(key)) continue;
       this.draining.add(key);
       void this.drain(key)
-        .catch((error: unknown) => this.logger.error({ err: error, key }, 'a workflow step batch failed in the runner; its runs are taken up again later'))
+        .catch((error: unknown) => {
+          if (!this.options.outages.absorbed(error))
+            this.logger.error({ err: error, key }, 'a workflow step batch failed in the runner; its runs are taken up again later');
+        })
         .finally(() => {
           this.draining.delete(key);
           for (const resolve of this.idleWaiters.splice(0)) resolve();

@@ -1,8 +1,8 @@
 // A dependency outage under load, end to end: PostgreSQL cut off (through a TCP proxy, so that other tests' server
-// stays up) and SQLite's disk full (a small tmpfs). While it lasts, requests get 503 (507 for a full disk) with
-// Retry-After and a JSON body, never a 500 or a hang; nothing acknowledged is lost (and a request whose COMMIT was cut
-// off is answered as perhaps stored, never as not written); the service recovers by itself
-// when the dependency returns; the log says so once when it starts and once when it ends.
+// stays up), for one node and for a cluster, and SQLite's disk full (a small tmpfs). While it lasts, requests get 503
+// (507 for a full disk) with Retry-After and a JSON body, never a 500 or a hang; nothing acknowledged is lost (and a
+// request whose COMMIT was cut off is answered as perhaps stored, never as not written); the service recovers by
+// itself when the dependency returns; the log says so once when it starts and once when it ends.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer
 import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
+import { openStream, startReceiver } from '../delivery/helpers.js';
 
 const ECHO = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit({ n: e.body.n }); } };';
 /** Keeps whole bodies as events, so that a load fills a disk. */
@@ -63,6 +64,10 @@ async function storedNumbers(server: TestServer, key: string, sourceId: string):
     after = `&after=${res.body.page_info.end_cursor}`;
   }
 }
+
+/** The log lines of background work meeting an outage and seeing its end. */
+const BACKGROUND_DOWN = 'the database is unreachable: runs, timers and deliveries wait, and go on by themselves once it is back';
+const BACKGROUND_BACK = 'the database is back: runs, timers and deliveries go on';
 
 /** What PostgreSQL unreachable answers: nothing written, or (the connection lost during COMMIT) perhaps written. */
 const NOT_WRITTEN = { code: 'unavailable', error: 'the database is unreachable: nothing was written; try again shortly' };
@@ -134,6 +139,112 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     expect(stored.filter((n) => !acknowledged.has(n) && !perhaps.has(n))).toEqual([]);
     expect(lines.filter((l) => l.msg.includes('requests are answered 503 until it recovers'))).toHaveLength(1);
     expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
+    // The work loops and the cluster's connections, each retrying every second, say it once too.
+    await waitFor(
+      async () => lines.filter((l) => l.msg === BACKGROUND_BACK).length,
+      (n) => n === 1,
+      { what: 'the end of the outage in the log' },
+    );
+    expect(lines.filter((l) => l.msg === BACKGROUND_DOWN)).toHaveLength(1);
+  });
+
+  it('a cluster (api node, two workers) under load: every acknowledged event stored once, streamed in order, sent to its webhook; two lines of log per node', async () => {
+    const database = await createTestDatabase();
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
+    const settings = { databaseUrl: url, secretKey: 'outage-test-secret', logLevel: 'warn' as const, eventRetention: 100_000, allowPrivateNetwork: true };
+    const logs = [collectedLogger(), collectedLogger(), collectedLogger()];
+    const nodes: TestServer[] = [];
+    for (const [i, role] of (['api', 'worker', 'worker'] as const).entries()) {
+      const node = await startTestServer('postgres', { ...settings, role }, { logger: logs[i]!.logger });
+      cleanup(node.stop);
+      nodes.push(node);
+    }
+    const api = nodes[0]!;
+    const receiver = await startReceiver();
+    cleanup(receiver.close);
+    const key = (await api.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(api.url, key).post('/v1/sources', { component_code: ECHO });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const sourceId: string = deployed.body.data.id;
+    const hook = await client(api.url, key).post(`/v1/webhooks?${new URLSearchParams({ url: `${receiver.url}/hook`, name: 'hook', description: 'outage' })}`);
+    expect((await client(api.url, key).post(`/v1/subscriptions?emitter_id=${sourceId}&listener_id=${hook.body.data.id}`)).status).toBe(200);
+    const stream = openStream(`${api.url}/v1/sources/${sourceId}/sse`, key);
+    cleanup(async () => stream.source.close());
+    await stream.opened;
+
+    const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }), 4);
+    try {
+      await waitFor(
+        async () => load.answers.filter((a) => a.status === 200).length,
+        (n) => n >= 50,
+        { what: 'acknowledged requests' },
+      );
+      proxy.cut();
+      const cutAt = load.answers.length;
+      await waitFor(
+        async () => load.since(cutAt).filter((a) => a.status === 503).length,
+        (n) => n >= 50,
+        { what: 'requests refused while down' },
+      );
+      proxy.restore();
+      const restoredAt = load.answers.length;
+      await waitFor(
+        async () => load.since(restoredAt).filter((a) => a.status === 200).length,
+        (n) => n >= 50,
+        { what: 'requests acknowledged again', timeoutMs: 30_000 },
+      );
+    } finally {
+      await load.stop();
+    }
+    for (const answer of load.answers.filter((a) => a.status !== 200)) {
+      expect([answer.status, answer.retryAfter]).toEqual([503, '5']);
+      expect([NOT_WRITTEN, PERHAPS_WRITTEN]).toContainEqual(answer.body);
+    }
+    const acknowledged = new Set(load.answers.filter((a) => a.status === 200).map((a) => a.n));
+    const perhaps = new Set(load.answers.filter((a) => a.body?.error === PERHAPS_WRITTEN.error).map((a) => a.n));
+    const stored = await waitFor(
+      () => storedNumbers(api, key, sourceId),
+      (numbers) => [...acknowledged].every((n) => numbers.includes(n)),
+      { what: `all ${acknowledged.size} acknowledged events stored`, timeoutMs: 60_000 },
+    );
+    expect(stored.length).toBe(new Set(stored).size);
+    expect(stored.filter((n) => !acknowledged.has(n) && !perhaps.has(n))).toEqual([]);
+    // The live stream on the api node got every event once, oldest first, across the outage (the list is newest first).
+    const oldestFirst = [...stored].reverse();
+    await waitFor(
+      async () => stream.messages.length,
+      (n) => n >= oldestFirst.length,
+      { what: 'every stored event on the live stream' },
+    );
+    expect(stream.data().map((e) => e.event.n)).toEqual(oldestFirst);
+    // Webhooks are at least once: an attempt whose record the outage cut off is made again.
+    const delivered = await waitFor(
+      async () => new Set(receiver.on('/hook').map((r) => JSON.parse(r.body).event.n as number)),
+      (seen) => oldestFirst.every((n) => seen.has(n)),
+      { what: 'every stored event sent to the webhook' },
+    );
+    expect(delivered.size).toBe(oldestFirst.length);
+    for (const { lines } of logs) {
+      await waitFor(
+        async () => lines.filter((l) => l.msg === BACKGROUND_BACK).length,
+        (n) => n === 1,
+        { what: "a node's log to say the outage ended" },
+      );
+    }
+    // Each node, whatever its loops and connections retried meanwhile: the outage once, its end once.
+    const said = logs.map(({ lines }) => lines.map((l) => l.msg));
+    expect(said[0]!.filter((msg) => msg !== BACKGROUND_DOWN && msg !== BACKGROUND_BACK)).toEqual([
+      'the database is unreachable; requests are answered 503 until it recovers',
+      expect.stringMatching(/^recovered: requests are answered again after \d+ were refused$/),
+    ]);
+    for (const messages of said) {
+      expect(messages.filter((msg) => msg === BACKGROUND_DOWN)).toHaveLength(1);
+      expect(messages.filter((msg) => msg === BACKGROUND_BACK)).toHaveLength(1);
+    }
+    expect(said[1]!.filter((msg) => msg !== BACKGROUND_DOWN && msg !== BACKGROUND_BACK)).toEqual([]);
+    expect(said[2]!.filter((msg) => msg !== BACKGROUND_DOWN && msg !== BACKGROUND_BACK)).toEqual([]);
   });
 });
 

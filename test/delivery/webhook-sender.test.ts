@@ -11,6 +11,7 @@ import { WebhookSender, type WebhookSenderOptions } from '../../src/delivery/web
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { ManualClock, systemClock, type Clock } from '../../src/lib/clock.js';
+import { DatabaseOutageLog } from '../../src/store/outage-log.js';
 import { PollCadence } from '../../src/lib/poll-cadence.js';
 import { account, startReceiver, type Receiver } from './helpers.js';
 
@@ -43,6 +44,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
         allowPrivateNetwork: true,
         retryScheduleSeconds: [],
         cadence: new PollCadence(60_000, true),
+        outages: new DatabaseOutageLog(pino({ level: 'silent' })),
         concurrency: 1,
         reclaimAtStart: false,
         ...options,

@@ -7,6 +7,7 @@ import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
 import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { Store } from '../../store/database.js';
 import * as sends from '../../store/sends.js';
+import type { DatabaseOutageLog } from '../../store/outage-log.js';
 import { afterAttempt, refused, type Performer, type SendResult } from './result.js';
 
 export interface OutboxSenderOptions {
@@ -16,6 +17,8 @@ export interface OutboxSenderOptions {
   leaseMs: number;
   /** How long to wait before looking unasked: for rows other nodes queued unannounced or left leased. */
   cadence: PollCadence;
+  /** Where failures that are a database outage are said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   /** Attempts in flight at once. */
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
@@ -65,6 +68,7 @@ export class OutboxSender {
       what: 'the send outbox',
       clock,
       cadence: options.cadence,
+      outages: options.outages,
       watchMs: options.leaseMs / 3,
       logger,
     });
@@ -104,7 +108,9 @@ export class OutboxSender {
   private launch(row: sends.ClaimedSend): void {
     if (this.inFlight.has(row.id)) return;
     const done = this.attempt(row)
-      .catch((error: unknown) => this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again'))
+      .catch((error: unknown) => {
+        if (!this.options.outages.absorbed(error)) this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again');
+      })
       .finally(() => {
         this.inFlight.delete(row.id);
         this.pump.slotFreed();

@@ -10,6 +10,7 @@ import type { SecretBox } from '../../lib/secrets.js';
 import type { Store } from '../../store/database.js';
 import type { TransactionGroup } from '../../store/group-commit.js';
 import * as deliveries from '../../store/deliveries.js';
+import type { DatabaseOutageLog } from '../../store/outage-log.js';
 import { type AttemptResult, type InFlight, WebhookPoster } from './attempt.js';
 import type { DeliveryQueue } from './hand-over.js';
 import { DeliveryLogPruner, recordOutcome, succeeded } from './outcome.js';
@@ -25,6 +26,8 @@ export interface WebhookSenderOptions {
   leaseMs: number;
   /** How long to wait before looking unasked: for rows other nodes queued unannounced or left leased. */
   cadence: PollCadence;
+  /** Where failures that are a database outage are said, once for the whole outage. */
+  outages: DatabaseOutageLog;
   /** Attempts in flight at once. */
   concurrency: number;
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
@@ -86,6 +89,7 @@ export class WebhookSender implements DeliveryQueue {
       what: 'webhook sender',
       clock,
       cadence: options.cadence,
+      outages: options.outages,
       watchMs: options.leaseMs / 3,
       logger,
     });
@@ -122,7 +126,8 @@ export class WebhookSender implements DeliveryQueue {
   private async releaseHanded(): Promise<void> {
     const waiting = this.handed.splice(0).map((row) => row.id);
     await this.release(waiting).catch((error: unknown) => {
-      this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
+      if (!this.options.outages.absorbed(error))
+        this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
     });
   }
 
@@ -159,7 +164,7 @@ export class WebhookSender implements DeliveryQueue {
       held = new Set(await deliveries.renewDeliveryLeases(this.store.db, ids, this.owner, untilMs, nowMs + LEASE_MARGIN_MS));
     } catch (error) {
       // The leases run out and the attempts are claimed from the table again.
-      this.logger.error({ err: error }, 'webhook sender could not renew its leases');
+      if (!this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'webhook sender could not renew its leases');
     } finally {
       this.renewing -= rows.length;
     }
@@ -209,7 +214,9 @@ export class WebhookSender implements DeliveryQueue {
       this.pump.slotFreed();
     };
     flight.done = this.attempt(row, flight, freeSlot)
-      .catch((error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded'))
+      .catch((error) => {
+        if (!this.options.outages.absorbed(error)) this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded');
+      })
       .finally(() => {
         this.inFlight.delete(row.id);
         freeSlot();
