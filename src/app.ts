@@ -296,7 +296,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
-    const live = new LiveStreams(sources, workflows, events, sse);
+    const live = new LiveStreams(store, sources, workflows, events, sse);
+    workflows.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.workflowId));
     const health = new HealthService(store, runtime);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
     // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
@@ -317,7 +318,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       metrics,
     );
     sources.onChange(() => timers.poke());
-    listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress });
+    listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live });
     sources.onChange((change) => signals.signal('sources', [change.sourceId]));
     credentials.onStaleSource((sourceId) => signals.signal('sources', [sourceId]));
     workflows.onChange((change) => signals.signal('workflows', [change.workflowId]));

@@ -222,6 +222,11 @@ export class SseHub {
     for (const client of [...(this.clients.get(emitterId) ?? [])]) this.end(client);
   }
 
+  /** The emitters with clients connected. */
+  emitterIds(): string[] {
+    return [...this.clients.keys()];
+  }
+
   /** Clients connected to one emitter, or to all. */
   clientCount(emitterId?: string): number {
     if (emitterId !== undefined) return this.clients.get(emitterId)?.size ?? 0;

@@ -6,6 +6,9 @@ import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
 import { SSE_PREFIX } from '../model/workflows.js';
+import type { Store } from '../store/database.js';
+import { loadSource } from '../store/sources.js';
+import { loadWorkflow } from '../store/workflows.js';
 
 /** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
@@ -26,6 +29,7 @@ export interface LiveRequest {
 
 export class LiveStreams {
   constructor(
+    private readonly store: Store,
     private readonly sources: SourceService,
     private readonly workflows: WorkflowService,
     private readonly events: EventService,
@@ -38,6 +42,19 @@ export class LiveStreams {
     const { kind, filter } = streamOf(request.eventName);
     const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
     return (response) => this.hub.open(response, { emitterId: source.id, filter, lastEventId: request.lastEventId, readAfter, headers: request.headers });
+  }
+
+  /**
+   * Another node of the cluster changed these sources or workflows (any of them, after a lost connection): the streams
+   * here of those that no longer exist end, as they do on the node that deleted them. A failed read leaves them open
+   * until the next change signalled, or the next lost connection, looks again.
+   */
+  async endStreamsOfDeleted(emitterIds: readonly string[] | undefined): Promise<void> {
+    for (const id of emitterIds ?? this.hub.emitterIds()) {
+      if (!this.hub.clientCount(id)) continue;
+      const emitter = id.startsWith('p_') ? await loadWorkflow(this.store.db, id) : await loadSource(this.store.db, id);
+      if (!emitter) this.hub.closeEmitter(id);
+    }
   }
 
   /** A workflow's `$.send.sse` payloads on one channel (every channel without one), for its owner (404 otherwise). */

@@ -6,6 +6,7 @@ import type { Dispatcher } from '../engine/dispatcher.js';
 import type { TimerScheduler } from '../engine/timers.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import type { IngressService } from '../services/ingress.js';
+import type { LiveStreams } from '../services/live.js';
 
 /** What a node does when another node signals: wake for queued work, forget cached rows that changed. */
 export function listenToCluster(
@@ -17,9 +18,12 @@ export function listenToCluster(
     webhookSender: WebhookSender;
     outbox: OutboxSender;
     ingress: IngressService;
+    live: LiveStreams;
   },
 ): void {
-  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress } = parts;
+  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live } = parts;
+  // Streams of a source or workflow deleted on another node end here too; a failed read is retried at the next signal.
+  const endStreamsOfDeleted = (ids: string[] | undefined) => void live.endStreamsOfDeleted(ids).catch(() => undefined);
   signals.on('invocations', (ids) => dispatcher.wake(ids));
   // A custom-response run answered on another node: the request waiting here gets it.
   signals.onAnswer((id, answer) =>
@@ -41,6 +45,7 @@ export function listenToCluster(
     }
     // A source's timer rows may have changed with it.
     timers.poke();
+    endStreamsOfDeleted(ids);
   });
   signals.on('workflows', (ids) => {
     if (ids === undefined) {
@@ -53,5 +58,6 @@ export function listenToCluster(
       }
     }
     timers.poke();
+    endStreamsOfDeleted(ids);
   });
 }

@@ -408,4 +408,22 @@ describe('workflow live streams ($.send.sse)', () => {
     const other = client(server.url, (await server.createUser()).apiKey);
     expect((await other.get(`/v1/workflows/${workflowId}/sse`)).status).toBe(404);
   });
+
+  it('ends the streams of a deleted workflow', async () => {
+    const code = 'module.exports = { async run({ $ }) { $.send.sse({ channel: "c", payload: {} }); } };';
+    const workflowId = (await api.post('/v1/workflows', { name: 'ending', steps: [{ name: 'push', component_code: code }] })).body.data.id;
+    const stream = openStream(`${server.url}/v1/workflows/${workflowId}/sse`, key);
+    try {
+      await stream.opened;
+      expect(server.running.services.sse.clientCount(workflowId)).toBe(1);
+      expect((await api.delete(`/v1/workflows/${workflowId}`)).status).toBe(204);
+      await waitFor(
+        async () => server.running.services.sse.clientCount(workflowId),
+        (n) => n === 0,
+        { what: 'the stream to end' },
+      );
+    } finally {
+      stream.source.close();
+    }
+  });
 });

@@ -44,6 +44,24 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     }
   });
 
+  it('a source deleted through one node ends its streams on the other', async () => {
+    const a = await account(first);
+    const source = await a.deploy();
+    const there = openStream(`${second.url}/v1/sources/${source}/sse`, a.key);
+    try {
+      await there.opened;
+      expect(second.running.services.sse.clientCount(source)).toBe(1);
+      expect((await a.api.delete(`/v1/sources/${source}`)).status).toBe(204);
+      await waitFor(
+        async () => second.running.services.sse.clientCount(source),
+        (n) => n === 0,
+        { what: 'the stream on the other node to end' },
+      );
+    } finally {
+      there.source.close();
+    }
+  });
+
   it('a node that lost its connection to the database catches its live streams up with what was committed meanwhile', async () => {
     const a = await account(first);
     const source = await a.deploy();
