@@ -11,7 +11,7 @@ import { createLogger } from '../../src/app.js';
 import { client, request } from '../helpers/client.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { cleanupsAfterAll } from '../helpers/cleanups.js';
-import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
+import { proxyInFrontOf, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { openStream, startReceiver } from '../delivery/helpers.js';
 
@@ -76,6 +76,60 @@ const PERHAPS_WRITTEN = {
   error: 'the database connection was lost while this request was being committed: it may have been stored; try again shortly',
 };
 
+type Load = ReturnType<typeof loadOn>;
+
+/** Under `load`: `count` requests acknowledged, then the proxy cut until `count` are refused, then restored until `count` are acknowledged again. */
+async function cutUnderLoad(proxy: TcpProxy, load: Load, count: number, logTail: () => string): Promise<void> {
+  try {
+    await waitFor(
+      async () => load.answers.filter((a) => a.status === 200).length,
+      (n) => n >= count,
+      { what: 'acknowledged requests' },
+    );
+    proxy.cut();
+    const cutAt = load.answers.length;
+    await waitFor(
+      async () => load.since(cutAt).filter((a) => a.status === 503).length,
+      (n) => n >= count,
+      { what: 'requests refused while down' },
+    );
+    proxy.restore();
+    const restoredAt = load.answers.length;
+    await waitFor(
+      async () => load.since(restoredAt).filter((a) => a.status === 200).length,
+      (n) => n >= count,
+      { what: 'requests acknowledged again', timeoutMs: 30_000 },
+    ).catch((error: Error) => {
+      const seen = load.since(restoredAt);
+      throw new Error(`${error.message}; ${seen.length} answers since the restore: ${JSON.stringify(seen.slice(-1))} LOG ${logTail()}`);
+    });
+  } finally {
+    await load.stop();
+  }
+}
+
+/**
+ * Every refused request was a 503 saying nothing (or perhaps something) was written; every acknowledged request is
+ * stored once, and beyond them only requests whose COMMIT's outcome could not be known. Returns the stored `n`s.
+ */
+async function expectAcknowledgedStoredOnce(load: Load, stored: () => Promise<number[]>): Promise<number[]> {
+  const refused = load.answers.filter((a) => a.status !== 200);
+  expect(refused.length).toBeGreaterThan(0);
+  for (const answer of refused) {
+    expect([answer.status, answer.retryAfter]).toEqual([503, '5']);
+    expect([NOT_WRITTEN, PERHAPS_WRITTEN]).toContainEqual(answer.body);
+  }
+  const acknowledged = new Set(load.answers.filter((a) => a.status === 200).map((a) => a.n));
+  const perhaps = new Set(refused.filter((a) => a.body.error === PERHAPS_WRITTEN.error).map((a) => a.n));
+  const numbers = await waitFor(stored, (found) => [...acknowledged].every((n) => found.includes(n)), {
+    what: `all ${acknowledged.size} acknowledged events stored`,
+    timeoutMs: 60_000,
+  });
+  expect(numbers.length).toBe(new Set(numbers).size);
+  expect(numbers.filter((n) => !acknowledged.has(n) && !perhaps.has(n))).toEqual([]);
+  return numbers;
+}
+
 describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under load', () => {
   const cleanup = cleanupsAfterAll();
 
@@ -91,52 +145,8 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }));
-    try {
-      await waitFor(
-        async () => load.answers.filter((a) => a.status === 200).length,
-        (n) => n >= 20,
-        { what: 'acknowledged requests' },
-      );
-      proxy.cut();
-      const cutAt = load.answers.length;
-      await waitFor(
-        async () => load.since(cutAt).filter((a) => a.status === 503).length,
-        (n) => n >= 20,
-        { what: 'requests refused while down' },
-      );
-      proxy.restore();
-      const restoredAt = load.answers.length;
-      await waitFor(
-        async () => load.since(restoredAt).filter((a) => a.status === 200).length,
-        (n) => n >= 20,
-        {
-          what: 'requests acknowledged again',
-          timeoutMs: 30_000,
-        },
-      ).catch((error: Error) => {
-        const seen = load.since(restoredAt);
-        throw new Error(`${error.message}; ${seen.length} answers since the restore: ${JSON.stringify(seen.slice(-1))} LOG ${JSON.stringify(lines.slice(-2))}`);
-      });
-    } finally {
-      await load.stop();
-    }
-    const refused = load.answers.filter((a) => a.status !== 200);
-    expect(refused.length).toBeGreaterThanOrEqual(20);
-    for (const answer of refused) {
-      expect(answer.status).toBe(503);
-      expect(answer.retryAfter).toBe('5');
-      expect([NOT_WRITTEN, PERHAPS_WRITTEN]).toContainEqual(answer.body);
-    }
-    const acknowledged = new Set(load.answers.filter((a) => a.status === 200).map((a) => a.n));
-    const perhaps = new Set(refused.filter((a) => a.body.error === PERHAPS_WRITTEN.error).map((a) => a.n));
-    // Every acknowledged request stored once; beyond them, only requests whose COMMIT's outcome could not be known.
-    const stored = await waitFor(
-      () => storedNumbers(server, key, deployed.body.data.id),
-      (numbers) => [...acknowledged].every((n) => numbers.includes(n)),
-      { what: `all ${acknowledged.size} acknowledged events stored`, timeoutMs: 60_000 },
-    );
-    expect(stored.length).toBe(new Set(stored).size);
-    expect(stored.filter((n) => !acknowledged.has(n) && !perhaps.has(n))).toEqual([]);
+    await cutUnderLoad(proxy, load, 20, () => JSON.stringify(lines.slice(-2)));
+    await expectAcknowledgedStoredOnce(load, () => storedNumbers(server, key, deployed.body.data.id));
     expect(lines.filter((l) => l.msg.includes('requests are answered 503 until it recovers'))).toHaveLength(1);
     expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
     // The work loops and the cluster's connections, each retrying every second, say it once too.
@@ -175,42 +185,8 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     await stream.opened;
 
     const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }), 4);
-    try {
-      await waitFor(
-        async () => load.answers.filter((a) => a.status === 200).length,
-        (n) => n >= 50,
-        { what: 'acknowledged requests' },
-      );
-      proxy.cut();
-      const cutAt = load.answers.length;
-      await waitFor(
-        async () => load.since(cutAt).filter((a) => a.status === 503).length,
-        (n) => n >= 50,
-        { what: 'requests refused while down' },
-      );
-      proxy.restore();
-      const restoredAt = load.answers.length;
-      await waitFor(
-        async () => load.since(restoredAt).filter((a) => a.status === 200).length,
-        (n) => n >= 50,
-        { what: 'requests acknowledged again', timeoutMs: 30_000 },
-      );
-    } finally {
-      await load.stop();
-    }
-    for (const answer of load.answers.filter((a) => a.status !== 200)) {
-      expect([answer.status, answer.retryAfter]).toEqual([503, '5']);
-      expect([NOT_WRITTEN, PERHAPS_WRITTEN]).toContainEqual(answer.body);
-    }
-    const acknowledged = new Set(load.answers.filter((a) => a.status === 200).map((a) => a.n));
-    const perhaps = new Set(load.answers.filter((a) => a.body?.error === PERHAPS_WRITTEN.error).map((a) => a.n));
-    const stored = await waitFor(
-      () => storedNumbers(api, key, sourceId),
-      (numbers) => [...acknowledged].every((n) => numbers.includes(n)),
-      { what: `all ${acknowledged.size} acknowledged events stored`, timeoutMs: 60_000 },
-    );
-    expect(stored.length).toBe(new Set(stored).size);
-    expect(stored.filter((n) => !acknowledged.has(n) && !perhaps.has(n))).toEqual([]);
+    await cutUnderLoad(proxy, load, 50, () => JSON.stringify(logs.map(({ lines }) => lines.slice(-2))));
+    const stored = await expectAcknowledgedStoredOnce(load, () => storedNumbers(api, key, sourceId));
     // The live stream on the api node got every event once, oldest first, across the outage (the list is newest first).
     const oldestFirst = [...stored].reverse();
     await waitFor(
