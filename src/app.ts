@@ -237,7 +237,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => dispatcher.evict(change.sourceId));
     // A rotated credential or a refreshed token: the sources naming the account build their `$auth` again.
     credentials.onStaleSource((sourceId) => dispatcher.evict(sourceId));
-    const sse = new SseHub(bus, {}, { logger: logger.child({ module: 'sse' }), clock, outages });
+    const sse = new SseHub(bus, {}, { logger: logger.child({ module: 'sse' }), outages });
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
     const quotas = new QuotaService(store, config, clock);
     // Workflow steps' `$.send.http/email/s3`, carried out after their step commits, retried like webhook deliveries.
@@ -296,7 +296,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
-    const live = new LiveStreams(store, sources, workflows, events, sse);
+    const live = new LiveStreams(store, { logger: logger.child({ module: 'sse' }), outages }, sources, workflows, events, sse);
     workflows.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.workflowId));
     const health = new HealthService(store, runtime);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);

@@ -9,8 +9,13 @@ import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;
-/** Told that events may have gone by unseen, so that the subscriber reads what it may have missed. */
-export type MissedListener = () => void;
+/** Told of a gap in what the bus hands on: events may go by unseen from `opened` until `closed`. */
+export interface GapListener {
+  /** From now on events may be missed (the connection was lost, or announced events could not be read). */
+  opened(): void;
+  /** The bus hears again: read what may have gone by since `opened`. */
+  closed(): void;
+}
 
 export interface EventBus {
   start(): Promise<void>;
@@ -18,15 +23,15 @@ export interface EventBus {
   publish(emitterId: string, events: readonly EventSummary[]): void;
   /** Inside the committing transaction: tells the other nodes which events it stores (cluster mode only). */
   announceInTransaction?(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void>;
-  /** Returns a function that unsubscribes. `onMissed`: see MissedListener (only a cluster's bus can miss events). */
-  subscribe(listener: BusListener, onMissed?: MissedListener): () => void;
+  /** Returns a function that unsubscribes. `gaps`: see GapListener (only a cluster's bus has gaps). */
+  subscribe(listener: BusListener, gaps?: GapListener): () => void;
   close(): Promise<void>;
 }
 
 /** The embedded mode's bus: synchronous calls in this process, no copies of the events. */
 export class LocalBus implements EventBus {
   private readonly listeners = new Set<BusListener>();
-  protected readonly missedListeners = new Set<MissedListener>();
+  protected readonly gapListeners = new Set<GapListener>();
 
   constructor(private readonly onListenerError: (error: unknown) => void = () => undefined) {}
 
@@ -44,24 +49,24 @@ export class LocalBus implements EventBus {
     }
   }
 
-  subscribe(listener: BusListener, onMissed?: MissedListener): () => void {
+  subscribe(listener: BusListener, gaps?: GapListener): () => void {
     this.listeners.add(listener);
-    if (onMissed) this.missedListeners.add(onMissed);
+    if (gaps) this.gapListeners.add(gaps);
     return () => {
       this.listeners.delete(listener);
-      if (onMissed) this.missedListeners.delete(onMissed);
+      if (gaps) this.gapListeners.delete(gaps);
     };
   }
 
   async close(): Promise<void> {
     this.listeners.clear();
-    this.missedListeners.clear();
+    this.gapListeners.clear();
   }
 }
 
 const CHANNEL = 'tributary_events';
 /** After announced events could not be read: when subscribers are told to read what they missed. */
-const MISSED_READ_RETRY_MS = 1000;
+const FAILED_READ_RETRY_MS = 1000;
 
 /** What a notification carries: ids only (NOTIFY payloads are small); the receivers read the events. */
 interface Announcement {
@@ -77,16 +82,18 @@ interface Announcement {
  * The cluster's bus: events committed on this node go to local subscribers at once, as with LocalBus, and are
  * announced to the other nodes by a NOTIFY sent in the committing transaction, so it arrives in commit order
  * and only if the commit succeeded. Each node reads announced events back by id and hands them to its own.
- * Announcements sent while its connection was down, or that it could not read, are lost: it then tells its
- * subscribers they may have missed events, and they read them from the store.
+ * Announcements sent while its connection was down, or that it could not read, are lost: its subscribers hear of
+ * the gap when it opens and when it closes, and read what it hid from the store.
  */
 export class PostgresBus extends LocalBus {
   private readonly node = randomUUID();
   private listener: Listener | undefined;
   /** Announcements are read one at a time, so that each emitter's events reach streams in order. */
   private reading: Promise<void> = Promise.resolve();
-  /** Subscribers are told of a failed read this long after it, when the database may answer again. */
-  private missedRetry: NodeJS.Timeout | undefined;
+  /** What keeps a gap open: the LISTEN connection is down, or a read failed (it ends a little later, see below). */
+  private readonly gap = { connectionDown: false, readFailed: false };
+  /** After a failed read: when the gap it opened ends, and the database may answer again. */
+  private failedReadRetry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -101,11 +108,14 @@ export class PostgresBus extends LocalBus {
   override async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
       onError: (error) => {
-        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
+        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
+      },
+      onConnected: (connected) => {
+        if (!connected) this.setGap('connectionDown', true);
       },
       onReconnect: () => {
-        this.outages.reached();
-        this.missed();
+        this.outages.reached('read');
+        this.setGap('connectionDown', false);
       },
     });
     await this.listener.ready;
@@ -130,35 +140,43 @@ export class PostgresBus extends LocalBus {
     this.reading = this.reading
       .then(async () => {
         const rows = await eventsBetween(this.store.db, message.e, from, to);
+        this.outages.reached('read');
         this.publish(
           message.e,
           rows.map((row) => toSummary(row, true)),
         );
       })
       .catch((error: unknown) => {
-        if (!this.outages.absorbed(error)) {
+        if (!this.outages.absorb(error)) {
           this.logger.error({ err: error, emitterId: message.e }, 'could not read announced events; live streams read them again shortly');
         }
-        this.missedRetry ??= setTimeout(() => {
-          this.missedRetry = undefined;
-          this.missed();
-        }, MISSED_READ_RETRY_MS).unref();
+        // Opened before the next announcement is read (this chain reads them one at a time), so none moves past it.
+        this.setGap('readFailed', true);
+        this.failedReadRetry ??= setTimeout(() => {
+          this.failedReadRetry = undefined;
+          this.setGap('readFailed', false);
+        }, FAILED_READ_RETRY_MS).unref();
       });
   }
 
-  /** Tells every subscriber that events may have gone by unseen. */
-  private missed(): void {
-    for (const onMissed of this.missedListeners) {
+  /** Tells the subscribers when the first cause of a gap begins and when the last one ends. */
+  private setGap(cause: keyof PostgresBus['gap'], on: boolean): void {
+    const wasOpen = this.gap.connectionDown || this.gap.readFailed;
+    this.gap[cause] = on;
+    const isOpen = this.gap.connectionDown || this.gap.readFailed;
+    if (isOpen === wasOpen) return;
+    for (const gaps of this.gapListeners) {
       try {
-        onMissed();
+        if (isOpen) gaps.opened();
+        else gaps.closed();
       } catch (error) {
-        this.logger.error({ err: error }, 'live fan-out failed to catch up');
+        this.logger.error({ err: error }, 'live fan-out failed to handle a gap in the bus');
       }
     }
   }
 
   override async close(): Promise<void> {
-    if (this.missedRetry) clearTimeout(this.missedRetry);
+    if (this.failedReadRetry) clearTimeout(this.failedReadRetry);
     await this.listener?.close();
     await this.reading;
     await super.close();

@@ -87,11 +87,11 @@ export class PostgresSignals implements ClusterSignals {
   async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
       onError: (error) => {
-        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back');
+        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back');
       },
       // Signals sent while the connection was down are lost: look at everything once.
       onReconnect: () => {
-        this.outages.reached();
+        this.outages.reached('read');
         this.logger.info('cluster signal connection back; looking for work and changes missed meanwhile');
         for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
       },
@@ -99,7 +99,7 @@ export class PostgresSignals implements ClusterSignals {
     });
     this.answers = listen(this.databaseUrl, ANSWERS, (payload) => this.receiveAnswer(payload), {
       onError: (error) => {
-        if (!this.outages.absorbed(error)) this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting');
+        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting');
       },
     });
     await Promise.all([this.listener.ready, this.answers.ready]);
@@ -124,7 +124,7 @@ export class PostgresSignals implements ClusterSignals {
       payload = JSON.stringify({ n: this.node, i: id, a: { error } });
     }
     notify(this.store.db, ANSWERS, payload).catch((error: unknown) => {
-      if (!this.outages.absorbed(error)) this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
+      if (!this.outages.absorb(error)) this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
     });
   }
 
@@ -165,11 +165,14 @@ export class PostgresSignals implements ClusterSignals {
   private async send(batch: Map<SignalKind, Set<string> | null>): Promise<void> {
     for (const [kind, ids] of batch) {
       for (const message of this.messages(kind, ids)) {
-        await notify(this.store.db, CHANNEL, JSON.stringify(message)).catch((error: unknown) => {
-          // The others find the work at their next poll; nothing is lost.
-          if (!this.outages.absorbed(error))
-            this.logger.warn({ err: error, kind }, 'could not signal the cluster; other nodes find the work at their next poll');
-        });
+        await notify(this.store.db, CHANNEL, JSON.stringify(message)).then(
+          () => this.outages.reached('read'),
+          (error: unknown) => {
+            // The others find the work at their next poll; nothing is lost.
+            if (!this.outages.absorb(error))
+              this.logger.warn({ err: error, kind }, 'could not signal the cluster; other nodes find the work at their next poll');
+          },
+        );
       }
     }
   }

@@ -106,7 +106,7 @@ export class LeasedQueuePump<Row> {
           await this.queue.release(claimed);
           return;
         }
-        this.options.outages.reached();
+        this.options.outages.reached('read');
         for (const row of claimed) this.queue.launch(row);
         if (claimed.length < free) break;
       }
@@ -123,7 +123,7 @@ export class LeasedQueuePump<Row> {
         else sleepMs = Math.min(sleepMs, this.leaseEndAt - this.options.clock.now() + 1);
       }
     } catch (error) {
-      if (!this.stopped && !this.options.outages.absorbed(error)) this.options.logger.error({ err: error }, `${this.options.what} could not read its queue`);
+      if (!this.stopped && !this.options.outages.absorb(error)) this.options.logger.error({ err: error }, `${this.options.what} could not read its queue`);
       sleepMs = this.options.cadence.fallbackMs;
     }
     if (this.stopped) return;

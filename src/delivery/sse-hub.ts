@@ -1,11 +1,10 @@
-// Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, catch-up after the bus missed
-// events, heartbeats, slow-client cut-off.
+// Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, catch-up after a gap in the
+// bus, heartbeats, slow-client cut-off.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { compareKeys, eventIdOf, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
 import type { EventBus } from './bus.js';
-import type { Clock } from '../lib/clock.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 export interface SseHubOptions {
@@ -16,7 +15,7 @@ export interface SseHubOptions {
    * is cut off, instead of buffering without bound; one commit's events are always written whole.
    */
   maxBufferedBytes: number;
-  /** Live events held for a client while its replay is read; past this it is cut off. */
+  /** Live events held for a client while its replay is read (or a gap in the bus lasts); past this it is cut off. */
   maxQueuedWhileReplaying: number;
 }
 
@@ -28,8 +27,10 @@ export type StreamFilter = (summary: EventSummary) => boolean;
 export interface StreamRequest {
   emitterId: string;
   filter: StreamFilter;
-  /** The client's Last-Event-ID: the retained events after it are sent before live ones. */
-  lastEventId?: string;
+  /** The stream carries the events after this id: the client's Last-Event-ID, else the emitter's newest event. */
+  startsAfterId: string;
+  /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
+  replayFirst: boolean;
   /** Retained events of the emitter after an event id, oldest first: the replay, and the catch-up after a gap. */
   readAfter: (afterId: string) => Promise<EventSummary[]>;
   /** Extra response headers (the request id). */
@@ -41,37 +42,47 @@ interface Client {
   readonly filter: StreamFilter;
   readonly response: ServerResponse;
   readonly readAfter: StreamRequest['readAfter'];
-  /**
-   * Where its stream starts: the Last-Event-ID it sent, else the moment it connected (on the clock events' ids are
-   * made from), as an event id. A client that has had no event yet is owed those after it.
-   */
+  /** See StreamRequest: a client that has had no event yet is owed those after it. */
   readonly startsAfterId: string;
   /** Id of the last event written, to skip events seen both in the replay and live. */
   last: EventKey | undefined;
-  /** Live events held back while a replay is read (or waits for the database); null once the client is live. */
+  /**
+   * Live events held back while a replay is read or sent, or while the bus may be missing events (then `last` stays
+   * where the gap began, so that what the gap hid is sent before them); null while the client is live.
+   */
   queued: EventSummary[] | null;
   /** A replay is being read or sent. */
   replaying: boolean;
-  /** The bus missed events while this client's replay was being read: read again once it is done. */
+  /** A gap in the bus ended while this client's replay was under way: read again once it is done. */
   missedDuringReplay: boolean;
   closed: boolean;
 }
 
-/** The highest sequence an event id has (12 digits), so that "after <ms - 1>-<this>" means "from <ms> on". */
-const LAST_SEQ = 999_999_999_999;
 /** A replay that found the database unreachable is read again this much later. */
 const REPLAY_RETRY_MS = 1000;
+/** Replays read at once, at most: a catch-up of thousands of streams must not take every pooled connection. */
+const CONCURRENT_REPLAY_READS = 4;
 
 /** What a hub needs besides the bus and its options. */
 export interface SseHubDependencies {
   logger: Logger;
-  /** The clock events' ids are made from. */
-  clock: Clock;
   /** Where a replay's database outage is said, once for the whole outage. */
   outages: DatabaseOutageLog;
 }
 
 const HANDSHAKE = ':sse-handshake\n\n';
+
+/** Resolves once the response can take more, or is closed; its listeners are removed either way. */
+async function drainedOrClosed(response: ServerResponse): Promise<void> {
+  const done = new AbortController();
+  try {
+    await Promise.race([once(response, 'drain', { signal: done.signal }), once(response, 'close', { signal: done.signal })]);
+  } catch {
+    // An 'error' on the response: it closes, and the caller sees `closed`.
+  } finally {
+    done.abort();
+  }
+}
 
 /** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
 export function sseFrame(summary: EventSummary): string {
@@ -87,6 +98,10 @@ export class SseHub {
   /** Clients whose replay found the database unreachable, read again at `retry`. */
   private readonly awaitingDatabase = new Set<Client>();
   private retry: NodeJS.Timeout | undefined;
+  /** The bus may be missing events now: every stream holds its live events until the gap is caught up. */
+  private inGap = false;
+  private replayReads = 0;
+  private readonly waitingToRead: Array<() => void> = [];
 
   constructor(
     bus: EventBus,
@@ -94,10 +109,10 @@ export class SseHub {
     private readonly deps: SseHubDependencies,
   ) {
     this.options = { ...DEFAULT_SSE_OPTIONS, ...options };
-    this.unsubscribe = bus.subscribe(
-      (emitterId, events) => this.publish(emitterId, events),
-      () => this.catchUp(),
-    );
+    this.unsubscribe = bus.subscribe((emitterId, events) => this.publish(emitterId, events), {
+      opened: () => this.holdForGap(),
+      closed: () => this.catchUp(),
+    });
     this.armHeartbeat();
   }
 
@@ -114,10 +129,9 @@ export class SseHub {
       filter: request.filter,
       response,
       readAfter: request.readAfter,
-      startsAfterId:
-        request.lastEventId && parseEventId(request.lastEventId) ? request.lastEventId : eventIdOf({ ms: this.deps.clock.now() - 1, seq: LAST_SEQ }),
+      startsAfterId: request.startsAfterId,
       last: undefined,
-      queued: request.lastEventId ? [] : null,
+      queued: request.replayFirst || this.inGap ? [] : null,
       replaying: false,
       missedDuringReplay: false,
       closed: false,
@@ -136,43 +150,61 @@ export class SseHub {
     set.add(client);
     // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
     client.response.write(HANDSHAKE);
-    if (request.lastEventId) await this.replay(client, client.startsAfterId);
+    if (request.replayFirst) await this.replay(client, client.startsAfterId);
   }
 
   /**
-   * The bus may have missed events (in a cluster, its connection to the database was lost): every stream reads
-   * the retained events after the last one it sent, or since it connected, and sends what it had not had.
+   * The bus may miss events from now on (in a cluster, its connection to the database was lost, or announced events
+   * could not be read): every stream holds its live events back, so that none moves past what the gap hides.
    */
-  catchUp(): void {
+  private holdForGap(): void {
+    this.inGap = true;
+    for (const set of this.clients.values()) for (const client of set) client.queued ??= [];
+  }
+
+  /**
+   * The gap is over: every stream reads the retained events after the last one it sent (or after where it started)
+   * and sends what it had not had, then the live events it held.
+   */
+  private catchUp(): void {
+    this.inGap = false;
     for (const set of this.clients.values()) for (const client of set) this.replayMissed(client);
   }
 
   /** Reads what the client may have missed now, or once the replay it is reading is done. */
   private replayMissed(client: Client): void {
+    if (client.closed) return;
     if (client.replaying) client.missedDuringReplay = true;
     else void this.replay(client, this.resumeAfterId(client));
   }
 
-  /** Sends the retained events after `afterId`, holding live events back meanwhile, then those held back. */
+  /**
+   * Sends the retained events after `afterId`, holding live events back meanwhile, then those held back. Never
+   * rejects: a failure cuts the client (or, the database away, reads again later).
+   */
   private async replay(client: Client, afterId: string): Promise<void> {
     client.queued ??= [];
     client.replaying = true;
-    let missed: EventSummary[];
+    let retained: EventSummary[];
+    await this.replayReadSlot();
     try {
-      missed = await client.readAfter(afterId);
+      retained = await client.readAfter(afterId);
+      this.deps.outages.reached('read');
     } catch (error) {
       client.replaying = false;
       if (client.closed) return;
       // The database is away: live events wait with the missed ones (up to maxQueuedWhileReplaying) until it is back.
-      if (this.deps.outages.absorbed(error)) return this.replayWhenBack(client);
+      if (this.deps.outages.absorb(error)) return this.replayWhenBack(client);
       // Any other failure: the client reconnects with its Last-Event-ID, perhaps to a node that can read it.
       this.deps.logger.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
       return this.cut(client);
+    } finally {
+      this.releaseReplayRead();
     }
     // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
-    for (const summary of missed) {
+    for (const summary of retained) {
       if (client.closed) break;
-      if (!this.send(client, summary, null)) await Promise.race([once(client.response, 'drain'), once(client.response, 'close')]);
+      if (!this.send(client, summary, null)) await drainedOrClosed(client.response);
     }
     client.replaying = false;
     if (client.closed) return;
@@ -180,9 +212,27 @@ export class SseHub {
       client.missedDuringReplay = false;
       return this.replayMissed(client);
     }
+    // Still in a gap (it began during this replay): keep holding until it is caught up.
+    if (this.inGap) return;
     const queued = client.queued ?? [];
     client.queued = null;
     for (const summary of queued) this.send(client, summary, null);
+  }
+
+  /** Waits for one of the CONCURRENT_REPLAY_READS turns to read. */
+  private async replayReadSlot(): Promise<void> {
+    if (this.replayReads < CONCURRENT_REPLAY_READS) {
+      this.replayReads++;
+      return;
+    }
+    // The turn is handed over by releaseReplayRead, without the count going down.
+    await new Promise<void>((resolve) => this.waitingToRead.push(resolve));
+  }
+
+  private releaseReplayRead(): void {
+    const next = this.waitingToRead.shift();
+    if (next) next();
+    else this.replayReads--;
   }
 
   /** Reads the client's replay again a little later, with every other replay that met the outage. */
@@ -277,7 +327,8 @@ export class SseHub {
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.closed) return;
     this.heartbeat = setInterval(() => {
-      for (const set of this.clients.values()) for (const client of set) if (!client.queued && !this.tooSlow(client)) client.response.write(HANDSHAKE);
+      // Also to clients holding events through a gap: a long outage must not let a proxy close their idle stream.
+      for (const set of this.clients.values()) for (const client of set) if (!client.replaying && !this.tooSlow(client)) client.response.write(HANDSHAKE);
     }, this.options.heartbeatMs);
     this.heartbeat.unref();
   }
@@ -285,7 +336,10 @@ export class SseHub {
   /** A slow client: drop what it has not read and close the connection at once. */
   private cut(client: Client): void {
     if (client.closed) return;
-    this.deps.logger.info({ emitterId: client.emitterId, buffered: client.response.writableLength }, 'live stream client too slow; disconnected');
+    this.deps.logger.info(
+      { emitterId: client.emitterId, buffered: client.response.writableLength },
+      'live stream cut off; the client resumes with its Last-Event-ID',
+    );
     this.remove(client);
     client.response.destroy();
   }

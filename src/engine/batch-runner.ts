@@ -245,7 +245,7 @@ export class BatchRunner {
     const { leaseMs, owner, clock } = this.options;
     return every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
       invocations.renewLeases(this.store.db, sourceId, ids, owner, clock.now() + leaseMs).catch((error: unknown) => {
-        if (!this.options.outages.absorbed(error)) this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not renew invocation leases');
+        if (!this.options.outages.absorb(error)) this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not renew invocation leases');
       });
     });
   }

@@ -203,7 +203,7 @@ export class Dispatcher {
       void this.drainSource(sourceId)
         .catch((error: unknown) => {
           // The database went away mid-drain: the work stays queued, and a look soon (or a wake) drains it again.
-          if (!this.stopped && !this.options.outages.absorbed(error)) {
+          if (!this.stopped && !this.options.outages.absorb(error)) {
             this.logger.warn({ err: error, sourceId }, 'could not drain a source; its work stays queued and is retried');
           }
           this.lookAfter(this.options.cadence.fallbackMs);
@@ -239,10 +239,10 @@ export class Dispatcher {
         const leaseEnd = await nextLeaseEndMs(this.store.db, 'invocations', nowMs);
         if (leaseEnd !== undefined) nextLookMs = Math.min(nextLookMs, leaseEnd - nowMs + 1);
       }
-      this.options.outages.reached();
+      this.options.outages.reached('read');
       this.markReady(found, false);
     } catch (error) {
-      if (!this.stopped && !this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'dispatcher could not read the queue');
+      if (!this.stopped && !this.options.outages.absorb(error)) this.logger.error({ err: error }, 'dispatcher could not read the queue');
       nextLookMs = cadence.fallbackMs;
     }
     this.look.cancel();
@@ -305,7 +305,10 @@ export class Dispatcher {
           if (!ran) this.lookAfter(this.options.cadence.fallbackMs);
           if (!(await settle()) || !ran) return;
           committing = ran.commit().then(
-            () => true,
+            () => {
+              this.options.outages.reached('written');
+              return true;
+            },
             (error: unknown) => {
               if (error instanceof invocations.LeaseLostError) {
                 // Another node runs them now; nothing of this run was committed.
@@ -317,7 +320,7 @@ export class Dispatcher {
               }
               // Its rows are still queued and run again; a batch run after it is not committed either.
               if (this.options.soleConsumer) handBack();
-              if (!this.options.outages.absorbed(error)) {
+              if (!this.options.outages.absorb(error)) {
                 this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
               }
               this.lookAfter(this.options.cadence.fallbackMs);

@@ -90,9 +90,10 @@ export class TimerScheduler {
       const workflowRuns: string[] = [];
       do {
         const due = await timers.dueTimers(this.store.db, this.clock.now(), CLAIM_BATCH);
-        this.outages.reached();
+        this.outages.reached('read');
         if (due.length) {
           const result = await this.fireDue(due);
+          this.outages.reached('written');
           fired.push(...result.sources);
           workflowRuns.push(...result.workflowRuns);
         }
@@ -103,7 +104,7 @@ export class TimerScheduler {
       const next = await timers.nextDueMs(this.store.db);
       this.arm(next === undefined ? Infinity : next - this.clock.now());
     } catch (error) {
-      if (!this.stopped && !this.outages.absorbed(error)) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
+      if (!this.stopped && !this.outages.absorb(error)) this.logger.error({ err: error }, 'timer scheduler failed; retrying');
       this.arm(this.cadence.fallbackMs);
     }
   }

@@ -111,7 +111,7 @@ export class WorkflowRunner {
       this.renewTimer = every(clock, Math.max(100, Math.floor(leaseMs / 3)), () => {
         if (this.held.size === 0) return;
         workflows.renewRunLeases(this.store.db, this.owner!, clock.now() + leaseMs).catch((error: unknown) => {
-          if (!this.options.outages.absorbed(error)) this.logger.warn({ err: error }, 'could not renew workflow run leases');
+          if (!this.options.outages.absorb(error)) this.logger.warn({ err: error }, 'could not renew workflow run leases');
         });
       });
     }
@@ -196,14 +196,14 @@ export class WorkflowRunner {
     let nextScanAt = nowMs + cadence.waitMs(leaseMs / 3);
     try {
       const due = await workflows.dueRuns(this.store.db, nowMs, 1000);
-      this.options.outages.reached();
+      this.options.outages.reached('read');
       await this.adopt(due.filter((id) => !this.held.has(id)));
       const next = await workflows.nextDueMs(this.store.db);
       if (next !== undefined && next > nowMs) nextScanAt = Math.min(nextScanAt, next);
       const leaseEnd = this.owner ? await nextLeaseEndMs(this.store.db, 'workflow_runs', nowMs) : undefined;
       if (leaseEnd !== undefined) nextScanAt = Math.min(nextScanAt, leaseEnd + 1);
     } catch (error) {
-      if (!this.stopped && !this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
+      if (!this.stopped && !this.options.outages.absorb(error)) this.logger.error({ err: error }, 'workflow runner could not read the run queue');
       nextScanAt = nowMs + cadence.fallbackMs;
     }
     this.nextScan.cancel();
@@ -225,7 +225,7 @@ export class WorkflowRunner {
         : (await workflows.loadUnfinishedRuns(this.store.db, ids)).filter((row) => Number(row.due_ms) <= clock.now());
       this.adoptRows(rows, (resumed) => workflows.runSteps(this.store.db, resumed));
     } catch (error) {
-      if (!this.stopped && !this.options.outages.absorbed(error))
+      if (!this.stopped && !this.options.outages.absorb(error))
         this.logger.error({ err: error }, 'workflow runner could not take up runs; the next scan retries');
       this.wakeAt(clock.now() + this.options.cadence.fallbackMs);
     }
@@ -253,8 +253,7 @@ export class WorkflowRunner {
       },
       (error: unknown) => {
         for (const run of fresh) this.held.delete(run.id);
-        if (!this.options.outages.absorbed(error))
-          this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
+        if (!this.options.outages.absorb(error)) this.logger.error({ err: error }, 'could not read the finished steps of resumed runs; the next scan retries');
         this.wakeAt(this.options.clock.now() + this.options.cadence.fallbackMs);
       },
     );
@@ -276,7 +275,7 @@ export class WorkflowRunner {
       this.draining.add(key);
       void this.drain(key)
         .catch((error: unknown) => {
-          if (!this.options.outages.absorbed(error))
+          if (!this.options.outages.absorb(error))
             this.logger.error({ err: error, key }, 'a workflow step batch failed in the runner; its runs are taken up again later');
         })
         .finally(() => {

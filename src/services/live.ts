@@ -1,12 +1,14 @@
 // Live streams of an emitter's events over Server-Sent Events, for its owner, resumable from a Last-Event-ID.
 import type { ServerResponse } from 'node:http';
 import type { SseHub } from '../delivery/sse-hub.js';
-import type { EventSummary, StreamKind } from '../model/events.js';
+import { parseEventId, type EventSummary, type StreamKind } from '../model/events.js';
 import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
 import { SSE_PREFIX } from '../model/workflows.js';
+import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
+import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { loadSource } from '../store/sources.js';
 import { loadWorkflow } from '../store/workflows.js';
 
@@ -28,8 +30,13 @@ export interface LiveRequest {
 }
 
 export class LiveStreams {
+  /** Emitters whose existence a failed read could not check: looked at again with the next change signalled. */
+  private readonly unchecked = new Set<string>();
+
   constructor(
     private readonly store: Store,
+    /** Where a failed check is said (a database outage once for all of it). */
+    private readonly log: { logger: Logger; outages: DatabaseOutageLog },
     private readonly sources: SourceService,
     private readonly workflows: WorkflowService,
     private readonly events: EventService,
@@ -41,19 +48,28 @@ export class LiveStreams {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
     const { kind, filter } = streamOf(request.eventName);
     const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
-    return (response) => this.hub.open(response, { emitterId: source.id, filter, lastEventId: request.lastEventId, readAfter, headers: request.headers });
+    const start = await this.startOf(source.id, request.lastEventId);
+    return (response) => this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers });
   }
 
   /**
-   * Another node of the cluster changed these sources or workflows (any of them, after a lost connection): the streams
-   * here of those that no longer exist end, as they do on the node that deleted them. A failed read leaves them open
-   * until the next change signalled, or the next lost connection, looks again.
+   * Another node of the cluster changed these sources or workflows (`kind`; every one of that kind after a lost
+   * connection): the streams here of those that no longer exist end, as they do on the node that deleted them. An
+   * emitter a failed read could not check is looked at again with the next change signalled.
    */
-  async endStreamsOfDeleted(emitterIds: readonly string[] | undefined): Promise<void> {
-    for (const id of emitterIds ?? this.hub.emitterIds()) {
+  async endStreamsOfDeleted(kind: 'sources' | 'workflows', emitterIds: readonly string[] | undefined): Promise<void> {
+    const ofKind = (id: string) => id.startsWith('p_') === (kind === 'workflows');
+    const ids = new Set([...(emitterIds ?? this.hub.emitterIds().filter(ofKind)), ...[...this.unchecked].filter(ofKind)]);
+    for (const id of ids) {
+      this.unchecked.delete(id);
       if (!this.hub.clientCount(id)) continue;
-      const emitter = id.startsWith('p_') ? await loadWorkflow(this.store.db, id) : await loadSource(this.store.db, id);
-      if (!emitter) this.hub.closeEmitter(id);
+      try {
+        const emitter = kind === 'workflows' ? await loadWorkflow(this.store.db, id) : await loadSource(this.store.db, id);
+        if (!emitter) this.hub.closeEmitter(id);
+      } catch (error) {
+        this.unchecked.add(id);
+        if (!this.log.outages.absorb(error)) this.log.logger.warn({ err: error, emitterId: id }, 'could not check whether a streamed emitter was deleted');
+      }
     }
   }
 
@@ -63,7 +79,13 @@ export class LiveStreams {
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
     const readAfter = (afterId: string) => this.events.after(workflow.id, '$sse', afterId);
-    return (response: ServerResponse) =>
-      this.hub.open(response, { emitterId: workflow.id, filter, lastEventId: request.lastEventId, readAfter, headers: request.headers });
+    const start = await this.startOf(workflow.id, request.lastEventId);
+    return (response: ServerResponse) => this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers });
+  }
+
+  /** Where a stream starts: after the client's Last-Event-ID (sent first), else after the newest event (live only). */
+  private async startOf(emitterId: string, lastEventId: string | undefined): Promise<{ startsAfterId: string; replayFirst: boolean }> {
+    if (lastEventId && parseEventId(lastEventId)) return { startsAfterId: lastEventId, replayFirst: true };
+    return { startsAfterId: await this.events.newestId(emitterId), replayFirst: false };
   }
 }

@@ -22,8 +22,8 @@ export function listenToCluster(
   },
 ): void {
   const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live } = parts;
-  // Streams of a source or workflow deleted on another node end here too; a failed read is retried at the next signal.
-  const endStreamsOfDeleted = (ids: string[] | undefined) => void live.endStreamsOfDeleted(ids).catch(() => undefined);
+  // Streams of a source or workflow deleted on another node end here too (the check never rejects).
+  const endStreamsOfDeleted = (kind: 'sources' | 'workflows', ids: string[] | undefined) => void live.endStreamsOfDeleted(kind, ids);
   signals.on('invocations', (ids) => dispatcher.wake(ids));
   // A custom-response run answered on another node: the request waiting here gets it.
   signals.onAnswer((id, answer) =>
@@ -45,7 +45,7 @@ export function listenToCluster(
     }
     // A source's timer rows may have changed with it.
     timers.poke();
-    endStreamsOfDeleted(ids);
+    endStreamsOfDeleted('sources', ids);
   });
   signals.on('workflows', (ids) => {
     if (ids === undefined) {
@@ -58,6 +58,6 @@ export function listenToCluster(
       }
     }
     timers.poke();
-    endStreamsOfDeleted(ids);
+    endStreamsOfDeleted('workflows', ids);
   });
 }

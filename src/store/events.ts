@@ -44,6 +44,12 @@ export async function readEmitterState(db: Db, dialect: DialectName, emitterId: 
   };
 }
 
+/** The key of the emitter's newest event (any stream), without locking; undefined when it has none. */
+export async function newestEventKey(db: Db, emitterId: string): Promise<EventKey | undefined> {
+  const row = await db.selectFrom('emitter_state').select(['last_ms', 'last_seq']).where('emitter_id', '=', emitterId).executeTakeFirst();
+  return row && Number(row.last_seq) >= 0 ? { ms: Number(row.last_ms), seq: Number(row.last_seq) } : undefined;
+}
+
 type EmitterStateRow = Selectable<EmitterStateTable>;
 
 const upsertEmitterState = compiledOnce(

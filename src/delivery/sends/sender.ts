@@ -109,7 +109,7 @@ export class OutboxSender {
     if (this.inFlight.has(row.id)) return;
     const done = this.attempt(row)
       .catch((error: unknown) => {
-        if (!this.options.outages.absorbed(error)) this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again');
+        if (!this.options.outages.absorb(error)) this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again');
       })
       .finally(() => {
         this.inFlight.delete(row.id);

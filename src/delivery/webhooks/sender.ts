@@ -126,8 +126,7 @@ export class WebhookSender implements DeliveryQueue {
   private async releaseHanded(): Promise<void> {
     const waiting = this.handed.splice(0).map((row) => row.id);
     await this.release(waiting).catch((error: unknown) => {
-      if (!this.options.outages.absorbed(error))
-        this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
+      if (!this.options.outages.absorb(error)) this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
     });
   }
 
@@ -164,7 +163,7 @@ export class WebhookSender implements DeliveryQueue {
       held = new Set(await deliveries.renewDeliveryLeases(this.store.db, ids, this.owner, untilMs, nowMs + LEASE_MARGIN_MS));
     } catch (error) {
       // The leases run out and the attempts are claimed from the table again.
-      if (!this.options.outages.absorbed(error)) this.logger.error({ err: error }, 'webhook sender could not renew its leases');
+      if (!this.options.outages.absorb(error)) this.logger.error({ err: error }, 'webhook sender could not renew its leases');
     } finally {
       this.renewing -= rows.length;
     }
@@ -215,7 +214,7 @@ export class WebhookSender implements DeliveryQueue {
     };
     flight.done = this.attempt(row, flight, freeSlot)
       .catch((error) => {
-        if (!this.options.outages.absorbed(error)) this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded');
+        if (!this.options.outages.absorb(error)) this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded');
       })
       .finally(() => {
         this.inFlight.delete(row.id);
@@ -242,6 +241,7 @@ export class WebhookSender implements DeliveryQueue {
       (trx) => recordOutcome(trx, this.store.dialect, row, this.owner, outcome, this.options.retryScheduleSeconds),
       RECORD_DELAY_MS,
     );
+    this.options.outages.reached('written');
     if (recorded) this.options.metrics?.deliveryAttempted(recorded.label);
     if (recorded?.nextAttemptMs != null) this.pump.dueAt(recorded.nextAttemptMs);
     if (!succeeded(result)) {
