@@ -85,18 +85,24 @@ describe('live streams across a gap in the bus', () => {
     for (const close of closers.splice(0)) await close();
   });
 
-  it('holds events published during the gap behind the ones it hid, and sends each once, in order', async () => {
+  /** A hub and a client of it that has had one event, `firstId`, live. */
+  async function streaming(firstId: string) {
     const hub = await hubServer();
     closers.push(hub.close);
     const stream = openStream(hub.url, 'key');
     closers.push(async () => stream.source.close());
     await stream.opened;
-    hub.commit('100-0', true);
+    hub.commit(firstId, true);
     await waitFor(
       async () => ids(stream),
       (seen) => seen.length === 1,
       { what: 'the first event' },
     );
+    return { hub, stream };
+  }
+
+  it('holds events published during the gap behind the ones it hid, and sends each once, in order', async () => {
+    const { hub, stream } = await streaming('100-0');
 
     hub.gapOpened();
     // Hidden by the gap (committed on another node while this one heard nothing), then one published here.
@@ -137,17 +143,7 @@ describe('live streams across a gap in the bus', () => {
   });
 
   it('a catch-up that finds the database away keeps the client, holds its events and reads again until it answers', async () => {
-    const hub = await hubServer();
-    closers.push(hub.close);
-    const stream = openStream(hub.url, 'key');
-    closers.push(async () => stream.source.close());
-    await stream.opened;
-    hub.commit('200-0', true);
-    await waitFor(
-      async () => ids(stream),
-      (seen) => seen.length === 1,
-      { what: 'the first event' },
-    );
+    const { hub, stream } = await streaming('200-0');
 
     hub.gapOpened();
     hub.commit('201-0', false);
