@@ -4,7 +4,7 @@ import type { DialectName } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as events from '../store/events.js';
 import { ulid } from '../model/ids.js';
-import { toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
+import { eventIdOf, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
 
 export interface AppendOptions {
   dialect: DialectName;
@@ -14,13 +14,20 @@ export interface AppendOptions {
   dedupe?: (cache: unknown) => { pending: PendingEvent[]; cache: unknown };
 }
 
+/** What an append stored: the summaries in id order, and the id of the emitter's event before them. */
+export interface AppendedEvents {
+  events: EventSummary[];
+  /** The emitter's newest event before these, on any stream (`0-0` when it had none): see CommittedEvents. */
+  afterId: string;
+}
+
 /**
  * Stores events of one emitter inside the caller's transaction: ids strictly increasing even when the clock
- * steps back, the newest `retention` kept per stream (and up to trimSlack more, unseen). Returns the stored
- * summaries in id order.
+ * steps back, the newest `retention` kept per stream (and up to trimSlack more, unseen).
  */
-export async function appendEvents(trx: Transaction<Database>, emitterId: string, extra: PendingEvent[], options: AppendOptions): Promise<EventSummary[]> {
+export async function appendEvents(trx: Transaction<Database>, emitterId: string, extra: PendingEvent[], options: AppendOptions): Promise<AppendedEvents> {
   const state = await events.readEmitterState(trx, options.dialect, emitterId);
+  const afterId = state.lastSeq < 0 ? '0-0' : eventIdOf({ ms: state.lastMs, seq: state.lastSeq });
   let pending = extra;
   let dedupe = state.dedupe;
   if (options.dedupe) {
@@ -28,7 +35,7 @@ export async function appendEvents(trx: Transaction<Database>, emitterId: string
     pending = [...result.pending, ...extra];
     dedupe = result.cache;
   }
-  if (!pending.length && dedupe === state.dedupe) return [];
+  if (!pending.length && dedupe === state.dedupe) return { events: [], afterId };
   let { lastMs, lastSeq } = state;
   const rows: events.EventRow[] = pending.map((p) => {
     if (options.nowMs > lastMs) {
@@ -59,5 +66,5 @@ export async function appendEvents(trx: Transaction<Database>, emitterId: string
     counts[stream] = options.retention;
   }
   await events.writeEmitterState(trx, emitterId, { lastMs, lastSeq, dedupe, counts });
-  return rows.map((row) => toSummary(row, true));
+  return { events: rows.map((row) => toSummary(row, true)), afterId };
 }

@@ -44,8 +44,8 @@ export async function storeAndRoute(
   extra: PendingEvent[],
   options: AppendOptions & { router: EventRouter },
 ): Promise<CommittedEvents> {
-  const events = await appendEvents(trx, emitter.id, extra, options);
-  const committed = { emitterId: emitter.id, userId: emitter.userId, depth: emitter.depth, events };
+  const { events, afterId } = await appendEvents(trx, emitter.id, extra, options);
+  const committed = { emitterId: emitter.id, userId: emitter.userId, depth: emitter.depth, events, afterId };
   if (events.length) await options.router.routeInTransaction(trx, committed);
   return committed;
 }

@@ -62,7 +62,7 @@ export class DeliveryRouter implements EventRouter {
     await this.route(trx, committed, routed);
     // In a cluster, the other nodes' live streams learn of the events when (and only if) this commits.
     const stored = routed.extra.length ? [...committed.events, ...routed.extra] : committed.events;
-    await this.options.bus.announceInTransaction?.(trx, committed.emitterId, stored);
+    await this.options.bus.announceInTransaction?.(trx, committed.emitterId, stored, committed.afterId);
   }
 
   private async route(trx: Transaction<Database>, committed: CommittedEvents, routed: Routed): Promise<void> {
@@ -110,7 +110,7 @@ export class DeliveryRouter implements EventRouter {
     if (!routed && !committed.events.length) return;
     const events = routed?.extra.length ? [...committed.events, ...routed.extra] : committed.events;
     this.options.metrics?.eventsCommitted(events.length);
-    this.options.bus.publish(committed.emitterId, events);
+    this.options.bus.publish(committed.emitterId, events, committed.afterId);
     // Without a record (a caller that copied the commit), wake both: a wake with nothing to do is one query.
     if (!routed) this.options.runsQueued();
     else if (routed.queuedRuns.length) this.options.runsQueued(routed.queuedRuns);
@@ -185,7 +185,8 @@ export class DeliveryRouter implements EventRouter {
     const first = cut[0]!.event;
     const error = { name: 'SubscriptionLoopError', message, code: 'subscription_loop' };
     const report = errorEvent(committed.emitterId, error, { invocationId: first.id, trigger: 'listener', event: first }, nowMs);
-    return appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs });
+    // Appended right after the commit's own events, so the two go out as one run of ids.
+    return (await appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs })).events;
   }
 }
 

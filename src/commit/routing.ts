@@ -11,6 +11,11 @@ export interface CommittedEvents {
   /** Listener hops that led to the run that emitted these (0 for HTTP, timers, manual runs, hooks). */
   depth: number;
   events: EventSummary[];
+  /**
+   * The emitter's newest event before these, on any stream (`0-0` when it had none). A live consumer that has not
+   * seen it has missed events (committed on another node, announced later than these): it reads them first.
+   */
+  afterId: string;
 }
 
 export interface EventRouter {

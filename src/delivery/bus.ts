@@ -8,7 +8,8 @@ import type { Database } from '../store/schema.js';
 import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
-export type BusListener = (emitterId: string, events: readonly EventSummary[]) => void;
+/** `afterId`: the emitter's event just before these (see CommittedEvents); absent when unknown. */
+export type BusListener = (emitterId: string, events: readonly EventSummary[], afterId?: string) => void;
 /** Told of a gap in what the bus hands on: events may go by unseen from `opened` until `closed`. */
 export interface GapListener {
   /** From now on events may be missed (the connection was lost, or announced events could not be read). */
@@ -20,9 +21,9 @@ export interface GapListener {
 export interface EventBus {
   start(): Promise<void>;
   /** Hands events of one emitter, just committed here, to every subscriber in this process. */
-  publish(emitterId: string, events: readonly EventSummary[]): void;
+  publish(emitterId: string, events: readonly EventSummary[], afterId?: string): void;
   /** Inside the committing transaction: tells the other nodes which events it stores (cluster mode only). */
-  announceInTransaction?(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void>;
+  announceInTransaction?(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[], afterId: string): Promise<void>;
   /** Returns a function that unsubscribes. `gaps`: see GapListener (only a cluster's bus has gaps). */
   subscribe(listener: BusListener, gaps?: GapListener): () => void;
   close(): Promise<void>;
@@ -37,12 +38,12 @@ export class LocalBus implements EventBus {
 
   async start(): Promise<void> {}
 
-  publish(emitterId: string, events: readonly EventSummary[]): void {
+  publish(emitterId: string, events: readonly EventSummary[], afterId?: string): void {
     if (!events.length) return;
     for (const listener of this.listeners) {
       // One failing consumer must not keep the events from the others, nor fail the commit that published them.
       try {
-        listener(emitterId, events);
+        listener(emitterId, events, afterId);
       } catch (error) {
         this.onListenerError(error);
       }
@@ -76,6 +77,8 @@ interface Announcement {
   /** First and last event id of the commit (one commit's ids of one emitter are consecutive). */
   f: string;
   l: string;
+  /** The emitter's event before them (CommittedEvents.afterId). */
+  p?: string;
 }
 
 /**
@@ -121,9 +124,9 @@ export class PostgresBus extends LocalBus {
     await this.listener.ready;
   }
 
-  async announceInTransaction(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[]): Promise<void> {
+  async announceInTransaction(trx: Transaction<Database>, emitterId: string, events: readonly EventSummary[], afterId: string): Promise<void> {
     if (!events.length) return;
-    const announcement: Announcement = { n: this.node, e: emitterId, f: events[0]!.id, l: events[events.length - 1]!.id };
+    const announcement: Announcement = { n: this.node, e: emitterId, f: events[0]!.id, l: events[events.length - 1]!.id, p: afterId };
     await notify(trx, CHANNEL, JSON.stringify(announcement));
   }
 
@@ -144,6 +147,7 @@ export class PostgresBus extends LocalBus {
         this.publish(
           message.e,
           rows.map((row) => toSummary(row, true)),
+          message.p,
         );
       })
       .catch((error: unknown) => {

@@ -47,6 +47,11 @@ interface Client {
   /** Id of the last event written, to skip events seen both in the replay and live. */
   last: EventKey | undefined;
   /**
+   * The newest event of the emitter this client was handed, written or not selected by its stream: a commit whose
+   * event before it is newer shows that something did not reach this client yet.
+   */
+  seen: EventKey;
+  /**
    * Live events held back while a replay is read or sent, or while the bus may be missing events (then `last` stays
    * where the gap began, so that what the gap hid is sent before them); null while the client is live.
    */
@@ -109,7 +114,7 @@ export class SseHub {
     private readonly deps: SseHubDependencies,
   ) {
     this.options = { ...DEFAULT_SSE_OPTIONS, ...options };
-    this.unsubscribe = bus.subscribe((emitterId, events) => this.publish(emitterId, events), {
+    this.unsubscribe = bus.subscribe((emitterId, events, afterId) => this.publish(emitterId, events, afterId), {
       opened: () => this.holdForGap(),
       closed: () => this.catchUp(),
     });
@@ -131,6 +136,7 @@ export class SseHub {
       readAfter: request.readAfter,
       startsAfterId: request.startsAfterId,
       last: undefined,
+      seen: parseEventId(request.startsAfterId) ?? { ms: 0, seq: 0 },
       queued: request.replayFirst || this.inGap ? [] : null,
       replaying: false,
       missedDuringReplay: false,
@@ -251,12 +257,18 @@ export class SseHub {
     return client.last ? eventIdOf(client.last) : client.startsAfterId;
   }
 
-  /** Fans events of one emitter out to its clients; each frame is serialised once for all of them. */
-  publish(emitterId: string, events: readonly EventSummary[]): void {
+  /**
+   * Fans events of one emitter out to its clients; each frame is serialised once for all of them. `afterId`: the
+   * emitter's event before these; a client that has not been handed it reads what it lacks before them.
+   */
+  publish(emitterId: string, events: readonly EventSummary[], afterId?: string): void {
     const set = this.clients.get(emitterId);
     if (!set?.size) return;
     const frames = new Map<EventSummary, string>();
+    const before = afterId === undefined ? undefined : parseEventId(afterId);
     for (const client of set) {
+      // Committed on another node just before these, and its announcement not read yet here: read it first.
+      if (!client.queued && before && compareKeys(before, client.seen) > 0) this.replayMissed(client);
       if (client.queued) {
         if (client.queued.length + events.length > this.options.maxQueuedWhileReplaying) this.cut(client);
         else client.queued.push(...events);
@@ -302,9 +314,11 @@ export class SseHub {
 
   /** Writes one event if the client's stream selects it and has not had it; false when the socket wants a drain. */
   private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): boolean {
-    if (client.closed || !client.filter(summary)) return true;
+    if (client.closed) return true;
     // Summary ids are always `<ms>-<seq>`, made by eventIdOf.
     const id = parseEventId(summary.id)!;
+    if (compareKeys(id, client.seen) > 0) client.seen = id;
+    if (!client.filter(summary)) return true;
     if (client.last && compareKeys(id, client.last) <= 0) return true;
     let frame = frames?.get(summary);
     if (frame === undefined) {

@@ -1,6 +1,7 @@
 // The live-stream hub across a gap in its bus (a cluster node's LISTEN connection lost, or announced events it could
 // not read): streams hold their live events from the moment the gap opens, and when it closes read what it hid,
-// so that every event arrives once and in order. The hub runs on a real HTTP server with a real SSE client; the
+// so that every event arrives once and in order. And without a gap: a commit whose event before it has not reached
+// a client (committed on another node, announced later) makes that client read it first. The hub runs on a real HTTP server with a real SSE client; the
 // bus is driven by the test, and the store is a list of events whose reads the test can make fail.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +16,8 @@ import { waitFor } from '../helpers/wait.js';
 
 const EMITTER = 'dc_gaps';
 
-function summary(id: string): EventSummary {
-  return { id, indexed_at_ms: 0, event: { id }, metadata: { emitter_id: EMITTER, emit_id: id, name: '' } };
+function summary(id: string, name = ''): EventSummary {
+  return { id, indexed_at_ms: 0, event: { id }, metadata: { emitter_id: EMITTER, emit_id: id, name } };
 }
 
 /** A bus the test drives: what it publishes reaches the hub, and it opens and closes gaps. */
@@ -25,7 +26,7 @@ function drivenBus() {
   let gaps: GapListener | undefined;
   const bus: EventBus = {
     start: async () => {},
-    publish: (emitterId, events) => listener(emitterId, events),
+    publish: (emitterId, events, afterId) => listener(emitterId, events, afterId),
     subscribe(next, gapListener) {
       listener = next;
       gaps = gapListener;
@@ -53,14 +54,20 @@ async function hubServer() {
   };
   const server = http.createServer((_request, res) => {
     const startsAfterId = stored.at(-1)?.id ?? '0-0';
-    void hub.open(res, { emitterId: EMITTER, filter: () => true, startsAfterId, replayFirst: false, readAfter });
+    // The default stream: `$logs` events are the emitter's too, but not this stream's.
+    void hub.open(res, { emitterId: EMITTER, filter: (e) => e.metadata.name !== '$logs', startsAfterId, replayFirst: false, readAfter });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   /** Stores an event; `announced`: it also reaches the hub live, as an announcement read in time would. */
-  const commit = (id: string, announced: boolean) => {
-    stored.push(summary(id));
-    if (announced) bus.publish(EMITTER, [summary(id)]);
+  /**
+   * Stores an event; `announced`: it also reaches the hub live. `withAfterId`: with the id of the event before it,
+   * as the cluster's bus hands it on (the test's gap cases leave it out, to see the hold alone).
+   */
+  const commit = (id: string, announced: boolean, options: { withAfterId?: boolean; name?: string } = {}) => {
+    const afterId = stored.at(-1)?.id ?? '0-0';
+    stored.push(summary(id, options.name));
+    if (announced) bus.publish(EMITTER, [summary(id, options.name)], options.withAfterId ? afterId : undefined);
   };
   return {
     hub,
@@ -162,5 +169,32 @@ describe('live streams across a gap in the bus', () => {
     );
     expect(ids(stream)).toEqual(['200-0', '201-0', '202-0']);
     expect(hub.hub.clientCount(EMITTER)).toBe(1);
+  });
+
+  it('reads an event committed just before a published one and not announced yet, before it; not for events its stream skips', async () => {
+    const { hub, stream } = await streaming('300-0');
+    const readsBefore = hub.state.reads;
+    // Committed on another node, its announcement still on the way, then one committed here.
+    hub.commit('301-0', false);
+    hub.commit('302-0', true, { withAfterId: true });
+    await waitFor(
+      async () => ids(stream),
+      (seen) => seen.length === 3,
+      { what: 'the event announced late, then the one after it' },
+    );
+    expect(ids(stream)).toEqual(['300-0', '301-0', '302-0']);
+    expect(hub.state.reads).toBe(readsBefore + 1);
+    // Its announcement arrives at last: already sent, so not again.
+    hub.hub.publish(EMITTER, [summary('301-0')], '300-0');
+    // A `$logs` event is handed to the client but not sent; the next event names it as the one before: no read.
+    hub.commit('303-0', true, { withAfterId: true, name: '$logs' });
+    hub.commit('304-0', true, { withAfterId: true });
+    await waitFor(
+      async () => ids(stream),
+      (seen) => seen.length === 4,
+      { what: 'the next event' },
+    );
+    expect(ids(stream)).toEqual(['300-0', '301-0', '302-0', '304-0']);
+    expect(hub.state.reads).toBe(readsBefore + 1);
   });
 });
