@@ -31,10 +31,23 @@ export interface StreamRequest {
   startsAfterId: string;
   /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
   replayFirst: boolean;
-  /** Retained events of the emitter after an event id, oldest first: the replay, and the catch-up after a gap. */
-  readAfter: (afterId: string) => Promise<EventSummary[]>;
+  /** Retained events of the stream after an event id, oldest first: the replay, and the catch-up after a gap. */
+  readAfter: (afterId: string) => Promise<RetainedAfter>;
   /** Extra response headers (the request id). */
   headers?: Record<string, string>;
+}
+
+/** A replay's read: the stream's events, and the emitter's newest event id (any stream) as it was before them. */
+export interface RetainedAfter {
+  events: EventSummary[];
+  /** Read before the events: every event of the stream up to it is among them. */
+  newestId: string;
+}
+
+/** Live events of one commit held back for a client, with the event before them (see publish). */
+interface HeldBatch {
+  events: readonly EventSummary[];
+  after: EventKey | undefined;
 }
 
 interface Client {
@@ -55,7 +68,9 @@ interface Client {
    * Live events held back while a replay is read or sent, or while the bus may be missing events (then `last` stays
    * where the gap began, so that what the gap hid is sent before them); null while the client is live.
    */
-  queued: EventSummary[] | null;
+  queued: HeldBatch[] | null;
+  /** Events in `queued`. */
+  queuedCount: number;
   /** A replay is being read or sent. */
   replaying: boolean;
   /** A gap in the bus ended while this client's replay was under way: read again once it is done. */
@@ -135,9 +150,11 @@ export class SseHub {
       response,
       readAfter: request.readAfter,
       startsAfterId: request.startsAfterId,
-      last: undefined,
+      // Nothing up to where the stream starts is sent, even when its announcement comes late.
+      last: parseEventId(request.startsAfterId),
       seen: parseEventId(request.startsAfterId) ?? { ms: 0, seq: 0 },
       queued: request.replayFirst || this.inGap ? [] : null,
+      queuedCount: 0,
       replaying: false,
       missedDuringReplay: false,
       closed: false,
@@ -191,7 +208,7 @@ export class SseHub {
   private async replay(client: Client, afterId: string): Promise<void> {
     client.queued ??= [];
     client.replaying = true;
-    let retained: EventSummary[];
+    let retained: RetainedAfter;
     await this.replayReadSlot();
     try {
       retained = await client.readAfter(afterId);
@@ -208,21 +225,47 @@ export class SseHub {
       this.releaseReplayRead();
     }
     // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
-    for (const summary of retained) {
+    for (const summary of retained.events) {
       if (client.closed) break;
       if (!this.send(client, summary, null)) await drainedOrClosed(client.response);
     }
     client.replaying = false;
     if (client.closed) return;
+    // Events of other streams up to the watermark count as had too, though this stream's read did not return them.
+    this.handedUpTo(client, parseEventId(retained.newestId));
     if (client.missedDuringReplay) {
       client.missedDuringReplay = false;
       return this.replayMissed(client);
     }
     // Still in a gap (it began during this replay): keep holding until it is caught up.
     if (this.inGap) return;
-    const queued = client.queued ?? [];
+    const held = client.queued ?? [];
     client.queued = null;
-    for (const summary of queued) this.send(client, summary, null);
+    client.queuedCount = 0;
+    for (const [i, batch] of held.entries()) {
+      // Committed after this read began, behind an event it did not see: hold the rest and read again.
+      if (this.lacksEventBefore(client, batch)) {
+        client.queued = held.slice(i);
+        client.queuedCount = client.queued.reduce((n, b) => n + b.events.length, 0);
+        return this.replayMissed(client);
+      }
+      this.sendBatch(client, batch, null);
+    }
+  }
+
+  /** The client has been handed the emitter's events up to `key` (written, or not selected by its stream). */
+  private handedUpTo(client: Client, key: EventKey | undefined): void {
+    if (key && compareKeys(key, client.seen) > 0) client.seen = key;
+  }
+
+  /** The event before the batch has not been handed to the client: it was committed elsewhere and not read here yet. */
+  private lacksEventBefore(client: Client, batch: HeldBatch): boolean {
+    return batch.after !== undefined && compareKeys(batch.after, client.seen) > 0;
+  }
+
+  private sendBatch(client: Client, batch: HeldBatch, frames: Map<EventSummary, string> | null): void {
+    for (const summary of batch.events) this.send(client, summary, frames);
+    this.handedUpTo(client, parseEventId(batch.events[batch.events.length - 1]!.id));
   }
 
   /** Waits for one of the CONCURRENT_REPLAY_READS turns to read. */
@@ -265,17 +308,20 @@ export class SseHub {
     const set = this.clients.get(emitterId);
     if (!set?.size) return;
     const frames = new Map<EventSummary, string>();
-    const before = afterId === undefined ? undefined : parseEventId(afterId);
+    const batch: HeldBatch = { events, after: afterId === undefined ? undefined : parseEventId(afterId) };
     for (const client of set) {
       // Committed on another node just before these, and its announcement not read yet here: read it first.
-      if (!client.queued && before && compareKeys(before, client.seen) > 0) this.replayMissed(client);
+      if (!client.queued && this.lacksEventBefore(client, batch)) this.replayMissed(client);
       if (client.queued) {
-        if (client.queued.length + events.length > this.options.maxQueuedWhileReplaying) this.cut(client);
-        else client.queued.push(...events);
+        if (client.queuedCount + events.length > this.options.maxQueuedWhileReplaying) this.cut(client);
+        else {
+          client.queued.push(batch);
+          client.queuedCount += events.length;
+        }
         continue;
       }
       if (this.tooSlow(client)) continue;
-      for (const summary of events) this.send(client, summary, frames);
+      this.sendBatch(client, batch, frames);
     }
   }
 
@@ -314,11 +360,9 @@ export class SseHub {
 
   /** Writes one event if the client's stream selects it and has not had it; false when the socket wants a drain. */
   private send(client: Client, summary: EventSummary, frames: Map<EventSummary, string> | null): boolean {
-    if (client.closed) return true;
+    if (client.closed || !client.filter(summary)) return true;
     // Summary ids are always `<ms>-<seq>`, made by eventIdOf.
     const id = parseEventId(summary.id)!;
-    if (compareKeys(id, client.seen) > 0) client.seen = id;
-    if (!client.filter(summary)) return true;
     if (client.last && compareKeys(id, client.last) <= 0) return true;
     let frame = frames?.get(summary);
     if (frame === undefined) {
@@ -341,8 +385,9 @@ export class SseHub {
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.closed) return;
     this.heartbeat = setInterval(() => {
-      // Also to clients holding events through a gap: a long outage must not let a proxy close their idle stream.
-      for (const set of this.clients.values()) for (const client of set) if (!client.replaying && !this.tooSlow(client)) client.response.write(HANDSHAKE);
+      // Also to clients holding events through a gap: a long outage must not let a proxy close their idle stream. A
+      // client whose replay waits for a drain gets no comment in between, but is cut if it stopped reading.
+      for (const set of this.clients.values()) for (const client of set) if (!this.tooSlow(client) && !client.replaying) client.response.write(HANDSHAKE);
     }, this.options.heartbeatMs);
     this.heartbeat.unref();
   }

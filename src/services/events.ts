@@ -50,11 +50,16 @@ export class EventService {
     return eventIdOf((await events.newestEventKey(this.store.db, emitterId)) ?? { ms: 0, seq: 0 });
   }
 
-  /** Retained events after `afterId`, oldest first, for live-stream replay. */
-  async after(emitterId: string, stream: StreamKind, afterId: string): Promise<EventSummary[]> {
+  /**
+   * Retained events of one stream after `afterId`, oldest first, for live-stream replay; and the emitter's newest
+   * event id on any stream, read first, so that every event of the stream up to it is among them.
+   */
+  async after(emitterId: string, stream: StreamKind, afterId: string): Promise<{ events: EventSummary[]; newestId: string }> {
+    const newestId = await this.newestId(emitterId);
     const after = parseEventId(afterId);
-    if (!after) return [];
-    return (await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention)).map((row) => toSummary(row, true));
+    if (!after) return { events: [], newestId };
+    const rows = await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention);
+    return { events: rows.map((row) => toSummary(row, true)), newestId };
   }
 
   /** Emitters are sources and workflows; another account's id is as unknown as a missing one. */

@@ -42,15 +42,20 @@ async function hubServer() {
   const { bus, gapOpened, gapClosed } = drivenBus();
   const hub = new SseHub(bus, {}, { logger: pino({ level: 'silent' }), outages: new DatabaseOutageLog(pino({ level: 'silent' })) });
   const stored: EventSummary[] = [];
-  const state = { failReads: 0, reads: 0 };
+  /** `gate`: reads take their result at once but return it only once it resolves, as a slow query would. */
+  const state: { failReads: number; reads: number; gate?: Promise<void> } = { failReads: 0, reads: 0 };
   const readAfter = async (afterId: string) => {
     state.reads++;
     if (state.failReads > 0) {
       state.failReads--;
       throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     }
+    // As the store reads one stream: its events after the id, and the emitter's newest event on any stream.
     const after = parseEventId(afterId)!;
-    return stored.filter((e) => compareKeys(parseEventId(e.id)!, after) > 0);
+    const newestId = stored.at(-1)?.id ?? '0-0';
+    const result = { events: stored.filter((e) => e.metadata.name !== '$logs' && compareKeys(parseEventId(e.id)!, after) > 0), newestId };
+    await state.gate;
+    return result;
   };
   const server = http.createServer((_request, res) => {
     const startsAfterId = stored.at(-1)?.id ?? '0-0';
@@ -196,5 +201,47 @@ describe('live streams across a gap in the bus', () => {
     );
     expect(ids(stream)).toEqual(['300-0', '301-0', '302-0', '304-0']);
     expect(hub.state.reads).toBe(readsBefore + 1);
+  });
+
+  it('checks events held during a read for an event before them that the read did not see', async () => {
+    const { hub, stream } = await streaming('400-0');
+    let openGate!: () => void;
+    hub.state.gate = new Promise<void>((resolve) => (openGate = resolve));
+    hub.commit('401-0', false);
+    // Names 401-0, which the client lacks: its read starts, and is slow.
+    hub.commit('402-0', true, { withAfterId: true });
+    await waitFor(
+      async () => hub.state.reads,
+      (reads) => reads === 1,
+      { what: 'the read to start' },
+    );
+    // Committed elsewhere after the read began, then one here naming it: held while the read runs.
+    hub.commit('403-0', false);
+    hub.commit('404-0', true, { withAfterId: true });
+    hub.state.gate = undefined;
+    openGate();
+    await waitFor(
+      async () => ids(stream),
+      (seen) => seen.length === 5,
+      { what: 'every event' },
+    );
+    expect(ids(stream)).toEqual(['400-0', '401-0', '402-0', '403-0', '404-0']);
+  });
+
+  it('never sends an event from before where the stream started, however late its announcement', async () => {
+    const hub = await hubServer();
+    closers.push(hub.close);
+    hub.commit('500-0', false);
+    const stream = openStream(hub.url, 'key');
+    closers.push(async () => stream.source.close());
+    await stream.opened;
+    hub.hub.publish(EMITTER, [summary('500-0')], '0-0');
+    hub.commit('501-0', true, { withAfterId: true });
+    await waitFor(
+      async () => ids(stream),
+      (seen) => seen.length >= 1,
+      { what: 'the event after the start' },
+    );
+    expect(ids(stream)).toEqual(['501-0']);
   });
 });
