@@ -1,11 +1,12 @@
 // Serves live event streams (Server-Sent Events): replay after Last-Event-ID, fan-out, catch-up after a gap in the
 // bus, heartbeats, slow-client cut-off.
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { compareKeys, eventIdOf, parseEventId, type EventKey, type EventSummary } from '../model/events.js';
 import type { EventBus } from './bus.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
+import { Turns } from '../lib/turns.js';
+import { drainedOrClosed } from '../lib/drained.js';
 
 export interface SseHubOptions {
   /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
@@ -92,18 +93,6 @@ export interface SseHubDependencies {
 
 const HANDSHAKE = ':sse-handshake\n\n';
 
-/** Resolves once the response can take more, or is closed; its listeners are removed either way. */
-async function drainedOrClosed(response: ServerResponse): Promise<void> {
-  const done = new AbortController();
-  try {
-    await Promise.race([once(response, 'drain', { signal: done.signal }), once(response, 'close', { signal: done.signal })]);
-  } catch {
-    // An 'error' on the response: it closes, and the caller sees `closed`.
-  } finally {
-    done.abort();
-  }
-}
-
 /** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
 export function sseFrame(summary: EventSummary): string {
   return `id: ${summary.id}\ndata: ${JSON.stringify(summary)}\n\n`;
@@ -120,8 +109,7 @@ export class SseHub {
   private retry: NodeJS.Timeout | undefined;
   /** The bus may be missing events now: every stream holds its live events until the gap is caught up. */
   private inGap = false;
-  private replayReads = 0;
-  private readonly waitingToRead: Array<() => void> = [];
+  private readonly replayReads = new Turns(CONCURRENT_REPLAY_READS);
 
   constructor(
     bus: EventBus,
@@ -209,7 +197,7 @@ export class SseHub {
     client.queued ??= [];
     client.replaying = true;
     let retained: RetainedAfter;
-    await this.replayReadSlot();
+    await this.replayReads.take();
     try {
       retained = await client.readAfter(afterId);
       this.deps.outages.reached('read');
@@ -222,7 +210,7 @@ export class SseHub {
       this.deps.logger.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
       return this.cut(client);
     } finally {
-      this.releaseReplayRead();
+      this.replayReads.give();
     }
     // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
     for (const summary of retained.events) {
@@ -266,22 +254,6 @@ export class SseHub {
   private sendBatch(client: Client, batch: HeldBatch, frames: Map<EventSummary, string> | null): void {
     for (const summary of batch.events) this.send(client, summary, frames);
     this.handedUpTo(client, parseEventId(batch.events[batch.events.length - 1]!.id));
-  }
-
-  /** Waits for one of the CONCURRENT_REPLAY_READS turns to read. */
-  private async replayReadSlot(): Promise<void> {
-    if (this.replayReads < CONCURRENT_REPLAY_READS) {
-      this.replayReads++;
-      return;
-    }
-    // The turn is handed over by releaseReplayRead, without the count going down.
-    await new Promise<void>((resolve) => this.waitingToRead.push(resolve));
-  }
-
-  private releaseReplayRead(): void {
-    const next = this.waitingToRead.shift();
-    if (next) next();
-    else this.replayReads--;
   }
 
   /** Reads the client's replay again a little later, with every other replay that met the outage. */
