@@ -113,12 +113,10 @@ export class PostgresBus extends LocalBus {
       onError: (error) => {
         if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
       },
+      // Every LISTEN in place ends a gap, the first one too: a start that needed retries opened one already.
       onConnected: (connected) => {
-        if (!connected) this.setGap('connectionDown', true);
-      },
-      onReconnect: () => {
-        this.outages.reached('read');
-        this.setGap('connectionDown', false);
+        if (connected) this.outages.reached('read');
+        this.setGap('connectionDown', !connected);
       },
     });
     await this.listener.ready;
