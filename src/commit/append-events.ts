@@ -4,7 +4,7 @@ import type { DialectName } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as events from '../store/events.js';
 import { ulid } from '../model/ids.js';
-import { eventIdOf, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
+import { newestEventIdOf, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
 
 export interface AppendOptions {
   dialect: DialectName;
@@ -27,7 +27,7 @@ export interface AppendedEvents {
  */
 export async function appendEvents(trx: Transaction<Database>, emitterId: string, extra: PendingEvent[], options: AppendOptions): Promise<AppendedEvents> {
   const state = await events.readEmitterState(trx, options.dialect, emitterId);
-  const afterId = state.lastSeq < 0 ? '0-0' : eventIdOf({ ms: state.lastMs, seq: state.lastSeq });
+  const afterId = newestEventIdOf(state);
   let pending = extra;
   let dedupe = state.dedupe;
   if (options.dedupe) {

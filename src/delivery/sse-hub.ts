@@ -132,6 +132,7 @@ export class SseHub {
 
   /** Streams to `response` until the client goes away, the emitter is deleted or the hub closes. */
   async open(response: ServerResponse, request: StreamRequest): Promise<void> {
+    const start = parseEventId(request.startsAfterId);
     const client: Client = {
       emitterId: request.emitterId,
       filter: request.filter,
@@ -139,8 +140,8 @@ export class SseHub {
       readAfter: request.readAfter,
       startsAfterId: request.startsAfterId,
       // Nothing up to where the stream starts is sent, even when its announcement comes late.
-      last: parseEventId(request.startsAfterId),
-      seen: parseEventId(request.startsAfterId) ?? { ms: 0, seq: 0 },
+      last: start,
+      seen: start ?? { ms: 0, seq: 0 },
       queued: request.replayFirst || this.inGap ? [] : null,
       queuedCount: 0,
       replaying: false,

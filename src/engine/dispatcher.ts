@@ -88,8 +88,8 @@ export class Dispatcher {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
-    const { soleConsumer, leaseMs, retention, router, clock, metrics } = options;
-    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages: options.outages, metrics };
+    const { soleConsumer, leaseMs, retention, router, clock, outages, metrics } = options;
+    const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
   }
 

@@ -28,6 +28,11 @@ export function eventIdOf(key: EventKey): string {
   return `${key.ms}-${key.seq}`;
 }
 
+/** The id of an emitter's newest event from its stored state (`lastSeq` -1: none yet, and `0-0` comes before all). */
+export function newestEventIdOf(state: { lastMs: number; lastSeq: number }): string {
+  return state.lastSeq < 0 ? '0-0' : eventIdOf({ ms: state.lastMs, seq: state.lastSeq });
+}
+
 /** An event about to be stored on one stream of an emitter. */
 export interface PendingEvent {
   stream: StreamKind;

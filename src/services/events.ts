@@ -7,7 +7,7 @@ import { isId } from '../model/ids.js';
 import { findSource } from '../store/sources.js';
 import { findWorkflow } from '../store/workflows.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { compareKeys, eventIdOf, parseEventId, toSummary, type EventSummary } from '../model/events.js';
+import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
 
 export class EventService {
   constructor(
@@ -47,7 +47,7 @@ export class EventService {
 
   /** The id a live stream starts after when the client names none: the emitter's newest event, or before any. */
   async newestId(emitterId: string): Promise<string> {
-    return eventIdOf((await events.newestEventKey(this.store.db, emitterId)) ?? { ms: 0, seq: 0 });
+    return events.newestEventId(this.store.db, emitterId);
   }
 
   /**

@@ -5,7 +5,7 @@ import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
 import type { Database, EmitterStateTable, EventsTable, StreamKind } from './schema.js';
 import { compiledOnce } from './compiled.js';
-import { compareKeys, eventIdOf, parseEventId, type EventKey } from '../model/events.js';
+import { compareKeys, eventIdOf, newestEventIdOf, parseEventId, type EventKey } from '../model/events.js';
 
 export type EventRow = Selectable<EventsTable>;
 
@@ -44,10 +44,10 @@ export async function readEmitterState(db: Db, dialect: DialectName, emitterId: 
   };
 }
 
-/** The key of the emitter's newest event (any stream), without locking; undefined when it has none. */
-export async function newestEventKey(db: Db, emitterId: string): Promise<EventKey | undefined> {
+/** The id of the emitter's newest event (any stream), without locking; `0-0` when it has none. */
+export async function newestEventId(db: Db, emitterId: string): Promise<string> {
   const row = await db.selectFrom('emitter_state').select(['last_ms', 'last_seq']).where('emitter_id', '=', emitterId).executeTakeFirst();
-  return row && Number(row.last_seq) >= 0 ? { ms: Number(row.last_ms), seq: Number(row.last_seq) } : undefined;
+  return newestEventIdOf({ lastMs: Number(row?.last_ms ?? 0), lastSeq: Number(row?.last_seq ?? -1) });
 }
 
 type EmitterStateRow = Selectable<EmitterStateTable>;
