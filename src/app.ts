@@ -2,7 +2,8 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './startup/logger.js';
 import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
 import { lockDataDir } from './store/data-dir-lock.js';
@@ -33,8 +34,7 @@ import { AccountCredentials } from './services/account-credentials.js';
 import { ConnectedAccountService } from './services/connected-accounts.js';
 import { WorkflowRunService } from './services/workflow-runs.js';
 import { WorkflowRunner } from './engine/workflow-runner.js';
-import { LocalBus, PostgresBus, type EventBus } from './delivery/bus.js';
-import { type ClusterSignals, LocalSignals, PostgresSignals } from './delivery/cluster-signals.js';
+import type { EventBus } from './delivery/bus.js';
 import { PollCadence } from './lib/poll-cadence.js';
 import { DatabaseOutageLog } from './store/outage-log.js';
 import type { DeliveryQueue } from './delivery/webhooks/hand-over.js';
@@ -44,6 +44,7 @@ import { WebhookSender } from './delivery/webhooks/sender.js';
 import { OutboxSender } from './delivery/sends/sender.js';
 import { settlesWithin } from './lib/settles-within.js';
 import { listenToCluster } from './startup/listen-to-cluster.js';
+import { linksBetweenNodes } from './startup/node-links.js';
 import { sendPerformers } from './startup/send-performers.js';
 import { publishRegistry, reservePort } from './startup/start-helpers.js';
 import { buildApi, type ApiServices } from './api/server.js';
@@ -81,18 +82,7 @@ export const PACKAGE_ROOT = (() => {
   return dir;
 })();
 
-/** `destination`: where the JSON lines go (standard output by default; tests read them). */
-export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
-  const options = {
-    level: config.logLevel,
-    // Connected accounts' credentials and the `$auth` built from them, should anything ever log them whole.
-    redact: {
-      paths: ['req.headers.authorization', 'apiKey', 'api_key', 'secret', '*.secret', 'credentials', '*.credentials', 'auths', '*.auths'],
-      censor: '[redacted]',
-    },
-  };
-  return destination ? pino(options, destination) : pino(options);
-}
+export { createLogger };
 
 export interface StartOptions {
   logger?: Logger;
@@ -141,19 +131,10 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const secrets = SecretBox.open(config.secretKey, config.dataDir, config.secretKeyFile);
     // A database outage met by background work (work loops, the cluster's connections) is logged once, not per retry.
     const outages = new DatabaseOutageLog(logger);
-    // With PostgreSQL any number of nodes share the database, so live streams hear of every node's events.
-    const bus: EventBus =
-      store.dialect === 'postgres'
-        ? new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages)
-        : new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed'));
-    // Cluster nodes tell each other what they queued and changed, and poll each second only while those signals may be lost.
     // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.
     const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/metrics.js')).Metrics();
     const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics?.queueLooked(queue));
-    const signals: ClusterSignals =
-      store.dialect === 'postgres'
-        ? new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages)
-        : new LocalSignals();
+    const { bus, signals } = linksBetweenNodes(store, config, logger, cadence, outages);
     const runsWork = config.role !== 'api';
     const servesHttp = config.role !== 'worker';
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.

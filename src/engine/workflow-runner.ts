@@ -2,16 +2,15 @@
 // batches, each step of a batch committed before its runs move on to the next step.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { LRUCache } from 'lru-cache';
 import { EarliestWake, every, type Clock, type ClockTimer } from '../lib/clock.js';
 import { CoalescingTask } from '../lib/coalescing-task.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
-import { countedUpTo } from '../lib/cache-bounds.js';
 import type { SecretBox } from '../lib/secrets.js';
 import type { DialectName, Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
 import { nextLeaseEndMs } from '../store/lease-ends.js';
+import { WorkflowCache } from './workflow-cache.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
@@ -57,9 +56,6 @@ export interface WorkflowRunnerOptions {
 /** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
 export type RunResponder = (response: HttpResponse | undefined, error?: InvocationError) => void;
 
-/** Entries live this long in a cluster, so that other nodes' changes reach this one; local changes evict at once. */
-const WORKFLOW_TTL_MS = 2000;
-
 export class WorkflowRunner {
   private readonly owner: string | null;
   /** Runs this runner holds, by id: queued at a step or in a batch. A scan never takes them twice. */
@@ -70,7 +66,7 @@ export class WorkflowRunner {
   private readonly responders = new Map<string, RunResponder>();
   /** Runs whose HTTP client has had a `$.respond()`; forgotten when the run ends here. */
   private readonly answered = new Set<string>();
-  private readonly workflowCache: LRUCache<string, { row: workflows.WorkflowRow | null }>;
+  private readonly workflowCache: WorkflowCache;
   private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
   /** Queue rows of this turn, inserted together (see queue). */
@@ -92,7 +88,7 @@ export class WorkflowRunner {
     private readonly logger: Logger,
   ) {
     this.owner = options.soleConsumer ? null : `node-${randomUUID()}`;
-    this.workflowCache = new LRUCache({ ...countedUpTo(10_000), ...(options.soleConsumer ? {} : { ttl: WORKFLOW_TTL_MS }) });
+    this.workflowCache = new WorkflowCache(store, options.soleConsumer);
     this.nextScan = new EarliestWake(options.clock, () => {
       options.cadence.lookingUnasked('workflow_runs');
       this.wake();
@@ -181,7 +177,7 @@ export class WorkflowRunner {
 
   /** The workflow changed or was deleted: its next batch reads it again. */
   evictWorkflow(workflowId: string): void {
-    this.workflowCache.delete(workflowId);
+    this.workflowCache.evict(workflowId);
   }
 
   /** Anything may have changed (a cluster signal was missed): every workflow is read again. */
@@ -307,16 +303,8 @@ export class WorkflowRunner {
     }
   }
 
-  private async workflow(workflowId: string): Promise<workflows.WorkflowRow | undefined> {
-    const cached = this.workflowCache.get(workflowId);
-    if (cached) return cached.row ?? undefined;
-    const row = (await workflows.loadWorkflow(this.store.db, workflowId)) ?? null;
-    this.workflowCache.set(workflowId, { row });
-    return row ?? undefined;
-  }
-
   private async runBatch(workflowId: string, stepIndex: number, batch: HeldRun[]): Promise<void> {
-    const workflow = await this.workflow(workflowId);
+    const workflow = await this.workflowCache.get(workflowId);
     if (!workflow || stepIndex >= (JSON.parse(workflow.steps) as unknown[]).length) {
       // Deleted (its runs went with it), or changed to fewer steps: nothing is left for these runs to run.
       for (const held of batch) this.finish(held.run.id, undefined, false);
