@@ -43,7 +43,7 @@ export interface Claim {
  * Leases the oldest `limit` claimable invocations of one source for `owner`. On PostgreSQL (a cluster), none while
  * another node holds a live lease on any of the source's invocations: a source runs on one node at a time, so that
  * its events keep their order and its db sees one writer. Claims of one source take turns on an advisory lock, so
- * two nodes never both find the source free.
+ * two nodes never both find the source free; the function of migration 012 does it in one round trip.
  */
 export async function claimBatch(
   db: Kysely<Database>,
@@ -54,34 +54,32 @@ export async function claimBatch(
   leaseMs: number,
   limit: number,
 ): Promise<Claim> {
+  if (dialect === 'postgres') return claimOnPostgres(db, sourceId, owner, nowMs, leaseMs, limit);
   const claimable = (eb: ExpressionBuilder<Database, 'invocations'>) =>
     eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]);
-  const claim = async (trx: Db) => {
-    const candidates = trx.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
-    const rows = await trx
-      .updateTable('invocations')
-      .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
-      .where('source_id', '=', sourceId)
-      .where('id', 'in', candidates)
-      .where(claimable)
-      .returningAll()
-      .execute();
-    return { rows: rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) };
-  };
-  if (dialect !== 'postgres') return claim(db);
-  return db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtext(${`tributary:source:${sourceId}`}))`.execute(trx);
-    const elsewhere = await trx
-      .selectFrom('invocations')
-      .select('lease_until_ms')
-      .where('source_id', '=', sourceId)
-      .where('lease_owner', '!=', owner)
-      .where('lease_until_ms', '>=', nowMs)
-      .limit(1)
-      .executeTakeFirst();
-    return elsewhere ? { rows: [], heldElsewhereUntilMs: Number(elsewhere.lease_until_ms) } : claim(trx);
-  });
+  const candidates = db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
+  const rows = await db
+    .updateTable('invocations')
+    .set((eb) => ({ lease_owner: owner, lease_until_ms: nowMs + leaseMs, attempts: eb('attempts', '+', 1) }))
+    .where('source_id', '=', sourceId)
+    .where('id', 'in', candidates)
+    .where(claimable)
+    .returningAll()
+    .execute();
+  return { rows: rows.sort(byId) };
 }
+
+type ClaimedRow = { [K in keyof InvocationRow]: InvocationRow[K] | null } & { held_until_ms: number | null };
+
+async function claimOnPostgres(db: Kysely<Database>, sourceId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<Claim> {
+  const { rows } = await sql<ClaimedRow>`
+    select held_until_ms, (claimed).* from tributary_claim_invocations(${sourceId}, ${owner}, ${nowMs}, ${leaseMs}, ${limit})`.execute(db);
+  const held = rows[0]?.held_until_ms;
+  if (held !== undefined && held !== null) return { rows: [], heldElsewhereUntilMs: Number(held) };
+  return { rows: rows.map(({ held_until_ms: _, ...row }) => row as InvocationRow).sort(byId) };
+}
+
+const byId = (a: InvocationRow, b: InvocationRow) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 // Every statement on rows by id names their source too: the queue's key is (source_id, id).
 const deleteInvocations = compiledOnce(

@@ -14,6 +14,7 @@ import { migration008 } from './migrations/008-workflow-sends.js';
 import { migration009 } from './migrations/009-connected-accounts.js';
 import { migration010 } from './migrations/010-data-stores.js';
 import { migration011 } from './migrations/011-additional-props.js';
+import { migration012 } from './migrations/012-claim-function.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '009-connected-accounts': migration009,
   '010-data-stores': migration010,
   '011-additional-props': migration011,
+  '012-claim-function': migration012,
 };
 
 /** Every migration this build knows, in the order they run. */
