@@ -1,6 +1,7 @@
 // Queues invocations durably and hands each source its next batch: from memory when this process is the queue's only consumer, else from the database.
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
+import { ROWS_PER_STATEMENT } from '../store/bulk-insert.js';
 import { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import type { TriggerKind } from '../model/events.js';
@@ -107,17 +108,22 @@ export class InvocationIntake {
     return rows;
   }
 
-  /** Rows queued in the same turn of the event loop (concurrent requests) share one multi-row insert. */
+  /**
+   * Rows queued in the same turn of the event loop (concurrent requests) share one multi-row insert: one statement,
+   * so that alone in its group it needs no transaction (runStatement). A turn with more rows makes more inserts;
+   * more rows than one statement takes, queued at once, are inserted in a transaction of their own.
+   */
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
-    if (!this.pendingInsert) {
+    if (rows.length > ROWS_PER_STATEMENT) return this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
+    if (!this.pendingInsert || this.pendingInsert.rows.length + rows.length > ROWS_PER_STATEMENT) {
       const pending: invocations.InvocationRow[] = [];
-      const done = this.inserts.run((trx) => {
-        // Closed once its transaction starts; later rows go to the next insert.
+      const done = this.inserts.runStatement((db) => {
+        // Closed once it starts; later rows go to the next insert.
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-        return invocations.insertInvocations(trx, this.store.dialect, pending);
+        return invocations.insertInvocations(db, this.store.dialect, pending);
       });
       this.pendingInsert = { rows: pending, done };
-      // A transaction that never started (the database unreachable) must not keep later rows waiting on its failure.
+      // An insert that never started (the database unreachable) must not keep later rows waiting on its failure.
       done.catch(() => {
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
       });

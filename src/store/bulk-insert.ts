@@ -6,7 +6,7 @@ import type { DialectName } from './database.js';
 import type { Database } from './schema.js';
 
 /** Rows per statement; keeps the bound parameters well under both databases' limits. */
-const ROWS_PER_STATEMENT = 500;
+export const ROWS_PER_STATEMENT = 500;
 
 /** Shapes kept at most; the least recently used goes first. */
 const MAX_SHAPES = 2000;

@@ -1,13 +1,17 @@
 // Group commit: database work submitted in the same turn of the event loop shares one transaction.
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 
 type Work<T> = (trx: Transaction<Database>) => Promise<T>;
+/** Work that is one statement, atomic by itself: alone in its group, it runs without BEGIN and COMMIT. */
+type StatementWork<T> = (db: Kysely<Database>) => Promise<T>;
 
 interface Pending {
-  work: Work<unknown>;
+  work: StatementWork<unknown>;
+  /** Its work is one statement (see runStatement). */
+  oneStatement: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -31,8 +35,21 @@ export class TransactionGroup {
   ) {}
 
   run<T>(work: Work<T>): Promise<T> {
+    return this.join(work as StatementWork<T>, false);
+  }
+
+  /**
+   * Like run, for work that is exactly one statement. A group of one such item sends just that statement: on
+   * PostgreSQL one round trip instead of three (BEGIN and COMMIT are round trips too). A group of several still
+   * shares one transaction.
+   */
+  runStatement<T>(work: StatementWork<T>): Promise<T> {
+    return this.join(work, true);
+  }
+
+  private join<T>(work: StatementWork<T>, oneStatement: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.pending.push({ work, oneStatement, resolve: resolve as (value: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -43,7 +60,7 @@ export class TransactionGroup {
    */
   runLazily<T>(work: Work<T>, maxDelayMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.pending.push({ work: work as StatementWork<T>, oneStatement: false, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled || this.flushing || this.lazyTimer) return;
       this.lazyTimer = setTimeout(() => {
         this.lazyTimer = undefined;
@@ -70,6 +87,17 @@ export class TransactionGroup {
       clearTimeout(this.lazyTimer);
       this.lazyTimer = undefined;
     }
+    try {
+      const [first] = group;
+      if (group.length === 1 && first?.oneStatement) await this.runAlone(first);
+      else await this.commitTogether(group);
+    } finally {
+      this.flushing = false;
+      if (this.pending.length) this.schedule();
+    }
+  }
+
+  private async commitTogether(group: Pending[]): Promise<void> {
     let committing = false;
     try {
       const results = await this.store.db.transaction().execute(async (trx) => {
@@ -94,9 +122,23 @@ export class TransactionGroup {
           item.reject(error);
         }
       }
-    } finally {
-      this.flushing = false;
-      if (this.pending.length) this.schedule();
+    }
+  }
+
+  /** One statement on a connection of its own, committed by itself. */
+  private async runAlone(item: Pending): Promise<void> {
+    let sent = false;
+    try {
+      item.resolve(
+        await this.store.db.connection().execute((connection) => {
+          sent = true;
+          return item.work(connection);
+        }),
+      );
+    } catch (error) {
+      // As with a COMMIT cut off: once sent, a statement whose connection failed on PostgreSQL may have committed.
+      const unknown = sent && this.store.dialect === 'postgres' && outageOf(error)?.kind === 'database_unreachable';
+      item.reject(unknown ? new CommitOutcomeUnknownError(error) : error);
     }
   }
 }

@@ -2,12 +2,13 @@
 // on PostgreSQL is reported as of unknown outcome and never done again (doing it again could do it twice).
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { CommitOutcomeUnknownError } from '../../src/model/outages.js';
+import { CommitOutcomeUnknownError, outageOf } from '../../src/model/outages.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import { TransactionGroup } from '../../src/store/group-commit.js';
 import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
 import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A scratch table of its own, so that the test needs nothing of the schema. */
 async function scratchTable(store: Store): Promise<void> {
@@ -44,6 +45,48 @@ describe.each(DIALECTS)('group commit on %s', (dialect) => {
     const results = await Promise.allSettled([insert(1), insert(2), insert(1), insert(3)]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(await scratchIds(store)).toEqual([1, 2, 3]);
+  });
+
+  it('runs a lone one-statement item without a transaction, and shares one among several', async () => {
+    const store = await open((await fresh()).url);
+    await scratchTable(store);
+    const group = new TransactionGroup(store);
+    const insert = (id: number) =>
+      group.runStatement(async (db) => {
+        await sql`insert into scratch (id) values (${id})`.execute(db);
+        return db.isTransaction;
+      });
+    expect(await insert(1)).toBe(false);
+    // Queued in one turn: one group, one transaction.
+    expect(await Promise.all([insert(2), insert(3)])).toEqual([true, true]);
+    expect(await scratchIds(store)).toEqual([1, 2, 3]);
+  });
+
+  it.skipIf(dialect !== 'postgres')('a lone statement cut off after it was sent is of unknown outcome; one that could not be sent is an outage', async () => {
+    const { url } = await fresh();
+    const { proxy, url: throughProxy } = await proxyInFrontOf(url!);
+    cleanup(proxy.close);
+    const store = await open(throughProxy);
+    await scratchTable(store);
+    const group = new TransactionGroup(store);
+    const sent = group.runStatement(async (db) => {
+      const insert = sql`insert into scratch (id) values (1)`.execute(db);
+      proxy.cut();
+      return insert;
+    });
+    await expect(sent).rejects.toBeInstanceOf(CommitOutcomeUnknownError);
+    // The pool has dropped its reset connections; a new one is refused before anything is sent.
+    await waitFor(
+      async () =>
+        group
+          .runStatement((db) => sql`select 1`.execute(db))
+          .then(
+            () => 'answered',
+            (error: unknown) => error,
+          ),
+      (outcome) => outcome !== 'answered' && !(outcome instanceof CommitOutcomeUnknownError),
+      { what: 'a statement refused before it was sent' },
+    ).then((error) => expect(outageOf(error)?.kind).toBe('database_unreachable'));
   });
 
   it.skipIf(dialect !== 'postgres')(
