@@ -114,7 +114,11 @@ export class InvocationIntake {
    * more rows than one statement takes, queued at once, are inserted in a transaction of their own.
    */
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
-    if (rows.length > ROWS_PER_STATEMENT) return this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
+    if (rows.length > ROWS_PER_STATEMENT) {
+      // Rows queued after these go to a later insert, so that none commits before these older ones.
+      this.pendingInsert = undefined;
+      return this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
+    }
     if (!this.pendingInsert || this.pendingInsert.rows.length + rows.length > ROWS_PER_STATEMENT) {
       const pending: invocations.InvocationRow[] = [];
       const done = this.inserts.runStatement((db) => {

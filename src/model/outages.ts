@@ -4,14 +4,15 @@
 export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string };
 
 /**
- * The connection to PostgreSQL failed after COMMIT was sent: the server may have committed or not, and nothing
- * here can tell which. Callers must not say "nothing was written". `cause` is the driver's error.
+ * The connection to PostgreSQL failed after COMMIT, or a statement that commits by itself, was sent: the server may
+ * have committed or not, and nothing here can tell which. Callers must not say "nothing was written". `cause` is the
+ * driver's error.
  */
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
 
   constructor(cause: unknown) {
-    super(`the database connection failed during COMMIT: ${(cause as Error | undefined)?.message ?? String(cause)}`, { cause });
+    super(`the database connection failed before the outcome of a commit was known: ${(cause as Error | undefined)?.message ?? String(cause)}`, { cause });
   }
 }
 

@@ -97,13 +97,27 @@ describe.each(DIALECTS)('invocation claims on %s', (dialect) => {
       await released;
     });
     await waitFor(
-      async () => (await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted`.execute(store.db)).rows[0]?.n,
+      async () =>
+        (
+          await sql<{
+            n: number;
+          }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`.execute(
+            store.db,
+          )
+        ).rows[0]?.n,
       (n) => n === 1,
       { what: "the other node's claim to hold the source lock" },
     );
     const waiting = claim(store, 'node-b', 1_500, 10);
     await waitFor(
-      async () => (await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`.execute(store.db)).rows[0]?.n,
+      async () =>
+        (
+          await sql<{
+            n: number;
+          }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`.execute(
+            store.db,
+          )
+        ).rows[0]?.n,
       (n) => n === 1,
       { what: 'the claim to wait for the source lock' },
     );

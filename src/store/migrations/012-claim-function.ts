@@ -9,6 +9,7 @@ import type { DialectMigration } from './migration.js';
  * function takes a fresh snapshot for each statement in it, so one call does the same in one round trip. The lock's
  * key is the one the transaction used, so nodes of either version exclude each other. SQLite has one node: no change.
  * It returns the claimed rows, or one row whose `held_until_ms` is the end of the live lease another node holds.
+ * Its result is of the table's row type: a later migration that replaces the table drops the function first.
  */
 export const migration012: DialectMigration = (dialect) => ({
   async up(db: Kysely<any>) {
