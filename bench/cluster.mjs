@@ -80,7 +80,7 @@ function logNodesIfSlow(label, result, nodes, log) {
 }
 
 /** Nodes of the given roles on a fresh database, with an account whose key is returned. */
-async function startCluster(roles) {
+export async function startCluster(roles) {
   const database = await freshDatabase();
   const nodes = [];
   try {
