@@ -36,6 +36,16 @@ describe.each(DIALECTS)('group commit on %s', (dialect) => {
     return { url: database.url };
   }
 
+  /** PostgreSQL through a proxy the test can cut, with the scratch table and a group on it. */
+  async function scratchBehindProxy() {
+    const { url } = await fresh();
+    const { proxy, url: throughProxy } = await proxyInFrontOf(url!);
+    cleanup(proxy.close);
+    const store = await open(throughProxy);
+    await scratchTable(store);
+    return { url, proxy, group: new TransactionGroup(store) };
+  }
+
   it('retries the items of a failed group one by one: the failing one fails, the others commit', async () => {
     const store = await open((await fresh()).url);
     await scratchTable(store);
@@ -63,12 +73,7 @@ describe.each(DIALECTS)('group commit on %s', (dialect) => {
   });
 
   it.skipIf(dialect !== 'postgres')('a lone statement cut off after it was sent is of unknown outcome; one that could not be sent is an outage', async () => {
-    const { url } = await fresh();
-    const { proxy, url: throughProxy } = await proxyInFrontOf(url!);
-    cleanup(proxy.close);
-    const store = await open(throughProxy);
-    await scratchTable(store);
-    const group = new TransactionGroup(store);
+    const { proxy, group } = await scratchBehindProxy();
     const sent = group.runStatement(async (db) => {
       const insert = sql`insert into scratch (id) values (1)`.execute(db);
       proxy.cut();
@@ -92,12 +97,7 @@ describe.each(DIALECTS)('group commit on %s', (dialect) => {
   it.skipIf(dialect !== 'postgres')(
     'rejects every item with CommitOutcomeUnknownError when the connection is lost at COMMIT, doing no work twice',
     async () => {
-      const { url } = await fresh();
-      const { proxy, url: throughProxy } = await proxyInFrontOf(url!);
-      cleanup(proxy.close);
-      const store = await open(throughProxy);
-      await scratchTable(store);
-      const group = new TransactionGroup(store);
+      const { url, proxy, group } = await scratchBehindProxy();
       let runs = 0;
       const work = (id: number, last: boolean) =>
         group.run(async (trx) => {
