@@ -3,7 +3,7 @@ import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox } from '../lib/secrets.js';
-import type { TimerSchedule } from './schedules.js';
+import { isTimeZone, type TimerSchedule } from './schedules.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
 export const SECRET_PLACEHOLDER = '********';
@@ -119,11 +119,15 @@ export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerS
 
 function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
   if (!schedule) return ["needs { intervalSeconds } or { cron }, in configured_props or as the prop's default"];
+  if (schedule.timezone !== undefined) {
+    if (typeof schedule.timezone !== 'string') return ['timezone must be a string'];
+    // croner accepts any name until it computes a run: the zone is checked here, so that it never fails later.
+    if (!isTimeZone(schedule.timezone)) return [`timezone must be an IANA time zone such as "Europe/Paris", got ${JSON.stringify(schedule.timezone)}`];
+  }
   if (schedule.cron !== undefined) {
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
       return [`cron must be a 5-field expression, got ${JSON.stringify(schedule.cron)}`];
     }
-    if (schedule.timezone !== undefined && typeof schedule.timezone !== 'string') return ['timezone must be a string'];
     try {
       new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
     } catch (error) {

@@ -8,6 +8,16 @@ export interface TimerSchedule {
   timezone?: string;
 }
 
+/** Whether `name` is a time zone this runtime knows (IANA names such as "America/New_York", and "UTC"). */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The event `run` receives from a timer. */
 export interface TimerEvent {
   timestamp: number;

@@ -101,6 +101,31 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(res.body.details[0].prop).toBe('timer');
   });
 
+  it('rejects a time zone nobody has with 422, beside a cron or an interval, and creates nothing', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    for (const timer of [
+      { cron: '0 9 * * *', timezone: 'Mars/Olympus' },
+      { intervalSeconds: 60, timezone: 'Nowhere/Land' },
+    ]) {
+      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer } });
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('props_invalid');
+      expect(res.body.details).toEqual([
+        { prop: 'timer', message: `timezone must be an IANA time zone such as "Europe/Paris", got ${JSON.stringify(timer.timezone)}` },
+      ]);
+    }
+    const after = await api.get('/v1/users/me/sources?limit=100');
+    expect(after.body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const paris = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 't', count: 1, color: 'red', timer: { cron: '0 9 * * *', timezone: 'Europe/Paris' } },
+    });
+    expect(paris.status).toBe(200);
+    const updated = await api.patch(`/v1/sources/${paris.body.data.id}`, { configured_props: { timer: { cron: '*/5 * * * *', timezone: 'Mars/Olympus' } } });
+    expect(updated.status).toBe(422);
+    expect(updated.body.code).toBe('props_invalid');
+  });
+
   it('echoes timers, HTTP endpoints and secrets as the spec says, and keeps secrets encrypted at rest', async () => {
     const res = await api.post('/v1/sources', {
       component_code: PROPS_SOURCE,
