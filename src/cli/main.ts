@@ -1,6 +1,6 @@
 // The `tributary` command: `serve` runs the service; `users` manages accounts on the configured database; the client
 // commands (client-commands.ts) talk to any running server over its REST API.
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
 import type { NewAccount, Plan, UserService } from '../services/users.js';
 import { ServiceError } from '../model/errors.js';
@@ -50,7 +50,9 @@ export function buildProgram(): Command {
   const program = new Command('tributary')
     .description('Self-hosted event sources with a Pipedream-compatible REST API')
     .showHelpAfterError()
-    .configureOutput({ outputError: (message, write) => write(message) });
+    .configureOutput({ outputError: (message, write) => write(message) })
+    // Commander would exit 1 on a bad flag itself; thrown instead, main exits 2 like any other bad input.
+    .exitOverride();
 
   const serve = program.command('serve').description('start the service (SQLite in the data directory unless --database-url is set)');
   for (const option of settingOptions()) serve.addOption(option);
@@ -146,6 +148,8 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
+    // Help and version end with 0; an unknown flag, a bad value or a missing argument (already printed) with 2.
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage);
     if (error instanceof ConfigError || error instanceof ServiceError || error instanceof DataDirInUseError || error instanceof OpsError) {
       console.error(`error: ${error.message}`);
       process.exit(EXIT.usage);

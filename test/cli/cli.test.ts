@@ -59,6 +59,22 @@ describe('tributary CLI', () => {
     expect((error as { stderr: string }).stderr).toContain('--database-url (TRIBUTARY_DATABASE_URL): expected a postgres:// URL');
   });
 
+  it('exits 2 on an unknown flag, a value outside its choices or a missing command, and 0 on --help', async () => {
+    for (const [args, said] of [
+      [['list', '--bogus'], "error: unknown option '--bogus'"],
+      [['users', 'create', '--username', 'x', '--email', 'x@example.test', '--plan', 'gold', '--data-dir', tempDir()], "argument 'gold' is invalid"],
+      [[], 'Usage: tributary'],
+    ] as const) {
+      const error = await tributary([...args]).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect({ args, code: error.code }).toEqual({ args, code: 2 });
+      expect(error.stderr).toContain(said);
+    }
+    expect((await tributary(['list', '--help'])).stdout).toContain('Usage: tributary list');
+  });
+
   it('creates, lists and rotates accounts, storing only key hashes', async () => {
     const dataDir = tempDir();
     const { stdout } = await tributary([
