@@ -1,4 +1,5 @@
 // Response envelopes and the schemas of the pagination parameters, shared by every route.
+import type { FastifyReply } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { invalid } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
@@ -22,6 +23,11 @@ export const pageInfoSchema = Type.Object({
 
 /** The schema of an answer without a body (204 No Content, 202 Accepted), so that the OpenAPI document states its status. */
 export const noBody = Type.Null({ description: 'no body' });
+
+/** Answers 202 with no body at all: sent as null, it would be serialized as the text `null` (a 204 drops it itself). */
+export function acceptedWithoutBody(reply: FastifyReply): FastifyReply {
+  return reply.status(202).send();
+}
 
 export function dataOf<T extends TSchema>(schema: T) {
   return Type.Object({ data: schema });

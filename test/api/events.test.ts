@@ -128,7 +128,8 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     const all = (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { id: string }) => e.id).reverse();
     const remaining = async () => (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: number }) => e.event).reverse();
 
-    expect((await api.delete(`/v1/sources/${id}/events?start_id=${all[2]}&end_id=${all[2]}`)).status).toBe(202);
+    const one = await api.delete(`/v1/sources/${id}/events?start_id=${all[2]}&end_id=${all[2]}`);
+    expect([one.status, one.text, one.headers.get('content-type')]).toEqual([202, '', null]);
     expect(await remaining()).toEqual([0, 1, 3, 4, 5]);
     expect((await api.delete(`/v1/sources/${id}/events?start_id=${all[4]}`)).status).toBe(202);
     expect(await remaining()).toEqual([0, 1, 3]);

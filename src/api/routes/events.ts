@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { EventService } from '../../services/events.js';
 import type { StreamKind } from '../../store/schema.js';
-import { noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { acceptedWithoutBody, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { eventSummarySchema } from '../schemas.js';
 import { sourceIdParams } from '../schemas.js';
@@ -73,7 +73,7 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
       async (request, reply) => {
         // Done before answering, so the events are gone when the client sees 202 (the spec only requires "soon").
         await services.events.deleteRange(request.account.id, request.params.id, request.query.start_id, request.query.end_id);
-        return reply.status(202).send(null);
+        return acceptedWithoutBody(reply);
       },
     );
   };
