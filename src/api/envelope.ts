@@ -1,5 +1,5 @@
 // Response envelopes and the schemas of the pagination parameters, shared by every route.
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { invalid } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
@@ -23,6 +23,14 @@ export const pageInfoSchema = Type.Object({
 
 /** The schema of an answer without a body (204 No Content, 202 Accepted), so that the OpenAPI document states its status. */
 export const noBody = Type.Null({ description: 'no body' });
+
+/**
+ * preValidation of a POST whose body may be left out: none is checked as an empty object (the schema's validator
+ * refuses a missing body even when the schema is optional), and any other body as itself.
+ */
+export async function absentBodyAsEmpty(request: FastifyRequest): Promise<void> {
+  request.body ??= {};
+}
 
 /** Answers 202 with no body at all: sent as null, it would be serialized as the text `null` (a 204 drops it itself). */
 export function acceptedWithoutBody(reply: FastifyReply): FastifyReply {

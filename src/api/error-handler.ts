@@ -21,6 +21,15 @@ const FASTIFY_CLIENT_ERRORS: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
 };
 
+/** What a schema refused, with the values allowed where the validator's own words leave them out. */
+function validationMessage(v: NonNullable<FastifyError['validation']>[number]): string {
+  const params = v.params as { allowedValue?: unknown; allowedValues?: unknown[]; additionalProperty?: string };
+  if (v.keyword === 'additionalProperties') return `must not have the field ${JSON.stringify(params.additionalProperty)}`;
+  if (v.keyword === 'const') return `must be ${JSON.stringify(params.allowedValue)}`;
+  if (v.keyword === 'enum' && params.allowedValues) return `must be one of ${params.allowedValues.map((a) => JSON.stringify(a)).join(', ')}`;
+  return v.message ?? 'is invalid';
+}
+
 function describe(error: FastifyError | ServiceError | Error): { status: number; body: ErrorBody } {
   if (error instanceof ServiceError) {
     const body: ErrorBody = { error: error.message, code: error.code };
@@ -32,15 +41,12 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
     const details = fastifyError.validation.map((v) => ({
       in: fastifyError.validationContext,
       field: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || (v.params as { missingProperty?: string })?.missingProperty,
-      message: v.message,
+      message: validationMessage(v),
     }));
+    const said = details.map(({ field, message }) => (field && !message.includes(`'${field}'`) ? `${field} ${message}` : message));
     return {
       status: 400,
-      body: {
-        error: `invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`,
-        code: 'invalid_request',
-        details,
-      },
+      body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said.join('; ')}`, code: 'invalid_request', details },
     };
   }
   const known = fastifyError.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;

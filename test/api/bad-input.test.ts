@@ -80,4 +80,16 @@ describe('bad input', () => {
       { numRuns: 40 },
     );
   });
+
+  it('says what the schema refused in words: the field, and the values allowed', async () => {
+    const said = async (res: Promise<{ status: number; body: { error: string } }>) => {
+      const { status, body } = await res;
+      return [status, body.error];
+    };
+    expect(await said(api.post('/v1/webhooks'))).toEqual([400, "invalid querystring: must have required property 'url'"]);
+    expect(await said(api.get(`/v1/sources/${sourceId}/event_summaries?expand=all`))).toEqual([400, 'invalid querystring: expand must be "event"']);
+    expect(await said(api.get('/v1/users/me/sources?limit=abc'))).toEqual([400, 'invalid querystring: limit must be integer']);
+    expect(await said(api.post('/v1/users/me/api_key', { api_key: 'chosen' }))).toEqual([400, 'invalid body: must not have the field "api_key"']);
+    expect(await said(api.post('/v1/components', [1]))).toEqual([400, 'invalid body: must be object']);
+  });
 });

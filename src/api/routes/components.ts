@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import type { ComponentService } from '../../services/components.js';
 import { toComponentView } from '../../services/components.js';
 import type { PropConfigurationService } from '../../services/prop-configuration.js';
-import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { absentBodyAsEmpty, dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { progressResponse, streamSave } from '../progress-stream.js';
 import { componentSchema, propDescriptorSchema } from '../schemas.js';
@@ -129,6 +129,7 @@ export function componentRoutes(services: { components: ComponentService; propCo
           body: Type.Optional(configureBody),
           response: { 200: dataOf(optionsSchema) },
         },
+        preValidation: absentBodyAsEmpty,
       },
       async (request) => {
         const { id, prop } = request.params;
@@ -146,6 +147,7 @@ export function componentRoutes(services: { components: ComponentService; propCo
           body: Type.Optional(configureBody),
           response: { 200: dataOf(reloadSchema) },
         },
+        preValidation: absentBodyAsEmpty,
       },
       async (request) => ({ data: await services.propConfiguration.reload(request.account.id, request.params.id, request.body ?? {}) }),
     );
@@ -160,6 +162,7 @@ export function componentRoutes(services: { components: ComponentService; propCo
           body: Type.Optional(Type.Object(fieldParams)),
           response,
         },
+        preValidation: absentBodyAsEmpty,
       },
       async (request) => ({ data: toComponentView(await services.components.publishInAccount(request.account.id, request.params.id)) }),
     );

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { UserService } from '../../services/users.js';
-import { dataOf } from '../envelope.js';
+import { absentBodyAsEmpty, dataOf } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
 const userSchema = Type.Object({
@@ -38,10 +38,8 @@ export function userRoutes(services: { users: UserService }): FastifyPluginAsync
           body: Type.Object(fieldParams, { additionalProperties: false, description: 'none, or only include / exclude: a key cannot be chosen' }),
           response: { 200: dataOf(Type.Object({ api_key: Type.String({ description: 'the new key; only its hash is stored' }) })) },
         },
-        // A POST with no body is the usual call; it is checked as an empty object so that any other body is refused.
-        preValidation: async (request) => {
-          request.body ??= {};
-        },
+        // A POST with no body is the usual call; any other body than include / exclude is refused.
+        preValidation: absentBodyAsEmpty,
       },
       async (request) => ({ data: { api_key: (await services.users.rotateKey(request.account.id)).apiKey } }),
     );
