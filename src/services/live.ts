@@ -6,6 +6,7 @@ import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
 import { SSE_PREFIX } from '../model/workflows.js';
+import { invalid } from '../model/errors.js';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
@@ -85,7 +86,11 @@ export class LiveStreams {
 
   /** Where a stream starts: after the client's Last-Event-ID (sent first), else after the newest event (live only). */
   private async startOf(emitterId: string, lastEventId: string | undefined): Promise<{ startsAfterId: string; replayFirst: boolean }> {
-    if (lastEventId && parseEventId(lastEventId)) return { startsAfterId: lastEventId, replayFirst: true };
+    if (lastEventId) {
+      // Going live instead would drop, without a word, the events the client asked to have replayed.
+      if (!parseEventId(lastEventId)) throw invalid(`Last-Event-ID "${lastEventId}" is not an event id (<epoch_ms>-<seq>)`);
+      return { startsAfterId: lastEventId, replayFirst: true };
+    }
     return { startsAfterId: await this.events.newestId(emitterId), replayFirst: false };
   }
 }

@@ -122,6 +122,18 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     expect([replayed.length, replayed[0], replayed[99]]).toEqual([100, 5, 104]);
   });
 
+  it('refuses a Last-Event-ID that is no event id with 400, instead of going live without the replay asked for', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    for (const lastEventId of ['garbage', '1795740007009']) {
+      const res = await fetch(`${server.url}/v1/sources/${source}/sse`, { headers: { authorization: `Bearer ${a.key}`, 'last-event-id': lastEventId } });
+      expect([res.status, await res.json()]).toEqual([
+        400,
+        { error: `Last-Event-ID "${lastEventId}" is not an event id (<epoch_ms>-<seq>)`, code: 'invalid_request' },
+      ]);
+    }
+  });
+
   it('streams $logs or $errors instead of the emits with event_name', async () => {
     const a = await account(server);
     const source = await a.deploy();
