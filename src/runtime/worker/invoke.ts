@@ -11,7 +11,7 @@ import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
-import { loadComponent, type LoadedComponent } from './load.js';
+import { loadComponent, type LoadedComponent, withoutBundleDirs } from './load.js';
 import { CallScope } from './scope.js';
 import { StepCall, stepInput } from './step.js';
 
@@ -60,7 +60,7 @@ export function toInvocationError(error: unknown): InvocationError {
     if (cause instanceof Error && typeof cause.message === 'string' && cause.message !== message) message = `${message}: ${cause.message}`;
     let stack: string;
     try {
-      stack = typeof error.stack === 'string' ? withoutOwnFrames(error.stack) : `${name}: ${message}`;
+      stack = typeof error.stack === 'string' ? withoutBundleDirs(withoutOwnFrames(error.stack)) : `${name}: ${message}`;
     } catch {
       stack = `${name}: ${message}`;
     }

@@ -1,5 +1,6 @@
 // Loads a component's bundle in the worker, finds the exported component and describes it.
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { ComponentInfo, PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
 import { isPlainObject, normalizeProps } from './props.js';
@@ -97,6 +98,16 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   return { component, info, props };
 }
 
+/** The folders of the bundles this worker loaded (each with its trailing separator). */
+const bundleDirs = new Set<string>();
+
+/** `text` (a stack) naming the files of loaded bundles as `component.js:3:9`, not by where the server keeps them. */
+export function withoutBundleDirs(text: string): string {
+  let out = text;
+  for (const dir of bundleDirs) out = out.replaceAll(dir, '');
+  return out;
+}
+
 /**
  * Requires the bundle once per worker; a failure is not cached, so a later call sees the same error again.
  * `asStep` describes it as a workflow step (LoadRequest.asStep).
@@ -106,6 +117,7 @@ export function loadComponent(artifactPath: string, asStep = false): LoadedCompo
   const cached = loaded.get(cacheKey);
   if (cached) return cached;
   let exports: unknown;
+  bundleDirs.add(path.dirname(artifactPath) + path.sep);
   try {
     exports = require(artifactPath);
   } catch (error) {
