@@ -258,7 +258,7 @@ export class SourceService {
     const current = await this.get(accountId, sourceId);
     const named = await this.resolveComponent(accountId, request);
     if (!named && mode === 'replace') {
-      throw invalid('one of component_id, component_code or component_url is required (PATCH /v1/sources/{id} changes only the fields it is given)');
+      throw invalid('one of component_id, component_code, component_url or key is required (PATCH /v1/sources/{id} changes only the fields it is given)');
     }
     const component = named ?? current.component;
     const deployed = this.deployable(component);

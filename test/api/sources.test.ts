@@ -194,7 +194,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
       const refused = await api.put(`/v1/sources/${id}`, body);
       expect(refused.status).toBe(400);
       expect(refused.body).toEqual({
-        error: 'one of component_id, component_code or component_url is required (PATCH /v1/sources/{id} changes only the fields it is given)',
+        error: 'one of component_id, component_code, component_url or key is required (PATCH /v1/sources/{id} changes only the fields it is given)',
         code: 'invalid_request',
       });
     }

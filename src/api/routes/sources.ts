@@ -61,7 +61,7 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       {
         schema: {
           tags: ['sources'],
-          summary: 'Replace a source: one of component_id, component_code, component_url required; name defaults to the name slug, active to true',
+          summary: 'Replace a source: one of component_id, component_code, component_url or key required; name defaults to the name slug, active to true',
           params: sourceIdParams,
           body: updateBody,
           response: { 200: dataOf(sourceSchema) },
