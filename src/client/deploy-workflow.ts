@@ -3,6 +3,7 @@ import { ApiClient, type ServerAddress } from './api.js';
 import { step } from './deploy-source.js';
 import { type SaveRequest, saveWithProgress } from './install-progress.js';
 import { readWorkflowFile } from './workflow-file.js';
+import { UsageError } from './usage-error.js';
 
 interface WorkflowData {
   id: string;
@@ -39,7 +40,7 @@ export async function deployWorkflowFile(
   const api = new ApiClient(server);
   const existing = await workflowsNamed(api, body.name);
   if (existing.length > 1) {
-    throw new Error(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);
+    throw new UsageError(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);
   }
   const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} steps)`;
   const request: SaveRequest = existing.length

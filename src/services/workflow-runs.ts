@@ -50,22 +50,28 @@ export class WorkflowRunService {
 
   /** Queues a run of an active workflow with the given event; 409 when inactive, 429 over quota. */
   async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
-    const workflow = await this.workflows.owned(accountId, workflowId);
-    if (workflow.active !== 1)
-      throw new ServiceError('conflict', `workflow "${workflow.id}" is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
+    const workflow = await this.activeWorkflow(accountId, workflowId);
     const [row] = await this.queue([{ workflowId: workflow.id, userId: accountId, trigger: 'manual', event }]);
     return this.toRunView(row!, []);
   }
 
   /** Starts a new run with the original event of `runId`. */
   async replay(accountId: string, workflowId: string, runId: string): Promise<RunView> {
-    const workflow = await this.workflows.owned(accountId, workflowId);
+    const workflow = await this.activeWorkflow(accountId, workflowId);
     const original = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
     if (!original) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
     const [row] = await this.queue([
       { workflowId: workflow.id, userId: accountId, trigger: 'replay', event: JSON.parse(original.event), replayOf: original.id },
     ]);
     return this.toRunView(row!, []);
+  }
+
+  /** The account's workflow (404 otherwise), refused with 409 while it is switched off: it runs nothing then. */
+  private async activeWorkflow(accountId: string, workflowId: string) {
+    const workflow = await this.workflows.owned(accountId, workflowId);
+    if (workflow.active !== 1)
+      throw new ServiceError('conflict', `workflow "${workflow.id}" is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
+    return workflow;
   }
 
   /** Queues runs (quota admitted first) and wakes the runner once they are rows. */

@@ -200,6 +200,11 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(replay.body.data).toMatchObject({ trigger: 'replay', replay_of: first.body.data.id, event: { a: 1 } });
     const runs = await finishedRuns(workflow.id, 2);
     expect(runs.map((r) => r.steps[0].$return_value)).toEqual([2, 1]);
+    // Switched off, it runs nothing: a replay is refused like a manual run.
+    expect((await api.put(`/v1/workflows/${workflow.id}`, { active: false })).status).toBe(200);
+    const refused = await api.post(`/v1/workflows/${workflow.id}/runs/${first.body.data.id}/replay`);
+    expect([refused.status, refused.body.code]).toEqual([409, 'conflict']);
+    expect((await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data).toHaveLength(2);
   });
 
   it('resumes a delayed run after its delay', async () => {

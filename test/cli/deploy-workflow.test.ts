@@ -106,6 +106,18 @@ describe('tributary deploy --workflow', () => {
         /may not be "trigger".*\(400 invalid_request\)/,
       ],
     ];
+    // Two workflows of the name the file gives: which one to update is the user's to say.
+    const api = client(server.url, key);
+    for (let i = 0; i < 2; i++)
+      expect(
+        (
+          await api.post('/v1/workflows', {
+            name: 'twice',
+            steps: [{ name: 'a', component_code: 'export default defineComponent({ async run() { return 1; } });' }],
+          })
+        ).status,
+      ).toBe(200);
+    cases.push(['twice.yaml', 'name: twice\nsteps:\n  - name: a\n    path: ./steps/echo.mjs\n', /the account has 2 workflows named "twice" .*rename one/]);
     for (const [name, content, message] of cases) {
       const file = path.join(dir, name);
       if (content) fs.writeFileSync(file, content);
