@@ -6,6 +6,9 @@ import * as events from '../store/events.js';
 import { ulid } from '../model/ids.js';
 import { newestEventIdOf, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
 
+/** How long events stay stored past retention on PostgreSQL, for other nodes to read them after their announcement. */
+export const LIVE_READ_GRACE_MS = 10_000;
+
 export interface AppendOptions {
   dialect: DialectName;
   retention: number;
@@ -62,8 +65,16 @@ export async function appendEvents(trx: Transaction<Database>, emitterId: string
   for (const stream of Object.keys(counts) as StreamKind[]) {
     const excess = counts[stream]! - options.retention;
     if (excess <= trimSlack(options.retention)) continue;
-    await events.trimOldest(trx, emitterId, stream, excess);
-    counts[stream] = options.retention;
+    if (options.dialect === 'postgres') {
+      // Other nodes read announced events back by id: those of the last LIVE_READ_GRACE_MS stay, however many, so
+      // that a commit larger than retention (a backlog run at once) reaches their live streams too. Readers still
+      // see the newest `retention`.
+      const keepFromMs = options.nowMs - LIVE_READ_GRACE_MS;
+      counts[stream] = counts[stream]! - (await events.trimPastRetentionBefore(trx, emitterId, stream, options.retention, keepFromMs));
+    } else {
+      await events.trimOldest(trx, emitterId, stream, excess);
+      counts[stream] = options.retention;
+    }
   }
   await events.writeEmitterState(trx, emitterId, { lastMs, lastSeq, dedupe, counts });
   return { events: rows.map((row) => toSummary(row, true)), afterId };

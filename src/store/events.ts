@@ -120,6 +120,17 @@ export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, 
   if (boundary) await deleteThrough(db, emitterId, stream, boundary);
 }
 
+/**
+ * Deletes the events past the newest `retention` of one stream, except those stored at or after `keepFromMs`;
+ * returns how many it deleted. Costs O(retention).
+ */
+export async function trimPastRetentionBefore(db: Db, emitterId: string, stream: StreamKind, retention: number, keepFromMs: number): Promise<number> {
+  const pastRetention = await keyFromNewest(db, emitterId, stream, retention);
+  if (!pastRetention) return 0;
+  const through = pastRetention.ms < keepFromMs ? pastRetention : { ms: keepFromMs - 1, seq: Number.MAX_SAFE_INTEGER };
+  return Number((await deleteThrough(db, emitterId, stream, through)).numAffectedRows ?? 0);
+}
+
 /** What readers see of a stream: its newest `retention` events, of the ones stored. */
 export interface RetainedView {
   /** How many events readers see. */

@@ -44,6 +44,32 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     }
   });
 
+  it('streams every event of a commit larger than retention on the other node too (a backlog run at once)', async () => {
+    const a = await account(first);
+    const source = await a.deploy();
+    const here = openStream(`${first.url}/sources/${source}/sse`, a.key);
+    const there = openStream(`${second.url}/v1/sources/${source}/sse`, a.key);
+    try {
+      await Promise.all([here.opened, there.opened]);
+      // 150 events in one commit, retention 100: the oldest 50 are past retention before the other node reads them.
+      const expected = Array.from({ length: 150 }, (_, i) => i);
+      await a.runAndWait(source, emitsOf(expected.map((event) => ({ event }))));
+      for (const stream of [here, there]) {
+        await waitFor(
+          async () => stream.messages.length,
+          (n) => n >= expected.length,
+          { what: 'the 150 events' },
+        );
+        expect(stream.data().map((e) => e.event)).toEqual(expected);
+      }
+      // Readers of the API still see the newest 100.
+      expect((await a.eventsOf(source, 100)).map((e: { event: number }) => e.event)).toEqual(expected.slice(50).reverse());
+    } finally {
+      here.source.close();
+      there.source.close();
+    }
+  });
+
   it('a source deleted through one node ends its streams on the other', async () => {
     const a = await account(first);
     const source = await a.deploy();
