@@ -228,7 +228,8 @@ export class WorkflowService {
     if (previous?.type === 'source') {
       await deleteSubscription(trx, { userId: row.user_id, emitterId: previous.source_id, listenerId: row.id, eventName: previous.event_name });
     }
-    if (trigger?.type === 'source') {
+    // A source deleted since the trigger was set took its subscription along: an update must not bring it back.
+    if (trigger?.type === 'source' && (await findSource(trx, row.user_id, trigger.source_id))) {
       await insertSubscription(trx, {
         id: newId('sub'),
         user_id: row.user_id,

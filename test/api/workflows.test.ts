@@ -250,6 +250,15 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(Object.keys(handled.event).sort()).toEqual(['error', 'original_context', 'original_event']);
     expect(handled.event.original_event).toEqual({ ping: 1 });
     expect(handled.event.error).toMatchObject({ name: 'TypeError', cellId: 'boom' });
+
+    // The source deleted, its subscription goes with it; a later change of the workflow does not bring it back.
+    const subscribed = async () =>
+      (await api.get('/v1/users/me/subscriptions')).body.data.filter((s: { listener_id: string }) => s.listener_id === listening.id);
+    expect(await subscribed()).toHaveLength(1);
+    expect((await api.delete(`/v1/sources/${source.body.data.id}`)).status).toBe(204);
+    expect(await subscribed()).toEqual([]);
+    expect((await api.put(`/v1/workflows/${listening.id}`, { name: 'on a deleted source' })).status).toBe(200);
+    expect(await subscribed()).toEqual([]);
   });
 
   it('runs on a timer trigger', async () => {
