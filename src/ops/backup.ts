@@ -35,6 +35,7 @@ export async function backupDatabase(options: {
   const source = path.join(path.resolve(options.dataDir), 'tributary.db');
   const out = path.resolve(options.out);
   if (!fs.existsSync(source)) throw new OpsError(`no Tributary database at ${source}: check --data-dir`);
+  if (fs.existsSync(out) && fs.statSync(out).isDirectory()) throw new OpsError(`--out ${out} is a folder: give the path of the file to write`);
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;

@@ -52,6 +52,7 @@ export async function restoreDatabase(options: { from: string; dataDir: string; 
 /** Returns how many migrations the backup has applied. */
 async function checkBackup(file: string): Promise<number> {
   if (!fs.existsSync(file)) throw new OpsError(`--from: no such file: ${file}`);
+  if (fs.statSync(file).isDirectory()) throw new OpsError(`--from: ${file} is a folder; give the backup file`);
   const header = Buffer.alloc(16);
   const fd = fs.openSync(file, 'r');
   try {

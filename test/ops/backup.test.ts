@@ -162,6 +162,10 @@ describe('backup and restore', () => {
       code: 2,
       stderr: expect.stringContaining('no such file'),
     });
+    expect(await refused(['restore', '--from', dir, '--data-dir', tempDir()])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('is a folder; give the backup file'),
+    });
 
     const source = tempDir();
     await createAccount(['--data-dir', source], 'newer');
@@ -184,5 +188,13 @@ describe('backup and restore', () => {
       code: 2,
       stderr: expect.stringContaining('no Tributary database'),
     });
+    const served = tempDir();
+    await createAccount(['--data-dir', served], 'folder');
+    const folder = tempDir();
+    expect(await refused(['backup', '--out', folder, '--force', '--data-dir', served])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('is a folder: give the path of the file to write'),
+    });
+    expect(fs.existsSync(`${folder}.partial`)).toBe(false);
   });
 });
