@@ -328,7 +328,12 @@ describe('$.send', () => {
   it.each([
     ['$.send.http("https://x.test")', '$.send.http() takes an object: { url, method?, headers?, params?, data? }'],
     ['$.send.http({ method: "GET" })', '$.send.http() needs config.url, a non-empty string'],
-    ['$.send.http({ url: "https://x.test", method: 1 })', '$.send.http(): config.method must be a string such as "POST"'],
+    ['$.send.http({ url: "https://x.test", method: 1 })', '$.send.http(): config.method must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got 1'],
+    [
+      '$.send.http({ url: "https://x.test", method: "BOGUS" })',
+      '$.send.http(): config.method must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "BOGUS"',
+    ],
+    ['$.send.http({ url: "ftp://x.test/y" })', '$.send.http(): config.url must be an http or https URL, got "ftp://x.test/y"'],
     ['$.send.http({ url: "https://x.test", headers: "a: b" })', '$.send.http(): config.headers must be an object'],
     ['$.send.http({ url: "https://x.test", params: [] })', '$.send.http(): config.params must be an object'],
     ['$.send.email({ text: "no subject" })', '$.send.email() needs a subject (a string)'],

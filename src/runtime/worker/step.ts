@@ -34,11 +34,18 @@ class StepExit extends Error {
 
 const DELAY_HANDLE: DelayHandle = Object.freeze({ resume_url: undefined, cancel_url: undefined });
 
+const HTTP_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
 /** Checks the argument of `$.send.<kind>()`: a TypeError naming the method says what is wrong. */
 const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) => void> = {
   http({ url, method, headers, params }) {
     if (typeof url !== 'string' || url === '') throw new TypeError('$.send.http() needs config.url, a non-empty string');
-    if (method !== undefined && typeof method !== 'string') throw new TypeError('$.send.http(): config.method must be a string such as "POST"');
+    // Checked here, so that the step fails at once instead of its send failing later where nobody looks.
+    if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
+      throw new TypeError(`$.send.http(): config.url must be an http or https URL, got ${JSON.stringify(url.slice(0, 200))}`);
+    if (method !== undefined && (typeof method !== 'string' || !HTTP_METHODS.has(method.toUpperCase()))) {
+      throw new TypeError(`$.send.http(): config.method must be one of ${[...HTTP_METHODS].join(', ')}, got ${JSON.stringify(method)}`);
+    }
     if (headers !== undefined && !isPlainObject(headers)) throw new TypeError('$.send.http(): config.headers must be an object');
     if (params !== undefined && !isPlainObject(params)) throw new TypeError('$.send.http(): config.params must be an object');
   },
