@@ -62,6 +62,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
     // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });
     await sourceStore.close();
+    await checkTarget(options.to);
     // The target gets the same schema, under the migrations' lock.
     const targetStore = await openStore({ dataDir, databaseUrl: options.to, migrate: true });
     await targetStore.close();
@@ -76,6 +77,29 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
     }
   } finally {
     lock.release();
+  }
+}
+
+/** Refuses, before anything is written there, a target that cannot be reached or that holds tables of something else. */
+async function checkTarget(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new OpsError(`cannot connect to the --to database: ${(error as Error).message}`);
+  }
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      "select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' order by 1",
+    );
+    const names = rows.map((r) => r.name);
+    if (names.length > 0 && !names.includes('kysely_migration')) {
+      throw new OpsError(
+        `the --to database holds tables that are not Tributary's (${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}): choose an empty database`,
+      );
+    }
+  } finally {
+    await client.end();
   }
 }
 

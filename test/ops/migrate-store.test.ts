@@ -5,6 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { migrateStore } from '../../src/ops/migrate-store.js';
@@ -182,5 +183,30 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     const stamps = (ticks.body.data as { event: { timestamp: number } }[]).map((e) => e.event.timestamp);
     expect(new Set(stamps).size).toBe(stamps.length);
     expect(stamps.filter((s) => s > lastOnSqlite).length).toBe(stamps.length - snapshot.timerEvents.length);
+  });
+
+  it('refuses a target it cannot reach, and one holding tables of something else, writing nothing there', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'elsewhere');
+    const refusal = (to: string) =>
+      run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', to]).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+    const unreachable = await refusal('postgres://postgres@127.0.0.1:1/nowhere');
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toMatch(/^error: cannot connect to the --to database: /);
+
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const foreign = new pg.Client({ connectionString: database.url });
+    await foreign.connect();
+    cleanups(() => foreign.end());
+    await foreign.query('create table users (name text)');
+    const other = await refusal(database.url);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain("error: the --to database holds tables that are not Tributary's (users): choose an empty database");
+    const tables = await foreign.query("select table_name from information_schema.tables where table_schema = 'public' order by 1");
+    expect(tables.rows.map((r) => r.table_name)).toEqual(['users']);
   });
 });
