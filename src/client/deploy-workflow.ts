@@ -42,7 +42,7 @@ export async function deployWorkflowFile(
   if (existing.length > 1) {
     throw new UsageError(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);
   }
-  const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} steps)`;
+  const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} ${body.steps.length === 1 ? 'step' : 'steps'})`;
   const request: SaveRequest = existing.length
     ? { method: 'PUT', path: `/v1/workflows/${existing[0]!.id}`, streamPath: `/v1/workflows/${existing[0]!.id}/stream`, body }
     : { method: 'POST', path: '/v1/workflows', streamPath: '/v1/workflows/stream', body };

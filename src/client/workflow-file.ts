@@ -78,7 +78,8 @@ export async function readWorkflowFile(file: string): Promise<WorkflowBody> {
     steps.push(out);
   }
   const body: WorkflowBody = { name: parsed.name, steps };
-  if (parsed.trigger !== undefined) body.trigger = parsed.trigger;
+  // The file says all there is: without a trigger the workflow has none, also when a deploy updates one that had it.
+  body.trigger = parsed.trigger ?? null;
   if (parsed.active !== undefined) body.active = parsed.active as boolean;
   if (parsed.timeout_seconds !== undefined) body.timeout_seconds = parsed.timeout_seconds as number;
   return body;

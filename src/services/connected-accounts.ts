@@ -135,6 +135,8 @@ export class ConnectedAccountService {
   /** Renames, or replaces the credentials (a rotation: the account is healthy again, and the next run sees them). */
   async update(ownerId: string, id: string, change: ConnectedAccountChange): Promise<ConnectedAccountView> {
     const row = await this.find(ownerId, id);
+    if (change.name === undefined && change.credentials === undefined)
+      throw invalid('give name, credentials or both: nothing else of a connected account changes');
     const next: accounts.ConnectedAccountRow = { ...row, updated_at: nowSeconds() };
     if (change.name !== undefined) next.name = checkName(change.name);
     if (change.credentials !== undefined) {

@@ -84,6 +84,9 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     const rotated = await user.api.put(`/v1/accounts/${view.id}`, { credentials: { api_key: rotatedKey } });
     expect(rotated.status).toBe(200);
     expect(rotated.body.data).toMatchObject({ name: 'Acme staging', fields: ['api_key'] });
+    const nothing = await user.api.put(`/v1/accounts/${view.id}`, {});
+    expect([nothing.status, nothing.body.error]).toEqual([400, 'give name, credentials or both: nothing else of a connected account changes']);
+    expect((await user.api.get(`/v1/accounts/${view.id}`)).body.data.updated_at).toBe(rotated.body.data.updated_at);
     for (const res of [created, read, listed, renamed, rotated]) {
       expect(res.text).not.toContain(key);
       expect(res.text).not.toContain(rotatedKey);

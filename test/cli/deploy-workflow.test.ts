@@ -78,6 +78,12 @@ describe('tributary deploy --workflow', () => {
     expect(second.stdout).toContain(`updated workflow ${id} "greeter"`);
     expect(second.stdout).toContain(`endpoint: ${endpoint}`);
     expect((await api.get('/v1/users/me/workflows')).body.data.filter((w: any) => w.name === 'greeter')).toHaveLength(1);
+
+    // The trigger taken out of the file is taken off the workflow.
+    const untriggered = path.join(dir, 'untriggered.yaml');
+    fs.writeFileSync(untriggered, 'name: greeter\nsteps:\n  - name: echo\n    path: ./steps/echo.mjs\n    props:\n      label: x\n');
+    expect((await deploy(untriggered)).stdout).toContain(`updated workflow ${id} "greeter"`);
+    expect((await api.get(`/v1/workflows/${id}`)).body.data.trigger).toBeNull();
   });
 
   it('takes JSON files too', async () => {
