@@ -8,7 +8,7 @@ import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../stor
 import { writeDataStores } from '../store/data-stores.js';
 import { newId } from '../model/ids.js';
 import type { PendingEvent } from '../model/events.js';
-import { SSE_PREFIX } from '../model/workflows.js';
+import { deploymentIdOf, SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
 import { storeAndRoute } from './effects.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
@@ -65,7 +65,7 @@ export function workflowErrorEvent(run: WorkflowRunRow, stepName: string, error:
         id: run.id,
         ts: new Date(run.created_ms).toISOString(),
         workflow_id: run.workflow_id,
-        deployment_id: run.workflow_id,
+        deployment_id: deploymentIdOf(run.workflow_id),
         source_type: run.trigger === 'http' ? 'HTTP' : run.trigger === 'timer' ? 'TIMER' : run.trigger === 'event' ? 'EVENT' : 'MANUAL',
         verified: false,
         owner_id: run.user_id,

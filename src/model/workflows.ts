@@ -24,6 +24,14 @@ const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** `metadata.name` of `$.send.sse` events: the prefix keeps them apart from emits on a channel of the same name. */
 export const SSE_PREFIX = '$sse:';
 
+/**
+ * The deployment (`d_`, the spec's prefix) a workflow's runs belong to. Tributary keeps no versions of a workflow, so
+ * each has one deployment, named after it: `p_<id>` runs in `d_<id>`.
+ */
+export function deploymentIdOf(workflowId: string): string {
+  return `d_${workflowId.slice('p_'.length)}`;
+}
+
 export const MAX_STEPS = 50;
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 30;
 export const MAX_RUN_TIMEOUT_SECONDS = 900;

@@ -138,7 +138,13 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(Object.keys(item.event.original_context).sort()).toEqual(
       ['deployment_id', 'id', 'owner_id', 'platform_version', 'source_type', 'ts', 'verified', 'workflow_id'].sort(),
     );
-    expect(item.event.original_context).toMatchObject({ id: run.id, workflow_id: workflow.id, source_type: 'MANUAL', verified: false });
+    expect(item.event.original_context).toMatchObject({
+      id: run.id,
+      workflow_id: workflow.id,
+      deployment_id: `d_${workflow.id.slice(2)}`,
+      source_type: 'MANUAL',
+      verified: false,
+    });
     expect(item.event.original_context.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(item.event.error).toMatchObject({ code: 'TypeError', cellId: 'boom', name: 'TypeError', message: 'bad input: {"x":1}' });
     expect(item.event.error.stack).toContain('bad input');

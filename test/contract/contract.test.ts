@@ -630,7 +630,12 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
       expect(item.metadata).toMatchObject({ emitter_id: workflowId(), name: '$errors' });
       expectValid('event-summary.json#workflowErrorEvent', item.event);
       expect(item.event.original_event).toEqual({ fail: 'contract workflow failure' });
-      expect(item.event.original_context).toMatchObject({ workflow_id: workflowId(), deployment_id: workflowId(), owner_id: me.id, verified: false });
+      expect(item.event.original_context).toMatchObject({
+        workflow_id: workflowId(),
+        deployment_id: `d_${workflowId().slice(2)}`,
+        owner_id: me.id,
+        verified: false,
+      });
       expect(item.event.error).toMatchObject({ cellId: 'second', code: 'Error' });
       expect(item.event.error.stack).toContain('contract workflow failure');
     });
