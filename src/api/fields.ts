@@ -2,8 +2,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 
-// Spaces around the commas are allowed (`include=id, email`): clients build these lists by hand.
-const FIELD_LIST = '^\\s*[A-Za-z0-9_$]+\\s*(,\\s*[A-Za-z0-9_$]+\\s*)*$';
+// Spaces around the commas are allowed (`include=id, email`): clients build these lists by hand. An empty list is
+// the parameter's default (every field), as clients that always send it leave it.
+const FIELD_LIST = '^\\s*([A-Za-z0-9_$]+\\s*(,\\s*[A-Za-z0-9_$]+\\s*)*)?$';
 
 /** Schema properties every endpoint accepts, in its query (GET) or body (POST). */
 export const fieldParams = {

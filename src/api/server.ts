@@ -124,6 +124,9 @@ export async function buildApi(services: ApiServices, logger: Logger, options: {
     clientErrorHandler: answerClientError,
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
     routerOptions: { ignoreTrailingSlash: true },
+    // Clients that encode each path segment (encodeURIComponent) send `$errors` as `%24errors`; the router would not
+    // match it to the route's `$errors`.
+    rewriteUrl: (req) => (req.url?.includes('/%24') ? req.url.replace(/\/%24(errors|logs)(?=\/)/gi, '/$$$1') : (req.url ?? '/')),
   }).withTypeProvider<TypeBoxTypeProvider>();
   installSchemaCompilers(app);
   app.addHook('onRequest', (request, reply, done) => {

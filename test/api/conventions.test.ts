@@ -143,6 +143,9 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     const api = client(server.url, (await server.createUser()).apiKey);
     expect(Object.keys((await api.get('/v1/users/me?include=id, email')).body.data).sort()).toEqual(['email', 'id']);
     expect((await api.get('/v1/users/me?exclude= id , email')).body.data).not.toHaveProperty('id');
+    // Empty, they are their defaults: every field, none left out.
+    const everything = (await api.get('/v1/users/me')).body;
+    expect((await api.get('/v1/users/me?include=&exclude=')).body).toEqual(everything);
   });
 
   it('limits requests per key with 429 and Retry-After', async () => {

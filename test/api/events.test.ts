@@ -159,6 +159,8 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       original_context: { id: expect.stringMatching(/^inv_/), source_id: id, trigger: 'manual', ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
     });
     expect((await api.get(`/v1/sources/${id}/event_summaries`)).body.data).toEqual([]);
+    // The same, with the `$` encoded as a client that encodes every path segment sends it.
+    expect((await api.get(`/v1/sources/${id}/${encodeURIComponent('$errors')}/event_summaries`)).body).toEqual(errors.body);
     const logs = await api.get(`/v1/sources/${id}/$logs/event_summaries`);
     expect(logs.body.data[0].event).toEqual({ k: 'log', ts: expect.any(Number), msg: 'run 1' });
     expect(logs.body.data[0].metadata.name).toBe('$logs');
