@@ -155,7 +155,9 @@ function runLines(run: RunData, json: boolean): string[] {
     if (step.error) lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}/${step.name}  ERROR  ${step.error.name}: ${step.error.message}`);
   }
   const took = run.finished_at_ms === null ? '' : `, ${run.finished_at_ms - run.created_at_ms} ms`;
-  lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${run.steps.length} steps${took})`);
+  lines.push(
+    `${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${run.steps.length} ${run.steps.length === 1 ? 'step' : 'steps'}${took})`,
+  );
   return lines;
 }
 

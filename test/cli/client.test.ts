@@ -263,7 +263,7 @@ describe('tributary client commands', () => {
       () => tributary(['logs', id]),
       (r) => r.stdout.includes('succeeded'),
     );
-    expect(logs.stdout).toMatch(/Z {2}wr_\w+\/only {2}log +step ran 4\n.*Z {2}wr_\w+ {2}succeeded \(1 steps, \d+ ms\)/);
+    expect(logs.stdout).toMatch(/Z {2}wr_\w+\/only {2}log +step ran 4\n.*Z {2}wr_\w+ {2}succeeded \(1 step, \d+ ms\)/);
     expect((await tributary(['list', 'workflows'])).stdout).toMatch(new RegExp(`${id}\\s+cli wf\\s+none\\s+1\\s+yes`));
   });
 });

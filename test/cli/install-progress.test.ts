@@ -112,7 +112,7 @@ describe('tributary shows npm installs as the server takes them', () => {
     fs.writeFileSync(path.join(dir, 'even.yaml'), 'name: even\nsteps:\n  - name: check\n    path: ./even.mjs\n');
     const created = await tributary(['deploy', '--workflow', 'even.yaml']);
     expect(created.code, created.stderr).toBe(0);
-    const creating = 'creating the workflow \\(1 steps\\)';
+    const creating = 'creating the workflow \\(1 step\\)';
     expect(created.stderr).toMatch(
       new RegExp(
         `^${creating} …\n  step "check": installing is-even@1\\.0\\.0 \\(1/1\\)… ${secs}\n  step "check": installed is-even@1\\.0\\.0 \\(1/1\\) in ${secs}\n${creating}: done in ${ms}$`,
@@ -123,7 +123,7 @@ describe('tributary shows npm installs as the server takes them', () => {
 
     const updated = await tributary(['deploy', '--workflow', 'even.yaml']);
     expect(updated.code, updated.stderr).toBe(0);
-    const updating = `updating ${id} \\(1 steps\\)`;
+    const updating = `updating ${id} \\(1 step\\)`;
     expect(updated.stderr).toMatch(
       new RegExp(`^${updating} …\n  step "check": is-even@1\\.0\\.0 \\(1/1\\) is already installed\n${updating}: done in ${ms}$`, 'm'),
     );
