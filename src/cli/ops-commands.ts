@@ -155,7 +155,7 @@ export function addOpsCommands(program: Command): void {
     console.log(`moved ${reports.length} tables, ${rows} rows, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);
     const key = (await import('node:fs')).existsSync(keyFile)
       ? `--secret-key-file ${keyFile} (or a copy of that file kept elsewhere)`
-      : 'the --secret-key this data directory was served with (it has no secret.key)';
+      : '--secret-key <the key> or --secret-key-file <its file>, whichever this data directory was served with (it has no secret.key)';
     console.log(
       `start the server on it with the same key and public URL, so that secrets open and endpoint URLs stay the same: tributary serve --database-url <that URL> ${key} --public-url <the same>`,
     );

@@ -20,54 +20,52 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     await first?.destroy();
   });
 
-  it('delivers every event to clients of both nodes, in order, whichever node ran the source', async () => {
+  type Stream = ReturnType<typeof openStream>;
+
+  /** A fresh account's source with a live stream open on each node, closed after `use`. */
+  async function withStreamsOnBothNodes(use: (a: Awaited<ReturnType<typeof account>>, source: string, here: Stream, there: Stream) => Promise<void>) {
     const a = await account(first);
     const source = await a.deploy();
     const here = openStream(`${first.url}/sources/${source}/sse`, a.key);
     const there = openStream(`${second.url}/v1/sources/${source}/sse`, a.key);
     try {
       await Promise.all([here.opened, there.opened]);
-      for (let run = 1; run <= 3; run++) await a.runAndWait(source, emitsOf([{ event: `${run}a` }, { event: `${run}b` }]));
-      const expected = ['1a', '1b', '2a', '2b', '3a', '3b'];
-      for (const stream of [here, there]) {
-        await waitFor(
-          async () => stream.messages.length,
-          (n) => n === expected.length,
-          { what: 'six events' },
-        );
-        expect(stream.data().map((e) => e.event)).toEqual(expected);
-      }
-      expect(there.data()).toEqual(here.data());
+      await use(a, source, here, there);
     } finally {
       here.source.close();
       there.source.close();
     }
+  }
+
+  /** Each stream gets exactly `expected` (the events' payloads), in order. */
+  async function expectStreamed(streams: Stream[], expected: unknown[]): Promise<void> {
+    for (const stream of streams) {
+      await waitFor(
+        async () => stream.messages.length,
+        (n) => n >= expected.length,
+        { what: `${expected.length} events` },
+      );
+      expect(stream.data().map((e) => e.event)).toEqual(expected);
+    }
+  }
+
+  it('delivers every event to clients of both nodes, in order, whichever node ran the source', async () => {
+    await withStreamsOnBothNodes(async (a, source, here, there) => {
+      for (let run = 1; run <= 3; run++) await a.runAndWait(source, emitsOf([{ event: `${run}a` }, { event: `${run}b` }]));
+      await expectStreamed([here, there], ['1a', '1b', '2a', '2b', '3a', '3b']);
+      expect(there.data()).toEqual(here.data());
+    });
   });
 
   it('streams every event of a commit larger than retention on the other node too (a backlog run at once)', async () => {
-    const a = await account(first);
-    const source = await a.deploy();
-    const here = openStream(`${first.url}/sources/${source}/sse`, a.key);
-    const there = openStream(`${second.url}/v1/sources/${source}/sse`, a.key);
-    try {
-      await Promise.all([here.opened, there.opened]);
+    await withStreamsOnBothNodes(async (a, source, here, there) => {
       // 150 events in one commit, retention 100: the oldest 50 are past retention before the other node reads them.
       const expected = Array.from({ length: 150 }, (_, i) => i);
       await a.runAndWait(source, emitsOf(expected.map((event) => ({ event }))));
-      for (const stream of [here, there]) {
-        await waitFor(
-          async () => stream.messages.length,
-          (n) => n >= expected.length,
-          { what: 'the 150 events' },
-        );
-        expect(stream.data().map((e) => e.event)).toEqual(expected);
-      }
+      await expectStreamed([here, there], expected);
       // Readers of the API still see the newest 100.
       expect((await a.eventsOf(source, 100)).map((e: { event: number }) => e.event)).toEqual(expected.slice(50).reverse());
-    } finally {
-      here.source.close();
-      there.source.close();
-    }
+    });
   });
 
   it('a source deleted through one node ends its streams on the other', async () => {
