@@ -1,5 +1,6 @@
 // Appends events to an emitter's streams inside the caller's transaction: `<ms>-<seq>` ids, dedupe state, retention.
 import type { Transaction } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import type { DialectName } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as events from '../store/events.js';
@@ -8,6 +9,10 @@ import { newestEventIdOf, toSummary, trimSlack, type EventSummary, type PendingE
 
 /** How long events stay stored past retention on PostgreSQL, for other nodes to read them after their announcement. */
 export const LIVE_READ_GRACE_MS = 10_000;
+/** A trim that kept events for the grace is not tried again sooner on this node: each try costs O(retention). */
+const KEPT_TRIM_RETRY_MS = 1_000;
+/** Per emitter and stream, when this node may try such a trim again; one forgotten costs one try too early. */
+const keptTrims = new LRUCache<string, number>({ max: 10_000 });
 
 export interface AppendOptions {
   dialect: DialectName;
@@ -69,8 +74,12 @@ export async function appendEvents(trx: Transaction<Database>, emitterId: string
       // Other nodes read announced events back by id: those of the last LIVE_READ_GRACE_MS stay, however many, so
       // that a commit larger than retention (a backlog run at once) reaches their live streams too. Readers still
       // see the newest `retention`.
-      const keepFromMs = options.nowMs - LIVE_READ_GRACE_MS;
-      counts[stream] = counts[stream]! - (await events.trimPastRetentionBefore(trx, emitterId, stream, options.retention, keepFromMs));
+      const key = `${emitterId}/${stream}`;
+      if ((keptTrims.get(key) ?? 0) > options.nowMs) continue;
+      const trim = await events.trimPastRetentionBefore(trx, emitterId, stream, options.retention, options.nowMs - LIVE_READ_GRACE_MS);
+      counts[stream] = counts[stream]! - trim.deleted;
+      if (trim.keptSome) keptTrims.set(key, options.nowMs + KEPT_TRIM_RETRY_MS);
+      else keptTrims.delete(key);
     } else {
       await events.trimOldest(trx, emitterId, stream, excess);
       counts[stream] = options.retention;

@@ -121,14 +121,21 @@ export async function trimOldest(db: Db, emitterId: string, stream: StreamKind, 
 }
 
 /**
- * Deletes the events past the newest `retention` of one stream, except those stored at or after `keepFromMs`;
- * returns how many it deleted. Costs O(retention).
+ * Deletes the events past the newest `retention` of one stream, except those stored at or after `keepFromMs`:
+ * how many it deleted, and whether some past retention were kept. Costs O(retention).
  */
-export async function trimPastRetentionBefore(db: Db, emitterId: string, stream: StreamKind, retention: number, keepFromMs: number): Promise<number> {
+export async function trimPastRetentionBefore(
+  db: Db,
+  emitterId: string,
+  stream: StreamKind,
+  retention: number,
+  keepFromMs: number,
+): Promise<{ deleted: number; keptSome: boolean }> {
   const pastRetention = await keyFromNewest(db, emitterId, stream, retention);
-  if (!pastRetention) return 0;
-  const through = pastRetention.ms < keepFromMs ? pastRetention : { ms: keepFromMs - 1, seq: Number.MAX_SAFE_INTEGER };
-  return Number((await deleteThrough(db, emitterId, stream, through)).numAffectedRows ?? 0);
+  if (!pastRetention) return { deleted: 0, keptSome: false };
+  const keptSome = pastRetention.ms >= keepFromMs;
+  const through = keptSome ? { ms: keepFromMs - 1, seq: Number.MAX_SAFE_INTEGER } : pastRetention;
+  return { deleted: Number((await deleteThrough(db, emitterId, stream, through)).numAffectedRows ?? 0), keptSome };
 }
 
 /** What readers see of a stream: its newest `retention` events, of the ones stored. */

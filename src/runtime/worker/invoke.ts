@@ -58,6 +58,7 @@ export function toInvocationError(error: unknown): InvocationError {
     // "fetch failed" says nothing; its cause (a refused destination, a reset connection) says what happened.
     const cause = (error as { cause?: unknown }).cause;
     if (cause instanceof Error && typeof cause.message === 'string' && cause.message !== message) message = `${message}: ${cause.message}`;
+    message = withoutBundleDirs(message);
     let stack: string;
     try {
       stack = typeof error.stack === 'string' ? withoutBundleDirs(withoutOwnFrames(error.stack)) : `${name}: ${message}`;

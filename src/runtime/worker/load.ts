@@ -101,11 +101,17 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
 /** The folders of the bundles this worker loaded (each with its trailing separator). */
 const bundleDirs = new Set<string>();
 
-/** `text` (a stack) naming the files of loaded bundles as `component.js:3:9`, not by where the server keeps them. */
+/** A path up to a `node_modules` folder: where the server keeps an account's npm packages. */
+const PACKAGES_PREFIX = /(?:[A-Za-z]:)?[^\s()'"]*[\\/]node_modules[\\/]/g;
+
+/**
+ * `text` (a stack or a message) naming the files of loaded bundles as `component.js:3:9` and those of npm packages
+ * as `node_modules/axios/…`, not by where the server keeps them.
+ */
 export function withoutBundleDirs(text: string): string {
   let out = text;
   for (const dir of bundleDirs) out = out.replaceAll(dir, '');
-  return out;
+  return out.replace(PACKAGES_PREFIX, 'node_modules/');
 }
 
 /**
