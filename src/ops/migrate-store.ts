@@ -62,7 +62,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
     // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });
     await sourceStore.close();
-    await checkTarget(options.to);
+    await checkTarget(options.to, sqliteTableNames(file));
     // The target gets the same schema, under the migrations' lock.
     const targetStore = await openStore({ dataDir, databaseUrl: options.to, migrate: true });
     await targetStore.close();
@@ -80,8 +80,21 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   }
 }
 
-/** Refuses, before anything is written there, a target that cannot be reached or that holds tables of something else. */
-async function checkTarget(url: string): Promise<void> {
+/** The tables of the SQLite database: Tributary's, at this build's schema. */
+function sqliteTableNames(file: string): Set<string> {
+  const source = new SQLite(file, { readonly: true, fileMustExist: true });
+  try {
+    return new Set((source.prepare(`select name from sqlite_master where type = 'table'`).all() as { name: string }[]).map((r) => r.name));
+  } finally {
+    source.close();
+  }
+}
+
+/**
+ * Refuses, before anything is written there, a target that cannot be reached or that holds tables of something else
+ * than Tributary (tables an extension owns, such as PostGIS's, do not count).
+ */
+async function checkTarget(url: string, ours: Set<string>): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
@@ -90,12 +103,19 @@ async function checkTarget(url: string): Promise<void> {
   }
   try {
     const { rows } = await client.query<{ name: string }>(
-      "select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' order by 1",
+      `select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = current_schema() and c.relkind in ('r', 'p')
+         and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
+       order by 1`,
     );
     const names = rows.map((r) => r.name);
-    if (names.length > 0 && !names.includes('kysely_migration')) {
+    // Tributary's tables count as ours only beside its migrations' record: a lone `users` is another app's.
+    const tributary = names.includes('kysely_migration');
+    const bookkeeping = new Set(['kysely_migration', 'kysely_migration_lock', PROGRESS_TABLE]);
+    const foreign = names.filter((name) => !bookkeeping.has(name) && !(tributary && ours.has(name)));
+    if (foreign.length > 0) {
       throw new OpsError(
-        `the --to database holds tables that are not Tributary's (${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}): choose an empty database`,
+        `the --to database holds tables that are not Tributary's (${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}): choose an empty database`,
       );
     }
   } finally {

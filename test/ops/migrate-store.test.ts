@@ -208,5 +208,8 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     expect(other.stderr).toContain("error: the --to database holds tables that are not Tributary's (users): choose an empty database");
     const tables = await foreign.query("select table_name from information_schema.tables where table_schema = 'public' order by 1");
     expect(tables.rows.map((r) => r.table_name)).toEqual(['users']);
+    // Another app's Kysely migrations beside its own tables: still not Tributary's.
+    await foreign.query('create table kysely_migration (name text primary key, timestamp text not null); create table orders (id int)');
+    expect((await refusal(database.url)).stderr).toContain("the --to database holds tables that are not Tributary's (orders): choose an empty database");
   });
 });
