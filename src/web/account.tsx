@@ -8,6 +8,7 @@ import { useNotify } from './notices';
 import { storeKey } from './session';
 import type { User } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 export function AccountPage() {
   const notify = useNotify();
@@ -33,11 +34,7 @@ export function AccountPage() {
   return (
     <section aria-labelledby="account-title">
       <h1 id="account-title">Account</h1>
-      {user.error && (
-        <p class="error" role="alert">
-          {user.error}
-        </p>
-      )}
+      <LoadError loads={[user]} />
       {me && (
         <>
           <dl class="facts">

@@ -141,7 +141,8 @@ export function PropFields(props: {
   errors: FieldErrors;
   idPrefix: string;
 }) {
-  const set = (name: string, value: string | boolean) => props.onChange({ ...props.raw, [name]: value });
+  // `also`: other values changed by the same input (both in one change, or the second would undo the first).
+  const set = (name: string, value: string | boolean, also?: RawValues) => props.onChange({ ...props.raw, [name]: value, ...also });
   return (
     <>
       {props.props.map((prop) => (
@@ -164,7 +165,7 @@ function PropField(props: {
   prop: PropDescriptor;
   id: string;
   raw: RawValues;
-  set: (name: string, value: string | boolean) => void;
+  set: (name: string, value: string | boolean, also?: RawValues) => void;
   error: string | undefined;
   componentId: string;
   allProps: PropDescriptor[];
@@ -219,7 +220,14 @@ function PropField(props: {
         <legend>{labelOf(prop)}</legend>
         <div class="inline">
           <label for={`${id}-mode`}>Schedule</label>
-          <select id={`${id}-mode`} value={mode} onChange={(e) => set(`${prop.name}.mode`, e.currentTarget.value)}>
+          <select
+            id={`${id}-mode`}
+            value={mode}
+            onChange={(e) => {
+              // An interval is no cron expression, nor the other way round: the box starts empty.
+              set(`${prop.name}.mode`, e.currentTarget.value, { [prop.name]: '' });
+            }}
+          >
             <option value="interval">Every N seconds</option>
             <option value="cron">Cron expression (UTC)</option>
           </select>
@@ -293,7 +301,7 @@ function PropField(props: {
 function RemoteOptions(props: {
   prop: PropDescriptor;
   raw: RawValues;
-  set: (name: string, value: string | boolean) => void;
+  set: (name: string, value: string | boolean, also?: RawValues) => void;
   componentId: string;
   allProps: PropDescriptor[];
   common: Record<string, unknown>;

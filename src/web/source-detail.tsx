@@ -10,6 +10,7 @@ import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, i
 import { href, navigate } from './router';
 import type { Component, Source } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 const TABS: Array<[Stream, string]> = [
   ['emit', 'Events'],
@@ -30,9 +31,7 @@ export function SourceDetail(props: { id: string }) {
         <p class="crumbs">
           <a href={href('sources')}>Sources</a> /
         </p>
-        <p class="error" role="alert">
-          {loaded.error}
-        </p>
+        <LoadError loads={[loaded]} />
       </section>
     );
   }

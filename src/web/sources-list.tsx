@@ -6,6 +6,7 @@ import { href } from './router';
 import { perMinute, Sparkline } from './sparkline';
 import type { EventSummary, Source } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 const PAGE = 50;
 
@@ -26,11 +27,7 @@ export function SourcesList() {
           New source
         </a>
       </div>
-      {page.error && (
-        <p class="error" role="alert">
-          {page.error}
-        </p>
-      )}
+      <LoadError loads={[page]} />
       {page.data && sources.length === 0 && (
         <p>
           No sources yet. <a href={href('sources', 'new')}>Deploy one</a> from code or from the registry.
@@ -74,7 +71,9 @@ function SourceRow(props: { source: Source }) {
   return (
     <tr>
       <th scope="row">
-        <a href={href('sources', source.id)}>{source.name}</a>
+        <a href={href('sources', source.id)} title={source.name}>
+          {source.name}
+        </a>
       </th>
       <td>{sourceKind(source.configured_props)}</td>
       <td>{source.active ? 'Active' : <span class="muted">Inactive</span>}</td>

@@ -18,7 +18,7 @@ export function Sparkline(props: { counts: number[]; capped?: boolean }) {
   const max = Math.max(1, ...counts);
   const total = counts.reduce((a, b) => a + b, 0);
   const width = counts.length * 3;
-  const label = `${total}${props.capped ? ' or more' : ''} events in the last ${counts.length} minutes`;
+  const label = `${total}${props.capped ? ' or more' : ''} ${total === 1 && !props.capped ? 'event' : 'events'} in the last ${counts.length} minutes`;
   return (
     <svg class="sparkline" viewBox={`0 0 ${width} 20`} width={width * 2} height={24} role="img" aria-label={label} preserveAspectRatio="none">
       <title>{label}</title>

@@ -5,6 +5,7 @@ import { ConfirmDialog } from './confirm-dialog';
 import { useNotify } from './notices';
 import type { Subscription } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 export function SubscriptionsPage() {
   const notify = useNotify();
@@ -49,11 +50,7 @@ export function SubscriptionsPage() {
   return (
     <section aria-labelledby="subscriptions-title">
       <h1 id="subscriptions-title">Subscriptions</h1>
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
+      <LoadError loads={[list]} />
       {list.data && (
         <div class="table-wrap">
           <table>
@@ -118,7 +115,7 @@ export function SubscriptionsPage() {
             id="sub-event"
             value={form.event_name}
             list="sub-streams"
-            placeholder="empty: every event; default, $errors, $logs or a channel"
+            placeholder="empty: the default stream; or default, $errors, $logs, a channel"
             onInput={(e) => setForm({ ...form, event_name: e.currentTarget.value })}
           />
           <datalist id="sub-streams">

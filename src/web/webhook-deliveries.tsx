@@ -4,6 +4,7 @@ import { formatDuration, formatTime } from './format';
 import { href } from './router';
 import type { Delivery, Webhook } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 export function WebhookDeliveries(props: { id: string }) {
   const webhook = useLoad(() => get<{ data: Webhook }>(`/webhooks/${encodeURIComponent(props.id)}`), [props.id]);
@@ -19,11 +20,7 @@ export function WebhookDeliveries(props: { id: string }) {
           <code>{webhook.data.data.url}</code>
         </p>
       )}
-      {(webhook.error || deliveries.error) && (
-        <p class="error" role="alert">
-          {webhook.error ?? deliveries.error}
-        </p>
-      )}
+      <LoadError loads={[webhook, deliveries]} />
       <div class="toolbar">
         <button type="button" onClick={() => deliveries.reload()}>
           Refresh

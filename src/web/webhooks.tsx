@@ -8,6 +8,7 @@ import { useNotify } from './notices';
 import { href } from './router';
 import type { Webhook } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 export function WebhooksPage() {
   const notify = useNotify();
@@ -54,11 +55,7 @@ export function WebhooksPage() {
       <p class="hint">
         A webhook receives the events of the emitters it is subscribed to (see <a href={href('subscriptions')}>Subscriptions</a>), signed with its secret.
       </p>
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
+      <LoadError loads={[list]} />
       {list.data && (
         <div class="table-wrap">
           <table>

@@ -7,6 +7,7 @@ import { useNotify } from './notices';
 import { href, navigate } from './router';
 import type { Workflow, WorkflowRun } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
 const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
@@ -47,11 +48,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
         <a href={href('workflows')}>Workflows</a> /
       </p>
       <h1 id="workflow-title">{workflow.data?.data.name ?? props.id}</h1>
-      {(workflow.error || runs.error) && (
-        <p class="error" role="alert">
-          {workflow.error ?? runs.error}
-        </p>
-      )}
+      <LoadError loads={[workflow, runs]} />
       <div class="toolbar">
         <label for="run-status">Status</label>
         <select id="run-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
@@ -115,12 +112,7 @@ function RunById(props: { workflowId: string; runId: string; onReplay: (run: Wor
     () => get<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.workflowId)}/runs/${encodeURIComponent(props.runId)}`),
     [props.workflowId, props.runId],
   );
-  if (run.error)
-    return (
-      <p class="error" role="alert">
-        {run.error}
-      </p>
-    );
+  if (run.error) return <LoadError loads={[run]} />;
   return run.data ? <RunView run={run.data.data} onReplay={props.onReplay} /> : null;
 }
 

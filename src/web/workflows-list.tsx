@@ -4,17 +4,14 @@ import { formatTime } from './format';
 import { href } from './router';
 import type { Workflow } from './types';
 import { useLoad } from './use-load';
+import { LoadError } from './load-error';
 
 export function WorkflowsList() {
   const list = useLoad(() => get<Page<Workflow>>('/users/me/workflows?limit=100'), []);
   return (
     <section aria-labelledby="workflows-title">
       <h1 id="workflows-title">Workflows</h1>
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
+      <LoadError loads={[list]} />
       {list.data && list.data.data.length === 0 && (
         <p>
           No workflows yet. Create them with <code>POST /v1/workflows</code> or <code>tributary deploy --workflow</code>.
@@ -36,7 +33,9 @@ export function WorkflowsList() {
               {list.data.data.map((workflow) => (
                 <tr key={workflow.id}>
                   <th scope="row">
-                    <a href={href('workflows', workflow.id)}>{workflow.name}</a>
+                    <a href={href('workflows', workflow.id)} title={workflow.name}>
+                      {workflow.name}
+                    </a>
                   </th>
                   <td>{workflow.trigger?.type ?? 'none'}</td>
                   <td>{workflow.active ? 'Active' : <span class="muted">Inactive</span>}</td>
