@@ -252,6 +252,25 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it('opens a large event folded past its first hundred entries, and makes a fold only when it is opened', async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'large' });
+    const items = Array.from({ length: 150 }, (_, i) => `item-${i}`);
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { items } })).status).toBe(200);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    await page.getByRole('row').filter({ hasText: 'item-0' }).first().click();
+    const detail = page.getByRole('figure', { name: 'Event JSON' });
+    const list = detail.locator('summary').filter({ hasText: '150 items' });
+    await list.waitFor();
+    expect(await detail.getByText('"item-149"').count()).toBe(0);
+    await list.click();
+    await detail.getByText('"item-149"').waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('says why a page could not be read, and reads it again on Try again once the server answers', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'comes-back' });
