@@ -2,6 +2,7 @@
 import { ApiClient, type ServerAddress } from './api.js';
 import { step } from './deploy-source.js';
 import { type SaveRequest, saveWithProgress } from './install-progress.js';
+import { counted } from './resources.js';
 import { readWorkflowFile } from './workflow-file.js';
 import { UsageError } from './usage-error.js';
 
@@ -42,7 +43,7 @@ export async function deployWorkflowFile(
   if (existing.length > 1) {
     throw new UsageError(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);
   }
-  const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${body.steps.length} ${body.steps.length === 1 ? 'step' : 'steps'})`;
+  const what = `${existing.length ? `updating ${existing[0]!.id}` : 'creating the workflow'} (${counted(body.steps.length, 'step')})`;
   const request: SaveRequest = existing.length
     ? { method: 'PUT', path: `/v1/workflows/${existing[0]!.id}`, streamPath: `/v1/workflows/${existing[0]!.id}/stream`, body }
     : { method: 'POST', path: '/v1/workflows', streamPath: '/v1/workflows/stream', body };

@@ -2,6 +2,7 @@
 // a source's over Server-Sent Events, reconnecting and resuming with Last-Event-ID; a workflow's by polling its lists.
 import { EventSource } from 'eventsource';
 import { ApiError, type ApiClient, type PageBody } from './api.js';
+import { counted } from './resources.js';
 
 export type Stream = 'events' | '$logs' | '$errors';
 
@@ -155,9 +156,7 @@ function runLines(run: RunData, json: boolean): string[] {
     if (step.error) lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}/${step.name}  ERROR  ${step.error.name}: ${step.error.message}`);
   }
   const took = run.finished_at_ms === null ? '' : `, ${run.finished_at_ms - run.created_at_ms} ms`;
-  lines.push(
-    `${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${run.steps.length} ${run.steps.length === 1 ? 'step' : 'steps'}${took})`,
-  );
+  lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${counted(run.steps.length, 'step')}${took})`);
   return lines;
 }
 
