@@ -11,7 +11,7 @@ import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
-import { loadComponent, type LoadedComponent, withoutBundleDirs } from './load.js';
+import { loadComponent, type LoadedComponent, withoutServerPaths } from './load.js';
 import { CallScope } from './scope.js';
 import { StepCall, stepInput } from './step.js';
 
@@ -58,10 +58,10 @@ export function toInvocationError(error: unknown): InvocationError {
     // "fetch failed" says nothing; its cause (a refused destination, a reset connection) says what happened.
     const cause = (error as { cause?: unknown }).cause;
     if (cause instanceof Error && typeof cause.message === 'string' && cause.message !== message) message = `${message}: ${cause.message}`;
-    message = withoutBundleDirs(message);
+    message = withoutServerPaths(message);
     let stack: string;
     try {
-      stack = typeof error.stack === 'string' ? withoutBundleDirs(withoutOwnFrames(error.stack)) : `${name}: ${message}`;
+      stack = typeof error.stack === 'string' ? withoutServerPaths(withoutOwnFrames(error.stack)) : `${name}: ${message}`;
     } catch {
       stack = `${name}: ${message}`;
     }

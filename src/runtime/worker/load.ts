@@ -108,7 +108,7 @@ const PACKAGES_PREFIX = /(?:[A-Za-z]:)?[^\s()'"]*[\\/]node_modules[\\/]/g;
  * `text` (a stack or a message) naming the files of loaded bundles as `component.js:3:9` and those of npm packages
  * as `node_modules/axios/…`, not by where the server keeps them.
  */
-export function withoutBundleDirs(text: string): string {
+export function withoutServerPaths(text: string): string {
   let out = text;
   for (const dir of bundleDirs) out = out.replaceAll(dir, '');
   return out.replace(PACKAGES_PREFIX, 'node_modules/');
