@@ -80,11 +80,17 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   }
 }
 
+/** The tables of an SQLite database (not SQLite's own), by name. */
+function tableNames(source: SQLite.Database): string[] {
+  const rows = source.prepare(`select name from sqlite_master where type = 'table' and name not like 'sqlite\\_%' escape '\\' order by name`).all();
+  return (rows as { name: string }[]).map((r) => r.name);
+}
+
 /** The tables of the SQLite database: Tributary's, at this build's schema. */
 function sqliteTableNames(file: string): Set<string> {
   const source = new SQLite(file, { readonly: true, fileMustExist: true });
   try {
-    return new Set((source.prepare(`select name from sqlite_master where type = 'table'`).all() as { name: string }[]).map((r) => r.name));
+    return new Set(tableNames(source));
   } finally {
     source.close();
   }
@@ -173,11 +179,7 @@ async function copyAll(source: SQLite.Database, target: pg.Client, options: Migr
 
 /** Every table of the source but Kysely's, parents before the tables whose foreign keys name them. */
 async function tableShapes(source: SQLite.Database, target: pg.Client): Promise<TableShape[]> {
-  const names = (
-    source.prepare(`select name from sqlite_master where type = 'table' and name not like 'sqlite\\_%' escape '\\' order by name`).all() as { name: string }[]
-  )
-    .map((r) => r.name)
-    .filter((name) => !SKIPPED_TABLES.has(name));
+  const names = tableNames(source).filter((name) => !SKIPPED_TABLES.has(name));
   const parents = new Map(names.map((name) => [name, (source.pragma(`foreign_key_list(${quote(name)})`) as { table: string }[]).map((f) => f.table)]));
   const ordered: string[] = [];
   const visit = (name: string, path: string[]) => {
