@@ -38,12 +38,14 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
+    const pathOf = (v: (typeof fastifyError.validation)[number]) => (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.');
     const details = fastifyError.validation.map((v) => ({
       in: fastifyError.validationContext,
-      field: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.') || (v.params as { missingProperty?: string })?.missingProperty,
+      field: pathOf(v) || (v.params as { missingProperty?: string })?.missingProperty,
       message: validationMessage(v),
     }));
-    const said = details.map(({ field, message }) => (field && !message.includes(`'${field}'`) ? `${field} ${message}` : message));
+    // Said of the value at a path; a missing property is named by the message itself.
+    const said = fastifyError.validation.map((v, i) => (pathOf(v) ? `${pathOf(v)} ${details[i]!.message}` : details[i]!.message));
     return {
       status: 400,
       body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said.join('; ')}`, code: 'invalid_request', details },
