@@ -1,5 +1,5 @@
 // Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describeError, get, post } from './api';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
@@ -21,6 +21,11 @@ export function SourceCreate() {
   const [errors, setErrors] = useState<FieldErrors>({});
   const [formError, setFormError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  const configureTitle = useRef<HTMLHeadingElement>(null);
+  // Once the props are loaded, keyboard and screen-reader users land on the form they now fill in.
+  useEffect(() => {
+    if (component) configureTitle.current?.focus();
+  }, [component?.id]);
 
   const loadComponent = async (event: Event) => {
     event.preventDefault();
@@ -115,7 +120,7 @@ export function SourceCreate() {
 
       {component && (
         <form onSubmit={deploy} class="panel" noValidate aria-labelledby="configure-title">
-          <h2 id="configure-title">
+          <h2 id="configure-title" ref={configureTitle} tabIndex={-1}>
             Configure {component.name} <span class="muted">{component.version}</span>
           </h2>
           <div class="field">

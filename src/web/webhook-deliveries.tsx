@@ -53,7 +53,7 @@ export function WebhookDeliveries(props: { id: string }) {
                   <span class={`badge ${d.state}`}>{d.state}</span>
                 </td>
                 <td class="status-code">{d.status_code ?? '—'}</td>
-                <td class="summary">{d.error ?? ''}</td>
+                <td class="summary">{failureOf(d)}</td>
                 <td>{formatDuration(d.duration_ms)}</td>
                 <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
               </tr>
@@ -70,4 +70,11 @@ export function WebhookDeliveries(props: { id: string }) {
       </div>
     </section>
   );
+}
+
+/** Why an attempt failed: the recorded error, or for an answer outside 2xx without one, that answer. */
+function failureOf(delivery: Delivery): string {
+  if (delivery.error) return delivery.error;
+  if (delivery.state === 'failed' && delivery.status_code !== null) return `answered HTTP ${delivery.status_code}`;
+  return '';
 }

@@ -121,6 +121,8 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByLabel('Component code').fill(FORM_SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure Form Showcase/ }).waitFor();
+    // Focus moves from the Load props button to the form that now needs filling in.
+    await waitForFocus(page, '#configure-title');
 
     // The secret is masked; static options are a select; the timer starts at its default.
     expect(await page.getByLabel('API token').getAttribute('type')).toBe('password');

@@ -183,6 +183,8 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     await waitForText(badRow, 'failed');
     const badDelivery = (await api.get(`/v1/webhooks/${bad.id}/deliveries`)).body.data.find((d: any) => d.status_code === 500);
     expect(badDelivery).toMatchObject({ state: 'failed', attempt: 1, next_attempt_at_ms: expect.any(Number) });
+    // An answer outside 2xx has no recorded error; the Error cell names the answer instead of staying empty.
+    expect(await badRow.locator('td.summary').textContent()).toBe('answered HTTP 500');
     const retryCell = (await badRow.locator('td').last().textContent()) ?? '';
     expect(retryCell).not.toMatch(/^(none|—)$/);
     await screenshot(page, 'webhook-deliveries');
