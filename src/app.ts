@@ -92,6 +92,8 @@ export interface StartOptions {
   createInitialAccount?: boolean;
   /** Where leases, timers, quotas and retries read the time (tests pass a ManualClock); the system clock by default. */
   clock?: Clock;
+  /** How long a node serves an endpoint from its cache when no signal evicts it (5 s by default). */
+  endpointCacheTtlMs?: number;
 }
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
@@ -267,7 +269,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
     const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
-    const ingress = new IngressService(new EndpointDirectory(store), quotas, dispatcher, workflowRuns, {
+    const ingress = new IngressService(new EndpointDirectory(store, options.endpointCacheTtlMs), quotas, dispatcher, workflowRuns, {
       runTimeoutSeconds: config.runTimeout,
     });
     workflows.onChange((change) => {

@@ -41,20 +41,26 @@ const TTL_MS = 5_000;
 /** Resolves endpoint ids to sources with a small cache, since every ingress request needs it. */
 export class EndpointDirectory {
   // Boxed: the cache holds no null, and "no such endpoint" is worth remembering too.
-  private readonly cache = new LRUCache<string, { target: EndpointTarget | null }>({
-    ...countedUpTo(100_000),
-    ttl: TTL_MS,
-    // An overwrite ('set') keeps the key: resolve() indexes the new value itself.
-    dispose: (entry, endpointId, reason) => {
-      if (reason !== 'set') this.unindex(endpointId, entry.target);
-    },
-  });
+  private readonly cache: LRUCache<string, { target: EndpointTarget | null }>;
   /** Each cached source's endpoint, so that evicting a source touches one entry, not the whole cache. */
   private readonly endpointOfSource = new Map<string, string>();
   /** Endpoints cached as unknown: one may belong to a source created since (on another node). */
   private readonly unknownEndpoints = new Set<string>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** How long an entry serves before it is read again; tests lengthen it to show that signals evict. */
+    ttlMs: number = TTL_MS,
+  ) {
+    this.cache = new LRUCache<string, { target: EndpointTarget | null }>({
+      ...countedUpTo(100_000),
+      ttl: ttlMs,
+      // An overwrite ('set') keeps the key: resolve() indexes the new value itself.
+      dispose: (entry, endpointId, reason) => {
+        if (reason !== 'set') this.unindex(endpointId, entry.target);
+      },
+    });
+  }
 
   /** What the cache knows of an endpoint without waiting: its target, null for none, undefined when unknown or stale. */
   known(endpointId: string): EndpointTarget | null | undefined {

@@ -206,7 +206,8 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
   it('cuts off a client that does not read, while a reading client gets everything', async () => {
     const a = await account(server);
     const source = await a.deploy(BULK_SOURCE);
-    server.running.services.sse.configure({ maxBufferedBytes: 256 * 1024 });
+    // No heartbeat (an earlier test set 50 ms): it checks backlogs too, and could catch the reader mid-run.
+    server.running.services.sse.configure({ maxBufferedBytes: 256 * 1024, heartbeatMs: 3_600_000 });
     const reader = open(`${server.url}/sources/${source}/sse`, a.key);
     await reader.opened;
     // A raw connection that sends its request and then never reads a byte.

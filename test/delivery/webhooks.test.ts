@@ -413,7 +413,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
         [2, null, 'no response within 1 s'],
         [1, null, 'no response within 1 s'],
       ]);
-      expect(log.every((d) => d.duration_ms >= 1000 && d.duration_ms < 5000)).toBe(true);
+      // Cut at the timeout, not left to hang (the receiver never answers); the upper bound is wide for busy machines.
+      expect(log.every((d) => d.duration_ms >= 1000 && d.duration_ms < 10_000)).toBe(true);
       expect(receiver.on(at)).toHaveLength(2);
     } finally {
       await own.destroy();

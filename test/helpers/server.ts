@@ -1,11 +1,9 @@
 // Starts a real Tributary server for a test: a temp data directory with SQLite, or a fresh PostgreSQL database.
 import fs from 'node:fs';
 import pg from 'pg';
-import type { Logger } from 'pino';
 import { resolveConfig, type Config } from '../../src/config.js';
 import { tempDir } from './temp-dirs.js';
-import { createLogger, startTributary, type RunningTributary } from '../../src/app.js';
-import type { Clock } from '../../src/lib/clock.js';
+import { createLogger, type RunningTributary, type StartOptions, startTributary } from '../../src/app.js';
 import type { NewAccount } from '../../src/services/users.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -62,7 +60,7 @@ let userCounter = 0;
 export async function startTestServer(
   dialect: Dialect,
   overrides: Partial<Config> = {},
-  options: { clock?: Clock; logger?: Logger } = {},
+  options: Pick<StartOptions, 'clock' | 'logger' | 'endpointCacheTtlMs'> = {},
 ): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
   const database = dialect === 'postgres' && !overrides.databaseUrl ? await createTestDatabase() : undefined;
@@ -75,7 +73,7 @@ export async function startTestServer(
     dataDir,
     databaseUrl: overrides.databaseUrl ?? database?.url,
   });
-  let running = await startTributary(config, { logger: options.logger ?? createLogger(config), clock: options.clock });
+  let running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -100,7 +98,7 @@ export async function startTestServer(
     stop,
     restart: async () => {
       await stop();
-      running = await startTributary(config, { logger: options.logger ?? createLogger(config), clock: options.clock });
+      running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
       stopped = false;
     },
     destroy: async () => {

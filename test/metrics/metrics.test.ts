@@ -78,9 +78,12 @@ describe.each(DIALECTS)('metrics on %s', (dialect) => {
       const { text, samples } = await waitFor(
         scrape,
         ({ samples: s }) =>
-          (s.get('tributary_timers_due_lag_seconds_count') ?? 0) >= 1 && (s.get('tributary_webhook_deliveries_total{outcome="delivered"}') ?? 0) >= 3,
+          (s.get('tributary_timers_due_lag_seconds_count') ?? 0) >= 1 &&
+          (s.get('tributary_webhook_deliveries_total{outcome="delivered"}') ?? 0) >= 3 &&
+          // The failing request runs after the three delivered ones, possibly in a batch of its own.
+          s.has('tributary_invocations_total{outcome="error"}'),
         {
-          what: 'a timer fired and the deliveries recorded',
+          what: 'a timer fired, the deliveries recorded and the failed run counted',
         },
       );
       expect(samples.get('tributary_http_requests_total{route="/e/:endpointId",status="200"}')).toBe(4);
