@@ -110,12 +110,59 @@ export async function guardedFetch<T>(
   }
 }
 
-/** GETs a URL as text within a time and size budget; throws an Error with a human message on any failure. */
-export async function fetchText(rawUrl: string, options: FetchTextOptions): Promise<string> {
-  const url = new URL(rawUrl);
-  assertPublicLiteral(url, options.allowPrivateNetwork);
+/** Redirects a component URL may take before the fetch gives up, as browsers and curl's --max-redirs cap them. */
+const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * GETs a URL as text within a time and size budget; throws an Error with a human message on any failure. Redirects
+ * are followed here, not by fetch, so that each hop's URL is checked as the first one was: a literal address never
+ * goes through the guarded resolver.
+ */
+export function fetchText(rawUrl: string, options: FetchTextOptions): Promise<string> {
+  return fetchTextCheckingHops(rawUrl, options, (url) => assertPublicLiteral(url, options.allowPrivateNetwork));
+}
+
+/** fetchText with the check each URL must pass before it is requested (the first and every redirect's). */
+export async function fetchTextCheckingHops(rawUrl: string, options: FetchTextOptions, checkHop: (url: URL) => void): Promise<string> {
+  const deadline = Date.now() + options.timeoutMs;
+  let url = new URL(rawUrl);
+  for (let redirects = 0; ; redirects++) {
+    checkHop(url);
+    const answer = await fetchTextOnce(url, rawUrl, options, Math.max(1, deadline - Date.now()));
+    if (answer.text !== undefined) return answer.text;
+    if (redirects === MAX_REDIRECTS) throw new Error(`${rawUrl} redirects more than ${MAX_REDIRECTS} times`);
+    url = redirectTarget(url, answer.location, rawUrl);
+  }
+}
+
+/** Where a redirect leads: an http(s) URL, relative ones resolved against the URL that answered. */
+function redirectTarget(from: URL, location: string | null, rawUrl: string): URL {
+  if (!location) throw new Error(`${rawUrl} answered a redirect without a Location`);
+  let target: URL;
   try {
-    return await guardedFetch(url, { redirect: 'follow' }, options, async (response) => {
+    target = new URL(location, from);
+  } catch {
+    throw new Error(`${rawUrl} redirects to "${location}", which is not a URL`);
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error(`${rawUrl} redirects to ${target.protocol} URLs, not http or https`);
+  return target;
+}
+
+/** One request of fetchText: the body as text, or a redirect's Location. */
+async function fetchTextOnce(
+  url: URL,
+  rawUrl: string,
+  options: FetchTextOptions,
+  remainingMs: number,
+): Promise<{ text: string; location?: never } | { text?: never; location: string | null }> {
+  const guard = { allowPrivateNetwork: options.allowPrivateNetwork, timeoutMs: remainingMs };
+  try {
+    return await guardedFetch(url, { redirect: 'manual' }, guard, async (response) => {
+      if (REDIRECT_STATUSES.has(response.status)) {
+        await response.body?.cancel();
+        return { location: response.headers.get('location') };
+      }
       if (!response.ok) throw new Error(`${rawUrl} answered ${response.status}`);
       const declared = Number(response.headers.get('content-length') ?? 0);
       if (declared > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
@@ -126,7 +173,7 @@ export async function fetchText(rawUrl: string, options: FetchTextOptions): Prom
         if (size > options.maxBytes) throw new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`);
         chunks.push(Buffer.from(chunk as Uint8Array));
       }
-      return Buffer.concat(chunks).toString('utf8');
+      return { text: Buffer.concat(chunks).toString('utf8') };
     });
   } catch (error) {
     const cause = (error as { cause?: Error }).cause;

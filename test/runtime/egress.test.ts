@@ -44,10 +44,22 @@ describe('the egress policy', () => {
       'fe80::1',
       '::ffff:127.0.0.1',
       '::',
+      // Documentation and protocol-assignment ranges, which some hosts use for their own interfaces.
+      '192.0.0.1',
+      '192.0.2.2',
+      '198.51.100.7',
+      '203.0.113.9',
+      // IPv6 forms that carry an IPv4 address inside, and the documentation range.
+      '::127.0.0.1',
+      '64:ff9b::a00:1',
+      '2002:7f00:1::',
+      '2001:db8::1',
+      '2001::1',
     ]) {
       expect(closed.refusal({ host: address, address, port: 80 }), address).toMatch(/^egress refused: .* --egress-allow .* --allow-private-network$/);
     }
     expect(closed.refusal({ host: 'example.com', address: '93.184.215.14', port: 443 })).toBeUndefined();
+    expect(closed.refusal({ host: 'dns.google', address: '2001:4860:4860::8888', port: 443 })).toBeUndefined();
     expect(closed.refusal({ host: 'db.internal', address: '10.0.0.5', port: 5432 })).toContain('db.internal (10.0.0.5) port 5432');
     const open = new EgressRules({ allowPrivateNetwork: false, allow: ['10.1.2.0/24', 'api.internal:443', '[fd00::1]:8080', '192.168.1.5'] });
     expect(open.refusal({ host: '10.1.2.9', address: '10.1.2.9', port: 1 })).toBeUndefined();

@@ -4,7 +4,8 @@ import net from 'node:net';
 
 /**
  * Loopback, private (RFC 1918, RFC 4193), link-local (with the 169.254.169.254 metadata service), carrier-grade
- * NAT, benchmarking, multicast, reserved and unspecified ranges.
+ * NAT, benchmarking, documentation, protocol-assignment, multicast, reserved and unspecified ranges (RFC 6890), and
+ * the IPv6 ranges that carry an IPv4 address inside (IPv4-compatible, NAT64, 6to4, Teredo), which may reach any of them.
  */
 const PRIVATE = new net.BlockList();
 for (const [address, prefix] of [
@@ -14,18 +15,29 @@ for (const [address, prefix] of [
   ['127.0.0.0', 8],
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const) {
   PRIVATE.addSubnet(address, prefix, 'ipv4');
 }
 for (const [address, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
 ] as const) {
   PRIVATE.addSubnet(address, prefix, 'ipv6');
