@@ -8,6 +8,11 @@ import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
 
 /** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
 export function parseHttpUrl(raw: string, field: string): URL {
+  // URL parsing drops tabs and line breaks and trims the ends, so the URL stored would not be the one called.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a URL may not hold.
+  if (/[\u0000-\u001f\u007f]/.test(raw) || raw.trim() !== raw) {
+    throw invalid(`${field} ${JSON.stringify(raw)} holds control characters or surrounding spaces; send the URL alone`);
+  }
   let url: URL;
   try {
     url = new URL(raw);

@@ -89,7 +89,9 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
     const typeProblem = checkScalar(base, item);
     if (typeProblem) return problems.push(where + typeProblem);
     if (allowed && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(item))) {
-      problems.push(`${where}must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}, got ${JSON.stringify(item)}`);
+      // A secret's value is never echoed: the message goes back to the caller and into the log.
+      const got = prop.secret ? '' : `, got ${JSON.stringify(item)}`;
+      problems.push(`${where}must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${got}`);
     }
     if (base === 'integer') {
       if (prop.min !== undefined && (item as number) < prop.min) problems.push(`${where}must be at least ${prop.min}, got ${item}`);

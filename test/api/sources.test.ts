@@ -92,6 +92,14 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(after.body.page_info.total_count).toBe(before.body.page_info.total_count);
   });
 
+  it('never echoes a secret prop value in a 422', async () => {
+    const code = 'module.exports = { name: "s", version: "1", props: { pin: { type: "string", secret: true, options: ["a", "b"] } }, async run() {} };';
+    const res = await api.post('/v1/sources', { component_code: code, configured_props: { pin: 'hunter2' } });
+    expect(res.status).toBe(422);
+    expect(res.body.details).toEqual([{ prop: 'pin', message: 'must be one of "a", "b"' }]);
+    expect(JSON.stringify(res.body)).not.toContain('hunter2');
+  });
+
   it('rejects an invalid cron expression with 422', async () => {
     const res = await api.post('/v1/sources', {
       component_code: PROPS_SOURCE,

@@ -126,6 +126,16 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       expect(res.body.code).toBe('invalid_request');
     }
     expect((await a.api.post('/v1/webhooks?name=x')).status).toBe(400);
+    // URL parsing would drop these, so the URL stored would not be the one called.
+    for (const url of ['http://example.com/\r\nX-Injected: 1', 'http://exam\tple.com/', ' http://example.com/']) {
+      const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=x&description=y`);
+      expect(res.status, JSON.stringify(url)).toBe(400);
+      expect(res.body).toEqual({
+        error: `url ${JSON.stringify(url)} holds control characters or surrounding spaces; send the URL alone`,
+        code: 'invalid_request',
+      });
+    }
+    expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
   });
 
   it('delivers the event summary with a signature that a Standard Webhooks receiver accepts', async () => {
