@@ -5,7 +5,7 @@ import type { DialectName } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as events from '../store/events.js';
 import { ulid } from '../model/ids.js';
-import { newestEventIdOf, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
+import { newestEventIdOf, storableText, toSummary, trimSlack, type EventSummary, type PendingEvent, type StreamKind } from '../model/events.js';
 
 /** How long events stay stored past retention on PostgreSQL, for other nodes to read them after their announcement. */
 export const LIVE_READ_GRACE_MS = 10_000;
@@ -55,10 +55,10 @@ export async function appendEvents(trx: Transaction<Database>, emitterId: string
       stream: p.stream,
       ms: lastMs,
       seq: lastSeq,
-      name: p.name,
+      name: storableText(p.name),
       emit_id: ulid(options.nowMs),
       event_key: p.key === undefined ? null : JSON.stringify(p.key),
-      summary: p.summary ?? null,
+      summary: p.summary === undefined ? null : storableText(p.summary),
       ts: p.ts ?? null,
       event: JSON.stringify(p.event ?? null),
       indexed_at_ms: options.nowMs,

@@ -33,6 +33,11 @@ export function newestEventIdOf(state: { lastMs: number; lastSeq: number }): str
   return state.lastSeq < 0 ? '0-0' : eventIdOf({ ms: state.lastMs, seq: state.lastSeq });
 }
 
+/** Text as both databases store it: PostgreSQL's text holds no NUL character, so a NUL becomes U+FFFD on both. */
+export function storableText(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+}
+
 /** An event about to be stored on one stream of an emitter. */
 export interface PendingEvent {
   stream: StreamKind;

@@ -67,3 +67,17 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   }
   return undefined;
 }
+
+/**
+ * PostgreSQL SQLSTATE classes of data the database refuses whatever its state (22: data exception, such as a NUL
+ * character in text; 54: a program limit exceeded), and SQLite's codes of the same kind.
+ */
+const REFUSED_DATA_CLASSES = ['22', '54'];
+const REFUSED_DATA_SQLITE_CODES = new Set(['SQLITE_TOOBIG', 'SQLITE_MISMATCH']);
+
+/** True when the database refused the data written, not failed: writing the same again would be refused again. */
+export function isRefusedData(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code === undefined || outageOf(error)) return false;
+  return REFUSED_DATA_SQLITE_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && REFUSED_DATA_CLASSES.includes(code.slice(0, 2)));
+}

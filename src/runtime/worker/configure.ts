@@ -10,19 +10,13 @@ import { call } from './invoke.js';
 import { jsonBytes, jsonCopy } from './json.js';
 import { MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
 import { type Component, loadComponent, type LoadedComponent } from './load.js';
-import { isPlainObject, normalizeProps } from './props.js';
+import { describeValue, isPlainObject, normalizeProps } from './props.js';
 import { CallScope } from './scope.js';
 
 type Obj = Record<string, unknown>;
 
 /** A question that has no answer (no such prop, no options): reported as its message alone, not as the component's error. */
 class Unanswerable extends Error {}
-
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `${typeof value === 'undefined' ? '' : 'a '}${typeof value}`;
-}
 
 /** Runs component code as the scope's call and returns what it returned; anything that failed the call is thrown. */
 async function callForResult(scope: CallScope, fn: () => unknown): Promise<unknown> {

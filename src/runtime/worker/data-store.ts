@@ -20,6 +20,7 @@ export interface DataStore {
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
+  if (key.includes('\0')) throw new TypeError('data store keys may not contain the NUL character');
   if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
   return key;
 }

@@ -10,6 +10,7 @@ export interface Db {
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new TypeError('$.service.db keys must be strings');
+  if (key.includes('\0')) throw new TypeError('$.service.db keys may not contain the NUL character');
   return key;
 }
 

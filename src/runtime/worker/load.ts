@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ComponentInfo, PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
-import { isPlainObject, normalizeProps } from './props.js';
+import { describeValue, isPlainObject, normalizeProps } from './props.js';
 
 export type Component = Record<string, unknown>;
 
@@ -46,6 +46,9 @@ function exportedComponent(exports: unknown): Component {
   return candidate;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what names may not hold.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 function isNamed(value: unknown): value is string {
   return typeof value === 'string' && value.trim() !== '';
 }
@@ -66,6 +69,20 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   }
   if (!isNamed(name)) throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
   if (!isNamed(version)) throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
+  if (key !== undefined && !isNamed(key)) throw new LoadFailure('load_failed', `key must be a non-empty string, not ${describeValue(key)}`);
+  for (const [field, text] of [
+    ['name', name],
+    ['version', version],
+    ['key', key],
+  ] as const) {
+    if (typeof text === 'string' && CONTROL_CHARACTER.test(text)) {
+      throw new LoadFailure('load_failed', `${field} ${JSON.stringify(text)} holds control characters, which names and keys may not`);
+    }
+  }
+  if (!asStep && type !== undefined && type !== 'action' && type !== 'source') {
+    throw new LoadFailure('load_failed', `type must be "action", or "source" (the same as no type), not ${describeValue(type)}`);
+  }
+  if (run !== undefined && typeof run !== 'function') throw new LoadFailure('load_failed', `run must be a method, not ${describeValue(run)}`);
   if (dedupe !== undefined && (typeof dedupe !== 'string' || !DEDUPE.has(dedupe))) {
     throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${JSON.stringify(dedupe)}`);
   }
@@ -127,10 +144,27 @@ export function loadComponent(artifactPath: string, asStep = false): LoadedCompo
   try {
     exports = require(artifactPath);
   } catch (error) {
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    throw new LoadFailure('load_failed', `the component threw while loading: ${message}`);
+    throw new LoadFailure('load_failed', `the component threw while loading: ${thrown(error)}`);
   }
-  const result = describe(exportedComponent(exports), asStep);
+  let result: LoadedComponent;
+  try {
+    result = describe(exportedComponent(exports), asStep);
+  } catch (error) {
+    // A getter or a Proxy trap of the exported object runs component code while it is read.
+    if (error instanceof LoadFailure) throw error;
+    throw new LoadFailure('load_failed', `the component threw while its export was read: ${thrown(error)}`);
+  }
   loaded.set(cacheKey, result);
   return result;
+}
+
+/** What component code threw, for a load failure's message. */
+function thrown(error: unknown): string {
+  let text: string;
+  try {
+    text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  } catch {
+    text = 'a value that cannot be shown';
+  }
+  return withoutServerPaths(text);
 }

@@ -22,6 +22,13 @@ export function isPlainObject(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** What kind of value this is, for messages: `an object`, `an array`, `a number`, `null`, `undefined`. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `${typeof value === 'undefined' ? '' : 'a '}${typeof value}`;
+}
+
 /** An app object, whether placed directly as a prop value or written out as `{ type: "app", app }`. */
 export function isApp(value: unknown): value is Obj {
   return isPlainObject(value) && value.type === 'app';
@@ -86,9 +93,20 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (typeof prop.secret === 'boolean') d.secret = prop.secret;
   if (typeof prop.min === 'number') d.min = prop.min;
   if (typeof prop.max === 'number') d.max = prop.max;
+  if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
+    throw new LoadFailure('load_failed', `prop "${name}": min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
+  }
   if (Array.isArray(prop.options)) d.options = staticOptions(prop.options);
   else if (typeof prop.options === 'function') d.remoteOptions = true;
-  if (type === 'app' && typeof prop.app === 'string') d.app = prop.app;
+  else if (prop.options !== undefined) {
+    throw new LoadFailure('load_failed', `prop "${name}": options must be an array or an async method`, { prop: name });
+  }
+  if (type === 'app') {
+    if (typeof prop.app !== 'string' || prop.app.trim() === '') {
+      throw new LoadFailure('load_failed', `prop "${name}": an app prop needs \`app\`, the app's name slug`, { prop: name });
+    }
+    d.app = prop.app;
+  }
   if (type === '$.interface.http' && typeof prop.customResponse === 'boolean') d.customResponse = prop.customResponse;
   if (type === '$.interface.timer') {
     // Older components put the schedule on the prop itself rather than in `default`.

@@ -1,0 +1,53 @@
+// Text with NUL characters: PostgreSQL's text holds none, so what a run produces is stored the same on both databases,
+// and results the database refuses anyway fail their runs once instead of holding the source's queue for ever.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { account } from '../helpers/account.js';
+
+const source = (run: string) =>
+  `module.exports = { name: "nul", version: "1", props: { db: "$.service.db" }, async run(event) { if (event.body && event.body.ok) { this.$emit({ ok: true }); return; } ${run} } };`;
+
+describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect);
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('stores log lines, summaries and channel names with U+FFFD in place of NUL', async () => {
+    const a = await account(server);
+    const id = await a.deploy(source('console.log("a\\u0000b"); this.$emit({ n: 1 }, { summary: "s\\u0000t", name: "c\\u0000d" });'));
+    await a.runAndWait(id, { body: {} });
+    const [log] = await a.eventsOf(id, 1, '/$logs');
+    expect(log.metadata.summary).toBe('a\uFFFDb');
+    expect(log.event.msg).toBe('a\u0000b');
+    const [emitted] = await a.eventsOf(id, 1);
+    expect(emitted.metadata).toMatchObject({ summary: 's\uFFFDt', name: 'c\uFFFDd' });
+    expect(emitted.event).toEqual({ n: 1 });
+  });
+
+  it('fails a run that writes a db key holding NUL, and runs the next', async () => {
+    const a = await account(server);
+    const id = await a.deploy(source('this.db.set("k\\u0000", 1);'));
+    await a.runAndWait(id, { body: {} });
+    const [error] = await a.eventsOf(id, 1, '/$errors');
+    expect(error.event.error).toMatchObject({ name: 'TypeError', message: '$.service.db keys may not contain the NUL character' });
+    await a.runAndWait(id, { body: { ok: true } });
+    expect((await a.eventsOf(id, 1)).map((e) => e.event)).toEqual([{ ok: true }]);
+  });
+
+  it.runIf(dialect === 'postgres')('fails a batch whose results the database refuses, once, and runs the next', async () => {
+    const a = await account(server);
+    // The worker's own check is undone by the component, so the key reaches the database as written.
+    const id = await a.deploy(source('String.prototype.includes = function () { return false; }; this.db.set("k\\u0000", 1);'));
+    await a.runAndWait(id, { body: {} });
+    const [error] = await a.eventsOf(id, 1, '/$errors');
+    expect(error.event.error.name).toBe('ResultsRefusedError');
+    expect(error.event.error.message).toMatch(/^the database refused to store what the run produced \(invalid byte sequence for encoding "UTF8": 0x00\)/);
+    await a.runAndWait(id, { body: { ok: true } });
+    expect((await a.eventsOf(id, 1)).map((e) => e.event)).toEqual([{ ok: true }]);
+  });
+});
