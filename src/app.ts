@@ -94,6 +94,8 @@ export interface StartOptions {
   clock?: Clock;
   /** How long a node serves an endpoint from its cache when no signal evicts it (5 s by default). */
   endpointCacheTtlMs?: number;
+  /** PostgreSQL: how long a statement may go unanswered before it counts as an outage (QUERY_TIMEOUT_MS by default). */
+  queryTimeoutMs?: number;
 }
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
@@ -110,6 +112,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       dataDir: config.dataDir,
       databaseUrl: config.databaseUrl,
       backgroundCheckpoints: { onFailure: (error) => logger.error({ err: error }, 'background checkpoints stopped; commits checkpoint the log again') },
+      queryTimeoutMs: options.queryTimeoutMs,
     });
   } catch (error) {
     lock?.release();

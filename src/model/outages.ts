@@ -44,6 +44,8 @@ const UNREACHABLE_MESSAGES = [
   /connection timeout/i,
   /Client has encountered a connection error/i,
   /timeout exceeded when trying to connect/i,
+  // pg's statement time limit (QUERY_TIMEOUT_MS): a database or link that froze without closing the connection.
+  /^Query read timeout$/,
 ];
 
 function codeOf(error: unknown): string | undefined {

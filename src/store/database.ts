@@ -3,7 +3,8 @@ import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import type { PoolConfig } from 'pg';
+import type { PoolClient, PoolConfig } from 'pg';
+import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import {
   type DatabaseConnection,
@@ -43,13 +44,26 @@ export interface OpenStoreOptions {
    * in whichever commit crosses the log's size limit, which then stalls for milliseconds.
    */
   backgroundCheckpoints?: { onFailure(error: Error): void };
+  /** PostgreSQL: how long a statement may go unanswered (QUERY_TIMEOUT_MS by default; tests shorten it). */
+  queryTimeoutMs?: number;
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const store = options.databaseUrl ? await openPostgres(options.databaseUrl) : openSqlite(options.dataDir, options.backgroundCheckpoints);
+  const url = options.databaseUrl;
+  const store = url ? await openPostgres(url, options.queryTimeoutMs ?? QUERY_TIMEOUT_MS) : openSqlite(options.dataDir, options.backgroundCheckpoints);
   try {
     await sql`select 1`.execute(store.db);
-    if (options.migrate !== false) await migrateToLatest(store.db, store.dialect);
+    if (options.migrate !== false) {
+      if (url) {
+        // A migration may rewrite a large table: it runs without the time limit of everyday statements.
+        const migrator = await openPostgres(url, undefined);
+        try {
+          await migrateToLatest(migrator.db, 'postgres');
+        } finally {
+          await migrator.close();
+        }
+      } else await migrateToLatest(store.db, store.dialect);
+    }
   } catch (error) {
     await store.close().catch(() => undefined);
     const message = `cannot open the database at ${store.location}: ${(error as Error).message}`;
@@ -152,7 +166,14 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase & Sqlit
 /** How long PostgreSQL lets a session of this server sit idle inside a transaction before it ends it. */
 export const IDLE_IN_TRANSACTION_MS = 5000;
 
-async function openPostgres(url: string): Promise<Store> {
+/**
+ * How long a statement may go unanswered on PostgreSQL. Tributary's statements take milliseconds; one that gets no
+ * answer for this long means a database or a link that froze without closing the connection, which is an outage
+ * (503 to its request) rather than a request left hanging. The connection is then dropped, not reused.
+ */
+export const QUERY_TIMEOUT_MS = 20_000;
+
+async function openPostgres(url: string, queryTimeoutMs: number | undefined): Promise<Store> {
   // Loaded here, not at startup: a server on SQLite never needs the driver.
   const { default: pg } = await import('pg');
   // int8 (bigint) columns hold epoch times and counters that fit a JS number; count(*) comes back as int8 too.
@@ -170,16 +191,41 @@ async function openPostgres(url: string): Promise<Store> {
     connectionTimeoutMillis: 5000,
     keepAlive: true,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    ...(queryTimeoutMs !== undefined && { query_timeout: queryTimeoutMs }),
   } as PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
   // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
   pool.on('error', () => undefined);
   // A client in use (inside a transaction, between its queries) that loses its connection emits 'error' too; its
   // next query fails with it (a 503 to its request). Without a listener the error would end the process.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    dropConnectionOnReadTimeout(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', location: url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'), close: () => db.destroy() };
 }
+
+/**
+ * pg answers a statement past `query_timeout` with an error but keeps the connection, whose late answer would then
+ * hold every later statement of the client: the connection is destroyed instead, and the pool discards the client.
+ */
+function dropConnectionOnReadTimeout(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const answer = query(...args);
+    if (answer instanceof Promise) {
+      answer.catch((error: unknown) => {
+        if ((error as Error | undefined)?.message === READ_TIMEOUT_MESSAGE)
+          (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+      });
+    }
+    return answer;
+  };
+}
+
+/** The message of pg's error for a statement past `query_timeout`. */
+const READ_TIMEOUT_MESSAGE = 'Query read timeout';
 
 /** True when the database answers a trivial query; used by /healthz. */
 export async function isReachable(store: Store): Promise<boolean> {

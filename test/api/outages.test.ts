@@ -78,22 +78,27 @@ const PERHAPS_WRITTEN = {
 
 type Load = ReturnType<typeof loadOn>;
 
-/** Under `load`: `count` requests acknowledged, then the proxy cut until `count` are refused, then restored until `count` are acknowledged again. */
-async function cutUnderLoad(proxy: TcpProxy, load: Load, count: number, logTail: () => string): Promise<void> {
+/**
+ * Under `load`: `count` requests acknowledged, then the proxy cut (or frozen) until `count` are refused, then restored
+ * (or thawed) until `count` are acknowledged again.
+ */
+async function cutUnderLoad(proxy: TcpProxy, load: Load, count: number, logTail: () => string, how: 'cut' | 'freeze' = 'cut'): Promise<void> {
   try {
     await waitFor(
       async () => load.answers.filter((a) => a.status === 200).length,
       (n) => n >= count,
       { what: 'acknowledged requests' },
     );
-    proxy.cut();
+    if (how === 'cut') proxy.cut();
+    else proxy.freeze();
     const cutAt = load.answers.length;
     await waitFor(
       async () => load.since(cutAt).filter((a) => a.status === 503).length,
       (n) => n >= count,
       { what: 'requests refused while down' },
     );
-    proxy.restore();
+    if (how === 'cut') proxy.restore();
+    else proxy.thaw();
     const restoredAt = load.answers.length;
     await waitFor(
       async () => load.since(restoredAt).filter((a) => a.status === 200).length,
@@ -156,6 +161,25 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
       { what: 'the end of the outage in the log' },
     );
     expect(lines.filter((l) => l.msg === BACKGROUND_DOWN)).toHaveLength(1);
+  });
+
+  it('a database that stops answering without closing its connections: 503 once a statement waits past the limit, then recovers', async () => {
+    const database = await createTestDatabase();
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
+    const { logger, lines } = collectedLogger();
+    // A short statement limit, so that the test need not wait the default 20 s.
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn' }, { logger, queryTimeoutMs: 1000 });
+    cleanup(server.stop);
+    const key = (await server.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }));
+    await cutUnderLoad(proxy, load, 10, () => JSON.stringify(lines.slice(-2)), 'freeze');
+    await expectAcknowledgedStoredOnce(load, () => storedNumbers(server, key, deployed.body.data.id));
+    const me = await client(server.url, key).get('/v1/users/me');
+    expect(me.status).toBe(200);
   });
 
   it('a cluster (api node, two workers) under load: every acknowledged event stored once, streamed in order, sent to its webhook; two lines of log per node', async () => {
