@@ -96,6 +96,8 @@ export interface StartOptions {
   endpointCacheTtlMs?: number;
   /** PostgreSQL: how long a statement may go unanswered before it counts as an outage (QUERY_TIMEOUT_MS by default). */
   queryTimeoutMs?: number;
+  /** How long a client may take to send a whole request (REQUEST_TIMEOUT_MS by default). */
+  requestTimeoutMs?: number;
 }
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
@@ -339,7 +341,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
 
     await bus.start();
     await signals.start();
-    const app = servesHttp ? await buildApi(services, logger, { metrics }) : undefined;
+    const app = servesHttp ? await buildApi(services, logger, { metrics, requestTimeoutMs: options.requestTimeoutMs }) : undefined;
     await reserved?.release();
     await app?.listen({ host: config.host, port: config.port });
     const gauges = { queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() };

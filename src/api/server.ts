@@ -107,9 +107,26 @@ function finiteOnly(validate: ValidateFunction): ValidateFunction {
   return checked;
 }
 
-export async function buildApi(services: ApiServices, logger: Logger, options: { metrics?: Metrics } = {}): Promise<App> {
+/**
+ * How long a client may take to send a whole request, headers and body: one that stalls mid-body is answered 408
+ * instead of holding its connection open for ever (Fastify disables Node's limit by default). Live streams are not
+ * cut by it: their request ends with its headers.
+ */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+export interface BuildApiOptions {
+  metrics?: Metrics | undefined;
+  /** REQUEST_TIMEOUT_MS by default; tests shorten it. */
+  requestTimeoutMs?: number | undefined;
+}
+
+export async function buildApi(services: ApiServices, logger: Logger, options: BuildApiOptions = {}): Promise<App> {
   const { config } = services;
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app = Fastify({
+    requestTimeout,
+    // Node checks its timeouts on this interval (30 s by default), and wants the headers' limit within the request's.
+    http: { headersTimeout: Math.min(60_000, requestTimeout), connectionsCheckingInterval: Math.min(30_000, Math.ceil(requestTimeout / 4)) },
     // pino's Logger is wider than Fastify's logger interface; typing it as the base keeps plugin types compatible.
     loggerInstance: logger as FastifyBaseLogger,
     childLoggerFactory: lazyChildLoggerFactory,
