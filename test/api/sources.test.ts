@@ -70,6 +70,26 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(res.body.code).toBe('not_found');
   });
 
+  it('refuses active: false on create rather than ignoring it, and creates nothing', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const refused = await api.post('/v1/sources', { component_code: emitterSource(), active: false });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      error: 'invalid body: active must be true',
+      code: 'invalid_request',
+      details: [{ field: 'active', in: 'body', message: 'must be true' }],
+    });
+    for (const active of ['no', 0, null]) {
+      const res = await api.post('/v1/sources', { component_code: emitterSource(), active });
+      expect(res.status, JSON.stringify(active)).toBe(400);
+      expect(res.body.error, JSON.stringify(active)).toMatch(/^invalid body: active must be boolean/);
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const created = await api.post('/v1/sources', { component_code: emitterSource(), active: true });
+    expect(created.status).toBe(200);
+    expect(created.body.data.active).toBe(true);
+  });
+
   it('validates props, lists every problem in one 422, and stores nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     const res = await api.post('/v1/sources', {

@@ -49,9 +49,14 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       async (request) => ({ data: await services.sources.view(request.account.id, request.params.id) }),
     );
 
+    // A new source is active (the specification); `active: false` is refused rather than ignored.
+    const createBody = Type.Object({
+      ...sourceBody,
+      active: Type.Optional(Type.Literal(true, { description: 'a new source starts active; deactivate it with PUT or PATCH' })),
+    });
     app.post(
       '/sources',
-      { schema: { tags: ['sources'], summary: 'Deploy a source', body: Type.Object(sourceBody), response: { 200: dataOf(sourceSchema) } } },
+      { schema: { tags: ['sources'], summary: 'Deploy a source', body: createBody, response: { 200: dataOf(sourceSchema) } } },
       async (request) => ({ data: await services.sources.create(request.account.id, request.body) }),
     );
 
