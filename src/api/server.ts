@@ -85,24 +85,38 @@ function installSchemaCompilers(app: FastifyInstance): void {
   const fromText = new Ajv({ ...options, coerceTypes: 'array' });
   const fromJson = new Ajv({ ...options, coerceTypes: false });
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    validatorOnFirstUse(() => (httpPart === 'body' ? fromJson.compile(schema) : finiteOnly(fromText.compile(schema)))),
+    validatorOnFirstUse(() => (httpPart === 'body' ? fromJson.compile(schema) : decimalNumbersOnly(schema, fromText.compile(schema)))),
   );
   installSerializersOnFirstUse(app);
 }
 
+/** How a number is written in a path or a query string: decimal digits, a sign, and for non-integers a fraction. */
+const WRITTEN_AS = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const;
+
 /**
- * Ajv reads `limit=1e400` as Infinity and, once it has converted it, skips the range checks it makes on finite
- * numbers only: a text value that reads as an infinite number is refused here instead.
+ * Ajv converts any text JavaScript reads as a number (`0x10`, `1e2`, ` 1`, `1e400` as Infinity, past the range
+ * checks it makes on finite numbers only): a number in a path or a query string must be written in decimal instead.
  */
-function finiteOnly(validate: ValidateFunction): ValidateFunction {
+function decimalNumbersOnly(schema: unknown, validate: ValidateFunction): ValidateFunction {
+  const properties = ((schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}) as Record<string, { type?: unknown }>;
+  const numeric = Object.entries(properties).flatMap(([name, property]) =>
+    property.type === 'integer' || property.type === 'number' ? [[name, WRITTEN_AS[property.type]] as const] : [],
+  );
+  if (!numeric.length) return validate;
   const checked = ((data: unknown) => {
+    if (typeof data === 'object' && data !== null) {
+      const fields = data as Record<string, unknown>;
+      const bad = numeric.find(([name, pattern]) => typeof fields[name] === 'string' && !pattern.test(fields[name] as string));
+      if (bad) {
+        const [name, pattern] = bad;
+        const message = pattern === WRITTEN_AS.integer ? 'must be an integer in decimal digits' : 'must be a number in decimal digits';
+        checked.errors = [{ instancePath: `/${name}`, schemaPath: '#', keyword: 'type', params: {}, message }];
+        return false;
+      }
+    }
     const valid = validate(data) as boolean;
     checked.errors = validate.errors;
-    if (!valid || typeof data !== 'object' || data === null) return valid;
-    const infinite = Object.entries(data).find(([, value]) => typeof value === 'number' && !Number.isFinite(value));
-    if (!infinite) return true;
-    checked.errors = [{ instancePath: `/${infinite[0]}`, schemaPath: '#', keyword: 'type', params: {}, message: 'must be a finite number' }];
-    return false;
+    return valid;
   }) as ValidateFunction;
   return checked;
 }

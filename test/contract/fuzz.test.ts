@@ -420,7 +420,25 @@ const setQuery = (req: Req, name: string, ...values: Val[]): Req => ({
 });
 const label = (v: unknown) => (v instanceof Text ? v.label : JSON.stringify(v)).slice(0, 80);
 
-const BAD_INTEGERS = ['abc', '1.5', '-1', '0', '101', '-99999999999999999999', '99999999999999999999', '1e400', 'NaN', 'Infinity', '[]', '{}'];
+const BAD_INTEGERS = [
+  'abc',
+  '1.5',
+  '-1',
+  '0',
+  '101',
+  '-99999999999999999999',
+  '99999999999999999999',
+  '1e400',
+  'NaN',
+  'Infinity',
+  '[]',
+  '{}',
+  '0x10',
+  '1e1',
+  ' 5',
+  '+5',
+  '',
+];
 const BAD_FIELD_LISTS = [',', 'a,,b', 'a b', '*', 'data.id', '../x', 'é', '\u0000', 'id,', ',id', 'id;name', '🙂'];
 const BAD_AUTH = ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Bearer trb_unknown', 'Bearer a b', 'Token trb_x', 'Bearer \u00e9'];
 const CONTENT_TYPES_REFUSED = [
