@@ -7,7 +7,7 @@ import { advanceRun, insertStepRows, writeStepDb, type RunAdvance, type Workflow
 import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../store/sends.js';
 import { writeDataStores } from '../store/data-stores.js';
 import { newId } from '../model/ids.js';
-import type { PendingEvent } from '../model/events.js';
+import { type PendingEvent, storableText } from '../model/events.js';
 import { deploymentIdOf, SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
 import { storeAndRoute } from './effects.js';
@@ -87,7 +87,7 @@ function nextRunState(batch: FinishedBatch, step: FinishedStep, nowMs: number): 
   }
   const exit = outcome.step?.exit;
   if (exit || batch.stepIndex + 1 >= batch.stepCount) {
-    return { changes: { ...finished, status: 'succeeded', exit_reason: exit ? (exit.reason ?? '') : null, error: null }, verdict: 'finished' };
+    return { changes: { ...finished, status: 'succeeded', exit_reason: exit ? storableText(exit.reason ?? '') : null, error: null }, verdict: 'finished' };
   }
   const delayMs = outcome.step?.delayMs;
   const moving = { next_step: batch.stepIndex + 1, running_ms, exit_reason: null, error: null, finished_ms: null };

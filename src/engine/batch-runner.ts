@@ -9,7 +9,6 @@ import { readSourceDb } from '../store/sources.js';
 import { applyDataStoreChanges, type ComponentRuntime, mergeDataStoreChanges } from '../runtime/index.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
-import { isRefusedData } from '../model/outages.js';
 import { dataStoreNames } from '../model/props.js';
 import type { DataStoreChange, DataStoreContents, HttpResponse, InvocationOutcome, InvocationResult } from '../runtime/types.js';
 import { billUsage } from '../commit/usage.js';
@@ -19,6 +18,7 @@ import { type AuthorisedBase, CredentialError, credentialFailure, type Invocatio
 import type { QueuedInvocation } from './intake.js';
 import type { Responders } from './responders.js';
 import type { RunnableSource, SourceCache } from './source-cache.js';
+import { writeOrFailRefused } from './refused-results.js';
 
 /** A batch that ran: commit() stores what it did; `runAhead`: the next batch may run before this one commits. */
 export interface RanBatch {
@@ -110,7 +110,7 @@ export class BatchRunner {
     const depth = Math.max(...batch.map((b) => b.depth));
     const { dialect, retention, router } = this.options;
     const options = { dialect, retention, router, nowMs };
-    const write = () =>
+    const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
       this.transactions.run(async (trx) => {
         // First, so that the rows stay locked to this commit, and a lost lease rolls back before anything is written.
         await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
@@ -121,9 +121,9 @@ export class BatchRunner {
             userId: source.user_id,
             depth,
             info,
-            outcomes: outcomes.map((outcome, i) => ({ outcome, context: contexts[i]! })),
-            dbWrites,
-            dataStoreWrites,
+            outcomes: committing.map((outcome, i) => ({ outcome, context: contexts[i]! })),
+            dbWrites: keepChanges ? dbWrites : {},
+            dataStoreWrites: keepChanges ? dataStoreWrites : undefined,
           },
           options,
         );
@@ -131,19 +131,11 @@ export class BatchRunner {
         return stored;
       });
     const commit = async () => {
-      let committed: Awaited<ReturnType<typeof write>>;
-      try {
-        committed = await write();
-      } catch (error) {
-        if (!isRefusedData(error)) throw error;
-        // Retried, the same results would be refused again and hold the source's queue for ever: the runs fail
-        // instead, with the reason in $errors, and nothing they did is written.
-        this.logger.warn({ err: error, sourceId, invocationIds: ids }, "the database refused the batch's results; its runs fail");
-        outcomes = outcomes.map((outcome) => refusedByDatabase(outcome, error as Error));
-        dbWrites = {};
-        dataStoreWrites = undefined;
-        committed = await write();
-      }
+      const written = await writeOrFailRefused(outcomes, write, (error) =>
+        this.logger.warn({ err: error, sourceId, invocationIds: ids }, "the database refused the batch's results; its runs fail"),
+      );
+      const committed = written.result;
+      outcomes = written.outcomes;
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]?.error, answersHttp(runnable)));
       for (const outcome of outcomes) this.options.metrics?.invocationRan(outcomeLabel(outcome), outcome.durationMs);
       if (committed.events.length) router.afterCommit(committed);
@@ -264,13 +256,6 @@ export class BatchRunner {
       });
     });
   }
-}
-
-/** A run whose results the database refused: failed with the database's reason, its events, logs and response dropped. */
-function refusedByDatabase(outcome: InvocationOutcome, error: Error): InvocationOutcome {
-  const name = 'ResultsRefusedError';
-  const message = `the database refused to store what the run produced (${error.message}); nothing of it was kept`;
-  return { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}` }, durationMs: outcome.durationMs };
 }
 
 /** Whether the source answers its HTTP requests itself (`customResponse`): a client somewhere waits for its runs. */

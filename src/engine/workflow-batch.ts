@@ -17,6 +17,7 @@ import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
 import { billUsage } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
+import { writeOrFailRefused } from './refused-results.js';
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, resolveAuths } from './invocation-base.js';
 
@@ -112,38 +113,44 @@ export class StepBatchRunner {
       );
       return { handedBack: true };
     }
-    const { outcomes, dbWrites, cpuMs, dataStoreWrites } = invoked;
+    const { dbWrites, cpuMs, dataStoreWrites } = invoked;
     const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
     const custom = trigger?.type === 'http' && trigger.custom_response;
-    const finished: FinishedStep[] = batch.map((held, i) => ({
-      run: held.run,
-      outcome: outcomes[i]!,
-      startedMs,
-      awaitingResponse: custom && held.run.trigger === 'http' && !answered(held.run.id),
-    }));
     const { router, dialect, retention, owner } = this.options;
-    const committed = await this.transactions.run(async (trx) => {
-      const nowMs = clock.now();
-      const result = await commitSteps(
-        trx,
-        {
-          workflowId: workflow.id,
-          userId: workflow.user_id,
-          stepIndex,
-          stepName: step.name,
-          stepCount: steps.length,
-          steps: finished,
-          dbWrites,
-          dataStoreWrites,
-          owner,
-        },
-        { dialect, retention, router, nowMs },
-      );
-      // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
-      const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;
-      if (account) await billUsage(trx, account, started, cpuMs, nowMs);
-      return result;
-    });
+    const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
+      this.transactions.run(async (trx) => {
+        const nowMs = clock.now();
+        const finished: FinishedStep[] = batch.map((held, i) => ({
+          run: held.run,
+          outcome: committing[i]!,
+          startedMs,
+          awaitingResponse: custom && held.run.trigger === 'http' && !answered(held.run.id),
+        }));
+        const result = await commitSteps(
+          trx,
+          {
+            workflowId: workflow.id,
+            userId: workflow.user_id,
+            stepIndex,
+            stepName: step.name,
+            stepCount: steps.length,
+            steps: finished,
+            dbWrites: keepChanges ? dbWrites : {},
+            dataStoreWrites: keepChanges ? dataStoreWrites : undefined,
+            owner,
+          },
+          { dialect, retention, router, nowMs },
+        );
+        // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
+        const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;
+        if (account) await billUsage(trx, account, started, cpuMs, nowMs);
+        return result;
+      });
+    const written = await writeOrFailRefused(invoked.outcomes, write, (error) =>
+      this.logger.warn({ err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) }, "the database refused the step's results; its runs fail"),
+    );
+    const committed = written.result;
+    const outcomes = written.outcomes;
     if (committed.committed.events.length) router.afterCommit(committed.committed);
     if (committed.sends > 0) this.options.outbox.wake();
     return { handedBack: false, verdicts: committed.verdicts, outcomes };

@@ -3,6 +3,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { account } from '../helpers/account.js';
+import { workflowCalls } from '../helpers/workflows.js';
+
+const step = (run: string) =>
+  `export default defineComponent({ props: { store: { type: "data_store" } }, async run({ steps, $ }) { if (steps.trigger.event.ok) return "ok"; ${run} } });`;
 
 const source = (run: string) =>
   `module.exports = { name: "nul", version: "1", props: { db: "$.service.db" }, async run(event) { if (event.body && event.body.ok) { this.$emit({ ok: true }); return; } ${run} } };`;
@@ -49,5 +53,31 @@ describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) 
     expect(error.event.error.message).toMatch(/^the database refused to store what the run produced \(invalid byte sequence for encoding "UTF8": 0x00\)/);
     await a.runAndWait(id, { body: { ok: true } });
     expect((await a.eventsOf(id, 1)).map((e) => e.event)).toEqual([{ ok: true }]);
+  });
+
+  it("stores a workflow's exit reason with U+FFFD in place of NUL", async () => {
+    const a = await account(server);
+    const { create, finishedRuns } = workflowCalls(() => a.api);
+    const workflow = await create({
+      name: 'exits',
+      steps: [{ name: 'stop', component_code: step('$.flow.exit("a\\u0000b");'), configured_props: { store: 'w' } }],
+    });
+    await a.api.post(`/v1/workflows/${workflow.id}/run`, {});
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run).toMatchObject({ status: 'succeeded', exit_reason: 'a\uFFFDb' });
+  });
+
+  it.runIf(dialect === 'postgres')('fails a workflow step whose results the database refuses, once, and runs the next', async () => {
+    const a = await account(server);
+    const { create, finishedRuns } = workflowCalls(() => a.api);
+    const code = step('String.prototype.includes = function () { return false; }; await this.store.set("k\\u0000", 1);');
+    const workflow = await create({ name: 'refused', steps: [{ name: 'write', component_code: code, configured_props: { store: 'w' } }] });
+    await a.api.post(`/v1/workflows/${workflow.id}/run`, {});
+    const [failed] = await finishedRuns(workflow.id, 1);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatchObject({ name: 'ResultsRefusedError' });
+    await a.api.post(`/v1/workflows/${workflow.id}/run`, { ok: true });
+    const [next] = await finishedRuns(workflow.id, 2);
+    expect(next.status).toBe('succeeded');
   });
 });
