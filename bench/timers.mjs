@@ -2,7 +2,7 @@
 // the component, emitted) − its due time, p50/p99. Baseline: as many plain setInterval timers in a separate
 // process, measured the same way.
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqliteFile } from '../dist/store/sqlite-file.js';
 import { baseline, loadgen } from './lib/client.mjs';
 import { forEachEvent } from './lib/events.mjs';
 import { watched } from './lib/machine.mjs';
@@ -142,7 +142,7 @@ export async function run(cfg, log) {
 /** next_due_ms of every timer: one due time per source; intervals are whole seconds, so mod 1000 it is the phase. */
 function readPhases(dataDir) {
   try {
-    const db = new Database(path.join(dataDir, 'tributary.db'), { readonly: true, fileMustExist: true });
+    const db = openSqliteFile(path.join(dataDir, 'tributary.db'), { readonly: true, fileMustExist: true });
     try {
       const rows = db.prepare('SELECT source_id, next_due_ms FROM timers').all();
       return new Map(rows.map((r) => [r.source_id, Number(r.next_due_ms)]));

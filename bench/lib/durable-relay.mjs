@@ -8,11 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqliteFile } from '../../dist/store/sqlite-file.js';
 import { serveRelay } from './relay-server.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-floor-'));
-const db = new Database(path.join(dir, 'floor.db'));
+const db = openSqliteFile(path.join(dir, 'floor.db'));
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
 db.exec(`

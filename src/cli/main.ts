@@ -144,29 +144,9 @@ export function buildProgram(): Command {
   return program;
 }
 
-/**
- * Commands that open the database in this process and are done when their action ends. They end the process then,
- * rather than letting it wind down: on Node 24, better-sqlite3 12 aborts the process when the statements it still
- * holds are freed during that wind-down (SIGABRT after the work is done, and output lost).
- */
-const EXITS_WHEN_DONE = new Set(['users', 'migrate', 'migrate-store', 'backup', 'restore']);
-
-/** The program's command that `command` belongs to (`users` for `users create`). */
-function topCommandOf(command: Command): string {
-  let top = command;
-  while (top.parent?.parent) top = top.parent;
-  return top.name();
-}
-
 export async function main(argv: string[]): Promise<void> {
   try {
-    const program = buildProgram();
-    let ran: Command | undefined;
-    program.hook('postAction', (_program, action) => {
-      ran = action;
-    });
-    await program.parseAsync(argv);
-    if (ran && EXITS_WHEN_DONE.has(topCommandOf(ran))) process.exit(process.exitCode ?? EXIT.ok);
+    await buildProgram().parseAsync(argv);
   } catch (error) {
     // Help and version end with 0; an unknown flag, a bad value or a missing argument (already printed) with 2.
     if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage);

@@ -1,7 +1,7 @@
 // `tributary backup`: a consistent copy of the SQLite database taken while the server runs, with SQLite's online backup.
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../store/sqlite-file.js';
 import { OpsError } from './ops-error.js';
 
 export interface BackupProgress {
@@ -40,7 +40,7 @@ export async function backupDatabase(options: {
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;
   fs.rmSync(partial, { force: true });
-  const db = new SQLite(source, { fileMustExist: true, timeout: 5000 });
+  const db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
   let pages = 0;
@@ -69,7 +69,7 @@ export async function backupDatabase(options: {
 
 /** The copy opens and passes SQLite's quick check before it takes the name of a backup. */
 function checkCopy(file: string): void {
-  const copy = new SQLite(file, { fileMustExist: true });
+  const copy = openSqliteFile(file, { fileMustExist: true });
   try {
     const result = copy.pragma('quick_check', { simple: true });
     if (result !== 'ok') throw new Error(`the copy failed SQLite's quick check: ${String(result)}`);

@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import type SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../store/sqlite-file.js';
 import pg from 'pg';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { openStore } from '../store/database.js';
@@ -66,7 +67,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
     // The target gets the same schema, under the migrations' lock.
     const targetStore = await openStore({ dataDir, databaseUrl: options.to, migrate: true });
     await targetStore.close();
-    const source = new SQLite(file, { readonly: true, fileMustExist: true });
+    const source = openSqliteFile(file, { readonly: true, fileMustExist: true });
     const target = new pg.Client({ connectionString: options.to });
     await target.connect();
     try {
@@ -88,7 +89,7 @@ function tableNames(source: SQLite.Database): string[] {
 
 /** The tables of the SQLite database: Tributary's, at this build's schema. */
 function sqliteTableNames(file: string): Set<string> {
-  const source = new SQLite(file, { readonly: true, fileMustExist: true });
+  const source = openSqliteFile(file, { readonly: true, fileMustExist: true });
   try {
     return new Set(tableNames(source));
   } finally {

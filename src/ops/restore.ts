@@ -1,7 +1,7 @@
 // `tributary restore`: puts a backup in place as a data directory's database, after checking it is one this build can run.
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
@@ -33,7 +33,7 @@ export async function restoreDatabase(options: { from: string; dataDir: string; 
     }
     const partial = `${target}.restoring`;
     fs.rmSync(partial, { force: true });
-    const source = new SQLite(from, { readonly: true, fileMustExist: true });
+    const source = openSqliteFile(from, { readonly: true, fileMustExist: true });
     try {
       await source.backup(partial);
     } finally {
@@ -61,7 +61,7 @@ async function checkBackup(file: string): Promise<number> {
     fs.closeSync(fd);
   }
   if (header.toString('latin1') !== SQLITE_HEADER) throw new OpsError(`--from: ${file} is not an SQLite database`);
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(file, { readonly: true, fileMustExist: true }) }) });
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: openSqliteFile(file, { readonly: true, fileMustExist: true }) }) });
   try {
     const applied = await appliedMigrations(db, 'sqlite');
     if (applied.length === 0) throw new OpsError(`--from: ${file} is an SQLite database but not a Tributary one (it has no kysely_migration table)`);

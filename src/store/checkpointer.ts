@@ -1,6 +1,6 @@
 // Copies the SQLite write-ahead log into the database file from a thread of its own, so that commits never wait for it.
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { SQLITE_DRIVER_PATH } from './sqlite-file.js';
 
 /**
  * The thread's code. It opens its own connection to the file and runs a PASSIVE checkpoint every `everyMs`:
@@ -64,7 +64,7 @@ export class BackgroundCheckpointer {
   private stopping = false;
 
   constructor(file: string, options: CheckpointerOptions) {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    const driver = SQLITE_DRIVER_PATH;
     this.thread = new Worker(THREAD_SOURCE, { eval: true, workerData: { driver, file, everyMs: options.everyMs, syncLogEveryMs: options.syncLogEveryMs } });
     // It must not keep the process alive on its own; close() ends it.
     this.thread.unref();

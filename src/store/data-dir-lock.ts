@@ -1,7 +1,7 @@
 // Keeps a second server off a data directory whose SQLite database a running server uses: each assumes it is the queue's only consumer.
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from './sqlite-file.js';
 
 export class DataDirInUseError extends Error {
   override name = 'DataDirInUseError';
@@ -29,7 +29,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   fs.mkdirSync(dataDir, { recursive: true });
   const pidFile = path.join(dataDir, 'tributary.pid');
   // No busy timeout: a held lock is an answer now, not something to wait for.
-  const lock = new SQLite(path.join(dataDir, 'tributary.lock'), { timeout: 0 });
+  const lock = openSqliteFile(path.join(dataDir, 'tributary.lock'), { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
     // Never committed: the open transaction holds the lock until the connection closes.

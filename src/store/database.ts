@@ -2,7 +2,8 @@
 import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import type SQLite from 'better-sqlite3';
+import { openSqliteFile } from './sqlite-file.js';
 import type { PoolClient, PoolConfig } from 'pg';
 import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
@@ -90,7 +91,7 @@ const SYNC_LOG_EVERY_MS = 50;
 function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundCheckpoints']): Store {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'tributary.db');
-  const connection = new SQLite(file);
+  const connection = openSqliteFile(file);
   // Private to the server's user: workers may run as another user that can traverse the data folder.
   fs.chmodSync(file, 0o600);
   connection.pragma('journal_mode = WAL');
@@ -126,10 +127,6 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
 const STATEMENT_CACHE_SIZE = 500;
 
 /**
- * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
- * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
- */
-/**
  * Kysely's SQLite dialect, except that a ROLLBACK is skipped when SQLite already rolled the transaction back by
  * itself (it does on a full disk or an I/O error): Kysely's ROLLBACK would then fail, and its "no transaction is
  * active" would hide the error that says what happened.
@@ -148,6 +145,10 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
   };
 }
 
+/**
+ * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
+ * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
+ */
 function withStatementCache(connection: SQLite.Database): SqliteDatabase & SqliteStatements {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   return {

@@ -1,6 +1,6 @@
 // Sources API: deploy, list, update, activate/deactivate, delete, props validation and hooks on each transition.
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
@@ -172,7 +172,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     });
     expect(JSON.stringify(await api.get('/v1/users/me/sources?limit=100'))).not.toContain('sk-very-secret');
     if (dialect === 'sqlite') {
-      const db = new SQLite(path.join(server.dataDir, 'tributary.db'), { readonly: true });
+      const db = openSqliteFile(path.join(server.dataDir, 'tributary.db'), { readonly: true });
       const row = db.prepare('select configured_props from sources where id = ?').get(res.body.data.id) as { configured_props: string };
       db.close();
       expect(row.configured_props).not.toContain('sk-very-secret');

@@ -2,7 +2,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { describe, expect, it } from 'vitest';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { SETTINGS, envName } from '../../src/config.js';
@@ -105,7 +105,7 @@ describe('tributary CLI', () => {
     const rotated = JSON.parse((await tributary(['users', 'rotate-key', 'ada', '--json', '--data-dir', dataDir])).stdout.trim());
     expect(rotated.api_key).not.toBe(created.api_key);
 
-    const db = new SQLite(path.join(dataDir, 'tributary.db'), { readonly: true });
+    const db = openSqliteFile(path.join(dataDir, 'tributary.db'), { readonly: true });
     const row = db.prepare('select api_key_hash from users where id = ?').get(created.id) as { api_key_hash: string };
     const dump = JSON.stringify(db.prepare('select * from users').all());
     db.close();

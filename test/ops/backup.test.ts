@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import SQLite from 'better-sqlite3';
+import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { describe, expect, it } from 'vitest';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
@@ -153,7 +153,7 @@ describe('backup and restore', () => {
       stderr: expect.stringContaining('is not an SQLite database'),
     });
     const otherSqlite = path.join(dir, 'other.db');
-    new SQLite(otherSqlite).exec('create table t (x)');
+    openSqliteFile(otherSqlite).exec('create table t (x)');
     expect(await refused(['restore', '--from', otherSqlite, '--data-dir', tempDir()])).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('not a Tributary one'),
@@ -169,7 +169,7 @@ describe('backup and restore', () => {
 
     const source = tempDir();
     await createAccount(['--data-dir', source], 'newer');
-    const newer = new SQLite(path.join(source, 'tributary.db'));
+    const newer = openSqliteFile(path.join(source, 'tributary.db'));
     newer.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('999-from-the-future', new Date().toISOString());
     newer.close();
     const out = path.join(dir, 'newer.db');

@@ -9,6 +9,7 @@ import { createAccount, serve } from '../helpers/processes.js';
 import { tempDir } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { startReceiver } from '../delivery/helpers.js';
+import { SQLITE_DRIVER } from '../../src/store/sqlite-file.js';
 
 // Loaded into the server with --import: a module hook (on its own thread) reports each file loaded, CommonJS or ESM;
 // on SIGUSR2 the server prints the packages loaded so far as one JSON line.
@@ -62,7 +63,7 @@ describe('packages a server loads', () => {
 
     const atStart = await loadedPackages();
     // The reporter sees what the server loaded: its web framework, query builder and database driver are there.
-    expect(atStart).toEqual(expect.arrayContaining(['fastify', 'kysely', 'better-sqlite3']));
+    expect(atStart).toEqual(expect.arrayContaining(['fastify', 'kysely', SQLITE_DRIVER]));
     for (const name of ['undici', 'nodemailer', 'prom-client', 'pg']) expect(atStart).not.toContain(name);
 
     const receiver = await startReceiver();
