@@ -132,6 +132,23 @@ describe('npm packages', () => {
     expect(result.outcomes[0]!.emits).toEqual([{ event: [true, true, false, 'object', 'function'] }]);
   });
 
+  it("takes the operator's registry settings from npm_config_* variables", async () => {
+    const saved = { ...process.env };
+    const code = 'import kindOf from "kind-of@6.0.3"; export default { name: "x", version: "1", run() { this.$emit(kindOf(1)); } };';
+    // A registry nobody answers on, without retries: the install fails at once.
+    process.env.npm_config_registry = 'http://127.0.0.1:9/';
+    process.env.npm_config_fetch_retries = '0';
+    try {
+      const failed = await t.runtime.prepare(code).catch((e: unknown) => e);
+      expect(failed).toMatchObject({ code: 'package_install_failed' });
+      expect((failed as Error).message).toBe('could not install npm package "kind-of@6.0.3": syscall connect; errno ECONNREFUSED');
+    } finally {
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    }
+    // With the variables gone, the same package installs from the usual registry.
+    expect((await t.runtime.prepare(code)).packages['kind-of']).toBe('6.0.3');
+  });
+
   it('fails the save with package_install_failed, naming the package', async () => {
     const missing = await t.runtime
       .prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };')
