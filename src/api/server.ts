@@ -90,12 +90,15 @@ function installSchemaCompilers(app: FastifyInstance): void {
   installSerializersOnFirstUse(app);
 }
 
-/** How a number is written in a path or a query string: decimal digits, a sign, and for non-integers a fraction. */
-const WRITTEN_AS = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const;
+/**
+ * How a number is written in a path or a query string: decimal digits, a sign, and for non-integers a fraction; at
+ * most 15 digits, which every safe integer of ours fits (more would read as Infinity, past Ajv's range checks).
+ */
+const WRITTEN_AS = { integer: /^-?\d{1,15}$/, number: /^-?\d{1,15}(\.\d{1,15})?$/ } as const;
 
 /**
  * Ajv converts any text JavaScript reads as a number (`0x10`, `1e2`, ` 1`, `1e400` as Infinity, past the range
- * checks it makes on finite numbers only): a number in a path or a query string must be written in decimal instead.
+ * checks it makes on finite numbers only): a number in a path or a query string must be written as WRITTEN_AS says.
  */
 function decimalNumbersOnly(schema: unknown, validate: ValidateFunction): ValidateFunction {
   const properties = ((schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}) as Record<string, { type?: unknown }>;
@@ -109,7 +112,7 @@ function decimalNumbersOnly(schema: unknown, validate: ValidateFunction): Valida
       const bad = numeric.find(([name, pattern]) => typeof fields[name] === 'string' && !pattern.test(fields[name] as string));
       if (bad) {
         const [name, pattern] = bad;
-        const message = pattern === WRITTEN_AS.integer ? 'must be an integer in decimal digits' : 'must be a number in decimal digits';
+        const message = pattern === WRITTEN_AS.integer ? 'must be an integer of at most 15 decimal digits' : 'must be a number of at most 15 decimal digits';
         checked.errors = [{ instancePath: `/${name}`, schemaPath: '#', keyword: 'type', params: {}, message }];
         return false;
       }

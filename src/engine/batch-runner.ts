@@ -132,7 +132,7 @@ export class BatchRunner {
       });
     const commit = async () => {
       const written = await writeOrFailRefused(outcomes, write, (error) =>
-        this.logger.warn({ err: error, sourceId, invocationIds: ids }, "the database refused the batch's results; its runs fail"),
+        this.logger.error({ err: error, sourceId, invocationIds: ids }, "the database refused the batch's results; its runs fail"),
       );
       const committed = written.result;
       outcomes = written.outcomes;

@@ -1,6 +1,19 @@
 // Results the database refuses (not fails to take): their runs fail once instead of being retried for ever.
-import { isRefusedData } from '../model/outages.js';
 import type { InvocationOutcome } from '../runtime/types.js';
+
+/**
+ * What the database says of data it will never take, whatever its state: PostgreSQL's text holding a NUL or
+ * another character its encoding lacks (22021, 22P05), a value too long for its column (22001), a row past a
+ * limit (54000); SQLite's string or blob too big. Only these: another error of a class, say a counter's overflow
+ * from Tributary's own SQL, must show as the bug it is, not quietly fail runs.
+ */
+const REFUSED_DATA_CODES = new Set(['22021', '22P05', '22001', '54000', 'SQLITE_TOOBIG']);
+
+/** True when the database refused the data written, not failed: writing the same again would be refused again. */
+export function isRefusedData(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && REFUSED_DATA_CODES.has(code);
+}
 
 /** What was written, with the outcomes as committed (all failed when the database refused the first ones). */
 export interface Written<T> {

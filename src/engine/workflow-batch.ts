@@ -147,7 +147,7 @@ export class StepBatchRunner {
         return result;
       });
     const written = await writeOrFailRefused(invoked.outcomes, write, (error) =>
-      this.logger.warn({ err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) }, "the database refused the step's results; its runs fail"),
+      this.logger.error({ err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) }, "the database refused the step's results; its runs fail"),
     );
     const committed = written.result;
     const outcomes = written.outcomes;

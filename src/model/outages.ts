@@ -35,6 +35,7 @@ const UNREACHABLE_CODES = new Set([
   '08004',
   '08006',
   '53300', // too_many_connections
+  '57014', // query_canceled: by statement_timeout (QUERY_TIMEOUT_MS), a database too slow to answer
   'SQLITE_BUSY',
   'SQLITE_IOERR',
 ]);
@@ -44,9 +45,10 @@ const UNREACHABLE_MESSAGES = [
   /connection timeout/i,
   /Client has encountered a connection error/i,
   /timeout exceeded when trying to connect/i,
-  // pg's statement time limit (QUERY_TIMEOUT_MS): a database or link that froze without closing the connection.
-  /^Query read timeout$/,
 ];
+
+/** pg's error for a statement past its `query_timeout` (QUERY_TIMEOUT_MS): a database or link that froze. */
+export const PG_READ_TIMEOUT_MESSAGE = 'Query read timeout';
 
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
@@ -61,25 +63,11 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   const text = typeof message === 'string' ? message : '';
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
   if (code !== undefined && (UNREACHABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR'))) return { kind: 'database_unreachable', cause: text || code };
-  if (UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
+  if (text === PG_READ_TIMEOUT_MESSAGE || UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
   const nested = [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])];
   for (const inner of nested) {
     const found = outageOf(inner, depth + 1);
     if (found) return found;
   }
   return undefined;
-}
-
-/**
- * PostgreSQL SQLSTATE classes of data the database refuses whatever its state (22: data exception, such as a NUL
- * character in text; 54: a program limit exceeded), and SQLite's codes of the same kind.
- */
-const REFUSED_DATA_CLASSES = ['22', '54'];
-const REFUSED_DATA_SQLITE_CODES = new Set(['SQLITE_TOOBIG', 'SQLITE_MISMATCH']);
-
-/** True when the database refused the data written, not failed: writing the same again would be refused again. */
-export function isRefusedData(error: unknown): boolean {
-  const code = codeOf(error);
-  if (code === undefined || outageOf(error)) return false;
-  return REFUSED_DATA_SQLITE_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && REFUSED_DATA_CLASSES.includes(code.slice(0, 2)));
 }

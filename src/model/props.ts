@@ -94,8 +94,9 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
       problems.push(`${where}must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${got}`);
     }
     if (base === 'integer') {
-      if (prop.min !== undefined && (item as number) < prop.min) problems.push(`${where}must be at least ${prop.min}, got ${item}`);
-      if (prop.max !== undefined && (item as number) > prop.max) problems.push(`${where}must be at most ${prop.max}, got ${item}`);
+      const got = prop.secret ? '' : `, got ${item}`;
+      if (prop.min !== undefined && (item as number) < prop.min) problems.push(`${where}must be at least ${prop.min}${got}`);
+      if (prop.max !== undefined && (item as number) > prop.max) problems.push(`${where}must be at most ${prop.max}${got}`);
     }
     return undefined;
   });

@@ -1,6 +1,5 @@
 // Runs the npm client for the package cache: lifecycle scripts off, in an environment built from nothing.
 import { execFile } from 'node:child_process';
-import os from 'node:os';
 import path from 'node:path';
 import type { RuntimeLogger } from './options.js';
 
@@ -15,7 +14,7 @@ const NPM_TIMEOUT_MS = 5 * 60_000;
  * that `npm start` sets (a `local_prefix` would send installs into the server's own folder).
  */
 const NPM_SETTINGS_PASSED =
-  /^npm_config_(registry|@[^:]+:registry|cafile|ca|strict_ssl|proxy|https_proxy|noproxy|userconfig|globalconfig|fetch_retries|fetch_retry_mintimeout|fetch_retry_maxtimeout|fetch_timeout)$/i;
+  /^npm_config_(registry|@[^:]+:registry|cafile|ca|strict_ssl|proxy|https_proxy|noproxy|fetch_retries|fetch_retry_mintimeout|fetch_retry_maxtimeout|fetch_timeout)$/i;
 
 /** npm's own error lines, without the pointer to its debug log (a server path of no use to the author). */
 function errorSummary(stderr: string): string {
@@ -39,13 +38,12 @@ export class Npm {
 
   /**
    * Only what npm needs; the server's other variables (secrets among them) never reach npm or the packages it
-   * fetches. The operator's npm settings for reaching a registry do: their user configuration file (~/.npmrc) and
-   * the npm_config_* variables of NPM_SETTINGS_PASSED. Tributary's own (cache, no update check) come last and win.
+   * fetches. The operator's settings for reaching a registry do (NPM_SETTINGS_PASSED); not their ~/.npmrc, whose
+   * tokens for private packages would serve every account. Tributary's own (cache, no update check) come last and win.
    */
   private env(): Record<string, string> {
     const passed = Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && NPM_SETTINGS_PASSED.test(entry[0]));
     return {
-      npm_config_userconfig: path.join(os.homedir(), '.npmrc'),
       ...Object.fromEntries(passed),
       PATH: [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(path.delimiter),
       HOME: this.home,

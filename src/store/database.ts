@@ -3,9 +3,7 @@ import type { DialectName } from './migrations/migration.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
-import { openSqliteFile } from './sqlite-file.js';
 import type { PoolClient, PoolConfig } from 'pg';
-import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import {
   type DatabaseConnection,
@@ -24,6 +22,8 @@ import { migrateToLatest } from './migrate.js';
 import { NewerDatabaseError } from './newer-database-error.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
+import { openSqliteFile } from './sqlite-file.js';
+import { PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
 
 export type { DialectName };
 
@@ -170,7 +170,9 @@ export const IDLE_IN_TRANSACTION_MS = 5000;
 /**
  * How long a statement may go unanswered on PostgreSQL. Tributary's statements take milliseconds; one that gets no
  * answer for this long means a database or a link that froze without closing the connection, which is an outage
- * (503 to its request) rather than a request left hanging. The connection is then dropped, not reused.
+ * (503 to its request) rather than a request left hanging. The connection is then dropped, not reused. A database
+ * that answers but is slow (waiting on locks) cancels the statement itself a quarter earlier (statement_timeout),
+ * so that it does not go on holding its locks after its client gave up.
  */
 export const QUERY_TIMEOUT_MS = 20_000;
 
@@ -192,7 +194,7 @@ async function openPostgres(url: string, queryTimeoutMs: number | undefined): Pr
     connectionTimeoutMillis: 5000,
     keepAlive: true,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
-    ...(queryTimeoutMs !== undefined && { query_timeout: queryTimeoutMs }),
+    ...(queryTimeoutMs !== undefined && { query_timeout: queryTimeoutMs, statement_timeout: Math.ceil((queryTimeoutMs * 3) / 4) }),
   } as PoolConfig);
   // An idle client whose connection the server ends (a restart, or the database dropped) is discarded by the
   // pool and replaced on the next query; without a listener pg-pool's 'error' event would crash the process.
@@ -209,7 +211,8 @@ async function openPostgres(url: string, queryTimeoutMs: number | undefined): Pr
 
 /**
  * pg answers a statement past `query_timeout` with an error but keeps the connection, whose late answer would then
- * hold every later statement of the client: the connection is destroyed instead, and the pool discards the client.
+ * hold every later statement of the client: the client is ended instead. Ending marks it at once, so the pool
+ * discards it when Kysely releases it (this handler runs first: it was attached before Kysely awaits the answer).
  */
 function dropConnectionOnReadTimeout(client: PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -217,16 +220,12 @@ function dropConnectionOnReadTimeout(client: PoolClient): void {
     const answer = query(...args);
     if (answer instanceof Promise) {
       answer.catch((error: unknown) => {
-        if ((error as Error | undefined)?.message === READ_TIMEOUT_MESSAGE)
-          (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+        if ((error as Error | undefined)?.message === PG_READ_TIMEOUT_MESSAGE) client.end().catch(() => undefined);
       });
     }
     return answer;
   };
 }
-
-/** The message of pg's error for a statement past `query_timeout`. */
-const READ_TIMEOUT_MESSAGE = 'Query read timeout';
 
 /** True when the database answers a trivial query; used by /healthz. */
 export async function isReachable(store: Store): Promise<boolean> {

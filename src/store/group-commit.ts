@@ -115,6 +115,12 @@ export class TransactionGroup {
         for (const item of group) item.reject(unknown);
         return;
       }
+      // The database is down, frozen or full: one transaction per item would fail the same way, each after its own
+      // wait (up to QUERY_TIMEOUT_MS on a frozen PostgreSQL), holding every commit of the node behind them.
+      if (outageOf(error)) {
+        for (const item of group) item.reject(error);
+        return;
+      }
       for (const item of group) {
         try {
           item.resolve(await this.store.db.transaction().execute((trx) => item.work(trx)));

@@ -88,12 +88,12 @@ describe('bad input', () => {
     };
     expect(await said(api.post('/v1/webhooks'))).toEqual([400, "invalid querystring: must have required property 'url'"]);
     expect(await said(api.get(`/v1/sources/${sourceId}/event_summaries?expand=all`))).toEqual([400, 'invalid querystring: expand must be "event"']);
-    expect(await said(api.get('/v1/users/me/sources?limit=abc'))).toEqual([400, 'invalid querystring: limit must be an integer in decimal digits']);
+    expect(await said(api.get('/v1/users/me/sources?limit=abc'))).toEqual([400, 'invalid querystring: limit must be an integer of at most 15 decimal digits']);
     // What JavaScript would read as a number is not a number written in a URL.
-    for (const limit of ['0x10', '1e2', '%201', '%2B1', '', '1e400', 'Infinity', '1.0']) {
+    for (const limit of ['0x10', '1e2', '%201', '%2B1', '', '1e400', 'Infinity', '1.0', '9'.repeat(400)]) {
       expect(await said(api.get(`/v1/users/me/sources?limit=${limit}`)), limit).toEqual([
         400,
-        'invalid querystring: limit must be an integer in decimal digits',
+        'invalid querystring: limit must be an integer of at most 15 decimal digits',
       ]);
     }
     expect(await said(api.get('/v1/users/me/sources?limit=101'))).toEqual([400, 'invalid querystring: limit must be <= 100']);

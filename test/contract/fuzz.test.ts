@@ -438,6 +438,7 @@ const BAD_INTEGERS = [
   ' 5',
   '+5',
   '',
+  '9'.repeat(400),
 ];
 const BAD_FIELD_LISTS = [',', 'a,,b', 'a b', '*', 'data.id', '../x', 'é', '\u0000', 'id,', ',id', 'id;name', '🙂'];
 const BAD_AUTH = ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Bearer trb_unknown', 'Bearer a b', 'Token trb_x', 'Bearer \u00e9'];

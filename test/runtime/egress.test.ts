@@ -49,8 +49,9 @@ describe('the egress policy', () => {
       '192.0.2.2',
       '198.51.100.7',
       '203.0.113.9',
-      // IPv6 forms that carry an IPv4 address inside, and the documentation range.
+      // IPv6 forms that carry a private IPv4 address inside, Teredo, and the documentation range.
       '::127.0.0.1',
+      '::ffff:0:7f00:1',
       '64:ff9b::a00:1',
       '2002:7f00:1::',
       '2001:db8::1',
@@ -60,6 +61,9 @@ describe('the egress policy', () => {
     }
     expect(closed.refusal({ host: 'example.com', address: '93.184.215.14', port: 443 })).toBeUndefined();
     expect(closed.refusal({ host: 'dns.google', address: '2001:4860:4860::8888', port: 443 })).toBeUndefined();
+    // Behind DNS64, a public IPv4 service comes as NAT64 (or a 6to4 address): judged by the IPv4 address inside.
+    expect(closed.refusal({ host: 'v4only.example', address: '64:ff9b::5db8:d70e', port: 443 })).toBeUndefined();
+    expect(closed.refusal({ host: 'v4only.example', address: '2002:5db8:d70e::1', port: 443 })).toBeUndefined();
     expect(closed.refusal({ host: 'db.internal', address: '10.0.0.5', port: 5432 })).toContain('db.internal (10.0.0.5) port 5432');
     const open = new EgressRules({ allowPrivateNetwork: false, allow: ['10.1.2.0/24', 'api.internal:443', '[fd00::1]:8080', '192.168.1.5'] });
     expect(open.refusal({ host: '10.1.2.9', address: '10.1.2.9', port: 1 })).toBeUndefined();
@@ -68,6 +72,7 @@ describe('the egress policy', () => {
     expect(open.refusal({ host: 'api.internal', address: '10.9.9.9', port: 80 })).toBeDefined();
     expect(open.refusal({ host: 'fd00::1', address: 'fd00::1', port: 8080 })).toBeUndefined();
     expect(open.refusal({ host: '192.168.1.5', address: '::ffff:192.168.1.5', port: 22 })).toBeUndefined();
+    expect(open.refusal({ host: '10.1.2.9', address: '64:ff9b::a01:209', port: 1 })).toBeUndefined();
     expect(new EgressRules({ allowPrivateNetwork: true, allow: [] }).refusal({ host: 'x', address: '127.0.0.1', port: 1 })).toBeUndefined();
   });
 

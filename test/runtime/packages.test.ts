@@ -144,6 +144,7 @@ describe('npm packages', () => {
       expect((failed as Error).message).toBe('could not install npm package "kind-of@6.0.3": syscall connect; errno ECONNREFUSED');
     } finally {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+      Object.assign(process.env, saved);
     }
     // With the variables gone, the same package installs from the usual registry.
     expect((await t.runtime.prepare(code)).packages['kind-of']).toBe('6.0.3');

@@ -5,7 +5,8 @@ import net from 'node:net';
 /**
  * Loopback, private (RFC 1918, RFC 4193), link-local (with the 169.254.169.254 metadata service), carrier-grade
  * NAT, benchmarking, documentation, protocol-assignment, multicast, reserved and unspecified ranges (RFC 6890), and
- * the IPv6 ranges that carry an IPv4 address inside (IPv4-compatible, NAT64, 6to4, Teredo), which may reach any of them.
+ * Teredo and local-use NAT64, whose IPv4 address inside cannot be read. IPv6 forms that carry an IPv4 address in a
+ * known place (mapped, translated, compatible, NAT64, 6to4) are judged by that address instead: see embeddedIPv4.
  */
 const PRIVATE = new net.BlockList();
 for (const [address, prefix] of [
@@ -28,13 +29,10 @@ for (const [address, prefix] of [
   PRIVATE.addSubnet(address, prefix, 'ipv4');
 }
 for (const [address, prefix] of [
-  ['::', 96],
-  ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],
   ['2001::', 23],
   ['2001:db8::', 32],
-  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10],
@@ -43,15 +41,48 @@ for (const [address, prefix] of [
   PRIVATE.addSubnet(address, prefix, 'ipv6');
 }
 
-/** IPv4 written inside IPv6 (`::ffff:127.0.0.1`), which reaches the IPv4 address. */
-const MAPPED_IPV4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+/** The eight 16-bit groups of an IPv6 address (a zone `%eth0` and a trailing dotted IPv4 allowed). */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, '');
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const bytes = dotted[1]!.split('.').map(Number);
+    text = `${text.slice(0, -dotted[1]!.length)}${((bytes[0]! << 8) | bytes[1]!).toString(16)}:${((bytes[2]! << 8) | bytes[3]!).toString(16)}`;
+  }
+  const [head, tail, extra] = text.split('::');
+  if (extra !== undefined) return undefined;
+  const part = (s: string | undefined) => (s ? s.split(':').map((g) => Number.parseInt(g, 16)) : []);
+  const left = part(head);
+  const right = part(tail);
+  const groups = tail === undefined ? left : [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/**
+ * The IPv4 address an IPv6 address reaches through a known form: mapped `::ffff:a.b.c.d`, translated
+ * `::ffff:0:a.b.c.d`, compatible `::a.b.c.d` (with `::` and `::1` as 0.0.0.0 and 0.0.0.1), NAT64 `64:ff9b::/96`
+ * and 6to4 `2002:AABB:CCDD::/48`. Such an address is judged as the IPv4 one: an IPv6-only host behind DNS64 reaches
+ * every public IPv4 service through NAT64, and none of the private ones.
+ */
+export function embeddedIPv4(address: string): string | undefined {
+  if (net.isIP(address) !== 6) return undefined;
+  const g = ipv6Groups(address);
+  if (!g) return undefined;
+  const v4 = (high: number, low: number) => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return v4(g[6]!, g[7]!);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  return undefined;
+}
 
 /** True for an IP address (v4 or v6) in a range the service keeps component code and webhooks away from. */
 export function isPrivateAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 0) return false;
-  const mapped = MAPPED_IPV4.exec(address);
-  if (mapped) return PRIVATE.check(mapped[1]!, 'ipv4');
+  const inside = embeddedIPv4(address);
+  if (inside !== undefined) return PRIVATE.check(inside, 'ipv4');
   return PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
@@ -141,7 +172,7 @@ export class EgressRules {
     if (rule.port !== undefined && rule.port !== destination.port) return false;
     if (rule.host !== undefined) return rule.host === destination.host.toLowerCase();
     const family = net.isIP(destination.address) === 6 ? 'ipv6' : 'ipv4';
-    const mapped = MAPPED_IPV4.exec(destination.address);
-    return mapped ? rule.subnet!.check(mapped[1]!, 'ipv4') : rule.subnet!.check(destination.address, family);
+    const inside = embeddedIPv4(destination.address);
+    return inside !== undefined ? rule.subnet!.check(inside, 'ipv4') : rule.subnet!.check(destination.address, family);
   }
 }
