@@ -26,7 +26,7 @@ import type { WorkflowService } from '../services/workflows.js';
 import type { WorkflowRunService } from '../services/workflow-runs.js';
 import { invalid, ServiceError } from '../model/errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
-import { refuseNulCharacters } from './nul-guard.js';
+import { refuseUnstorableText } from './text-guard.js';
 import { installAuth } from './auth.js';
 import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
@@ -206,7 +206,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
   // The walkthrough's SSE address, outside /v1; endpoints check their ids themselves (IngressService), so that
   // the hot path pays for no hook.
   await app.register(async (outside) => {
-    refuseNulCharacters(outside, ['params', 'query']);
+    refuseUnstorableText(outside, ['params', 'query']);
     await outside.register(sseRoutes(services, { authenticate: true }));
   });
   await app.register(
@@ -222,7 +222,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
         parseJson(request, body as string, done);
       });
       installAuth(v1, services.users);
-      refuseNulCharacters(v1, ['params', 'query', 'body']);
+      refuseUnstorableText(v1, ['params', 'query', 'body']);
       if (config.rateLimit > 0) {
         await v1.register(rateLimit, {
           max: config.rateLimit,

@@ -99,5 +99,15 @@ describe('bad input', () => {
     expect(await said(api.get('/v1/users/me/sources?limit=101'))).toEqual([400, 'invalid querystring: limit must be <= 100']);
     expect(await said(api.post('/v1/users/me/api_key', { api_key: 'chosen' }))).toEqual([400, 'invalid body: must not have the field "api_key"']);
     expect(await said(api.post('/v1/components', [1]))).toEqual([400, 'invalid body: must be object']);
+    // Text no database stores as sent: a NUL, or half of a surrogate pair.
+    expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\u0000b' }))).toEqual([
+      400,
+      'body.name holds a NUL character (\\u0000), which no field accepts',
+    ]);
+    expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\ud800b' }))).toEqual([
+      400,
+      'body.name holds an unpaired UTF-16 surrogate, which is not text',
+    ]);
+    expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\ud83d\ude00b' }))).toEqual([200, undefined]);
   });
 });
