@@ -59,6 +59,7 @@ async function storedNumbers(server: TestServer, key: string, sourceId: string):
   let after = '';
   for (;;) {
     const res = await client(server.url, key).get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event${after}`);
+    if (res.status !== 200) throw new Error(`reading the stored events answered ${res.status}: ${JSON.stringify(res.body)}`);
     numbers.push(...res.body.data.map((summary: { event: { n: number } }) => summary.event.n));
     if (res.body.data.length < 100) return numbers;
     after = `&after=${res.body.page_info.end_cursor}`;
@@ -144,7 +145,8 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     const { proxy, url } = await proxyInFrontOf(database.url);
     cleanup(proxy.close);
     const { logger, lines } = collectedLogger();
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn' }, { logger });
+    // Every acknowledged event is looked for afterwards: none may be trimmed by retention meanwhile.
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', eventRetention: 100_000 }, { logger });
     cleanup(server.stop);
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
@@ -170,7 +172,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     cleanup(proxy.close);
     const { logger, lines } = collectedLogger();
     // A short statement limit, so that the test need not wait the default 20 s.
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn' }, { logger, queryTimeoutMs: 1000 });
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', eventRetention: 100_000 }, { logger, queryTimeoutMs: 1000 });
     cleanup(server.stop);
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
