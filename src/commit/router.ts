@@ -80,6 +80,8 @@ export class DeliveryRouter implements EventRouter {
       ...(sourceRuns.length ? (await activeListenerSources(trx, committed.userId, named(sourceRuns))).map((s) => s.id) : []),
       ...(workflowRuns.length ? await activeWorkflowIds(trx, committed.userId, named(workflowRuns)) : []),
     ]);
+    // Never its own listener (a glob such as `dc_*` names the emitter too): each run would queue the next, without end.
+    listeners.delete(committed.emitterId);
     const depth = committed.depth + 1;
     if (depth > MAX_LISTENER_DEPTH) {
       const cut = [...sourceRuns, ...workflowRuns].filter((r) => r.listeners.some((l) => listeners.has(l)));

@@ -38,6 +38,9 @@ export class SubscriptionService {
 
   /** Idempotent: the same triple returns the subscription that exists. */
   async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
+    if (request.emitterId === request.listenerId) {
+      throw invalid(`${request.listenerId} cannot listen to itself: each event it emits would run it again, without end`);
+    }
     // The emitter and listener stay locked until the subscription is in: a delete of either cannot leave it dangling.
     const row = await this.store.db.transaction().execute(async (trx) => {
       await this.checkEmitter(trx, accountId, request.emitterId);
