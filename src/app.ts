@@ -2,7 +2,6 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from 'pino';
 import { createLogger } from './startup/logger.js';
 import { withListeningPort, type Config } from './config.js';
 import { openStore, type Store } from './store/database.js';
@@ -14,7 +13,7 @@ import { ComponentService } from './services/components.js';
 import { SourceService } from './services/sources.js';
 import { EventService } from './services/events.js';
 import { SecretBox } from './lib/secrets.js';
-import { systemClock, type Clock } from './lib/clock.js';
+import { systemClock } from './lib/clock.js';
 import { QuotaService } from './services/quotas.js';
 import { EndpointDirectory, IngressService } from './services/ingress.js';
 import { RunService } from './services/runs.js';
@@ -49,6 +48,7 @@ import { sendPerformers } from './startup/send-performers.js';
 import { publishRegistry, reservePort } from './startup/start-helpers.js';
 import { buildApi, type ApiServices } from './api/server.js';
 import { countQueued } from './store/invocations.js';
+import type { StartOptions } from './startup/start-options.js';
 
 /** Everything started, for the HTTP layer (its ApiServices part), the CLI and tests that look inside. */
 export interface Services extends ApiServices {
@@ -84,21 +84,7 @@ export const PACKAGE_ROOT = (() => {
 
 export { createLogger };
 
-export interface StartOptions {
-  logger?: Logger;
-  /** Whether `publicUrl` was configured explicitly (else it follows the port actually bound). */
-  publicUrlGiven?: boolean;
-  /** Create an account when the database has none (the `serve` command does; tests create their own). */
-  createInitialAccount?: boolean;
-  /** Where leases, timers, quotas and retries read the time (tests pass a ManualClock); the system clock by default. */
-  clock?: Clock;
-  /** How long a node serves an endpoint from its cache when no signal evicts it (5 s by default). */
-  endpointCacheTtlMs?: number;
-  /** PostgreSQL: how long a statement may go unanswered before it counts as an outage (QUERY_TIMEOUT_MS by default). */
-  queryTimeoutMs?: number;
-  /** How long a client may take to send a whole request (REQUEST_TIMEOUT_MS by default). */
-  requestTimeoutMs?: number;
-}
+export type { StartOptions };
 
 export async function startTributary(givenConfig: Config, options: StartOptions = {}): Promise<RunningTributary> {
   // Endpoint URLs are built from the public URL, so with `--port 0` the port is chosen (and held) before anything starts.
@@ -181,6 +167,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       workflowRunsQueued,
       clock,
       metrics,
+      maxQueuedListenerRuns: options.maxQueuedListenerRuns,
     });
     const credentials = new AccountCredentials(
       store,

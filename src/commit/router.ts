@@ -7,6 +7,7 @@ import type { DialectName } from '../store/database.js';
 import { newId } from '../model/ids.js';
 import { activeListenerSources, subscriptionsOf, type SubscriptionRow } from '../store/subscriptions.js';
 import { activeWebhooks } from '../store/webhooks.js';
+import { queuedListenerRuns } from '../store/invocations.js';
 import { insertDeliveries, pendingDelivery, type ClaimedDelivery } from '../store/deliveries.js';
 import { appendEvents } from './append-events.js';
 import type { EventSummary } from '../model/events.js';
@@ -22,6 +23,13 @@ import type { EventBus } from '../delivery/bus.js';
 /** Listener hops an event may travel; a run that deep does not trigger further listeners (a subscription loop). */
 export const MAX_LISTENER_DEPTH = 8;
 
+/**
+ * Listener runs one source may have waiting. The hop limit bounds a loop's depth, not its breadth: sources that
+ * emit many events each and listen to one another would queue runs by the million before the eighth hop. A run
+ * emits at most 10,000 events, so one run's events always fit a listener that has none waiting.
+ */
+export const MAX_QUEUED_LISTENER_RUNS = 10_000;
+
 export interface DeliveryRouterOptions {
   dialect: DialectName;
   retention: number;
@@ -35,6 +43,8 @@ export interface DeliveryRouterOptions {
   clock: Clock;
   /** Counts what each commit stored. */
   metrics?: Metrics;
+  /** MAX_QUEUED_LISTENER_RUNS by default; tests lower it. */
+  maxQueuedListenerRuns?: number | undefined;
 }
 
 /** What routing one commit did, remembered until its afterCommit. */
@@ -90,9 +100,14 @@ export class DeliveryRouter implements EventRouter {
       return;
     }
     const nowMs = this.options.clock.now();
-    const items: NewInvocation[] = sourceRuns.flatMap(({ event, listeners: ids }) =>
+    const wanted: NewInvocation[] = sourceRuns.flatMap(({ event, listeners: ids }) =>
       ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
     );
+    const { items, overflow } = await this.withinListenerBacklog(trx, wanted);
+    if (overflow.length) {
+      routed.extra = await this.reportOverflow(trx, committed, overflow);
+      await this.queueDeliveries(trx, committed, routed.extra, subscriptions, routed);
+    }
     if (items.length) {
       await queueInvocations(trx, this.options.dialect, items, nowMs);
       routed.queuedRuns = [...new Set(items.map((i) => i.sourceId))];
@@ -168,6 +183,47 @@ export class DeliveryRouter implements EventRouter {
     if (rows.length > leased.length) routed.unleased = true;
   }
 
+  /** The runs that fit their listener's backlog (MAX_QUEUED_LISTENER_RUNS), in order, and those that do not. */
+  private async withinListenerBacklog(trx: Transaction<Database>, wanted: NewInvocation[]): Promise<{ items: NewInvocation[]; overflow: NewInvocation[] }> {
+    if (!wanted.length) return { items: wanted, overflow: [] };
+    const max = this.options.maxQueuedListenerRuns ?? MAX_QUEUED_LISTENER_RUNS;
+    const waiting = await queuedListenerRuns(trx, [...new Set(wanted.map((item) => item.sourceId))]);
+    const items: NewInvocation[] = [];
+    const overflow: NewInvocation[] = [];
+    for (const item of wanted) {
+      const count = waiting.get(item.sourceId) ?? 0;
+      if (count >= max) overflow.push(item);
+      else {
+        waiting.set(item.sourceId, count + 1);
+        items.push(item);
+      }
+    }
+    return { items, overflow };
+  }
+
+  /** Records on the emitter's `$errors` stream which listener runs were not queued, their listeners' backlog full. */
+  private async reportOverflow(trx: Transaction<Database>, committed: CommittedEvents, overflow: NewInvocation[]): Promise<EventSummary[]> {
+    const listeners = [...new Set(overflow.map((item) => item.sourceId))];
+    const max = this.options.maxQueuedListenerRuns ?? MAX_QUEUED_LISTENER_RUNS;
+    const message =
+      `${overflow.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: ` +
+      `${max} listener runs are waiting there already, the most allowed (do subscriptions form a loop?)`;
+    const error = { name: 'SubscriptionOverflowError', message, code: 'subscription_overflow' };
+    return this.reportCut(trx, committed, overflow[0]!.event as EventSummary, error);
+  }
+
+  /** One `$errors` event on the emitter, appended right after the commit's own events (one run of ids). */
+  private async reportCut(
+    trx: Transaction<Database>,
+    committed: CommittedEvents,
+    first: EventSummary,
+    error: { name: string; message: string; code: string },
+  ): Promise<EventSummary[]> {
+    const nowMs = this.options.clock.now();
+    const report = errorEvent(committed.emitterId, error, { invocationId: first.id, trigger: 'listener', event: first }, nowMs);
+    return (await appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs })).events;
+  }
+
   /**
    * Records on the emitter's `$errors` stream that events were not handed to listener sources because they
    * had already travelled MAX_LISTENER_DEPTH hops. The report itself goes to webhooks and live streams only,
@@ -179,16 +235,11 @@ export class DeliveryRouter implements EventRouter {
     cut: Array<{ event: EventSummary; listeners: string[] }>,
     active: Set<string>,
   ): Promise<EventSummary[]> {
-    const nowMs = this.options.clock.now();
     const listeners = [...new Set(cut.flatMap((c) => c.listeners.filter((l) => active.has(l))))];
     const message =
       `${cut.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
       `${committed.depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
-    const first = cut[0]!.event;
-    const error = { name: 'SubscriptionLoopError', message, code: 'subscription_loop' };
-    const report = errorEvent(committed.emitterId, error, { invocationId: first.id, trigger: 'listener', event: first }, nowMs);
-    // Appended right after the commit's own events, so the two go out as one run of ids.
-    return (await appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs })).events;
+    return this.reportCut(trx, committed, cut[0]!.event, { name: 'SubscriptionLoopError', message, code: 'subscription_loop' });
   }
 }
 

@@ -148,6 +148,18 @@ export async function renewLeases(db: Db, sourceId: string, ids: string[], owner
     .execute();
 }
 
+/** How many listener runs each of these sources has waiting or running (sources with none are left out). */
+export async function queuedListenerRuns(db: Db, sourceIds: string[]): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('invocations')
+    .select(['source_id', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('source_id', 'in', sourceIds)
+    .where('trigger', '=', 'listener')
+    .groupBy('source_id')
+    .execute();
+  return new Map(rows.map((row) => [row.source_id, Number(row.n)]));
+}
+
 /** Invocations waiting or running, for the queue-depth gauge (read at scrape time only). */
 export async function countQueued(db: Db): Promise<number> {
   const row = await db

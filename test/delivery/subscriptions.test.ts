@@ -234,3 +234,38 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect(keep.listener_id).toBe(hook.id);
   });
 });
+
+describe.each(DIALECTS)('the backlog of a listener source on %s', (dialect) => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    // Three waiting runs at most, so that one run of five events overflows it.
+    server = await startTestServer(dialect, {}, { maxQueuedListenerRuns: 3 });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('queues listener runs up to the bound and reports the rest on the emitter $errors', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const listener = await a.deploy();
+    await a.subscribe(emitter, listener);
+    await a.runAndWait(emitter, emitsOf([1, 2, 3, 4, 5].map((n) => ({ event: { n } }))));
+    const [report] = await a.eventsOf(emitter, 1, '/$errors');
+    expect(report.event.error).toMatchObject({
+      name: 'SubscriptionOverflowError',
+      code: 'subscription_overflow',
+      message: `2 event(s) of ${emitter} were not delivered to ${listener}: 3 listener runs are waiting there already, the most allowed (do subscriptions form a loop?)`,
+    });
+    await waitFor(
+      async () => (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', listener).execute()).length,
+      (n) => n === 0,
+      { what: "the listener's runs to finish" },
+    );
+    // The first three events, in order.
+    const heard = await a.eventsOf(listener, 3);
+    expect(heard.map((e) => e.event.event.n).reverse()).toEqual([1, 2, 3]);
+    expect((await a.api.get(`/v1/sources/${listener}/event_summaries`)).body.page_info.total_count).toBe(3);
+  });
+});

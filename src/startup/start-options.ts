@@ -1,0 +1,21 @@
+// What a start of Tributary may be given besides its configuration: the CLI's choices, and limits tests shorten.
+import type { Logger } from 'pino';
+import type { Clock } from '../lib/clock.js';
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Whether `publicUrl` was configured explicitly (else it follows the port actually bound). */
+  publicUrlGiven?: boolean;
+  /** Create an account when the database has none (the `serve` command does; tests create their own). */
+  createInitialAccount?: boolean;
+  /** Where leases, timers, quotas and retries read the time (tests pass a ManualClock); the system clock by default. */
+  clock?: Clock;
+  /** How long a node serves an endpoint from its cache when no signal evicts it (5 s by default). */
+  endpointCacheTtlMs?: number;
+  /** PostgreSQL: how long a statement may go unanswered before it counts as an outage (QUERY_TIMEOUT_MS by default). */
+  queryTimeoutMs?: number;
+  /** How long a client may take to send a whole request (REQUEST_TIMEOUT_MS by default). */
+  requestTimeoutMs?: number;
+  /** Listener runs one source may have waiting (MAX_QUEUED_LISTENER_RUNS by default). */
+  maxQueuedListenerRuns?: number;
+}
