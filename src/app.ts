@@ -271,7 +271,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     sources.onChange((change) => ingress.evictSource(change.sourceId));
     const runs = new RunService(sources, quotas, dispatcher);
-    const live = new LiveStreams(store, { logger: logger.child({ module: 'sse' }), outages }, sources, workflows, events, sse);
+    const live = new LiveStreams(store, { logger: logger.child({ module: 'sse' }), outages }, sources, workflows, events, sse, options.maxStreamsPerAccount);
     workflows.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.workflowId));
     const health = new HealthService(store, runtime);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock);

@@ -17,6 +17,7 @@ export const ERRORS = {
   headers_too_large: { status: 431, meaning: 'a request line and headers over 16 KiB; the connection is closed' },
   rate_limited: { status: 429, meaning: 'more API requests per minute than `--rate-limit` allows (with `Retry-After`)' },
   quota_exceeded: { status: 429, meaning: 'a free-plan daily quota is used up (with `Retry-After` until 00:00 UTC)' },
+  too_many_streams: { status: 429, meaning: 'a live stream past the 1,000 one account may hold open on a node at once' },
   run_failed: { status: 500, meaning: 'a custom-response source or workflow failed before it called `respond()`' },
   internal_error: { status: 500, meaning: 'a fault of the server; the log has the details' },
   unavailable: { status: 503, meaning: 'the server is stopping or a dependency is unreachable (with `Retry-After`)' },

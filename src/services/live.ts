@@ -6,7 +6,7 @@ import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
 import { SSE_PREFIX } from '../model/workflows.js';
-import { invalid } from '../model/errors.js';
+import { invalid, ServiceError } from '../model/errors.js';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
@@ -30,9 +30,14 @@ export interface LiveRequest {
   headers: Record<string, string>;
 }
 
+/** Live streams one account may hold open on one node at once: each holds a socket and a little memory. */
+export const MAX_STREAMS_PER_ACCOUNT = 1_000;
+
 export class LiveStreams {
   /** Emitters whose existence a failed read could not check: looked at again with the next change signalled. */
   private readonly unchecked = new Set<string>();
+  /** Streams open per account on this node. */
+  private readonly openStreams = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -42,15 +47,43 @@ export class LiveStreams {
     private readonly workflows: WorkflowService,
     private readonly events: EventService,
     private readonly hub: SseHub,
+    private readonly maxStreamsPerAccount = MAX_STREAMS_PER_ACCOUNT,
   ) {}
 
   /** Checks the account owns the source (404 otherwise), then returns how to stream into a response taken over from HTTP. */
   async prepare(request: LiveRequest): Promise<(response: ServerResponse) => Promise<void>> {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
+    this.checkRoom(request.accountId);
     const { kind, filter } = streamOf(request.eventName);
     const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
     const start = await this.startOf(source.id, request.lastEventId);
-    return (response) => this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers });
+    return this.counted(request.accountId, (response) =>
+      this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers }),
+    );
+  }
+
+  /** A 429 when the account holds as many streams on this node as it may. */
+  private checkRoom(accountId: string): void {
+    if ((this.openStreams.get(accountId) ?? 0) < this.maxStreamsPerAccount) return;
+    throw new ServiceError(
+      'too_many_streams',
+      `this account has ${this.maxStreamsPerAccount} live streams open on this server, the most it may: close one first`,
+      undefined,
+      5,
+    );
+  }
+
+  /** `open`, counted among the account's streams until its response closes. */
+  private counted(accountId: string, open: (response: ServerResponse) => Promise<void>): (response: ServerResponse) => Promise<void> {
+    return (response) => {
+      this.openStreams.set(accountId, (this.openStreams.get(accountId) ?? 0) + 1);
+      response.once('close', () => {
+        const left = (this.openStreams.get(accountId) ?? 1) - 1;
+        if (left > 0) this.openStreams.set(accountId, left);
+        else this.openStreams.delete(accountId);
+      });
+      return open(response);
+    };
   }
 
   /**
@@ -77,11 +110,14 @@ export class LiveStreams {
   /** A workflow's `$.send.sse` payloads on one channel (every channel without one), for its owner (404 otherwise). */
   async prepareWorkflow(request: Omit<LiveRequest, 'sourceId' | 'eventName'> & { workflowId: string; channel: string | undefined }) {
     const workflow = await this.workflows.owned(request.accountId, request.workflowId);
+    this.checkRoom(request.accountId);
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
     const readAfter = (afterId: string) => this.events.after(workflow.id, '$sse', afterId);
     const start = await this.startOf(workflow.id, request.lastEventId);
-    return (response: ServerResponse) => this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers });
+    return this.counted(request.accountId, (response) =>
+      this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers }),
+    );
   }
 
   /** Where a stream starts: after the client's Last-Event-ID (sent first), else after the newest event (live only). */

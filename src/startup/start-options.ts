@@ -18,4 +18,6 @@ export interface StartOptions {
   requestTimeoutMs?: number;
   /** Listener runs one source may have waiting (MAX_QUEUED_LISTENER_RUNS by default). */
   maxQueuedListenerRuns?: number;
+  /** Live streams one account may hold open on this node (MAX_STREAMS_PER_ACCOUNT by default). */
+  maxStreamsPerAccount?: number;
 }

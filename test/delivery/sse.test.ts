@@ -253,3 +253,41 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
     );
   });
 });
+
+describe('live streams one account may hold open', () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite', {}, { maxStreamsPerAccount: 2 });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('answers 429 past the bound, counts each account apart, and makes room as streams close', async () => {
+    const a = await account(server);
+    const b = await account(server);
+    const source = await a.deploy();
+    const first = openStream(`${server.url}/v1/sources/${source}/sse`, a.key);
+    const second = openStream(`${server.url}/sources/${source}/sse`, a.key);
+    await Promise.all([first.opened, second.opened]);
+    const refused = await request('GET', `${server.url}/v1/sources/${source}/sse`, { headers: { authorization: `Bearer ${a.key}` } });
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '5']);
+    expect(refused.body).toEqual({
+      error: 'this account has 2 live streams open on this server, the most it may: close one first',
+      code: 'too_many_streams',
+    });
+    // Another account's streams are its own.
+    const other = openStream(`${server.url}/v1/sources/${await b.deploy()}/sse`, b.key);
+    await other.opened;
+    first.source.close();
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 1,
+      { what: 'the closed stream to be gone' },
+    );
+    const third = openStream(`${server.url}/v1/sources/${source}/sse`, a.key);
+    await third.opened;
+    for (const stream of [second, other, third]) stream.source.close();
+  });
+});

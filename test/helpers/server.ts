@@ -60,7 +60,10 @@ let userCounter = 0;
 export async function startTestServer(
   dialect: Dialect,
   overrides: Partial<Config> = {},
-  options: Pick<StartOptions, 'clock' | 'logger' | 'endpointCacheTtlMs' | 'queryTimeoutMs' | 'requestTimeoutMs' | 'maxQueuedListenerRuns'> = {},
+  options: Pick<
+    StartOptions,
+    'clock' | 'logger' | 'endpointCacheTtlMs' | 'queryTimeoutMs' | 'requestTimeoutMs' | 'maxQueuedListenerRuns' | 'maxStreamsPerAccount'
+  > = {},
 ): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
   const database = dialect === 'postgres' && !overrides.databaseUrl ? await createTestDatabase() : undefined;
