@@ -38,14 +38,14 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const pathOf = (v: (typeof fastifyError.validation)[number]) => (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.');
-    const details = fastifyError.validation.map((v) => ({
-      in: fastifyError.validationContext,
-      field: pathOf(v) || (v.params as { missingProperty?: string })?.missingProperty,
+    const read = fastifyError.validation.map((v) => ({
+      path: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.'),
+      missing: (v.params as { missingProperty?: string })?.missingProperty,
       message: validationMessage(v),
     }));
+    const details = read.map(({ path, missing, message }) => ({ in: fastifyError.validationContext, field: path || missing, message }));
     // Said of the value at a path; a missing property is named by the message itself.
-    const said = fastifyError.validation.map((v, i) => (pathOf(v) ? `${pathOf(v)} ${details[i]!.message}` : details[i]!.message));
+    const said = read.map(({ path, message }) => (path ? `${path} ${message}` : message));
     return {
       status: 400,
       body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said.join('; ')}`, code: 'invalid_request', details },

@@ -18,11 +18,12 @@ export interface ResourceKind {
 
 const when = (seconds: unknown) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString().replace('.000Z', 'Z') : '');
 
-/** http when a prop echoes an endpoint, timer when one echoes a schedule, else a listener (of other emitters). */
 /** `n` and the noun it counts, in the plural unless `n` is 1: "1 step", "3 steps". */
 export function counted(n: number, noun: string): string {
   return `${n} ${n === 1 ? noun : `${noun}s`}`;
 }
+
+/** http when a prop echoes an endpoint, timer when one echoes a schedule, else a listener (of other emitters). */
 
 export function sourceType(source: Row): string {
   const values = Object.values((source.configured_props ?? {}) as Row).filter((v): v is Row => typeof v === 'object' && v !== null);

@@ -64,7 +64,12 @@ interface Routed {
 export class DeliveryRouter implements EventRouter {
   private readonly routed = new WeakMap<CommittedEvents, Routed>();
 
-  constructor(private readonly options: DeliveryRouterOptions) {}
+  /** Listener runs one source may have waiting. */
+  private readonly maxQueuedListenerRuns: number;
+
+  constructor(private readonly options: DeliveryRouterOptions) {
+    this.maxQueuedListenerRuns = options.maxQueuedListenerRuns ?? MAX_QUEUED_LISTENER_RUNS;
+  }
 
   async routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void> {
     const routed: Routed = { extra: [], queuedRuns: [], queuedWorkflowRuns: [], leased: [], unleased: false };
@@ -186,13 +191,12 @@ export class DeliveryRouter implements EventRouter {
   /** The runs that fit their listener's backlog (MAX_QUEUED_LISTENER_RUNS), in order, and those that do not. */
   private async withinListenerBacklog(trx: Transaction<Database>, wanted: NewInvocation[]): Promise<{ items: NewInvocation[]; overflow: NewInvocation[] }> {
     if (!wanted.length) return { items: wanted, overflow: [] };
-    const max = this.options.maxQueuedListenerRuns ?? MAX_QUEUED_LISTENER_RUNS;
     const waiting = await queuedListenerRuns(trx, [...new Set(wanted.map((item) => item.sourceId))]);
     const items: NewInvocation[] = [];
     const overflow: NewInvocation[] = [];
     for (const item of wanted) {
       const count = waiting.get(item.sourceId) ?? 0;
-      if (count >= max) overflow.push(item);
+      if (count >= this.maxQueuedListenerRuns) overflow.push(item);
       else {
         waiting.set(item.sourceId, count + 1);
         items.push(item);
@@ -204,10 +208,9 @@ export class DeliveryRouter implements EventRouter {
   /** Records on the emitter's `$errors` stream which listener runs were not queued, their listeners' backlog full. */
   private async reportOverflow(trx: Transaction<Database>, committed: CommittedEvents, overflow: NewInvocation[]): Promise<EventSummary[]> {
     const listeners = [...new Set(overflow.map((item) => item.sourceId))];
-    const max = this.options.maxQueuedListenerRuns ?? MAX_QUEUED_LISTENER_RUNS;
     const message =
       `${overflow.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: ` +
-      `${max} listener runs are waiting there already, the most allowed (do subscriptions form a loop?)`;
+      `${this.maxQueuedListenerRuns} listener runs are waiting there already, the most allowed (do subscriptions form a loop?)`;
     const error = { name: 'SubscriptionOverflowError', message, code: 'subscription_overflow' };
     return this.reportCut(trx, committed, overflow[0]!.event as EventSummary, error);
   }

@@ -1,4 +1,5 @@
 // Results the database refuses (not fails to take): their runs fail once instead of being retried for ever.
+import { codeOf } from '../model/outages.js';
 import type { InvocationOutcome } from '../runtime/types.js';
 
 /**
@@ -11,8 +12,8 @@ const REFUSED_DATA_CODES = new Set(['22021', '22P05', '22001', '54000', 'SQLITE_
 
 /** True when the database refused the data written, not failed: writing the same again would be refused again. */
 export function isRefusedData(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && REFUSED_DATA_CODES.has(code);
+  const code = codeOf(error);
+  return code !== undefined && REFUSED_DATA_CODES.has(code);
 }
 
 /** What was written, with the outcomes as committed (all failed when the database refused the first ones). */

@@ -50,7 +50,8 @@ const UNREACHABLE_MESSAGES = [
 /** pg's error for a statement past its `query_timeout` (QUERY_TIMEOUT_MS): a database or link that froze. */
 export const PG_READ_TIMEOUT_MESSAGE = 'Query read timeout';
 
-function codeOf(error: unknown): string | undefined {
+/** A driver's error code (pg's SQLSTATE, better-sqlite3's SQLITE_*, Node's E*), when the error has one. */
+export function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }

@@ -139,21 +139,28 @@ async function expectAcknowledgedStoredOnce(load: Load, stored: () => Promise<nu
 describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under load', () => {
   const cleanup = cleanupsAfterAll();
 
-  it('answers 503 with Retry-After while it is down, never 500; loses nothing acknowledged; recovers by itself; logs it twice', async () => {
+  /** One node on its own database behind a proxy, with an echo source under load from a paid account. */
+  async function nodeBehindProxy(options: { queryTimeoutMs?: number } = {}) {
     const database = await createTestDatabase();
     cleanup(database.drop);
     const { proxy, url } = await proxyInFrontOf(database.url);
     cleanup(proxy.close);
     const { logger, lines } = collectedLogger();
     // Every acknowledged event is looked for afterwards: none may be trimmed by retention meanwhile.
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', eventRetention: 100_000 }, { logger });
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', eventRetention: 100_000 }, { logger, ...options });
     cleanup(server.stop);
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }));
+    const stored = () => storedNumbers(server, key, deployed.body.data.id);
+    return { proxy, lines, server, key, load, stored };
+  }
+
+  it('answers 503 with Retry-After while it is down, never 500; loses nothing acknowledged; recovers by itself; logs it twice', async () => {
+    const { proxy, lines, load, stored } = await nodeBehindProxy();
     await cutUnderLoad(proxy, load, 20, () => JSON.stringify(lines.slice(-2)));
-    await expectAcknowledgedStoredOnce(load, () => storedNumbers(server, key, deployed.body.data.id));
+    await expectAcknowledgedStoredOnce(load, stored);
     expect(lines.filter((l) => l.msg.includes('requests are answered 503 until it recovers'))).toHaveLength(1);
     expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
     // The work loops and the cluster's connections, each retrying every second, say it once too.
@@ -166,20 +173,10 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
   });
 
   it('a database that stops answering without closing its connections: 503 once a statement waits past the limit, then recovers', async () => {
-    const database = await createTestDatabase();
-    cleanup(database.drop);
-    const { proxy, url } = await proxyInFrontOf(database.url);
-    cleanup(proxy.close);
-    const { logger, lines } = collectedLogger();
     // A short statement limit, so that the test need not wait the default 20 s.
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', eventRetention: 100_000 }, { logger, queryTimeoutMs: 1000 });
-    cleanup(server.stop);
-    const key = (await server.createUser({ plan: 'paid' })).apiKey;
-    const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
-    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
-    const load = loadOn(deployed.body.data.configured_props.http.endpoint_url, (n) => ({ n }));
+    const { proxy, lines, server, key, load, stored } = await nodeBehindProxy({ queryTimeoutMs: 1000 });
     await cutUnderLoad(proxy, load, 10, () => JSON.stringify(lines.slice(-2)), 'freeze');
-    await expectAcknowledgedStoredOnce(load, () => storedNumbers(server, key, deployed.body.data.id));
+    await expectAcknowledgedStoredOnce(load, stored);
     const me = await client(server.url, key).get('/v1/users/me');
     expect(me.status).toBe(200);
   });

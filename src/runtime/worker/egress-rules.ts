@@ -77,13 +77,16 @@ export function embeddedIPv4(address: string): string | undefined {
   return undefined;
 }
 
+/** Whether `list` holds an IP address, one carrying an IPv4 address inside being judged by that address. */
+function listed(list: net.BlockList, address: string): boolean {
+  const inside = embeddedIPv4(address);
+  if (inside !== undefined) return list.check(inside, 'ipv4');
+  return list.check(address, net.isIP(address) === 6 ? 'ipv6' : 'ipv4');
+}
+
 /** True for an IP address (v4 or v6) in a range the service keeps component code and webhooks away from. */
 export function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return false;
-  const inside = embeddedIPv4(address);
-  if (inside !== undefined) return PRIVATE.check(inside, 'ipv4');
-  return PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return net.isIP(address) !== 0 && listed(PRIVATE, address);
 }
 
 /** What the operator allows: everything (`--allow-private-network`), or public addresses and the listed exceptions. */
@@ -171,8 +174,6 @@ export class EgressRules {
   private matches(rule: AllowRule, destination: Destination): boolean {
     if (rule.port !== undefined && rule.port !== destination.port) return false;
     if (rule.host !== undefined) return rule.host === destination.host.toLowerCase();
-    const family = net.isIP(destination.address) === 6 ? 'ipv6' : 'ipv4';
-    const inside = embeddedIPv4(destination.address);
-    return inside !== undefined ? rule.subnet!.check(inside, 'ipv4') : rule.subnet!.check(destination.address, family);
+    return listed(rule.subnet!, destination.address);
   }
 }
