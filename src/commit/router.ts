@@ -177,7 +177,7 @@ export class DeliveryRouter implements EventRouter {
     }
     if (!rows.length) return;
     // The first ones the sender has room for are leased to it, to be handed over; the rest it claims.
-    const lease = this.options.deliveries.leaseForNew(nowMs, rows.length);
+    const lease = this.options.deliveries.leaseForNew(nowMs, committed.userId, rows.length);
     const leased = rows.slice(0, lease?.count ?? 0);
     for (const row of leased) {
       row.lease_owner = lease!.owner;

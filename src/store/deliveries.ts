@@ -6,6 +6,7 @@ import type { Database, WebhookDeliveriesTable } from './schema.js';
 import { bulkInsert } from './bulk-insert.js';
 import { paginateById } from './paginate.js';
 import { compiledOnce } from './compiled.js';
+import { dueIdsByAccount } from './fair-claim.js';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -49,20 +50,10 @@ export async function insertDeliveries(db: Db, dialect: DialectName, rows: reado
   await bulkInsert(db, dialect, 'webhook_deliveries', DELIVERY_COLUMNS, rows);
 }
 
-/** Leases up to `limit` due pending attempts for `owner`, earliest due first. */
-export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
-  const candidates = await db
-    .selectFrom('webhook_deliveries')
-    .select('id')
-    .where('state', '=', 'pending')
-    .where('next_attempt_ms', '<=', nowMs)
-    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
-    .orderBy('next_attempt_ms')
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  if (!candidates.length) return [];
-  const ids = candidates.map((c) => c.id);
+/** Leases due pending attempts for `owner`, at most `shares` of each account's, earliest due first. */
+export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, shares: ReadonlyMap<string, number>): Promise<ClaimedDelivery[]> {
+  const ids = await dueIdsByAccount(db, 'webhook_deliveries', shares, nowMs);
+  if (!ids.length) return [];
   // The lease is a compare-and-set: of two nodes that saw the same candidates, each row goes to one.
   await db
     .updateTable('webhook_deliveries')
@@ -186,23 +177,6 @@ export async function pruneLog(db: Db, webhookId: string, keep: number): Promise
     .executeTakeFirst();
   if (!boundary) return;
   await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).where('state', '!=', 'pending').where('id', '<=', boundary.id).execute();
-}
-
-/**
- * The due time of the earliest pending attempt nobody holds, to sleep until then. Attempts in flight are left
- * out: they are pending with a due time in the past, and a sender woken for them would wake again and again.
- * Leases that run out are found by the fallback poll. Walks the due-time index in order.
- */
-export async function nextDueMs(db: Db): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .select('next_attempt_ms')
-    .where('state', '=', 'pending')
-    .where('lease_until_ms', 'is', null)
-    .orderBy('next_attempt_ms')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
 }
 
 /** The attempt log of one webhook, newest first. */

@@ -15,6 +15,7 @@ import { migration009 } from './migrations/009-connected-accounts.js';
 import { migration010 } from './migrations/010-data-stores.js';
 import { migration011 } from './migrations/011-additional-props.js';
 import { migration012 } from './migrations/012-claim-function.js';
+import { migration013 } from './migrations/013-account-queues.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '010-data-stores': migration010,
   '011-additional-props': migration011,
   '012-claim-function': migration012,
+  '013-account-queues': migration013,
 };
 
 /** Every migration this build knows, in the order they run. */

@@ -1,6 +1,7 @@
 // Queries on the outbox of workflow sends: inserted with their step's commit, claimed with a lease, finished once.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, SendState, WorkflowSendsTable } from './schema.js';
+import { dueIdsByAccount } from './fair-claim.js';
 
 export type { OutboxKind, SendState } from './schema.js';
 
@@ -32,30 +33,20 @@ export async function insertSends(db: Db, rows: readonly SendRow[]): Promise<voi
   if (rows.length) await db.insertInto('workflow_sends').values(rows).execute();
 }
 
-/** Leases up to `limit` due sends for `owner`, earliest due first. */
-export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedSend[]> {
-  const table = db;
-  const candidates = await table
-    .selectFrom('workflow_sends')
-    .select('id')
-    .where('next_attempt_ms', '<=', nowMs)
-    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
-    .orderBy('next_attempt_ms')
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  if (!candidates.length) return [];
-  const ids = candidates.map((c) => c.id);
+/** Leases due sends for `owner`, at most `shares` of each account's, earliest due first. */
+export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, shares: ReadonlyMap<string, number>): Promise<ClaimedSend[]> {
+  const ids = await dueIdsByAccount(db, 'workflow_sends', shares, nowMs);
+  if (!ids.length) return [];
   const untilMs = nowMs + leaseMs;
   // A compare-and-set: of two nodes that saw the same candidates, each row goes to one.
-  await table
+  await db
     .updateTable('workflow_sends')
     .set({ lease_owner: owner, lease_until_ms: untilMs })
     .where('id', 'in', ids)
     .where('state', '=', 'pending')
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
     .execute();
-  return table
+  return db
     .selectFrom('workflow_sends as s')
     .leftJoin('users as u', 'u.id', 's.user_id')
     .selectAll('s')
@@ -113,22 +104,6 @@ export async function releaseAllSendLeases(db: Db): Promise<void> {
     .where('state', '=', 'pending')
     .where('lease_owner', 'is not', null)
     .execute();
-}
-
-/**
- * The due time of the earliest pending send nobody holds, to sleep until then. Sends in flight are left out (their
- * due time is past, and would wake the sender again and again); leases that run out are found by the fallback poll.
- */
-export async function nextSendDueMs(db: Db): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('workflow_sends')
-    .select('next_attempt_ms')
-    .where('next_attempt_ms', 'is not', null)
-    .where('lease_until_ms', 'is', null)
-    .orderBy('next_attempt_ms')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
 }
 
 /** The sends of some runs, in step order, for their views. */

@@ -66,7 +66,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     }
     // The lease is taken last, just before the hand-over: the tests count on its length from here.
     const nowMs = clock.now();
-    const lease = sender.leaseForNew(nowMs, paths.length)!;
+    const lease = sender.leaseForNew(nowMs, webhooks[0]!.user_id, paths.length)!;
     expect(lease.count).toBe(paths.length);
     const rows = webhooks.map((webhook, i): ClaimedDelivery => {
       const id = newId('dl');

@@ -326,6 +326,34 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     expect(row!.last_error).toBe('bucket "no-such-bucket": NoSuchBucket: The specified bucket does not exist');
   });
 
+  it("makes another account's send at once while one account's hanging destinations hold all the slots it may", async () => {
+    // The outbox has 16 slots; one account holds 14 at most. Hanging attempts end only after two minutes.
+    const patient = await startTestServer(dialect, { allowPrivateNetwork: true, webhookTimeout: 120 });
+    try {
+      const hog = await account(patient);
+      const hangAt = `/sends-hang-${dialect}`;
+      receiver.answerAt(hangAt, () => 'hang');
+      const hogged = await runOnce(hog.api, `for (let i = 0; i < 20; i++) $.send.http({ url: steps.trigger.event.base + "${hangAt}", data: { i } });`, {
+        base: receiver.url,
+      });
+      expect(hogged.run.status).toBe('succeeded');
+      await waitFor(
+        async () => receiver.on(hangAt).length,
+        (n) => n === 14,
+        { what: 'the hogging account to hold 14 slots' },
+      );
+
+      const other = await account(patient);
+      const at = `/sends-prompt-${dialect}`;
+      const { run } = await runOnce(other.api, `$.send.http({ url: steps.trigger.event.base + "${at}", data: "not kept waiting" });`, { base: receiver.url });
+      const [row] = await settledSends(patient, run.id, 1);
+      expect(rowView(row!)).toEqual({ kind: 'http', state: 'succeeded', attempt: 1, status_code: 200, last_error: null });
+      expect(receiver.on(hangAt)).toHaveLength(14);
+    } finally {
+      await patient.destroy();
+    }
+  });
+
   it('fails the step with a ConfigurationError when email or S3 is not configured, and carries out none of its sends', async () => {
     const { api } = await account(bare);
     const path = `/http-${dialect}-unconfigured`;

@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
+import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
+import { accountsWithWork } from '../../store/fair-claim.js';
 import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { Store } from '../../store/database.js';
 import * as sends from '../../store/sends.js';
@@ -46,6 +48,8 @@ export class OutboxSender {
   /** Aborted by stop(): attempts in flight are cut off, and given back untried. */
   private readonly stopping = new AbortController();
   private readonly pump: LeasedQueuePump<sends.ClaimedSend>;
+  /** The slots each account holds: one account's slow destinations leave others room. */
+  private readonly slots: AccountSlots;
 
   constructor(
     private readonly store: Store,
@@ -54,13 +58,18 @@ export class OutboxSender {
     private readonly logger: Logger,
     private readonly clock: Clock,
   ) {
+    this.slots = new AccountSlots(options.concurrency);
     const queue: LeasedQueue<sends.ClaimedSend> = {
       freeSlots: () => options.concurrency - this.inFlight.size,
-      claim: (count) => sends.claimDueSends(store.db, this.owner, clock.now(), options.leaseMs, count),
+      claim: async (count) => {
+        const nowMs = clock.now();
+        const shares = this.slots.share(count, await accountsWithWork(store.db, 'workflow_sends', nowMs), nowMs);
+        return sends.claimDueSends(store.db, this.owner, nowMs, options.leaseMs, shares);
+      },
       release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'workflow_sends', nowMs) }),
-      nextDueMs: () => sends.nextSendDueMs(store.db),
+      nextDueMs: async () => this.slots.nextDueMs(await accountsWithWork(store.db, 'workflow_sends', clock.now())),
       launch: (row) => this.launch(row),
     };
     this.pump = new LeasedQueuePump(queue, {
@@ -107,13 +116,16 @@ export class OutboxSender {
 
   private launch(row: sends.ClaimedSend): void {
     if (this.inFlight.has(row.id)) return;
+    this.slots.take(row.user_id);
     const done = this.attempt(row)
       .catch((error: unknown) => {
         if (!this.options.outages.absorb(error)) this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again');
       })
       .finally(() => {
         this.inFlight.delete(row.id);
-        this.pump.slotFreed();
+        // An account at its cap had due sends left waiting for this slot, whether or not others were.
+        if (this.slots.give(row.user_id)) this.pump.wake();
+        else this.pump.slotFreed();
       });
     this.inFlight.set(row.id, done);
   }

@@ -6,8 +6,8 @@ import type { ClaimedDelivery } from '../../store/deliveries.js';
  * handed over in memory after the commit, so that sending them costs no claim; the rest it claims from the table.
  */
 export interface DeliveryQueue {
-  /** A lease for at most `count` of the deliveries inserted now (fewer when the sender already holds much), or undefined. */
-  leaseForNew(nowMs: number, count: number): { owner: string; untilMs: number; count: number } | undefined;
+  /** A lease for at most `count` of the deliveries of account `userId` inserted now (fewer when the sender already holds much), or undefined. */
+  leaseForNew(nowMs: number, userId: string, count: number): { owner: string; untilMs: number; count: number } | undefined;
   /** After the commit: sends deliveries inserted with a lease from leaseForNew. */
   handOver(deliveries: ClaimedDelivery[]): void;
   /** After the commit: deliveries were inserted without a lease; claim them. */

@@ -4,7 +4,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
+import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
+import { accountsWithWork } from '../../store/fair-claim.js';
 import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { Store } from '../../store/database.js';
@@ -52,8 +54,11 @@ export class WebhookSender implements DeliveryQueue {
    * 32 slots taken and webhook p99 in seconds.
    */
   private posting = 0;
-  /** Deliveries leased to this sender when they were inserted, handed over after their commit, waiting for a slot. */
-  private readonly handed: deliveries.ClaimedDelivery[] = [];
+  /** Deliveries leased to this sender when they were inserted, handed over after their commit, waiting for a slot; by account. */
+  private readonly handed = new Map<string, deliveries.ClaimedDelivery[]>();
+  private handedCount = 0;
+  /** The slots each account holds (posting or renewing): one account's hanging receivers leave others room. */
+  private readonly slots: AccountSlots;
   /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
   private renewing = 0;
   private readonly signingKeys: SigningKeys;
@@ -74,14 +79,20 @@ export class WebhookSender implements DeliveryQueue {
     this.poster = new WebhookPoster(options, clock);
     this.signingKeys = new SigningKeys(secrets);
     this.pruner = new DeliveryLogPruner((webhookId, keep) => deliveries.pruneLog(store.db, webhookId, keep));
+    this.slots = new AccountSlots(options.concurrency);
+    const waiting = (userId: string) => this.handed.get(userId)?.length ?? 0;
     const queue: LeasedQueue<deliveries.ClaimedDelivery> = {
-      // Handed-over deliveries take their slots first.
-      freeSlots: () => this.freeSlots() - this.handed.length,
-      claim: (count) => deliveries.claimDue(store.db, this.owner, clock.now(), options.leaseMs, count),
+      // Handed-over deliveries that may start take their slots first.
+      freeSlots: () => this.freeSlots() - this.launchableHanded(),
+      claim: async (count) => {
+        const nowMs = clock.now();
+        const shares = this.slots.share(count, await accountsWithWork(store.db, 'webhook_deliveries', nowMs), nowMs, waiting);
+        return deliveries.claimDue(store.db, this.owner, nowMs, options.leaseMs, shares);
+      },
       release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'webhook_deliveries', nowMs) }),
-      nextDueMs: () => deliveries.nextDueMs(store.db),
+      nextDueMs: async () => this.slots.nextDueMs(await accountsWithWork(store.db, 'webhook_deliveries', clock.now()), waiting),
       launch: (row) => this.launch(row),
     };
     this.pump = new LeasedQueuePump(queue, {
@@ -106,25 +117,58 @@ export class WebhookSender implements DeliveryQueue {
   }
 
   /**
-   * New deliveries are leased to this sender up to two rounds of its slots; the rest wait in the table. Commits
-   * routed in one group all see the same count, so memory may briefly hold a few rounds more; a lease running
-   * out is renewed, or the attempt is left to the table.
+   * New deliveries are leased to this sender up to two rounds of its slots, and two rounds of one account's share;
+   * the rest wait in the table. Commits routed in one group all see the same count, so memory may briefly hold a
+   * few rounds more; a lease running out is renewed, or the attempt is left to the table.
    */
-  leaseForNew(nowMs: number, count: number): { owner: string; untilMs: number; count: number } | undefined {
-    const room = this.options.concurrency * 2 - (this.posting + this.renewing + this.handed.length);
-    if (this.stopped || room <= 0 || count <= 0) return undefined;
-    return { owner: this.owner, untilMs: nowMs + this.options.leaseMs, count: Math.min(count, room) };
+  leaseForNew(nowMs: number, userId: string, count: number): { owner: string; untilMs: number; count: number } | undefined {
+    const room = this.options.concurrency * 2 - (this.posting + this.renewing + this.handedCount);
+    const accountRoom = this.slots.cap * 2 - (this.slots.heldBy(userId) + (this.handed.get(userId)?.length ?? 0));
+    if (this.stopped || room <= 0 || accountRoom <= 0 || count <= 0) return undefined;
+    return { owner: this.owner, untilMs: nowMs + this.options.leaseMs, count: Math.min(count, room, accountRoom) };
   }
 
   handOver(rows: deliveries.ClaimedDelivery[]): void {
-    this.handed.push(...rows);
+    this.holdHanded(rows);
     if (this.stopped) this.track(this.releaseHanded());
     else this.launchHanded();
   }
 
+  private holdHanded(rows: deliveries.ClaimedDelivery[]): void {
+    for (const row of rows) {
+      const queued = this.handed.get(row.user_id);
+      if (queued) queued.push(row);
+      else this.handed.set(row.user_id, [row]);
+    }
+    this.handedCount += rows.length;
+  }
+
+  /** Handed-over deliveries that may start now: those of accounts below their share of the slots. */
+  private launchableHanded(): number {
+    let launchable = 0;
+    for (const [userId, rows] of this.handed) launchable += Math.min(rows.length, this.slots.roomOf(userId));
+    return launchable;
+  }
+
+  /** The next handed-over delivery to start: the oldest of the account holding fewest slots, among those with room. */
+  private takeHanded(): deliveries.ClaimedDelivery | undefined {
+    let fewest: string | undefined;
+    for (const userId of this.handed.keys()) {
+      if (this.slots.roomOf(userId) > 0 && (fewest === undefined || this.slots.heldBy(userId) < this.slots.heldBy(fewest))) fewest = userId;
+    }
+    if (fewest === undefined) return undefined;
+    const rows = this.handed.get(fewest)!;
+    const row = rows.shift()!;
+    if (!rows.length) this.handed.delete(fewest);
+    this.handedCount--;
+    return row;
+  }
+
   /** Gives back deliveries handed over but not started, so that the next start (or another node) sends them at once. */
   private async releaseHanded(): Promise<void> {
-    const waiting = this.handed.splice(0).map((row) => row.id);
+    const waiting = [...this.handed.values()].flat().map((row) => row.id);
+    this.handed.clear();
+    this.handedCount = 0;
     await this.release(waiting).catch((error: unknown) => {
       if (!this.options.outages.absorb(error)) this.logger.warn({ err: error }, 'could not release webhook deliveries; they are sent once their leases expire');
     });
@@ -137,14 +181,19 @@ export class WebhookSender implements DeliveryQueue {
     this.options.onReleased?.();
   }
 
-  /** Sends handed-over deliveries while slots are free; one whose lease is running out is renewed first. */
+  /** Sends handed-over deliveries while slots are free; one whose lease is running out takes its slot to be renewed first. */
   private launchHanded(): void {
     const nowMs = this.clock.now();
     const stale: deliveries.ClaimedDelivery[] = [];
-    while (!this.stopped && this.handed.length && this.freeSlots() > stale.length) {
-      const row = this.handed.shift()!;
+    while (!this.stopped && this.handedCount && this.freeSlots() > 0) {
+      const row = this.takeHanded();
+      if (!row) break;
       if (row.lease_until_ms! - nowMs >= this.options.timeoutMs + LEASE_MARGIN_MS) this.launch(row);
-      else stale.push(row);
+      else {
+        this.renewing++;
+        this.slots.take(row.user_id);
+        stale.push(row);
+      }
     }
     if (stale.length) this.track(this.renewAndLaunch(stale));
   }
@@ -154,7 +203,6 @@ export class WebhookSender implements DeliveryQueue {
    * expired lease), so sending them cannot send twice. The others are left to the table, to be claimed there.
    */
   private async renewAndLaunch(rows: deliveries.ClaimedDelivery[]): Promise<void> {
-    this.renewing += rows.length;
     const nowMs = this.clock.now();
     const untilMs = nowMs + this.options.leaseMs;
     let held = new Set<string>();
@@ -166,10 +214,11 @@ export class WebhookSender implements DeliveryQueue {
       if (!this.options.outages.absorb(error)) this.logger.error({ err: error }, 'webhook sender could not renew its leases');
     } finally {
       this.renewing -= rows.length;
+      for (const row of rows) this.slots.give(row.user_id);
     }
     const renewed = rows.filter((row) => held.has(row.id)).map((row) => ({ ...row, lease_until_ms: untilMs }));
     if (this.stopped) {
-      this.handed.push(...renewed);
+      this.holdHanded(renewed);
       return this.releaseHanded();
     }
     for (const row of renewed) this.launch(row);
@@ -203,14 +252,18 @@ export class WebhookSender implements DeliveryQueue {
     const flight: InFlight = { cancel: undefined, done: Promise.resolve() };
     this.inFlight.set(row.id, flight);
     this.posting++;
+    this.slots.take(row.user_id);
     let holdsSlot = true;
     const freeSlot = () => {
       if (!holdsSlot) return;
       holdsSlot = false;
       this.posting--;
+      const accountWasFull = this.slots.give(row.user_id);
       this.launchHanded();
-      // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting.
-      this.pump.slotFreed();
+      // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting,
+      // which it may have been for an account at its cap even while others' work filled fewer slots.
+      if (accountWasFull) this.pump.wake();
+      else this.pump.slotFreed();
     };
     flight.done = this.attempt(row, flight, freeSlot)
       .catch((error) => {
