@@ -1,5 +1,6 @@
-// How a node's outbound slots are shared between accounts: no account holds them all, and free slots go first to the
-// accounts holding fewest, so that one account's slow receivers cannot keep another account's deliveries waiting.
+// How a node's outbound slots are shared between accounts: no account holds them all, the last few free slots are
+// kept for accounts holding none, and free slots go first to the accounts holding fewest, so that slow receivers of
+// some accounts cannot keep another account's deliveries waiting.
 import type { AccountWork } from '../store/fair-claim.js';
 
 /**
@@ -12,31 +13,44 @@ export function accountSlotCap(concurrency: number): number {
 
 export class AccountSlots {
   readonly cap: number;
+  /** The last free slots, which only an account holding none may take: the slots beyond the cap. */
+  private readonly reserve: number;
   private readonly held = new Map<string, number>();
+  private total = 0;
 
-  constructor(concurrency: number) {
+  constructor(private readonly concurrency: number) {
     this.cap = accountSlotCap(concurrency);
+    this.reserve = concurrency - this.cap;
   }
 
   heldBy(userId: string): number {
     return this.held.get(userId) ?? 0;
   }
 
-  /** Slots `userId` may still take, `waiting` more of its rows being held in memory already. */
-  roomOf(userId: string, waiting = 0): number {
-    return Math.max(0, this.cap - this.heldBy(userId) - waiting);
+  /**
+   * Slots `userId` may still take, `waiting` more of its rows being held in memory already: up to its cap, and of
+   * the reserve only one, when it holds none. Several accounts with hanging receivers thus leave each newcomer one.
+   */
+  roomOf(userId: string, waiting = 0, alsoTaken = 0): number {
+    const holds = this.heldBy(userId) + waiting;
+    const free = this.concurrency - this.total - alsoTaken;
+    const open = Math.min(this.cap - holds, free - this.reserve);
+    return Math.max(0, holds === 0 && free > 0 ? Math.max(open, 1) : open);
   }
 
   take(userId: string, count = 1): void {
     this.held.set(userId, this.heldBy(userId) + count);
+    this.total += count;
   }
 
-  /** Gives slots back; true when the account was at its cap, so that work it had waiting may start now. */
+  /** Gives slots back; true when the account may have had work waiting for it (it was at its cap, or the reserve was reached). */
   give(userId: string, count = 1): boolean {
     const before = this.heldBy(userId);
+    const wasBlocked = before >= this.cap || this.concurrency - this.total <= this.reserve;
     if (before <= count) this.held.delete(userId);
     else this.held.set(userId, before - count);
-    return before >= this.cap;
+    this.total -= Math.min(before, count);
+    return wasBlocked;
   }
 
   /**
@@ -46,16 +60,18 @@ export class AccountSlots {
   share(count: number, accounts: readonly AccountWork[], nowMs: number, waiting: (userId: string) => number = () => 0): Map<string, number> {
     const candidates = accounts
       .filter((account) => account.nextDueMs !== undefined && account.nextDueMs <= nowMs)
-      .map((account) => ({ userId: account.userId, holds: this.heldBy(account.userId) + waiting(account.userId), given: 0 }))
-      .filter((candidate) => candidate.holds < this.cap);
+      .map((account) => ({ userId: account.userId, holds: this.heldBy(account.userId) + waiting(account.userId), given: 0 }));
     const shares = new Map<string, number>();
+    let given = 0;
     for (let slot = 0; slot < count; slot++) {
       let fewest: (typeof candidates)[number] | undefined;
       for (const candidate of candidates) {
-        if (candidate.holds + candidate.given < this.cap && (!fewest || candidate.holds + candidate.given < fewest.holds + fewest.given)) fewest = candidate;
+        if (this.roomOf(candidate.userId, candidate.holds - this.heldBy(candidate.userId) + candidate.given, given) <= 0) continue;
+        if (!fewest || candidate.holds + candidate.given < fewest.holds + fewest.given) fewest = candidate;
       }
       if (!fewest) break;
       fewest.given++;
+      given++;
       shares.set(fewest.userId, fewest.given);
     }
     return shares;

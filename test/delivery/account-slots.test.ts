@@ -14,37 +14,40 @@ describe('sharing slots between accounts', () => {
     expect([32, 16, 8, 2, 1].map(accountSlotCap)).toEqual([28, 14, 7, 1, 1]);
   });
 
+  const due = (userId: string) => ({ userId, nextDueMs: 100 });
+  /** The shares as an object, easier to compare. */
+  const shared = (slots: AccountSlots, ...args: Parameters<AccountSlots['share']>) => Object.fromEntries(slots.share(...args));
+
   it('gives free slots one at a time to the account holding fewest, up to its cap, and only for work due', () => {
     const slots = new AccountSlots(8);
-    slots.take('a', 5);
-    const due = (userId: string) => ({ userId, nextDueMs: 100 });
-    expect(slots.share(4, [due('a'), due('b'), due('c')], 100)).toEqual(
-      new Map([
-        ['b', 2],
-        ['c', 2],
-      ]),
-    );
+    slots.take('a', 4);
+    expect(shared(slots, 3, [due('a'), due('b'), due('c')], 100)).toEqual({ b: 2, c: 1 });
     // b's rows already in memory count as held.
-    expect(slots.share(3, [due('a'), due('b')], 100, (userId) => (userId === 'b' ? 5 : 0))).toEqual(
-      new Map([
-        ['a', 2],
-        ['b', 1],
-      ]),
-    );
-    expect(
-      slots.share(
-        4,
-        [
-          { userId: 'b', nextDueMs: 101 },
-          { userId: 'c', nextDueMs: undefined },
-        ],
-        100,
-      ),
-    ).toEqual(new Map());
+    expect(shared(slots, 3, [due('a'), due('b')], 100, (userId) => (userId === 'b' ? 5 : 0))).toEqual({ a: 2, b: 1 });
+    const notDue = [
+      { userId: 'b', nextDueMs: 101 },
+      { userId: 'c', nextDueMs: undefined },
+    ];
+    expect(shared(slots, 4, notDue, 100)).toEqual({});
+  });
+
+  it('keeps the slots past the cap for accounts holding none: each newcomer gets one while others hold the rest', () => {
+    const slots = new AccountSlots(8);
+    expect(shared(slots, 8, [due('a')], 100)).toEqual({ a: 7 });
+    slots.take('a', 5);
+    // Of the 3 free slots, the last one is kept: b and c, holding none, get one each, a none.
+    expect(shared(slots, 3, [due('a'), due('b'), due('c')], 100)).toEqual({ b: 1, c: 1 });
+    expect(shared(slots, 3, [due('a')], 100)).toEqual({ a: 2 });
     slots.take('a', 2);
-    expect(slots.share(4, [due('a')], 100)).toEqual(new Map());
+    expect(shared(slots, 1, [due('a')], 100)).toEqual({});
+    expect(shared(slots, 1, [due('a'), due('b')], 100)).toEqual({ b: 1 });
+    slots.take('b');
+    expect([slots.roomOf('a'), slots.roomOf('b'), slots.roomOf('c')]).toEqual([0, 0, 0]);
+    // A slot given back by an account at its cap, or with no more than the reserve free, may let waiting work start.
     expect(slots.give('a')).toBe(true);
+    expect(slots.give('b')).toBe(true);
     expect(slots.give('a')).toBe(false);
+    expect(slots.roomOf('c')).toBe(2);
   });
 
   it('wakes for the earliest due time of an account with room; an account at its cap waits for a slot instead', () => {
@@ -110,19 +113,24 @@ describe.each(DIALECTS)('webhook slots shared between accounts on %s', (dialect)
     await db.deleteFrom('webhook_deliveries').where('webhook_id', 'in', [busyHook.id, quietHook.id]).execute();
   });
 
-  it('sends another account’s delivery at once while one account’s hanging receivers hold all the slots it may', async () => {
-    // 40 deliveries to receivers that never answer: more than the node's 32 slots. The account holds 28 of them.
-    const hog = await account(server);
-    const hangAt = `/hang-${dialect}`;
-    receiver.answerAt(hangAt, () => 'hang');
-    const hogSource = await hog.deploy();
-    for (let i = 0; i < 40; i++) await hog.subscribe(hogSource, (await hog.createWebhook(`${receiver.url}${hangAt}`, `hang ${i}`)).id);
-    await hog.runAndWait(hogSource, emitsOf([{ event: 'to every hanging receiver' }]));
-    await waitFor(
-      async () => receiver.on(hangAt).length,
-      (n) => n === 28,
-      { what: 'the hogging account to hold 28 slots' },
-    );
+  it('sends another account’s delivery at once while other accounts’ hanging receivers hold all the slots they may', async () => {
+    // Deliveries to receivers that never answer, more than the node's 32 slots: the first account holds 28 of them,
+    // and the second, coming after, one of the 4 kept for accounts holding none.
+    const holdsSlots = async (deliveries: number, hangAt: string, slots: number) => {
+      const hog = await account(server);
+      receiver.answerAt(hangAt, () => 'hang');
+      const source = await hog.deploy();
+      for (let i = 0; i < deliveries; i++) await hog.subscribe(source, (await hog.createWebhook(`${receiver.url}${hangAt}`, `hang ${i}`)).id);
+      await hog.runAndWait(source, emitsOf([{ event: 'to every hanging receiver' }]));
+      await waitFor(
+        async () => receiver.on(hangAt).length,
+        (n) => n === slots,
+        { what: `a hogging account to hold ${slots} slots` },
+      );
+    };
+    const [hangAt, alsoHangAt] = [`/hang-${dialect}`, `/hang-too-${dialect}`];
+    await holdsSlots(40, hangAt, 28);
+    await holdsSlots(10, alsoHangAt, 1);
 
     const other = await account(server);
     const at = `/prompt-${dialect}`;
@@ -138,7 +146,8 @@ describe.each(DIALECTS)('webhook slots shared between accounts on %s', (dialect)
     );
     const [delivered] = await other.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'succeeded');
     expect(delivered.status_code).toBe(200);
-    // The hog's other 12 still wait for its own slots.
+    // The hogs' other deliveries still wait for slots.
     expect(receiver.on(hangAt)).toHaveLength(28);
+    expect(receiver.on(alsoHangAt)).toHaveLength(1);
   });
 });
