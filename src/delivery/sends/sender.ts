@@ -123,7 +123,7 @@ export class OutboxSender {
       })
       .finally(() => {
         this.inFlight.delete(row.id);
-        // An account at its cap had due sends left waiting for this slot, whether or not others were.
+        // An account at its cap (or kept from the reserve) may have left due sends waiting, even with slots free.
         if (this.slots.give(row.user_id)) this.pump.wake();
         else this.pump.slotFreed();
       });

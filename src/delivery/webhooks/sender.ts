@@ -258,11 +258,11 @@ export class WebhookSender implements DeliveryQueue {
       if (!holdsSlot) return;
       holdsSlot = false;
       this.posting--;
-      const accountWasFull = this.slots.give(row.user_id);
+      const workMayWait = this.slots.give(row.user_id);
       this.launchHanded();
       // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting,
-      // which it may have been for an account at its cap even while others' work filled fewer slots.
-      if (accountWasFull) this.pump.wake();
+      // which it may have been for an account at its cap (or kept from the reserve) even with slots free.
+      if (workMayWait) this.pump.wake();
       else this.pump.slotFreed();
     };
     flight.done = this.attempt(row, flight, freeSlot)
