@@ -1,7 +1,6 @@
 // How a node's outbound slots are shared between accounts: no account holds them all, the last few free slots are
 // kept for accounts holding none, and free slots go first to the accounts holding fewest, so that slow receivers of
 // some accounts cannot keep another account's deliveries waiting.
-import type { AccountWork } from '../store/fair-claim.js';
 
 /**
  * The most slots one account may hold: all but an eighth (at least one), so that another account's work starts at
@@ -43,31 +42,28 @@ export class AccountSlots {
     this.total += count;
   }
 
-  /** Gives slots back; true when the account may have had work waiting for it (it was at its cap, or the reserve was reached). */
-  give(userId: string, count = 1): boolean {
+  give(userId: string, count = 1): void {
     const before = this.heldBy(userId);
-    const wasBlocked = before >= this.cap || this.concurrency - this.total <= this.reserve;
     if (before <= count) this.held.delete(userId);
     else this.held.set(userId, before - count);
     this.total -= Math.min(before, count);
-    return wasBlocked;
   }
 
   /**
-   * Shares `count` free slots among the accounts with rows due at `nowMs`, one at a time to whichever holds fewest
-   * (counting `waiting`, its rows already in memory); returns how many rows to claim for each.
+   * Shares `count` free slots among accounts wanting them (`wanting`: the most rows each could start), one at a time
+   * to whichever holds fewest, counting `holding` (its rows already in memory or picked) and `alreadyTaken` slots
+   * given out before; returns how many rows each may start.
    */
-  share(count: number, accounts: readonly AccountWork[], nowMs: number, waiting: (userId: string) => number = () => 0): Map<string, number> {
-    const candidates = accounts
-      .filter((account) => account.nextDueMs !== undefined && account.nextDueMs <= nowMs)
-      .map((account) => ({ userId: account.userId, holds: this.heldBy(account.userId) + waiting(account.userId), given: 0 }));
+  share(count: number, wanting: ReadonlyMap<string, number>, holding: (userId: string) => number = () => 0, alreadyTaken = 0): Map<string, number> {
+    const candidates = [...wanting].map(([userId, most]) => ({ userId, most, extra: holding(userId), given: 0 }));
     const shares = new Map<string, number>();
-    let given = 0;
+    let given = alreadyTaken;
     for (let slot = 0; slot < count; slot++) {
       let fewest: (typeof candidates)[number] | undefined;
       for (const candidate of candidates) {
-        if (this.roomOf(candidate.userId, candidate.holds - this.heldBy(candidate.userId) + candidate.given, given) <= 0) continue;
-        if (!fewest || candidate.holds + candidate.given < fewest.holds + fewest.given) fewest = candidate;
+        if (candidate.given >= candidate.most || this.roomOf(candidate.userId, candidate.extra + candidate.given, given) <= 0) continue;
+        const holds = this.heldBy(candidate.userId) + candidate.extra + candidate.given;
+        if (!fewest || holds < this.heldBy(fewest.userId) + fewest.extra + fewest.given) fewest = candidate;
       }
       if (!fewest) break;
       fewest.given++;
@@ -75,15 +71,5 @@ export class AccountSlots {
       shares.set(fewest.userId, fewest.given);
     }
     return shares;
-  }
-
-  /** When the earliest row of an account with room falls due: an account at its cap waits for a slot, not a time. */
-  nextDueMs(accounts: readonly AccountWork[], waiting: (userId: string) => number = () => 0): number | undefined {
-    let earliest: number | undefined;
-    for (const account of accounts) {
-      if (account.nextDueMs === undefined || this.roomOf(account.userId, waiting(account.userId)) <= 0) continue;
-      if (earliest === undefined || account.nextDueMs < earliest) earliest = account.nextDueMs;
-    }
-    return earliest;
   }
 }

@@ -6,7 +6,6 @@ import type { Database, WebhookDeliveriesTable } from './schema.js';
 import { bulkInsert } from './bulk-insert.js';
 import { paginateById } from './paginate.js';
 import { compiledOnce } from './compiled.js';
-import { dueIdsByAccount } from './fair-claim.js';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -50,9 +49,8 @@ export async function insertDeliveries(db: Db, dialect: DialectName, rows: reado
   await bulkInsert(db, dialect, 'webhook_deliveries', DELIVERY_COLUMNS, rows);
 }
 
-/** Leases due pending attempts for `owner`, at most `shares` of each account's, earliest due first. */
-export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, shares: ReadonlyMap<string, number>): Promise<ClaimedDelivery[]> {
-  const ids = await dueIdsByAccount(db, 'webhook_deliveries', shares, nowMs);
+/** Leases the pending attempts `ids` for `owner` (those still unheld), earliest due first. */
+export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (!ids.length) return [];
   // The lease is a compare-and-set: of two nodes that saw the same candidates, each row goes to one.
   await db

@@ -1,4 +1,5 @@
-// What a fair claim of an outbound queue reads: which accounts have rows pending, and each account's earliest due rows.
+// What a fair claim of an outbound queue reads: the earliest due rows, the accounts with rows pending (a few at a
+// time), each account's earliest due rows, and when the next row falls due.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
@@ -7,25 +8,52 @@ type Db = Kysely<Database> | Transaction<Database>;
 /** The outbound queues shared between accounts; both keep `state`, `user_id`, `next_attempt_ms` and a lease. */
 export type AccountQueueTable = 'webhook_deliveries' | 'workflow_sends';
 
+/** A due row no one holds, and whose it is. */
+export interface DueRow {
+  id: string;
+  user_id: string;
+}
+
 /** An account with pending rows, and when its earliest row that no one holds falls due (undefined: all are held). */
 export interface AccountWork {
   userId: string;
   nextDueMs: number | undefined;
 }
 
+/** The `limit` earliest due rows no one holds, of any account, earliest first: the claim's cheap first look. */
+export function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
+  return db
+    .selectFrom(table)
+    .select(['id', 'user_id'])
+    .where('state', '=', 'pending')
+    .where('next_attempt_ms', '<=', nowMs)
+    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .orderBy('next_attempt_ms')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
 /**
- * Every account with pending rows, each with its earliest unheld due time. One index seek per account (the index of
- * migration 013), not a scan of the queue: an account's backlog of a million rows costs no more than one row.
+ * Up to `most` accounts with pending rows, in id order after `afterUserId`, each with its earliest unheld due time;
+ * `complete` when no account follows. One index seek per account (migration 013's index): an account's backlog of a
+ * million rows costs no more than one row, and `most` bounds the cost however many accounts there are.
  */
-export async function accountsWithWork(db: Db, table: AccountQueueTable, nowMs: number): Promise<AccountWork[]> {
+export async function accountsWithWork(
+  db: Db,
+  table: AccountQueueTable,
+  nowMs: number,
+  afterUserId: string | undefined,
+  most: number,
+): Promise<{ accounts: AccountWork[]; complete: boolean }> {
   const queue = sql.table(table);
   // A loose index scan: each step seeks the next account after the one before.
   const { rows } = await sql<{ user_id: string; next_due_ms: number | string | null }>`
-    with recursive accounts(user_id) as (
-      select (select q.user_id from ${queue} q where q.state = 'pending' order by q.user_id limit 1)
+    with recursive accounts(user_id, n) as (
+      select (select q.user_id from ${queue} q where q.state = 'pending' and q.user_id > ${afterUserId ?? ''} order by q.user_id limit 1), 1
       union all
-      select (select q.user_id from ${queue} q where q.state = 'pending' and q.user_id > a.user_id order by q.user_id limit 1)
-      from accounts a where a.user_id is not null
+      select (select q.user_id from ${queue} q where q.state = 'pending' and q.user_id > a.user_id order by q.user_id limit 1), a.n + 1
+      from accounts a where a.user_id is not null and a.n < ${most}
     )
     select a.user_id, (
       select q.next_attempt_ms from ${queue} q
@@ -33,17 +61,18 @@ export async function accountsWithWork(db: Db, table: AccountQueueTable, nowMs: 
       order by q.next_attempt_ms limit 1
     ) as next_due_ms
     from accounts a where a.user_id is not null`.execute(db);
-  return rows.map((row) => ({ userId: row.user_id, nextDueMs: row.next_due_ms === null ? undefined : Number(row.next_due_ms) }));
+  const accounts = rows.map((row) => ({ userId: row.user_id, nextDueMs: row.next_due_ms === null ? undefined : Number(row.next_due_ms) }));
+  return { accounts, complete: accounts.length < most };
 }
 
-/** The ids of the earliest due rows no one holds, at most `count` of each account's, earliest first within each. */
-export async function dueIdsByAccount(db: Db, table: AccountQueueTable, shares: ReadonlyMap<string, number>, nowMs: number): Promise<string[]> {
-  const ids: string[] = [];
+/** The earliest due rows no one holds, at most `count` of each account's, earliest first within each. */
+export async function dueRowsByAccount(db: Db, table: AccountQueueTable, shares: ReadonlyMap<string, number>, nowMs: number): Promise<DueRow[]> {
+  const found: DueRow[] = [];
   for (const [userId, count] of shares) {
     if (count <= 0) continue;
     const rows = await db
       .selectFrom(table)
-      .select('id')
+      .select(['id', 'user_id'])
       .where('state', '=', 'pending')
       .where('user_id', '=', userId)
       .where('next_attempt_ms', '<=', nowMs)
@@ -52,7 +81,25 @@ export async function dueIdsByAccount(db: Db, table: AccountQueueTable, shares: 
       .orderBy('id')
       .limit(count)
       .execute();
-    for (const row of rows) ids.push(row.id);
+    found.push(...rows);
   }
-  return ids;
+  return found;
+}
+
+/**
+ * When the earliest pending row no one holds falls due after `afterMs` (when the last claim looked). Rows due by then
+ * were the claim's: those it left belong to accounts at their share, which a freed slot wakes. Walks the due-time
+ * index in order from `afterMs`.
+ */
+export async function nextFutureDueMs(db: Db, table: AccountQueueTable, afterMs: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom(table)
+    .select('next_attempt_ms')
+    .where('state', '=', 'pending')
+    .where('next_attempt_ms', '>', afterMs)
+    .where('lease_until_ms', 'is', null)
+    .orderBy('next_attempt_ms')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
 }

@@ -1,7 +1,6 @@
 // Queries on the outbox of workflow sends: inserted with their step's commit, claimed with a lease, finished once.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, SendState, WorkflowSendsTable } from './schema.js';
-import { dueIdsByAccount } from './fair-claim.js';
 
 export type { OutboxKind, SendState } from './schema.js';
 
@@ -33,9 +32,8 @@ export async function insertSends(db: Db, rows: readonly SendRow[]): Promise<voi
   if (rows.length) await db.insertInto('workflow_sends').values(rows).execute();
 }
 
-/** Leases due sends for `owner`, at most `shares` of each account's, earliest due first. */
-export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, shares: ReadonlyMap<string, number>): Promise<ClaimedSend[]> {
-  const ids = await dueIdsByAccount(db, 'workflow_sends', shares, nowMs);
+/** Leases the due sends `ids` for `owner` (those still unheld), earliest due first. */
+export async function claimDueSends(db: Db, owner: string, nowMs: number, leaseMs: number, ids: readonly string[]): Promise<ClaimedSend[]> {
   if (!ids.length) return [];
   const untilMs = nowMs + leaseMs;
   // A compare-and-set: of two nodes that saw the same candidates, each row goes to one.

@@ -2,8 +2,9 @@
 // account's hanging receivers leaving another account's webhook deliveries room, end to end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountSlots, accountSlotCap } from '../../src/delivery/account-slots.js';
+import { FairClaims } from '../../src/delivery/fair-claims.js';
 import { accountsWithWork } from '../../src/store/fair-claim.js';
-import { claimDue, insertDeliveries, pendingDelivery } from '../../src/store/deliveries.js';
+import { insertDeliveries, pendingDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -14,53 +15,36 @@ describe('sharing slots between accounts', () => {
     expect([32, 16, 8, 2, 1].map(accountSlotCap)).toEqual([28, 14, 7, 1, 1]);
   });
 
-  const due = (userId: string) => ({ userId, nextDueMs: 100 });
-  /** The shares as an object, easier to compare. */
-  const shared = (slots: AccountSlots, ...args: Parameters<AccountSlots['share']>) => Object.fromEntries(slots.share(...args));
+  /** The shares as an object, easier to compare; `wanting` as an object too. */
+  const shared = (slots: AccountSlots, count: number, wanting: Record<string, number>, holding?: (userId: string) => number) =>
+    Object.fromEntries(slots.share(count, new Map(Object.entries(wanting)), holding));
 
-  it('gives free slots one at a time to the account holding fewest, up to its cap, and only for work due', () => {
+  it('gives free slots one at a time to the account holding fewest, up to its cap and the rows it has', () => {
     const slots = new AccountSlots(8);
     slots.take('a', 4);
-    expect(shared(slots, 3, [due('a'), due('b'), due('c')], 100)).toEqual({ b: 2, c: 1 });
+    expect(shared(slots, 3, { a: 9, b: 9, c: 9 })).toEqual({ b: 2, c: 1 });
+    expect(shared(slots, 3, { a: 9, b: 1, c: 1 })).toEqual({ a: 1, b: 1, c: 1 });
     // b's rows already in memory count as held.
-    expect(shared(slots, 3, [due('a'), due('b')], 100, (userId) => (userId === 'b' ? 5 : 0))).toEqual({ a: 2, b: 1 });
-    const notDue = [
-      { userId: 'b', nextDueMs: 101 },
-      { userId: 'c', nextDueMs: undefined },
-    ];
-    expect(shared(slots, 4, notDue, 100)).toEqual({});
+    expect(shared(slots, 3, { a: 9, b: 9 }, (userId) => (userId === 'b' ? 5 : 0))).toEqual({ a: 2, b: 1 });
   });
 
   it('keeps the slots past the cap for accounts holding none: each newcomer gets one while others hold the rest', () => {
     const slots = new AccountSlots(8);
-    expect(shared(slots, 8, [due('a')], 100)).toEqual({ a: 7 });
+    expect(shared(slots, 8, { a: 9 })).toEqual({ a: 7 });
     slots.take('a', 5);
     // Of the 3 free slots, the last one is kept: b and c, holding none, get one each, a none.
-    expect(shared(slots, 3, [due('a'), due('b'), due('c')], 100)).toEqual({ b: 1, c: 1 });
-    expect(shared(slots, 3, [due('a')], 100)).toEqual({ a: 2 });
+    expect(shared(slots, 3, { a: 9, b: 9, c: 9 })).toEqual({ b: 1, c: 1 });
+    expect(shared(slots, 3, { a: 9 })).toEqual({ a: 2 });
     slots.take('a', 2);
-    expect(shared(slots, 1, [due('a')], 100)).toEqual({});
-    expect(shared(slots, 1, [due('a'), due('b')], 100)).toEqual({ b: 1 });
+    expect(shared(slots, 1, { a: 9 })).toEqual({});
+    expect(shared(slots, 1, { a: 9, b: 9 })).toEqual({ b: 1 });
     slots.take('b');
     expect([slots.roomOf('a'), slots.roomOf('b'), slots.roomOf('c')]).toEqual([0, 0, 0]);
-    // A slot given back by an account at its cap, or with no more than the reserve free, may let waiting work start.
-    expect(slots.give('a')).toBe(true);
-    expect(slots.give('b')).toBe(true);
-    expect(slots.give('a')).toBe(false);
-    expect(slots.roomOf('c')).toBe(2);
-  });
-
-  it('wakes for the earliest due time of an account with room; an account at its cap waits for a slot instead', () => {
-    const slots = new AccountSlots(8);
-    slots.take('a', 7);
-    expect(
-      slots.nextDueMs([
-        { userId: 'a', nextDueMs: 10 },
-        { userId: 'b', nextDueMs: 50 },
-        { userId: 'c', nextDueMs: undefined },
-      ]),
-    ).toBe(50);
-    expect(slots.nextDueMs([{ userId: 'a', nextDueMs: 10 }])).toBeUndefined();
+    slots.give('a');
+    expect([slots.roomOf('a'), slots.roomOf('c')]).toEqual([0, 1]);
+    slots.give('b');
+    slots.give('a');
+    expect([slots.roomOf('a'), slots.roomOf('b'), slots.roomOf('c')]).toEqual([2, 2, 2]);
   });
 });
 
@@ -78,39 +62,76 @@ describe.each(DIALECTS)('webhook slots shared between accounts on %s', (dialect)
     await receiver?.close();
   });
 
-  it('claims round the accounts: one account’s long backlog due earlier does not hide another’s delivery', async () => {
+  /** Pending deliveries of made-up accounts to one webhook, due at the times given: the claims read user_id only. */
+  async function queued(dueTimes: Array<[userId: string, dueMs: number]>): Promise<{ ids: string[]; clear: () => Promise<void> }> {
     const { db, dialect: name } = server.running.services.store;
-    const [busy, quiet] = [await account(server), await account(server)];
-    const busyHook = await busy.createWebhook('https://example.com/backlog');
-    const quietHook = await quiet.createWebhook('https://example.com/quiet');
-    const userOf = async (webhookId: string) =>
-      (await db.selectFrom('webhooks').select('user_id').where('id', '=', webhookId).executeTakeFirstOrThrow()).user_id;
-    const [busyUser, quietUser] = [await userOf(busyHook.id), await userOf(quietHook.id)];
-    const now = Date.now();
-    const row = (webhookId: string, userId: string, dueMs: number) => {
+    const hook = await (await account(server)).createWebhook('https://example.com/queued');
+    const rows = dueTimes.map(([userId, dueMs]) => {
       const id = newId('dl');
-      const fields = { id, message_id: id, webhook_id: webhookId, user_id: userId, emitter_id: 'dc_x', event_id: '1-0', payload: '{}', attempt: 1 };
+      const fields = { id, message_id: id, webhook_id: hook.id, user_id: userId, emitter_id: 'dc_x', event_id: '1-0', payload: '{}', attempt: 1 };
       return pendingDelivery({ ...fields, next_attempt_ms: dueMs, created_ms: dueMs });
+    });
+    await insertDeliveries(db, name, rows);
+    return {
+      ids: rows.map((row) => row.id),
+      clear: () =>
+        db
+          .deleteFrom('webhook_deliveries')
+          .where('webhook_id', '=', hook.id)
+          .execute()
+          .then(() => undefined),
     };
-    await insertDeliveries(db, name, [
-      ...Array.from({ length: 100 }, (_, i) => row(busyHook.id, busyUser, now - 60_000 + i)),
-      row(quietHook.id, quietUser, now - 1000),
-      row(quietHook.id, quietUser, now + 3_600_000),
+  }
+
+  // The rows are due at a time ten days ahead, as the claims are asked: the server's own sender leaves them alone.
+  const later = () => Date.now() + 10 * 86_400_000;
+
+  it('claims round the accounts: one account’s long backlog due earlier does not hide another’s delivery', async () => {
+    const now = later();
+    const backlog = (count: number): Array<[string, number]> => Array.from({ length: count }, (_, i) => ['u_busy', now - 60_000 + i]);
+    // 100 rows fit the first look (4 rows per slot), shared at once: the quiet account's row takes one of the 28
+    // slots open to all. Past 128, the quiet account is found by looking accounts up, after the busy one took its 28:
+    // its row takes one of the 4 slots kept for accounts holding none.
+    for (const [size, busyShare] of [
+      [100, 27],
+      [300, 28],
+    ] as const) {
+      const { ids, clear } = await queued([...backlog(size), ['u_quiet', now - 1000], ['u_quiet', now + 3_600_000]]);
+      try {
+        const claims = new FairClaims(server.running.services.store, 'webhook_deliveries', new AccountSlots(32));
+        const claimed = await claims.dueIds(32, now);
+        expect(claimed.filter((id) => id === ids[size])).toHaveLength(1);
+        const busy = new Set(ids.slice(0, size));
+        expect(claimed.filter((id) => busy.has(id))).toEqual(ids.slice(0, busyShare));
+        expect(await claims.nextDueMs(now)).toBe(now + 3_600_000);
+      } finally {
+        await clear();
+      }
+    }
+  });
+
+  it('looks accounts up a bounded number at a time, going on where the last look stopped', async () => {
+    const { db } = server.running.services.store;
+    const now = later();
+    const { clear } = await queued([
+      ['u_a', now - 10],
+      ['u_b', now + 10],
+      ['u_c', now - 30],
     ]);
-    const accounts = await accountsWithWork(db, 'webhook_deliveries', now);
-    expect(accounts.filter((a) => a.userId === busyUser || a.userId === quietUser)).toEqual(
-      expect.arrayContaining([
-        { userId: busyUser, nextDueMs: now - 60_000 },
-        { userId: quietUser, nextDueMs: now - 1000 },
-      ]),
-    );
-    const shares = new AccountSlots(32).share(4, accounts, now);
-    expect(shares.get(busyUser)).toBe(2);
-    expect(shares.get(quietUser)).toBe(2);
-    const claimed = await claimDue(db, 'fair-node', now, 60_000, shares);
-    expect(claimed.filter((d) => d.user_id === quietUser).map((d) => Number(d.next_attempt_ms))).toEqual([now - 1000]);
-    expect(claimed.filter((d) => d.user_id === busyUser).map((d) => Number(d.next_attempt_ms))).toEqual([now - 60_000, now - 59_999]);
-    await db.deleteFrom('webhook_deliveries').where('webhook_id', 'in', [busyHook.id, quietHook.id]).execute();
+    try {
+      const first = await accountsWithWork(db, 'webhook_deliveries', now, undefined, 2);
+      expect(first).toEqual({
+        accounts: [
+          { userId: 'u_a', nextDueMs: now - 10 },
+          { userId: 'u_b', nextDueMs: now + 10 },
+        ],
+        complete: false,
+      });
+      const rest = await accountsWithWork(db, 'webhook_deliveries', now, 'u_b', 2);
+      expect(rest).toEqual({ accounts: [{ userId: 'u_c', nextDueMs: now - 30 }], complete: true });
+    } finally {
+      await clear();
+    }
   });
 
   it('sends another account’s delivery at once while other accounts’ hanging receivers hold all the slots they may', async () => {

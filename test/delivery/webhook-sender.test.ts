@@ -55,20 +55,22 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     );
   }
 
-  /** Inserts one delivery to a new webhook at each of `paths`, leased as the router does, and returns them. */
+  /**
+   * Inserts one delivery to a new webhook at each of `paths`, leased as the router does, and returns them. Each is
+   * of an account of its own: the sender leases no more of one account's deliveries than that account may start.
+   */
   async function leasedDeliveries(sender: WebhookSender, paths: string[], clock: Clock = systemClock): Promise<ClaimedDelivery[]> {
-    const a = await account(server);
     const { store } = server.running.services;
     const webhooks = [];
     for (const at of paths) {
-      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      const hook = await (await account(server)).createWebhook(`${receiver.url}${at}`);
       webhooks.push(await store.db.selectFrom('webhooks').selectAll().where('id', '=', hook.id).executeTakeFirstOrThrow());
     }
-    // The lease is taken last, just before the hand-over: the tests count on its length from here.
+    // The leases are taken last, just before the hand-over: the tests count on their length from here.
     const nowMs = clock.now();
-    const lease = sender.leaseForNew(nowMs, webhooks[0]!.user_id, paths.length)!;
-    expect(lease.count).toBe(paths.length);
     const rows = webhooks.map((webhook, i): ClaimedDelivery => {
+      const lease = sender.leaseForNew(nowMs, webhook.user_id, 1)!;
+      expect(lease.count).toBe(1);
       const id = newId('dl');
       const payload = JSON.stringify({ at: paths[i] });
       const row = pendingDelivery({

@@ -5,7 +5,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
 import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
-import { accountsWithWork } from '../../store/fair-claim.js';
+import { FairClaims } from '../fair-claims.js';
 import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { Store } from '../../store/database.js';
 import * as sends from '../../store/sends.js';
@@ -50,6 +50,7 @@ export class OutboxSender {
   private readonly pump: LeasedQueuePump<sends.ClaimedSend>;
   /** The slots each account holds: one account's slow destinations leave others room. */
   private readonly slots: AccountSlots;
+  private readonly claims: FairClaims;
 
   constructor(
     private readonly store: Store,
@@ -59,17 +60,18 @@ export class OutboxSender {
     private readonly clock: Clock,
   ) {
     this.slots = new AccountSlots(options.concurrency);
+    this.claims = new FairClaims(store, 'workflow_sends', this.slots);
+    const claims = this.claims;
     const queue: LeasedQueue<sends.ClaimedSend> = {
       freeSlots: () => options.concurrency - this.inFlight.size,
       claim: async (count) => {
         const nowMs = clock.now();
-        const shares = this.slots.share(count, await accountsWithWork(store.db, 'workflow_sends', nowMs), nowMs);
-        return sends.claimDueSends(store.db, this.owner, nowMs, options.leaseMs, shares);
+        return sends.claimDueSends(store.db, this.owner, nowMs, options.leaseMs, await claims.dueIds(count, nowMs));
       },
       release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'workflow_sends', nowMs) }),
-      nextDueMs: async () => this.slots.nextDueMs(await accountsWithWork(store.db, 'workflow_sends', clock.now())),
+      nextDueMs: () => claims.nextDueMs(clock.now()),
       launch: (row) => this.launch(row),
     };
     this.pump = new LeasedQueuePump(queue, {
@@ -123,8 +125,9 @@ export class OutboxSender {
       })
       .finally(() => {
         this.inFlight.delete(row.id);
-        // An account at its cap (or kept from the reserve) may have left due sends waiting, even with slots free.
-        if (this.slots.give(row.user_id)) this.pump.wake();
+        this.slots.give(row.user_id);
+        // Sends left waiting for an account's share may fit now, even with other slots free.
+        if (this.claims.heldBack) this.pump.wake();
         else this.pump.slotFreed();
       });
     this.inFlight.set(row.id, done);

@@ -6,7 +6,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
 import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
-import { accountsWithWork } from '../../store/fair-claim.js';
+import { FairClaims } from '../fair-claims.js';
 import { nextLeaseEndMs } from '../../store/lease-ends.js';
 import type { SecretBox } from '../../lib/secrets.js';
 import type { Store } from '../../store/database.js';
@@ -59,6 +59,7 @@ export class WebhookSender implements DeliveryQueue {
   private handedCount = 0;
   /** The slots each account holds (posting or renewing): one account's hanging receivers leave others room. */
   private readonly slots: AccountSlots;
+  private readonly claims: FairClaims;
   /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
   private renewing = 0;
   private readonly signingKeys: SigningKeys;
@@ -80,19 +81,19 @@ export class WebhookSender implements DeliveryQueue {
     this.signingKeys = new SigningKeys(secrets);
     this.pruner = new DeliveryLogPruner((webhookId, keep) => deliveries.pruneLog(store.db, webhookId, keep));
     this.slots = new AccountSlots(options.concurrency);
-    const waiting = (userId: string) => this.handed.get(userId)?.length ?? 0;
+    this.claims = new FairClaims(store, 'webhook_deliveries', this.slots, (userId) => this.handed.get(userId)?.length ?? 0);
+    const claims = this.claims;
     const queue: LeasedQueue<deliveries.ClaimedDelivery> = {
       // Handed-over deliveries that may start take their slots first.
       freeSlots: () => this.freeSlots() - this.launchableHanded(),
       claim: async (count) => {
         const nowMs = clock.now();
-        const shares = this.slots.share(count, await accountsWithWork(store.db, 'webhook_deliveries', nowMs), nowMs, waiting);
-        return deliveries.claimDue(store.db, this.owner, nowMs, options.leaseMs, shares);
+        return deliveries.claimDue(store.db, this.owner, nowMs, options.leaseMs, await claims.dueIds(count, nowMs));
       },
       release: (rows) => this.release(rows.map((row) => row.id)),
       // One node (SQLite) holds every lease itself and gives them back at start.
       ...(options.reclaimAtStart ? {} : { nextLeaseEndMs: (nowMs: number) => nextLeaseEndMs(store.db, 'webhook_deliveries', nowMs) }),
-      nextDueMs: async () => this.slots.nextDueMs(await accountsWithWork(store.db, 'webhook_deliveries', clock.now()), waiting),
+      nextDueMs: () => claims.nextDueMs(clock.now()),
       launch: (row) => this.launch(row),
     };
     this.pump = new LeasedQueuePump(queue, {
@@ -117,13 +118,15 @@ export class WebhookSender implements DeliveryQueue {
   }
 
   /**
-   * New deliveries are leased to this sender up to two rounds of its slots, and two rounds of one account's share;
-   * the rest wait in the table. Commits routed in one group all see the same count, so memory may briefly hold a
-   * few rounds more; a lease running out is renewed, or the attempt is left to the table.
+   * New deliveries are leased to this sender up to two rounds of its slots, and no more of one account's than it may
+   * start (its cap): the rest wait in the table, where claims share them fairly. Had an account's deliveries waited
+   * in memory, they would take slots that freed before another account's older ones in the table. Commits routed in
+   * one group all see the same count, so memory may briefly hold more; a lease running out is renewed, or the
+   * attempt is left to the table.
    */
   leaseForNew(nowMs: number, userId: string, count: number): { owner: string; untilMs: number; count: number } | undefined {
     const room = this.options.concurrency * 2 - (this.posting + this.renewing + this.handedCount);
-    const accountRoom = this.slots.cap * 2 - (this.slots.heldBy(userId) + (this.handed.get(userId)?.length ?? 0));
+    const accountRoom = this.slots.cap - (this.slots.heldBy(userId) + (this.handed.get(userId)?.length ?? 0));
     if (this.stopped || room <= 0 || accountRoom <= 0 || count <= 0) return undefined;
     return { owner: this.owner, untilMs: nowMs + this.options.leaseMs, count: Math.min(count, room, accountRoom) };
   }
@@ -217,6 +220,8 @@ export class WebhookSender implements DeliveryQueue {
       for (const row of rows) this.slots.give(row.user_id);
     }
     const renewed = rows.filter((row) => held.has(row.id)).map((row) => ({ ...row, lease_until_ms: untilMs }));
+    // Those whose leases were lost are due in the table, where nothing announces them.
+    if (renewed.length < rows.length) this.pump.wake();
     if (this.stopped) {
       this.holdHanded(renewed);
       return this.releaseHanded();
@@ -258,11 +263,11 @@ export class WebhookSender implements DeliveryQueue {
       if (!holdsSlot) return;
       holdsSlot = false;
       this.posting--;
-      const workMayWait = this.slots.give(row.user_id);
+      this.slots.give(row.user_id);
       this.launchHanded();
-      // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting,
-      // which it may have been for an account at its cap (or kept from the reserve) even with slots free.
-      if (workMayWait) this.pump.wake();
+      // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting:
+      // for every slot, or for an account's share (which this slot may have grown, even with other slots free).
+      if (this.claims.heldBack) this.pump.wake();
       else this.pump.slotFreed();
     };
     flight.done = this.attempt(row, flight, freeSlot)
