@@ -259,6 +259,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       minTimerInterval: config.minTimerInterval,
       clock,
     });
+    workflows.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
     const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
     const ingress = new IngressService(new EndpointDirectory(store, options.endpointCacheTtlMs), quotas, dispatcher, workflowRuns, {

@@ -4,7 +4,6 @@ import type { Transaction } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
-import type { SourceRow } from '../store/sources.js';
 import * as subscriptions from '../store/subscriptions.js';
 import { invalid, notFound } from '../model/errors.js';
 
@@ -16,7 +15,7 @@ export interface SubscriptionView {
   event_name: string;
 }
 
-/** An auto-subscription: the listener and stream every source created later is subscribed with. */
+/** An auto-subscription: the listener and stream every source or workflow created later is subscribed with. */
 export interface AutoSubscriptionView {
   id: string;
   listener_id: string;
@@ -25,6 +24,13 @@ export interface AutoSubscriptionView {
 
 function toView(row: subscriptions.SubscriptionRow): SubscriptionView {
   return { id: row.id, emitter_id: row.emitter_id, listener_id: row.listener_id, event_name: row.event_name };
+}
+
+/** A source or workflow being created: what its auto-subscriptions are materialised from. */
+export interface NewEmitter {
+  id: string;
+  user_id: string;
+  created_at: number;
 }
 
 export interface SubscriptionRequest {
@@ -89,16 +95,16 @@ export class SubscriptionService {
     }
   }
 
-  /** Subscribes a source being created to every auto-subscription of its account, inside its creation transaction. */
-  async materialise(trx: Transaction<Database>, source: SourceRow): Promise<void> {
-    for (const auto of await subscriptions.listAutoSubscriptions(trx, source.user_id)) {
+  /** Subscribes a source or workflow being created to every auto-subscription of its account, inside its creation transaction. */
+  async materialise(trx: Transaction<Database>, emitter: NewEmitter): Promise<void> {
+    for (const auto of await subscriptions.listAutoSubscriptions(trx, emitter.user_id)) {
       await subscriptions.insertSubscription(trx, {
         id: newId('sub'),
-        user_id: source.user_id,
-        emitter_id: source.id,
+        user_id: emitter.user_id,
+        emitter_id: emitter.id,
         listener_id: auto.listener_id,
         event_name: auto.event_name,
-        created_at: source.created_at,
+        created_at: emitter.created_at,
       });
     }
   }

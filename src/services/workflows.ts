@@ -65,6 +65,9 @@ export interface WorkflowSettings {
 /** Called after a workflow change commits. */
 export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upsert' | 'delete'; endpointId: string | null }) => void;
 
+/** Runs inside the transaction that creates a workflow (auto-subscriptions are materialised this way). */
+export type WorkflowCreationStep = (trx: Transaction<Database>, workflow: workflows.WorkflowRow) => Promise<void>;
+
 const TIMER_PROP = 'trigger';
 
 function normalizeTrigger(trigger: TriggerRequest | null): WorkflowTrigger | null {
@@ -82,6 +85,7 @@ function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefin
 
 export class WorkflowService {
   private readonly listeners: WorkflowChangeListener[] = [];
+  private readonly creationSteps: WorkflowCreationStep[] = [];
   private readonly deployProps: DeployPropsResolver;
 
   constructor(
@@ -100,6 +104,10 @@ export class WorkflowService {
 
   onChange(listener: WorkflowChangeListener): void {
     this.listeners.push(listener);
+  }
+
+  onCreateInTransaction(step: WorkflowCreationStep): void {
+    this.creationSteps.push(step);
   }
 
   async list(accountId: string, page: PageRequest): Promise<Page<WorkflowView>> {
@@ -142,6 +150,7 @@ export class WorkflowService {
     };
     await this.store.db.transaction().execute(async (trx) => {
       await workflows.insertWorkflow(trx, row);
+      for (const step of this.creationSteps) await step(trx, row);
       await this.applyTrigger(trx, row, null);
     });
     this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: row.endpoint_id });

@@ -5,6 +5,13 @@ import { waitFor } from '../helpers/wait.js';
 import { MAX_LISTENER_DEPTH } from '../../src/commit/router.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
+/** Emits the run's body, or throws with its `fail` message. */
+const EMIT_OR_FAIL_STEP = `module.exports = { async run({ steps, $ }) {
+  const body = steps.trigger.event;
+  if (body.fail) throw new Error(body.fail);
+  $.send.emit({ raw_event: body });
+} };`;
+
 describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
   let server: TestServer;
   let receiver: Receiver;
@@ -157,6 +164,56 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect((await a.api.delete(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).status).toBe(204);
     await a.deploy();
     expect((await a.api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(1);
+  });
+
+  it('auto-subscriptions apply to workflows created after them: their emitted events and $errors reach the webhook', async () => {
+    const a = await account(server);
+    const path = `/auto-workflow-${dialect}`;
+    const hook = await a.createWebhook(`${receiver.url}${path}`);
+    const createWorkflow = async (name: string) => {
+      const res = await a.api.post('/v1/workflows', { name, steps: [{ name: 'emit', component_code: EMIT_OR_FAIL_STEP }] });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.data.id as string;
+    };
+    const existing = await createWorkflow('before');
+    for (const eventName of ['default', '$errors']) {
+      expect((await a.api.post(`/v1/auto_subscriptions?event_name=${eventName}&listener_id=${hook.id}`)).status).toBe(200);
+    }
+    const created = await createWorkflow('after');
+    const listed = await a.api.get('/v1/users/me/subscriptions');
+    expect(listed.body.data).toEqual([
+      { id: expect.stringMatching(/^sub_/), emitter_id: created, listener_id: hook.id, event_name: expect.any(String) },
+      { id: expect.stringMatching(/^sub_/), emitter_id: created, listener_id: hook.id, event_name: expect.any(String) },
+    ]);
+    expect(listed.body.data.map((s: { event_name: string }) => s.event_name).sort()).toEqual(['$errors', 'default']);
+
+    for (const [workflowId, body] of [
+      [existing, { n: 1 }],
+      [existing, { fail: 'old workflow' }],
+      [created, { n: 2 }],
+      [created, { fail: 'new workflow' }],
+    ] as const) {
+      expect((await a.api.post(`/v1/workflows/${workflowId}/run`, body)).status).toBe(202);
+    }
+    const got = await waitFor(
+      async () => receiver.on(path),
+      (r) => r.length >= 2,
+      { what: "the new workflow's event and error delivered" },
+    );
+    const summaries = got.map((r) => JSON.parse(r.body));
+    expect(summaries.every((summary) => summary.metadata.emitter_id === created)).toBe(true);
+    expect(summaries.map((summary) => summary.metadata.name).sort()).toEqual(['', '$errors']);
+    expect(summaries.find((summary) => summary.metadata.name === '')!.event).toEqual({ raw_event: { n: 2 } });
+    const failure = summaries.find((summary) => summary.metadata.name === '$errors')!.event;
+    expect(failure.original_event).toEqual({ fail: 'new workflow' });
+    expect(failure.error).toMatchObject({ message: 'new workflow' });
+    // The workflow created before the auto-subscriptions finished its runs without a delivery.
+    await waitFor(
+      () => a.api.get(`/v1/workflows/${existing}/runs?limit=10`),
+      (r) => r.body.data.filter((run: { status: string }) => run.status === 'succeeded' || run.status === 'failed').length === 2,
+      { what: 'both runs of the older workflow finished' },
+    );
+    expect(receiver.on(path)).toHaveLength(2);
   });
 
   it('queues a run of a listener source with the event summary as its event', async () => {
