@@ -1,4 +1,4 @@
-// Reading and deleting a source's events: the default stream (with channels), `$logs` and `$errors`.
+// Reading and deleting the events of a source or workflow: the default stream (with channels), `$logs` and `$errors`.
 import type { Store } from '../store/database.js';
 import type { StreamKind } from '../store/schema.js';
 import * as events from '../store/events.js';
@@ -9,6 +9,12 @@ import { findWorkflow } from '../store/workflows.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
 
+/** An emitter as a route names it: the kind comes from the route, so a workflow's id on a source route is unknown. */
+export interface EmitterRef {
+  kind: 'source' | 'workflow';
+  id: string;
+}
+
 export class EventService {
   constructor(
     private readonly store: Store,
@@ -16,16 +22,17 @@ export class EventService {
     private readonly retention: number,
   ) {}
 
-  /** Newest first, of an emitter the account owns (404 otherwise). */
-  async list(accountId: string, emitterId: string, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
-    await this.assertOwned(accountId, emitterId);
-    const result = await events.listEvents(this.store.db, emitterId, stream, page, this.retention);
+  /** Newest first, of an emitter of that kind the account owns (404 otherwise). */
+  async list(accountId: string, emitter: EmitterRef, stream: StreamKind, page: PageRequest, expand: boolean): Promise<Page<EventSummary>> {
+    await this.assertOwned(accountId, emitter);
+    const result = await events.listEvents(this.store.db, emitter.id, stream, page, this.retention);
     return { ...result, items: result.items.map((row) => toSummary(row, expand)) };
   }
 
   /** The spec's four cases: none → all; start only → it and later; end only → it and earlier; both → inclusive. */
-  async deleteRange(accountId: string, emitterId: string, startId: string | undefined, endId: string | undefined): Promise<number> {
-    await this.assertOwned(accountId, emitterId);
+  async deleteRange(accountId: string, emitter: EmitterRef, startId: string | undefined, endId: string | undefined): Promise<number> {
+    await this.assertOwned(accountId, emitter);
+    const emitterId = emitter.id;
     const start = startId === undefined ? undefined : parseEventId(startId);
     const end = endId === undefined ? undefined : parseEventId(endId);
     if (startId !== undefined && !start) throw invalid(`start_id "${startId}" is not an event id (<epoch_ms>-<seq>)`);
@@ -62,14 +69,15 @@ export class EventService {
     return { events: rows.map((row) => toSummary(row, true)), newestId };
   }
 
-  /** Emitters are sources and workflows; another account's id is as unknown as a missing one. */
-  private async assertOwned(accountId: string, emitterId: string): Promise<void> {
-    if (emitterId.startsWith('p_')) {
-      const workflow = isId(emitterId, 'p') ? await findWorkflow(this.store.db, accountId, emitterId) : undefined;
-      if (!workflow) throw notFound(`workflow "${emitterId}"`);
+  /** Another account's id, or one of the other kind, is as unknown as a missing one. */
+  private async assertOwned(accountId: string, emitter: EmitterRef): Promise<void> {
+    const { kind, id } = emitter;
+    if (kind === 'workflow') {
+      const workflow = isId(id, 'p') ? await findWorkflow(this.store.db, accountId, id) : undefined;
+      if (!workflow) throw notFound(`workflow "${id}"`);
       return;
     }
-    const source = isId(emitterId, 'dc') ? await findSource(this.store.db, accountId, emitterId) : undefined;
-    if (!source) throw notFound(`source "${emitterId}"`);
+    const source = isId(id, 'dc') ? await findSource(this.store.db, accountId, id) : undefined;
+    if (!source) throw notFound(`source "${id}"`);
   }
 }

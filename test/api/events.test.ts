@@ -4,8 +4,16 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import type { client } from '../helpers/client.js';
 import { emitterSource } from '../helpers/components.js';
 import { account, emitsOf } from '../helpers/account.js';
+import { waitFor } from '../helpers/wait.js';
 
 type Api = ReturnType<typeof client>;
+
+/** A workflow step: emits the run's body, or throws with its `fail` message. */
+const EMIT_OR_FAIL_STEP = `module.exports = { async run({ steps, $ }) {
+  const body = steps.trigger.event;
+  if (body.fail) throw new Error(body.fail);
+  $.send.emit({ raw_event: body });
+} };`;
 
 describe.each(DIALECTS)('events on %s', (dialect) => {
   let server: TestServer;
@@ -144,6 +152,47 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     const bad = await api.delete(`/v1/sources/${id}/events?start_id=yesterday`);
     expect(bad.status).toBe(400);
     expect(bad.body.error).toContain('start_id "yesterday" is not an event id');
+  });
+
+  it('answers a workflow id on a source events route, and a source id on a workflow one, as it answers an unknown id', async () => {
+    const sourceId = await deploy();
+    await runAndWait(sourceId, emitsOf([{ event: 'from the source' }]));
+    await runAndWait(sourceId, { fail: 'source failure' });
+    const created = await api.post('/v1/workflows', { name: 'emits or fails', steps: [{ name: 'emit', component_code: EMIT_OR_FAIL_STEP }] });
+    expect(created.status).toBe(200);
+    const workflowId: string = created.body.data.id;
+    for (const body of [{ n: 1 }, { fail: 'workflow failure' }]) expect((await api.post(`/v1/workflows/${workflowId}/run`, body)).status).toBe(202);
+    await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/$errors/event_summaries`),
+      (r) => r.body.data?.length === 1,
+      { what: "the workflow's failure on $errors" },
+    );
+    const workflowEvents = async () => (await api.get(`/v1/workflows/${workflowId}/event_summaries`)).body.data;
+    expect(await workflowEvents()).toHaveLength(1);
+
+    const unknown = { source: 'dc_00000000000000000000000000', workflow: 'p_00000000000000000000000000' };
+    const routes: Array<[method: 'get' | 'delete', kind: 'source' | 'workflow', path: (id: string) => string]> = [
+      ['get', 'source', (id) => `/v1/sources/${id}/event_summaries`],
+      ['get', 'source', (id) => `/v1/sources/${id}/$logs/event_summaries`],
+      ['get', 'source', (id) => `/v1/sources/${id}/$errors/event_summaries`],
+      ['delete', 'source', (id) => `/v1/sources/${id}/events`],
+      ['get', 'source', (id) => `/v1/sources/${id}/sse`],
+      ['get', 'workflow', (id) => `/v1/workflows/${id}/event_summaries`],
+      ['get', 'workflow', (id) => `/v1/workflows/${id}/$errors/event_summaries`],
+      ['get', 'workflow', (id) => `/v1/workflows/${id}/sse`],
+    ];
+    for (const [method, kind, path] of routes) {
+      const other = kind === 'source' ? workflowId : sourceId;
+      const missing = await api[method](path(unknown[kind]));
+      expect([missing.status, missing.body], path(unknown[kind])).toEqual([404, { error: `${kind} "${unknown[kind]}" not found`, code: 'not_found' }]);
+      const crossed = await api[method](path(other));
+      expect([crossed.status, crossed.body], path(other)).toEqual([404, { error: `${kind} "${other}" not found`, code: 'not_found' }]);
+    }
+    // The refused delete left the workflow's events, and the source's are still its own.
+    expect(await workflowEvents()).toHaveLength(1);
+    expect((await api.get(`/v1/sources/${sourceId}/event_summaries?expand=event`)).body.data.map((e: { event: unknown }) => e.event)).toEqual([
+      'from the source',
+    ]);
   });
 
   it('records console output on $logs and failures on $errors, committing nothing of a failed run', async () => {

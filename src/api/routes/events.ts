@@ -3,7 +3,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { EventService } from '../../services/events.js';
+import type { EmitterRef, EventService } from '../../services/events.js';
 import type { StreamKind } from '../../store/schema.js';
 import { acceptedWithoutBody, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
@@ -16,18 +16,26 @@ const summariesQuery = Type.Object({
 });
 
 // The specification documents the first; the $logs and $errors streams of a source are extensions.
-const STREAMS: Array<{ path: string; stream: StreamKind; summary: string; tags: string[] }> = [
-  { path: '/sources/:id/event_summaries', stream: 'emit', summary: 'Events the source emitted, newest first', tags: ['events'] },
+const STREAMS: Array<{ path: string; kind: EmitterRef['kind']; stream: StreamKind; summary: string; tags: string[] }> = [
+  { path: '/sources/:id/event_summaries', kind: 'source', stream: 'emit', summary: 'Events the source emitted, newest first', tags: ['events'] },
   {
     path: '/sources/:id/$logs/event_summaries',
+    kind: 'source',
     stream: '$logs',
     summary: "Console output of the source's runs and hooks, newest first",
     tags: ['events', 'extensions'],
   },
-  { path: '/sources/:id/$errors/event_summaries', stream: '$errors', summary: "Errors of the source's runs, newest first", tags: ['events', 'extensions'] },
-  { path: '/workflows/:id/event_summaries', stream: 'emit', summary: 'Events the workflow emitted, newest first', tags: ['workflows'] },
+  {
+    path: '/sources/:id/$errors/event_summaries',
+    kind: 'source',
+    stream: '$errors',
+    summary: "Errors of the source's runs, newest first",
+    tags: ['events', 'extensions'],
+  },
+  { path: '/workflows/:id/event_summaries', kind: 'workflow', stream: 'emit', summary: 'Events the workflow emitted, newest first', tags: ['workflows'] },
   {
     path: '/workflows/:id/$errors/event_summaries',
+    kind: 'workflow',
     stream: '$errors',
     summary: 'Errors of the workflow, with the original event, newest first',
     tags: ['workflows'],
@@ -38,14 +46,14 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
-    for (const { path, stream, summary, tags } of STREAMS) {
+    for (const { path, kind, stream, summary, tags } of STREAMS) {
       app.get(
         path,
         { schema: { tags, summary, params: sourceIdParams, querystring: summariesQuery, response: { 200: pageOf(eventSummarySchema) } } },
         async (request) => {
           const page = await services.events.list(
             request.account.id,
-            request.params.id,
+            { kind, id: request.params.id },
             stream,
             toPageRequest(request.query),
             request.query.expand === 'event',
@@ -72,7 +80,7 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
       },
       async (request, reply) => {
         // Done before answering, so the events are gone when the client sees 202 (the spec only requires "soon").
-        await services.events.deleteRange(request.account.id, request.params.id, request.query.start_id, request.query.end_id);
+        await services.events.deleteRange(request.account.id, { kind: 'source', id: request.params.id }, request.query.start_id, request.query.end_id);
         return acceptedWithoutBody(reply);
       },
     );
