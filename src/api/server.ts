@@ -215,6 +215,12 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
       v1.removeAllContentTypeParsers();
       const parseJson = v1.getDefaultJsonParser('error', 'error');
       v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+        // Many clients send the JSON content type with every request, bodyless ones too (query-only POSTs and
+        // DELETEs): an empty body is no body, which each route's schema then accepts or refuses as such.
+        if (body === '') {
+          done(null, undefined);
+          return;
+        }
         if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
           done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
           return;

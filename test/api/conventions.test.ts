@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request, type ApiResponse } from '../helpers/client.js';
+import { emitterSource } from '../helpers/components.js';
 
 describe.each(DIALECTS)('API conventions on %s', (dialect) => {
   let server: TestServer;
@@ -49,6 +50,30 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     const res = await request('POST', `${server.url}/v1/components`, { key, raw: { body: '{"component_code": ', contentType: 'application/json' } });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
+  });
+
+  it('takes an empty body sent with the JSON content type as no body', async () => {
+    const emptyJson = (method: string, path: string) => request(method, `${server.url}${path}`, { key, raw: { body: '', contentType: 'application/json' } });
+    const api = client(server.url, key);
+    const hook = await emptyJson('POST', `/v1/webhooks?${new URLSearchParams({ url: 'https://example.com/hook', name: 'empty body' })}`);
+    expect(hook.status, hook.text).toBe(200);
+    expect(hook.body.data).toMatchObject({ url: 'https://example.com/hook', name: 'empty body' });
+    const hookId: string = hook.body.data.id;
+    const auto = await emptyJson('POST', `/v1/auto_subscriptions?event_name=default&listener_id=${hookId}`);
+    expect(auto.status, auto.text).toBe(200);
+    expect(auto.body).toEqual({ data: { id: expect.stringMatching(/^sub_/), listener_id: hookId, event_name: 'default' } });
+    const source = await api.post('/v1/sources', { component_code: emitterSource() });
+    expect(source.status).toBe(200);
+    const triple = `emitter_id=${source.body.data.id}&listener_id=${hookId}&event_name=default`;
+    const deleted = await emptyJson('DELETE', `/v1/subscriptions?${triple}`);
+    expect([deleted.status, deleted.text]).toEqual([204, '']);
+    expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+    // A route whose body is required refuses an empty one exactly as it refuses none at all.
+    const none = await request('POST', `${server.url}/v1/components`, { key });
+    const empty = await emptyJson('POST', '/v1/components');
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({ code: 'invalid_request', details: [expect.objectContaining({ in: 'body' })] });
+    expect([empty.status, empty.body]).toEqual([none.status, none.body]);
   });
 
   it('answers 413 to a body over the limit', async () => {
