@@ -240,7 +240,7 @@ describe('respond()', () => {
     const responded: Array<[HttpResponse, number]> = [];
     const prepared = await t.runtime.prepare(
       responder(`
-        this.http.respond({ status: "202", headers: { "x-one": 1 }, body: { ok: true } });
+        this.http.respond({ status: 202, headers: { "x-one": 1 }, body: { ok: true } });
         this.http.respond({ status: 500, body: "second" });
         this.$emit("done");`),
     );
@@ -276,7 +276,7 @@ describe('respond()', () => {
   });
 
   it('fails the run on an invalid status, even if the component catches the error', async () => {
-    for (const status of [99, 600, 200.5, 'abc', undefined]) {
+    for (const status of [99, 600, 200.5, '200', 'abc', undefined]) {
       const prepared = await t.runtime.prepare(
         responder(`try { this.http.respond({ status: ${JSON.stringify(status) ?? 'undefined'} }); } catch {} this.$emit("after");`),
       );

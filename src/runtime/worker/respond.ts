@@ -18,12 +18,12 @@ function headerValue(name: string, value: unknown): string {
   return result;
 }
 
+/** The specification's `status`: an integer from 100 to 599; a numeric string such as "200" is not one. */
 function status(value: unknown): number {
-  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 100 || n > 599) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 100 || value > 599) {
     throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSON.stringify(value) ?? String(value)}`);
   }
-  return n;
+  return value;
 }
 
 /** Turns what the component passed into an HttpResponse; throws a TypeError or RangeError explaining what is wrong. */
