@@ -16,6 +16,7 @@ import { migration010 } from './migrations/010-data-stores.js';
 import { migration011 } from './migrations/011-additional-props.js';
 import { migration012 } from './migrations/012-claim-function.js';
 import { migration013 } from './migrations/013-account-queues.js';
+import { migration014 } from './migrations/014-step-duration-precision.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '011-additional-props': migration011,
   '012-claim-function': migration012,
   '013-account-queues': migration013,
+  '014-step-duration-precision': migration014,
 };
 
 /** Every migration this build knows, in the order they run. */

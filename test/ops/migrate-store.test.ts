@@ -9,10 +9,12 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { migrateStore } from '../../src/ops/migrate-store.js';
+import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { createTestDatabase, tempDir } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { workflowCalls } from '../helpers/workflows.js';
 
 const run = promisify(execFile);
 const describeOnPostgres = process.env.TRIBUTARY_TEST_DATABASE_URL ? describe : describe.skip;
@@ -183,6 +185,37 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     const stamps = (ticks.body.data as { event: { timestamp: number } }[]).map((e) => e.event.timestamp);
     expect(new Set(stamps).size).toBe(stamps.length);
     expect(stamps.filter((s) => s > lastOnSqlite).length).toBe(stamps.length - snapshot.timerEvents.length);
+  });
+
+  it('moves a workflow run whose step took a duration with many decimals, to the last digit', async () => {
+    const dataDir = tempDir();
+    const key = await createAccount(['--data-dir', dataDir], 'stepper');
+    const server = await serve(['--data-dir', dataDir]);
+    children.push(server.child);
+    const workflows = workflowCalls(() => client(server.url, key));
+    const workflow = await workflows.create({
+      name: 'one step',
+      trigger: { type: 'http', custom_response: false },
+      steps: [{ name: 'echo', component_code: 'export default defineComponent({ async run({ steps }) { return steps.trigger.event.body } })' }],
+    });
+    expect((await request('POST', workflow.trigger.endpoint_url, { body: { n: 1 } })).status).toBe(200);
+    await workflows.finishedRuns(workflow.id, 1);
+    await stopGracefully(server.child);
+    // A float4 keeps about 7 digits of this; the column must keep all of them.
+    const duration = 12.345678901234567;
+    const sqlite = openSqliteFile(path.join(dataDir, 'tributary.db'));
+    expect(sqlite.prepare('update workflow_run_steps set duration_ms = ?').run(duration).changes).toBe(1);
+    sqlite.close();
+
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url]);
+    expect(moved.stdout).toMatch(/workflow_run_steps: 1 rows?, checksum [0-9a-f]{16}… copied and verified/);
+    const target = new pg.Client({ connectionString: database.url });
+    await target.connect();
+    cleanups(() => target.end());
+    const steps = await target.query('select duration_ms from workflow_run_steps');
+    expect(steps.rows).toEqual([{ duration_ms: duration }]);
   });
 
   it('refuses a target it cannot reach, and one holding tables of something else, writing nothing there', async () => {
