@@ -35,6 +35,7 @@ export async function backupDatabase(options: {
   const source = path.join(path.resolve(options.dataDir), 'tributary.db');
   const out = path.resolve(options.out);
   if (!fs.existsSync(source)) throw new OpsError(`no Tributary database at ${source}: check --data-dir`);
+  refuseTheDatabaseItself(source, out);
   if (fs.existsSync(out) && fs.statSync(out).isDirectory()) throw new OpsError(`--out ${out} is a folder: give the path of the file to write`);
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
@@ -65,6 +66,42 @@ export async function backupDatabase(options: {
   fs.renameSync(partial, out);
   options.onProgress?.({ totalPages: pages, remainingPages: 0 });
   return { file: out, bytes: fs.statSync(out).size, pages, restarts };
+}
+
+/** The files SQLite keeps a database in: the file, its write-ahead log and shared memory, its rollback journal. */
+const DATABASE_FILE_SUFFIXES = ['', '-wal', '-shm', '-journal'];
+
+/** Where a path really leads, symlinks followed; for a file not there yet, its folder's real path and its name. */
+function realPath(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    try {
+      return path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
+    } catch {
+      return file;
+    }
+  }
+}
+
+/**
+ * Refuses an `out` that is the database or one of its companion files, by any path (a symlink, a hard link), even
+ * with --force: renamed over the live file, the backup would leave the server writing to a deleted file and lose
+ * everything it wrote from then on.
+ */
+function refuseTheDatabaseItself(source: string, out: string): void {
+  const outReal = realPath(out);
+  const outStat = fs.statSync(out, { throwIfNoEntry: false });
+  for (const base of new Set([source, realPath(source)])) {
+    for (const suffix of DATABASE_FILE_SUFFIXES) {
+      const file = base + suffix;
+      const fileStat = fs.statSync(file, { throwIfNoEntry: false });
+      const sameFile = outStat !== undefined && fileStat !== undefined && outStat.dev === fileStat.dev && outStat.ino === fileStat.ino;
+      if (outReal === realPath(file) || sameFile) {
+        throw new OpsError(`--out ${out} is the database's own file ${file}: write the backup elsewhere (--force does not allow this)`);
+      }
+    }
+  }
 }
 
 /** The copy opens and passes SQLite's quick check before it takes the name of a backup. */

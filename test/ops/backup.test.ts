@@ -144,6 +144,37 @@ describe('backup and restore', () => {
     );
   });
 
+  it("backup refuses the running database's own files as --out, by any path, even with --force", async () => {
+    const dataDir = tempDir();
+    const key = await createAccount(['--data-dir', dataDir], 'inplace');
+    const server = await serve(['--data-dir', dataDir]);
+    children.push(server.child);
+    const database = path.join(dataDir, 'tributary.db');
+    const inode = fs.statSync(database).ino;
+    const elsewhere = tempDir();
+    fs.symlinkSync(database, path.join(elsewhere, 'link.db'));
+    fs.symlinkSync(dataDir, path.join(elsewhere, 'data'));
+    fs.linkSync(database, path.join(elsewhere, 'hard.db'));
+    const outs = [
+      database,
+      `${database}-wal`,
+      `${database}-shm`,
+      `${database}-journal`,
+      path.join(elsewhere, 'link.db'),
+      path.join(elsewhere, 'data', 'tributary.db'),
+      path.join(elsewhere, 'hard.db'),
+    ];
+    for (const out of outs) {
+      for (const force of [[], ['--force']]) {
+        const answer = await refused(['backup', '--data-dir', dataDir, '--out', out, ...force]);
+        expect(answer, out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --out .* is the database's own file /) });
+      }
+    }
+    expect(fs.statSync(database).ino).toBe(inode);
+    expect(fs.existsSync(`${database}-journal`)).toBe(false);
+    expect((await client(server.url, key).get('/v1/users/me')).status).toBe(200);
+  });
+
   it('restore refuses what is not a Tributary database, and one written by a newer Tributary', async () => {
     const dir = tempDir();
     const notSqlite = path.join(dir, 'notes.txt');
