@@ -98,8 +98,8 @@ function sqliteTableNames(file: string): Set<string> {
 }
 
 /**
- * Refuses, before anything is written there, a target that cannot be reached or that holds tables of something else
- * than Tributary (tables an extension owns, such as PostGIS's, do not count).
+ * Refuses, before anything is written there, a target that cannot be reached, that holds tables of something else
+ * than Tributary (tables an extension owns, such as PostGIS's, do not count), or that others are connected to.
  */
 async function checkTarget(url: string, ours: Set<string>): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -125,9 +125,28 @@ async function checkTarget(url: string, ours: Set<string>): Promise<void> {
         `the --to database holds tables that are not Tributary's (${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}): choose an empty database`,
       );
     }
+    await refuseOtherSessions(client);
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Refuses a target that other clients are connected to: most likely a Tributary server already running on it, whose
+ * data --force (or a resumed run) would empty under it. Tributary's servers set no application_name, so every other
+ * client session counts (background processes such as autovacuum do not).
+ */
+async function refuseOtherSessions(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ sessions: number; applications: string | null }>(
+    `select count(*)::int as sessions, string_agg(distinct nullif(application_name, ''), ', ') as applications from pg_stat_activity
+     where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+  );
+  const { sessions, applications } = rows[0] ?? { sessions: 0, applications: null };
+  if (sessions === 0) return;
+  throw new OpsError(
+    `the --to database has ${sessions} other ${sessions === 1 ? 'session' : 'sessions'} connected${applications ? ` (${applications})` : ''}, ` +
+      'a Tributary server using it perhaps: stop every server and client of that database first; migrate-store must be the only one writing to it',
+  );
 }
 
 async function copyAll(source: SQLite.Database, target: pg.Client, options: MigrateStoreOptions): Promise<TableReport[]> {

@@ -218,6 +218,44 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     expect(steps.rows).toEqual([{ duration_ms: duration }]);
   });
 
+  it('refuses, even with --force, a target that a running server is connected to, and leaves its data alone', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'source');
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    await createAccount(['--database-url', database.url, '--data-dir', tempDir()], 'live');
+    const server = await serve(['--database-url', database.url, '--data-dir', tempDir(), '--secret-key', 'live']);
+    children.push(server.child);
+    const observer = new pg.Client({ connectionString: database.url });
+    await observer.connect();
+    cleanups(() => observer.end());
+    const migrate = () =>
+      run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--force']).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+    const refused = await migrate();
+    expect(refused.code).toBe(2);
+    // The server's connections and this test's own.
+    expect(refused.stderr).toMatch(/^error: the --to database has [2-9]\d* other sessions connected, a Tributary server using it perhaps: stop every server/);
+    expect((await observer.query('select username from users')).rows).toEqual([{ username: 'live' }]);
+
+    await stopGracefully(server.child);
+    await observer.end();
+    // Once the server's sessions are gone (their backends end just after it exits), the move goes through.
+    const others = new pg.Client({ connectionString: process.env.TRIBUTARY_TEST_DATABASE_URL });
+    await others.connect();
+    cleanups(() => others.end());
+    await waitFor(
+      () => others.query('select count(*)::int as n from pg_stat_activity where datname = $1', [new URL(database.url).pathname.slice(1)]),
+      (r) => r.rows[0].n === 0,
+      { what: "the server's sessions to end" },
+    );
+    const moved = await migrate();
+    expect(moved.code).toBe(0);
+    expect(moved.stdout).toMatch(/users: 1 rows?, checksum/);
+  });
+
   it('refuses a target it cannot reach, and one holding tables of something else, writing nothing there', async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'elsewhere');
