@@ -7,7 +7,7 @@ import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
 import { addClientCommands } from './client-commands.js';
-import { addOpsCommands } from './ops-commands.js';
+import { addOpsCommands, refuseMissingDatabase } from './ops-commands.js';
 import { OpsError } from '../ops/ops-error.js';
 import { NewerDatabaseError } from '../store/newer-database-error.js';
 import { describeFailure, EXIT } from './terminal.js';
@@ -21,9 +21,14 @@ function configFrom(options: Record<string, unknown>): Config {
   return resolveConfig(values as Partial<Config>);
 }
 
-// The server's modules load only for the commands that use them, so that client commands start fast.
-async function withUsers<T>(options: Record<string, unknown>, work: (users: UserService) => Promise<T>): Promise<T> {
+/**
+ * The server's modules load only for the commands that use them, so that client commands start fast. Only `create`
+ * may start a database in a fresh data directory (a first account before the first start); the others read accounts,
+ * so a data directory without a database is a mistyped --data-dir.
+ */
+async function withUsers<T>(options: Record<string, unknown>, database: 'create' | 'existing', work: (users: UserService) => Promise<T>): Promise<T> {
   const config = configFrom(options);
+  if (database === 'existing') await refuseMissingDatabase(config);
   const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   try {
@@ -108,7 +113,7 @@ export function buildProgram(): Command {
     .option('--json', 'print {"id","username","email","plan","api_key"} on one line');
   for (const option of storageOptions()) create.addOption(option);
   create.action(async (options: Record<string, unknown>) => {
-    const account = await withUsers(options, (service) =>
+    const account = await withUsers(options, 'create', (service) =>
       service.create({ username: String(options.username), email: String(options.email), plan: options.plan as Plan }),
     );
     printAccount(account, options.json === true);
@@ -117,7 +122,7 @@ export function buildProgram(): Command {
   const list = users.command('list').description('list accounts').option('--json', 'one JSON object per line');
   for (const option of storageOptions()) list.addOption(option);
   list.action(async (options: Record<string, unknown>) => {
-    const accounts = await withUsers(options, (service) => service.list());
+    const accounts = await withUsers(options, 'existing', (service) => service.list());
     for (const a of accounts) {
       console.log(
         options.json
@@ -134,7 +139,7 @@ export function buildProgram(): Command {
     .option('--json', 'print the account and new key as JSON');
   for (const option of storageOptions()) rotate.addOption(option);
   rotate.action(async (idOrUsername: string, options: Record<string, unknown>) => {
-    const account = await withUsers(options, (service) => service.rotateKey(idOrUsername));
+    const account = await withUsers(options, 'existing', (service) => service.rotateKey(idOrUsername));
     printAccount(account, options.json === true);
   });
 

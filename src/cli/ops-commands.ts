@@ -16,6 +16,18 @@ function storage(options: Record<string, unknown>): { dataDir: string; databaseU
   return { dataDir: config.dataDir, databaseUrl: config.databaseUrl };
 }
 
+/**
+ * Refuses a data directory without a database, for the commands that only read or change what is there: opening it
+ * would create an empty database, and a mistyped --data-dir would look like a Tributary with nothing in it.
+ */
+export async function refuseMissingDatabase(where: { dataDir: string; databaseUrl: string | undefined }): Promise<void> {
+  if (where.databaseUrl) return;
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const file = path.join(path.resolve(where.dataDir), 'tributary.db');
+  if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir (or pass --database-url)`);
+}
+
 /** Progress goes to a terminal only, on one line rewritten in place; logs and pipes get the final line alone. */
 function progressLine(label: string): { update(done: number, total: number): void; end(): void } {
   const tty = process.stderr.isTTY === true;
@@ -90,12 +102,7 @@ export function addOpsCommands(program: Command): void {
   migrate.action(async (options: Record<string, unknown>) => {
     const where = storage(options);
     // Listing creates nothing: a data directory without a database is a mistake in --data-dir. Migrating creates it, as serve does.
-    if (!where.databaseUrl && options.status === true) {
-      const fs = await import('node:fs');
-      const path = await import('node:path');
-      const file = path.join(where.dataDir, 'tributary.db');
-      if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir (or pass --database-url)`);
-    }
+    if (options.status === true) await refuseMissingDatabase(where);
     if (options.json === true && options.status !== true) throw new OpsError('--json goes with --status');
     const { migrationStatus, formatMigrationStatus } = await import('../ops/migration-status.js');
     if (options.status !== true) {

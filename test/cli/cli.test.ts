@@ -1,5 +1,6 @@
 // The `tributary` command end to end: serve on an empty data directory, users commands, --help, SIGTERM.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { openSqliteFile } from '../../src/store/sqlite-file.js';
@@ -112,6 +113,27 @@ describe('tributary CLI', () => {
     expect(row.api_key_hash).toBe(hashApiKey(rotated.api_key));
     expect(dump).not.toContain(rotated.api_key);
     expect(dump).not.toContain(created.api_key);
+  });
+
+  it('users list and rotate-key refuse a data directory without a database, creating nothing; users create starts one', async () => {
+    const missing = path.join(tempDir(), 'typo');
+    const empty = tempDir();
+    for (const [args, dataDir] of [
+      [['users', 'list'], missing],
+      [['users', 'list', '--json'], empty],
+      [['users', 'rotate-key', 'ada'], empty],
+    ] as const) {
+      const error = await tributary([...args, '--data-dir', dataDir]).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect({ args, code: error.code, stdout: error.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect(error.stderr).toBe(`error: no Tributary database at ${path.join(dataDir, 'tributary.db')}: check --data-dir (or pass --database-url)\n`);
+    }
+    expect(fs.existsSync(missing)).toBe(false);
+    expect(fs.readdirSync(empty)).toEqual([]);
+    await tributary(['users', 'create', '--username', 'first', '--email', 'first@example.test', '--data-dir', missing]);
+    expect((await tributary(['users', 'list', '--data-dir', missing])).stdout).toContain('  first  first@example.test  free');
   });
 
   it('serve creates an account on an empty database, accepts users created while it runs, and exits 0 on SIGTERM', async () => {
