@@ -164,8 +164,12 @@ export async function main(argv: string[]): Promise<void> {
       process.exit(EXIT.failed);
     }
     const failure = describeFailure(error);
-    if (!failure) throw error;
-    for (const line of failure.lines) console.error(line);
-    process.exit(failure.code);
+    if (failure) {
+      for (const line of failure.lines) console.error(line);
+      process.exit(failure.code);
+    }
+    // Anything else (a database that cannot be opened, a copy that does not match) is said as every other error is.
+    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(EXIT.failed);
   }
 }

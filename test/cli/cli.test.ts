@@ -136,6 +136,24 @@ describe('tributary CLI', () => {
     expect((await tributary(['users', 'list', '--data-dir', missing])).stdout).toContain('  first  first@example.test  free');
   });
 
+  it('says a database it cannot open as every other error, with error: and exit code 1', async () => {
+    const dataDir = tempDir();
+    fs.mkdirSync(path.join(dataDir, 'tributary.db'));
+    const cases: string[][] = [['--data-dir', dataDir]];
+    const url = process.env.TRIBUTARY_TEST_DATABASE_URL;
+    if (url) cases.push(['--database-url', Object.assign(new URL(url), { pathname: '/tributary_no_such_database' }).toString()]);
+    for (const storage of cases) {
+      const error = await tributary(['users', 'list', ...storage]).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect({ storage, code: error.code }).toEqual({ storage, code: 1 });
+      expect(error.stderr).toMatch(/^error: \S/);
+      expect(error.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+      if (storage[0] === '--database-url') expect(error.stderr).toContain('error: cannot open the database at postgres://');
+    }
+  });
+
   it('serve creates an account on an empty database, accepts users created while it runs, and exits 0 on SIGTERM', async () => {
     const dataDir = tempDir();
     const server = await serve(['--data-dir', dataDir]);
