@@ -2,6 +2,7 @@
 // Their modules load inside the actions, so that other commands start fast.
 import type { Command, Option } from 'commander';
 import { resolveConfig, settingOptions } from '../config.js';
+import { counted } from '../client/resources.js';
 import { OpsError } from '../ops/ops-error.js';
 
 function storageOption(flag: '--data-dir' | '--database-url'): Option {
@@ -69,7 +70,7 @@ export function addOpsCommands(program: Command): void {
       onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
     }).finally(() => progress.end());
     console.log(
-      `backup written to ${result.file} (${result.bytes} bytes, ${result.pages} pages${result.restarts > 0 ? `, started over ${result.restarts} time(s) as the server wrote` : ''}); ` +
+      `backup written to ${result.file} (${counted(result.bytes, 'byte')}, ${counted(result.pages, 'page')}${result.restarts > 0 ? `, started over ${counted(result.restarts, 'time')} as the server wrote` : ''}); ` +
         'the secret key is not in it: keep secret.key (or your --secret-key) separately',
     );
   });
@@ -110,7 +111,7 @@ export function addOpsCommands(program: Command): void {
       const before = await migrationStatus(where);
       const store = await openStore(where);
       await store.close();
-      console.log(`applied ${before.pending.length} migration(s)${before.pending.length > 0 ? `: ${before.pending.join(', ')}` : ''}`);
+      console.log(`applied ${counted(before.pending.length, 'migration')}${before.pending.length > 0 ? `: ${before.pending.join(', ')}` : ''}`);
       return;
     }
     const status = await migrationStatus(where);
@@ -153,13 +154,13 @@ export function addOpsCommands(program: Command): void {
         progress = undefined;
         current = '';
         console.log(
-          `${report.table}: ${report.rows} rows, checksum ${report.checksum.slice(0, 16)}… ${report.resumed ? 'verified by an earlier run' : 'copied and verified'}`,
+          `${report.table}: ${counted(report.rows, 'row')}, checksum ${report.checksum.slice(0, 16)}… ${report.resumed ? 'verified by an earlier run' : 'copied and verified'}`,
         );
       },
     });
     const rows = reports.reduce((sum, r) => sum + r.rows, 0);
     const keyFile = (await import('node:path')).join(dataDir, 'secret.key');
-    console.log(`moved ${reports.length} tables, ${rows} rows, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);
+    console.log(`moved ${counted(reports.length, 'table')}, ${counted(rows, 'row')}, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);
     const key = (await import('node:fs')).existsSync(keyFile)
       ? `--secret-key-file ${keyFile} (or a copy of that file kept elsewhere)`
       : '--secret-key <the key> or --secret-key-file <its file>, whichever this data directory was served with (it has no secret.key)';

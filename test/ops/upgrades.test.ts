@@ -45,7 +45,8 @@ describe.each(DIALECTS)('upgrades on %s', (dialect) => {
     expect(text).toContain(`5 applied, ${KNOWN_MIGRATIONS.length - 5} pending`);
 
     const applied = await tributary(['migrate', ...storage.args]);
-    expect(applied.stdout).toContain(`applied ${KNOWN_MIGRATIONS.length - 5} migration(s): 006-published-components`);
+    expect(applied.stdout).toContain(`applied ${KNOWN_MIGRATIONS.length - 5} migrations: 006-published-components`);
+    expect((await tributary(['migrate', ...storage.args])).stdout).toBe('applied 0 migrations\n');
     const after = JSON.parse((await tributary(['migrate', '--status', '--json', ...storage.args])).stdout);
     expect(after.pending).toEqual([]);
     expect(after.applied).toHaveLength(KNOWN_MIGRATIONS.length);
