@@ -58,7 +58,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   const dataDir = path.resolve(options.dataDir);
   const file = path.join(dataDir, 'tributary.db');
   if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir`);
-  const lock = lockDataDir(dataDir);
+  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run migrate-store again');
   try {
     // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });

@@ -25,7 +25,8 @@ export async function restoreDatabase(options: { from: string; dataDir: string; 
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
   const migrations = await checkBackup(from);
-  const lock = lockDataDir(dataDir);
+  // A database replaced under a running server would be lost to it: the server must stop first.
+  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again');
   try {
     const target = path.join(dataDir, 'tributary.db');
     if (fs.existsSync(target) && !options.force) {

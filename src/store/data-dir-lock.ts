@@ -23,9 +23,10 @@ function readPid(file: string): number | undefined {
 /**
  * Holds an exclusive lock on `<dataDir>/tributary.lock` (a small SQLite file) for as long as the server runs. The
  * operating system drops it when the process ends, however it ends, so a crashed server leaves nothing to clean
- * up. `tributary.pid` beside it only names the holder in the error a second server gets.
+ * up. `tributary.pid` beside it only names the holder in the error a second server gets. `insteadDo` ends that
+ * error with what the one refused should do: a second server can use another data directory, restore cannot.
  */
-export function lockDataDir(dataDir: string): DataDirLock {
+export function lockDataDir(dataDir: string, insteadDo = 'stop it, or start this one with another --data-dir'): DataDirLock {
   fs.mkdirSync(dataDir, { recursive: true });
   const pidFile = path.join(dataDir, 'tributary.pid');
   // No busy timeout: a held lock is an answer now, not something to wait for.
@@ -38,10 +39,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     lock.close();
     if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
     const holder = readPid(pidFile);
-    throw new DataDirInUseError(
-      `another tributary serve${holder ? ` (pid ${holder})` : ''} is using the data directory ${dataDir}; stop it, or start ` +
-        'this one with another --data-dir',
-    );
+    throw new DataDirInUseError(`another tributary serve${holder ? ` (pid ${holder})` : ''} is using the data directory ${dataDir}; ${insteadDo}`);
   }
   fs.writeFileSync(pidFile, `${process.pid}\n`);
   return {

@@ -94,14 +94,17 @@ describe('backup and restore', () => {
 
     // Refusals while the server runs: the same --out again, a restore into its data directory, a move to PostgreSQL.
     expect(await refused(['backup', '--data-dir', dataDir, '--out', out])).toMatchObject({ code: 2, stderr: expect.stringContaining('exists') });
-    expect(await refused(['restore', '--from', out, '--data-dir', dataDir, '--force'])).toMatchObject({
-      code: 2,
-      stderr: expect.stringContaining('another tributary serve'),
-    });
-    expect(await refused(['migrate-store', '--data-dir', dataDir, '--to', 'postgres://nobody@127.0.0.1:1/none'])).toMatchObject({
-      code: 2,
-      stderr: expect.stringContaining('another tributary serve'),
-    });
+    // Each says what to do instead: stop the server first (another --data-dir is a second server's way out, not theirs).
+    for (const [command, args] of [
+      ['restore', ['--from', out, '--force']],
+      ['migrate-store', ['--to', 'postgres://nobody@127.0.0.1:1/none']],
+    ] as const) {
+      const answer = await refused([command, '--data-dir', dataDir, ...args]);
+      expect(answer.code).toBe(2);
+      expect(answer.stderr).toBe(
+        `error: another tributary serve (pid ${server.child.pid}) is using the data directory ${dataDir}; stop it first (SIGTERM, and wait until it has exited), then run ${command} again\n`,
+      );
+    }
     const exited = new Promise((resolve) => server.child.once('exit', resolve));
     server.child.kill('SIGKILL');
     await exited;
