@@ -3,7 +3,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, InvocationOutcome, InvocationRequest, PropDescriptor } from '../runtime/types.js';
 import type { ComponentRow } from '../store/components.js';
 import type { SourceRow } from '../store/sources.js';
-import type { SecretBox } from '../lib/secrets.js';
+import { type SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { runtimeProps } from '../model/props.js';
 
 export type InvocationBase = Omit<InvocationRequest, 'method' | 'events' | 'db'>;
@@ -49,6 +49,19 @@ export class CredentialError extends Error {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * The values the component sees as `this.<prop>`, secrets opened; a secret this server's key cannot open fails the
+ * runs (CredentialError) instead of being retried for ever.
+ */
+export function openedProps(props: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox): Record<string, unknown> {
+  try {
+    return runtimeProps(props, stored, secrets);
+  } catch (error) {
+    if (error instanceof UnreadableSecretError) throw new CredentialError('SecretError', 'secret_unreadable', error.message);
+    throw error;
   }
 }
 
@@ -128,7 +141,7 @@ export class InvocationBases {
       accountId: source.user_id,
       sourceId: source.id,
       component: prepared,
-      props: runtimeProps(info.props, stored, this.secrets),
+      props: openedProps(info.props, stored, this.secrets),
       auths,
       httpEndpoint: this.endpointUrl(source.endpoint_id),
       customResponse: http?.customResponse === true,

@@ -11,7 +11,7 @@ import { componentInfo, loadComponent } from '../store/components.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, DataStoreChange, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
-import { dataStoreNames, runtimeProps, withAdditionalProps } from '../model/props.js';
+import { dataStoreNames, withAdditionalProps } from '../model/props.js';
 import { readDataStores } from '../store/data-stores.js';
 import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
@@ -19,7 +19,7 @@ import { billUsage } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import { writeOrFailRefused } from './refused-results.js';
 import type { EventRouter } from '../commit/routing.js';
-import { CredentialError, credentialFailure, type CredentialSource, resolveAuths } from './invocation-base.js';
+import { CredentialError, credentialFailure, type CredentialSource, openedProps, resolveAuths } from './invocation-base.js';
 
 /** A batch the runtime could not take is due again after this long. */
 export const HAND_BACK_DELAY_MS = 1000;
@@ -175,7 +175,13 @@ export class StepBatchRunner {
     const { prepared } = runnable;
     // The step's own props: the component's, with what its additionalProps() added for this step at deploy.
     const info = { ...runnable.info, props: withAdditionalProps(runnable.info.props, step.additional_props) };
-    const stored = runtimeProps(info.props, step.configured_props, this.secrets);
+    let stored: Record<string, unknown>;
+    try {
+      stored = openedProps(info.props, step.configured_props, this.secrets);
+    } catch (error) {
+      if (error instanceof CredentialError) return { outcomes: batch.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
+      throw error;
+    }
     const inputs: StepInput[] = batch.map((held) => ({ steps: held.data, props: evaluateProps(stored, { steps: held.data }) }));
     // The batch shares one call, so it shares the shortest time any of its runs has left.
     const remainingMs = Math.min(...batch.map((held) => workflow.timeout_ms - held.run.running_ms));

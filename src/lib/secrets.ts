@@ -18,6 +18,14 @@ export function readKeyFile(file: string): Buffer {
   return key;
 }
 
+/**
+ * A sealed value this key cannot open: it was sealed with another key (a data directory restored or moved without its
+ * `secret.key`, or `--secret-key` changed). Retrying cannot help; the value must be entered again.
+ */
+export class UnreadableSecretError extends Error {
+  override name = 'UnreadableSecretError';
+}
+
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}
 
@@ -48,9 +56,13 @@ export class SecretBox {
   decrypt(sealed: string): string {
     if (!sealed.startsWith(PREFIX)) throw new Error('not an encrypted value');
     const raw = Buffer.from(sealed.slice(PREFIX.length), 'base64');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(12, 28));
+      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    } catch {
+      throw new UnreadableSecretError("it was sealed with another secret key than this server's");
+    }
   }
 
   static isSealed(value: unknown): value is string {

@@ -2,7 +2,7 @@
 import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
-import { SecretBox } from '../lib/secrets.js';
+import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { isTimeZone, type TimerSchedule } from './schedules.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
@@ -292,7 +292,12 @@ export function runtimeProps(descriptors: PropDescriptor[], stored: Record<strin
   for (const prop of descriptors) {
     const value = stored[prop.name];
     if (value === undefined) continue;
-    out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.decrypt(value) : value;
+    try {
+      out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.decrypt(value) : value;
+    } catch (error) {
+      if (!(error instanceof UnreadableSecretError)) throw error;
+      throw new UnreadableSecretError(`secret prop "${prop.name}" cannot be opened: ${error.message} (restored without its secret.key?); set it again`);
+    }
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The connected accounts' credentials for runs and hooks: opened from their seal, OAuth tokens refreshed as they expire.
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
-import type { SecretBox } from '../lib/secrets.js';
+import { type SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import * as accounts from '../store/accounts.js';
 import { type AppLink, CredentialError, type CredentialSource, type ResolvedAuths } from '../engine/invocation-base.js';
@@ -63,7 +63,13 @@ export class AccountCredentials implements CredentialSource {
   }
 
   open(row: accounts.ConnectedAccountRow): Credentials {
-    return JSON.parse(this.secrets.decrypt(row.credentials)) as Credentials;
+    try {
+      return JSON.parse(this.secrets.decrypt(row.credentials)) as Credentials;
+    } catch (error) {
+      if (!(error instanceof UnreadableSecretError)) throw error;
+      const message = `the credentials of connected account ${row.id} cannot be opened: ${error.message} (restored without its secret.key?); connect the app again`;
+      throw new CredentialError('ConnectedAccountError', 'credentials_unreadable', message);
+    }
   }
 
   /** The account's credentials changed or it went: sources that name it drop what they cached before their next run. */

@@ -1,6 +1,6 @@
 // A deploy's configured_props (a source's or a workflow step's) checked against the component's full prop list: its
 // static props plus what `additionalProps()` returns for the answers given, asked of the sandbox when those change.
-import { SecretBox } from '../lib/secrets.js';
+import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { ComponentRow } from '../store/components.js';
 import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
@@ -104,6 +104,17 @@ export class DeployPropsResolver {
     return { stored, additional, props };
   }
 
+  /** A secret kept from before: opened, or a 422 asking for it again when this server's key cannot open it. */
+  private openKept(name: string, sealed: string, label: string | undefined): string {
+    try {
+      return this.secrets.decrypt(sealed);
+    } catch (error) {
+      if (!(error instanceof UnreadableSecretError)) throw error;
+      const message = `is kept from before but cannot be opened: ${error.message} (restored without its secret.key?); set it again`;
+      throw propsInvalid([{ prop: name, message }], label);
+    }
+  }
+
   /** What `additionalProps()` adds for these values, seen as `this` would see them (secrets opened). */
   private async ask(request: DeployPropsRequest, known: PropDescriptor[], given: Record<string, unknown>): Promise<PropDescriptor[]> {
     // An account the values name that is unknown or another account's is the deploy's 404, as without additionalProps().
@@ -112,7 +123,7 @@ export class DeployPropsResolver {
     for (const [name, value] of Object.entries(given)) {
       const sealed = request.previous[name];
       const secret = known.find((p) => p.name === name)?.secret === true;
-      values[name] = secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(sealed) ? this.secrets.decrypt(sealed) : value;
+      values[name] = secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(sealed) ? this.openKept(name, sealed, request.label) : value;
     }
     const answer = await this.reloader!.reloadFor(request.accountId, request.component, values);
     if (answer.errors.length) {
