@@ -95,7 +95,14 @@ export class AccountCredentials implements CredentialSource {
           `connected account ${id} does not exist (it was deleted); connect the app again and configure the props that name it`,
         );
       }
-      let credentials = this.open(row);
+      let credentials: Credentials;
+      try {
+        credentials = this.open(row);
+      } catch (error) {
+        // Credentials no key here opens are as unusable as a failed refresh: the account says so until replaced.
+        if (error instanceof CredentialError) await accounts.updateCredentialsIf(this.store.db, row.id, row.credentials, { healthy: 0 });
+        throw error;
+      }
       if (refreshGrant(credentials)) {
         refreshable = true;
         const expires = expiresAtMs(credentials);

@@ -20,6 +20,12 @@ const STEP = `module.exports = {
   async run() { return this.token.length; },
 };`;
 
+const APP_SOURCE = `module.exports = {
+  key: "app-user", name: "App user", version: "0.0.1",
+  props: { acme: { type: "app", app: "acme" } },
+  async run() { this.$emit({ key: this.acme.$auth.api_key }); },
+};`;
+
 describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
   let server: TestServer;
 
@@ -37,6 +43,10 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
     const source = deployed.body.data.id as string;
     const workflow = await a.api.post('/v1/workflows', { name: 'secret', steps: [{ name: 'use', component_code: STEP, configured_props: { token: 'abcd' } }] });
     expect(workflow.status).toBe(200);
+    const connected = await a.api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-123' } });
+    expect(connected.status).toBe(200);
+    const app = await a.api.post('/v1/sources', { component_code: APP_SOURCE, configured_props: { acme: { authProvisionId: connected.body.data.id } } });
+    expect(app.status).toBe(200);
 
     // The data directory comes back with a key of its own, as a restore without secret.key leaves it.
     await server.stop();
@@ -61,6 +71,12 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
       { what: 'the workflow run to fail' },
     );
     expect(JSON.stringify(finished.body.data)).toContain('secret_unreadable');
+
+    // The connected account's credentials: its runs fail once, and the account says it is not healthy.
+    await a.runAndWait(app.body.data.id, {});
+    const [unreadable] = await a.eventsOf(app.body.data.id, 1, '/$errors');
+    expect(unreadable.event.error).toMatchObject({ name: 'ConnectedAccountError', code: 'credentials_unreadable' });
+    expect((await a.api.get(`/v1/accounts/${connected.body.data.id}`)).body.data.healthy).toBe(false);
 
     // A new value mends the source.
     const mended = await a.api.patch(`/v1/sources/${source}`, { configured_props: { token: 'abcdef' } });
