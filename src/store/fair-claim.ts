@@ -20,8 +20,8 @@ export interface AccountWork {
   nextDueMs: number | undefined;
 }
 
-/** The `limit` earliest due rows no one holds, of any account, earliest first: the claim's cheap first look. */
-export function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
+/** Rows due at `nowMs` that no one holds (never leased, or the lease ran out), earliest first. */
+function dueUnheld(db: Db, table: AccountQueueTable, nowMs: number) {
   return db
     .selectFrom(table)
     .select(['id', 'user_id'])
@@ -29,9 +29,12 @@ export function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, lim
     .where('next_attempt_ms', '<=', nowMs)
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
     .orderBy('next_attempt_ms')
-    .orderBy('id')
-    .limit(limit)
-    .execute();
+    .orderBy('id');
+}
+
+/** The `limit` earliest due rows no one holds, of any account: the claim's cheap first look. */
+export function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
+  return dueUnheld(db, table, nowMs).limit(limit).execute();
 }
 
 /**
@@ -70,18 +73,7 @@ export async function dueRowsByAccount(db: Db, table: AccountQueueTable, shares:
   const found: DueRow[] = [];
   for (const [userId, count] of shares) {
     if (count <= 0) continue;
-    const rows = await db
-      .selectFrom(table)
-      .select(['id', 'user_id'])
-      .where('state', '=', 'pending')
-      .where('user_id', '=', userId)
-      .where('next_attempt_ms', '<=', nowMs)
-      .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
-      .orderBy('next_attempt_ms')
-      .orderBy('id')
-      .limit(count)
-      .execute();
-    found.push(...rows);
+    found.push(...(await dueUnheld(db, table, nowMs).where('user_id', '=', userId).limit(count).execute()));
   }
   return found;
 }
