@@ -4,16 +4,24 @@ import type { Store } from '../store/database.js';
 import { type AccountQueueTable, accountsWithWork, type DueRow, dueRowsByAccount, earliestDue, nextFutureDueMs } from '../store/fair-claim.js';
 import type { AccountSlots } from './account-slots.js';
 
-/** The first look reads this many due rows per free slot: enough that a few busy accounts rarely hide the others. */
+/** The first look reads this many due rows per free slot (and 16 at least): a few busy accounts rarely hide others. */
 const ROWS_PER_SLOT = 4;
-/** Accounts one claim looks up past the first look; the next claim goes on from there. */
-const ACCOUNTS_PER_LOOK = 256;
+const MIN_FIRST_LOOK = 16;
+/** Accounts one look-up past the first look reads (about 4 ms on SQLite); the next goes on from there. */
+const ACCOUNTS_PER_LOOK = 1000;
+/**
+ * The time between two look-ups: a claim runs for each freed slot, and a look-up on each would cost every delivery
+ * several queries; rows the first look hid wait this long at most (and a pass over many accounts, a few of these).
+ */
+const LOOK_UP_EVERY_MS = 250;
 
 export class FairClaims {
   /** The last account the look past the earliest rows reached: the next one starts after it. */
   private scannedUpTo: string | undefined;
-  /** The last claim left rows due that it did not look at: the next claim should follow at once. */
-  private unread = false;
+  /** When the next look-up of accounts may be made. */
+  private nextLookUpMs = 0;
+  /** The last claim may have left due rows unseen (the first look was full, and accounts were not all looked up). */
+  private unseen = false;
   /** When the last claim looked: rows due by then that it left are held back by their accounts' shares. */
   private lastLookMs: number | undefined;
   /**
@@ -33,24 +41,26 @@ export class FairClaims {
   /**
    * The ids of at most `count` due rows to claim now, shared between accounts. The earliest due rows come first;
    * when those are too few for the free slots and more are due, accounts are looked up one by one (a bounded number
-   * per claim) for rows the earliest ones hid: one account's long backlog never keeps another's rows waiting.
+   * at a time, every LOOK_UP_EVERY_MS at most) for rows the earliest ones hid: one account's long backlog never keeps
+   * another's rows waiting for long.
    */
   async dueIds(count: number, nowMs: number): Promise<string[]> {
     const { db } = this.store;
-    const windowSize = Math.max(64, count * ROWS_PER_SLOT);
+    const windowSize = Math.max(MIN_FIRST_LOOK, count * ROWS_PER_SLOT);
     const earliest = byAccount(await earliestDue(db, this.table, nowMs, windowSize));
     const picked = new Map<string, string[]>();
     const wanted = new Map([...earliest].map(([userId, ids]) => [userId, ids.length]));
     for (const [userId, share] of this.slots.share(count, wanted, this.waiting)) picked.set(userId, earliest.get(userId)!.slice(0, share));
     const pickedCount = countOf(picked);
-    this.unread = false;
     this.lastLookMs = nowMs;
     this.heldBack = pickedCount < countOf(earliest);
-    if (pickedCount < count && countOf(earliest) === windowSize) {
-      const startedAfter = this.scannedUpTo;
-      const { accounts, complete } = await accountsWithWork(db, this.table, nowMs, startedAfter, ACCOUNTS_PER_LOOK);
+    this.unseen = pickedCount < count && countOf(earliest) === windowSize;
+    if (this.unseen && nowMs >= this.nextLookUpMs) {
+      this.nextLookUpMs = nowMs + LOOK_UP_EVERY_MS;
+      const { accounts, complete } = await accountsWithWork(db, this.table, nowMs, this.scannedUpTo, ACCOUNTS_PER_LOOK);
+      // A pass over the accounts may take several look-ups; once it has reached the last, nothing is unseen.
       this.scannedUpTo = complete ? undefined : accounts.at(-1)?.userId;
-      this.unread = !complete || startedAfter !== undefined;
+      this.unseen = !complete;
       const due = accounts.filter((account) => account.nextDueMs !== undefined && account.nextDueMs <= nowMs);
       const holding = (userId: string) => this.waiting(userId) + (picked.get(userId)?.length ?? 0);
       const shares = this.slots.share(count - pickedCount, new Map(due.map((account) => [account.userId, count])), holding, pickedCount);
@@ -68,11 +78,13 @@ export class FairClaims {
   }
 
   /**
-   * When to claim again unasked: at once if the last claim left due rows unread, else when the next row falls due
-   * after that claim looked (a row that fell due since is due now, and claimed at once).
+   * When to claim again unasked: when the next row falls due after the last claim looked (a row that fell due since
+   * is due now, and claimed at once), or sooner when rows may be unseen and the next look-up is allowed.
    */
   async nextDueMs(nowMs: number): Promise<number | undefined> {
-    return this.unread ? nowMs : nextFutureDueMs(this.store.db, this.table, this.lastLookMs ?? nowMs);
+    const next = await nextFutureDueMs(this.store.db, this.table, this.lastLookMs ?? nowMs);
+    if (!this.unseen) return next;
+    return next === undefined ? this.nextLookUpMs : Math.min(next, this.nextLookUpMs);
   }
 }
 
