@@ -41,14 +41,20 @@ export function authHeaders(key = storedKey()): Record<string, string> {
 export async function api<T>(method: string, path: string, body?: unknown, key?: string): Promise<T> {
   const headers: Record<string, string> = { ...authHeaders(key ?? storedKey()), accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`/v1${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    // The key travels in the header only: no cookies, and nothing cached that a later user of the browser could read.
-    credentials: 'omit',
-    cache: 'no-store',
-  });
+  let response: Response;
+  try {
+    response = await fetch(`/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      // The key travels in the header only: no cookies, and nothing cached that a later user of the browser could read.
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch {
+    // The browser says only "Failed to fetch" (or "NetworkError…"): no answer came at all.
+    throw new ApiError(UNREACHABLE, 0, 'unreachable');
+  }
   const text = await response.text();
   const parsed = text ? safeJson(text) : undefined;
   if (response.ok) return parsed as T;
@@ -85,7 +91,10 @@ export function query(params: Record<string, string | number | undefined>): stri
   return text ? `?${text}` : '';
 }
 
+/** What a request that got no answer says. */
+const UNREACHABLE = 'Cannot reach the server: it may be stopped or restarting, or the network is down. Try again in a moment.';
+
 export function describeError(error: unknown): string {
-  if (error instanceof ApiError) return `${error.message} (${error.status} ${error.code})`;
+  if (error instanceof ApiError) return error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;
   return error instanceof Error ? error.message : String(error);
 }

@@ -104,6 +104,11 @@ export function EventsTable(props: { sourceId: string; stream: Stream }) {
   };
 
   const open = rows.find((row) => row.id === selected);
+  const detail = useRef<HTMLDivElement>(null);
+  // An event opened below a long table would open out of sight: bring it into view.
+  useEffect(() => {
+    if (selected) detail.current?.scrollIntoView({ block: 'nearest' });
+  }, [selected]);
   const label = stream === 'emit' ? 'Events' : stream;
   return (
     <div class="events">
@@ -170,7 +175,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream }) {
           </tbody>
         </table>
       </section>
-      <div id="event-detail" class="event-detail" aria-live="off">
+      <div id="event-detail" class="event-detail" aria-live="off" ref={detail}>
         {open && (
           <section aria-label={`Event ${open.id}`}>
             <div class="title-row">

@@ -2,7 +2,8 @@
 import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 
-const OPEN_DEPTH = 2;
+/** Levels open at first: an event summary's `event` and what it holds (an `$errors` event's `error`) show at once. */
+const OPEN_DEPTH = 3;
 /** An object or array with more entries than this starts folded: a large event opens at once, not in a second. */
 const OPEN_AT_MOST = 100;
 

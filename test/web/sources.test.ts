@@ -242,8 +242,19 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await waitForText(page.locator('.live-state'), 'Live');
     expect((await request('POST', source.configured_props.http.endpoint_url, { body: { fail: 'kaboom at step 3' } })).status).toBe(200);
     const errors = page.getByRole('region', { name: '$errors of this source' });
+    // A short window: the opened event lies below the table, and is brought into view.
+    await page.setViewportSize({ width: 1280, height: 420 });
     await errors.getByRole('row').filter({ hasText: 'kaboom at step 3' }).click();
-    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), '"name": "$errors"');
+    const detail = page.getByRole('figure', { name: 'Event JSON' });
+    await waitForText(detail, '"name": "$errors"');
+    // The error shows at once, not folded away.
+    await waitForText(detail, '"message": "kaboom at step 3"');
+    const heading = page.getByRole('heading', { name: /^Event / });
+    await waitFor(
+      async () => (await heading.boundingBox())?.y,
+      (y) => y !== undefined && y >= 0 && y < 420,
+      { what: 'the opened event in view' },
+    );
 
     // Arrow keys move between tabs.
     await page.getByRole('tab', { name: '$errors' }).focus();
@@ -284,6 +295,8 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.goto(`${server.url}/#/sources/${source.id}`);
     const tryAgain = page.getByRole('alert').getByRole('button', { name: 'Try again' });
     await tryAgain.waitFor();
+    // Said in words, not as the browser's "Failed to fetch".
+    await waitForText(page.getByRole('alert'), 'Cannot reach the server: it may be stopped or restarting, or the network is down.');
     await page.unroute(sourceUrl);
     await tryAgain.click();
     await page.getByRole('heading', { name: 'comes-back' }).waitFor();
