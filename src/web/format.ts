@@ -19,17 +19,34 @@ export function formatDuration(ms: number | null | undefined): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }
 
-export type SourceKind = 'HTTP' | 'Timer' | 'Listener';
+export type SourceKind = 'HTTP' | 'Timer' | 'HTTP + timer' | 'Listener';
+
+/** The object values of configured props as the API returns them. */
+function objectProps(configuredProps: Record<string, unknown>): Array<Record<string, unknown>> {
+  return Object.values(configuredProps).filter((v): v is Record<string, unknown> => typeof v === 'object' && v !== null);
+}
 
 /**
  * What triggers a source, read from its configured props as the API returns them: an HTTP interface comes back as
  * `{ endpoint_url }`, a timer as `{ cron, interval_seconds }`; a source with neither runs on subscribed events.
  */
 export function sourceKind(configuredProps: Record<string, unknown>): SourceKind {
-  const values = Object.values(configuredProps).filter((v): v is Record<string, unknown> => typeof v === 'object' && v !== null);
-  if (values.some((v) => typeof v.endpoint_url === 'string')) return 'HTTP';
-  if (values.some((v) => 'interval_seconds' in v || 'cron' in v)) return 'Timer';
-  return 'Listener';
+  const values = objectProps(configuredProps);
+  const http = values.some((v) => typeof v.endpoint_url === 'string');
+  const timer = values.some((v) => 'interval_seconds' in v || 'cron' in v);
+  if (http) return timer ? 'HTTP + timer' : 'HTTP';
+  return timer ? 'Timer' : 'Listener';
+}
+
+/** A source's timer in words ("every 15 min", "cron 0 9 * * 1-5 (Europe/Paris)"), or undefined without one. */
+export function timerSchedule(configuredProps: Record<string, unknown>): string | undefined {
+  const timer = objectProps(configuredProps).find((v) => 'interval_seconds' in v || 'cron' in v);
+  if (!timer) return undefined;
+  if (typeof timer.cron === 'string') return `cron ${timer.cron}${typeof timer.timezone === 'string' ? ` (${timer.timezone})` : ' (UTC)'}`;
+  const seconds = Number(timer.interval_seconds);
+  if (seconds % 3600 === 0) return `every ${seconds / 3600} h`;
+  if (seconds % 60 === 0) return `every ${seconds / 60} min`;
+  return `every ${seconds} s`;
 }
 
 export function endpointUrl(configuredProps: Record<string, unknown>): string | undefined {

@@ -4,7 +4,7 @@ import { del, describeError, get, patch, post } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { EventsTable, type Stream } from './events-table';
-import { endpointUrl, sourceKind } from './format';
+import { endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { href, navigate } from './router';
@@ -38,6 +38,7 @@ export function SourceDetail(props: { id: string }) {
   if (!source) return <p aria-busy="true">Loading…</p>;
 
   const endpoint = endpointUrl(source.configured_props);
+  const schedule = timerSchedule(source.configured_props);
   const setActive = async (active: boolean) => {
     try {
       await patch(`/sources/${encodeURIComponent(source.id)}`, { active });
@@ -91,6 +92,12 @@ export function SourceDetail(props: { id: string }) {
         </dd>
         <dt>Type</dt>
         <dd>{sourceKind(source.configured_props)}</dd>
+        {schedule && (
+          <>
+            <dt>Schedule</dt>
+            <dd>{schedule}</dd>
+          </>
+        )}
         <dt>State</dt>
         <dd>{source.active ? 'Active' : 'Inactive'}</dd>
         {endpoint && (

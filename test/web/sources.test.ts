@@ -20,6 +20,15 @@ module.exports = {
 };
 `;
 
+const BOTH_SOURCE = `
+module.exports = {
+  name: "Both",
+  version: "0.1.0",
+  props: { http: "$.interface.http", timer: { type: "$.interface.timer", default: { intervalSeconds: 900 } } },
+  async run() { this.$emit({ tick: true }); },
+};
+`;
+
 const TIMER_SOURCE = `
 module.exports = {
   name: "Ticker",
@@ -90,7 +99,8 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
   it('lists deployed sources with their type, state, last event and a sparkline of events per minute', async () => {
     const user = await server.createUser();
     const http = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'incoming' });
-    await deploy(user.apiKey, { component_code: TIMER_SOURCE, name: 'ticker' });
+    const tickerSource = await deploy(user.apiKey, { component_code: TIMER_SOURCE, name: 'ticker' });
+    await deploy(user.apiKey, { component_code: BOTH_SOURCE, name: 'both' });
     for (const n of [1, 2, 3]) expect((await request('POST', http.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
     await waitFor(
       () => client(server.url, user.apiKey).get(`/v1/sources/${http.id}/event_summaries`),
@@ -107,7 +117,12 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     const ticker = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'ticker' }) });
     await ticker.getByRole('img', { name: '0 events in the last 30 minutes' }).waitFor();
     expect((await ticker.getByRole('cell').allTextContents()).slice(0, 3)).toEqual(['Timer', 'Active', 'never']);
+    const both = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'both' }) });
+    expect((await both.getByRole('cell').allTextContents()).slice(0, 2)).toEqual(['HTTP + timer', 'Active']);
     await screenshot(page, 'sources');
+    // A timer's schedule is on the source's page.
+    await page.goto(`${server.url}/#/sources/${tickerSource.id}`);
+    await waitForText(page.locator('.facts'), 'Scheduleevery 1 h');
     expect(problems).toEqual([]);
     await page.context().close();
   });
