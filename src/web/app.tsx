@@ -42,6 +42,8 @@ export function App() {
         onSignedIn={() => {
           setMessage(undefined);
           setSignedIn(true);
+          // The sign-in form is gone: focus goes to the page's content, not back to the document's start.
+          requestAnimationFrame(() => document.getElementById('main')?.focus());
         }}
       />
     );

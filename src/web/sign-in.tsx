@@ -1,5 +1,5 @@
 // Sign-in: checks the API key with GET /v1/users/me before keeping it in session storage.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, describeError } from './api';
 import { storeKey } from './session';
 
@@ -7,6 +7,9 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  const field = useRef<HTMLInputElement>(null);
+  // The page's one field: typing starts there.
+  useEffect(() => field.current?.focus(), []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -42,6 +45,7 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
         )}
         <label for="api-key">API key</label>
         <input
+          ref={field}
           id="api-key"
           type="password"
           autocomplete="off"

@@ -78,13 +78,17 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
   it('signs in with a key kept in session storage only, refuses a wrong key, and signs out', async () => {
     const user = await server.createUser();
     const { page, problems } = await openConsole(browser, server.url);
-    await page.getByLabel('API key').fill('trb_not-a-key');
+    // Typing starts in the key field.
+    await waitForFocus(page, '#api-key');
+    await page.keyboard.type('trb_not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await waitForText(page.getByRole('alert'), 'That key was not accepted');
     expect(await evaluate(page, 'sessionStorage.length')).toBe(0);
 
     await signIn(page, user.apiKey);
     await page.getByRole('heading', { name: 'Sources' }).waitFor();
+    // Focus goes to the page's content, not back to the start of the document.
+    await waitForFocus(page, '#main');
     expect(await evaluate(page, 'sessionStorage.getItem("tributary.apiKey")')).toBe(user.apiKey);
     expect(await evaluate(page, 'document.cookie')).toBe('');
     expect(page.url()).not.toContain(user.apiKey);
