@@ -41,9 +41,14 @@ export function sourceKind(configuredProps: Record<string, unknown>): SourceKind
 /** A source's timer in words ("every 15 min", "cron 0 9 * * 1-5 (Europe/Paris)"), or undefined without one. */
 export function timerSchedule(configuredProps: Record<string, unknown>): string | undefined {
   const timer = objectProps(configuredProps).find((v) => 'interval_seconds' in v || 'cron' in v);
-  if (!timer) return undefined;
+  return timer && triggerSchedule(timer);
+}
+
+/** A timer (`{ cron, timezone }` or `{ interval_seconds }`) in words; undefined for anything else. */
+export function triggerSchedule(timer: Record<string, unknown>): string | undefined {
   if (typeof timer.cron === 'string') return `cron ${timer.cron}${typeof timer.timezone === 'string' ? ` (${timer.timezone})` : ' (UTC)'}`;
-  const seconds = Number(timer.interval_seconds);
+  if (typeof timer.interval_seconds !== 'number') return undefined;
+  const seconds = timer.interval_seconds;
   if (seconds % 3600 === 0) return `every ${seconds / 3600} h`;
   if (seconds % 60 === 0) return `every ${seconds / 60} min`;
   return `every ${seconds} s`;

@@ -1,7 +1,10 @@
-// One workflow's runs, newest first, and the open run's steps: status, duration, exports, logs, error and sends; replay.
+// One workflow: its trigger, run now and delete; its runs, newest first, and the open run's steps: status, duration,
+// exports, logs, error and sends; replay.
 import { useEffect, useState } from 'preact/hooks';
-import { describeError, get, type Page, post, query } from './api';
-import { formatDuration, formatTime } from './format';
+import { del, describeError, get, type Page, post, query } from './api';
+import { ConfirmDialog } from './confirm-dialog';
+import { CopyButton } from './copy-button';
+import { formatDuration, formatTime, triggerSchedule } from './format';
 import { JsonView } from './json-view';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
@@ -41,14 +44,41 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
     }
   };
 
+  const [deleting, setDeleting] = useState(false);
+  const remove = async () => {
+    setDeleting(false);
+    try {
+      await del(`/workflows/${encodeURIComponent(props.id)}`);
+      notify({ kind: 'ok', text: `Deleted ${workflow.data?.data.name ?? props.id}.` });
+      navigate('workflows');
+    } catch (failure) {
+      notify({ kind: 'error', text: describeError(failure) });
+    }
+  };
+  const started = async (runId: string) => {
+    setStatus('');
+    navigate('workflows', props.id, runId);
+    await runs.reload();
+  };
+
   const selected = runs.data?.data.find((run) => run.id === props.runId);
+  const shown = workflow.data?.data;
   return (
     <section aria-labelledby="workflow-title">
       <p class="crumbs">
         <a href={href('workflows')}>Workflows</a> /
       </p>
-      <h1 id="workflow-title">{workflow.data?.data.name ?? props.id}</h1>
+      <div class="title-row">
+        <h1 id="workflow-title">{shown?.name ?? props.id}</h1>
+        <div class="actions">
+          <button type="button" class="danger" onClick={() => setDeleting(true)} disabled={!shown}>
+            Delete
+          </button>
+        </div>
+      </div>
       <LoadError loads={[workflow, runs]} />
+      {shown && <WorkflowFacts workflow={shown} />}
+      {shown && <RunWorkflowNow workflow={shown} onStarted={started} />}
       <div class="toolbar">
         <label for="run-status">Status</label>
         <select id="run-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
@@ -102,7 +132,88 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       </div>
       {props.runId && !selected && runs.data && <RunById workflowId={props.id} runId={props.runId} onReplay={replay} />}
       {selected && <RunView run={selected} onReplay={replay} />}
+      {deleting && (
+        <ConfirmDialog title={`Delete ${shown?.name ?? props.id}?`} confirmLabel="Delete workflow" onCancel={() => setDeleting(false)} onConfirm={remove}>
+          <p>The workflow is removed with its runs, events and step data. This cannot be undone.</p>
+        </ConfirmDialog>
+      )}
     </section>
+  );
+}
+
+/** What starts the workflow: its trigger, the HTTP endpoint to call or the timer's schedule, and its steps. */
+function WorkflowFacts(props: { workflow: Workflow }) {
+  const { trigger, steps } = props.workflow;
+  const endpoint = typeof trigger?.endpoint_url === 'string' ? trigger.endpoint_url : undefined;
+  const schedule = trigger ? triggerSchedule(trigger) : undefined;
+  return (
+    <dl class="facts">
+      <dt>Trigger</dt>
+      <dd>{trigger?.type ?? 'none (runs when started by hand or by the API)'}</dd>
+      {endpoint && (
+        <>
+          <dt>Endpoint</dt>
+          <dd class="endpoint">
+            <code>{endpoint}</code> <CopyButton value={endpoint} label="Copy endpoint URL" />
+          </dd>
+        </>
+      )}
+      {schedule && (
+        <>
+          <dt>Schedule</dt>
+          <dd>{schedule}</dd>
+        </>
+      )}
+      <dt>Steps</dt>
+      <dd>{steps.map((step) => step.name).join(' → ')}</dd>
+    </dl>
+  );
+}
+
+/** Starts a run with an event given as JSON, and opens it. */
+function RunWorkflowNow(props: { workflow: Workflow; onStarted: (runId: string) => Promise<void> }) {
+  const notify = useNotify();
+  const [text, setText] = useState('{}');
+  const [error, setError] = useState<string | undefined>(undefined);
+  const run = async (event: Event) => {
+    event.preventDefault();
+    let body: unknown;
+    try {
+      body = JSON.parse(text || '{}');
+    } catch {
+      setError('The event must be valid JSON.');
+      return;
+    }
+    setError(undefined);
+    try {
+      const answer = await post<{ data: { id: string } }>(`/workflows/${encodeURIComponent(props.workflow.id)}/run`, body);
+      notify({ kind: 'ok', text: `Started run ${answer.data.id}.` });
+      await props.onStarted(answer.data.id);
+    } catch (failure) {
+      setError(describeError(failure));
+    }
+  };
+  return (
+    <details class="panel">
+      <summary>Run now</summary>
+      <form onSubmit={run} noValidate>
+        <label for="workflow-run-event">Event (JSON)</label>
+        <textarea
+          id="workflow-run-event"
+          class="code"
+          rows={4}
+          spellcheck={false}
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+          aria-invalid={error ? 'true' : undefined}
+          aria-describedby="workflow-run-event-error"
+        />
+        <p id="workflow-run-event-error" class="field-error" role={error ? 'alert' : undefined}>
+          {error ?? ''}
+        </p>
+        <button type="submit">Run with this event</button>
+      </form>
+    </details>
   );
 }
 

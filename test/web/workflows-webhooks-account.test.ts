@@ -125,6 +125,44 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     await page.context().close();
   });
 
+  it("shows a workflow's trigger and endpoint, runs it now with an event and opens the run, and deletes it after confirmation", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const created = await api.post('/v1/workflows', { name: 'on demand', trigger: { type: 'http' }, steps: [{ name: 'parse', component_code: PARSE_STEP }] });
+    expect(created.status, created.text).toBe(200);
+    const workflow = created.body.data;
+
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/workflows/${workflow.id}`);
+    const facts = page.locator('.facts');
+    await waitForText(facts, workflow.trigger.endpoint_url);
+    await waitForText(facts, 'parse');
+
+    await page.getByText('Run now').click();
+    await page.getByLabel('Event (JSON)').fill('{ "n": 21 ');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(page.getByRole('alert'), 'The event must be valid JSON.');
+    await page.getByLabel('Event (JSON)').fill('{ "n": 21 }');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(page.getByRole('status'), 'Started run wr_');
+    // The new run opens and is followed until it finishes.
+    await waitForText(page.locator('#run-title'), 'succeeded');
+    const [run] = (await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data;
+    expect(run).toMatchObject({ trigger: 'manual', status: 'succeeded', event: { n: 21 } });
+    expect(page.url()).toContain(`#/workflows/${workflow.id}/${run.id}`);
+
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog', { name: 'Delete on demand?' }).getByRole('button', { name: 'Cancel' }).click();
+    expect((await api.get(`/v1/workflows/${workflow.id}`)).status).toBe(200);
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog', { name: 'Delete on demand?' }).getByRole('button', { name: 'Delete workflow' }).click();
+    await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+    expect((await api.get(`/v1/workflows/${workflow.id}`)).status).toBe(404);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('creates webhooks and a subscription, shows each delivery with its status code and next retry, and deletes a webhook', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
