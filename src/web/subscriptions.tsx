@@ -1,15 +1,55 @@
-// The subscriptions page: which emitter's stream goes to which listener; create and delete them.
+// The subscriptions page: which emitter's stream goes to which listener, by name; create and delete them.
 import { useState } from 'preact/hooks';
-import { ApiError, api, describeError, get, query } from './api';
+import { ApiError, api, describeError, get, type Page, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { useNotify } from './notices';
-import type { Subscription } from './types';
+import type { Source, Subscription, Webhook, Workflow } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+
+/** What an id may name here, with the name to show (a webhook without a name shows its URL). */
+interface Named {
+  id: string;
+  name: string;
+}
+
+/** The account's sources, workflows and webhooks by id (their first 100 each); a failed read leaves only ids shown. */
+async function namedThings(): Promise<{ emitters: Named[]; webhooks: Named[] }> {
+  const read = <T,>(path: string) =>
+    get<Page<T>>(path).then(
+      (page) => page.data,
+      () => [] as T[],
+    );
+  const [sources, workflows, webhooks] = await Promise.all([
+    read<Source>('/users/me/sources?limit=100'),
+    read<Workflow>('/users/me/workflows?limit=100'),
+    read<Webhook>('/users/me/webhooks?limit=100'),
+  ]);
+  return {
+    emitters: [...sources.map((s) => ({ id: s.id, name: s.name })), ...workflows.map((w) => ({ id: w.id, name: w.name }))],
+    webhooks: webhooks.map((w) => ({ id: w.id, name: w.name ?? w.url })),
+  };
+}
+
+/** An id with the name of what it names, when known. */
+function IdWithName(props: { id: string; names: Map<string, string> }) {
+  const name = props.names.get(props.id);
+  return name ? (
+    <>
+      {name} <code class="muted">{props.id}</code>
+    </>
+  ) : (
+    <code>{props.id}</code>
+  );
+}
 
 export function SubscriptionsPage() {
   const notify = useNotify();
   const list = useLoad(() => get<{ data: Subscription[] }>('/users/me/subscriptions'), []);
+  const things = useLoad(namedThings, []);
+  const emitters = things.data?.emitters ?? [];
+  const listeners = [...(things.data?.webhooks ?? []), ...emitters];
+  const names = new Map(listeners.map((thing) => [thing.id, thing.name]));
   const [form, setForm] = useState({ emitter_id: '', listener_id: '', event_name: '' });
   const [error, setError] = useState<string | undefined>(undefined);
   const [deleting, setDeleting] = useState<Subscription | undefined>(undefined);
@@ -68,11 +108,11 @@ export function SubscriptionsPage() {
               {list.data.data.map((s) => (
                 <tr key={s.id}>
                   <td>
-                    <code>{s.emitter_id}</code>
+                    <IdWithName id={s.emitter_id} names={names} />
                   </td>
                   <td>{s.event_name || 'default'}</td>
                   <td>
-                    <code>{s.listener_id}</code>
+                    <IdWithName id={s.listener_id} names={names} />
                   </td>
                   <td>
                     <button
@@ -104,10 +144,18 @@ export function SubscriptionsPage() {
           <input
             id="sub-emitter"
             value={form.emitter_id}
-            placeholder="dc_…, p_…, dc_* or p_*"
+            list="sub-emitters"
+            placeholder="a source or workflow (dc_…, p_…), or dc_* or p_*"
             spellcheck={false}
             onInput={(e) => setForm({ ...form, emitter_id: e.currentTarget.value })}
           />
+          <datalist id="sub-emitters">
+            {emitters.map((thing) => (
+              <option key={thing.id} value={thing.id} label={thing.name} />
+            ))}
+            <option value="dc_*" label="every source" />
+            <option value="p_*" label="every workflow" />
+          </datalist>
         </div>
         <div class="field">
           <label for="sub-event">Stream</label>
@@ -129,10 +177,16 @@ export function SubscriptionsPage() {
           <input
             id="sub-listener"
             value={form.listener_id}
-            placeholder="wh_…, dc_… or p_…"
+            list="sub-listeners"
+            placeholder="a webhook, source or workflow (wh_…, dc_… or p_…)"
             spellcheck={false}
             onInput={(e) => setForm({ ...form, listener_id: e.currentTarget.value })}
           />
+          <datalist id="sub-listeners">
+            {listeners.map((thing) => (
+              <option key={thing.id} value={thing.id} label={thing.name} />
+            ))}
+          </datalist>
         </div>
         <p class="field-error" role={error ? 'alert' : undefined}>
           {error ?? ''}

@@ -198,6 +198,15 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
       await page.getByRole('row').filter({ hasText: hook.id }).waitFor();
     }
     expect((await api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(2);
+    // Rows name what the ids are; the fields offer the account's sources, workflows and webhooks by name.
+    const subscribed = page.getByRole('row').filter({ hasText: good.id });
+    expect((await subscribed.getByRole('cell').allTextContents()).slice(0, 3)).toEqual([`feed ${source.id}`, 'default', `good ${good.id}`]);
+    expect(await evaluate(page, `[...document.querySelectorAll('#sub-emitters option')].map((o) => o.label)`)).toEqual([
+      'feed',
+      'every source',
+      'every workflow',
+    ]);
+    expect(await evaluate(page, `[...document.querySelectorAll('#sub-listeners option')].map((o) => o.label).sort()`)).toEqual(['bad', 'feed', 'good']);
 
     expect((await request('POST', source.configured_props.http.endpoint_url, { body: { order: 7 } })).status).toBe(200);
     await waitFor(
