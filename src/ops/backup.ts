@@ -87,7 +87,9 @@ function realPath(file: string): string {
 /**
  * Refuses an `out` that is the database or one of its companion files, by any path (a symlink, a hard link), even
  * with --force: renamed over the live file, the backup would leave the server writing to a deleted file and lose
- * everything it wrote from then on.
+ * everything it wrote from then on. Anything else in the data directory is refused too: over `secret.key` it loses
+ * every sealed secret at the next start, over the lock it lets a second server in, and a backup kept beside the
+ * data is lost with it.
  */
 function refuseTheDatabaseItself(source: string, out: string): void {
   const outReal = realPath(out);
@@ -101,6 +103,12 @@ function refuseTheDatabaseItself(source: string, out: string): void {
         throw new OpsError(`--out ${out} is the database's own file ${file}: write the backup elsewhere (--force does not allow this)`);
       }
     }
+  }
+  const dataDir = realPath(path.dirname(source));
+  if (outReal.startsWith(dataDir + path.sep)) {
+    throw new OpsError(
+      `--out ${out} is inside the data directory ${dataDir}, among the files a server uses: write the backup elsewhere (--force does not allow this)`,
+    );
   }
 }
 

@@ -147,7 +147,7 @@ describe('backup and restore', () => {
     );
   });
 
-  it("backup refuses the running database's own files as --out, by any path, even with --force", async () => {
+  it("backup refuses the running database's own files and anything else in its data directory as --out, by any path, even with --force", async () => {
     const dataDir = tempDir();
     const key = await createAccount(['--data-dir', dataDir], 'inplace');
     const server = await serve(['--data-dir', dataDir]);
@@ -173,6 +173,15 @@ describe('backup and restore', () => {
         expect(answer, out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --out .* is the database's own file /) });
       }
     }
+    // The server's other files (its key, its lock) and anything else in the data directory, by any path.
+    const keyFile = path.join(dataDir, 'secret.key');
+    const keyBefore = fs.readFileSync(keyFile, 'utf8');
+    for (const out of [keyFile, path.join(dataDir, 'tributary.lock'), path.join(elsewhere, 'data', 'secret.key'), path.join(dataDir, 'kept.db')]) {
+      const answer = await refused(['backup', '--data-dir', dataDir, '--out', out, '--force']);
+      expect(answer, out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --out .* is inside the data directory /) });
+    }
+    expect(fs.readFileSync(keyFile, 'utf8')).toBe(keyBefore);
+    expect(fs.existsSync(path.join(dataDir, 'kept.db'))).toBe(false);
     expect(fs.statSync(database).ino).toBe(inode);
     expect(fs.existsSync(`${database}-journal`)).toBe(false);
     expect((await client(server.url, key).get('/v1/users/me')).status).toBe(200);
