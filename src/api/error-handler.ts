@@ -146,14 +146,19 @@ export function installErrorHandling(app: FastifyInstance): void {
     done();
   });
   app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // A body the router's parsers refuse (an empty one with a JSON type, say) on a route that does not exist: what
+    // matters is that the route does not exist, as for the same request with no body.
+    if (request.is404) return reply.status(404).send(routeNotFound(request));
     const { status, body, retryAfterSeconds } = answerError(outages, raised, request.log);
     if (status === 401) reply.header('www-authenticate', 'Bearer');
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(status).send(body);
   });
-  app.setNotFoundHandler((request, reply) => {
-    return reply.status(404).send({ error: `route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' } satisfies ErrorBody);
-  });
+  app.setNotFoundHandler((request, reply) => reply.status(404).send(routeNotFound(request)));
+}
+
+function routeNotFound(request: FastifyRequest): ErrorBody {
+  return { error: `route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' };
 }
 
 /** Router errors raised before a route is found: a path segment over 100 characters, broken percent-encoding. */

@@ -74,6 +74,15 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(none.status).toBe(400);
     expect(none.body).toMatchObject({ code: 'invalid_request', details: [expect.objectContaining({ in: 'body' })] });
     expect([empty.status, empty.body]).toEqual([none.status, none.body]);
+    // A route that does not exist is a 404 whatever the body, as it is without one.
+    for (const path of ['/v1/nope', `/v1/workflows/${hookId}/nope`, '/nope']) {
+      const bare = await request('PATCH', `${server.url}${path}`, { key });
+      expect([bare.status, bare.body]).toEqual([404, { error: `route PATCH ${path} not found`, code: 'not_found' }]);
+      for (const contentType of ['application/json', 'text/plain']) {
+        const withBody = await request('PATCH', `${server.url}${path}`, { key, raw: { body: '', contentType } });
+        expect([withBody.status, withBody.body], `${path} ${contentType}`).toEqual([bare.status, bare.body]);
+      }
+    }
   });
 
   it('answers 413 to a body over the limit', async () => {
