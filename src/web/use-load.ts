@@ -1,10 +1,12 @@
 // Loads data for a view and keeps it with its error, reloading when asked or when the inputs change.
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { describeError } from './api';
+import { ApiError, describeError } from './api';
 
 export interface Loaded<T> {
   data: T | undefined;
   error: string | undefined;
+  /** The server said there is no such thing (404): reading it again cannot help. */
+  missing: boolean;
   loading: boolean;
   reload: () => Promise<void>;
 }
@@ -12,6 +14,7 @@ export interface Loaded<T> {
 export function useLoad<T>(load: () => Promise<T>, inputs: unknown[]): Loaded<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
+  const [missing, setMissing] = useState(false);
   const [loading, setLoading] = useState(true);
   // The answer of an older request must not overwrite a newer one (inputs changed while it was on its way).
   const generation = useRef(0);
@@ -23,9 +26,11 @@ export function useLoad<T>(load: () => Promise<T>, inputs: unknown[]): Loaded<T>
       if (mine !== generation.current) return;
       setData(value);
       setError(undefined);
+      setMissing(false);
     } catch (failure) {
       if (mine !== generation.current) return;
       setError(describeError(failure));
+      setMissing(failure instanceof ApiError && failure.status === 404);
     } finally {
       if (mine === generation.current) setLoading(false);
     }
@@ -33,5 +38,5 @@ export function useLoad<T>(load: () => Promise<T>, inputs: unknown[]): Loaded<T>
   useEffect(() => {
     reload();
   }, [reload]);
-  return { data, error, loading, reload };
+  return { data, error, missing, loading, reload };
 }

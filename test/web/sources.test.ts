@@ -319,6 +319,10 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.unroute(sourceUrl);
     await tryAgain.click();
     await page.getByRole('heading', { name: 'comes-back' }).waitFor();
+    // A source that does not exist (deleted, say) is said so, without a Try again that cannot help.
+    await page.goto(`${server.url}/#/sources/dc_00000000000000000000000000`);
+    await waitForText(page.getByRole('alert'), 'source "dc_00000000000000000000000000" not found');
+    expect(await page.getByRole('alert').getByRole('button', { name: 'Try again' }).count()).toBe(0);
     await page.context().close();
   });
 
