@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { describeError, get, post } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
-import { formatTime } from './format';
+import { formatDuration, formatTime } from './format';
 import { useNotify } from './notices';
 import { storeKey } from './session';
 import type { User } from './types';
@@ -53,8 +53,14 @@ export function AccountPage() {
             <div class="quotas">
               <h2>Today's quotas</h2>
               <p class="hint">Reset at 00:00 UTC.</p>
-              <Quota id="quota-invocations" label="Invocations" used={me.daily_invocations_used ?? 0} quota={me.daily_invocations_quota ?? 0} unit="" />
-              <Quota id="quota-compute" label="Compute time" used={me.daily_compute_time_used ?? 0} quota={me.daily_compute_time_quota ?? 0} unit=" ms" />
+              <Quota id="quota-invocations" label="Invocations" used={me.daily_invocations_used ?? 0} quota={me.daily_invocations_quota ?? 0} />
+              <Quota
+                id="quota-compute"
+                label="Compute time"
+                used={me.daily_compute_time_used ?? 0}
+                quota={me.daily_compute_time_quota ?? 0}
+                format={(ms) => formatDuration(ms)}
+              />
             </div>
           ) : (
             <div class="quotas">
@@ -91,8 +97,9 @@ export function AccountPage() {
   );
 }
 
-function Quota(props: { id: string; label: string; used: number; quota: number; unit: string }) {
-  const text = `${props.used.toLocaleString()}${props.unit} of ${props.quota.toLocaleString()}${props.unit}`;
+function Quota(props: { id: string; label: string; used: number; quota: number; format?: (value: number) => string }) {
+  const format = props.format ?? ((value: number) => value.toLocaleString());
+  const text = `${format(props.used)} of ${format(props.quota)}`;
   return (
     <div class="quota">
       <label for={props.id}>

@@ -1,8 +1,9 @@
 // How times, durations and sources' kinds read on the page.
 
+/** The reader's own date and time format, with the time zone named (a shared screenshot or log is then unambiguous). */
 export function formatTime(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '—';
-  return new Date(ms).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  return new Date(ms).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'long' });
 }
 
 export function formatAgo(ms: number | null | undefined, now = Date.now()): string {
@@ -16,6 +17,7 @@ export function formatAgo(ms: number | null | undefined, now = Date.now()): stri
 
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '—';
+  if (ms >= 120_000 && ms % 60_000 === 0) return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${ms / 60_000} min`;
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }
 

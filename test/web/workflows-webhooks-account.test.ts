@@ -236,7 +236,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     expect(retryCell).not.toMatch(/^(none|—)$/);
     await screenshot(page, 'webhook-deliveries');
     expect(retryCell).toBe(
-      await evaluate(page, `new Date(${badDelivery.next_attempt_at_ms}).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })`),
+      await evaluate(page, `new Date(${badDelivery.next_attempt_at_ms}).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'long' })`),
     );
 
     // Delete, after confirmation: the webhook and the subscription naming it go.
@@ -277,6 +277,10 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     const compute = page.getByRole('meter', { name: /Compute time/ });
     expect(await compute.getAttribute('max')).toBe(String(me.body.data.daily_compute_time_quota));
     expect(Number(await compute.getAttribute('value'))).toBeGreaterThanOrEqual(0);
+    // The quota in minutes, not in milliseconds.
+    expect(await page.locator('#quota-compute-text').textContent()).toMatch(
+      new RegExp(`^\\d+(\\.\\d+)? (ms|s) of ${me.body.data.daily_compute_time_quota / 60_000} min$`),
+    );
     await screenshot(page, 'account');
 
     await page.getByRole('button', { name: 'Rotate API key' }).click();
