@@ -11,6 +11,7 @@ import { href, navigate } from './router';
 import type { Component, Source } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { RunNow } from './run-now';
 
 const TABS: Array<[Stream, string]> = [
   ['emit', 'Events'],
@@ -110,7 +111,14 @@ export function SourceDetail(props: { id: string }) {
         )}
       </dl>
 
-      <RunNow source={source} />
+      <RunNow
+        id="run-event"
+        disabledWhy={source.active ? undefined : 'An inactive source does not run'}
+        start={async (event) => {
+          const answer = await post<{ data: { id: string } }>(`/sources/${encodeURIComponent(source.id)}/run`, event);
+          notify({ kind: 'ok', text: `Run queued (${answer.data.id}).` });
+        }}
+      />
       <EditProps source={source} onSaved={loaded.reload} />
 
       <h2>Streams</h2>
@@ -140,53 +148,6 @@ export function SourceDetail(props: { id: string }) {
         </ConfirmDialog>
       )}
     </section>
-  );
-}
-
-function RunNow(props: { source: Source }) {
-  const notify = useNotify();
-  const [text, setText] = useState('{}');
-  const [error, setError] = useState<string | undefined>(undefined);
-  const run = async (event: Event) => {
-    event.preventDefault();
-    let body: unknown;
-    try {
-      body = JSON.parse(text || '{}');
-    } catch {
-      setError('The event must be valid JSON.');
-      return;
-    }
-    setError(undefined);
-    try {
-      const answer = await post<{ data: { id: string } }>(`/sources/${encodeURIComponent(props.source.id)}/run`, body);
-      notify({ kind: 'ok', text: `Run queued (${answer.data.id}).` });
-    } catch (failure) {
-      setError(describeError(failure));
-    }
-  };
-  return (
-    <details class="panel">
-      <summary>Run now</summary>
-      <form onSubmit={run} noValidate>
-        <label for="run-event">Event (JSON)</label>
-        <textarea
-          id="run-event"
-          class="code"
-          rows={4}
-          spellcheck={false}
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-          aria-invalid={error ? 'true' : undefined}
-          aria-describedby="run-event-error"
-        />
-        <p id="run-event-error" class="field-error" role={error ? 'alert' : undefined}>
-          {error ?? ''}
-        </p>
-        <button type="submit" disabled={!props.source.active} title={props.source.active ? undefined : 'An inactive source does not run'}>
-          Run with this event
-        </button>
-      </form>
-    </details>
   );
 }
 

@@ -11,6 +11,7 @@ import { href, navigate } from './router';
 import type { Workflow, WorkflowRun } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { RunNow } from './run-now';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
 const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
@@ -78,7 +79,16 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       </div>
       <LoadError loads={[workflow, runs]} />
       {shown && <WorkflowFacts workflow={shown} />}
-      {shown && <RunWorkflowNow workflow={shown} onStarted={started} />}
+      {shown && (
+        <RunNow
+          id="workflow-run-event"
+          start={async (event) => {
+            const answer = await post<{ data: { id: string } }>(`/workflows/${encodeURIComponent(props.id)}/run`, event);
+            notify({ kind: 'ok', text: `Started run ${answer.data.id}.` });
+            await started(answer.data.id);
+          }}
+        />
+      )}
       <div class="toolbar">
         <label for="run-status">Status</label>
         <select id="run-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
@@ -167,53 +177,6 @@ function WorkflowFacts(props: { workflow: Workflow }) {
       <dt>Steps</dt>
       <dd>{steps.map((step) => step.name).join(' → ')}</dd>
     </dl>
-  );
-}
-
-/** Starts a run with an event given as JSON, and opens it. */
-function RunWorkflowNow(props: { workflow: Workflow; onStarted: (runId: string) => Promise<void> }) {
-  const notify = useNotify();
-  const [text, setText] = useState('{}');
-  const [error, setError] = useState<string | undefined>(undefined);
-  const run = async (event: Event) => {
-    event.preventDefault();
-    let body: unknown;
-    try {
-      body = JSON.parse(text || '{}');
-    } catch {
-      setError('The event must be valid JSON.');
-      return;
-    }
-    setError(undefined);
-    try {
-      const answer = await post<{ data: { id: string } }>(`/workflows/${encodeURIComponent(props.workflow.id)}/run`, body);
-      notify({ kind: 'ok', text: `Started run ${answer.data.id}.` });
-      await props.onStarted(answer.data.id);
-    } catch (failure) {
-      setError(describeError(failure));
-    }
-  };
-  return (
-    <details class="panel">
-      <summary>Run now</summary>
-      <form onSubmit={run} noValidate>
-        <label for="workflow-run-event">Event (JSON)</label>
-        <textarea
-          id="workflow-run-event"
-          class="code"
-          rows={4}
-          spellcheck={false}
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-          aria-invalid={error ? 'true' : undefined}
-          aria-describedby="workflow-run-event-error"
-        />
-        <p id="workflow-run-event-error" class="field-error" role={error ? 'alert' : undefined}>
-          {error ?? ''}
-        </p>
-        <button type="submit">Run with this event</button>
-      </form>
-    </details>
   );
 }
 

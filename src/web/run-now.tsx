@@ -1,0 +1,49 @@
+// "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it.
+import { useState } from 'preact/hooks';
+import { describeError } from './api';
+
+/** `id` names the field (its error is `<id>-error`); `disabledWhy`, when given, disables the button and says why. */
+export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined }) {
+  const [text, setText] = useState('{}');
+  const [error, setError] = useState<string | undefined>(undefined);
+  const run = async (event: Event) => {
+    event.preventDefault();
+    let body: unknown;
+    try {
+      body = JSON.parse(text || '{}');
+    } catch {
+      setError('The event must be valid JSON.');
+      return;
+    }
+    setError(undefined);
+    try {
+      await props.start(body);
+    } catch (failure) {
+      setError(describeError(failure));
+    }
+  };
+  return (
+    <details class="panel">
+      <summary>Run now</summary>
+      <form onSubmit={run} noValidate>
+        <label for={props.id}>Event (JSON)</label>
+        <textarea
+          id={props.id}
+          class="code"
+          rows={4}
+          spellcheck={false}
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+          aria-invalid={error ? 'true' : undefined}
+          aria-describedby={`${props.id}-error`}
+        />
+        <p id={`${props.id}-error`} class="field-error" role={error ? 'alert' : undefined}>
+          {error ?? ''}
+        </p>
+        <button type="submit" disabled={props.disabledWhy !== undefined} title={props.disabledWhy}>
+          Run with this event
+        </button>
+      </form>
+    </details>
+  );
+}
