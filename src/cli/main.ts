@@ -168,8 +168,10 @@ export async function main(argv: string[]): Promise<void> {
       for (const line of failure.lines) console.error(line);
       process.exit(failure.code);
     }
-    // Anything else (a database that cannot be opened, a copy that does not match) is said as every other error is.
+    // Anything else (a database that cannot be opened, a copy that does not match) is said as every other error is;
+    // TRIBUTARY_DEBUG=1 adds the stack, for what is a bug rather than a condition.
     console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    if (process.env.TRIBUTARY_DEBUG && error instanceof Error && error.stack) console.error(error.stack);
     process.exit(EXIT.failed);
   }
 }

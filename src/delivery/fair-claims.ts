@@ -1,7 +1,7 @@
 // Which due rows of an outbound queue a node claims next: shared between accounts by AccountSlots, and found
 // without reading one account's whole backlog to reach another account's rows.
 import type { Store } from '../store/database.js';
-import { type AccountQueueTable, accountsWithWork, type DueRow, dueRowsByAccount, earliestDue, nextFutureDueMs } from '../store/fair-claim.js';
+import { type AccountQueueTable, accountsWithWork, type DueRow, dueRowsByAccount, earliestDue, nextFutureDueMs } from '../store/account-queues.js';
 import type { AccountSlots } from './account-slots.js';
 
 /** The first look reads this many due rows per free slot (and 16 at least): a few busy accounts rarely hide others. */

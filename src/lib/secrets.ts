@@ -61,7 +61,9 @@ export class SecretBox {
       decipher.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
     } catch {
-      throw new UnreadableSecretError("it was sealed with another secret key than this server's");
+      throw new UnreadableSecretError(
+        "this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), or it is damaged",
+      );
     }
   }
 

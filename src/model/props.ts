@@ -296,7 +296,7 @@ export function runtimeProps(descriptors: PropDescriptor[], stored: Record<strin
       out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.decrypt(value) : value;
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
-      throw new UnreadableSecretError(`secret prop "${prop.name}" cannot be opened: ${error.message} (restored without its secret.key?); set it again`);
+      throw new UnreadableSecretError(`secret prop "${prop.name}" cannot be opened: ${error.message}; set it again`);
     }
   }
   return out;

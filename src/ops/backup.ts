@@ -35,7 +35,7 @@ export async function backupDatabase(options: {
   const source = path.join(path.resolve(options.dataDir), 'tributary.db');
   const out = path.resolve(options.out);
   if (!fs.existsSync(source)) throw new OpsError(`no Tributary database at ${source}: check --data-dir`);
-  refuseTheDatabaseItself(source, out);
+  refuseDataDirectoryFiles(source, out);
   if (fs.existsSync(out) && fs.statSync(out).isDirectory()) throw new OpsError(`--out ${out} is a folder: give the path of the file to write`);
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
@@ -85,13 +85,12 @@ function realPath(file: string): string {
 }
 
 /**
- * Refuses an `out` that is the database or one of its companion files, by any path (a symlink, a hard link), even
- * with --force: renamed over the live file, the backup would leave the server writing to a deleted file and lose
- * everything it wrote from then on. Anything else in the data directory is refused too: over `secret.key` it loses
- * every sealed secret at the next start, over the lock it lets a second server in, and a backup kept beside the
- * data is lost with it.
+ * Refuses an `out` in the data directory, even with --force. Over the database or one of its companion files (by any
+ * path: a symlink, a hard link) the server would go on writing to a deleted file and lose everything from then on;
+ * over `secret.key` every sealed secret is lost at the next start; over the lock a second server gets in; and a
+ * backup kept beside the data is lost with it.
  */
-function refuseTheDatabaseItself(source: string, out: string): void {
+function refuseDataDirectoryFiles(source: string, out: string): void {
   const outReal = realPath(out);
   const outStat = fs.statSync(out, { throwIfNoEntry: false });
   for (const base of new Set([source, realPath(source)])) {

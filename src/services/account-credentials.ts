@@ -67,7 +67,7 @@ export class AccountCredentials implements CredentialSource {
       return JSON.parse(this.secrets.decrypt(row.credentials)) as Credentials;
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
-      const message = `the credentials of connected account ${row.id} cannot be opened: ${error.message} (restored without its secret.key?); connect the app again`;
+      const message = `the credentials of connected account ${row.id} cannot be opened: ${error.message}; connect the app again`;
       throw new CredentialError('ConnectedAccountError', 'credentials_unreadable', message);
     }
   }

@@ -110,7 +110,7 @@ export class DeployPropsResolver {
       return this.secrets.decrypt(sealed);
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
-      const message = `is kept from before but cannot be opened: ${error.message} (restored without its secret.key?); set it again`;
+      const message = `is kept from before but cannot be opened: ${error.message}; set it again`;
       throw propsInvalid([{ prop: name, message }], label);
     }
   }

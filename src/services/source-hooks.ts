@@ -9,7 +9,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import { applyDataStoreChanges, mergeDataStoreChanges } from '../runtime/data-store-changes.js';
 import type { ComponentInfo, DataStoreChange, DataStoreContents, HookMethod, InvocationOutcome } from '../runtime/types.js';
 import type { InvocationContext } from '../commit/effects.js';
-import { CredentialError, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
+import { CredentialError, credentialFailure, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
 import { newId } from '../model/ids.js';
 import { dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
@@ -62,6 +62,16 @@ export class SourceHooks {
       base = await this.bases.of(source, component, info);
     } catch (error) {
       if (!(error instanceof CredentialError)) throw error;
+      // Switching a source off (to change it, deactivate or delete it) must stay possible when its secrets or
+      // credentials cannot be had (a key lost in a restore, a refresh refused): deactivate() is skipped, its failure
+      // kept on $errors, rather than the change refused, which would leave no way to mend the source.
+      if (defined.every((method) => method === 'deactivate')) {
+        return {
+          outcomes: [{ outcome: credentialFailure(error), context: { invocationId: newId('hi'), trigger: 'deactivate', event: null } }],
+          dbWrites: {},
+          dataStoreWrites: [],
+        };
+      }
       throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
         { hook: defined[0], error: { name: error.errorName, message: error.message } },
       ]);

@@ -17,8 +17,11 @@ export function formatAgo(ms: number | null | undefined, now = Date.now()): stri
 
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '—';
-  if (ms >= 120_000 && ms % 60_000 === 0) return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${ms / 60_000} min`;
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  // Whole minutes and hours read as such ("30 min"); others with one decimal.
+  const [amount, unit] = ms < 3_600_000 ? [ms / 60_000, 'min'] : [ms / 3_600_000, 'h'];
+  return `${Number.isInteger(amount) ? amount : amount.toFixed(1)} ${unit}`;
 }
 
 export type SourceKind = 'HTTP' | 'Timer' | 'HTTP + timer' | 'Listener';

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountSlots, accountSlotCap } from '../../src/delivery/account-slots.js';
 import { FairClaims } from '../../src/delivery/fair-claims.js';
-import { accountsWithWork } from '../../src/store/fair-claim.js';
+import { accountsWithWork } from '../../src/store/account-queues.js';
 import { insertDeliveries, pendingDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';

@@ -15,7 +15,7 @@ import {
   type ClaimedDelivery,
   type DeliveryRow,
 } from '../../src/store/deliveries.js';
-import { earliestDue, nextFutureDueMs } from '../../src/store/fair-claim.js';
+import { earliestDue, nextFutureDueMs } from '../../src/store/account-queues.js';
 import type { Store } from '../../src/store/database.js';
 import { newId } from '../../src/model/ids.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';

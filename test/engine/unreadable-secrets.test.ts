@@ -14,6 +14,13 @@ const SOURCE = `module.exports = {
   async run() { this.$emit({ length: this.token.length }); },
 };`;
 
+const HOOKED = `module.exports = {
+  key: "secret-hooked", name: "Secret hooked", version: "0.0.1",
+  props: { token: { type: "string", secret: true } },
+  hooks: { async deactivate() { console.log("deactivating with", this.token.length); } },
+  async run() { this.$emit({ length: this.token.length }); },
+};`;
+
 const STEP = `module.exports = {
   key: "secret-step", name: "Secret step", version: "0.0.1", type: "action",
   props: { token: { type: "string", secret: true } },
@@ -41,6 +48,8 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
     const deployed = await a.api.post('/v1/sources', { component_code: SOURCE, configured_props: { token: 'abc' } });
     expect(deployed.status).toBe(200);
     const source = deployed.body.data.id as string;
+    const hooked = (await a.api.post('/v1/sources', { component_code: HOOKED, configured_props: { token: 'abc' } })).body.data.id as string;
+    const hookedToDelete = (await a.api.post('/v1/sources', { component_code: HOOKED, configured_props: { token: 'abc' } })).body.data.id as string;
     const workflow = await a.api.post('/v1/workflows', { name: 'secret', steps: [{ name: 'use', component_code: STEP, configured_props: { token: 'abcd' } }] });
     expect(workflow.status).toBe(200);
     const connected = await a.api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-123' } });
@@ -58,7 +67,7 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
     expect(failed.event.error).toMatchObject({
       name: 'SecretError',
       code: 'secret_unreadable',
-      message: `secret prop "token" cannot be opened: it was sealed with another secret key than this server's (restored without its secret.key?); set it again`,
+      message: `secret prop "token" cannot be opened: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), or it is damaged; set it again`,
     });
     // Failed once, not queued again.
     expect(await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', source).execute()).toEqual([]);
@@ -77,6 +86,15 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
     const [unreadable] = await a.eventsOf(app.body.data.id, 1, '/$errors');
     expect(unreadable.event.error).toMatchObject({ name: 'ConnectedAccountError', code: 'credentials_unreadable' });
     expect((await a.api.get(`/v1/accounts/${connected.body.data.id}`)).body.data.healthy).toBe(false);
+
+    // A source whose deactivate() needs the secret can still be mended and deleted: the hook is skipped, and said so.
+    const mendedHooked = await a.api.patch(`/v1/sources/${hooked}`, { configured_props: { token: 'abcdefgh' } });
+    expect(mendedHooked.status, JSON.stringify(mendedHooked.body)).toBe(200);
+    const [skipped] = await a.eventsOf(hooked, 1, '/$errors');
+    expect(skipped.event.error).toMatchObject({ name: 'SecretError', code: 'secret_unreadable' });
+    await a.runAndWait(hooked, {});
+    expect((await a.eventsOf(hooked, 1))[0].event).toEqual({ length: 8 });
+    expect((await a.api.delete(`/v1/sources/${hookedToDelete}`)).status).toBe(204);
 
     // A new value mends the source.
     const mended = await a.api.patch(`/v1/sources/${source}`, { configured_props: { token: 'abcdef' } });

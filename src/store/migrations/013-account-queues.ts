@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { DialectMigration } from './migration.js';
 
-/** The queues claimed per account (store/fair-claim.ts): the accounts with pending rows, then each one's earliest. */
+/** The queues claimed per account (store/account-queues.ts): the accounts with pending rows, then each one's earliest. */
 const ACCOUNT_QUEUES = [
   ['webhook_deliveries_account_due', 'webhook_deliveries'],
   ['workflow_sends_account_due', 'workflow_sends'],

@@ -1,5 +1,5 @@
-// What a fair claim of an outbound queue reads: the earliest due rows, the accounts with rows pending (a few at a
-// time), each account's earliest due rows, and when the next row falls due.
+// The outbound queues read per account, for fair claims: the earliest due rows, the accounts with rows pending (a few
+// at a time), each account's earliest due rows, and when the next row falls due.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
