@@ -307,20 +307,25 @@ function node(args: string[]): Promise<{ child: ChildProcess; url: string | unde
 }
 
 /** Invocations of a source leased to some node right now, read straight from the database. */
-async function leasedCount(databaseUrl: string, sourceId: string): Promise<number> {
+/** The source's queued invocations, and how many of them a node holds. */
+async function invocationLeases(databaseUrl: string, sourceId: string): Promise<{ queued: number; leased: number }> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query('select count(*)::int as n from invocations where source_id = $1 and lease_owner is not null', [sourceId]);
-    return rows[0].n as number;
+    const { rows } = await db.query(
+      'select count(*)::int as queued, (count(*) filter (where lease_owner is not null))::int as leased from invocations where source_id = $1',
+      [sourceId],
+    );
+    return rows[0] as { queued: number; leased: number };
   } finally {
     await db.end();
   }
 }
 
 describe.skipIf(!DIALECTS.includes('postgres'))('a worker node lost under load (PostgreSQL)', () => {
+  // The last event's run takes 5 s: a node holding it is mid-run for that long, whatever batches came before.
   const SLOW = `export default { name: "slow", version: "0.0.1", props: { http: "$.interface.http" },
-    async run(event) { await new Promise((r) => setTimeout(r, 100)); this.$emit({ n: event.body.n }); } };`;
+    async run(event) { await new Promise((r) => setTimeout(r, event.body.n === 20 ? 5000 : 100)); this.$emit({ n: event.body.n }); } };`;
 
   /** An api node, an account, a worker that is about to be lost, holding leases on acknowledged invocations. */
   async function clusterWithBusyWorker(database: { url: string }, started: ChildProcess[]) {
@@ -343,10 +348,12 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a worker node lost under load (
       { what: 'the first event' },
     );
     for (let n = 1; n <= 20; n++) expect((await request('POST', endpoint, { body: { n } })).status).toBe(200);
+    // Every invocation left, the last one included, is held by the worker: it is inside its last, slow batch, and
+    // has something to commit when it is lost or paused now (a batch it had already committed would leave nothing).
     await waitFor(
-      () => leasedCount(database.url, id),
-      (n) => n > 0,
-      { what: 'the worker to claim invocations' },
+      () => invocationLeases(database.url, id),
+      ({ queued, leased }) => leased > 0 && leased === queued,
+      { what: 'the worker to hold every invocation left' },
     );
     const survivor = () => node([...storage(tempDir()), '--role', 'worker']).then((n) => started.push(n.child));
     const allEvents = () =>
