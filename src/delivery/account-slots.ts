@@ -17,6 +17,11 @@ export class AccountSlots {
   private readonly held = new Map<string, number>();
   private total = 0;
 
+  /** Slots taken by all accounts together. */
+  get taken(): number {
+    return this.total;
+  }
+
   constructor(private readonly concurrency: number) {
     this.cap = accountSlotCap(concurrency);
     this.reserve = concurrency - this.cap;

@@ -48,20 +48,17 @@ export class WebhookSender implements DeliveryQueue {
   private readonly owner = `node-${randomUUID()}`;
   /** Attempts from launch until their outcome is recorded: one at a time per delivery. */
   private readonly inFlight = new Map<string, InFlight>();
-  /**
-   * Attempts waiting for their receiver: what `concurrency` limits. An attempt whose answer is being recorded holds
-   * no slot; the record may wait RECORD_DELAY_MS for a shared commit, which at 500 events/s on PostgreSQL kept all
-   * 32 slots taken and webhook p99 in seconds.
-   */
-  private posting = 0;
   /** Deliveries leased to this sender when they were inserted, handed over after their commit, waiting for a slot; by account. */
   private readonly handed = new Map<string, deliveries.ClaimedDelivery[]>();
   private handedCount = 0;
-  /** The slots each account holds (posting or renewing): one account's hanging receivers leave others room. */
+  /**
+   * The slots taken, by account: what `concurrency` limits. An attempt holds one while it waits for its receiver (not
+   * while its answer is recorded: the record may wait RECORD_DELAY_MS for a shared commit, which at 500 events/s on
+   * PostgreSQL kept all 32 slots taken and webhook p99 in seconds), and a handed delivery while its lease is renewed.
+   * Shared so that one account's hanging receivers leave others room.
+   */
   private readonly slots: AccountSlots;
   private readonly claims: FairClaims;
-  /** Slots taken by handed deliveries whose leases are being renewed before they are sent. */
-  private renewing = 0;
   private readonly signingKeys: SigningKeys;
   private readonly chores = new Set<Promise<void>>();
   private readonly poster: WebhookPoster;
@@ -125,7 +122,7 @@ export class WebhookSender implements DeliveryQueue {
    * attempt is left to the table.
    */
   leaseForNew(nowMs: number, userId: string, count: number): { owner: string; untilMs: number; count: number } | undefined {
-    const room = this.options.concurrency * 2 - (this.posting + this.renewing + this.handedCount);
+    const room = this.options.concurrency * 2 - (this.slots.taken + this.handedCount);
     const accountRoom = this.slots.cap - (this.slots.heldBy(userId) + (this.handed.get(userId)?.length ?? 0));
     if (this.stopped || room <= 0 || accountRoom <= 0 || count <= 0) return undefined;
     return { owner: this.owner, untilMs: nowMs + this.options.leaseMs, count: Math.min(count, room, accountRoom) };
@@ -193,7 +190,6 @@ export class WebhookSender implements DeliveryQueue {
       if (!row) break;
       if (row.lease_until_ms! - nowMs >= this.options.timeoutMs + LEASE_MARGIN_MS) this.launch(row);
       else {
-        this.renewing++;
         this.slots.take(row.user_id);
         stale.push(row);
       }
@@ -216,7 +212,6 @@ export class WebhookSender implements DeliveryQueue {
       // The leases run out and the attempts are claimed from the table again.
       if (!this.options.outages.absorb(error)) this.logger.error({ err: error }, 'webhook sender could not renew its leases');
     } finally {
-      this.renewing -= rows.length;
       for (const row of rows) this.slots.give(row.user_id);
     }
     const renewed = rows.filter((row) => held.has(row.id)).map((row) => ({ ...row, lease_until_ms: untilMs }));
@@ -237,7 +232,7 @@ export class WebhookSender implements DeliveryQueue {
   }
 
   private freeSlots(): number {
-    return this.options.concurrency - this.posting - this.renewing;
+    return this.options.concurrency - this.slots.taken;
   }
 
   /** Stops claiming, aborts attempts in flight (they stay pending, to be sent again) and closes connections. */
@@ -256,13 +251,11 @@ export class WebhookSender implements DeliveryQueue {
     if (this.inFlight.has(row.id)) return;
     const flight: InFlight = { cancel: undefined, done: Promise.resolve() };
     this.inFlight.set(row.id, flight);
-    this.posting++;
     this.slots.take(row.user_id);
     let holdsSlot = true;
     const freeSlot = () => {
       if (!holdsSlot) return;
       holdsSlot = false;
-      this.posting--;
       this.slots.give(row.user_id);
       this.launchHanded();
       // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting:
