@@ -1,4 +1,5 @@
 // Composition root: opens the store, starts the runtime and services, publishes the registry and serves HTTP.
+import { AccountLimiter } from './services/account-limits.js';
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -177,14 +178,16 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       logger.child({ module: 'accounts' }),
     );
     const bases = new InvocationBases(runtime, secrets, credentials, { publicUrl: config.publicUrl, runTimeoutSeconds: config.runTimeout });
+    const limiter = new AccountLimiter(store, config.accountLimits);
     const sources = new SourceService(store, components, runtime, secrets, locks, bases, router, {
       minTimerInterval: config.minTimerInterval,
       eventRetention: config.eventRetention,
       clock,
+      limiter,
     });
-    const subscriptions = new SubscriptionService(store);
+    const subscriptions = new SubscriptionService(store, limiter);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
-    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork });
+    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork }, limiter);
     const events = new EventService(store, config.eventRetention);
     const dispatcher = new Dispatcher(
       store,
@@ -258,10 +261,11 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       publicUrl: config.publicUrl,
       minTimerInterval: config.minTimerInterval,
       clock,
+      limiter,
     });
     workflows.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
     const workflowRuns = new WorkflowRunService(store, workflows, quotas, workflowRunner);
-    const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows);
+    const connectedAccounts = new ConnectedAccountService(store, credentials, sources, workflows, limiter);
     const ingress = new IngressService(new EndpointDirectory(store, options.endpointCacheTtlMs), quotas, dispatcher, workflowRuns, {
       runTimeoutSeconds: config.runTimeout,
     });

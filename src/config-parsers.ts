@@ -2,6 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, LIMITED_RESOURCES, type LimitedResource } from './model/account-limits.js';
 import { checkEgressAllow } from './runtime/worker/egress-rules.js';
 import { FIRST_ACCOUNT_UID, firstUnreachable, resolveWorkerUser } from './runtime/worker-user.js';
 
@@ -186,4 +187,21 @@ export function checkWorkerCaFile(given: string, workerUser: string): string {
     }
   }
   return real;
+}
+
+/** `sources=500,webhooks=0`: the resources named get these limits (0: none), the others keep their defaults. */
+export function accountLimits(raw: string): AccountLimits {
+  const limits: Record<LimitedResource, number> = { ...DEFAULT_ACCOUNT_LIMITS };
+  const count = integer(0);
+  for (const item of raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const [name, value, ...rest] = item.split('=');
+    if (!(LIMITED_RESOURCES as readonly string[]).includes(name?.trim() ?? '') || value === undefined || rest.length) {
+      throw new ConfigError(`expected resource=count pairs of ${LIMITED_RESOURCES.join(', ')}, got "${item}"`);
+    }
+    limits[name!.trim() as LimitedResource] = count(value);
+  }
+  return Object.freeze(limits);
 }

@@ -2,7 +2,9 @@
 import path from 'node:path';
 import { Option } from 'commander';
 import { readKeyFile } from './lib/secrets.js';
+import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, formatAccountLimits } from './model/account-limits.js';
 import {
+  accountLimits,
   bool,
   checkWorkerCaFile,
   ConfigError,
@@ -89,6 +91,8 @@ export interface Config {
   readonly freeDailyInvocations: number;
   /** Free plan: milliseconds of run time per UTC day. */
   readonly freeDailyComputeMs: number;
+  /** The most sources, workflows, webhooks, subscriptions and connected accounts one account may hold (0: no limit). */
+  readonly accountLimits: AccountLimits;
   /** Delays before each retry of a failed webhook delivery, in seconds (one retry per entry). */
   readonly webhookRetrySchedule: readonly number[];
   /** Longest a webhook delivery attempt may take, connection to last byte, in seconds. */
@@ -256,6 +260,14 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     description: 'free plan: milliseconds of run time per UTC day',
     defaultValue: 1_800_000,
     parse: integer(0),
+  },
+  {
+    key: 'accountLimits',
+    flag: '--account-limits',
+    description: 'the most of each resource one account may hold, as resource=count pairs (0: no limit); resources not named keep their defaults',
+    defaultValue: DEFAULT_ACCOUNT_LIMITS,
+    defaultText: formatAccountLimits(DEFAULT_ACCOUNT_LIMITS),
+    parse: accountLimits,
   },
   {
     key: 'webhookRetrySchedule',

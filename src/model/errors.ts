@@ -13,6 +13,10 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, meaning: 'an API request body that is not `application/json`' },
   component_invalid: { status: 422, meaning: 'component code that does not load, is not a source, or whose npm imports cannot be installed' },
   props_invalid: { status: 422, meaning: "`configured_props` that do not validate against the component's props" },
+  limit_reached: {
+    status: 409,
+    meaning: 'the account holds the most sources, workflows, webhooks, subscriptions or connected accounts that `--account-limits` allows',
+  },
   hook_failed: { status: 422, meaning: 'a `deploy`, `activate` or `deactivate` hook threw; nothing was committed' },
   headers_too_large: { status: 431, meaning: 'a request line and headers over 16 KiB; the connection is closed' },
   rate_limited: { status: 429, meaning: 'more API requests per minute than `--rate-limit` allows (with `Retry-After`)' },

@@ -1,4 +1,5 @@
 // Connected accounts (an extension): apps' credentials, sealed at rest and never shown, that app props name by id.
+import type { AccountLimiter } from './account-limits.js';
 import type { Store } from '../store/database.js';
 import * as accounts from '../store/accounts.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
@@ -102,6 +103,7 @@ export class ConnectedAccountService {
     private readonly credentials: AccountCredentials,
     private readonly sources: SourceService,
     private readonly workflows: WorkflowService,
+    private readonly limiter: AccountLimiter,
   ) {}
 
   async create(ownerId: string, request: ConnectedAccountRequest): Promise<ConnectedAccountView> {
@@ -119,7 +121,10 @@ export class ConnectedAccountService {
       created_at: now,
       updated_at: now,
     };
-    await accounts.insertConnectedAccount(this.store.db, row);
+    await this.store.db.transaction().execute(async (trx) => {
+      await this.limiter.assertRoom(trx, ownerId, 'connected_accounts');
+      await accounts.insertConnectedAccount(trx, row);
+    });
     return toView(row);
   }
 

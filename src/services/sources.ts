@@ -1,4 +1,5 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
+import type { AccountLimiter } from './account-limits.js';
 import { randomInt } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
@@ -54,6 +55,7 @@ export interface SourceSettings {
   eventRetention: number;
   /** Timer due times and event times are read from it. */
   clock: Clock;
+  limiter: AccountLimiter;
 }
 
 /** Everything needed to run code of a source: its row, its component and what the runtime learned of it. */
@@ -211,6 +213,7 @@ export class SourceService {
   }
 
   async create(accountId: string, request: SourceRequest): Promise<SourceView> {
+    await this.settings.limiter.assertRoomNow(accountId, 'sources');
     const component = await this.resolveComponent(accountId, request);
     if (!component) throw invalid('one of component_id, component_code, component_url or key is required');
     const deployed = this.deployable(component);
@@ -238,6 +241,7 @@ export class SourceService {
     const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
     const committed = await this.withFreshSlug(row, name, () =>
       this.store.db.transaction().execute(async (trx) => {
+        await this.settings.limiter.assertRoom(trx, accountId, 'sources');
         await sources.insertSource(trx, row);
         for (const step of this.creationSteps) await step(trx, row);
         await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));

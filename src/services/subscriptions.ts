@@ -1,4 +1,5 @@
 // Subscriptions and auto-subscriptions: which emitter's stream goes to which listener, checked within the account.
+import type { AccountLimiter } from './account-limits.js';
 import { EMITTER_GLOBS } from '../model/subscriptions.js';
 import type { Transaction } from 'kysely';
 import type { Store } from '../store/database.js';
@@ -40,7 +41,10 @@ export interface SubscriptionRequest {
 }
 
 export class SubscriptionService {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly limiter: AccountLimiter,
+  ) {}
 
   /** Idempotent: the same triple returns the subscription that exists. */
   async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
@@ -51,6 +55,8 @@ export class SubscriptionService {
     const row = await this.store.db.transaction().execute(async (trx) => {
       await this.checkEmitter(trx, accountId, request.emitterId);
       await this.checkListener(trx, accountId, request.listenerId);
+      // The same triple again is no new subscription: it is answered with the one there, whatever the limit.
+      if (!(await subscriptions.hasSubscription(trx, { userId: accountId, ...request }))) await this.limiter.assertRoom(trx, accountId, 'subscriptions');
       return subscriptions.insertSubscription(trx, {
         id: newId('sub'),
         user_id: accountId,
@@ -78,6 +84,9 @@ export class SubscriptionService {
   async createAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<AutoSubscriptionView> {
     const row = await this.store.db.transaction().execute(async (trx) => {
       await this.checkListener(trx, accountId, request.listenerId);
+      if (!(await subscriptions.hasAutoSubscription(trx, accountId, request.listenerId, request.eventName))) {
+        await this.limiter.assertRoom(trx, accountId, 'subscriptions');
+      }
       return subscriptions.insertAutoSubscription(trx, {
         id: newId('sub'),
         user_id: accountId,

@@ -1,4 +1,5 @@
 // Webhooks: account-level HTTP destinations, their signing secrets (shown once) and their delivery log.
+import type { AccountLimiter } from './account-limits.js';
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/database.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
@@ -82,6 +83,7 @@ export class WebhookService {
     private readonly store: Store,
     private readonly secrets: SecretBox,
     private readonly options: { allowPrivateNetwork: boolean },
+    private readonly limiter: AccountLimiter,
   ) {}
 
   /** The only response that carries the secret; it is stored sealed, for signing. */
@@ -100,7 +102,10 @@ export class WebhookService {
       created_at: now,
       updated_at: now,
     };
-    await webhooks.insertWebhook(this.store.db, row);
+    await this.store.db.transaction().execute(async (trx) => {
+      await this.limiter.assertRoom(trx, accountId, 'webhooks');
+      await webhooks.insertWebhook(trx, row);
+    });
     return { ...toView(row), user_id: accountId, secret };
   }
 

@@ -1,4 +1,5 @@
 // Workflows (an extension of the REST interface): define, change and delete them, start runs, and read runs back.
+import type { AccountLimiter } from './account-limits.js';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../lib/clock.js';
 import type { SecretBox } from '../lib/secrets.js';
@@ -60,6 +61,7 @@ export interface WorkflowSettings {
   publicUrl: string;
   minTimerInterval: number;
   clock: Clock;
+  limiter: AccountLimiter;
 }
 
 /** Called after a workflow change commits. */
@@ -134,6 +136,7 @@ export class WorkflowService {
     if (!request.steps) throw invalid('steps is required (an array of steps, at least one)');
     const trigger = normalizeTrigger(request.trigger ?? null);
     await this.checkTrigger(accountId, trigger);
+    await this.settings.limiter.assertRoomNow(accountId, 'workflows');
     const steps = await this.resolveSteps(accountId, request.steps, [], onProgress);
     const now = nowSeconds();
     const row: workflows.WorkflowRow = {
@@ -149,6 +152,7 @@ export class WorkflowService {
       updated_at: now,
     };
     await this.store.db.transaction().execute(async (trx) => {
+      await this.settings.limiter.assertRoom(trx, accountId, 'workflows');
       await workflows.insertWorkflow(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
       await this.applyTrigger(trx, row, null);

@@ -14,6 +14,31 @@ export interface SubscriptionKey {
   eventName: string;
 }
 
+/** Whether the account has this subscription already (its create would return it, not add one). */
+export async function hasSubscription(db: Db, key: SubscriptionKey): Promise<boolean> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('user_id', '=', key.userId)
+    .where('emitter_id', '=', key.emitterId)
+    .where('listener_id', '=', key.listenerId)
+    .where('event_name', '=', key.eventName)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Whether the account has this auto-subscription already. */
+export async function hasAutoSubscription(db: Db, userId: string, listenerId: string, eventName: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('auto_subscriptions')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('listener_id', '=', listenerId)
+    .where('event_name', '=', eventName)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Inserts the subscription, or returns the one with the same triple: one statement, so a concurrent delete cannot fall between. */
 export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<SubscriptionRow> {
   return db

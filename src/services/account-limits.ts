@@ -1,0 +1,28 @@
+// Refuses a create that would take an account past `--account-limits`, inside the transaction that inserts.
+import type { Transaction } from 'kysely';
+import { type AccountLimits, type LimitedResource, limitReached } from '../model/account-limits.js';
+import { countHeldLocked } from '../store/account-limits.js';
+import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+
+export class AccountLimiter {
+  constructor(
+    private readonly store: Store,
+    private readonly limits: AccountLimits,
+  ) {}
+
+  /** Throws `limit_reached` when the account already holds its limit of `resource`; call it in the inserting transaction. */
+  async assertRoom(trx: Transaction<Database>, userId: string, resource: LimitedResource): Promise<void> {
+    const limit = this.limits[resource];
+    if (limit > 0 && (await countHeldLocked(trx, userId, resource)) >= limit) throw limitReached(resource, limit);
+  }
+
+  /**
+   * The same check before slow work (installing a workflow's packages, a source's deploy hooks) so that a full
+   * account hears it at once; the check in the transaction still decides.
+   */
+  assertRoomNow(userId: string, resource: LimitedResource): Promise<void> {
+    if (this.limits[resource] === 0) return Promise.resolve();
+    return this.store.db.transaction().execute((trx) => this.assertRoom(trx, userId, resource));
+  }
+}

@@ -1,0 +1,35 @@
+// Counting what an account holds of a limited resource, with the account locked so that creates in parallel queue.
+import type { Transaction } from 'kysely';
+import type { LimitedResource } from '../model/account-limits.js';
+import type { Database } from './schema.js';
+
+/** The tables each limited resource counts: an auto-subscription is a subscription of every new emitter. */
+const TABLES: Record<LimitedResource, ReadonlyArray<'sources' | 'workflows' | 'webhooks' | 'subscriptions' | 'auto_subscriptions' | 'connected_accounts'>> = {
+  sources: ['sources'],
+  workflows: ['workflows'],
+  webhooks: ['webhooks'],
+  subscriptions: ['subscriptions', 'auto_subscriptions'],
+  connected_accounts: ['connected_accounts'],
+};
+
+/**
+ * How many of `resource` the account holds. The account's row is locked first (a write of nothing), so on
+ * PostgreSQL two creates of one account cannot both count below the limit and both insert; SQLite has one writer.
+ */
+export async function countHeldLocked(trx: Transaction<Database>, userId: string, resource: LimitedResource): Promise<number> {
+  await trx
+    .updateTable('users')
+    .set((eb) => ({ id: eb.ref('id') }))
+    .where('id', '=', userId)
+    .execute();
+  let held = 0;
+  for (const table of TABLES[resource]) {
+    const row = await trx
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    held += Number(row.n);
+  }
+  return held;
+}
