@@ -43,7 +43,8 @@ export async function run(cfg, log) {
   const latencyJob = (url, headers) => ({ mode: 'concurrent', method: 'GET', url, headers, count: cfg.latencyRequests, warmup: 20, concurrency: 1 });
   const deployJob = (url, headers, bodies) => ({ mode: 'concurrent', method: 'POST', url, headers, bodies, count, concurrency: cfg.deployConcurrency });
 
-  const server = await startTributary();
+  // One account holds them all: past the default limit of 10,000 sources when BENCH_SCALE_SOURCES asks for more.
+  const server = await startTributary(['--account-limits', `sources=${Math.max(count, 10_000)}`]);
   let deploy;
   let memory;
   let list;
