@@ -58,10 +58,20 @@ export async function api<T>(method: string, path: string, body?: unknown, key?:
   const text = await response.text();
   const parsed = text ? safeJson(text) : undefined;
   if (response.ok) return parsed as T;
+  throw refusal(response.status, response.statusText, parsed, key === undefined);
+}
+
+/** The ApiError of an answer that is not a success; a 401 to the stored key also signs out. */
+export function refusal(status: number, statusText: string, parsed: unknown, withStoredKey = true): ApiError {
   const error = (parsed ?? {}) as { error?: string; code?: string; details?: ErrorDetail[] };
-  const failure = new ApiError(error.error ?? `${response.status} ${response.statusText}`, response.status, error.code ?? 'unknown', error.details ?? []);
-  if (response.status === 401 && key === undefined) signOutBecause(failure.message);
-  throw failure;
+  const failure = new ApiError(error.error ?? `${status} ${statusText}`, status, error.code ?? 'unknown', error.details ?? []);
+  if (status === 401 && withStoredKey) signOutBecause(failure.message);
+  return failure;
+}
+
+/** Reading a response's text as JSON when it is JSON. */
+export function parseAnswer(text: string): unknown {
+  return text ? safeJson(text) : undefined;
 }
 
 /** The stored key was refused (here or on a stream): it is forgotten, and the app returns to sign-in saying why. */
@@ -92,7 +102,7 @@ export function query(params: Record<string, string | number | undefined>): stri
 }
 
 /** What a request that got no answer says. */
-const UNREACHABLE = 'Cannot reach the server: it may be stopped or restarting, or the network is down. Try again in a moment.';
+export const UNREACHABLE = 'Cannot reach the server: it may be stopped or restarting, or the network is down. Try again in a moment.';
 
 export function describeError(error: unknown): string {
   if (error instanceof ApiError) return error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;

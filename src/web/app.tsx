@@ -13,6 +13,7 @@ import { SubscriptionsPage } from './subscriptions';
 import { WebhookDeliveries } from './webhook-deliveries';
 import { WebhooksPage } from './webhooks';
 import { WorkflowDetail } from './workflow-detail';
+import { WorkflowCreate } from './workflow-create';
 import { WorkflowsList } from './workflows-list';
 
 const SECTIONS = [
@@ -97,6 +98,7 @@ function Page(props: { route: string[] }) {
       if (id === 'new') return <SourceCreate />;
       return id ? <SourceDetail id={id} key={id} /> : <SourcesList />;
     case 'workflows':
+      if (id === 'new') return <WorkflowCreate />;
       return id ? <WorkflowDetail id={id} runId={sub} key={id} /> : <WorkflowsList />;
     case 'webhooks':
       return id ? <WebhookDeliveries id={id} key={id} /> : <WebhooksPage />;

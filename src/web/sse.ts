@@ -41,8 +41,8 @@ export async function followStream(path: string, lastEventId: string | undefined
   }
 }
 
-/** Splits the byte stream into frames (a blank line ends one) and hands over each frame's `id` and `data`. */
-async function readFrames(body: ReadableStream<Uint8Array>, onFrame: (id: string, data: string) => void): Promise<void> {
+/** Splits the byte stream into frames (a blank line ends one) and hands over each frame's `id`, `data` and `event`. */
+export async function readFrames(body: ReadableStream<Uint8Array>, onFrame: (id: string, data: string, event: string) => void): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
@@ -56,13 +56,15 @@ async function readFrames(body: ReadableStream<Uint8Array>, onFrame: (id: string
       const frame = buffer.slice(0, end);
       buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
       let id = '';
+      let event = 'message';
       const data: string[] = [];
       for (const line of frame.split(/\r?\n/)) {
         // Lines starting with ':' are comments (the server's handshake and heartbeat).
         if (line.startsWith('id:')) id = line.slice(3).trim();
+        else if (line.startsWith('event:')) event = line.slice(6).trim();
         else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
       }
-      if (data.length) onFrame(id, data.join('\n'));
+      if (data.length) onFrame(id, data.join('\n'), event);
       end = buffer.search(/\r?\n\r?\n/);
     }
   }

@@ -10,11 +10,17 @@ export function WorkflowsList() {
   const list = useLoad(() => get<Page<Workflow>>('/users/me/workflows?limit=100'), []);
   return (
     <section aria-labelledby="workflows-title">
-      <h1 id="workflows-title">Workflows</h1>
+      <div class="title-row">
+        <h1 id="workflows-title">Workflows</h1>
+        <a class="button" href={href('workflows', 'new')}>
+          New workflow
+        </a>
+      </div>
       <LoadError loads={[list]} />
       {list.data && list.data.data.length === 0 && (
         <p>
-          No workflows yet. Create them with <code>POST /v1/workflows</code> or <code>tributary deploy --workflow</code>.
+          No workflows yet. <a href={href('workflows', 'new')}>Create one</a> here, or with <code>POST /v1/workflows</code> or{' '}
+          <code>tributary deploy --workflow</code>.
         </p>
       )}
       {list.data && list.data.data.length > 0 && (

@@ -1,0 +1,115 @@
+// The console in Chromium: creating a workflow (name, trigger, ordered steps) through the save's progress route,
+// the refusals shown beside the form, and the new workflow running as created.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+
+const DOUBLE_STEP = `export default defineComponent({
+  async run({ steps }) {
+    return { doubled: steps.trigger.event.body.n * 2 };
+  },
+});`;
+
+const ADD_STEP = `export default defineComponent({
+  props: { plus: { type: "integer" } },
+  async run({ steps }) {
+    return steps.double.$return_value.doubled + this.plus;
+  },
+});`;
+
+describe.each(DIALECTS)('web console: creating a workflow (%s)', (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+  });
+
+  it('creates an HTTP workflow of two steps put in order, then runs it', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
+    await page.getByRole('link', { name: 'Create one' }).click();
+
+    await page.getByLabel('Workflow name').fill('double then add');
+    await page.getByLabel('Starts on').selectOption('http');
+    // Written in the wrong order, then moved: the add step first, the double step second.
+    const first = page.getByRole('listitem', { name: 'Step 1' });
+    await first.getByLabel('Step name').fill('add');
+    await first.getByLabel('Code').fill(ADD_STEP);
+    await first.getByLabel('Configured props (JSON, optional)').fill('{ "plus": 1 }');
+    await page.getByRole('button', { name: 'Add a step' }).click();
+    const second = page.getByRole('listitem', { name: 'Step 2' });
+    await second.getByLabel('Step name').fill('double');
+    await second.getByLabel('Code').fill(DOUBLE_STEP);
+    await second.getByRole('button', { name: 'Move up' }).click();
+    await expect(page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Step name').inputValue()).resolves.toBe('double');
+    // The keyboard stays with the moved step: at the top its "Move up" is off, so its "Move down" has the focus.
+    await waitForFocus(page, 'li[aria-label="Step 1"] button', /Move down/);
+    // A third step, added and removed: the focus lands in the new step, then on the step now last.
+    await page.getByRole('button', { name: 'Add a step' }).click();
+    await waitForFocus(page, 'li[aria-label="Step 3"] input');
+    await page.getByRole('button', { name: 'Remove step 3' }).click();
+    await waitForFocus(page, 'li[aria-label="Step 2"] input');
+    await expect(page.getByRole('listitem', { name: 'Step 2' }).getByLabel('Step name').inputValue()).resolves.toBe('add');
+    await evaluate(page, 'window.scrollTo(0, 0)');
+    await screenshot(page, 'workflow-create');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+
+    await waitForText(page.getByRole('status'), 'Created double then add.');
+    const workflows = (await api.get('/v1/users/me/workflows')).body.data;
+    expect(workflows).toHaveLength(1);
+    const workflow = workflows[0];
+    expect(page.url()).toContain(`#/workflows/${workflow.id}`);
+    expect(workflow.trigger).toMatchObject({ type: 'http', custom_response: false });
+    expect(workflow.steps.map((s: { name: string }) => s.name)).toEqual(['double', 'add']);
+    expect(workflow.steps[1].configured_props).toEqual({ plus: 1 });
+    expect(workflow.timeout_seconds).toBe(30);
+
+    const sent = await fetch(workflow.trigger.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":20}' });
+    expect(sent.status).toBe(200);
+    const runs = await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs`),
+      (r) => r.body.data[0]?.status === 'succeeded',
+      { what: 'the run to succeed' },
+    );
+    expect(runs.body.data[0].steps.map((s: any) => s.$return_value)).toEqual([{ doubled: 40 }, 41]);
+    expect(problems).toEqual([]);
+  });
+
+  it("says what to fix, before sending and from the server's refusal, and creates nothing", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/workflows/new`);
+    const alert = page.locator('p.field-error[role="alert"]');
+
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, 'The workflow needs a name.');
+    await waitForFocus(page, 'p.field-error');
+
+    await page.getByLabel('Workflow name').fill('broken');
+    await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('{ plus: 1 }');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, 'The configured props of step step_1 are not valid JSON.');
+
+    await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('');
+    await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Code').fill('export default { async run() { this is not javascript } }');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, '(422 component_invalid)');
+    await waitForFocus(page, 'p.field-error');
+    expect((await api.get('/v1/users/me/workflows')).body.data).toEqual([]);
+    expect(page.url()).toContain('#/workflows/new');
+    expect(problems).toEqual([]);
+  });
+});
