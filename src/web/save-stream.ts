@@ -2,17 +2,7 @@
 // heard as it happens, so a minute of npm is a list of packages going by, not a frozen button.
 import { ApiError, authHeaders, parseAnswer, refusal, UNREACHABLE } from './api';
 import { readFrames } from './sse';
-
-/** One step of installing an npm package, as the server's `progress` event says it. */
-export interface InstallStep {
-  step: 'resolving' | 'installing' | 'installed' | 'cached';
-  package: string;
-  version: string;
-  index: number;
-  total: number;
-  elapsed_ms: number;
-  workflow_step?: string;
-}
+import type { InstallStep } from './types';
 
 /**
  * `method` `path` with `body`, answered by `path/stream`: resolves with the body of a success, throws the ApiError

@@ -121,3 +121,14 @@ export interface Subscription {
   listener_id: string;
   event_name: string;
 }
+
+/** One step of installing an npm package, as the `progress` event of a save's `/stream` route says it. */
+export interface InstallStep {
+  step: 'resolving' | 'installing' | 'installed' | 'cached';
+  package: string;
+  version: string;
+  index: number;
+  total: number;
+  elapsed_ms: number;
+  workflow_step?: string;
+}

@@ -4,8 +4,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describeError, get, type Page } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
-import { type InstallStep, saveWithProgress } from './save-stream';
-import type { Source, Workflow } from './types';
+import { saveWithProgress } from './save-stream';
+import type { InstallStep, Source, Workflow } from './types';
 import { useLoad } from './use-load';
 
 type TriggerKind = 'none' | 'http' | 'interval' | 'cron' | 'source';
