@@ -3,6 +3,7 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, LIMITED_RESOURCES, type LimitedResource } from './model/account-limits.js';
+import { readKeyFile } from './lib/secrets.js';
 import { checkEgressAllow } from './runtime/worker/egress-rules.js';
 import { FIRST_ACCOUNT_UID, firstUnreachable, resolveWorkerUser } from './runtime/worker-user.js';
 
@@ -204,4 +205,29 @@ export function accountLimits(raw: string): AccountLimits {
     limits[name!.trim() as LimitedResource] = count(value);
   }
   return Object.freeze(limits);
+}
+
+/** The S3 settings `checkS3` judges together. */
+export interface S3Settings {
+  readonly s3Endpoint: string | undefined;
+  readonly s3AccessKeyId: string | undefined;
+  readonly s3SecretAccessKey: string | undefined;
+}
+
+/** A key file that cannot be read, or holds no key, stops the start: a server must never seal with a key it was not given. */
+export function checkSecretKeyFile(given: string): string {
+  const file = path.resolve(given);
+  try {
+    readKeyFile(file);
+  } catch (error) {
+    throw new ConfigError(`--secret-key-file (TRIBUTARY_SECRET_KEY_FILE): ${(error as Error).message}`);
+  }
+  return file;
+}
+
+/** S3 settings that cannot work together stop the start, instead of failing each `$.send.s3` later. */
+export function checkS3(config: S3Settings): void {
+  const keys = [config.s3AccessKeyId, config.s3SecretAccessKey].filter((key) => key !== undefined).length;
+  if (keys === 1) throw new ConfigError('--s3-access-key-id and --s3-secret-access-key go together: set both or neither');
+  if (keys === 0 && config.s3Endpoint !== undefined) throw new ConfigError('--s3-endpoint needs --s3-access-key-id and --s3-secret-access-key');
 }

@@ -1,11 +1,12 @@
 // Every setting of Tributary, typed, with its flag, its TRIBUTARY_* variable and its default, in one table.
 import path from 'node:path';
 import { Option } from 'commander';
-import { readKeyFile } from './lib/secrets.js';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, formatAccountLimits } from './model/account-limits.js';
 import {
   accountLimits,
   bool,
+  checkS3,
+  checkSecretKeyFile,
   checkWorkerCaFile,
   ConfigError,
   databaseUrl,
@@ -378,24 +379,6 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
     );
   }
   return Object.freeze(config);
-}
-
-/** A key file that cannot be read, or holds no key, stops the start: a server must never seal with a key it was not given. */
-function checkSecretKeyFile(given: string): string {
-  const file = path.resolve(given);
-  try {
-    readKeyFile(file);
-  } catch (error) {
-    throw new ConfigError(`--secret-key-file (TRIBUTARY_SECRET_KEY_FILE): ${(error as Error).message}`);
-  }
-  return file;
-}
-
-/** S3 settings that cannot work together stop the start, instead of failing each `$.send.s3` later. */
-function checkS3(config: Config): void {
-  const keys = [config.s3AccessKeyId, config.s3SecretAccessKey].filter((key) => key !== undefined).length;
-  if (keys === 1) throw new ConfigError('--s3-access-key-id and --s3-secret-access-key go together: set both or neither');
-  if (keys === 0 && config.s3Endpoint !== undefined) throw new ConfigError('--s3-endpoint needs --s3-access-key-id and --s3-secret-access-key');
 }
 
 /** Replaces the port in a default public URL once the real port is known (for `--port 0`). */
