@@ -50,7 +50,7 @@ export type App = FastifyInstance;
 
 /** What the HTTP layer may use: services only, never the store, the engine or the runtime. Each route takes its part. */
 export interface ApiServices {
-  readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit'>;
+  readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit' | 'minTimerInterval'>;
   readonly users: UserService;
   readonly components: ComponentService;
   readonly propConfiguration: PropConfigurationService;
@@ -201,7 +201,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
 
   await app.register(healthRoutes(services));
   // The web console at `/`: a client of /v1 like any other, in the same process so that it needs no CORS.
-  await app.register(consoleRoutes());
+  await app.register(consoleRoutes({ minTimerInterval: config.minTimerInterval }));
   await app.register(ingressRoutes(services));
   // The walkthrough's SSE address, outside /v1; endpoints check their ids themselves (IngressService), so that
   // the hot path pays for no hook.

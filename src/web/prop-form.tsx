@@ -10,6 +10,19 @@ export type FieldErrors = Record<string, string>;
 export const SECRET_PLACEHOLDER = '********';
 const NO_INPUT = new Set(['$.interface.http', '$.service.db']);
 
+/**
+ * The shortest timer interval the server accepts (`--min-timer-interval`), which it tells in the page; 15 s, its
+ * default, should the page not say. Checked here so that the user learns it before the deploy's 422.
+ */
+export function minTimerInterval(): number {
+  const told = Number(document.querySelector<HTMLMetaElement>('meta[name="tributary-min-timer-interval"]')?.content);
+  return Number.isSafeInteger(told) && told >= 1 ? told : 15;
+}
+
+function intervalRule(prop: PropDescriptor): string {
+  return `${labelOf(prop)} needs an interval of at least ${minTimerInterval()} seconds`;
+}
+
 interface Choice {
   label: string;
   value: string;
@@ -73,7 +86,7 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
       if (raw[`${prop.name}.mode`] === 'cron') {
         if (!text) fail(`${labelOf(prop)} needs a cron expression`);
         else values[prop.name] = { cron: text };
-      } else if (!/^\d+$/.test(text) || Number(text) < 1) fail(`${labelOf(prop)} needs an interval of at least 1 second`);
+      } else if (!/^\d+$/.test(text) || Number(text) < minTimerInterval()) fail(intervalRule(prop));
       else values[prop.name] = { intervalSeconds: Number(text) };
       continue;
     }
@@ -236,7 +249,20 @@ function PropField(props: {
         {mode === 'cron' ? (
           <input {...common} type="text" spellcheck={false} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
         ) : (
-          <input {...common} type="number" min={1} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
+          <>
+            <input
+              {...common}
+              aria-describedby={`${id}-min ${describedBy}`}
+              type="number"
+              min={minTimerInterval()}
+              step={1}
+              value={text}
+              onInput={(e) => set(prop.name, e.currentTarget.value)}
+            />
+            <p id={`${id}-min`} class="hint">
+              At least {minTimerInterval()} seconds: the server refuses shorter intervals.
+            </p>
+          </>
         )}
         {help}
         {errorLine}

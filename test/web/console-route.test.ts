@@ -62,6 +62,16 @@ describe.each(DIALECTS)('web console route (%s)', (dialect) => {
     }
   });
 
+  it("tells the console the server's shortest timer interval, so that the form checks what a deploy would refuse", async () => {
+    expect((await request('GET', `${server.url}/`)).text).toContain('<meta name="tributary-min-timer-interval" content="15">');
+    const strict = await startTestServer(dialect, { minTimerInterval: 30 });
+    try {
+      expect((await request('GET', `${strict.url}/`)).text).toContain('<meta name="tributary-min-timer-interval" content="30">');
+    } finally {
+      await strict.destroy();
+    }
+  });
+
   it('answers 404 with a JSON error for an unknown asset', async () => {
     for (const path of ['/console/app-NOPE.js', '/console/../package.json', '/console/', '/console/index.html']) {
       const res = await request('GET', `${server.url}${path}`);

@@ -163,22 +163,34 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await waitForFocus(page, '#prop-count');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
 
-    // An interval under the server's minimum (15 s) is the server's to refuse: its 422 lands on the timer's field.
+    // What only the server can judge, a cron expression, is its to refuse: its 422 lands on the timer's field.
     await page.getByLabel('Count').fill('5');
-    await page.getByLabel('Interval in seconds').fill('5');
+    await page.getByLabel('Schedule').selectOption('cron');
+    await page.getByLabel('Cron expression').fill('61 * * * *');
     await page.getByRole('button', { name: 'Deploy' }).click();
-    await waitForText(page.locator('#prop-timer-error'), /timer .*15/);
+    await waitForText(page.locator('#prop-timer-error'), /^timer /);
     expect(await page.locator('#prop-count-error').textContent()).toBe('');
     await waitForFocus(page, '#prop-timer');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
-    await page.getByLabel('Interval in seconds').scrollIntoViewIfNeeded();
+    await page.getByLabel('Cron expression').scrollIntoViewIfNeeded();
     await screenshot(page, 'new-source');
 
-    await page.getByLabel('Interval in seconds').fill('60');
+    // An interval under the server's minimum (--min-timer-interval, 15 s here) is caught before it is sent, by the
+    // server's own rule: the field's min, its hint and its message say 15, and 15 itself passes.
+    await page.getByLabel('Schedule').selectOption('interval');
+    expect(await page.getByLabel('Interval in seconds').getAttribute('min')).toBe('15');
+    await waitForText(page.locator('#prop-timer-min'), 'At least 15 seconds');
+    await page.getByLabel('Interval in seconds').fill('14');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-timer-error'), 'timer needs an interval of at least 15 seconds');
+    await waitForFocus(page, '#prop-timer');
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+
+    await page.getByLabel('Interval in seconds').fill('15');
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'showcase', level: 1 }).waitFor();
     const [source] = (await api.get('/v1/users/me/sources')).body.data;
-    expect(source.configured_props).toMatchObject({ token: '********', count: 5, color: 'blue', flavour: 'mint-0', timer: { interval_seconds: 60 } });
+    expect(source.configured_props).toMatchObject({ token: '********', count: 5, color: 'blue', flavour: 'mint-0', timer: { interval_seconds: 15 } });
     expect(page.url()).toContain(`#/sources/${source.id}`);
     expect(await page.locator('#endpoint-url').textContent()).toBe(source.configured_props.http.endpoint_url);
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });

@@ -30,14 +30,21 @@ function secure(reply: FastifyReply): FastifyReply {
   });
 }
 
-export function consoleRoutes(): FastifyPluginAsync {
+/** What the console checks as the server does, told in the page (a `<meta>`: the CSP allows no inline script). */
+export interface ConsoleSettings {
+  /** `--min-timer-interval`: the timer field's `min` and its message say the same as a deploy's 422. */
+  minTimerInterval: number;
+}
+
+export function consoleRoutes(settings: ConsoleSettings): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => {
       const bundle = await loadConsole();
+      const html = bundle.html.replace('<!-- settings -->', `<meta name="tributary-min-timer-interval" content="${settings.minTimerInterval}">`);
       // Always revalidated: it names the current build's assets.
-      return secure(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(bundle.html);
+      return secure(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(html);
     });
 
     app.get('/console/:file', { schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 100 }) }) } }, async (request, reply) => {
