@@ -154,14 +154,25 @@ export function EventsTable(props: { sourceId: string; stream: Stream }) {
             </tr>
           </thead>
           <tbody>
+            {/* One tab stop a row, its time's button (Enter or Space opens the event), which the row's summary describes:
+                rows of the same second are told apart by what they hold. A click anywhere on the row opens it too. */}
             {rows.map((row) => (
               <tr key={row.id} class={row.id === selected ? 'selected' : undefined} onClick={() => setSelected(row.id)} data-event-id={row.id}>
                 <td>
-                  <button type="button" class="link" onClick={() => setSelected(row.id)} aria-expanded={row.id === selected} aria-controls="event-detail">
+                  <button
+                    type="button"
+                    class="link"
+                    onClick={() => setSelected(row.id)}
+                    aria-expanded={row.id === selected}
+                    aria-controls="event-detail"
+                    aria-describedby={`summary-${stream}-${row.id}`}
+                  >
                     {formatTime(row.indexed_at_ms)}
                   </button>
                 </td>
-                <td class="summary">{preview(row)}</td>
+                <td class="summary" id={`summary-${stream}-${row.id}`}>
+                  {preview(row)}
+                </td>
                 <td>{row.metadata.name || 'default'}</td>
               </tr>
             ))}

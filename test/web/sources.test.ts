@@ -296,6 +296,52 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it('gives each event row one tab stop, which Enter or Space opens, with a visible focus', async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'keyboard' });
+    for (const n of [1, 2, 3]) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    const table = page.getByRole('region', { name: 'Events of this source' });
+    await table.getByRole('row').filter({ hasText: 'body {"n":1}' }).waitFor();
+    const ids = await table.locator('tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-event-id')));
+    expect(ids).toHaveLength(3);
+
+    // From the scrolling table, Tab visits each row once, newest first, then leaves the table.
+    await table.focus();
+    const focusedRow = () => evaluate<string | null>(page, `document.activeElement.closest('tr')?.getAttribute('data-event-id') ?? null`);
+    const visited: Array<string | null> = [];
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press('Tab');
+      visited.push(await focusedRow());
+    }
+    expect(visited).toEqual([...ids, null]);
+    await waitForFocus(page, `#range-start-${source.id}`);
+
+    // Back on the second row: the focus shows, and the stop says which event it is (its summary describes it).
+    await page.keyboard.press('Shift+Tab');
+    await page.keyboard.press('Shift+Tab');
+    await waitForFocus(page, `tr[data-event-id="${ids[1]}"] button`);
+    expect(await evaluate<string>(page, 'getComputedStyle(document.activeElement).outlineStyle')).toBe('solid');
+    expect(await evaluate<string>(page, 'getComputedStyle(document.activeElement).outlineWidth')).toBe('3px');
+    expect(await evaluate<string>(page, `document.getElementById(document.activeElement.getAttribute('aria-describedby')).textContent`)).toBe('body {"n":2}');
+    const detail = page.getByRole('figure', { name: 'Event JSON' });
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Event ${ids[1]}` }).waitFor();
+    await waitForText(detail, '"n": 2');
+    expect(await table.locator(`tr[data-event-id="${ids[1]}"] button`).getAttribute('aria-expanded')).toBe('true');
+    // Space opens too, and the focus stays on the row's stop.
+    await page.keyboard.press('Shift+Tab');
+    await waitForFocus(page, `tr[data-event-id="${ids[0]}"] button`);
+    await page.keyboard.press('Space');
+    await page.getByRole('heading', { name: `Event ${ids[0]}` }).waitFor();
+    await waitForText(detail, '"n": 3');
+    await waitForFocus(page, `tr[data-event-id="${ids[0]}"] button`);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('opens a large event folded past its first hundred entries, and makes a fold only when it is opened', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'large' });
