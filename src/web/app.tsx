@@ -92,11 +92,12 @@ export function App() {
 }
 
 function Page(props: { route: string[] }) {
-  const [section = 'sources', id, sub] = props.route;
+  const [section = 'sources', id, sub, subId] = props.route;
   switch (section) {
     case 'sources':
       if (id === 'new') return <SourceCreate />;
-      return id ? <SourceDetail id={id} key={id} /> : <SourcesList />;
+      // `#/sources/<id>/events/<event id>` opens that event on the source's page (a webhook's delivery links there).
+      return id ? <SourceDetail id={id} eventId={sub === 'events' ? subId : undefined} key={id} /> : <SourcesList />;
     case 'workflows':
       if (id === 'new') return <WorkflowCreate />;
       return id ? <WorkflowDetail id={id} runId={sub} key={id} /> : <WorkflowsList />;

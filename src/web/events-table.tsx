@@ -24,8 +24,9 @@ function preview(summary: EventSummary): string {
   return text === undefined ? '' : text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
-export function EventsTable(props: { sourceId: string; stream: Stream }) {
-  const { sourceId, stream } = props;
+/** `openId`: an event to open once its row is in the table (a link to it). */
+export function EventsTable(props: { sourceId: string; stream: Stream; openId?: string | undefined }) {
+  const { sourceId, stream, openId } = props;
   const notify = useNotify();
   const [rows, setRows] = useState<EventSummary[]>([]);
   const [held, setHeld] = useState<EventSummary[]>([]);
@@ -102,6 +103,15 @@ export function EventsTable(props: { sourceId: string; stream: Stream }) {
       notify({ kind: 'error', text: `Could not delete: ${failure instanceof Error ? failure.message : String(failure)}` });
     }
   };
+
+  // Opened once, when its row arrives: closing it afterwards keeps it closed.
+  const linkedOpened = useRef<string | undefined>(undefined);
+  useEffect(() => {
+    if (openId && linkedOpened.current !== openId && rows.some((row) => row.id === openId)) {
+      linkedOpened.current = openId;
+      setSelected(openId);
+    }
+  }, [openId, rows]);
 
   const open = rows.find((row) => row.id === selected);
   const detail = useRef<HTMLDivElement>(null);

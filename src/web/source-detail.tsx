@@ -1,6 +1,6 @@
 // One source: its state and endpoint, activate / deactivate, a manual run, its props to edit, deletion, and its streams.
-import { useState } from 'preact/hooks';
-import { del, describeError, get, patch, post } from './api';
+import { useEffect, useState } from 'preact/hooks';
+import { del, describeError, get, type Page, patch, post } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { EventsTable, type Stream } from './events-table';
@@ -8,7 +8,7 @@ import { endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { href, navigate } from './router';
-import type { Component, Source } from './types';
+import type { Component, EventSummary, Source } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
@@ -19,11 +19,27 @@ const TABS: Array<[Stream, string]> = [
   ['$errors', '$errors'],
 ];
 
-export function SourceDetail(props: { id: string }) {
+/** Which stream of the source holds event `eventId` among its 100 newest (the most a live table shows), or null. */
+async function streamOf(sourceId: string, eventId: string): Promise<Stream | null> {
+  for (const [stream] of TABS) {
+    const prefix = stream === 'emit' ? '' : `${stream}/`;
+    const page = await get<Page<Pick<EventSummary, 'id'>>>(`/sources/${encodeURIComponent(sourceId)}/${prefix}event_summaries?limit=100&include=id`);
+    if (page.data.some((summary) => summary.id === eventId)) return stream;
+  }
+  return null;
+}
+
+/** `eventId`: an event to open at once, in whichever of the streams holds it (a link from a webhook's delivery). */
+export function SourceDetail(props: { id: string; eventId?: string | undefined }) {
   const notify = useNotify();
   const loaded = useLoad(() => get<{ data: Source }>(`/sources/${encodeURIComponent(props.id)}`), [props.id]);
   const [deleting, setDeleting] = useState(false);
   const [tab, setTab] = useState<Stream>('emit');
+  const linked = useLoad(() => (props.eventId ? streamOf(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
+  const linkedStream = linked.data ?? undefined;
+  useEffect(() => {
+    if (linkedStream) setTab(linkedStream);
+  }, [linkedStream, props.eventId]);
   const source = loaded.data?.data;
 
   if (loaded.error) {
@@ -138,8 +154,13 @@ export function SourceDetail(props: { id: string }) {
           </button>
         ))}
       </div>
+      {props.eventId && linked.data === null && (
+        <p class="error" role="alert">
+          Event <code>{props.eventId}</code> is not among the newest events of this source: it was deleted, or newer events have replaced it.
+        </p>
+      )}
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`}>
-        <EventsTable sourceId={source.id} stream={tab} key={tab} />
+        <EventsTable sourceId={source.id} stream={tab} key={tab} openId={linkedStream === tab ? props.eventId : undefined} />
       </div>
 
       {deleting && (

@@ -46,7 +46,14 @@ export function WebhookDeliveries(props: { id: string }) {
               <tr key={d.id}>
                 <td>{formatTime(d.attempted_at_ms)}</td>
                 <td>
-                  <code>{d.event_id}</code>
+                  {/* A source's event opens on its page; a workflow's emits have no page in the console to open on. */}
+                  {d.emitter_id.startsWith('dc_') ? (
+                    <a href={href('sources', d.emitter_id, 'events', d.event_id)} aria-label={`Event ${d.event_id} of source ${d.emitter_id}`}>
+                      <code>{d.event_id}</code>
+                    </a>
+                  ) : (
+                    <code>{d.event_id}</code>
+                  )}
                 </td>
                 <td>{d.attempt}</td>
                 <td>

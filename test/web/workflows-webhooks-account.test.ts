@@ -254,6 +254,72 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (diale
     await page.context().close();
   });
 
+  it("links each delivered event to the event on its source's page, in the stream that holds it", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const failing = `module.exports = {
+      name: "Picky", version: "0.1.0", props: { http: "$.interface.http" },
+      async run(event) { if (event.body.fail) throw new Error("refused " + event.body.fail); this.$emit(event.body, { summary: "kept " + event.body.n }); },
+    };`;
+    const source = (await api.post('/v1/sources', { component_code: failing, name: 'picky' })).body.data;
+    const emitting = `export default defineComponent({ async run({ $ }) { $.send.emit({ raw_event: { from: "workflow" } }); } });`;
+    const workflow = (await api.post('/v1/workflows', { name: 'emitter', trigger: null, steps: [{ name: 'emit', component_code: emitting }] })).body.data;
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=links`)).body.data;
+    for (const [emitter, name] of [
+      [source.id, ''],
+      [source.id, '$errors'],
+      [workflow.id, ''],
+    ]) {
+      const res = await api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${hook.id}${name ? `&event_name=${encodeURIComponent(name)}` : ''}`);
+      expect(res.status, res.text).toBe(200);
+    }
+    for (const body of [{ n: 1 }, { n: 2 }, { fail: 'three' }]) {
+      expect((await request('POST', source.configured_props.http.endpoint_url, { body })).status).toBe(200);
+    }
+    expect((await api.post(`/v1/workflows/${workflow.id}/run`, {})).status).toBe(202);
+    const deliveries = (
+      await waitFor(
+        () => api.get(`/v1/webhooks/${hook.id}/deliveries`),
+        (r) => r.body.data.filter((d: any) => d.state === 'succeeded').length === 4,
+        { what: 'four deliveries' },
+      )
+    ).body.data;
+    const emitted = (await api.get(`/v1/sources/${source.id}/event_summaries`)).body.data;
+    const kept1 = emitted.find((e: any) => e.metadata.summary === 'kept 1');
+    const [error] = (await api.get(`/v1/sources/${source.id}/$errors/event_summaries`)).body.data;
+    const fromWorkflow = deliveries.find((d: any) => d.emitter_id === workflow.id);
+
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/webhooks/${hook.id}`);
+    const log = page.locator('table.deliveries');
+    // A source's event is a link; a workflow's emit stays text (the console has no page for a workflow's events).
+    await log.getByRole('link', { name: `Event ${kept1.id} of source ${source.id}` }).waitFor();
+    expect(await log.getByRole('link').count()).toBe(3);
+    expect(await log.locator('tr').filter({ hasText: fromWorkflow.event_id }).getByRole('link').count()).toBe(0);
+
+    await log.getByRole('link', { name: `Event ${kept1.id} of source ${source.id}` }).click();
+    expect(page.url()).toContain(`#/sources/${source.id}/events/${kept1.id}`);
+    await page.getByRole('heading', { name: 'picky', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: `Event ${kept1.id}` }).waitFor();
+    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), '"n": 1');
+    await page.getByRole('tab', { name: 'Events', selected: true }).waitFor();
+
+    // An $errors event opens on the $errors tab.
+    await page.goBack();
+    await log.getByRole('link', { name: `Event ${error.id} of source ${source.id}` }).click();
+    await page.getByRole('tab', { name: '$errors', selected: true }).waitFor();
+    await page.getByRole('heading', { name: `Event ${error.id}` }).waitFor();
+    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), 'refused three');
+
+    // Deleted since: the page says so instead of opening nothing.
+    expect((await api.delete(`/v1/sources/${source.id}/events?start_id=${kept1.id}&end_id=${kept1.id}`)).status).toBe(202);
+    await page.goto(`${server.url}/#/sources/${source.id}/events/${kept1.id}`);
+    await waitForText(page.getByRole('alert'), `Event ${kept1.id} is not among the newest events of this source`);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("shows the free plan's quotas as bars and rotates the key: the old key stops working, the tab goes on with the new one", async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
