@@ -12,7 +12,8 @@ import type { EventSummary } from './types';
 export type Stream = 'emit' | '$logs' | '$errors';
 const RETAINED = 100;
 
-function compareIds(a: string, b: string): number {
+/** Event ids (`<epoch_ms>-<seq>`) in the order the events were committed. */
+export function compareIds(a: string, b: string): number {
   const [am = 0, as = 0] = a.split('-').map(Number);
   const [bm = 0, bs = 0] = b.split('-').map(Number);
   return am - bm || as - bs;

@@ -1,9 +1,14 @@
-// "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it.
+// "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it,
+// and what became of the run, when the caller follows it, beside the button.
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { describeError } from './api';
 
-/** `id` names the field (its error is `<id>-error`); `disabledWhy`, when given, disables the button and says why. */
-export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined }) {
+/**
+ * `id` names the field (its error is `<id>-error`); `disabledWhy`, when given, disables the button and says why;
+ * `outcome`, what the caller learnt of the last run, is read out as it changes.
+ */
+export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined; outcome?: ComponentChildren }) {
   const [text, setText] = useState('{}');
   const [error, setError] = useState<string | undefined>(undefined);
   const run = async (event: Event) => {
@@ -43,6 +48,10 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         <button type="submit" disabled={props.disabledWhy !== undefined} title={props.disabledWhy}>
           Run with this event
         </button>
+        {/* Always in the page, so that each new outcome is announced (an <output> is a polite live region). */}
+        <output id={`${props.id}-outcome`} class="run-outcome" aria-live="polite">
+          {props.outcome}
+        </output>
       </form>
     </details>
   );

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, describeError, get, type Page, patch, post } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
-import { EventsTable, type Stream } from './events-table';
+import { compareIds, EventsTable, type Stream } from './events-table';
 import { endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
@@ -29,12 +29,90 @@ async function streamOf(sourceId: string, eventId: string): Promise<Stream | nul
   return null;
 }
 
+interface QueuedRun {
+  /** The invocation id the run answered (`inv_…`). */
+  id: string;
+  /** The source's newest event id when the run was queued. */
+  after: string;
+}
+
+type Outcome = { kind: 'waiting' } | { kind: 'emitted'; ids: string[] } | { kind: 'failed'; id: string; message: string } | { kind: 'quiet' };
+
+const WATCH_SECONDS = 30;
+
+/**
+ * What became of a manual run, looked for every second: its `$errors` event (which names the invocation), else the
+ * events emitted since it was queued (a failed run emits nothing; the API does not say which run emitted an event).
+ */
+function RunOutcome(props: { sourceId: string; run: QueuedRun }) {
+  const { sourceId, run } = props;
+  const [outcome, setOutcome] = useState<Outcome>({ kind: 'waiting' });
+  const settled = outcome.kind !== 'waiting';
+  useEffect(() => {
+    if (settled) return;
+    const base = `/sources/${encodeURIComponent(sourceId)}`;
+    let looks = 0;
+    let busy = false;
+    const look = async () => {
+      if (busy) return;
+      busy = true;
+      looks += 1;
+      try {
+        const errors = await get<Page<EventSummary>>(`${base}/$errors/event_summaries?limit=10&expand=event`);
+        const failure = errors.data.find((e) => (e.event as { original_context?: { id?: string } } | null)?.original_context?.id === run.id);
+        if (failure) {
+          const error = (failure.event as { error?: { name?: string; message?: string } }).error;
+          setOutcome({ kind: 'failed', id: failure.id, message: [error?.name, error?.message].filter(Boolean).join(': ') });
+          return;
+        }
+        const emitted = await get<Page<Pick<EventSummary, 'id'>>>(`${base}/event_summaries?limit=100&include=id`);
+        const ids = emitted.data.map((e) => e.id).filter((id) => compareIds(id, run.after) > 0);
+        if (ids.length) setOutcome({ kind: 'emitted', ids });
+        else if (looks >= WATCH_SECONDS) setOutcome({ kind: 'quiet' });
+      } catch {
+        // A failed look is tried again on the next tick; the live tables say when the server is out of reach.
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(look, 1000);
+    look();
+    return () => clearInterval(timer);
+  }, [sourceId, run.id, run.after, settled]);
+
+  const open = (id: string, text: string) => <a href={href('sources', sourceId, 'events', id)}>{text}</a>;
+  switch (outcome.kind) {
+    case 'waiting':
+      return <span>Run {run.id} queued: waiting for its events or its error…</span>;
+    case 'emitted':
+      return (
+        <span>
+          Run {run.id} done: {outcome.ids.length === 1 ? '1 new event' : `${outcome.ids.length} new events`} since it was queued.{' '}
+          {open(outcome.ids[0]!, outcome.ids.length === 1 ? `Show event ${outcome.ids[0]}` : `Show the newest, ${outcome.ids[0]}`)}
+        </span>
+      );
+    case 'failed':
+      return (
+        <span class="error">
+          Run {run.id} failed{outcome.message ? `: ${outcome.message}` : ''}. {open(outcome.id, 'Show the error')}
+        </span>
+      );
+    case 'quiet':
+      return (
+        <span>
+          Run {run.id}: no event and no error after {WATCH_SECONDS} s. A run that emits nothing leaves only its console output, on the $logs tab.
+        </span>
+      );
+  }
+}
+
 /** `eventId`: an event to open at once, in whichever of the streams holds it (a link from a webhook's delivery). */
 export function SourceDetail(props: { id: string; eventId?: string | undefined }) {
   const notify = useNotify();
   const loaded = useLoad(() => get<{ data: Source }>(`/sources/${encodeURIComponent(props.id)}`), [props.id]);
   const [deleting, setDeleting] = useState(false);
   const [tab, setTab] = useState<Stream>('emit');
+  const [run, setRun] = useState<QueuedRun | undefined>(undefined);
   const linked = useLoad(() => (props.eventId ? streamOf(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
   const linkedStream = linked.data ?? undefined;
   useEffect(() => {
@@ -131,9 +209,13 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
         id="run-event"
         disabledWhy={source.active ? undefined : 'An inactive source does not run'}
         start={async (event) => {
+          // The newest event before the run: those after it are the run's to show (the API names no run's events).
+          const before = await get<Page<Pick<EventSummary, 'id'>>>(`/sources/${encodeURIComponent(source.id)}/event_summaries?limit=1&include=id`);
           const answer = await post<{ data: { id: string } }>(`/sources/${encodeURIComponent(source.id)}/run`, event);
           notify({ kind: 'ok', text: `Run queued (${answer.data.id}).` });
+          setRun({ id: answer.data.id, after: before.data[0]?.id ?? '0-0' });
         }}
+        outcome={run && <RunOutcome sourceId={source.id} run={run} key={run.id} />}
       />
       <EditProps source={source} onSaved={loaded.reload} />
 

@@ -384,6 +384,45 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it('after Run now, says what became of the run and links to the event it emitted or to its error', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'outcome' });
+    // An event from before the run is not taken for the run's.
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { earlier: true } })).status).toBe(200);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    const table = page.getByRole('region', { name: 'Events of this source' });
+    await table.getByRole('row').filter({ hasText: '"earlier":true' }).waitFor();
+    const outcome = page.locator('output#run-event-outcome');
+    expect(await outcome.getAttribute('aria-live')).toBe('polite');
+
+    await page.getByText('Run now').click();
+    await page.getByLabel('Event (JSON)').fill('{"method": "MANUAL", "body": {"by": "hand"}}');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(outcome, /^Run inv_\w+ done: 1 new event since it was queued\. Show event \d+-\d+$/);
+    const [emitted] = (await api.get(`/v1/sources/${source.id}/event_summaries`)).body.data;
+    expect(emitted.event).toEqual({ by: 'hand' });
+    await outcome.getByRole('link', { name: `Show event ${emitted.id}` }).click();
+    await page.getByRole('heading', { name: `Event ${emitted.id}` }).waitFor();
+    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), '"by": "hand"');
+
+    // A run that throws: its $errors event names the run, and the link opens it on the $errors tab.
+    await page.getByLabel('Event (JSON)').fill('{"method": "MANUAL", "body": {"fail": "on purpose"}}');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(outcome, /^Run inv_\w+ failed: Error: on purpose\. Show the error$/);
+    const runId = (await outcome.textContent())!.match(/inv_\w+/)![0];
+    const [error] = (await api.get(`/v1/sources/${source.id}/$errors/event_summaries`)).body.data;
+    expect(error.event.original_context.id).toBe(runId);
+    await outcome.getByRole('link', { name: 'Show the error' }).click();
+    await page.getByRole('tab', { name: '$errors', selected: true }).waitFor();
+    await page.getByRole('heading', { name: `Event ${error.id}` }).waitFor();
+    await waitForText(page.getByRole('figure', { name: 'Event JSON' }), 'on purpose');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('runs a source now with an event, deactivates it, and deletes it after confirmation', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
