@@ -1,6 +1,7 @@
 // Bundles a component or step file with its relative imports into one module, as the server takes code.
+import { isBuiltin } from 'node:module';
 import path from 'node:path';
-import { build, type BuildFailure, type Message, type Metafile } from 'esbuild';
+import { type BuildFailure, type BuildResult, build, type Message, type Metafile } from 'esbuild';
 
 /** A file esbuild could not bundle; each line is `file:line:column: message`, as editors link them. */
 export class BundleError extends Error {
@@ -35,17 +36,28 @@ function packageName(specifier: string): string {
 export function bundleOf(code: string, metafile: Metafile): Bundle {
   const packages = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {
-    for (const imported of output.imports) if (imported.external && !imported.path.startsWith('node:')) packages.add(packageName(imported.path));
+    for (const imported of output.imports) if (imported.external && !isBuiltin(imported.path)) packages.add(packageName(imported.path));
   }
   return { code, packages: [...packages].sort(), files: Object.keys(metafile.inputs).map((input) => path.resolve(input)) };
 }
 
+/**
+ * Whether the bundle calls `require()` of an npm package. In an ES module esbuild writes such a call (CommonJS
+ * components: `const axios = require("axios")`) as `__require("axios")`, a call of its own helper that the server
+ * cannot see as an import, so it would install nothing and the component would fail to load with `Cannot find module`.
+ */
+function requiresPackages(metafile: Metafile): boolean {
+  return Object.values(metafile.outputs).some((output) =>
+    output.imports.some((imported) => imported.external && imported.kind === 'require-call' && !isBuiltin(imported.path)),
+  );
+}
+
 /** The esbuild options of every bundle: npm packages stay imports (the server installs them), `@pipedream/platform` included. */
-export function bundleOptions(file: string) {
+export function bundleOptions(file: string, format: 'esm' | 'cjs' = 'esm') {
   return {
     entryPoints: [file],
     bundle: true,
-    format: 'esm' as const,
+    format,
     platform: 'node' as const,
     write: false,
     packages: 'external' as const,
@@ -55,11 +67,19 @@ export function bundleOptions(file: string) {
   };
 }
 
+/**
+ * The bundle of a build made with `bundleOptions(file)`: as it is, or, when it requires npm packages, built again as a
+ * CommonJS module, which keeps each `require("pkg")` as written for the server to install (it takes either format).
+ */
+export async function finishBundle(file: string, result: BuildResult): Promise<Bundle> {
+  if (requiresPackages(result.metafile!)) result = await build(bundleOptions(file, 'cjs'));
+  return bundleOf(result.outputFiles![0]!.text, result.metafile!);
+}
+
 /** Bundles `file`; a syntax error or a missing relative import is a BundleError naming the file and line. */
 export async function bundleFile(file: string): Promise<Bundle> {
   try {
-    const result = await build(bundleOptions(file));
-    return bundleOf(result.outputFiles![0]!.text, result.metafile!);
+    return await finishBundle(file, await build(bundleOptions(file)));
   } catch (error) {
     const errors = (error as BuildFailure).errors;
     if (Array.isArray(errors)) throw new BundleError(errors.map(messageLine));

@@ -2,7 +2,7 @@
 // file (or a file it imports) re-bundles it and updates the source in place: same id, same endpoint URL.
 import { context, type BuildResult, type Plugin } from 'esbuild';
 import { ApiError, type ApiClient } from './api.js';
-import { bundleOf, bundleOptions, messageLine } from './bundle.js';
+import { bundleOptions, finishBundle, messageLine } from './bundle.js';
 import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
 import { showStream } from './follow.js';
 import { endpointUrl } from './resources.js';
@@ -37,8 +37,8 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
       options.progress('fix the file and save it again');
       return;
     }
-    const bundle = bundleOf(result.outputFiles![0]!.text, result.metafile!);
     try {
+      const bundle = await finishBundle(file, result);
       const component = await saveBundle(api, bundle, options.progress);
       if (source === undefined) {
         source = await createSource(api, component, options);

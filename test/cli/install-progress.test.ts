@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** `tributary` prints times; a line's pattern with them left open. */
 const secs = '\\d+\\.\\d s';
@@ -88,6 +89,38 @@ describe('tributary shows npm installs as the server takes them', () => {
     const source = JSON.parse(second.stdout);
     const ran = await client(server.url, key).post(`/v1/sources/${source.id}/run`, { body: { n: 3 } });
     expect(ran.status).toBe(202);
+  });
+
+  it('deploys a CommonJS component whose relative and npm requires are bundled: the server installs the packages it requires', async () => {
+    // The shape of the reference registry's older sources: `require` of the app file beside it and of npm packages.
+    fs.writeFileSync(
+      path.join(dir, 'odd.app.js'),
+      'const isOdd = require("is-odd@3.0.1");\nmodule.exports = { type: "app", app: "odd", methods: { odd: (n) => isOdd(n) } };\n',
+    );
+    fs.writeFileSync(
+      path.join(dir, 'odd-cjs.js'),
+      [
+        'const odd = require("./odd.app.js");',
+        'const crypto = require("crypto");',
+        'module.exports = {',
+        '  name: "odd cjs", version: "0.1.0", props: { odd, http: "$.interface.http" },',
+        '  async run(e) { this.$emit({ odd: this.odd.odd(e.body.n), hash: crypto.createHash("md5").update("x").digest("hex").length }); },',
+        '};',
+        '',
+      ].join('\n'),
+    );
+    const deployed = await tributary(['deploy', 'odd-cjs.js', '--json']);
+    expect(deployed.code, deployed.stderr).toBe(0);
+    // The package it requires, and not the built-in crypto, is what the server installs.
+    expect(deployed.stderr).toMatch(new RegExp(`^${saving} …$`, 'm'));
+    const source = JSON.parse(deployed.stdout);
+    const api = client(server.url, key);
+    expect((await api.post(`/v1/sources/${source.id}/run`, { body: { n: 3 } })).status).toBe(202);
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${source.id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+    );
+    expect(events.body.data[0].event).toEqual({ odd: true, hash: 32 });
   });
 
   it('a failed install exits 2 with the steps taken, then the error the server gave and its details', async () => {
