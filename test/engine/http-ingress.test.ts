@@ -15,7 +15,8 @@ module.exports = {
     if (q.mode === "slow") { await new Promise((r) => setTimeout(r, 60000)); return; }
     if (q.mode === "throw") throw new Error("broken before responding");
     if (q.mode === "bad") { this.http.respond({ status: 700, body: "nope" }); return; }
-    if (q.mode === "string") { this.http.respond({ status: "200", body: "nope" }); return; }
+    if (q.mode === "string") { this.http.respond({ status: "200.0", body: "nope" }); return; }
+    if (q.mode === "digits") { this.http.respond({ status: "202", headers: { "content-type": "text/plain" }, body: "accepted" }); return; }
     if (q.mode === "buffer") { this.http.respond({ status: 202, headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
     this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
     this.http.respond({ status: 500, body: "second call is ignored" });
@@ -137,14 +138,20 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(bad.status).toBe(500);
     const [error] = await eventsOf(id, 1, '/$errors');
     expect(error.event.error.message).toMatch(/status/);
-    // The specification's status is an integer: a numeric string is refused the same way.
+    // The specification's status is an integer: a string other than three digits is refused the same way.
     const text = await request('POST', `${url}?mode=string`, { body: {} });
     expect(text.status).toBe(500);
     const [stringError] = await eventsOf(id, 2, '/$errors');
-    expect(stringError.event.error.message).toBe('respond() needs a status that is an integer from 100 to 599, not "200"');
+    expect(stringError.event.error.message).toBe('respond() needs a status that is an integer from 100 to 599, not "200.0"');
     const thrown = await request('POST', `${url}?mode=throw`, { body: {} });
     expect(thrown.status).toBe(500);
     expect(thrown.body.error).toContain('broken before responding');
+  });
+
+  it("answers a status written as three digits in a string, as the registry's HTTP sources pass it from a string prop", async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const res = await fetch(`${url}?mode=digits`, { method: 'POST' });
+    expect([res.status, await res.text()]).toEqual([202, 'accepted']);
   });
 
   it('answers 504 when the run ends or times out without responding', async () => {

@@ -276,7 +276,7 @@ describe('respond()', () => {
   });
 
   it('fails the run on an invalid status, even if the component catches the error', async () => {
-    for (const status of [99, 600, 200.5, '200', 'abc', undefined]) {
+    for (const status of [99, 600, 200.5, 'abc', ' 200', '200.0', '0200', '99', '600', '2e2', undefined]) {
       const prepared = await t.runtime.prepare(
         responder(`try { this.http.respond({ status: ${JSON.stringify(status) ?? 'undefined'} }); } catch {} this.$emit("after");`),
       );
@@ -285,6 +285,13 @@ describe('respond()', () => {
       expect(result.outcomes[0]!.emits).toEqual([]);
       expect(result.outcomes[0]!.response).toBeUndefined();
     }
+  });
+
+  it('reads a status written as three digits in a string ("200", as the registry\'s HTTP sources pass it) as that integer', async () => {
+    const prepared = await t.runtime.prepare(responder('this.http.respond({ status: "201", body: "made" });'));
+    const result = await t.runtime.invoke(request(ACCOUNT, prepared, { customResponse: true }));
+    expect(result.outcomes[0]!.error).toBeUndefined();
+    expect(result.outcomes[0]!.response).toMatchObject({ status: 201, body: 'made' });
   });
 
   it('ignores respond() with a warning when customResponse is off', async () => {

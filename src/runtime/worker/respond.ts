@@ -18,12 +18,17 @@ function headerValue(name: string, value: unknown): string {
   return result;
 }
 
-/** The specification's `status`: an integer from 100 to 599; a numeric string such as "200" is not one. */
+/**
+ * The specification's `status`: an integer from 100 to 599. The reference registry's HTTP sources pass it from a
+ * string prop (`status: this.resStatusCode`, whose default is "200", in http-new-requests and http-webhook), so three
+ * digits written as a string ("200", nothing around them) are read as that integer; any other string is refused.
+ */
 function status(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 100 || value > 599) {
+  const number = typeof value === 'string' && /^[1-5][0-9]{2}$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < 100 || number > 599) {
     throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSON.stringify(value) ?? String(value)}`);
   }
-  return value;
+  return number;
 }
 
 /** Turns what the component passed into an HttpResponse; throws a TypeError or RangeError explaining what is wrong. */
