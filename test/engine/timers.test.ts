@@ -70,6 +70,12 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     expect(JSON.parse((await timerRow(configured))!.schedule)).toEqual({ intervalSeconds: 7200 });
     const legacy = await deploy(timerSource({ intervalSeconds: 1800 }, 0, true));
     expect(JSON.parse((await timerRow(legacy))!.schedule)).toEqual({ intervalSeconds: 1800 });
+    // The registry's polling sources: `static: { intervalSeconds }` on the prop, no default and no configured value.
+    const fixed = timerSource({}).replace('default: {}', 'static: { intervalSeconds: 15 * 60 }');
+    const staticTimer = await deploy(fixed);
+    expect(JSON.parse((await timerRow(staticTimer))!.schedule)).toEqual({ intervalSeconds: 900 });
+    const saved = await api.post('/v1/components', { component_code: fixed });
+    expect(saved.body.data.configurable_props).toEqual([{ name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 900 } }]);
   });
 
   it('stops firing while inactive and re-schedules at once on update', async () => {

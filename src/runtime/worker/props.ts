@@ -113,6 +113,10 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     if (typeof prop.intervalSeconds === 'number') d.intervalSeconds = prop.intervalSeconds;
     if (typeof prop.cron === 'string') d.cron = prop.cron;
     if (typeof prop.timezone === 'string') d.timezone = prop.timezone;
+    // The reference registry's polling sources fix their schedule with `static: { intervalSeconds }` rather than a
+    // `default`; it is taken as the default (a configured value still wins), so they deploy without a timer value.
+    const fixed = jsonOrUndefined(prop.static);
+    if (d.default === undefined && isPlainObject(fixed)) d.default = fixed;
   }
   if (propDefinition) d.propDefinition = propDefinition;
   if (prop.reloadProps === true) d.reloadProps = true;
