@@ -20,6 +20,8 @@ export const propDescriptorSchema = Type.Object(
     cron: Type.Optional(Type.String()),
     timezone: Type.Optional(Type.String()),
     propDefinition: Type.Optional(Type.Array(Type.String())),
+    alertType: Type.Optional(Type.String({ description: 'type alert: info, neutral, warning or error' })),
+    content: Type.Optional(Type.String({ description: 'type alert: the note shown to whoever configures the component; an alert takes no value' })),
   },
   { additionalProperties: true },
 );

@@ -168,6 +168,9 @@ export function validateProps(
     switch (prop.type) {
       case '$.service.db':
         break;
+      case 'alert':
+        if (value !== undefined && value !== null) fail('is an alert, a note for whoever configures the component: it takes no value');
+        break;
       case '$.interface.http':
         out[prop.name] = { customResponse: prop.customResponse === true };
         break;
@@ -253,10 +256,10 @@ export function addedProps(props: PropDescriptor[], full: PropDescriptor[]): Pro
  */
 export function additionalPropProblems(added: PropDescriptor[]): PropProblem[] {
   return added
-    .filter((p) => !SCALAR_TYPES.has(p.type.replace(/\[\]$/, '')))
+    .filter((p) => p.type !== 'alert' && !SCALAR_TYPES.has(p.type.replace(/\[\]$/, '')))
     .map((p) => ({
       prop: p.name,
-      message: `is a ${p.type} prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them)`,
+      message: `is a ${p.type} prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts`,
     }));
 }
 

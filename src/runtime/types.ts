@@ -38,7 +38,7 @@ export type PropOption = Static<typeof PropOptionSchema>;
 /** One entry of a component's `configurable_props`, as the API returns it (declaration order). */
 export const PropDescriptorSchema = ExactObject({
   name: Type.String(),
-  // `app`, `boolean`, `integer`, `string`, `object` (optionally with `[]`), `$.interface.http`, `$.interface.timer`, `$.service.db`.
+  // `app`, `boolean`, `integer`, `string`, `object` (optionally with `[]`), `$.interface.http`, `$.interface.timer`, `$.service.db`, `alert`.
   type: Type.String(),
   label: Type.Optional(Type.String()),
   description: Type.Optional(Type.String()),
@@ -63,6 +63,9 @@ export const PropDescriptorSchema = ExactObject({
   propDefinition: Type.Optional(Type.Tuple([Type.String(), Type.String()])),
   // True when the answer to this prop changes what `additionalProps()` returns (POST /components/{id}/props/reload).
   reloadProps: Type.Optional(Type.Boolean()),
+  // `alert`: a note for whoever configures the component (`info`, `neutral`, `warning` or `error`, and its text); no value.
+  alertType: Type.Optional(Type.String()),
+  content: Type.Optional(Type.String()),
 });
 export type PropDescriptor = Static<typeof PropDescriptorSchema>;
 

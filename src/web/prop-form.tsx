@@ -8,7 +8,7 @@ export type RawValues = Record<string, string | boolean>;
 export type FieldErrors = Record<string, string>;
 
 export const SECRET_PLACEHOLDER = '********';
-const NO_INPUT = new Set(['$.interface.http', '$.service.db']);
+const NO_INPUT = new Set(['$.interface.http', '$.service.db', 'alert']);
 
 /**
  * The shortest timer interval the server accepts (`--min-timer-interval`), which it tells in the page; 15 s, its
@@ -214,6 +214,14 @@ function PropField(props: {
     );
   }
   if (prop.type === '$.service.db') return null;
+  if (prop.type === 'alert') {
+    // A note from the component's author (often a step to take first): shown where the prop stands, asked nothing.
+    return (
+      <p class={`prop-alert ${prop.alertType ?? 'info'}`} role="note" aria-label={`${prop.alertType ?? 'info'}: ${labelOf(prop)}`}>
+        {prop.content ?? prop.description ?? ''}
+      </p>
+    );
+  }
 
   let input: preact.JSX.Element;
   if (prop.type === 'boolean') {

@@ -15,6 +15,9 @@ export interface PropDescriptor {
   app?: string;
   intervalSeconds?: number;
   cron?: string;
+  /** `type: "alert"`: info, neutral, warning or error, and the note's text; an alert takes no value. */
+  alertType?: string;
+  content?: string;
 }
 
 export interface Component {

@@ -112,6 +112,39 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(after.body.page_info.total_count).toBe(before.body.page_info.total_count);
   });
 
+  it("shows an alert prop (the reference registry's note to whoever configures) and takes no value for it", async () => {
+    const code = `export default {
+      name: "Noted", version: "0.1.0",
+      props: {
+        db: "$.service.db",
+        setup: { type: "alert", alertType: "warning", content: "Create an API key in Acme first." },
+        plain: { type: "alert", content: "No kind given." },
+        greeting: { type: "string" },
+      },
+      async run() { this.$emit({ setup: this.setup === undefined ? "unset" : this.setup, greeting: this.greeting }); },
+    };`;
+    const component = await api.post('/v1/components', { component_code: code });
+    expect(component.status).toBe(200);
+    expect(component.body.data.configurable_props.slice(1, 3)).toEqual([
+      { name: 'setup', type: 'alert', alertType: 'warning', content: 'Create an API key in Acme first.', optional: true },
+      { name: 'plain', type: 'alert', alertType: 'info', content: 'No kind given.', optional: true },
+    ]);
+    const refused = await api.post('/v1/sources', { component_id: component.body.data.id, configured_props: { greeting: 'hi', setup: 'yes' } });
+    expect(refused.status).toBe(422);
+    expect(refused.body.details).toEqual([{ prop: 'setup', message: 'is an alert, a note for whoever configures the component: it takes no value' }]);
+    const source = await api.post('/v1/sources', { component_id: component.body.data.id, configured_props: { greeting: 'hi' } });
+    expect(source.status, JSON.stringify(source.body)).toBe(200);
+    expect(source.body.data.configured_props).toEqual({ greeting: 'hi' });
+    expect((await api.post(`/v1/sources/${source.body.data.id}/run`, {})).status).toBe(202);
+    const { waitFor } = await import('../helpers/wait.js');
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${source.body.data.id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+      { what: 'the run of the source with alerts' },
+    );
+    expect(events.body.data[0].event).toEqual({ setup: 'unset', greeting: 'hi' });
+  });
+
   it('never echoes a secret prop value in a 422', async () => {
     const props = '{ pin: { type: "string", secret: true, options: ["a", "b"] }, code: { type: "integer", secret: true, max: 10 } }';
     const code = `module.exports = { name: "s", version: "1", props: ${props}, async run() {} };`;

@@ -201,6 +201,29 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.context().close();
   });
 
+  it("shows a component's alert prop as its author's note, asks nothing for it, and deploys", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(`export default {
+      name: "Noted", version: "0.1.0",
+      props: { setup: { type: "alert", alertType: "warning", content: "Create an API key in Acme first." }, greeting: { type: "string" } },
+      async run() { this.$emit({ greeting: this.greeting }); },
+    };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    const note = page.getByRole('note', { name: 'warning: setup' });
+    await waitForText(note, 'Create an API key in Acme first.');
+    expect(await note.getAttribute('class')).toBe('prop-alert warning');
+    await page.getByLabel('greeting').fill('hi');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.getByRole('status'), 'Deployed Noted.');
+    expect((await api.get('/v1/users/me/sources')).body.data[0].configured_props).toEqual({ greeting: 'hi' });
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('shows an event sent to the endpoint live, opens it as JSON, pauses and resumes, and deletes it with confirmation', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);

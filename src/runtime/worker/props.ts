@@ -14,6 +14,8 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
   'any',
   // One of the account's key-value stores, named by the configured value (the data_stores app's prop).
   'data_store',
+  // A note shown to whoever configures the component (`alertType`, `content`); it takes no value.
+  'alert',
 ]);
 
 type Obj = Record<string, unknown>;
@@ -117,6 +119,11 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     // `default`; it is taken as the default (a configured value still wins), so they deploy without a timer value.
     const fixed = jsonOrUndefined(prop.static);
     if (d.default === undefined && isPlainObject(fixed)) d.default = fixed;
+  }
+  if (type === 'alert') {
+    d.alertType = typeof prop.alertType === 'string' ? prop.alertType : 'info';
+    if (typeof prop.content === 'string') d.content = prop.content;
+    d.optional = true;
   }
   if (propDefinition) d.propDefinition = propDefinition;
   if (prop.reloadProps === true) d.reloadProps = true;
