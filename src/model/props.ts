@@ -86,7 +86,9 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
   const allowed = optionValues(prop);
   (items as unknown[]).forEach((item, index) => {
     const where = isArray ? `item ${index} ` : '';
-    const typeProblem = checkScalar(base, item);
+    // A string prop whose choices come from its async options() takes a number too: registry apps give numeric ids
+    // as option values (cal_com's bookingId), and the value picked from those choices reaches the run as it was.
+    const typeProblem = base === 'string' && prop.remoteOptions && typeof item === 'number' && Number.isFinite(item) ? undefined : checkScalar(base, item);
     if (typeProblem) return problems.push(where + typeProblem);
     if (allowed && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(item))) {
       // A secret's value is never echoed: the message goes back to the caller and into the log.

@@ -176,6 +176,20 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect((await options('note', { configured_props: { extended: true } })).body.data.errors).toEqual(['prop "note" has no options']);
   });
 
+  it("takes a number for a string prop whose choices come from async options(), as registry apps' numeric ids are", async () => {
+    const res = await api.post('/v1/sources', {
+      component_id: componentId,
+      configured_props: { owner: 'o', repo: 42, cursorRepo: 'c', branch: 'b', size: 's', count: 1 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.configured_props.repo).toBe(42);
+    const text = await api.post('/v1/sources', {
+      component_id: componentId,
+      configured_props: { owner: 'o', repo: { id: 42 }, cursorRepo: 'c', branch: 'b', size: 's', count: 1 },
+    });
+    expect(text.body.details).toEqual([{ prop: 'repo', message: 'must be a string, got an object' }]);
+  });
+
   it('checks a deploy against static options and min/max, and reports every invalid prop in one 422', async () => {
     const res = await api.post('/v1/sources', {
       component_id: componentId,
