@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountSlots, accountSlotCap } from '../../src/delivery/account-slots.js';
 import { FairClaims } from '../../src/delivery/fair-claims.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { accountsWithWork } from '../../src/store/account-queues.js';
 import { insertDeliveries, pendingDelivery } from '../../src/store/deliveries.js';
 import { newId } from '../../src/model/ids.js';
@@ -45,6 +46,34 @@ describe('sharing slots between accounts', () => {
     slots.give('b');
     slots.give('a');
     expect([slots.roomOf('a'), slots.roomOf('b'), slots.roomOf('c')]).toEqual([2, 2, 2]);
+  });
+
+  it('lets an attempt that waited 2 s give its slot back, still counting against its account, up to 32 per slot', () => {
+    const clock = new ManualClock(0);
+    const slots = new AccountSlots(2);
+    const opened: string[] = [];
+    const first = slots.takeForAttempt('a', clock, () => opened.push('a'));
+    expect([slots.taken, slots.roomOf('a'), slots.roomOf('b')]).toEqual([1, 0, 1]);
+    clock.advance(1_999);
+    expect(slots.taken).toBe(1);
+    clock.advance(1);
+    // Stalled: the slot is free for others, but a still holds its cap of one.
+    expect([slots.taken, slots.heldBy('a'), slots.roomOf('a'), slots.roomOf('b')]).toEqual([0, 1, 0, 1]);
+    expect(opened).toEqual(['a']);
+    first();
+    first();
+    expect([slots.taken, slots.heldBy('a'), slots.roomOf('a'), opened.length]).toEqual([0, 0, 1, 2]);
+    // An attempt that ends before 2 s never stalls.
+    const quick = slots.takeForAttempt('b', clock, () => opened.push('b'));
+    quick();
+    clock.advance(5_000);
+    expect([slots.taken, slots.heldBy('b'), opened]).toEqual([0, 0, ['a', 'a', 'b']]);
+    // 64 stalled attempts (32 per slot) at most: the next keeps its slot.
+    const ends = Array.from({ length: 65 }, (_, i) => slots.takeForAttempt(`u${i}`, clock, () => {}));
+    clock.advance(2_000);
+    expect(slots.taken).toBe(1);
+    for (const end of ends) end();
+    expect(slots.taken).toBe(0);
   });
 });
 
@@ -167,8 +196,37 @@ describe.each(DIALECTS)('webhook slots shared between accounts on %s', (dialect)
     );
     const [delivered] = await other.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'succeeded');
     expect(delivered.status_code).toBe(200);
-    // The hogs' other deliveries still wait for slots.
+    // The first hog's other deliveries still wait: its hanging attempts count against its cap, stalled or not.
     expect(receiver.on(hangAt)).toHaveLength(28);
-    expect(receiver.on(alsoHangAt)).toHaveLength(1);
+  });
+
+  it('leaves a healthy account room while hanging receivers of more accounts than the reserve hold all they may', async () => {
+    // Six accounts whose receivers never answer: the first takes 28 slots, the next four one each of the 4 kept for
+    // accounts holding none, the sixth none. Attempts that waited 2 s give their slots back (still counting against
+    // their account's cap), so each hog reaches its 28; without that, the sixth and a healthy newcomer would wait
+    // for a hanging attempt's two-minute time-out.
+    const hogs = await Promise.all(Array.from({ length: 6 }, () => account(server)));
+    const paths = hogs.map((_, i) => `/hang-many-${i}-${dialect}`);
+    for (const [i, hog] of hogs.entries()) {
+      receiver.answerAt(paths[i]!, () => 'hang');
+      const source = await hog.deploy();
+      for (let n = 0; n < 30; n++) await hog.subscribe(source, (await hog.createWebhook(`${receiver.url}${paths[i]}`, `hang ${n}`)).id);
+      await hog.runAndWait(source, emitsOf([{ event: 'to every hanging receiver' }]));
+    }
+    await waitFor(
+      async () => paths.map((path) => receiver.on(path).length),
+      (held) => held.every((n) => n === 28),
+      { what: 'each hogging account to hold its 28 attempts' },
+    );
+
+    const healthy = await account(server);
+    const at = `/healthy-${dialect}`;
+    const hook = await healthy.createWebhook(`${receiver.url}${at}`);
+    const source = await healthy.deploy();
+    await healthy.subscribe(source, hook.id);
+    await healthy.runAndWait(source, emitsOf([{ event: 'not kept waiting either' }]));
+    const [delivered] = await healthy.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'succeeded');
+    expect(delivered.status_code).toBe(200);
+    expect(paths.map((path) => receiver.on(path).length)).toEqual([28, 28, 28, 28, 28, 28]);
   });
 });

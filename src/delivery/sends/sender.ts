@@ -118,17 +118,18 @@ export class OutboxSender {
 
   private launch(row: sends.ClaimedSend): void {
     if (this.inFlight.has(row.id)) return;
-    this.slots.take(row.user_id);
+    const freeSlot = this.slots.takeForAttempt(row.user_id, this.clock, () => {
+      // Sends left waiting for an account's share may fit now, even with other slots free.
+      if (this.claims.heldBack) this.pump.wake();
+      else this.pump.slotFreed();
+    });
     const done = this.attempt(row)
       .catch((error: unknown) => {
         if (!this.options.outages.absorb(error)) this.logger.error({ err: error, sendId: row.id }, 'a send attempt could not be recorded; it is made again');
       })
       .finally(() => {
         this.inFlight.delete(row.id);
-        this.slots.give(row.user_id);
-        // Sends left waiting for an account's share may fit now, even with other slots free.
-        if (this.claims.heldBack) this.pump.wake();
-        else this.pump.slotFreed();
+        freeSlot();
       });
     this.inFlight.set(row.id, done);
   }

@@ -55,7 +55,8 @@ export class WebhookSender implements DeliveryQueue {
    * The slots taken, by account: what `concurrency` limits. An attempt holds one while it waits for its receiver (not
    * while its answer is recorded: the record may wait RECORD_DELAY_MS for a shared commit, which at 500 events/s on
    * PostgreSQL kept all 32 slots taken and webhook p99 in seconds), and a handed delivery while its lease is renewed.
-   * Shared so that one account's hanging receivers leave others room.
+   * Shared so that one account's hanging receivers leave others room; an attempt waiting 2 s gives its slot back
+   * while still counting against its account's cap, so that many such accounts cannot take all the slots either.
    */
   private readonly slots: AccountSlots;
   private readonly claims: FairClaims;
@@ -251,18 +252,7 @@ export class WebhookSender implements DeliveryQueue {
     if (this.inFlight.has(row.id)) return;
     const flight: InFlight = { cancel: undefined, done: Promise.resolve() };
     this.inFlight.set(row.id, flight);
-    this.slots.take(row.user_id);
-    let holdsSlot = true;
-    const freeSlot = () => {
-      if (!holdsSlot) return;
-      holdsSlot = false;
-      this.slots.give(row.user_id);
-      this.launchHanded();
-      // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting:
-      // for every slot, or for an account's share (which this slot may have grown, even with other slots free).
-      if (this.claims.heldBack) this.pump.wake();
-      else this.pump.slotFreed();
-    };
+    const freeSlot = this.slots.takeForAttempt(row.user_id, this.clock, () => this.slotOpened());
     flight.done = this.attempt(row, flight, freeSlot)
       .catch((error) => {
         if (!this.options.outages.absorb(error)) this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt could not be recorded');
@@ -271,6 +261,15 @@ export class WebhookSender implements DeliveryQueue {
         this.inFlight.delete(row.id);
         freeSlot();
       });
+  }
+
+  /** A slot was given back, or an account's share grew: handed-over deliveries start, and claims look again if work waits. */
+  private slotOpened(): void {
+    this.launchHanded();
+    // Unleased deliveries wake the sender when they commit; a freed slot matters only if work was left waiting:
+    // for every slot, or for an account's share (which this slot may have grown, even with other slots free).
+    if (this.claims.heldBack) this.pump.wake();
+    else this.pump.slotFreed();
   }
 
   /** Sends one attempt and records its outcome; `answered` is called once the receiver has answered (or failed to). */
