@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { ComponentService } from '../services/components.js';
@@ -214,18 +215,25 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
       // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
       v1.removeAllContentTypeParsers();
       const parseJson = v1.getDefaultJsonParser('error', 'error');
-      v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+      v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
         // Many clients send the JSON content type with every request, bodyless ones too (query-only POSTs and
         // DELETEs): an empty body is no body, which each route's schema then accepts or refuses as such.
-        if (body === '') {
+        if (raw.length === 0) {
           done(null, undefined);
           return;
         }
-        if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
+        // JSON is UTF-8 (RFC 8259): bytes that are not (a Latin-1 é, an encoded lone surrogate) would otherwise be
+        // decoded to U+FFFD and stored as such, the request's text silently changed.
+        if (!isUtf8(raw as Buffer)) {
+          done(invalid('the JSON body is not valid UTF-8'), undefined);
+          return;
+        }
+        const body = (raw as Buffer).toString('utf8');
+        if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
           done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
           return;
         }
-        parseJson(request, body as string, done);
+        parseJson(request, body, done);
       });
       installAuth(v1, services.users);
       refuseUnstorableText(v1, ['params', 'query', 'body']);

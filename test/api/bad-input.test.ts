@@ -110,4 +110,21 @@ describe('bad input', () => {
     ]);
     expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\ud83d\ude00b' }))).toEqual([200, undefined]);
   });
+
+  it('refuses a JSON body that is not UTF-8 instead of storing U+FFFD in place of its bytes', async () => {
+    const before = (await api.get(`/v1/sources/${sourceId}`)).body.data;
+    // A Latin-1 é, a lone surrogate encoded as bytes (CESU-8), a truncated sequence: none is UTF-8.
+    for (const bytes of [[0xe9], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      const body = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from(bytes), Buffer.from('b"}')]);
+      for (const contentType of ['application/json', 'application/json; charset=iso-8859-1']) {
+        const res = await api.patch(`/v1/sources/${sourceId}`, undefined, { raw: { body, contentType } });
+        expect([res.status, res.body], `${bytes} ${contentType}`).toEqual([400, { error: 'the JSON body is not valid UTF-8', code: 'invalid_request' }]);
+      }
+    }
+    expect((await api.get(`/v1/sources/${sourceId}`)).body.data).toEqual(before);
+    // UTF-8 itself, four-byte sequences and a byte order mark included, is read as before.
+    const utf8 = Buffer.from('\ufeff{"name":"é 😀"}', 'utf8');
+    const res = await api.patch(`/v1/sources/${sourceId}`, undefined, { raw: { body: utf8, contentType: 'application/json' } });
+    expect([res.status, res.body.data?.name]).toEqual([200, 'é 😀']);
+  });
 });
