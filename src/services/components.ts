@@ -1,7 +1,9 @@
 // Saved components: checking and loading code in the sandbox, storing it, and finding it by id or key.
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import semver from 'semver';
 import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import { newId, nowSeconds, isId } from '../model/ids.js';
 import * as components from '../store/components.js';
 import { authoringProblem } from '../model/component-rules.js';
@@ -75,9 +77,24 @@ export class ComponentService {
    * packages the code imports being resolved and installed, or found in the cache.
    */
   async save(accountId: string, source: ComponentSource, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
+    const row = await this.prepare(accountId, source, onProgress);
+    await this.insertPrepared(this.store.db, row);
+    return row;
+  }
+
+  /**
+   * The row `save` would store, loaded and checked but not yet stored: a deploy saves it with the source or workflow
+   * that uses it (`insertPrepared`, in the same transaction), so that a deploy refused later saves nothing.
+   */
+  async prepare(accountId: string, source: ComponentSource, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
     const code = await this.resolveCode(source);
     const { prepared, info } = await this.load(accountId, code, { onProgress });
-    return this.insert(accountId, code, source.url ?? null, prepared, info);
+    return this.rowOf(accountId, code, source.url ?? null, prepared, info);
+  }
+
+  /** Stores a row from `prepare` or `prepareStep`. */
+  insertPrepared(db: Kysely<Database>, row: components.ComponentRow): Promise<void> {
+    return components.insertComponent(db, row);
   }
 
   /** Reads the code from the request, or fetches it from `component_url` through the outbound guard. */
@@ -96,13 +113,13 @@ export class ComponentService {
   }
 
   /**
-   * Saves the code of a workflow's code step: a module exporting `defineComponent({ props?, run })` or a plain
+   * Prepares the code of a workflow's code step (stored with the workflow, as `prepare`): a module exporting `defineComponent({ props?, run })` or a plain
    * object with `run`, which needs no name or version.
    */
-  async saveStep(accountId: string, code: string, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
+  async prepareStep(accountId: string, code: string, onProgress?: SaveProgressListener): Promise<components.ComponentRow> {
     if (code.trim() === '') throw invalid('component_code is empty');
     const { prepared, info } = await this.load(accountId, code, { asStep: true, onProgress });
-    return this.insert(accountId, code, null, prepared, info);
+    return this.rowOf(accountId, code, null, prepared, info);
   }
 
   /** Prepares and loads code in the account's sandbox; load failures become 422 with the reason. */
@@ -126,13 +143,7 @@ export class ComponentService {
     }
   }
 
-  private async insert(
-    ownerId: string | null,
-    code: string,
-    url: string | null,
-    prepared: PreparedComponent,
-    info: ComponentInfo,
-  ): Promise<components.ComponentRow> {
+  private rowOf(ownerId: string | null, code: string, url: string | null, prepared: PreparedComponent, info: ComponentInfo): components.ComponentRow {
     const now = nowSeconds();
     const row: components.ComponentRow = {
       id: newId('sc'),
@@ -148,7 +159,6 @@ export class ComponentService {
       created_at: now,
       updated_at: now,
     };
-    await components.insertComponent(this.store.db, row);
     return row;
   }
 
@@ -233,6 +243,8 @@ export class ComponentService {
       }
       return existing;
     }
-    return this.insert(null, code, null, prepared, info);
+    const row = this.rowOf(null, code, null, prepared, info);
+    await this.insertPrepared(this.store.db, row);
+    return row;
   }
 }

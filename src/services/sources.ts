@@ -169,12 +169,13 @@ export class SourceService {
   }
 
   /** The component a create or update request names: component_id, then code, then URL, then a registry key. */
-  private async resolveComponent(accountId: string, request: SourceRequest): Promise<ComponentRow | undefined> {
-    if (request.component_id !== undefined) return this.components.get(accountId, request.component_id);
+  private async resolveComponent(accountId: string, request: SourceRequest): Promise<{ component: ComponentRow; unsaved: boolean } | undefined> {
+    if (request.component_id !== undefined) return { component: await this.components.get(accountId, request.component_id), unsaved: false };
     if (request.component_code !== undefined || request.component_url !== undefined) {
-      return this.components.save(accountId, { code: request.component_code, url: request.component_url });
+      // Saved with the source, in its transaction: a deploy refused later (props, a hook) leaves no component behind.
+      return { component: await this.components.prepare(accountId, { code: request.component_code, url: request.component_url }), unsaved: true };
     }
-    if (request.key !== undefined) return this.components.getRegistry(accountId, request.key);
+    if (request.key !== undefined) return { component: await this.components.getRegistry(accountId, request.key), unsaved: false };
     return undefined;
   }
 
@@ -214,8 +215,9 @@ export class SourceService {
 
   async create(accountId: string, request: SourceRequest): Promise<SourceView> {
     await this.settings.limiter.assertRoomNow(accountId, 'sources');
-    const component = await this.resolveComponent(accountId, request);
-    if (!component) throw invalid('one of component_id, component_code, component_url or key is required');
+    const resolved = await this.resolveComponent(accountId, request);
+    if (!resolved) throw invalid('one of component_id, component_code, component_url or key is required');
+    const { component, unsaved } = resolved;
     const deployed = this.deployable(component);
     const given = request.configured_props ?? {};
     const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous: {}, previousAdditional: undefined });
@@ -242,6 +244,7 @@ export class SourceService {
     const committed = await this.withFreshSlug(row, name, () =>
       this.store.db.transaction().execute(async (trx) => {
         await this.settings.limiter.assertRoom(trx, accountId, 'sources');
+        if (unsaved) await this.components.insertPrepared(trx, component);
         await sources.insertSource(trx, row);
         for (const step of this.creationSteps) await step(trx, row);
         await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
@@ -260,7 +263,8 @@ export class SourceService {
    */
   async update(accountId: string, sourceId: string, request: SourceRequest, mode: 'replace' | 'patch'): Promise<SourceView> {
     const current = await this.get(accountId, sourceId);
-    const named = await this.resolveComponent(accountId, request);
+    const resolved = await this.resolveComponent(accountId, request);
+    const named = resolved?.component;
     if (!named && mode === 'replace') {
       throw invalid('one of component_id, component_code, component_url or key is required (PATCH /v1/sources/{id} changes only the fields it is given)');
     }
@@ -298,6 +302,7 @@ export class SourceService {
       const effects = mergeHookEffects(off, on);
       return this.withFreshSlug(next, name, () =>
         this.store.db.transaction().execute(async (trx) => {
+          if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
           await sources.updateSource(trx, sourceId, next);
           await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
           return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());

@@ -137,7 +137,7 @@ export class WorkflowService {
     const trigger = normalizeTrigger(request.trigger ?? null);
     await this.checkTrigger(accountId, trigger);
     await this.settings.limiter.assertRoomNow(accountId, 'workflows');
-    const steps = await this.resolveSteps(accountId, request.steps, [], onProgress);
+    const { steps, unsaved } = await this.resolveSteps(accountId, request.steps, [], onProgress);
     const now = nowSeconds();
     const row: workflows.WorkflowRow = {
       id: newId('p'),
@@ -153,6 +153,7 @@ export class WorkflowService {
     };
     await this.store.db.transaction().execute(async (trx) => {
       await this.settings.limiter.assertRoom(trx, accountId, 'workflows');
+      for (const component of unsaved) await this.components.insertPrepared(trx, component);
       await workflows.insertWorkflow(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
       await this.applyTrigger(trx, row, null);
@@ -169,7 +170,9 @@ export class WorkflowService {
     const trigger = request.trigger === undefined ? previousTrigger : normalizeTrigger(request.trigger);
     if (request.trigger !== undefined) await this.checkTrigger(accountId, trigger);
     const previousSteps = JSON.parse(current.steps) as StoredStep[];
-    const steps = request.steps ? await this.resolveSteps(accountId, request.steps, previousSteps, onProgress) : previousSteps;
+    const { steps, unsaved } = request.steps
+      ? await this.resolveSteps(accountId, request.steps, previousSteps, onProgress)
+      : { steps: previousSteps, unsaved: [] };
     const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
     const row: workflows.WorkflowRow = {
       ...current,
@@ -182,6 +185,7 @@ export class WorkflowService {
       updated_at: nowSeconds(),
     };
     await this.store.db.transaction().execute(async (trx) => {
+      for (const component of unsaved) await this.components.insertPrepared(trx, component);
       const { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at } = row;
       await workflows.updateWorkflow(trx, row.id, { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at });
       await this.applyTrigger(trx, row, previousTrigger);
@@ -254,25 +258,30 @@ export class WorkflowService {
     }
   }
 
-  /** Each step's component: saved code (a code step or an action), a saved component, or a registry key. */
+  /**
+   * Each step's component: code (a code step or an action), a saved component, or a registry key. The components of
+   * code come back `unsaved`, to be stored in the workflow's transaction: a refused step saves none of them.
+   */
   private async resolveSteps(
     accountId: string,
     requested: StepRequest[],
     previous: StoredStep[],
     onProgress: SaveProgressListener | undefined,
-  ): Promise<StoredStep[]> {
+  ): Promise<{ steps: StoredStep[]; unsaved: ComponentRow[] }> {
     if (!requested.length) throw invalid('steps must hold at least one step');
     if (requested.length > MAX_STEPS) throw invalid(`a workflow has at most ${MAX_STEPS} steps, not ${requested.length}`);
     const nameProblems = stepNameProblems(requested.map((s) => s.name));
     if (nameProblems.length) throw invalid(nameProblems.join('; '));
     const steps: StoredStep[] = [];
+    const unsaved: ComponentRow[] = [];
     for (const [i, step] of requested.entries()) {
       const given = [step.component_code, step.component_id, step.component_key].filter((v) => v !== undefined).length;
       if (given !== 1) throw invalid(`steps[${i}] needs exactly one of component_code, component_id or component_key`);
       let component: ComponentRow;
       if (step.component_code !== undefined) {
         const stepProgress = onProgress && ((progress: Parameters<SaveProgressListener>[0]) => onProgress({ ...progress, workflowStep: step.name }));
-        component = await this.components.saveStep(accountId, step.component_code, stepProgress);
+        component = await this.components.prepareStep(accountId, step.component_code, stepProgress);
+        unsaved.push(component);
       } else if (step.component_id !== undefined) component = await this.components.get(accountId, step.component_id);
       else component = await this.components.getRegistry(accountId, step.component_key!);
       const info = componentInfo(component);
@@ -288,7 +297,7 @@ export class WorkflowService {
       await checkAuthProvisions(this.store, accountId, props, configured, `step "${step.name}": `);
       steps.push({ name: step.name, component_id: component.id, configured_props: configured, ...(additional && { additional_props: additional }) });
     }
-    return steps;
+    return { steps, unsaved };
   }
 
   /**

@@ -345,6 +345,31 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none']);
   });
 
+  it('saves the code of a refused deploy nowhere: no component is left behind by a 422 on create or update', async () => {
+    const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
+    const source = (await api.post('/v1/sources', { component_code: emitterSource(), name: 'untouched' })).body.data;
+    const before = { components: await components(), source: (await api.get(`/v1/sources/${source.id}`)).body.data };
+    const refused = [
+      await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { count: 11 } }),
+      await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deploy' } }),
+      await api.put(`/v1/sources/${source.id}`, { component_code: PROPS_SOURCE, name: 'renamed', configured_props: { count: 11 } }),
+      await api.patch(`/v1/sources/${source.id}`, { component_code: HOOKS_SOURCE, name: 'renamed', configured_props: { failIn: 'activate' } }),
+    ];
+    expect(refused.map((res) => [res.status, res.body.code])).toEqual([
+      [422, 'props_invalid'],
+      [422, 'hook_failed'],
+      [422, 'props_invalid'],
+      [422, 'hook_failed'],
+    ]);
+    expect(await components()).toBe(before.components);
+    expect((await api.get(`/v1/sources/${source.id}`)).body.data).toEqual(before.source);
+    // Accepted, the code is saved with the source, under the component_id it answers with.
+    const updated = await api.patch(`/v1/sources/${source.id}`, { component_code: HOOKS_SOURCE });
+    expect(updated.status).toBe(200);
+    expect(await components()).toBe(before.components + 1);
+    expect((await api.get(`/v1/components/${updated.body.data.component_id}`)).status).toBe(200);
+  });
+
   it('deletes with deactivate, removes events and db, and answers 404 afterwards', async () => {
     const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE })).body.data.id;
     expect((await api.delete(`/v1/sources/${id}`)).status).toBe(204);

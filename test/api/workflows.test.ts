@@ -379,6 +379,41 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/workflows/p_00000000000000000000000000')).status).toBe(404);
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
   });
+
+  it('saves the code of no step when a later step is refused, on create and on update', async () => {
+    const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
+    const workflow = await create({ name: 'kept', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+    const before = { components: await components(), workflow: (await api.get(`/v1/workflows/${workflow.id}`)).body.data };
+    const refusedSteps = [
+      { name: 'a', component_code: ECHO_STEP },
+      { name: 'b', component_code: ADD_ACTION, configured_props: { a: 'three' } },
+    ];
+    const created = await api.post('/v1/workflows', { name: 'x', steps: refusedSteps });
+    expect([created.status, created.body.code]).toEqual([422, 'props_invalid']);
+    const updated = await api.put(`/v1/workflows/${workflow.id}`, { name: 'renamed', steps: refusedSteps });
+    expect([updated.status, updated.body.code]).toEqual([422, 'props_invalid']);
+    const broken = await api.put(`/v1/workflows/${workflow.id}`, {
+      name: 'renamed',
+      steps: [
+        { name: 'a', component_code: ECHO_STEP },
+        { name: 'b', component_code: 'module.exports = { async run() {' },
+      ],
+    });
+    expect([broken.status, broken.body.code]).toEqual([422, 'component_invalid']);
+    expect(await components()).toBe(before.components);
+    expect((await api.get(`/v1/workflows/${workflow.id}`)).body.data).toEqual(before.workflow);
+    // Accepted, the steps' code is saved with the workflow.
+    const good = await api.put(`/v1/workflows/${workflow.id}`, {
+      steps: [
+        { name: 'a', component_code: ECHO_STEP },
+        { name: 'b', component_code: ADD_ACTION, configured_props: { a: 2 } },
+      ],
+    });
+    expect(good.status, JSON.stringify(good.body)).toBe(200);
+    expect(await components()).toBe(before.components + 2);
+    const ids = good.body.data.steps.map((step: { component_id: string }) => step.component_id);
+    for (const id of ids) expect((await api.get(`/v1/components/${id}`)).status).toBe(200);
+  });
 });
 
 describe('workflow live streams ($.send.sse)', () => {
