@@ -64,6 +64,10 @@ export function checkCredentials(given: unknown): Credentials {
   if (credentials.oauth_token_url !== undefined && !isHttpUrl(credentials.oauth_token_url)) {
     throw invalid('credentials.oauth_token_url must be an http or https URL');
   }
+  // Anything else was read as basic: a typo ("Body", "post") sent the client secret the way the server refuses.
+  if (credentials.oauth_client_auth !== undefined && credentials.oauth_client_auth !== 'basic' && credentials.oauth_client_auth !== 'body') {
+    throw invalid('credentials.oauth_client_auth must be "basic" or "body"');
+  }
   return credentials;
 }
 

@@ -107,6 +107,14 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
       [{ app: 'acme', name: 'x', credentials: { a: value.repeat(400), b: value.repeat(400) } }, /at most 16384 bytes/],
       [{ app: 'acme', name: 'x', credentials: { api_key: value, expires_at: `soon ${value}` } }, /expires_at must be epoch seconds or an ISO 8601 date/],
       [{ app: 'acme', name: 'x', credentials: { oauth_token_url: `ftp://${value}` } }, /oauth_token_url must be an http or https URL/],
+      [
+        { app: 'acme', name: 'x', credentials: { oauth_access_token: value, oauth_client_auth: 'post' } },
+        /^credentials.oauth_client_auth must be "basic" or "body"$/,
+      ],
+      [
+        { app: 'acme', name: 'x', credentials: { oauth_access_token: value, oauth_client_auth: true } },
+        /^credentials.oauth_client_auth must be "basic" or "body"$/,
+      ],
       [{ app: 'acme', name: '  ', credentials: { api_key: value } }, /name/],
     ];
     for (const [body, message] of cases) {
