@@ -183,6 +183,18 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     expect((await server.running.services.store.db.selectFrom('components').select('id').execute()).length).toBe(before);
   });
 
+  it('refuses code that throws a long message while loading at once, with that message, not a load timeout', async () => {
+    // One long word and no slash: the message's server paths were stripped by a regular expression that backtracked
+    // over it (quadratic), the worker busy past --load-timeout (10 s) and the answer a misleading load_timeout.
+    for (const code of ['x'.repeat(200_000), `throw new Error("${'y'.repeat(500_000)}");`]) {
+      const started = Date.now();
+      const res = await api.post('/v1/components', { component_code: code });
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect([res.status, res.body.code, res.body.details]).toEqual([422, 'component_invalid', [{ reason: 'load_failed' }]]);
+      expect(res.body.error).toMatch(/^the component threw while loading: (ReferenceError: x+ is not defined|Error: y+)$/);
+    }
+  });
+
   it('saves a source without run (it emits its triggering event) and an action with run', async () => {
     expect((await api.post('/v1/components', { component_code: 'module.exports = { name: "s", version: "1.0.0" };' })).status).toBe(200);
     expect((await api.post('/v1/components', { component_code: 'module.exports = { name: "a", version: "1.0.0", type: "action", run() {} };' })).status).toBe(

@@ -118,8 +118,29 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
 /** The folders of the bundles this worker loaded (each with its trailing separator). */
 const bundleDirs = new Set<string>();
 
-/** A path up to a `node_modules` folder: where the server keeps an account's npm packages. */
-const PACKAGES_PREFIX = /(?:[A-Za-z]:)?[^\s()'"]*[\\/]node_modules[\\/]/g;
+/** A `node_modules` folder in a path: where the server keeps an account's npm packages. */
+const NODE_MODULES = /[\\/]node_modules[\\/]/g;
+/** What ends a path in a message or a stack line. */
+const PATH_END = /[\s()'"]/;
+
+/**
+ * Each path up to its last `node_modules` folder as `node_modules/`. Linear in the text: the regular expression it
+ * replaces (`[^\s()'"]*[\\/]node_modules[\\/]`) backtracked over every long word, so that an error message of
+ * 200 KB without a slash (component code of one long identifier) kept the worker busy past its load timeout.
+ */
+function withoutPackagePaths(text: string): string {
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(NODE_MODULES)) {
+    let start = match.index;
+    while (start > last && !PATH_END.test(text[start - 1]!)) start--;
+    // The same path as the previous match (a nested node_modules): that one's `node_modules/` stands for both.
+    const samePath = start === last && last > 0 && !PATH_END.test(text[last - 1]!);
+    out += samePath ? '' : `${text.slice(last, start)}node_modules/`;
+    last = match.index + match[0].length;
+  }
+  return out + text.slice(last);
+}
 
 /**
  * `text` (a stack or a message) naming the files of loaded bundles as `component.js:3:9` and those of npm packages
@@ -128,7 +149,7 @@ const PACKAGES_PREFIX = /(?:[A-Za-z]:)?[^\s()'"]*[\\/]node_modules[\\/]/g;
 export function withoutServerPaths(text: string): string {
   let out = text;
   for (const dir of bundleDirs) out = out.replaceAll(dir, '');
-  return out.replace(PACKAGES_PREFIX, 'node_modules/');
+  return withoutPackagePaths(out);
 }
 
 /**
