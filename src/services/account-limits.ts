@@ -11,10 +11,13 @@ export class AccountLimiter {
     private readonly limits: AccountLimits,
   ) {}
 
-  /** Throws `limit_reached` when the account already holds its limit of `resource`; call it in the inserting transaction. */
-  async assertRoom(trx: Transaction<Database>, userId: string, resource: LimitedResource): Promise<void> {
+  /**
+   * Throws `limit_reached` when `adding` more of `resource` would take the account past its limit; call it in the
+   * inserting transaction. Creates that add several rows at once (a source materialising auto-subscriptions) pass `adding`.
+   */
+  async assertRoom(trx: Transaction<Database>, userId: string, resource: LimitedResource, adding = 1): Promise<void> {
     const limit = this.limits[resource];
-    if (limit > 0 && (await countHeldLocked(trx, userId, resource)) >= limit) throw limitReached(resource, limit);
+    if (limit > 0 && adding > 0 && (await countHeldLocked(trx, userId, resource)) + adding > limit) throw limitReached(resource, limit);
   }
 
   /**

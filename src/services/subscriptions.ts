@@ -106,7 +106,10 @@ export class SubscriptionService {
 
   /** Subscribes a source or workflow being created to every auto-subscription of its account, inside its creation transaction. */
   async materialise(trx: Transaction<Database>, emitter: NewEmitter): Promise<void> {
-    for (const auto of await subscriptions.listAutoSubscriptions(trx, emitter.user_id)) {
+    const autos = await subscriptions.listAutoSubscriptions(trx, emitter.user_id);
+    // Each auto-subscription becomes a subscription of the new emitter: they count against the limit like any other.
+    await this.limiter.assertRoom(trx, emitter.user_id, 'subscriptions', autos.length);
+    for (const auto of autos) {
       await subscriptions.insertSubscription(trx, {
         id: newId('sub'),
         user_id: emitter.user_id,

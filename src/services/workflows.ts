@@ -247,6 +247,8 @@ export class WorkflowService {
     }
     // A source deleted since the trigger was set took its subscription along: an update must not bring it back.
     if (trigger?.type === 'source' && (await findSource(trx, row.user_id, trigger.source_id))) {
+      // The trigger's subscription is one of the account's subscriptions, held to the same limit.
+      await this.settings.limiter.assertRoom(trx, row.user_id, 'subscriptions');
       await insertSubscription(trx, {
         id: newId('sub'),
         user_id: row.user_id,
