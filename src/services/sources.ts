@@ -241,16 +241,24 @@ export class SourceService {
       updated_at: now,
     };
     const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
-    const committed = await this.withFreshSlug(row, name, () =>
-      this.store.db.transaction().execute(async (trx) => {
-        await this.settings.limiter.assertRoom(trx, accountId, 'sources');
-        if (unsaved) await this.components.insertPrepared(trx, component);
-        await sources.insertSource(trx, row);
-        for (const step of this.creationSteps) await step(trx, row);
-        await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-        return commitEffects(trx, { sourceId: row.id, userId: accountId, depth: 0, info, ...hooks }, this.effectsOptions());
-      }),
-    );
+    let committed: Awaited<ReturnType<typeof commitEffects>>;
+    try {
+      committed = await this.withFreshSlug(row, name, () =>
+        this.store.db.transaction().execute(async (trx) => {
+          await this.settings.limiter.assertRoom(trx, accountId, 'sources');
+          if (unsaved) await this.components.insertPrepared(trx, component);
+          await sources.insertSource(trx, row);
+          for (const step of this.creationSteps) await step(trx, row);
+          await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
+          return commitEffects(trx, { sourceId: row.id, userId: accountId, depth: 0, info, ...hooks }, this.effectsOptions());
+        }),
+      );
+    } catch (error) {
+      // The source never came to be (a create racing past the account's limit, an outage): what activate() set up
+      // outside, such as a webhook registered with another service, is taken down again.
+      if (info.hooks.activate && info.hooks.deactivate) await this.hooks.run(row, component, info, ['deactivate'], hooks.dbWrites).catch(() => undefined);
+      throw error;
+    }
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });
     return this.toView(row, info, true);

@@ -6,7 +6,10 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 describe.each(DIALECTS)('subscription limit on %s', (dialect) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(dialect, { allowPrivateNetwork: true, accountLimits: { sources: 0, workflows: 0, webhooks: 0, subscriptions: 2, connected_accounts: 0 } });
+    server = await startTestServer(dialect, {
+      allowPrivateNetwork: true,
+      accountLimits: { sources: 0, workflows: 0, webhooks: 0, subscriptions: 2, connected_accounts: 0 },
+    });
   });
   afterAll(() => server?.destroy());
 

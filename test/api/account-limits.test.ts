@@ -7,6 +7,7 @@ import { DEFAULT_ACCOUNT_LIMITS } from '../../src/model/account-limits.js';
 import { emitterSource } from '../helpers/components.js';
 import { account } from '../helpers/account.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { type Receiver, startReceiver } from '../delivery/helpers.js';
 
 const LIMITS = { sources: 2, workflows: 1, webhooks: 2, subscriptions: 2, connected_accounts: 1 };
 const STEP = 'export default { async run() { return 1; } }';
@@ -33,13 +34,18 @@ describe.each(DIALECTS)('account limits on %s', (dialect) => {
   let server: TestServer;
   let user: Awaited<ReturnType<typeof account>>;
   let other: Awaited<ReturnType<typeof account>>;
+  let receiver: Receiver;
 
   beforeAll(async () => {
+    receiver = await startReceiver();
     server = await startTestServer(dialect, { allowPrivateNetwork: true, accountLimits: LIMITS });
     user = await account(server);
     other = await account(server);
   });
-  afterAll(() => server?.destroy());
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
 
   it('refuses the source past the limit, and takes one again after a delete; other accounts have their own', async () => {
     const first = await user.deploy();
@@ -62,6 +68,40 @@ describe.each(DIALECTS)('account limits on %s', (dialect) => {
     expect(refused.body).toEqual(refusal('workflows', 1, 'workflow'));
     expect((await user.api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(1);
     expect((await user.api.get('/v1/users/me/components?limit=100')).body.page_info.total_count).toBe(components);
+  });
+
+  it('lets sources created in parallel pass the limit no further, taking down what the refused ones set up', async () => {
+    // Each create passes the early check (none has committed yet) and runs activate(), which registers with the
+    // receiver; the limit's check in the transaction refuses all but two, whose deactivate() unregisters.
+    const fresh = await account(server);
+    const at = `/registrations-${dialect}`;
+    const code = `export default {
+      name: "Registers", version: "0.1.0",
+      hooks: {
+        async activate() { await fetch("${receiver.url}${at}?register"); },
+        async deactivate() { await fetch("${receiver.url}${at}?unregister"); },
+      },
+      async run() {},
+    };`;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fresh.api.post('/v1/sources', { component_code: code })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 409, 409, 409]);
+    expect((await fresh.api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(2);
+    const registered = () => receiver.requests.filter((r) => r.path.startsWith(at)).map((r) => r.path.slice(at.length + 1));
+    const activated = registered().filter((r) => r === 'register').length;
+    // As many taken down as refused after their activate() (the others were refused before it).
+    expect(registered().filter((r) => r === 'unregister')).toHaveLength(activated - 2);
+    // Only the two sources' saved code is kept.
+    expect((await fresh.api.get('/v1/users/me/components?limit=100')).body.page_info.total_count).toBe(2);
+  });
+
+  it('lets workflows created in parallel pass the limit no further, keeping no code of the refused ones', async () => {
+    const fresh = await account(server);
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => fresh.api.post('/v1/workflows', { name: `w${i}`, steps: [{ name: 's', component_code: STEP }] })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409]);
+    expect((await fresh.api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(1);
+    expect((await fresh.api.get('/v1/users/me/components?limit=100')).body.page_info.total_count).toBe(1);
   });
 
   it('lets creates in parallel pass the webhook limit no further than it', async () => {
