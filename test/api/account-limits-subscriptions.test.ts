@@ -1,4 +1,5 @@
-// Review: auto-subscriptions materialised on source create are not counted against --account-limits subscriptions.
+// The subscriptions limit also holds the subscriptions a create makes on its own: those a new source gets from
+// auto-subscriptions, and the one a workflow triggered by a source stream holds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account } from '../helpers/account.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
