@@ -1,7 +1,7 @@
 // Refuses a create that would take an account past `--account-limits`, inside the transaction that inserts.
 import type { Transaction } from 'kysely';
 import { type AccountLimits, type LimitedResource, limitReached } from '../model/account-limits.js';
-import { countHeldLocked } from '../store/account-limits.js';
+import { countHeld, countHeldLocked } from '../store/account-limits.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 
@@ -24,8 +24,8 @@ export class AccountLimiter {
    * The same check before slow work (installing a workflow's packages, a source's deploy hooks) so that a full
    * account hears it at once; the check in the transaction still decides.
    */
-  assertRoomNow(userId: string, resource: LimitedResource): Promise<void> {
-    if (this.limits[resource] === 0) return Promise.resolve();
-    return this.store.db.transaction().execute((trx) => this.assertRoom(trx, userId, resource));
+  async assertRoomNow(userId: string, resource: LimitedResource): Promise<void> {
+    const limit = this.limits[resource];
+    if (limit > 0 && (await countHeld(this.store.db, userId, resource)) >= limit) throw limitReached(resource, limit);
   }
 }

@@ -1,5 +1,5 @@
 // Counting what an account holds of a limited resource, with the account locked so that creates in parallel queue.
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { LimitedResource } from '../model/account-limits.js';
 import type { Database } from './schema.js';
 
@@ -12,6 +12,20 @@ const TABLES: Record<LimitedResource, ReadonlyArray<'sources' | 'workflows' | 'w
   connected_accounts: ['connected_accounts'],
 };
 
+/** How many of `resource` the account holds, without a lock: an early look, before the transaction decides. */
+export async function countHeld(db: Kysely<Database> | Transaction<Database>, userId: string, resource: LimitedResource): Promise<number> {
+  let held = 0;
+  for (const table of TABLES[resource]) {
+    const row = await db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    held += Number(row.n);
+  }
+  return held;
+}
+
 /**
  * How many of `resource` the account holds. The account's row is locked first (a write of nothing), so on
  * PostgreSQL two creates of one account cannot both count below the limit and both insert; SQLite has one writer.
@@ -22,14 +36,5 @@ export async function countHeldLocked(trx: Transaction<Database>, userId: string
     .set((eb) => ({ id: eb.ref('id') }))
     .where('id', '=', userId)
     .execute();
-  let held = 0;
-  for (const table of TABLES[resource]) {
-    const row = await trx
-      .selectFrom(table)
-      .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow();
-    held += Number(row.n);
-  }
-  return held;
+  return countHeld(trx, userId, resource);
 }

@@ -1,6 +1,7 @@
 // A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
 import { useState } from 'preact/hooks';
 import { ApiError, describeError, post } from './api';
+import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
 
 /** What the inputs hold, as text (or a checkbox's state), by prop name; a timer keeps `<name>.mode` beside its value. */
@@ -9,15 +10,6 @@ export type FieldErrors = Record<string, string>;
 
 export const SECRET_PLACEHOLDER = '********';
 const NO_INPUT = new Set(['$.interface.http', '$.service.db', 'alert']);
-
-/**
- * The shortest timer interval the server accepts (`--min-timer-interval`), which it tells in the page; 15 s, its
- * default, should the page not say. Checked here so that the user learns it before the deploy's 422.
- */
-export function minTimerInterval(): number {
-  const told = Number(document.querySelector<HTMLMetaElement>('meta[name="tributary-min-timer-interval"]')?.content);
-  return Number.isSafeInteger(told) && told >= 1 ? told : 15;
-}
 
 function intervalRule(prop: PropDescriptor): string {
   return `${labelOf(prop)} needs an interval of at least ${minTimerInterval()} seconds`;
@@ -235,46 +227,11 @@ function PropField(props: {
     );
   }
   if (prop.type === '$.interface.timer') {
-    const mode = raw[`${prop.name}.mode`] === 'cron' ? 'cron' : 'interval';
     return (
-      <fieldset class="field">
-        <legend>{labelOf(prop)}</legend>
-        <div class="inline">
-          <label for={`${id}-mode`}>Schedule</label>
-          <select
-            id={`${id}-mode`}
-            value={mode}
-            onChange={(e) => {
-              // An interval is no cron expression, nor the other way round: the box starts empty.
-              set(`${prop.name}.mode`, e.currentTarget.value, { [prop.name]: '' });
-            }}
-          >
-            <option value="interval">Every N seconds</option>
-            <option value="cron">Cron expression (UTC)</option>
-          </select>
-        </div>
-        <label for={id}>{mode === 'cron' ? 'Cron expression' : 'Interval in seconds'}</label>
-        {mode === 'cron' ? (
-          <input {...common} type="text" spellcheck={false} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
-        ) : (
-          <>
-            <input
-              {...common}
-              aria-describedby={`${id}-min ${describedBy}`}
-              type="number"
-              min={minTimerInterval()}
-              step={1}
-              value={text}
-              onInput={(e) => set(prop.name, e.currentTarget.value)}
-            />
-            <p id={`${id}-min`} class="hint">
-              At least {minTimerInterval()} seconds: the server refuses shorter intervals.
-            </p>
-          </>
-        )}
+      <TimerField label={labelOf(prop)} name={prop.name} id={id} common={common} describedBy={describedBy} raw={raw} set={set}>
         {help}
         {errorLine}
-      </fieldset>
+      </TimerField>
     );
   }
   if (prop.remoteOptions) {

@@ -5,6 +5,7 @@ import { ApiError, describeError, get, type Page } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
+import { minTimerInterval } from './timer-field';
 import type { InstallStep, Source, Workflow } from './types';
 import { useLoad } from './use-load';
 
@@ -55,6 +56,10 @@ export function WorkflowCreate() {
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const [progress, setProgress] = useState<Map<string, InstallStep>>(new Map());
+  const [latestStep, setLatestStep] = useState('');
+  const [invalidField, setInvalidField] = useState<string | undefined>(undefined);
+  /** Said to screen readers after a step moves: where it now stands. */
+  const [moved, setMoved] = useState('');
   const errorLine = useRef<HTMLParagraphElement>(null);
 
   // Focus follows a moved step (its same button, or the other one at the end of the list) and lands on an added one.
@@ -74,6 +79,7 @@ export function WorkflowCreate() {
       return next;
     });
     setFocusNext(`step-${by < 0 ? 'up' : 'down'}-${steps[index]!.key}`);
+    setMoved(`${steps[index]!.name || 'The step'} is now step ${index + by + 1} of ${steps.length}.`);
   };
   const remove = (index: number) => {
     const stays = steps.filter((_, i) => i !== index);
@@ -86,21 +92,21 @@ export function WorkflowCreate() {
     setFocusNext(`step-name-${step.key}`);
   };
 
-  /** The request body, or a message naming what to fix. */
-  const body = (): { body?: Record<string, unknown>; problem?: string } => {
-    if (!name.trim()) return { problem: 'The workflow needs a name.' };
+  /** The request body, or a message naming what to fix and the id of the field to fix it in. */
+  const body = (): { body?: Record<string, unknown>; problem?: string; field?: string } => {
+    if (!name.trim()) return { problem: 'The workflow needs a name.', field: 'workflow-name' };
     const built: Record<string, unknown>[] = [];
     for (const [i, step] of steps.entries()) {
       const label = step.name.trim() || `step ${i + 1}`;
-      if (!step.name.trim()) return { problem: `Step ${i + 1} needs a name.` };
-      if (!step.text.trim()) return { problem: `Step ${label} needs its ${ORIGIN_LABELS[step.origin].toLowerCase()}.` };
+      if (!step.name.trim()) return { problem: `Step ${i + 1} needs a name.`, field: `step-name-${step.key}` };
+      if (!step.text.trim()) return { problem: `Step ${label} needs its ${ORIGIN_LABELS[step.origin].toLowerCase()}.`, field: `step-text-${step.key}` };
       const entry: Record<string, unknown> =
         step.origin === 'code' ? { name: step.name.trim(), component_code: step.text } : { name: step.name.trim(), [step.origin]: step.text.trim() };
       if (step.props.trim()) {
         try {
           entry.configured_props = JSON.parse(step.props);
         } catch {
-          return { problem: `The configured props of step ${label} are not valid JSON.` };
+          return { problem: `The configured props of step ${label} are not valid JSON.`, field: `step-props-${step.key}` };
         }
       }
       built.push(entry);
@@ -109,28 +115,36 @@ export function WorkflowCreate() {
       none: null,
       http: { type: 'http', custom_response: customResponse },
       interval: { type: 'timer', interval_seconds: Number(intervalSeconds) },
-      cron: { type: 'timer', cron: cron.trim(), timezone: timezone.trim() },
+      // No time zone given: the server's default (UTC), rather than an empty name it refuses.
+      cron: { type: 'timer', cron: cron.trim(), ...(timezone.trim() && { timezone: timezone.trim() }) },
       source: { type: 'source', source_id: sourceId.trim(), event_name: eventName.trim() },
     };
-    if (trigger === 'source' && !sourceId.trim()) return { problem: 'Choose the source whose events start the workflow.' };
+    if (trigger === 'interval' && !(Number.isSafeInteger(Number(intervalSeconds)) && Number(intervalSeconds) >= minTimerInterval())) {
+      return { problem: `The timer needs an interval of at least ${minTimerInterval()} seconds.`, field: 'workflow-interval' };
+    }
+    if (trigger === 'source' && !sourceId.trim()) return { problem: 'Choose the source whose events start the workflow.', field: 'workflow-source' };
     return { body: { name: name.trim(), trigger: triggers[trigger], steps: built, timeout_seconds: Number(timeoutSeconds) } };
   };
 
   const save = async (event: Event) => {
     event.preventDefault();
-    const { body: request, problem } = body();
+    // The button stays focusable while a save runs (aria-disabled), so a second press is ignored here.
+    if (busy) return;
+    const { body: request, problem, field } = body();
+    setInvalidField(field);
     if (problem || !request) {
       setError(problem);
-      errorLine.current?.focus();
+      (field ? document.getElementById(field) : errorLine.current)?.focus();
       return;
     }
     setBusy(true);
     setError(undefined);
     setProgress(new Map());
     try {
-      const answer = await saveWithProgress<{ data: Workflow }>('POST', '/workflows', request, (step) =>
-        setProgress((seen) => new Map(seen).set(`${step.workflow_step ?? ''}/${step.package}`, step)),
-      );
+      const answer = await saveWithProgress<{ data: Workflow }>('POST', '/workflows', request, (step) => {
+        setProgress((seen) => new Map(seen).set(`${step.workflow_step ?? ''}/${step.package}`, step));
+        setLatestStep(describeStep(step));
+      });
       notify({ kind: 'ok', text: `Created ${answer.data.name}.` });
       navigate('workflows', answer.data.id);
     } catch (failure) {
@@ -151,7 +165,13 @@ export function WorkflowCreate() {
       <form onSubmit={save} class="panel" noValidate>
         <div class="field">
           <label for="workflow-name">Workflow name</label>
-          <input id="workflow-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            id="workflow-name"
+            value={name}
+            required
+            aria-invalid={invalidField === 'workflow-name' ? 'true' : undefined}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </div>
 
         <fieldset>
@@ -175,7 +195,18 @@ export function WorkflowCreate() {
           {trigger === 'interval' && (
             <div class="field">
               <label for="workflow-interval">Every (seconds)</label>
-              <input id="workflow-interval" type="number" min={1} value={intervalSeconds} onInput={(e) => setIntervalSeconds(e.currentTarget.value)} />
+              <input
+                id="workflow-interval"
+                type="number"
+                min={minTimerInterval()}
+                aria-describedby="workflow-interval-min"
+                aria-invalid={invalidField === 'workflow-interval' ? 'true' : undefined}
+                value={intervalSeconds}
+                onInput={(e) => setIntervalSeconds(e.currentTarget.value)}
+              />
+              <p id="workflow-interval-min" class="hint">
+                At least {minTimerInterval()} seconds: the server refuses shorter intervals.
+              </p>
             </div>
           )}
           {trigger === 'cron' && (
@@ -217,7 +248,13 @@ export function WorkflowCreate() {
                 <legend>Step {index + 1}</legend>
                 <div class="inline">
                   <label for={`step-name-${step.key}`}>Step name</label>
-                  <input id={`step-name-${step.key}`} spellcheck={false} value={step.name} onInput={(e) => change(step.key, { name: e.currentTarget.value })} />
+                  <input
+                    id={`step-name-${step.key}`}
+                    aria-invalid={invalidField === `step-name-${step.key}` ? 'true' : undefined}
+                    spellcheck={false}
+                    value={step.name}
+                    onInput={(e) => change(step.key, { name: e.currentTarget.value })}
+                  />
                   <label for={`step-origin-${step.key}`}>From</label>
                   <select
                     id={`step-origin-${step.key}`}
@@ -258,6 +295,7 @@ export function WorkflowCreate() {
                   <label for={`step-props-${step.key}`}>Configured props (JSON, optional)</label>
                   <textarea
                     id={`step-props-${step.key}`}
+                    aria-invalid={invalidField === `step-props-${step.key}` ? 'true' : undefined}
                     class="code short"
                     rows={2}
                     spellcheck={false}
@@ -267,10 +305,22 @@ export function WorkflowCreate() {
                   />
                 </div>
                 <div class="inline">
-                  <button type="button" id={`step-up-${step.key}`} disabled={index === 0} onClick={() => move(index, -1)}>
+                  <button
+                    type="button"
+                    id={`step-up-${step.key}`}
+                    aria-label={`Move up: step ${index + 1}${step.name ? `, ${step.name}` : ''}`}
+                    disabled={index === 0}
+                    onClick={() => move(index, -1)}
+                  >
                     Move up
                   </button>
-                  <button type="button" id={`step-down-${step.key}`} disabled={index === steps.length - 1} onClick={() => move(index, 1)}>
+                  <button
+                    type="button"
+                    id={`step-down-${step.key}`}
+                    aria-label={`Move down: step ${index + 1}${step.name ? `, ${step.name}` : ''}`}
+                    disabled={index === steps.length - 1}
+                    onClick={() => move(index, 1)}
+                  >
                     Move down
                   </button>
                   <button type="button" disabled={steps.length === 1} onClick={() => remove(index)}>
@@ -281,6 +331,9 @@ export function WorkflowCreate() {
             </li>
           ))}
         </ol>
+        <p class="sr-only" aria-live="polite">
+          {moved}
+        </p>
         <p>
           <button type="button" onClick={add}>
             Add a step
@@ -292,17 +345,21 @@ export function WorkflowCreate() {
           <input id="workflow-timeout" type="number" min={1} max={900} value={timeoutSeconds} onInput={(e) => setTimeoutSeconds(e.currentTarget.value)} />
         </div>
 
-        <p class="field-error" ref={errorLine} tabIndex={-1} role={error ? 'alert' : undefined}>
+        {/* Always there, so that a message put in it is announced; the field at fault has the focus. */}
+        <p class="field-error" ref={errorLine} tabIndex={-1} role="alert">
           {error ?? ''}
         </p>
         {progress.size > 0 && (
-          <ul class="install-progress" aria-label="Installing packages" aria-live="polite">
+          <ul class="install-progress" aria-label="Installing packages">
             {[...progress.values()].map((step) => (
               <li key={`${step.workflow_step ?? ''}/${step.package}`}>{describeStep(step)}</li>
             ))}
           </ul>
         )}
-        <button type="submit" disabled={busy}>
+        <p class="sr-only" aria-live="polite">
+          {latestStep}
+        </p>
+        <button type="submit" aria-disabled={busy ? 'true' : undefined}>
           {busy ? 'Creating… (packages the code imports are installed first)' : 'Create workflow'}
         </button>
       </form>

@@ -118,7 +118,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
       props: {
         db: "$.service.db",
         setup: { type: "alert", alertType: "warning", content: "Create an API key in Acme first." },
-        plain: { type: "alert", content: "No kind given." },
+        plain: { type: "alert", alertType: "notice hidden", content: "An unknown kind." },
         greeting: { type: "string" },
       },
       async run() { this.$emit({ setup: this.setup === undefined ? "unset" : this.setup, greeting: this.greeting }); },
@@ -127,7 +127,8 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(component.status).toBe(200);
     expect(component.body.data.configurable_props.slice(1, 3)).toEqual([
       { name: 'setup', type: 'alert', alertType: 'warning', content: 'Create an API key in Acme first.', optional: true },
-      { name: 'plain', type: 'alert', alertType: 'info', content: 'No kind given.', optional: true },
+      // A kind other than info, neutral, warning or error is read as info.
+      { name: 'plain', type: 'alert', alertType: 'info', content: 'An unknown kind.', optional: true },
     ]);
     const refused = await api.post('/v1/sources', { component_id: component.body.data.id, configured_props: { greeting: 'hi', setup: 'yes' } });
     expect(refused.status).toBe(422);

@@ -55,6 +55,7 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', (dialect) => {
     await expect(page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Step name').inputValue()).resolves.toBe('double');
     // The keyboard stays with the moved step: at the top its "Move up" is off, so its "Move down" has the focus.
     await waitForFocus(page, 'li[aria-label="Step 1"] button', /Move down/);
+    await waitForText(page.locator('p.sr-only[aria-live="polite"]').first(), 'double is now step 1 of 2.');
     // A third step, added and removed: the focus lands in the new step, then on the step now last.
     await page.getByRole('button', { name: 'Add a step' }).click();
     await waitForFocus(page, 'li[aria-label="Step 3"] input');
@@ -96,12 +97,21 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', (dialect) => {
 
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await waitForText(alert, 'The workflow needs a name.');
-    await waitForFocus(page, 'p.field-error');
+    // The focus goes to the field to fix, marked invalid.
+    await waitForFocus(page, '#workflow-name[aria-invalid="true"]');
 
     await page.getByLabel('Workflow name').fill('broken');
+    await page.getByLabel('Starts on').selectOption('interval');
+    await page.getByLabel('Every (seconds)').fill('5');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, 'The timer needs an interval of at least 15 seconds.');
+    await waitForFocus(page, '#workflow-interval');
+    await page.getByLabel('Starts on').selectOption('none');
+
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('{ plus: 1 }');
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await waitForText(alert, 'The configured props of step step_1 are not valid JSON.');
+    await waitForFocus(page, 'li[aria-label="Step 1"] textarea[aria-invalid="true"]');
 
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('');
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Code').fill('export default { async run() { this is not javascript } }');

@@ -20,6 +20,8 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
 
 type Obj = Record<string, unknown>;
 
+const ALERT_TYPES: ReadonlySet<string> = new Set(['info', 'neutral', 'warning', 'error']);
+
 export function isPlainObject(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -121,7 +123,8 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     if (d.default === undefined && isPlainObject(fixed)) d.default = fixed;
   }
   if (type === 'alert') {
-    d.alertType = typeof prop.alertType === 'string' ? prop.alertType : 'info';
+    // One of the four kinds the reference service knows; anything else would reach the console's markup as given.
+    d.alertType = typeof prop.alertType === 'string' && ALERT_TYPES.has(prop.alertType) ? prop.alertType : 'info';
     if (typeof prop.content === 'string') d.content = prop.content;
     d.optional = true;
   }
