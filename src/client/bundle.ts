@@ -72,7 +72,19 @@ export function bundleOptions(file: string, format: 'esm' | 'cjs' = 'esm') {
  * CommonJS module, which keeps each `require("pkg")` as written for the server to install (it takes either format).
  */
 export async function finishBundle(file: string, result: BuildResult): Promise<Bundle> {
-  if (requiresPackages(result.metafile!)) result = await build(bundleOptions(file, 'cjs'));
+  if (requiresPackages(result.metafile!)) {
+    try {
+      result = await build(bundleOptions(file, 'cjs'));
+    } catch (error) {
+      const errors = (error as BuildFailure).errors;
+      if (!Array.isArray(errors)) throw error;
+      // Top-level await, say: CommonJS cannot hold it, and an ES module cannot show the server its require() calls.
+      throw new BundleError([
+        ...errors.map(messageLine),
+        `${path.relative(process.cwd(), file)}: it require()s npm packages, so it is bundled as CommonJS, which cannot hold this; import the packages instead`,
+      ]);
+    }
+  }
   return bundleOf(result.outputFiles![0]!.text, result.metafile!);
 }
 

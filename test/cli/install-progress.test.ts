@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { BundleError, bundleFile } from '../../src/client/bundle.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -89,6 +90,21 @@ describe('tributary shows npm installs as the server takes them', () => {
     const source = JSON.parse(second.stdout);
     const ran = await client(server.url, key).post(`/v1/sources/${source.id}/run`, { body: { n: 3 } });
     expect(ran.status).toBe(202);
+  });
+
+  it('refuses a file that require()s npm packages and awaits at the top level, saying why and where', async () => {
+    const file = path.join(dir, 'tla-cjs.js');
+    fs.writeFileSync(file, 'const axios = require("axios");\nawait Promise.resolve();\nmodule.exports = { name: "tla", version: "0.1.0", async run() {} };\n');
+    const refused = await bundleFile(file).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(BundleError);
+    const lines = (refused as BundleError).lines;
+    expect(lines[0]).toMatch(/tla-cjs\.js:2:\d+: Top-level await is currently not supported with the "cjs" output format/);
+    expect(lines.at(-1)).toMatch(
+      /tla-cjs\.js: it require\(\)s npm packages, so it is bundled as CommonJS, which cannot hold this; import the packages instead$/,
+    );
   });
 
   it('deploys a CommonJS component whose relative and npm requires are bundled: the server installs the packages it requires', async () => {
