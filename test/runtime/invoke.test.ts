@@ -59,10 +59,19 @@ describe('run and $emit', () => {
   it('refuses a ts that is not an integer and an event that is not JSON', async () => {
     const ts = await runCode(t.runtime, ACCOUNT, source('this.$emit({}, { ts: 1.5 });'));
     expect(ts.outcomes[0]!.error).toMatchObject({ name: 'TypeError', message: '$emit ts must be an integer (epoch milliseconds)' });
+    const text = await runCode(t.runtime, ACCOUNT, source('this.$emit({}, { ts: "2026-01-01" });'));
+    expect(text.outcomes[0]!.error).toMatchObject({ name: 'TypeError', message: '$emit ts must be an integer (epoch milliseconds)' });
     const cyclic = await runCode(t.runtime, ACCOUNT, source('const a = {}; a.self = a; this.$emit(a);'));
     expect(cyclic.outcomes[0]!.error?.message).toMatch(/^the emitted event is not JSON-serialisable/);
     const big = await runCode(t.runtime, ACCOUNT, source('this.$emit({ n: 10n });'));
     expect(big.outcomes[0]!.error?.message).toMatch(/BigInt/);
+  });
+
+  it("takes a ts of NaN as none: Date.parse() of what it cannot read, as the reference registry's Stripe sources pass", async () => {
+    // stripe-new-payment emits `{ id: event.id, ts: Date.parse(event.created) }`, and Stripe's `created` is epoch seconds.
+    const result = await runCode(t.runtime, ACCOUNT, source('this.$emit({ n: 1 }, { id: "evt_1", summary: "paid", ts: Date.parse(1700000000) });'));
+    expect(result.outcomes[0]!.error).toBeUndefined();
+    expect(result.outcomes[0]!.emits).toEqual([{ event: { n: 1 }, id: 'evt_1', summary: 'paid' }]);
   });
 
   it('fails only the event that throws; the others keep their emits', async () => {

@@ -40,7 +40,9 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       if (typeof summary !== 'string') throw new TypeError('$emit summary must be a string');
       emitted.summary = summary;
     }
-    if (ts !== undefined && ts !== null) {
+    // NaN is taken as no ts, as the reference service does: it is what `Date.parse()` gives for a value it cannot read,
+    // and registry sources pass `ts: Date.parse(event.created)` where `created` is epoch seconds (Stripe's webhooks).
+    if (ts !== undefined && ts !== null && !Number.isNaN(ts)) {
       if (!Number.isSafeInteger(ts)) throw new TypeError('$emit ts must be an integer (epoch milliseconds)');
       emitted.ts = ts as number;
     }
