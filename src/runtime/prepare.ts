@@ -23,6 +23,8 @@ interface Needs {
   installs: Map<string, Promise<InstalledPackage>>;
   /** Each package import's place in the progress reports (from 1), and their count. */
   order: { indexes: Map<string, number>; total: number };
+  /** The code is an ES module (import/export, no CommonJS): its imports of CommonJS packages follow Node's rules. */
+  esm: boolean;
   report: InstallListener;
 }
 
@@ -59,6 +61,27 @@ function tell(listeners: Iterable<InstallListener>, progress: InstallProgress): 
 interface Manifest {
   packages: Record<string, string>;
   readPaths: string[];
+  /** How the bundle reads a default import of a CommonJS package; bundles made before it was written are made again. */
+  interop?: typeof INTEROP;
+}
+
+/** ES module code gets Node's interop: `import x from "cjs"` is the package's `module.exports`, even with `__esModule`. */
+const INTEROP = 'node';
+
+/** The name stacks and source maps give the component's code, whichever name esbuild was given to read it. */
+const SOURCE_NAME = 'component.js';
+
+/**
+ * esbuild reads a default import of a CommonJS package as Node does (`module.exports`, not `exports.default` when the
+ * package sets `__esModule`) only in a `.mjs` file; the bundle's source map then names it `component.mjs`, put back here.
+ */
+function renameInlineSource(bundle: string, from: string): string {
+  const marker = '//# sourceMappingURL=data:application/json;base64,';
+  const at = bundle.lastIndexOf(marker);
+  if (at < 0) return bundle;
+  const map = JSON.parse(Buffer.from(bundle.slice(at + marker.length).trim(), 'base64').toString('utf8')) as { sources?: string[] };
+  map.sources = map.sources?.map((source) => (source === from ? SOURCE_NAME : source));
+  return `${bundle.slice(0, at)}${marker}${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
 }
 
 /**
@@ -174,9 +197,10 @@ export class Preparer {
     }
 
     await fs.mkdir(this.codeDir, { recursive: true });
-    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order: await this.packageOrder(code), report };
+    const { order, esm } = await this.packageOrder(code);
+    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order, esm, report };
     const bundle = await this.bundle(code, needs);
-    const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort() };
+    const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort(), interop: INTEROP };
     await writeAtomically(artifactPath, bundle);
     await writeAtomically(manifestPath, JSON.stringify(manifest));
     this.logger.debug({ codeHash, packages: manifest.packages }, 'prepared component');
@@ -187,6 +211,7 @@ export class Preparer {
   private async readManifest(artifactPath: string, manifestPath: string): Promise<Manifest | undefined> {
     try {
       const manifest = JSON.parse(await fs.readFile(manifestPath, 'utf8')) as Manifest;
+      if (manifest.interop !== INTEROP) return undefined;
       await fs.access(artifactPath);
       for (const dir of manifest.readPaths) {
         if (dir.startsWith(this.packages.root + path.sep)) {
@@ -205,13 +230,14 @@ export class Preparer {
    * The package imports of the code, counted before any is installed, so that progress can say "1 of 2": esbuild
    * parses the code with every import left alone, and lists them in the order the bundle then resolves them, one
    * after the other (import statements, then require calls, then dynamic imports). Code that does not parse counts
-   * nothing; the bundle says why.
+   * nothing; the bundle says why. Also says whether the code is an ES module (import/export and no CommonJS).
    */
-  private async packageOrder(code: string): Promise<Needs['order']> {
+  private async packageOrder(code: string): Promise<{ order: Needs['order']; esm: boolean }> {
     const keys = new Set<string>();
+    let esm = false;
     try {
       const scan = await esbuild.build({
-        stdin: { contents: code, loader: 'js', sourcefile: 'component.js', resolveDir: this.codeDir },
+        stdin: { contents: code, loader: 'js', sourcefile: SOURCE_NAME, resolveDir: this.codeDir },
         absWorkingDir: this.codeDir,
         bundle: true,
         write: false,
@@ -220,7 +246,8 @@ export class Preparer {
         metafile: true,
         logLevel: 'silent',
       });
-      for (const input of Object.values(scan.metafile.inputs)) {
+      for (const [name, input] of Object.entries(scan.metafile.inputs)) {
+        if (name === SOURCE_NAME && input.format === 'esm') esm = true;
         for (const { path: specifier } of input.imports) {
           if (isBuiltin(specifier) || specifier.startsWith('.') || path.isAbsolute(specifier)) continue;
           const parsed = parsePackageImport(specifier);
@@ -230,14 +257,15 @@ export class Preparer {
     } catch {
       // Not parseable: the bundle fails with the syntax error before it installs anything.
     }
-    return { indexes: new Map([...keys].map((key, i) => [key, i + 1])), total: keys.size };
+    return { order: { indexes: new Map([...keys].map((key, i) => [key, i + 1])), total: keys.size }, esm };
   }
 
   private async bundle(code: string, needs: Needs): Promise<string> {
+    const sourcefile = needs.esm ? 'component.mjs' : SOURCE_NAME;
     let result: esbuild.BuildResult<{ write: false }>;
     try {
       result = await esbuild.build({
-        stdin: { contents: code, loader: 'js', sourcefile: 'component.js', resolveDir: this.codeDir },
+        stdin: { contents: code, loader: 'js', sourcefile, resolveDir: this.codeDir },
         // Source map paths are relative to this: stack traces then name the component file beside its bundle.
         absWorkingDir: this.codeDir,
         bundle: true,
@@ -261,7 +289,7 @@ export class Preparer {
     }
     const output = result.outputFiles[0];
     if (!output) throw new Error('esbuild produced no output');
-    return output.text;
+    return sourcefile === SOURCE_NAME ? output.text : renameInlineSource(output.text, sourcefile);
   }
 
   private importPlugin(needs: Needs): esbuild.Plugin {

@@ -150,6 +150,24 @@ describe('npm packages', () => {
     expect((await t.runtime.prepare(code)).packages['kind-of']).toBe('6.0.3');
   });
 
+  it("reads a default import of a CommonJS package as Node does, though the package sets __esModule (Notion's sources)", async () => {
+    // notion.app.mjs of the reference registry: `import notion from "@notionhq/client"; new notion.Client({ auth })`. The
+    // package is compiled TypeScript (`exports.__esModule = true`, no `exports.default`): in Node's ES modules the default
+    // import is `module.exports`; the bundle read it as `exports.default`, undefined, and every Notion source failed.
+    const esm =
+      'import notion from "@notionhq/client@5.26.0";\nimport * as all from "@notionhq/client@5.26.0";\nexport default {\n  name: "notion", version: "1",\n  run() { this.$emit({ client: typeof notion.Client, same: notion.Client === all.Client }); throw new Error("after"); },\n};';
+    const result = await t.runtime.invoke(request('acct_pkg', await t.runtime.prepare(esm)));
+    expect(result.outcomes[0]!.error!.message).toBe('after');
+    // The source map still names the code component.js.
+    expect(result.outcomes[0]!.error!.stack).toContain('at Object.run (component.js:5:');
+    const cjs = await t.runtime.prepare(
+      'const notion = require("@notionhq/client@5.26.0"); module.exports = { name: "n", version: "1", run() { this.$emit(typeof notion.Client); } };',
+    );
+    expect((await t.runtime.invoke(request('acct_pkg', cjs))).outcomes[0]!.emits).toEqual([{ event: 'function' }]);
+    const emitted = await t.runtime.invoke(request('acct_pkg', await t.runtime.prepare(esm.replace('throw new Error("after");', ''))));
+    expect(emitted.outcomes[0]!.emits).toEqual([{ event: { client: 'function', same: true } }]);
+  });
+
   it('fails the save with package_install_failed, naming the package', async () => {
     const missing = await t.runtime
       .prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };')
