@@ -11,6 +11,8 @@ export interface PropInfo {
   label?: string;
   description?: string;
   optional?: boolean;
+  /** Not shown in a form: never asked for. */
+  hidden?: boolean;
   default?: unknown;
   secret?: boolean;
   options?: unknown[];
@@ -88,9 +90,11 @@ export function givenProps(props: PropInfo[], propsFile: string | undefined, pai
   return configured;
 }
 
-/** Required props without a value: not optional, no default, not filled in by the platform. */
+/** Required props without a value: not optional or hidden, no default, not filled in by the platform. */
 export function missingProps(props: PropInfo[], configured: Record<string, unknown>): PropInfo[] {
-  return props.filter((p) => !FILLED_IN.has(p.type) && p.type !== 'app' && !p.optional && p.default === undefined && configured[p.name] === undefined);
+  return props.filter(
+    (p) => !FILLED_IN.has(p.type) && p.type !== 'app' && !p.optional && !p.hidden && p.default === undefined && configured[p.name] === undefined,
+  );
 }
 
 /** How a prop is named to a user: its label and name, type and description. */

@@ -45,6 +45,11 @@ export const PropDescriptorSchema = ExactObject({
   default: Type.Optional(JsonData),
   optional: Type.Optional(Type.Boolean()),
   secret: Type.Optional(Type.Boolean()),
+  // Form hints: `hidden` props are not shown (additionalProps() may unhide them), `disabled` ones not editable, and a
+  // `useQuery` prop's options() take what is typed as `query`.
+  hidden: Type.Optional(Type.Boolean()),
+  disabled: Type.Optional(Type.Boolean()),
+  useQuery: Type.Optional(Type.Boolean()),
   min: Type.Optional(Type.Number()),
   max: Type.Optional(Type.Number()),
   // Static options only: strings or `{ label, value }`.

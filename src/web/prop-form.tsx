@@ -66,7 +66,8 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
   const values: Record<string, unknown> = {};
   const errors: FieldErrors = {};
   for (const prop of props) {
-    if (NO_INPUT.has(prop.type)) continue;
+    // A hidden prop is not in the form: nothing is sent for it, so the server applies its default.
+    if (NO_INPUT.has(prop.type) || prop.hidden) continue;
     const input = raw[prop.name];
     const text = typeof input === 'string' ? input.trim() : '';
     const fail = (message: string) => (errors[prop.name] = message);
@@ -150,18 +151,20 @@ export function PropFields(props: {
   const set = (name: string, value: string | boolean, also?: RawValues) => props.onChange({ ...props.raw, [name]: value, ...also });
   return (
     <>
-      {props.props.map((prop) => (
-        <PropField
-          key={prop.name}
-          prop={prop}
-          id={`${props.idPrefix}-${prop.name}`}
-          raw={props.raw}
-          set={set}
-          error={props.errors[prop.name]}
-          componentId={props.componentId}
-          allProps={props.props}
-        />
-      ))}
+      {props.props
+        .filter((prop) => !prop.hidden)
+        .map((prop) => (
+          <PropField
+            key={prop.name}
+            prop={prop}
+            id={`${props.idPrefix}-${prop.name}`}
+            raw={props.raw}
+            set={set}
+            error={props.errors[prop.name]}
+            componentId={props.componentId}
+            allProps={props.props}
+          />
+        ))}
     </>
   );
 }

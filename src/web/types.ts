@@ -8,6 +8,8 @@ export interface PropDescriptor {
   default?: unknown;
   optional?: boolean;
   secret?: boolean;
+  /** Not shown in the form (additionalProps() may unhide it). */
+  hidden?: boolean;
   min?: number;
   max?: number;
   options?: unknown[];

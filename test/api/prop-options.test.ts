@@ -176,6 +176,34 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect((await options('note', { configured_props: { extended: true } })).body.data.errors).toEqual(['prop "note" has no options']);
   });
 
+  it('lists hidden, disabled and useQuery, and a reload answers the hidden flags additionalProps() changed, for those values only', async () => {
+    // As slack-send-message writes it: hidden props that additionalProps() unhides by changing its argument, returning {}.
+    const code = `const app = { type: "app", app: "chat", propDefinitions: { username: { type: "string", label: "Bot Username", optional: true } } };
+      module.exports = { name: "send", version: "1.0.0", type: "action",
+        props: { app, text: { type: "string", useQuery: true, async options({ query }) { return [query]; } }, sent: { type: "boolean", disabled: true, optional: true },
+          customize: { type: "boolean", optional: true, reloadProps: true },
+          username: { propDefinition: [app, "username"], hidden: true }, icon: { type: "string", optional: true, hidden: true } },
+        async additionalProps(props) { if (this.customize) { props.username.hidden = false; props.icon.hidden = false; } return {}; },
+        async run() { return this.username ?? null; } };`;
+    const saved = await api.post('/v1/components', { component_code: code });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const byName = (props: { name: string }[]) => Object.fromEntries(props.map((p) => [p.name, p]));
+    const listed = byName(saved.body.data.configurable_props);
+    expect(listed.text).toMatchObject({ useQuery: true, remoteOptions: true });
+    expect(listed.sent).toMatchObject({ disabled: true });
+    expect(listed.username).toMatchObject({ hidden: true, label: 'Bot Username', propDefinition: ['app', 'username'] });
+    const reload = async (customize: boolean) => {
+      const res = await api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props: { customize } });
+      expect(res.body.data.errors).toEqual([]);
+      return byName(res.body.data.configurable_props);
+    };
+    expect((await reload(true)).username).toMatchObject({ hidden: false });
+    expect((await reload(true)).icon).toMatchObject({ hidden: false });
+    // What one call changed stays out of the next: the props are hidden again without the answer that unhides them.
+    expect((await reload(false)).username).toMatchObject({ hidden: true });
+    expect((await reload(false)).icon).toMatchObject({ hidden: true });
+  });
+
   it("takes a number for a string prop whose choices come from async options(), as registry apps' numeric ids are", async () => {
     const res = await api.post('/v1/sources', {
       component_id: componentId,

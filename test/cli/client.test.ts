@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { missingProps } from '../../src/client/props-input.js';
 import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -121,6 +122,15 @@ describe('tributary client commands', () => {
       (r) => r.body.data.length === 1,
     );
     expect(events.body.data[0].event).toEqual({ got: { n: 1 }, shape: 'v1', channel: 'general', limit: 5 });
+  });
+
+  it('never asks for a hidden prop (slack-send-message hides its bot settings until additionalProps() shows them)', () => {
+    const props = [
+      { name: 'text', type: 'string' },
+      { name: 'username', type: 'string', hidden: true },
+      { name: 'icon', type: 'string', hidden: false },
+    ];
+    expect(missingProps(props, {}).map((p) => p.name)).toEqual(['text', 'icon']);
   });
 
   it('asks for missing props with --interactive, offering static options by number', async () => {

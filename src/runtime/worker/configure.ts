@@ -32,7 +32,15 @@ async function callForResult(scope: CallScope, fn: () => unknown): Promise<unkno
 async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Obj | undefined> {
   const additional = component.additionalProps;
   if (typeof additional !== 'function') return undefined;
-  const declared = isPlainObject(component.props) ? component.props : {};
+  // The registry's components change the props they are given (`props.username.hidden = false`) and return {}: each
+  // call gets its own copies, so that what one call changed is in its answer and never in the next call's. Apps stay
+  // themselves: propDefinitions name them by identity.
+  const declared = Object.fromEntries(
+    Object.entries(isPlainObject(component.props) ? component.props : {}).map(([name, prop]) => [
+      name,
+      isPlainObject(prop) && prop.type !== 'app' ? { ...prop } : prop,
+    ]),
+  );
   const returned = await callForResult(scope, () => (additional as (this: unknown, previous: Obj) => unknown).call(self, declared));
   if (returned === undefined || returned === null) return { ...declared };
   if (!isPlainObject(returned)) throw new TypeError(`additionalProps() must return an object of props, not ${describeValue(returned)}`);

@@ -95,6 +95,11 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (def !== undefined) d.default = def;
   if (typeof prop.optional === 'boolean') d.optional = prop.optional;
   if (typeof prop.secret === 'boolean') d.secret = prop.secret;
+  // Form hints the reference service lists too: not shown (additionalProps() unhides them), shown but not editable,
+  // and options() that take what is typed as `query`.
+  if (typeof prop.hidden === 'boolean') d.hidden = prop.hidden;
+  if (typeof prop.disabled === 'boolean') d.disabled = prop.disabled;
+  if (typeof prop.useQuery === 'boolean') d.useQuery = prop.useQuery;
   if (typeof prop.min === 'number') d.min = prop.min;
   if (typeof prop.max === 'number') d.max = prop.max;
   if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
