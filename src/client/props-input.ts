@@ -21,7 +21,7 @@ export interface PropInfo {
 }
 
 /** Props the platform fills in: never asked for. */
-const FILLED_IN = new Set(['$.interface.http', '$.service.db', '$.interface.apphook']);
+const FILLED_IN = new Set(['$.interface.http', '$.service.db']);
 
 function parseJson(raw: string): { ok: true; value: unknown } | { ok: false } {
   try {

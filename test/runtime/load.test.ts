@@ -198,6 +198,12 @@ describe('props', () => {
     const bare = await loadError('module.exports = { name: "x", version: "1", props: { svc: "$.service.queue" } };');
     expect(bare.code).toBe('unknown_prop_type');
     expect(bare.message).toContain('"$.service.queue"');
+    // The hosted service's app hooks (Slack's sources use one) are named for what they are, with what to use instead.
+    const apphook = await loadError('module.exports = { name: "x", version: "1", props: { hook: { type: "$.interface.apphook", appProp: "slack" } } };');
+    expect(apphook.code).toBe('unknown_prop_type');
+    expect(apphook.message).toBe(
+      'prop "hook" is a $.interface.apphook, which takes events from the hosted service\'s own app integrations; Tributary has none: use a source that registers a webhook in its activate() hook, or an HTTP source the app posts to',
+    );
   });
 
   it('refuses a propDefinition the app does not define', async () => {

@@ -84,6 +84,14 @@ function resolvePropDefinition(name: string, prop: Obj, props: Obj): { definitio
 
 function describe(name: string, prop: Obj, propDefinition?: [string, string]): PropDescriptor {
   const type = prop.type;
+  if (type === '$.interface.apphook') {
+    // Known, but not served: the hosted service feeds these from its own apps' event subscriptions (Slack's, say).
+    throw new LoadFailure(
+      'unknown_prop_type',
+      `prop "${name}" is a $.interface.apphook, which takes events from the hosted service's own app integrations; Tributary has none: use a source that registers a webhook in its activate() hook, or an HTTP source the app posts to`,
+      { prop: name },
+    );
+  }
   if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) {
     const shown = typeof type === 'string' ? `"${type}"` : 'no type';
     throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${shown}`, { prop: name });
