@@ -1,6 +1,7 @@
 // How each setting's text becomes a typed value, and the checks that stop a start on a value that cannot work.
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, LIMITED_RESOURCES, type LimitedResource } from './model/account-limits.js';
 import { readKeyFile } from './lib/secrets.js';
@@ -230,4 +231,23 @@ export function checkS3(config: S3Settings): void {
   const keys = [config.s3AccessKeyId, config.s3SecretAccessKey].filter((key) => key !== undefined).length;
   if (keys === 1) throw new ConfigError('--s3-access-key-id and --s3-secret-access-key go together: set both or neither');
   if (keys === 0 && config.s3Endpoint !== undefined) throw new ConfigError('--s3-endpoint needs --s3-access-key-id and --s3-secret-access-key');
+}
+
+/** Fastify's `trustProxy`: no proxy (false), any (true), or addresses and CIDR ranges. */
+export type TrustProxy = boolean | string;
+
+/** `false`, `true`, or `127.0.0.1,10.0.0.0/8`: who may say the client's address in X-Forwarded-For. */
+export function trustProxySetting(raw: string): TrustProxy {
+  const value = raw.trim();
+  if (/^(false|no|off|0)?$/i.test(value)) return false;
+  if (/^(true|yes|on)$/i.test(value)) return true;
+  const entries = value.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const maxBits = isIP(address ?? '') === 6 ? 128 : 32;
+    if (!isIP(address ?? '') || rest.length || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new ConfigError(`expected false, true, or addresses and CIDR ranges (10.0.0.0/8), comma-separated; got "${entry}"`);
+    }
+  }
+  return entries.join(',');
 }

@@ -28,6 +28,8 @@ import {
   secondsList,
   smtpUrl,
   text,
+  type TrustProxy,
+  trustProxySetting,
   url,
   workerUserSetting,
 } from './config-parsers.js';
@@ -39,6 +41,8 @@ export interface Config {
   readonly port: number;
   /** Base URL clients use to reach this service (HTTP endpoints of sources are built from it). */
   readonly publicUrl: string;
+  /** Proxies whose X-Forwarded-For an HTTP event's `client_ip` believes (Fastify's `trustProxy`). */
+  readonly trustProxy: TrustProxy;
   readonly dataDir: string;
   /** `postgres://…` selects PostgreSQL; undefined selects SQLite in the data directory. */
   readonly databaseUrl: string | undefined;
@@ -134,6 +138,13 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: (c) => `http://${c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host}:${c.port}`,
     defaultText: 'http://<host>:<port>',
     parse: url,
+  },
+  {
+    key: 'trustProxy',
+    flag: '--trust-proxy',
+    description: "proxies in front whose X-Forwarded-For gives HTTP events' client_ip: false, true (any), or addresses and CIDR ranges, comma-separated",
+    defaultValue: false,
+    parse: trustProxySetting,
   },
   {
     key: 'dataDir',

@@ -51,7 +51,7 @@ export type App = FastifyInstance;
 
 /** What the HTTP layer may use: services only, never the store, the engine or the runtime. Each route takes its part. */
 export interface ApiServices {
-  readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit' | 'minTimerInterval'>;
+  readonly config: Pick<Config, 'bodyLimit' | 'publicUrl' | 'rateLimit' | 'minTimerInterval' | 'trustProxy'>;
   readonly users: UserService;
   readonly components: ComponentService;
   readonly propConfiguration: PropConfigurationService;
@@ -150,6 +150,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
     childLoggerFactory: lazyChildLoggerFactory,
     logController: new DebugRequestLines(),
     bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
     genReqId: (req) =>
       typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].length <= 128 ? req.headers['x-request-id'] : nextRequestId(),
     requestIdHeader: false,
@@ -203,7 +204,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
   await app.register(healthRoutes(services));
   // The web console at `/`: a client of /v1 like any other, in the same process so that it needs no CORS.
   await app.register(consoleRoutes({ minTimerInterval: config.minTimerInterval }));
-  await app.register(ingressRoutes(services));
+  await app.register(ingressRoutes(services, { publicUrl: config.publicUrl }));
   // The walkthrough's SSE address, outside /v1; endpoints check their ids themselves (IngressService), so that
   // the hot path pays for no hook.
   await app.register(async (outside) => {

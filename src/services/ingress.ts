@@ -33,6 +33,10 @@ export interface HttpEvent {
   headers: Record<string, string | string[] | undefined>;
   bodyRaw: string;
   body: unknown;
+  /** The client's address (X-Forwarded-For's, from proxies `--trust-proxy` names). */
+  client_ip: string;
+  /** The URL the request was sent to: the public URL, the endpoint's path and the query. */
+  url: string;
 }
 
 /** Entries live this long, so that other nodes' changes reach this one; local changes evict at once. */
@@ -111,7 +115,14 @@ export class EndpointDirectory {
 }
 
 /** Parses the body as its content type says: JSON, form data, else the raw text. Unparseable or too deep JSON stays raw. */
-export function httpEvent(method: string, path: string, query: Record<string, unknown>, headers: HttpEvent['headers'], raw: Buffer | undefined): HttpEvent {
+export function httpEvent(
+  method: string,
+  path: string,
+  query: Record<string, unknown>,
+  headers: HttpEvent['headers'],
+  raw: Buffer | undefined,
+  from: { clientIp: string; url: string },
+): HttpEvent {
   const bodyRaw = raw ? raw.toString('utf8') : '';
   const type = String(headers['content-type'] ?? '')
     .split(';')[0]!
@@ -128,7 +139,7 @@ export function httpEvent(method: string, path: string, query: Record<string, un
   } else if (bodyRaw && type === 'application/x-www-form-urlencoded') {
     body = { ...querystring.parse(bodyRaw) };
   }
-  return { method, path, query, headers, bodyRaw, body };
+  return { method, path, query, headers, bodyRaw, body, client_ip: from.clientIp, url: from.url };
 }
 
 export interface IngressSettings {

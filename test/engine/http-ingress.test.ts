@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { ConfigError, trustProxySetting } from '../../src/config-parsers.js';
 
 const RESPONDER = `
 module.exports = {
@@ -77,6 +78,9 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(get.status).toBe(200);
     const [last, second, first] = await eventsOf(id, 3);
     expect(first.event).toMatchObject({ method: 'POST', path: '/hooks/github', query: { x: '1', y: 'two' }, bodyRaw: '{"a":1}', body: { a: 1 } });
+    // As the reference service's events have them: where the request came from, and the URL it was sent to.
+    expect(first.event.client_ip).toBe('127.0.0.1');
+    expect(first.event.url).toBe(`${url}/hooks/github?x=1&y=two`);
     expect(first.event.headers['x-custom']).toBe('v');
     expect(first.metadata.summary).toBe('POST /hooks/github');
     expect(second.event).toMatchObject({ method: 'PUT', path: '/', body: { a: '1', b: '2' }, bodyRaw: 'a=1&b=2' });
@@ -172,5 +176,44 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(event.event.body).toEqual({ x: 1 });
     const logs = await eventsOf(id, 1, '/$logs');
     expect(logs[0].event.k).toBe('warn');
+  });
+});
+
+describe('HTTP events behind a proxy', () => {
+  it('reads --trust-proxy as false, true, or addresses and CIDR ranges, and refuses anything else', () => {
+    expect(['', 'false', 'off', 'true', ' 127.0.0.1 , 10.0.0.0/8', '::1,fd00::/8'].map(trustProxySetting)).toEqual([
+      false,
+      false,
+      false,
+      true,
+      '127.0.0.1,10.0.0.0/8',
+      '::1,fd00::/8',
+    ]);
+    for (const bad of ['2', 'proxy.internal', '10.0.0.0/33', '10.0.0.1/8/1', '::1/129']) expect(() => trustProxySetting(bad), bad).toThrow(ConfigError);
+  });
+
+  it('take client_ip from X-Forwarded-For only when --trust-proxy names the proxy it came through', async () => {
+    const code = 'export default { name: "Ip", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit({ ip: e.client_ip }); } };';
+    for (const [trustProxy, expected] of [
+      [false, '127.0.0.1'],
+      ['127.0.0.1', '203.0.113.7'],
+      ['10.0.0.0/8', '127.0.0.1'],
+    ] as const) {
+      const server = await startTestServer('sqlite', { trustProxy });
+      try {
+        const api = client(server.url, (await server.createUser()).apiKey);
+        const source = (await api.post('/v1/sources', { component_code: code })).body.data;
+        const sent = await request('POST', source.configured_props.http.endpoint_url, { headers: { 'x-forwarded-for': '203.0.113.7' } });
+        expect(sent.status).toBe(200);
+        const events = await waitFor(
+          () => api.get(`/v1/sources/${source.id}/event_summaries?expand=event`),
+          (r) => r.body.data.length === 1,
+          { what: 'the request as an event' },
+        );
+        expect(events.body.data[0].event, String(trustProxy)).toEqual({ ip: expected });
+      } finally {
+        await server.destroy();
+      }
+    }
   });
 });

@@ -18,7 +18,7 @@ function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyRe
   return reply.type('application/json').send(JSON.stringify(body));
 }
 
-export function ingressRoutes(services: { ingress: IngressService }) {
+export function ingressRoutes(services: { ingress: IngressService }, settings: { publicUrl: string }) {
   return async (app: FastifyInstance) => {
     // Endpoints take any content type; the event carries the raw body and a parsed one.
     app.removeAllContentTypeParsers();
@@ -40,6 +40,8 @@ export function ingressRoutes(services: { ingress: IngressService }) {
         { ...(request.query as Record<string, unknown>) },
         request.headers,
         request.body as Buffer | undefined,
+        // As the reference service gives them: the address it came from (through --trust-proxy) and where it was sent.
+        { clientIp: request.ip, url: `${settings.publicUrl}${request.url}` },
       );
       const response = await services.ingress.accept(target, event);
       if (response) return sendRunResponse(reply, response);
