@@ -25,6 +25,8 @@ interface Needs {
   order: { indexes: Map<string, number>; total: number };
   /** The code is an ES module (import/export, no CommonJS): its imports of CommonJS packages follow Node's rules. */
   esm: boolean;
+  /** How esbuild reads the code: JavaScript, or TypeScript when only that parses it (its types are stripped). */
+  loader: 'js' | 'ts';
   report: InstallListener;
 }
 
@@ -197,8 +199,8 @@ export class Preparer {
     }
 
     await fs.mkdir(this.codeDir, { recursive: true });
-    const { order, esm } = await this.packageOrder(code);
-    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order, esm, report };
+    const { order, esm, loader } = await this.packageOrder(code);
+    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order, esm, loader, report };
     const bundle = await this.bundle(code, needs);
     const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort(), interop: INTEROP };
     await writeAtomically(artifactPath, bundle);
@@ -230,14 +232,25 @@ export class Preparer {
    * The package imports of the code, counted before any is installed, so that progress can say "1 of 2": esbuild
    * parses the code with every import left alone, and lists them in the order the bundle then resolves them, one
    * after the other (import statements, then require calls, then dynamic imports). Code that does not parse counts
-   * nothing; the bundle says why. Also says whether the code is an ES module (import/export and no CommonJS).
+   * nothing; the bundle says why. Also says whether the code is an ES module (import/export and no CommonJS), and
+   * whether it is TypeScript: code that does not parse as JavaScript but does as TypeScript (a component posted as
+   * written in a `.ts` file) has its types stripped, as the reference service runs `.ts` components.
    */
-  private async packageOrder(code: string): Promise<{ order: Needs['order']; esm: boolean }> {
+  private async packageOrder(code: string): Promise<{ order: Needs['order']; esm: boolean; loader: Needs['loader'] }> {
+    for (const loader of ['js', 'ts'] as const) {
+      const scanned = await this.scanImports(code, loader);
+      if (scanned) return { ...scanned, loader };
+    }
+    return { order: { indexes: new Map(), total: 0 }, esm: false, loader: 'js' };
+  }
+
+  /** The package imports and module format of the code read with `loader`; undefined when it does not parse so. */
+  private async scanImports(code: string, loader: Needs['loader']): Promise<{ order: Needs['order']; esm: boolean } | undefined> {
     const keys = new Set<string>();
     let esm = false;
     try {
       const scan = await esbuild.build({
-        stdin: { contents: code, loader: 'js', sourcefile: SOURCE_NAME, resolveDir: this.codeDir },
+        stdin: { contents: code, loader, sourcefile: SOURCE_NAME, resolveDir: this.codeDir },
         absWorkingDir: this.codeDir,
         bundle: true,
         write: false,
@@ -255,17 +268,18 @@ export class Preparer {
         }
       }
     } catch {
-      // Not parseable: the bundle fails with the syntax error before it installs anything.
+      // Not parseable this way: as JavaScript, TypeScript is tried; as neither, the bundle fails with the syntax error.
+      return undefined;
     }
     return { order: { indexes: new Map([...keys].map((key, i) => [key, i + 1])), total: keys.size }, esm };
   }
 
   private async bundle(code: string, needs: Needs): Promise<string> {
-    const sourcefile = needs.esm ? 'component.mjs' : SOURCE_NAME;
+    const sourcefile = needs.loader === 'ts' ? (needs.esm ? 'component.mts' : 'component.cts') : needs.esm ? 'component.mjs' : SOURCE_NAME;
     let result: esbuild.BuildResult<{ write: false }>;
     try {
       result = await esbuild.build({
-        stdin: { contents: code, loader: 'js', sourcefile, resolveDir: this.codeDir },
+        stdin: { contents: code, loader: needs.loader, sourcefile, resolveDir: this.codeDir },
         // Source map paths are relative to this: stack traces then name the component file beside its bundle.
         absWorkingDir: this.codeDir,
         bundle: true,

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CJS = `
 const common = {
@@ -88,6 +89,42 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     const res = await api.post('/v1/components', { component_code: ESM });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ name: 'ESM Source', version: '2.0.0', configurable_props: [{ name: 'flag', type: 'boolean', optional: true }] });
+  });
+
+  it('saves a component written in TypeScript, its types stripped, and runs it with stacks naming component.js', async () => {
+    const code = `interface Order { n: number }
+      export default {
+        name: "Typed", version: "0.1.0",
+        props: { http: { type: "$.interface.http" } as const },
+        async run(event: { body: Order }): Promise<void> {
+          const n: number = event.body.n;
+          if (n < 0) throw new Error("negative " + (n as number));
+          this.$emit({ doubled: n * 2 });
+        },
+      };`;
+    const saved = await api.post('/v1/components', { component_code: code });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    expect(saved.body.data).toMatchObject({ name: 'Typed', configurable_props: [{ name: 'http', type: '$.interface.http' }] });
+    const source = (await api.post('/v1/sources', { component_id: saved.body.data.id })).body.data;
+    const url = source.configured_props.http.endpoint_url;
+    expect((await request('POST', url, { raw: { body: '{"n":21}', contentType: 'application/json' } })).status).toBe(200);
+    expect((await request('POST', url, { raw: { body: '{"n":-1}', contentType: 'application/json' } })).status).toBe(200);
+    const emitted = await waitFor(
+      () => api.get(`/v1/sources/${source.id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+      { what: "the typed source's event" },
+    );
+    expect(emitted.body.data[0].event).toEqual({ doubled: 42 });
+    const errors = await waitFor(
+      () => api.get(`/v1/sources/${source.id}/$errors/event_summaries?expand=event`),
+      (r) => r.body.data.length === 1,
+      { what: "the typed source's error" },
+    );
+    expect(errors.body.data[0].event.error.stack).toMatch(/negative -1\n\s+at .*component\.js:7:/);
+    // What parses as neither is a JavaScript syntax error, as before.
+    const broken = await api.post('/v1/components', { component_code: 'export default { name: "x", version: "1", run() { return ; ) } };' });
+    expect(broken.body.code).toBe('component_invalid');
+    expect(broken.body.details[0].reason).toBe('syntax_error');
   });
 
   it("finds a component by id and by key (the latest), and hides other accounts' components", async () => {
