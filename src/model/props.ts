@@ -187,7 +187,7 @@ export function validateProps(
         // The account's store of this name, made on its first write.
         if (value === undefined || value === null) {
           if (prop.default !== undefined && dataStoreName(prop.default) !== undefined) out[prop.name] = dataStoreName(prop.default);
-          else if (!prop.optional) fail('is required: the name of a data store (made on first use)');
+          else if (!prop.optional && !prop.hidden) fail('is required: the name of a data store (made on first use)');
           break;
         }
         const name = dataStoreName(value);
@@ -208,7 +208,8 @@ export function validateProps(
         }
         if (value === undefined || value === null) {
           if (prop.default !== undefined) out[prop.name] = prop.default;
-          else if (!prop.optional) fail('is required');
+          // A hidden prop is never asked for (console, CLI) until additionalProps() unhides it: not required while hidden.
+          else if (!prop.optional && !prop.hidden) fail('is required');
           break;
         }
         if (prop.secret && value === SECRET_PLACEHOLDER) {

@@ -204,6 +204,19 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect((await reload(false)).icon).toMatchObject({ hidden: true });
   });
 
+  it('deploys without a value for a required prop that is hidden, as the console and the CLI never ask for it', async () => {
+    const code = `module.exports = { name: "hidden", version: "1.0.0",
+      props: { text: { type: "string" }, username: { type: "string", hidden: true }, shown: { type: "string", hidden: false } },
+      async run() {} };`;
+    const saved = await api.post('/v1/components', { component_code: code });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const deployed = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { text: 'hi', shown: 'x' } });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    // An unhidden required prop is still required.
+    const missing = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { text: 'hi' } });
+    expect(missing.body.details).toEqual([{ prop: 'shown', message: 'is required' }]);
+  });
+
   it("takes a number for a string prop whose choices come from async options(), as registry apps' numeric ids are", async () => {
     const res = await api.post('/v1/sources', {
       component_id: componentId,
