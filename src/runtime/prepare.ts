@@ -192,7 +192,16 @@ export class Preparer {
   private async prepareHash(code: string, codeHash: string, report: InstallListener): Promise<PreparedComponent> {
     const artifactPath = path.join(this.codeDir, `${codeHash}.cjs`);
     const manifestPath = path.join(this.codeDir, `${codeHash}.json`);
-    const cached = await this.readManifest(artifactPath, manifestPath);
+    let cached = await this.readManifest(artifactPath, manifestPath);
+    if (cached && cached.interop !== INTEROP) {
+      // Made before ES modules got Node's interop: only an ES module's bundle reads differently now, and only it is
+      // made again (its unpinned imports resolved anew); a CommonJS bundle is kept, and its manifest says so from now on.
+      if ((await this.packageOrder(code)).esm) cached = undefined;
+      else {
+        cached = { ...cached, interop: INTEROP };
+        await writeAtomically(manifestPath, JSON.stringify(cached));
+      }
+    }
     if (cached) {
       reportCached(cached.packages, report);
       return { codeHash, artifactPath, readPaths: cached.readPaths, packages: cached.packages };
@@ -213,7 +222,6 @@ export class Preparer {
   private async readManifest(artifactPath: string, manifestPath: string): Promise<Manifest | undefined> {
     try {
       const manifest = JSON.parse(await fs.readFile(manifestPath, 'utf8')) as Manifest;
-      if (manifest.interop !== INTEROP) return undefined;
       await fs.access(artifactPath);
       for (const dir of manifest.readPaths) {
         if (dir.startsWith(this.packages.root + path.sep)) {

@@ -281,7 +281,11 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
       return;
     }
     try {
-      await patch(`/sources/${encodeURIComponent(source.id)}`, { configured_props: configured });
+      // The form leaves hidden props out, and a PATCH replaces every value: their stored values go back as they were.
+      const hidden = Object.fromEntries(
+        descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
+      );
+      await patch(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
       setFormError(undefined);
       setRaw(undefined);
       notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });

@@ -168,6 +168,34 @@ describe('npm packages', () => {
     expect(emitted.outcomes[0]!.emits).toEqual([{ event: { client: 'function', same: true } }]);
   });
 
+  it("keeps a CommonJS bundle made before ES modules got Node's interop, and makes an ES module's again, once", async () => {
+    const cjs = 'module.exports = { name: "old cjs", version: "1", run() { this.$emit(1); } };';
+    const esm = 'export default { name: "old esm", version: "1", run() { this.$emit(2); } };';
+    const [cjsPrepared, esmPrepared] = [await t.runtime.prepare(cjs), await t.runtime.prepare(esm)];
+    // As an earlier version left them: manifests without `interop`, bundles marked so that a rebuild shows.
+    for (const prepared of [cjsPrepared, esmPrepared]) {
+      const manifestPath = prepared.artifactPath.replace(/\.cjs$/, '.json');
+      const { interop: _, ...older } = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+      fs.writeFileSync(manifestPath, JSON.stringify(older));
+      fs.appendFileSync(prepared.artifactPath, '\n// made before\n');
+    }
+    // A fresh runtime on the same data directory, as after an upgrade (this one remembers what it prepared).
+    const quiet = () => {};
+    const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet };
+    const restarted = new ComponentRuntime({ dataDir: t.dataDir, workerMemoryMb: 64, poolSize: 1, loadTimeoutMs: 10_000, logger });
+    try {
+      await restarted.prepare(cjs);
+      await restarted.prepare(esm);
+      expect(fs.readFileSync(cjsPrepared.artifactPath, 'utf8')).toContain('// made before');
+      expect(fs.readFileSync(esmPrepared.artifactPath, 'utf8')).not.toContain('// made before');
+      for (const prepared of [cjsPrepared, esmPrepared]) {
+        expect(JSON.parse(fs.readFileSync(prepared.artifactPath.replace(/\.cjs$/, '.json'), 'utf8')).interop).toBe('node');
+      }
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('fails the save with package_install_failed, naming the package', async () => {
     const missing = await t.runtime
       .prepare('import x from "tributary-no-such-package-a1b2c3"; export default { name: "x", version: "1" };')
