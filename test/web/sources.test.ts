@@ -522,16 +522,22 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     const code = `module.exports = {
       name: "Greeter", version: "0.1.0",
       props: { http: "$.interface.http", greeting: { type: "string", label: "Greeting" }, times: { type: "integer", label: "Times", max: 5 },
-               token: { type: "string", secret: true, label: "Token" } },
-      async run() { this.$emit({ greeting: this.greeting, times: this.times, token: this.token }); },
+               token: { type: "string", secret: true, label: "Token" }, channel: { type: "string", label: "Channel", hidden: true } },
+      async run() { this.$emit({ greeting: this.greeting, times: this.times, token: this.token, channel: this.channel }); },
     };`;
-    const source = await deploy(user.apiKey, { component_code: code, name: 'greeter', configured_props: { greeting: 'hello', times: 2, token: 'first' } });
+    const source = await deploy(user.apiKey, {
+      component_code: code,
+      name: 'greeter',
+      configured_props: { greeting: 'hello', times: 2, token: 'first', channel: 'ops' },
+    });
     const { page, problems } = await openConsole(browser, server.url);
     await signIn(page, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByText('Edit props').click();
     expect(await page.getByLabel('Greeting').inputValue()).toBe('hello');
     expect(await page.getByLabel('Token').inputValue()).toBe('********');
+    // A hidden prop has no field, and its stored value is kept by the save.
+    expect(await page.getByLabel('Channel').count()).toBe(0);
     await page.getByLabel('Greeting').fill('bonjour');
     await page.getByLabel('Times').fill('9');
     await page.getByRole('button', { name: 'Save props' }).click();
@@ -540,7 +546,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
     await page.getByRole('button', { name: 'Save props' }).click();
     await waitForText(page.getByRole('status'), 'Saved the props of greeter');
     const [saved] = (await api.get('/v1/users/me/sources')).body.data;
-    expect(saved.configured_props).toMatchObject({ greeting: 'bonjour', times: 3, token: '********' });
+    expect(saved.configured_props).toMatchObject({ greeting: 'bonjour', times: 3, token: '********', channel: 'ops' });
     // The masked secret was sent back as the placeholder, which keeps the stored value: a run still sees it.
     expect((await api.post(`/v1/sources/${source.id}/run`, {})).status).toBe(202);
     const events = await waitFor(
@@ -548,7 +554,7 @@ describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
       (r) => r.body.data.length === 1,
       { what: 'the run' },
     );
-    expect(events.body.data[0].event).toEqual({ greeting: 'bonjour', times: 3, token: 'first' });
+    expect(events.body.data[0].event).toEqual({ greeting: 'bonjour', times: 3, token: 'first', channel: 'ops' });
     expect(problems).toEqual([]);
     await page.context().close();
   });
