@@ -236,17 +236,21 @@ export function checkS3(config: S3Settings): void {
 /** Fastify's `trustProxy`: no proxy (false), any (true), or addresses and CIDR ranges. */
 export type TrustProxy = boolean | string;
 
-/** `false`, `true`, or `127.0.0.1,10.0.0.0/8`: who may say the client's address in X-Forwarded-For. */
+/** `false`, `true`, or `127.0.0.1,10.0.0.0/8,uniquelocal`: who may say the client's address in X-Forwarded-For. */
 export function trustProxySetting(raw: string): TrustProxy {
   const value = raw.trim();
   if (/^(false|no|off|0)?$/i.test(value)) return false;
   if (/^(true|yes|on)$/i.test(value)) return true;
   const entries = value.split(',').map((entry) => entry.trim());
   for (const entry of entries) {
+    // proxy-addr's names for the loopback, link-local and unique-local ranges.
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) continue;
     const [address, bits, ...rest] = entry.split('/');
     const maxBits = isIP(address ?? '') === 6 ? 128 : 32;
     if (!isIP(address ?? '') || rest.length || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
-      throw new ConfigError(`expected false, true, or addresses and CIDR ranges (10.0.0.0/8), comma-separated; got "${entry}"`);
+      throw new ConfigError(
+        `expected false, true, or addresses, CIDR ranges (10.0.0.0/8) and loopback, linklocal or uniquelocal, comma-separated; got "${entry}"`,
+      );
     }
   }
   return entries.join(',');

@@ -182,8 +182,9 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       module.exports = { name: "send", version: "1.0.0", type: "action",
         props: { app, text: { type: "string", useQuery: true, async options({ query }) { return [query]; } }, sent: { type: "boolean", disabled: true, optional: true },
           customize: { type: "boolean", optional: true, reloadProps: true },
-          username: { propDefinition: [app, "username"], hidden: true }, icon: { type: "string", optional: true, hidden: true } },
-        async additionalProps(props) { if (this.customize) { props.username.hidden = false; props.icon.hidden = false; } return {}; },
+          username: { propDefinition: [app, "username"], hidden: true }, icon: { type: "string", optional: true, hidden: true },
+          size: { type: "string", optional: true, options: ["s", "m"] } },
+        async additionalProps(props) { props.size.options.push("xl"); if (this.customize) { props.username.hidden = false; props.icon.hidden = false; } return {}; },
         async run() { return this.username ?? null; } };`;
     const saved = await api.post('/v1/components', { component_code: code });
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
@@ -202,6 +203,8 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     // What one call changed stays out of the next: the props are hidden again without the answer that unhides them.
     expect((await reload(false)).username).toMatchObject({ hidden: true });
     expect((await reload(false)).icon).toMatchObject({ hidden: true });
+    // Nor do changes to a prop's option list: each call adds its "xl" to its own copy.
+    expect((await reload(false)).size).toMatchObject({ options: ['s', 'm', 'xl'] });
   });
 
   it('deploys without a value for a required prop that is hidden, as the console and the CLI never ask for it', async () => {

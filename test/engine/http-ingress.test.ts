@@ -181,13 +181,14 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
 
 describe('HTTP events behind a proxy', () => {
   it('reads --trust-proxy as false, true, or addresses and CIDR ranges, and refuses anything else', () => {
-    expect(['', 'false', 'off', 'true', ' 127.0.0.1 , 10.0.0.0/8', '::1,fd00::/8'].map(trustProxySetting)).toEqual([
+    expect(['', 'false', 'off', 'true', ' 127.0.0.1 , 10.0.0.0/8', '::1,fd00::/8', 'loopback,uniquelocal'].map(trustProxySetting)).toEqual([
       false,
       false,
       false,
       true,
       '127.0.0.1,10.0.0.0/8',
       '::1,fd00::/8',
+      'loopback,uniquelocal',
     ]);
     for (const bad of ['2', 'proxy.internal', '10.0.0.0/33', '10.0.0.1/8/1', '::1/129']) expect(() => trustProxySetting(bad), bad).toThrow(ConfigError);
   });

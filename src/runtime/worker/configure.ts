@@ -29,6 +29,17 @@ async function callForResult(scope: CallScope, fn: () => unknown): Promise<unkno
 }
 
 /** The component's declared props, plus what `additionalProps()` returns for the configured values (undefined: it has none). */
+/**
+ * A prop's own copy, its option lists and objects one level down included; apps (a propDefinition's first item) and
+ * functions (async options) stay themselves, as propDefinitions name their app by identity.
+ */
+function copyProp(prop: Obj): Obj {
+  const copyItem = (item: unknown) => (isPlainObject(item) && item.type !== 'app' ? { ...item } : item);
+  const copy: Obj = {};
+  for (const [key, value] of Object.entries(prop)) copy[key] = Array.isArray(value) ? value.map(copyItem) : copyItem(value);
+  return copy;
+}
+
 async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Obj | undefined> {
   const additional = component.additionalProps;
   if (typeof additional !== 'function') return undefined;
@@ -38,7 +49,7 @@ async function withAdditional(component: Component, self: ComponentThis, scope: 
   const declared = Object.fromEntries(
     Object.entries(isPlainObject(component.props) ? component.props : {}).map(([name, prop]) => [
       name,
-      isPlainObject(prop) && prop.type !== 'app' ? { ...prop } : prop,
+      isPlainObject(prop) && prop.type !== 'app' ? copyProp(prop) : prop,
     ]),
   );
   const returned = await callForResult(scope, () => (additional as (this: unknown, previous: Obj) => unknown).call(self, declared));
