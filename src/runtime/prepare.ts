@@ -245,20 +245,26 @@ export class Preparer {
    * written in a `.ts` file) has its types stripped, as the reference service runs `.ts` components.
    */
   private async packageOrder(code: string): Promise<{ order: Needs['order']; esm: boolean; loader: Needs['loader'] }> {
-    for (const loader of ['js', 'ts'] as const) {
-      const scanned = await this.scanImports(code, loader);
-      if (scanned) return { ...scanned, loader };
-    }
+    const scanned = await this.scanImports(code);
+    if (scanned) return { ...scanned, loader: 'js' };
+    // TypeScript drops imports used only as types, or not at all: the scan reads what is left once types are gone,
+    // so that progress counts only the packages the bundle installs.
+    const stripped = await esbuild.transform(code, { loader: 'ts' }).then(
+      (result) => result.code,
+      () => undefined,
+    );
+    const typed = stripped === undefined ? undefined : await this.scanImports(stripped);
+    if (typed) return { ...typed, loader: 'ts' };
     return { order: { indexes: new Map(), total: 0 }, esm: false, loader: 'js' };
   }
 
-  /** The package imports and module format of the code read with `loader`; undefined when it does not parse so. */
-  private async scanImports(code: string, loader: Needs['loader']): Promise<{ order: Needs['order']; esm: boolean } | undefined> {
+  /** The package imports and module format of JavaScript code; undefined when it does not parse. */
+  private async scanImports(code: string): Promise<{ order: Needs['order']; esm: boolean } | undefined> {
     const keys = new Set<string>();
     let esm = false;
     try {
       const scan = await esbuild.build({
-        stdin: { contents: code, loader, sourcefile: SOURCE_NAME, resolveDir: this.codeDir },
+        stdin: { contents: code, loader: 'js', sourcefile: SOURCE_NAME, resolveDir: this.codeDir },
         absWorkingDir: this.codeDir,
         bundle: true,
         write: false,
@@ -276,7 +282,7 @@ export class Preparer {
         }
       }
     } catch {
-      // Not parseable this way: as JavaScript, TypeScript is tried; as neither, the bundle fails with the syntax error.
+      // Not JavaScript: TypeScript is tried next; code that is neither fails the bundle with its syntax error.
       return undefined;
     }
     return { order: { indexes: new Map([...keys].map((key, i) => [key, i + 1])), total: keys.size }, esm };

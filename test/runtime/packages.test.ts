@@ -95,6 +95,19 @@ describe('npm packages', () => {
     expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
   });
 
+  it('counts, in TypeScript, only the packages the bundle keeps: imports used as types alone are dropped', async () => {
+    const typed = `import type { Options } from "kind-of@6.0.3";
+      import unused from "is-buffer@2.0.5";
+      import isOdd from "is-odd@3.0.1";
+      const options: Options | undefined = undefined;
+      export default { name: "typed progress", version: "1", run(): void { this.$emit([isOdd(3), options ?? null]); } };`;
+    const heard: InstallProgress[] = [];
+    const prepared = await t.runtime.prepare(typed, (p) => heard.push(p));
+    expect(Object.keys(prepared.packages)).toEqual(['is-odd']);
+    expect(heard.map((p) => [p.name, p.index, p.total])).toEqual(heard.map(() => ['is-odd', 1, 1]));
+    expect((await t.runtime.invoke(request('acct_pkg', prepared))).outcomes[0]!.emits).toEqual([{ event: [true, null] }]);
+  });
+
   it('reports each package as it is resolved and installed, or found in the cache, in the order esbuild meets them', async () => {
     const progressCode = `
       import isObject from "isobject";
