@@ -27,6 +27,8 @@ interface Needs {
   esm: boolean;
   /** How esbuild reads the code: JavaScript, or TypeScript when only that parses it (its types are stripped). */
   loader: 'js' | 'ts';
+  /** Code that parses as neither: where TypeScript stopped, said instead of JavaScript's error when it lies further on. */
+  typescriptError?: esbuild.Message | undefined;
   report: InstallListener;
 }
 
@@ -208,8 +210,8 @@ export class Preparer {
     }
 
     await fs.mkdir(this.codeDir, { recursive: true });
-    const { order, esm, loader } = await this.packageOrder(code);
-    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order, esm, loader, report };
+    const { order, esm, loader, typescriptError } = await this.packageOrder(code);
+    const needs: Needs = { packages: {}, readPaths: new Set(), installs: new Map(), order, esm, loader, typescriptError, report };
     const bundle = await this.bundle(code, needs);
     const manifest: Manifest = { packages: needs.packages, readPaths: [...needs.readPaths].sort(), interop: INTEROP };
     await writeAtomically(artifactPath, bundle);
@@ -244,18 +246,21 @@ export class Preparer {
    * whether it is TypeScript: code that does not parse as JavaScript but does as TypeScript (a component posted as
    * written in a `.ts` file) has its types stripped, as the reference service runs `.ts` components.
    */
-  private async packageOrder(code: string): Promise<{ order: Needs['order']; esm: boolean; loader: Needs['loader'] }> {
+  private async packageOrder(
+    code: string,
+  ): Promise<{ order: Needs['order']; esm: boolean; loader: Needs['loader']; typescriptError?: esbuild.Message | undefined }> {
     const scanned = await this.scanImports(code);
     if (scanned) return { ...scanned, loader: 'js' };
     // TypeScript drops imports used only as types, or not at all: the scan reads what is left once types are gone,
     // so that progress counts only the packages the bundle installs.
+    let typescriptError: esbuild.Message | undefined;
     const stripped = await esbuild.transform(code, { loader: 'ts' }).then(
       (result) => result.code,
-      () => undefined,
+      (error: unknown) => void (typescriptError = (error as esbuild.TransformFailure).errors?.[0]),
     );
     const typed = stripped === undefined ? undefined : await this.scanImports(stripped);
     if (typed) return { ...typed, loader: 'ts' };
-    return { order: { indexes: new Map(), total: 0 }, esm: false, loader: 'js' };
+    return { order: { indexes: new Map(), total: 0 }, esm: false, loader: 'js', typescriptError };
   }
 
   /** The package imports and module format of JavaScript code; undefined when it does not parse. */
@@ -313,6 +318,9 @@ export class Preparer {
       const typed = failure.errors.map((e) => e.detail as unknown).find((d) => d instanceof ComponentLoadError);
       if (typed) throw typed;
       const first = failure.errors[0];
+      // TypeScript with a slip: JavaScript stops at the first type annotation, TypeScript at the slip itself.
+      const further = needs.typescriptError?.location && first?.location && needs.typescriptError.location.line > first.location.line;
+      if (further) throw syntaxError(needs.typescriptError!);
       throw first ? syntaxError(first) : new ComponentLoadError('syntax_error', failure.message);
     }
     const output = result.outputFiles[0];

@@ -121,10 +121,15 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       { what: "the typed source's error" },
     );
     expect(errors.body.data[0].event.error.stack).toMatch(/negative -1\n\s+at .*component\.js:7:/);
-    // What parses as neither is a JavaScript syntax error, as before.
+    // What parses as neither is a JavaScript syntax error, as before...
     const broken = await api.post('/v1/components', { component_code: 'export default { name: "x", version: "1", run() { return ; ) } };' });
     expect(broken.body.code).toBe('component_invalid');
-    expect(broken.body.details[0].reason).toBe('syntax_error');
+    expect(broken.body.details[0]).toMatchObject({ reason: 'syntax_error', line: 1 });
+    // ...unless TypeScript reads further: then the slip in the TypeScript is what is said, not its first annotation.
+    const slip = await api.post('/v1/components', {
+      component_code: 'interface A { n: number }\nexport default { name: "x", version: "1", run(e: A) {\n  return e.n ) } };',
+    });
+    expect(slip.body.details[0]).toMatchObject({ reason: 'syntax_error', line: 3 });
   });
 
   it("finds a component by id and by key (the latest), and hides other accounts' components", async () => {
