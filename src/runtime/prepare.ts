@@ -65,7 +65,7 @@ function tell(listeners: Iterable<InstallListener>, progress: InstallProgress): 
 interface Manifest {
   packages: Record<string, string>;
   readPaths: string[];
-  /** How the bundle reads a default import of a CommonJS package; bundles made before it was written are made again. */
+  /** How the bundle reads a default import of a CommonJS package; an ES module's bundle made before it was written is made again. */
   interop?: typeof INTEROP;
 }
 

@@ -108,3 +108,9 @@ export function describeError(error: unknown): string {
   if (error instanceof ApiError) return error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;
   return error instanceof Error ? error.message : String(error);
 }
+
+/** `describeError` followed by what the server listed in `details` (a 422's reasons), joined by dashes. */
+export function describeErrorWithDetails(error: unknown): string {
+  const details = error instanceof ApiError ? error.details.map((d) => d.message ?? d.reason).filter(Boolean) : [];
+  return [describeError(error), ...details].join(' — ');
+}

@@ -1,6 +1,6 @@
 // Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, describeError, get, post } from './api';
+import { describeErrorWithDetails, get, post } from './api';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { href, navigate } from './router';
@@ -41,8 +41,7 @@ export function SourceCreate() {
       setErrors({});
       setFormError(undefined);
     } catch (failure) {
-      const detail = failure instanceof ApiError ? failure.details.map((d) => d.message ?? d.reason).filter(Boolean) : [];
-      setLoadError([describeError(failure), ...detail].join(' — '));
+      setLoadError(describeErrorWithDetails(failure));
     } finally {
       setBusy(false);
     }

@@ -1,7 +1,7 @@
 // Creating a workflow: a name, a trigger and ordered steps (code, or a saved or registry component), saved through
 // the progress route so that the npm packages its code imports are seen installing.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, describeError, get, type Page } from './api';
+import { describeErrorWithDetails, get, type Page } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
@@ -62,12 +62,11 @@ export function WorkflowCreate() {
   const [moved, setMoved] = useState('');
   const errorLine = useRef<HTMLParagraphElement>(null);
 
-  // Focus follows a moved step (its same button, or the other one at the end of the list) and lands on an added one.
+  // Focus follows a moved, added or remaining step, once the list is drawn again: the id of what gets it.
   const [focusNext, setFocusNext] = useState<string | undefined>(undefined);
   useEffect(() => {
     if (!focusNext) return;
-    const target = document.getElementById(focusNext) as HTMLButtonElement | HTMLInputElement | null;
-    (target && !target.disabled ? target : document.getElementById(focusNext.replace(/-(up|down)-/, (_, way) => `-${way === 'up' ? 'down' : 'up'}-`)))?.focus();
+    document.getElementById(focusNext)?.focus();
     setFocusNext(undefined);
   }, [focusNext]);
 
@@ -78,7 +77,10 @@ export function WorkflowCreate() {
       [next[index], next[index + by]] = [next[index + by]!, next[index]!];
       return next;
     });
-    setFocusNext(`step-${by < 0 ? 'up' : 'down'}-${steps[index]!.key}`);
+    // The same button again, unless the step reached the end it moved toward, where that one is off: then the other.
+    const to = index + by;
+    const way = by < 0 ? (to === 0 ? 'down' : 'up') : to === steps.length - 1 ? 'up' : 'down';
+    setFocusNext(`step-${way}-${steps[index]!.key}`);
     setMoved(`${steps[index]!.name || 'The step'} is now step ${index + by + 1} of ${steps.length}.`);
   };
   const remove = (index: number) => {
@@ -148,8 +150,7 @@ export function WorkflowCreate() {
       notify({ kind: 'ok', text: `Created ${answer.data.name}.` });
       navigate('workflows', answer.data.id);
     } catch (failure) {
-      const detail = failure instanceof ApiError ? failure.details.map((d) => d.message ?? d.reason).filter(Boolean) : [];
-      setError([describeError(failure), ...detail].join(' — '));
+      setError(describeErrorWithDetails(failure));
       errorLine.current?.focus();
     } finally {
       setBusy(false);
