@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
 
 /** An HTTP source that logs each request, fails when the body asks it to, and emits the body otherwise. */
 const HTTP_SOURCE = `
@@ -57,7 +57,7 @@ export default {
 };
 `;
 
-describe.each(DIALECTS)('web console: sources (%s)', (dialect) => {
+describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
 
 const DOUBLE_STEP = `export default defineComponent({
   async run({ steps }) {
@@ -20,7 +20,7 @@ const ADD_STEP = `export default defineComponent({
   },
 });`;
 
-describe.each(DIALECTS)('web console: creating a workflow (%s)', (dialect) => {
+describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
 
 const PARSE_STEP = `export default defineComponent({
   async run({ steps, $ }) {
@@ -29,7 +29,7 @@ const HTTP_SOURCE = `module.exports = {
   async run(event) { this.$emit(event.body); },
 };`;
 
-describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', (dialect) => {
+describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
   let receiver: http.Server;
