@@ -93,6 +93,25 @@ export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, bo
 export const patch = <T>(path: string, body?: unknown) => api<T>('PATCH', path, body);
 export const del = <T = void>(path: string) => api<T>('DELETE', path);
 
+/** Most of a list the pickers read: past this many they are suggestions to search, not the list (an id still types in). */
+export const PICKER_AT_MOST = 1000;
+
+/**
+ * Every item of a paged list (`path` without a query), page after page, up to `atMost`: the pickers' suggestions and
+ * the names shown for ids, which the first page alone left short for an account of more than 100.
+ */
+export async function getEveryPage<T>(path: string, atMost = PICKER_AT_MOST): Promise<T[]> {
+  const items: T[] = [];
+  let after: string | undefined;
+  while (items.length < atMost) {
+    const page = await get<Page<T>>(`${path}${query({ limit: 100, after })}`);
+    items.push(...page.data);
+    if (page.data.length < 100 || items.length >= page.page_info.total_count) break;
+    after = page.page_info.end_cursor;
+  }
+  return items.slice(0, atMost);
+}
+
 /** A query string from the defined values only. */
 export function query(params: Record<string, string | number | undefined>): string {
   const search = new URLSearchParams();

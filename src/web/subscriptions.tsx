@@ -1,6 +1,6 @@
 // The subscriptions page: which emitter's stream goes to which listener, by name; create and delete them.
 import { useState } from 'preact/hooks';
-import { ApiError, api, describeError, get, type Page, query } from './api';
+import { ApiError, api, describeError, get, getEveryPage, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { useNotify } from './notices';
 import type { Source, Subscription, Webhook, Workflow } from './types';
@@ -13,17 +13,13 @@ interface Named {
   name: string;
 }
 
-/** The account's sources, workflows and webhooks by id (their first 100 each); a failed read leaves only ids shown. */
+/** The account's sources, workflows and webhooks by id (up to PICKER_AT_MOST each); a failed read leaves only ids shown. */
 async function namedThings(): Promise<{ emitters: Named[]; webhooks: Named[] }> {
-  const read = <T,>(path: string) =>
-    get<Page<T>>(path).then(
-      (page) => page.data,
-      () => [] as T[],
-    );
+  const read = <T,>(path: string) => getEveryPage<T>(path).catch(() => [] as T[]);
   const [sources, workflows, webhooks] = await Promise.all([
-    read<Source>('/users/me/sources?limit=100'),
-    read<Workflow>('/users/me/workflows?limit=100'),
-    read<Webhook>('/users/me/webhooks?limit=100'),
+    read<Source>('/users/me/sources'),
+    read<Workflow>('/users/me/workflows'),
+    read<Webhook>('/users/me/webhooks'),
   ]);
   return {
     emitters: [...sources.map((s) => ({ id: s.id, name: s.name })), ...workflows.map((w) => ({ id: w.id, name: w.name }))],

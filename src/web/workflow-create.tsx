@@ -1,7 +1,7 @@
 // Creating a workflow: a name, a trigger and ordered steps (code, or a saved or registry component), saved through
 // the progress route so that the npm packages its code imports are seen installing.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { describeErrorWithDetails, get, type Page } from './api';
+import { describeErrorWithDetails, getEveryPage } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
@@ -42,7 +42,7 @@ function describeStep(step: InstallStep): string {
 
 export function WorkflowCreate() {
   const notify = useNotify();
-  const sources = useLoad(() => get<Page<Source>>('/users/me/sources?limit=100'), []);
+  const sources = useLoad(() => getEveryPage<Source>('/users/me/sources'), []);
   const [name, setName] = useState('');
   const [trigger, setTrigger] = useState<TriggerKind>('none');
   const [customResponse, setCustomResponse] = useState(false);
@@ -230,7 +230,7 @@ export function WorkflowCreate() {
                 onInput={(e) => setSourceId(e.currentTarget.value)}
               />
               <datalist id="workflow-sources">
-                {(sources.data?.data ?? []).map((source) => (
+                {(sources.data ?? []).map((source) => (
                   <option key={source.id} value={source.id}>
                     {source.name}
                   </option>

@@ -254,6 +254,29 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('offers every source of an account of more than 100 in the subscription and new-workflow pickers', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const component = (await api.post('/v1/components', { component_code: `module.exports = { name: "Quiet", version: "0.1.0", async run() {} };` })).body.data;
+    const names = Array.from({ length: 105 }, (_, i) => `quiet-${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 15) {
+      const created = await Promise.all(names.slice(i, i + 15).map((name) => api.post('/v1/sources', { component_id: component.id, name })));
+      expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
+    }
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    const optionLabels = (list: string) => evaluate<string[]>(page, `[...document.querySelectorAll('#${list} option')].map((o) => o.label).sort()`);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Subscriptions' }).click();
+    await page.locator('#sub-emitters option[label="quiet-104"]').waitFor({ state: 'attached' });
+    expect(await optionLabels('sub-emitters')).toEqual([...names, 'every source', 'every workflow'].sort());
+    await page.goto(`${server.url}/#/workflows/new`);
+    await page.getByLabel('Starts on').selectOption('source');
+    await page.locator('#workflow-sources option').nth(104).waitFor({ state: 'attached' });
+    expect(await optionLabels('workflow-sources')).toEqual(names);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("links each delivered event to the event on its source's page, in the stream that holds it", async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
