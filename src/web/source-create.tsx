@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeErrorWithDetails, get, post } from './api';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, Source } from './types';
 
@@ -22,6 +23,7 @@ export function SourceCreate() {
   const [formError, setFormError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const configureTitle = useRef<HTMLHeadingElement>(null);
+  const propList = usePropList(component?.id ?? '', component?.configurable_props ?? [], raw, setRaw);
   // Once the props are loaded, keyboard and screen-reader users land on the form they now fill in.
   useEffect(() => {
     if (component) configureTitle.current?.focus();
@@ -52,7 +54,7 @@ export function SourceCreate() {
     // Read now: the event's currentTarget is gone once the request has been awaited.
     const form = event.currentTarget as HTMLFormElement;
     if (!component) return;
-    const { values, errors: found } = collectValues(component.configurable_props, raw);
+    const { values, errors: found } = collectValues(propList.props, raw);
     setErrors(found);
     if (Object.keys(found).length) {
       setFormError('Some values need fixing: see the marked fields.');
@@ -68,7 +70,7 @@ export function SourceCreate() {
       notify({ kind: 'ok', text: `Deployed ${answer.data.name}.` });
       navigate('sources', answer.data.id);
     } catch (failure) {
-      const { fields, general } = errorsFromServer(failure, component.configurable_props);
+      const { fields, general } = errorsFromServer(failure, propList.props);
       setErrors(fields);
       setFormError(general ?? 'The server refused some values: see the marked fields.');
       focusFirstInvalid(form);
@@ -126,7 +128,8 @@ export function SourceCreate() {
             <label for="source-name">Source name</label>
             <input id="source-name" value={name} placeholder="defaults to the component's name" onInput={(e) => setName(e.currentTarget.value)} />
           </div>
-          <PropFields componentId={component.id} props={component.configurable_props} raw={raw} onChange={setRaw} errors={errors} idPrefix="prop" />
+          <PropFields componentId={component.id} props={propList.props} raw={raw} onChange={setRaw} errors={errors} idPrefix="prop" />
+          <PropListStatus list={propList} />
           <p class="field-error" role={formError ? 'alert' : undefined}>
             {formError ?? ''}
           </p>

@@ -7,6 +7,7 @@ import { compareIds, EventsTable, type Stream } from './events-table';
 import { endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, EventSummary, Source } from './types';
 import { useLoad } from './use-load';
@@ -265,8 +266,16 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
   const [raw, setRaw] = useState<RawValues | undefined>(undefined);
   const [errors, setErrors] = useState<FieldErrors>({});
   const [formError, setFormError] = useState<string | undefined>(undefined);
-  const descriptors = component.data?.data.configurable_props;
-  const values = raw ?? (descriptors ? initialValues(descriptors, source.configured_props) : undefined);
+  const loaded = component.data?.data.configurable_props;
+  const values = raw ?? (loaded ? initialValues(loaded, source.configured_props) : undefined);
+  const propList = usePropList(
+    component.data ? source.component_id : '',
+    loaded ?? [],
+    values ?? {},
+    (update) => setRaw((previous) => update(previous ?? initialValues(loaded ?? [], source.configured_props))),
+    source.configured_props,
+  );
+  const descriptors = loaded && propList.props;
 
   const save = async (event: Event) => {
     event.preventDefault();
@@ -310,6 +319,7 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
         <form onSubmit={save} noValidate>
           {descriptors.length === 0 && <p class="muted">This component has no props.</p>}
           <PropFields componentId={source.component_id} props={descriptors} raw={values} onChange={setRaw} errors={errors} idPrefix="edit" />
+          <PropListStatus list={propList} />
           <p class="field-error" role={formError ? 'alert' : undefined}>
             {formError ?? ''}
           </p>

@@ -10,6 +10,8 @@ export interface PropDescriptor {
   secret?: boolean;
   /** Not shown in the form (additionalProps() may unhide it). */
   hidden?: boolean;
+  /** What additionalProps() returns depends on this prop's value: the form asks for the list again when it changes. */
+  reloadProps?: boolean;
   min?: number;
   max?: number;
   options?: unknown[];

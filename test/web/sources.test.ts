@@ -224,6 +224,54 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it('shows the props additionalProps() adds for the values chosen, deploys with them, and edits them', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(`export default {
+      name: "Shaped", version: "0.1.0",
+      props: {
+        kind: { type: "string", label: "Kind", options: ["plain", "tagged"], reloadProps: true },
+        channel: { type: "string", label: "Channel", hidden: true, optional: true },
+      },
+      async additionalProps(previous) {
+        if (this.kind !== "tagged") return {};
+        previous.channel.hidden = false;
+        return { tag: { type: "string", label: "Tag", default: "urgent" } };
+      },
+      async run() { this.$emit({ kind: this.kind, tag: this.tag, channel: this.channel }); },
+    };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByLabel('Kind').waitFor();
+    expect(await page.getByLabel('Tag').count()).toBe(0);
+    expect(await page.getByLabel('Channel').count()).toBe(0);
+    // Choosing the value the added props depend on lists them, the added one at its default.
+    await page.getByLabel('Kind').selectOption('tagged');
+    await page.getByLabel('Tag').waitFor();
+    expect(await page.getByLabel('Tag').inputValue()).toBe('urgent');
+    await page.getByLabel('Channel').fill('ops');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.getByRole('status'), 'Deployed shaped.');
+    const [source] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(source.configured_props).toEqual({ kind: 'tagged', tag: 'urgent', channel: 'ops' });
+
+    // Edit props lists them too, with their stored values; back to "plain", they go.
+    await page.getByText('Edit props').click();
+    await page.getByLabel('Tag').waitFor();
+    expect(await page.getByLabel('Tag').inputValue()).toBe('urgent');
+    await page.getByLabel('Tag').fill('later');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.getByRole('status'), 'Saved the props of shaped');
+    expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual({ kind: 'tagged', tag: 'later', channel: 'ops' });
+    await page.getByLabel('Kind').selectOption('plain');
+    await page.getByLabel('Tag').waitFor({ state: 'detached' });
+    expect(await page.getByLabel('Channel').count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('shows an event sent to the endpoint live, opens it as JSON, pauses and resumes, and deletes it with confirmation', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
