@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { ApiClient } from './api.js';
 import { type Bundle, bundleFile } from './bundle.js';
 import { saveWithProgress } from './install-progress.js';
-import { type Ask, givenProps, missingProps, type PropInfo, promptForProps, describeProp } from './props-input.js';
+import { type Ask, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
 import { UsageError } from './usage-error.js';
 
 export interface SourceData {
@@ -55,17 +55,33 @@ export async function saveComponent(api: ApiClient, file: string, progress: (lin
   return saveBundle(api, bundle, progress);
 }
 
-/** The configured props of a deploy: given, then asked for; the missing ones listed when nobody can be asked. */
+/** How many times a deploy asks for the prop list again, as answers change what additionalProps() adds. */
+const PROP_LIST_ROUNDS = 5;
+
+/**
+ * The configured props of a deploy: given, then asked for; the missing ones listed when nobody can be asked. The
+ * list is the full one for the values so far (`props/reload`: the static props, then what additionalProps() adds or
+ * unhides), asked again while the values change it, so that an added prop is typed and asked for like a static one.
+ */
 async function configuredProps(api: ApiClient, component: ComponentData, options: DeployOptions): Promise<Record<string, unknown>> {
-  const given = givenProps(component.configurable_props, options.propsFile, options.props);
-  const missing = missingProps(component.configurable_props, given);
-  if (!missing.length) return given;
-  if (!options.ask) {
-    throw new UsageError(
-      `missing required props (give them with --prop name=value or --props-file, or run in a terminal to be asked):\n${missing.map((p) => `  ${describeProp(p)}`).join('\n')}`,
-    );
+  let props = component.configurable_props;
+  let configured = givenProps(props, options.propsFile, options.props);
+  for (let round = 0; ; round++) {
+    const missing = missingProps(props, configured);
+    if (missing.length && !options.ask) {
+      throw new UsageError(
+        `missing required props (give them with --prop name=value or --props-file, or run in a terminal to be asked):\n${missing.map((p) => `  ${describeProp(p)}`).join('\n')}`,
+      );
+    }
+    if (missing.length) configured = await promptForProps(api, component.id, missing, configured, options.ask!, options.progress);
+    if (round === PROP_LIST_ROUNDS) return configured;
+    const listed = await listProps(api, component.id, configured);
+    // additionalProps() failing is the deploy's to report (a 422 naming why); the list it had stands.
+    if (listed.errors.length || JSON.stringify(listed.props) === JSON.stringify(props)) return configured;
+    props = listed.props;
+    // --prop values again, typed by the props they name now (an added integer prop takes "5" as 5).
+    configured = { ...configured, ...givenProps(props, options.propsFile, options.props) };
   }
-  return promptForProps(api, component.id, missing, given, options.ask, options.progress);
 }
 
 export async function deploySource(api: ApiClient, file: string, options: DeployOptions): Promise<SourceData> {

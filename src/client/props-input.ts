@@ -90,6 +90,14 @@ export function givenProps(props: PropInfo[], propsFile: string | undefined, pai
   return configured;
 }
 
+/** The full prop list for these values (`props/reload`): the static props, then those additionalProps() returns. */
+export async function listProps(api: ApiClient, componentId: string, configured: Record<string, unknown>): Promise<{ props: PropInfo[]; errors: string[] }> {
+  const answer = await api.call<{ data: { configurable_props: PropInfo[]; errors: string[] } }>('POST', `/v1/components/${componentId}/props/reload`, {
+    configured_props: configured,
+  });
+  return { props: answer.data.configurable_props, errors: answer.data.errors };
+}
+
 /** Required props without a value: not optional or hidden, no default, not filled in by the platform. */
 export function missingProps(props: PropInfo[], configured: Record<string, unknown>): PropInfo[] {
   return props.filter(

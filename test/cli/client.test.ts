@@ -154,6 +154,43 @@ describe('tributary client commands', () => {
     expect([ended.code, ended.stderr]).toEqual([2, expect.stringContaining('standard input ended before every question was answered')]);
   });
 
+  it('asks for and types the props additionalProps() adds or unhides for the values given', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'shaped.mjs'),
+      [
+        'export default {',
+        '  name: "shaped", version: "0.0.1",',
+        '  props: {',
+        '    kind: { type: "string", options: ["plain", "counted"], reloadProps: true },',
+        '    channel: { type: "string", hidden: true },',
+        '  },',
+        '  async additionalProps(previous) {',
+        '    if (this.kind !== "counted") return {};',
+        '    previous.channel.hidden = false;',
+        '    return { count: { type: "integer", label: "Count" } };',
+        '  },',
+        '  async run() {},',
+        '};',
+        '',
+      ].join('\n'),
+    );
+    // Nobody to ask: the props "counted" adds are listed as missing.
+    const missing = await tributary(['deploy', 'shaped.mjs', '--prop', 'kind=counted']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing required props');
+    expect(missing.stderr).toContain('  channel: string\n  Count (count): integer');
+    // --prop values of added props are typed by them: count is the integer 3.
+    const given = await tributary(['deploy', 'shaped.mjs', '--json', '--prop', 'kind=counted', '--prop', 'count=3', '--prop', 'channel=ops']);
+    expect(given.code, given.stderr).toBe(0);
+    expect(JSON.parse(given.stdout).configured_props).toEqual({ kind: 'counted', count: 3, channel: 'ops' });
+    // Asked: the answer to kind brings the questions its added props need.
+    const asked = await tributary(['deploy', 'shaped.mjs', '--interactive', '--json'], {}, '2\nops\n4\n');
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(JSON.parse(asked.stdout).configured_props).toEqual({ kind: 'counted', channel: 'ops', count: 4 });
+    const plain = await tributary(['deploy', 'shaped.mjs', '--json', '--prop', 'kind=plain']);
+    expect(JSON.parse(plain.stdout).configured_props).toEqual({ kind: 'plain' });
+  });
+
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
     const deployed = await tributary(['deploy', 'source.mjs', '--json', '--prop', 'limit=2', '--prop', 'channel=random']);
     const source = JSON.parse(deployed.stdout);
