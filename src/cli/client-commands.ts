@@ -10,7 +10,7 @@ import { showStream, type Stream } from '../client/follow.js';
 import { DEFAULT_PROFILE, resolveServer, saveProfile, type ServerChoice } from '../client/profiles.js';
 import { endpointUrl, formatTable, kindNamed, kindOfId } from '../client/resources.js';
 import { UsageError } from '../client/usage-error.js';
-import { isInteractive, terminalAsk } from './terminal.js';
+import { EXIT, isInteractive, terminalAsk } from './terminal.js';
 
 interface ServerFlags extends ServerChoice {
   json?: boolean;
@@ -73,7 +73,27 @@ async function withAsk<T>(interactive: boolean | undefined, work: (options: Pick
   }
 }
 
+/**
+ * A reader that goes away (`tributary logs p_… --json | head -1`) ends a client command quietly, as Unix tools end
+ * then: left alone, the next write would die of an unhandled EPIPE with a stack trace. Not `serve`: a server whose
+ * output is gone must not look like one that stopped on purpose.
+ */
+function endQuietlyWhenOutputCloses(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(EXIT.ok);
+    });
+  }
+}
+
 export function addClientCommands(program: Command): void {
+  const before = new Set(program.commands);
+  addCommands(program);
+  for (const command of program.commands) if (!before.has(command)) command.hook('preAction', endQuietlyWhenOutputCloses);
+}
+
+function addCommands(program: Command): void {
   program
     .command('login')
     .description('check a server URL and API key, and save them as a profile (in the XDG config directory, mode 0600)')

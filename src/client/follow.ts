@@ -69,6 +69,23 @@ function untilAborted(signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/**
+ * Waits `ms`, or less if `signal` fires, and leaves no listener behind: a poll that raced a fresh `untilAborted` each
+ * second piled up abort listeners (Node's leak warning after ten seconds of following).
+ */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    if (signal?.aborted) done();
+    else signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** Shows recent items of a source or workflow stream, then follows it when asked. */
 export async function showStream(api: ApiClient, id: string, options: FollowOptions): Promise<void> {
   if (id.startsWith('p_') && options.stream === '$logs') return showWorkflowLogs(api, id, options);
@@ -77,7 +94,8 @@ export async function showStream(api: ApiClient, id: string, options: FollowOpti
   const shown = options.limit > 0 ? recent.data.slice(0, options.limit).reverse() : [];
   for (const summary of shown) options.print(formatSummary(summary, options.stream, options.json));
   if (!options.follow) return;
-  if (id.startsWith('p_')) return pollSummaries(api, path, recent.page_info.start_cursor, options);
+  // Nothing seen yet: the poll asks for the newest page (`before=head` would stay empty however many come).
+  if (id.startsWith('p_')) return pollSummaries(api, path, recent.data.length ? recent.page_info.start_cursor : null, options);
   // With nothing shown yet, "0-0" has the server replay whatever arrives before the stream is open.
   return followSource(api, id, recent.data[0]?.id ?? '0-0', options);
 }
@@ -140,12 +158,34 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
 async function pollSummaries(api: ApiClient, path: string, startCursor: string | null, options: FollowOptions): Promise<void> {
   let cursor = startCursor;
   options.notice('following (Ctrl-C to stop)');
+  const poll = politePoll(options);
   while (!options.signal?.aborted) {
-    const page = await api.get<PageBody<Summary>>(`${path}?limit=100&expand=event${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`);
-    for (const summary of [...page.data].reverse()) options.print(formatSummary(summary, options.stream, options.json));
-    if (page.data.length) cursor = page.page_info.start_cursor;
-    await Promise.race([new Promise((resolve) => setTimeout(resolve, POLL_MS)), untilAborted(options.signal)]);
+    const page = await poll(() => api.get<PageBody<Summary>>(`${path}?limit=100&expand=event${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`));
+    for (const summary of page ? [...page.data].reverse() : []) options.print(formatSummary(summary, options.stream, options.json));
+    if (page?.data.length) cursor = page.page_info.start_cursor;
+    await pause(POLL_MS, options.signal);
   }
+}
+
+/**
+ * One poll of a followed workflow, riding out a server that is away (restarting, or 503 while stopping) as a source's
+ * stream does: a notice once when it goes, another when it answers again. Other refusals (401, 404) end the command.
+ */
+function politePoll(options: FollowOptions): <T>(get: () => Promise<T>) => Promise<T | undefined> {
+  let lost = false;
+  return async (get) => {
+    try {
+      const answer = await get();
+      if (lost) options.notice('reconnected; resuming after the last item shown');
+      lost = false;
+      return answer;
+    } catch (error) {
+      if (!(error instanceof ApiError) || (error.status !== 0 && error.status !== 503)) throw error;
+      if (!lost) options.notice(`connection lost (${error.message}); retrying each second …`);
+      lost = true;
+      return undefined;
+    }
+  };
 }
 
 function runLines(run: RunData, json: boolean): string[] {
@@ -172,9 +212,11 @@ async function showWorkflowLogs(api: ApiClient, workflowId: string, options: Fol
   }
   if (!options.follow) return;
   options.notice('following (Ctrl-C to stop)');
+  const poll = politePoll(options);
   while (!options.signal?.aborted) {
-    await Promise.race([new Promise((resolve) => setTimeout(resolve, POLL_MS)), untilAborted(options.signal)]);
-    for (const run of await finishedRuns(100)) {
+    await pause(POLL_MS, options.signal);
+    if (options.signal?.aborted) break;
+    for (const run of (await poll(() => finishedRuns(100))) ?? []) {
       if (shown.has(run.id)) continue;
       shown.add(run.id);
       for (const line of runLines(run, options.json)) options.print(line);

@@ -1,0 +1,121 @@
+// `tributary events p_… -f` and `logs p_… -f`, which follow a workflow by polling its lists: from a workflow with
+// nothing yet, across a server restart, into a reader that goes away, and for longer than a few polls.
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/api.js';
+import { showStream } from '../../src/client/follow.js';
+import { client } from '../helpers/client.js';
+import { type RunningCli, startCli } from '../helpers/cli.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
+import { startTestServer, tempDir } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+const EMITTING_STEP =
+  'export default defineComponent({ async run({ steps, $ }) { console.log("step saw", steps.trigger.event.n); $.send.emit({ raw_event: { n: steps.trigger.event.n } }); } });';
+
+describe('following a workflow', () => {
+  it('events -f on a workflow that has none yet shows the first ones, and polls without piling up abort listeners', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const key = (await server.createUser()).apiKey;
+      const api = client(server.url, key);
+      const created = await api.post('/v1/workflows', { name: 'fresh', steps: [{ name: 'emit', component_code: EMITTING_STEP }] });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+
+      const followed = new ApiClient({ url: server.url, key });
+      let polls = 0;
+      const get = followed.get.bind(followed);
+      followed.get = <T>(p: string): Promise<T> => {
+        polls++;
+        return get<T>(p);
+      };
+      const printed: string[] = [];
+      const notices: string[] = [];
+      const stop = new AbortController();
+      const following = showStream(followed, id, {
+        stream: 'events',
+        limit: 10,
+        follow: true,
+        json: false,
+        print: (line) => printed.push(line),
+        notice: (line) => notices.push(line),
+        signal: stop.signal,
+      });
+      await waitFor(
+        async () => polls,
+        (n) => n >= 2,
+      );
+      // Before the fix the poll asked `before=head`, which is empty however many events come: this never showed.
+      expect((await api.post(`/v1/workflows/${id}/run`, { n: 7 })).status).toBe(202);
+      await waitFor(
+        async () => printed.join('\n'),
+        (text) => text.includes('{"raw_event":{"n":7}}'),
+        { what: `the live event; printed ${printed.join(' | ')}` },
+      );
+      expect((await api.post(`/v1/workflows/${id}/run`, { n: 8 })).status).toBe(202);
+      await waitFor(
+        async () => printed.join('\n'),
+        (text) => text.includes('{"raw_event":{"n":8}}'),
+      );
+      expect(printed.filter((line) => line.includes('"n":7'))).toHaveLength(1);
+      // Each poll waited on a fresh abort listener that stayed: eleven of them made Node warn of a leak.
+      const pollsSeen = polls;
+      await waitFor(
+        async () => polls,
+        (n) => n >= pollsSeen + 3,
+      );
+      expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(1);
+      stop.abort();
+      await following;
+      expect(notices).toEqual(['following (Ctrl-C to stop)']);
+    } finally {
+      await server.destroy();
+    }
+  });
+
+  it('logs -f rides out a server restart with a notice each way; a reader that goes away ends the command with 0', async () => {
+    const storage = await freshStorage('sqlite');
+    let server = await serve(storage.args);
+    const port = new URL(server.url).port;
+    const key = await createAccount(storage.args, 'wf-follower');
+    const api = () => client(server.url, key);
+    const env = { PATH: process.env.PATH ?? '', HOME: tempDir('wf-follower-home-'), TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key };
+    const started: RunningCli[] = [];
+    const start = (args: string[]) => {
+      const cli = startCli(args, { env, cwd: env.HOME });
+      started.push(cli);
+      return cli;
+    };
+    try {
+      const created = await api().post('/v1/workflows', { name: 'restarting', steps: [{ name: 'emit', component_code: EMITTING_STEP }] });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+
+      const logs = start(['logs', id, '-f']);
+      await logs.waitForOutput(/following/, 'stderr');
+      await killHard(server.child);
+      // Before the fix the first poll after the server went away ended the command with exit code 5.
+      await logs.waitForOutput(/connection lost \(cannot reach .*\); retrying/, 'stderr');
+      server = await serve([...storage.args, '--port', port]);
+      expect((await api().post(`/v1/workflows/${id}/run`, { n: 3 })).status).toBe(202);
+      await logs.waitForOutput(/wr_\w+\/emit {2}log +step saw 3/);
+      await logs.waitForOutput(/wr_\w+ {2}succeeded \(1 step, \d+ ms\)/);
+      await logs.waitForOutput(/reconnected/, 'stderr');
+      logs.child.kill('SIGINT');
+      expect(await logs.exit).toBe(0);
+
+      // A reader gone before the next line (`| head -1`): the write must not die of an unhandled EPIPE.
+      const piped = start(['logs', id, '-f', '-n', '0', '--json']);
+      await piped.waitForOutput(/following/, 'stderr');
+      piped.child.stdout!.destroy();
+      expect((await api().post(`/v1/workflows/${id}/run`, { n: 4 })).status).toBe(202);
+      expect(await piped.exit).toBe(0);
+      expect(piped.stderr()).not.toMatch(/EPIPE|Error/);
+    } finally {
+      for (const cli of started) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      if (server.child.exitCode === null && server.child.signalCode === null) await killHard(server.child);
+      await storage.cleanup();
+    }
+  });
+});
