@@ -307,6 +307,8 @@ export class WorkflowRunner {
     const workflow = await this.workflowCache.get(workflowId);
     if (!workflow || stepIndex >= (JSON.parse(workflow.steps) as unknown[]).length) {
       // Deleted (its runs went with it), or changed to fewer steps: nothing is left for these runs to run.
+      const runIds = batch.map((held) => held.run.id);
+      if (workflow) await workflows.finishRunsPastLastStep(this.store.db, runIds, stepIndex, this.owner, this.options.clock.now());
       for (const held of batch) this.finish(held.run.id, undefined, false);
       return;
     }

@@ -175,6 +175,23 @@ export async function advanceRun(db: Db, runId: string, stepIndex: number, owner
   return Number(result.numUpdatedRows) > 0;
 }
 
+/**
+ * Ends runs waiting for step `stepIndex` of a workflow that has no such step any more (changed to fewer steps while
+ * they waited): they ran every step there is, so they succeeded, as a run past its last step does. Left as they were,
+ * they stayed `queued` or `delayed` for good, taken up again by every scan. Only runs `owner` holds (null: the only
+ * runner) that are still at that step.
+ */
+export async function finishRunsPastLastStep(db: Db, runIds: string[], stepIndex: number, owner: string | null, nowMs: number): Promise<void> {
+  if (!runIds.length) return;
+  await db
+    .updateTable('workflow_runs')
+    .set({ status: 'succeeded', due_ms: null, finished_ms: nowMs, exit_reason: null, error: null, lease_owner: null, lease_until_ms: null })
+    .where('id', 'in', runIds)
+    .where('next_step', '=', stepIndex)
+    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
+    .execute();
+}
+
 export async function insertStepRows(db: Db, rows: WorkflowRunStepRow[]): Promise<void> {
   if (rows.length) await db.insertInto('workflow_run_steps').values(rows).execute();
 }

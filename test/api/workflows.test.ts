@@ -234,6 +234,36 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(run.steps[1].started_at_ms - run.steps[0].started_at_ms).toBeGreaterThanOrEqual(300);
   });
 
+  it('ends a run that waited for a step a change removed as succeeded, instead of leaving it delayed for good', async () => {
+    const longDelay = `module.exports = { async run({ $ }) { $.flow.delay(1500); return "waited"; } };`;
+    const workflow = await create({
+      name: 'shrinks',
+      steps: [
+        { name: 'wait', component_code: longDelay },
+        { name: 'after', component_code: ECHO_STEP },
+      ],
+    });
+    await api.post(`/v1/workflows/${workflow.id}/run`, { early: true });
+    await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs`),
+      (r) => r.body.data[0]?.status === 'delayed',
+      { what: 'the run to reach its delay' },
+    );
+    const changed = await api.put(`/v1/workflows/${workflow.id}`, { steps: [{ name: 'wait', component_code: longDelay }] });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    // Before, the runner dropped the run from memory at its due time but left its row delayed: every scan took it up again.
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run).toMatchObject({ status: 'succeeded', steps: [{ name: 'wait', status: 'succeeded', $return_value: 'waited' }] });
+    expect(run.finished_at_ms).toBeGreaterThanOrEqual(run.created_at_ms + 1500);
+    // Runs queued after the change run the new steps.
+    await api.post(`/v1/workflows/${workflow.id}/run`, { late: true });
+    const runs = await finishedRuns(workflow.id, 2);
+    expect(runs.map((r) => [r.status, r.steps.length])).toEqual([
+      ['succeeded', 1],
+      ['succeeded', 1],
+    ]);
+  });
+
   it("runs on a source's events (source trigger), and a second workflow receives the first one's errors", async () => {
     const source = await api.post('/v1/sources', { component_code: emitterSource() });
     const listening = await create({
