@@ -215,7 +215,11 @@ export class WorkflowService {
           minTimerIntervalSeconds: this.settings.minTimerInterval,
         });
       } catch (error) {
-        if (error instanceof ServiceError) throw invalid(`invalid timer trigger: ${error.message.replace(/^invalid configured_props: trigger /, '')}`);
+        // The check is the timer prop's, which says `intervalSeconds`; a workflow's trigger calls it `interval_seconds`.
+        if (error instanceof ServiceError)
+          throw invalid(
+            `invalid timer trigger: ${error.message.replace(/^invalid configured_props: trigger /, '').replace(/\bintervalSeconds\b/g, 'interval_seconds')}`,
+          );
         throw error;
       }
     }

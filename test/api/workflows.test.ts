@@ -398,6 +398,20 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         /source/,
       ],
       [{ name: 'x', trigger: { type: 'ftp' }, steps: [{ name: 'a', component_code: ECHO_STEP }] }, 400, 'invalid_request', /trigger/],
+      // A misspelt field was taken silently: 200, and the default kept.
+      [
+        { name: 'x', timout_seconds: 60, steps: [{ name: 'a', component_code: ECHO_STEP }] },
+        400,
+        'invalid_request',
+        /must not have the field "timout_seconds"/,
+      ],
+      // The timer check said `intervalSeconds`, a name the workflow API does not have.
+      [
+        { name: 'x', trigger: { type: 'timer', interval_seconds: 1e20 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
+        400,
+        'invalid_request',
+        /^invalid timer trigger: interval_seconds must be an integer/,
+      ],
     ];
     for (const [body, status, code, message] of cases) {
       const res = await api.post('/v1/workflows', body);
@@ -406,6 +420,10 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
       expect(res.body.error).toMatch(message);
     }
     expect((await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(before);
+    const kept = await create({ name: 'kept on a typo', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+    const typo = await api.put(`/v1/workflows/${kept.id}`, { actve: false });
+    expect([typo.status, typo.body.details]).toEqual([400, [{ in: 'body', message: 'must not have the field "actve"' }]]);
+    expect((await api.get(`/v1/workflows/${kept.id}`)).body.data).toEqual(kept);
     expect((await api.get('/v1/workflows/p_00000000000000000000000000')).status).toBe(404);
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
   });

@@ -38,7 +38,7 @@ const stepBody = Type.Object(
   { additionalProperties: false },
 );
 
-const workflowBody = {
+const workflowFields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   trigger: Type.Optional(Type.Union([triggerSchema, Type.Null()])),
   steps: Type.Optional(Type.Array(stepBody, { minItems: 1, maxItems: MAX_STEPS })),
@@ -48,6 +48,10 @@ const workflowBody = {
   ),
   ...fieldParams,
 };
+
+// Unknown fields are refused, as in steps and triggers: a misspelt `timout_seconds` or `actve` would otherwise answer 200
+// and change nothing. (Sources keep the specification's lenient reading; workflows are Tributary's own.)
+const workflowBody = Type.Object(workflowFields, { additionalProperties: false });
 
 const workflowSchema = Type.Object({
   id: Type.String(),
@@ -126,7 +130,7 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
         schema: {
           tags: TAGS,
           summary: 'Create a workflow: a trigger (http, timer, source or none) and ordered steps',
-          body: Type.Object(workflowBody),
+          body: workflowBody,
           response: { 200: dataOf(workflowSchema) },
         },
       },
@@ -139,7 +143,7 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
         schema: {
           tags: TAGS,
           summary: "Create a workflow as POST /v1/workflows does, telling each npm install of its steps' code as it happens (Server-Sent Events)",
-          body: Type.Object(workflowBody),
+          body: workflowBody,
           response: progressResponse('POST /v1/workflows'),
         },
       },
@@ -162,7 +166,7 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
           tags: TAGS,
           summary: 'Change a workflow: the fields given replace the stored ones (steps as a whole), the others are kept',
           params: idParams,
-          body: Type.Object(workflowBody),
+          body: workflowBody,
           response: { 200: dataOf(workflowSchema) },
         },
       },
@@ -176,7 +180,7 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
           tags: TAGS,
           summary: "Change a workflow as PUT /v1/workflows/{id} does, telling each npm install of its steps' code as it happens (Server-Sent Events)",
           params: idParams,
-          body: Type.Object(workflowBody),
+          body: workflowBody,
           response: progressResponse('PUT /v1/workflows/{id}'),
         },
       },
