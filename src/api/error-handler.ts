@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
+import { simplifyUnionErrors, type ValidationItem } from './union-errors.js';
 
 export interface ErrorBody {
   error: string;
@@ -22,7 +23,7 @@ const FASTIFY_CLIENT_ERRORS: Record<string, ErrorCode> = {
 };
 
 /** What a schema refused, with the values allowed where the validator's own words leave them out. */
-function validationMessage(v: NonNullable<FastifyError['validation']>[number]): string {
+function validationMessage(v: ValidationItem): string {
   const params = v.params as { allowedValue?: unknown; allowedValues?: unknown[]; additionalProperty?: string };
   if (v.keyword === 'additionalProperties') return `must not have the field ${JSON.stringify(params.additionalProperty)}`;
   if (v.keyword === 'const') return `must be ${JSON.stringify(params.allowedValue)}`;
@@ -38,7 +39,7 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const read = fastifyError.validation.map((v) => ({
+    const read = simplifyUnionErrors(fastifyError.validation as ValidationItem[]).map((v) => ({
       path: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.'),
       missing: (v.params as { missingProperty?: string })?.missingProperty,
       message: validationMessage(v),

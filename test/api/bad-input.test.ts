@@ -99,6 +99,20 @@ describe('bad input', () => {
     expect(await said(api.get('/v1/users/me/sources?limit=101'))).toEqual([400, 'invalid querystring: limit must be <= 100']);
     expect(await said(api.post('/v1/users/me/api_key', { api_key: 'chosen' }))).toEqual([400, 'invalid body: must not have the field "api_key"']);
     expect(await said(api.post('/v1/components', [1]))).toEqual([400, 'invalid body: must be object']);
+    // A union (a workflow's trigger, a run status) is told by the branch the value was meant for: each of these read
+    // as every branch's complaint at once ("trigger.type must be \"http\"; …; trigger must be null"), up to ten.
+    const steps = [{ name: 'a', component_code: 'module.exports = { async run() {} };' }];
+    const trigger = (value: unknown) => said(api.post('/v1/workflows', { name: 'union', trigger: value, steps }));
+    expect(await trigger({ type: 'timer', interval_seconds: 0 })).toEqual([400, 'invalid body: trigger.interval_seconds must be >= 1']);
+    expect(await trigger({ type: 'ftp' })).toEqual([400, 'invalid body: trigger.type must be one of "http", "timer", "source"']);
+    expect(await trigger('http')).toEqual([400, 'invalid body: trigger must be object or null']);
+    expect(await trigger({ type: 'http', custom_response: 'yes' })).toEqual([400, 'invalid body: trigger.custom_response must be boolean']);
+    expect(await trigger({ type: 'timer', cron: '0 9 * * *', tz: 'UTC' })).toEqual([400, 'invalid body: trigger must not have the field "tz"']);
+    expect(await said(api.get('/v1/workflows/p_00000000000000000000000000/runs?status=done'))).toEqual([
+      400,
+      'invalid querystring: status must be one of "queued", "running", "delayed", "succeeded", "failed"',
+    ]);
+    expect((await api.get('/v1/users/me/workflows')).body.data).toEqual([]);
     // Text no database stores as sent: a NUL, or half of a surrogate pair.
     expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\u0000b' }))).toEqual([
       400,
