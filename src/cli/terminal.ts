@@ -52,7 +52,8 @@ const HINTS: Record<string, string> = {
   unreachable: 'is the server running there? check the URL with tributary whoami, or pass --url',
   rate_limited: 'too many requests: wait a little and try again',
   quota_exceeded: "the account's quota is used up for now: see tributary whoami",
-  service_unavailable: 'the server cannot reach its database right now: try again shortly',
+  // The server's code for a 503 (src/model/errors.ts): under another name this hint was never shown.
+  unavailable: 'the server is stopping or cannot reach its database right now: try again shortly',
   stream_ended: 'the save may have finished all the same: see tributary list components (or workflows) before trying again',
 };
 
@@ -61,8 +62,10 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
   if (error instanceof ApiError) {
     const lines = [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`];
     for (const detail of error.details) {
-      const d = detail as { prop?: string; message?: string };
-      lines.push(`  ${d.prop !== undefined && d.message !== undefined ? `${d.prop}: ${d.message}` : JSON.stringify(detail)}`);
+      // A prop's refusal (422) or a field's (400, where `field` is absent when the message names it) as one line.
+      const d = detail as { prop?: string; field?: string; message?: string };
+      const named = d.prop ?? d.field;
+      lines.push(`  ${d.message !== undefined ? (named ? `${named}: ${d.message}` : d.message) : JSON.stringify(detail)}`);
     }
     const hint = HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);

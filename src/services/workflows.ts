@@ -349,8 +349,13 @@ export class WorkflowService {
       label: `step "${step.name}": `,
     });
     const unknown = Object.keys(templates).filter((name) => !resolved.props.some((p) => p.name === name));
+    // Said as the other props' refusals are (deployProps), with a detail for each, so that clients show them alike.
     if (unknown.length)
-      throw new ServiceError('props_invalid', `invalid configured_props of step "${step.name}": ${unknown[0]} is not a prop of this component`);
+      throw new ServiceError(
+        'props_invalid',
+        `step "${step.name}": invalid configured_props: ${unknown.map((name) => `${name} is not a prop of this component`).join('; ')}`,
+        unknown.map((prop) => ({ prop, message: 'is not a prop of this component' })),
+      );
     return { ...resolved, configured: { ...resolved.stored, ...templates } };
   }
 

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { missingProps } from '../../src/client/props-input.js';
 import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
-import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { type CliResult, type RunningCli, runCli, startCli } from '../helpers/cli.js';
 
@@ -295,6 +296,20 @@ describe('tributary client commands', () => {
     expect((await api().get(`/v1/sources/${id}`)).status).toBe(404);
   });
 
+  it('prints each detail of a refusal as a line naming its field or prop, not as raw JSON', async () => {
+    fs.writeFileSync(path.join(dir, 'noop.mjs'), 'export default defineComponent({ async run() {} });\n');
+    fs.writeFileSync(
+      path.join(dir, 'bad-timer.yaml'),
+      'name: bad timer\ntrigger:\n  type: timer\n  interval_seconds: 0\nsteps:\n  - name: a\n    path: ./noop.mjs\n',
+    );
+    const refused = await tributary(['deploy', '--workflow', 'bad-timer.yaml']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'error: invalid body: trigger.interval_seconds must be >= 1 (400 invalid_request)\n  trigger.interval_seconds: must be >= 1\n',
+    );
+    expect(refused.stderr).not.toContain('{"in"');
+  });
+
   it("shows a workflow's events, errors and its runs' step logs", async () => {
     const step = path.join(dir, 'step.mjs');
     fs.writeFileSync(
@@ -365,6 +380,34 @@ describe('tributary events -f across a server restart', () => {
       expect(await exit).toBe(0);
       if (server.child.exitCode === null && server.child.signalCode === null) await killHard(server.child);
       await storage.cleanup();
+    }
+  });
+});
+
+describe.skipIf(!DIALECTS.includes('postgres'))('tributary against a server that lost its database', () => {
+  it('says 503 unavailable with its hint, and exits 5', async () => {
+    const database = await createTestDatabase();
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    const server = await startTestServer('postgres', { databaseUrl: url });
+    const home = tempDir('unavailable-home-');
+    try {
+      const key = (await server.createUser()).apiKey;
+      const env = { PATH: process.env.PATH ?? '', HOME: home, TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key };
+      expect((await runCli(['list', 'workflows'], { env, cwd: home })).code).toBe(0);
+      proxy.cut();
+      const refused = await waitFor(
+        () => runCli(['list', 'workflows'], { env, cwd: home }),
+        (r) => r.stderr.includes('(503 unavailable)'),
+        { what: 'a 503 from the server', timeoutMs: 60_000 },
+      );
+      expect(refused.code).toBe(5);
+      // The hint was keyed by a code the server never sends (service_unavailable), so a 503 came without one.
+      expect(refused.stderr).toContain('hint: the server is stopping or cannot reach its database right now: try again shortly');
+    } finally {
+      proxy.restore();
+      await server.destroy();
+      await proxy.close();
+      await database.drop();
     }
   });
 });
