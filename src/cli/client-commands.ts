@@ -199,7 +199,9 @@ function addCommands(program: Command): void {
       .option('--errors', 'the $errors stream instead')
       .option('--json', 'one JSON object per line (for jq)')
       .action(async (id: string, flags: ServerFlags & { limit: number; follow?: boolean; errors?: boolean }) => {
-        kindOfId(id);
+        // Only these have streams: a webhook or component id was asked of the sources and came back "source not found".
+        const kind = kindOfId(id);
+        if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`${name} takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
         const chosen: Stream = flags.errors ? '$errors' : stream;
         await untilInterrupted((signal) =>
           showStream(apiFor(flags), id, {

@@ -239,6 +239,14 @@ describe('tributary client commands', () => {
     expect(deleted.stdout).toBe(`deleted ${source.id}\n`);
     expect((await tributary(['describe', source.id])).code).toBe(3);
     expect((await tributary(['run', 'wh_x'])).code).toBe(2);
+    // Asked of the sources, these answered 'source "wh_x" not found' and exit code 3.
+    for (const [command, id] of [
+      ['events', 'wh_x'],
+      ['logs', 'sc_x'],
+    ]) {
+      const refused = await tributary([command!, id!]);
+      expect([refused.code, refused.stderr]).toEqual([2, `error: ${command} takes a source (dc_…) or workflow (p_…) id, not "${id}"\n`]);
+    }
   });
 
   it('events -f shows recent events, then a live one, and stops cleanly on Ctrl-C', async () => {
