@@ -1,4 +1,5 @@
 // A small client of a Tributary server's REST API for the CLI: JSON in and out, API errors as ApiError.
+import { UsageError } from './usage-error.js';
 
 /** The server refused a request (or could not be reached: status 0); `code` is its registered error code. */
 export class ApiError extends Error {
@@ -125,6 +126,12 @@ export class ApiClient {
     }
     if (status < 200 || status >= 300) {
       const error = parsed as { error?: string; code?: string; details?: unknown[] } | undefined;
+      // The banner says "API base http://…/v1", and that URL given as --url made every path /v1/v1/…: "route … not
+      // found" with the hint for an unknown id. Said as the bad flag it is.
+      const base = this.server.url.replace(/\/+$/, '');
+      if (status === 404 && error?.error?.startsWith('route ') && base.endsWith('/v1')) {
+        throw new UsageError(`${base} is the API base, not the server's address (${error.error}): use --url ${base.slice(0, -'/v1'.length)}`);
+      }
       throw new ApiError(status, error?.code ?? 'http_error', error?.error ?? `${method} ${path} answered ${status}`, error?.details ?? []);
     }
     return parsed as T;

@@ -70,6 +70,15 @@ describe('tributary client commands', () => {
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toContain('no server to talk to: run tributary login');
 
+    // The API base the server's banner prints, given as the server's address: was "route GET /v1/v1/users/me not
+    // found", exit code 3 and the hint for an unknown id.
+    const apiBase = await tributary(['login', '--url', `${server.url}/v1`, '--key', key], profileOnly);
+    expect([apiBase.code, apiBase.stderr]).toEqual([
+      2,
+      `error: ${server.url}/v1 is the API base, not the server's address (route GET /v1/v1/users/me not found): use --url ${server.url}\n`,
+    ]);
+    expect(fs.existsSync(path.join(dir, 'config', 'tributary', 'profiles.json'))).toBe(false);
+
     const login = await tributary(['login', '--url', `${server.url}/`, '--key', key], profileOnly);
     expect(login.code, login.stderr).toBe(0);
     const file = path.join(dir, 'config', 'tributary', 'profiles.json');
