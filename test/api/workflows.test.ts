@@ -428,6 +428,24 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
   });
 
+  it('takes back what it returns: a GET body sent to PUT changes nothing, whatever the trigger', async () => {
+    const source = (await api.post('/v1/sources', { component_code: `module.exports = { name: "s", version: "1", async run() {} };` })).body.data;
+    const triggers = [
+      { type: 'http', custom_response: true },
+      { type: 'timer', interval_seconds: 3600 },
+      { type: 'timer', cron: '0 9 * * 1-5', timezone: 'Europe/Paris' },
+      { type: 'source', source_id: source.id, event_name: 'orders' },
+      null,
+    ];
+    for (const trigger of triggers) {
+      const workflow = await create({ name: `round trip ${trigger?.type}`, trigger, steps: [{ name: 'a', component_code: ECHO_STEP }], timeout_seconds: 45 });
+      const shown = (await api.get(`/v1/workflows/${workflow.id}`)).body.data;
+      const res = await api.put(`/v1/workflows/${workflow.id}`, shown);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect({ ...(await api.get(`/v1/workflows/${workflow.id}`)).body.data, updated_at: shown.updated_at }).toEqual(shown);
+    }
+  });
+
   it('saves the code of no step when a later step is refused, on create and on update', async () => {
     const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
     const workflow = await create({ name: 'kept', steps: [{ name: 'a', component_code: ECHO_STEP }] });

@@ -13,7 +13,14 @@ import { progressResponse, streamSave } from '../progress-stream.js';
 const TAGS = ['workflows', 'extensions'];
 
 const triggerSchema = Type.Union([
-  Type.Object({ type: Type.Literal('http'), custom_response: Type.Optional(Type.Boolean({ description: 'default false' })) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Literal('http'),
+      custom_response: Type.Optional(Type.Boolean({ description: 'default false' })),
+      endpoint_url: Type.Optional(Type.String({ description: 'read-only: what a GET shows, taken back and ignored (the endpoint stays)' })),
+    },
+    { additionalProperties: false },
+  ),
   Type.Object({ type: Type.Literal('timer'), interval_seconds: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
   Type.Object(
     { type: Type.Literal('timer'), cron: Type.String({ minLength: 1 }), timezone: Type.Optional(Type.String({ minLength: 1 })) },
@@ -49,9 +56,16 @@ const workflowFields = {
   ...fieldParams,
 };
 
+/** What a GET shows and a client may send back with its changes (GET, edit, PUT): taken and ignored. */
+const readOnlyEchoes = {
+  id: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+  created_at: Type.Optional(Type.Integer({ description: 'read-only: ignored' })),
+  updated_at: Type.Optional(Type.Integer({ description: 'read-only: ignored' })),
+};
+
 // Unknown fields are refused, as in steps and triggers: a misspelt `timout_seconds` or `actve` would otherwise answer 200
 // and change nothing. (Sources keep the specification's lenient reading; workflows are Tributary's own.)
-const workflowBody = Type.Object(workflowFields, { additionalProperties: false });
+const workflowBody = Type.Object({ ...workflowFields, ...readOnlyEchoes }, { additionalProperties: false });
 
 const workflowSchema = Type.Object({
   id: Type.String(),
