@@ -147,7 +147,9 @@ function addCommands(program: Command): void {
     .option('--json', 'one JSON object per line')
     .action(async (plural: string | undefined, flags: ServerFlags) => {
       const kind = kindNamed(plural ?? 'sources');
-      const rows = await apiFor(flags).all<Record<string, unknown>>(kind.listPath);
+      const { items: rows, total } = await apiFor(flags).all<Record<string, unknown>>(kind.listPath);
+      // Said on standard error, so that --json output stays one object per line.
+      if (total > rows.length) say(`the newest ${rows.length} of ${total} ${kind.plural}`);
       if (flags.json) for (const row of rows) out(JSON.stringify(row));
       else if (rows.length === 0) say(`no ${kind.plural}`);
       else out(formatTable(kind, rows));

@@ -141,17 +141,22 @@ export class ApiClient {
     return this.call<T>('GET', path);
   }
 
-  /** Every item of a paginated list, following `after` cursors (newest first, as the server lists). */
-  async all<T>(path: string, at_most = 10_000): Promise<T[]> {
+  /**
+   * Every item of a paginated list up to `at_most`, following `after` cursors (newest first, as the server lists), with
+   * how many the list holds in all (`total_count`; the items read for a list without page_info).
+   */
+  async all<T>(path: string, at_most = 10_000): Promise<{ items: T[]; total: number }> {
     const items: T[] = [];
+    let total: number | undefined;
     let after: string | null = null;
     const separator = path.includes('?') ? '&' : '?';
     do {
       const page: PageBody<T> = await this.get(`${path}${separator}limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`);
       items.push(...page.data);
+      total ??= page.page_info?.total_count;
       after = page.data.length === 100 ? page.page_info.end_cursor : null;
     } while (after && items.length < at_most);
-    return items;
+    return { items, total: Math.max(total ?? 0, items.length) };
   }
 
   url(path: string): string {

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/api.js';
 import { missingProps } from '../../src/client/props-input.js';
 import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
@@ -199,6 +200,23 @@ describe('tributary client commands', () => {
     expect(JSON.parse(asked.stdout).configured_props).toEqual({ kind: 'counted', channel: 'ops', count: 4 });
     const plain = await tributary(['deploy', 'shaped.mjs', '--json', '--prop', 'kind=plain']);
     expect(JSON.parse(plain.stdout).configured_props).toEqual({ kind: 'plain' });
+  });
+
+  it('reads a list page after page up to a bound, and knows how many it left out (list says so past 10,000)', async () => {
+    const user = await server.createUser();
+    const own = client(server.url, user.apiKey);
+    const component = (await own.post('/v1/components', { component_code: 'module.exports = { name: "n", version: "1", async run() {} };' })).body.data;
+    for (let i = 0; i < 105; i += 15) {
+      const made = await Promise.all(
+        Array.from({ length: Math.min(15, 105 - i) }, (_, j) => own.post('/v1/sources', { component_id: component.id, name: `n-${i + j}` })),
+      );
+      expect(made.every((res) => res.status === 200)).toBe(true);
+    }
+    const reader = new ApiClient({ url: server.url, key: user.apiKey });
+    const bounded = await reader.all<{ id: string }>('/v1/users/me/sources', 100);
+    expect([bounded.items.length, bounded.total]).toEqual([100, 105]);
+    const whole = await reader.all<{ id: string }>('/v1/users/me/sources');
+    expect([whole.items.length, whole.total, new Set(whole.items.map((s) => s.id)).size]).toEqual([105, 105, 105]);
   });
 
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
