@@ -80,6 +80,17 @@ function normalizeTrigger(trigger: TriggerRequest | null): WorkflowTrigger | nul
   return trigger;
 }
 
+/** A step's component that is not found is named with the step: `steps[1] ("add"): component "sc_…" not found`. */
+async function namingStep<T>(index: number, name: string, lookUp: () => Promise<T>): Promise<T> {
+  try {
+    return await lookUp();
+  } catch (error) {
+    if (error instanceof ServiceError && error.code === 'not_found')
+      throw new ServiceError('not_found', `steps[${index}] ("${name}"): ${error.message}`, error.details);
+    throw error;
+  }
+}
+
 function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefined {
   if (trigger?.type !== 'timer') return undefined;
   return 'cron' in trigger ? { cron: trigger.cron, ...(trigger.timezone && { timezone: trigger.timezone }) } : { intervalSeconds: trigger.interval_seconds };
@@ -288,8 +299,11 @@ export class WorkflowService {
         const stepProgress = onProgress && ((progress: Parameters<SaveProgressListener>[0]) => onProgress({ ...progress, workflowStep: step.name }));
         component = await this.components.prepareStep(accountId, step.component_code, stepProgress);
         unsaved.push(component);
-      } else if (step.component_id !== undefined) component = await this.components.get(accountId, step.component_id);
-      else component = await this.components.getRegistry(accountId, step.component_key!);
+      } else {
+        component = await namingStep(i, step.name, () =>
+          step.component_id !== undefined ? this.components.get(accountId, step.component_id) : this.components.getRegistry(accountId, step.component_key!),
+        );
+      }
       const info = componentInfo(component);
       if (info.type !== 'action') {
         throw new ServiceError(

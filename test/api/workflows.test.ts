@@ -405,6 +405,20 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         'invalid_request',
         /must not have the field "timout_seconds"/,
       ],
+      // A step's unknown component is named with its step.
+      [
+        {
+          name: 'x',
+          steps: [
+            { name: 'a', component_code: ECHO_STEP },
+            { name: 'add', component_id: 'sc_00000000000000000000000000' },
+          ],
+        },
+        404,
+        'not_found',
+        /^steps\[1\] \("add"\): component "sc_00000000000000000000000000" not found$/,
+      ],
+      [{ name: 'x', steps: [{ name: 'a', component_key: 'no-such-action' }] }, 404, 'not_found', /^steps\[0\] \("a"\): .*no-such-action/],
       // The timer check said `intervalSeconds`, a name the workflow API does not have.
       [
         { name: 'x', trigger: { type: 'timer', interval_seconds: 1e20 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
