@@ -294,9 +294,10 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
       const hidden = Object.fromEntries(
         descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
       );
-      await patch(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
+      const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
       setFormError(undefined);
-      setRaw(undefined);
+      // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
+      setRaw(initialValues(descriptors, saved.data.configured_props));
       notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
       await props.onSaved();
     } catch (failure) {

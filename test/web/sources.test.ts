@@ -265,6 +265,8 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('button', { name: 'Save props' }).click();
     await waitForText(page.getByRole('status'), 'Saved the props of shaped');
     expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual({ kind: 'tagged', tag: 'later', channel: 'ops' });
+    // After the save the form shows what was stored, the added props too.
+    expect([await page.getByLabel('Tag').inputValue(), await page.getByLabel('Channel').inputValue()]).toEqual(['later', 'ops']);
     await page.getByLabel('Kind').selectOption('plain');
     await page.getByLabel('Tag').waitFor({ state: 'detached' });
     expect(await page.getByLabel('Channel').count()).toBe(0);
