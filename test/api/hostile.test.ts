@@ -33,9 +33,12 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
   });
   afterAll(() => server?.destroy());
 
-  /** Deploys `body` as the run of an attacker's HTTP source, triggers it once, and waits for what it left. */
-  async function attack(body: string): Promise<Aftermath> {
-    const code = `module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run(event) { ${body} } };`;
+  /**
+   * Deploys `body` as the run of an attacker's HTTP source (`prelude` at the top of its module, run when it loads),
+   * triggers it once, and waits for what it left.
+   */
+  async function attack(body: string, prelude = ''): Promise<Aftermath> {
+    const code = `${prelude}\nmodule.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run(event) { ${body} } };`;
     const created = await attacker.post('/v1/sources', { component_code: code });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const { id } = created.body.data;
@@ -158,6 +161,48 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       await new Promise((resolve) => setTimeout(resolve, 500));`);
     expect(result.emitted).toEqual([]);
     expect(result.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
+    await victimUnharmed();
+  });
+
+  it('cannot read the channel token from a heap snapshot to forge messages', async () => {
+    // The snapshot names the property holding each string, so the token is the 24-character string under `token`;
+    // the id of the request in progress comes from a listener of the server's messages set up at load.
+    const prelude = 'process.on("message", (m) => { if (m && typeof m.id === "number") globalThis.requestId = m.id; });';
+    const result = await attack(
+      `
+      const v8 = require("v8");
+      let tokens;
+      try {
+        const chunks = []; for await (const chunk of v8.getHeapSnapshot()) chunks.push(chunk);
+        const { snapshot: { meta }, nodes, edges, strings } = JSON.parse(Buffer.concat(chunks).toString());
+        const nodeFields = meta.node_fields.length, edgeFields = meta.edge_fields.length;
+        const edgeCount = meta.node_fields.indexOf("edge_count"), nodeName = meta.node_fields.indexOf("name");
+        const found = new Set(); let edge = 0;
+        for (let node = 0; node < nodes.length; node += nodeFields) {
+          for (let k = 0; k < nodes[node + edgeCount]; k++, edge += edgeFields) {
+            if (meta.edge_types[0][edges[edge]] !== "property" || strings[edges[edge + 1]] !== "token") continue;
+            const value = strings[nodes[edges[edge + 2] + nodeName]];
+            if (/^[A-Za-z0-9_-]{24}$/.test(value)) found.add(value);
+          }
+        }
+        tokens = [...found];
+      } catch (error) { this.$emit({ refused: error.code }); return; }
+      if (tokens.length !== 1) { this.$emit({ tokens }); return; }
+      const s = new v8.DefaultSerializer(); s.writeHeader();
+      s.writeValue([tokens[0], { t: "outcomes", id: globalThis.requestId, index: 0, done: true,
+        results: [{ outcome: { emits: [{ event: "forged" }], logs: [], durationMs: 0 }, dbWrites: {} }] }]);
+      const body = s.releaseBuffer(); const length = Buffer.alloc(4); length.writeUInt32BE(body.length);
+      require("fs").writeSync(3, Buffer.concat([length, body]));
+      await new Promise((resolve) => setTimeout(resolve, 500));`,
+      prelude,
+    );
+    expect(result.emitted).toEqual([{ refused: 'ERR_ACCESS_DENIED' }]);
+    const others = await attack(`const v8 = require("v8"); const codes = [];
+      for (const name of ["queryObjects", "setFlagsFromString", "writeHeapSnapshot"]) { try { v8[name](Object); codes.push("ran"); } catch (e) { codes.push(e.code); } }
+      try { Object.defineProperty(v8, "getHeapSnapshot", { value: () => null }); } catch (e) { codes.push(e.name); }
+      const esm = await import("node:v8"); try { esm.getHeapSnapshot(); codes.push("ran"); } catch (e) { codes.push(e.code); }
+      this.$emit(codes);`);
+    expect(others.emitted).toEqual([['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED', 'TypeError', 'ERR_ACCESS_DENIED']]);
     await victimUnharmed();
   });
 

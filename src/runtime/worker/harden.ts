@@ -3,6 +3,7 @@ import asyncHooks from 'node:async_hooks';
 import fs from 'node:fs';
 import os from 'node:os';
 import v8 from 'node:v8';
+import { sealHeapInspection } from './seal-heap.js';
 
 /** What the server reads on stderr to tell a component's `process.exit` from a crash. */
 export const EXIT_MARKER = 'tributary-worker: process.exit';
@@ -48,6 +49,7 @@ export function harden(): WorkerChannel {
   }) as typeof os.setPriority;
 
   sealChannelPath();
+  sealHeapInspection();
 
   const rawExit = process.exit.bind(process);
   process.exit = ((code?: number | string | null) => {
