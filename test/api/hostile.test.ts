@@ -77,6 +77,35 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot reach loopback through raw socket handles of its own', async () => {
+    // A handle's class is any socket's `_handle.constructor`; its request class is caught as net fills a request in.
+    const port = new URL(server.url).port;
+    const result = await attack(`
+      const net = require("net"), dgram = require("dgram"), dns = require("dns");
+      let ConnectWrap;
+      Object.defineProperty(Object.prototype, "oncomplete", { configurable: true, set(value) {
+        if (this.constructor?.name === "TCPConnectWrap") ConnectWrap ??= this.constructor;
+        Object.defineProperty(this, "oncomplete", { value, writable: true, configurable: true, enumerable: true }); } });
+      const decoy = net.connect(9, "1.1.1.1"); decoy.on("error", () => {});
+      const Tcp = decoy._handle.constructor;
+      await new Promise((resolve) => setImmediate(resolve));
+      delete Object.prototype.oncomplete; decoy.destroy();
+      const request = new ConnectWrap(); const handle = new Tcp(0);
+      const tcp = await new Promise((resolve) => { request.oncomplete = (status) => resolve(status); const error = handle.connect(request, "127.0.0.1", ${port}); if (error) resolve(error); });
+      let response = null;
+      if (tcp === 0) {
+        const socket = new net.Socket({ handle, readable: true, writable: true });
+        response = await new Promise((resolve) => { let text = ""; socket.on("data", (d) => { text += d; }); socket.on("end", () => resolve(text.split("\\r\\n")[0]));
+          socket.on("error", (e) => resolve(e.code)); socket.write("GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n"); });
+      }
+      const udpSocket = dgram.createSocket("udp4"); const state = Object.getOwnPropertySymbols(udpSocket).find((s) => s.description === "state symbol");
+      const udp = udpSocket[state].handle.connect("127.0.0.1", 53); udpSocket.close();
+      let resolver; try { resolver = new dns.Resolver()._handle.setServers([[4, "127.0.0.1", 53]]); } catch (e) { resolver = e.code; }
+      this.$emit({ tcp, response, udp, resolver });`);
+    expect(result.emitted).toEqual([{ tcp: -13, response: null, udp: -13, resolver: 'EGRESS_REFUSED' }]);
+    await victimUnharmed();
+  });
+
   it("cannot read the server's environment through /proc/self/environ or /proc/<server>/environ", async () => {
     const result = await attack(`
       const fs = require("fs");

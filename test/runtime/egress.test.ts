@@ -165,6 +165,15 @@ describe('component code on a server that opens destinations', () => {
     expect(otherPort.error).toBeDefined();
   });
 
+  it('reaches a host name on the allow list, though the socket handle sees only its address', async () => {
+    const byName = runtimeWith({ allowPrivateNetwork: false, allow: [`localhost:${port}`] });
+    const named = await attempt(byName, `const r = await fetch("http://localhost:${port}/"); this.$emit({ body: await r.text() });`);
+    expect(named.error).toBeUndefined();
+    expect(named.emits).toEqual([{ event: { body: 'reached' } }]);
+    // The address alone is not on the list.
+    expect((await reach(byName)).error).toBeDefined();
+  });
+
   it('reaches anything with --allow-private-network', async () => {
     const open = await reach(runtimeWith({ allowPrivateNetwork: true, allow: [] }));
     expect(open.emits).toEqual([{ event: { body: 'reached' } }]);

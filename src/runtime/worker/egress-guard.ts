@@ -4,6 +4,7 @@ import dgram from 'node:dgram';
 import dns from 'node:dns';
 import net from 'node:net';
 import { type EgressPolicy, EgressRules } from './egress-rules.js';
+import { guardRawHandles } from './handle-guard.js';
 
 /** The error a refused connection fails with; its message names the destination and the setting to change. */
 export class EgressRefusedError extends Error {
@@ -32,6 +33,8 @@ export function installEgressGuard(policy: EgressPolicy, onRefusal: (message: st
     onRefusal(message);
     return new EgressRefusedError(message);
   };
+  // First: it finds the handle classes through the original `net.Socket.prototype.connect`.
+  const handles = guardRawHandles(rules, refuse);
 
   /** A lookup that passes on only the addresses the policy allows, resolving with `inner` (the caller's, if any). */
   const guardedLookup =
@@ -46,6 +49,10 @@ export function installEgressGuard(policy: EgressPolicy, onRefusal: (message: st
           ? addresses
           : [{ address: String(addresses), family: family ?? net.isIP(String(addresses)) }];
         const allowed = list.filter((entry) => rules.refusal({ host: hostname, address: entry.address, port }) === undefined);
+        // An address allowed by its name alone (--egress-allow host[:port]) must pass the handle's own check too.
+        for (const entry of allowed) {
+          if (rules.refusal({ host: entry.address, address: entry.address, port }) !== undefined) handles.approve(entry.address, port);
+        }
         if (allowed.length === 0) {
           const first = list[0]?.address ?? hostname;
           return callback(refuse(rules.refusal({ host: hostname, address: first, port }) ?? `egress refused: ${hostname}`), '', 4);

@@ -1,0 +1,153 @@
+// Holds the raw handles beneath net, dgram and dns (TCP, Pipe, UDP, the c-ares channel) to the egress policy as well.
+import dgram from 'node:dgram';
+import dns from 'node:dns';
+import net from 'node:net';
+import os from 'node:os';
+import type { EgressRules } from './egress-rules.js';
+
+/** What a refused handle call returns: libuv's negative errno, which net and dgram turn into their usual errors. */
+const UV_EACCES = -os.constants.errno.EACCES;
+
+type Method = (this: object, ...args: unknown[]) => unknown;
+
+export interface HandleGuard {
+  /**
+   * Records a destination the guard above allowed by its host name (`--egress-allow host[:port]`): the handle sees the
+   * address alone, and must let that connection through.
+   */
+  approve(address: string, port: number): void;
+}
+
+/** At most this many approved destinations are remembered; past it the list starts again (a later lookup re-approves). */
+const MAX_APPROVED = 10_000;
+
+/**
+ * Every socket's `_handle` is reachable from component code, and so is its class (`_handle.constructor`); a request
+ * object for it can be caught as net fills it in (a setter on `Object.prototype` for `oncomplete`). With both, code
+ * connected a fresh handle to any address, loopback included, without passing `Socket.prototype.connect`. So the
+ * handles' own connect and send methods check the address too. Must run before any component code, and before the
+ * guard above replaces `net.Socket.prototype.connect` (the classes are found through the original).
+ */
+export function guardRawHandles(rules: EgressRules, refuse: (message: string) => Error): HandleGuard {
+  const approved = new Set<string>();
+  const refusal = (address: unknown, port: unknown): string | undefined => {
+    const text = String(address);
+    if (approved.has(`${text}|${Number(port)}`)) return undefined;
+    return rules.refusal({ host: text, address: text, port: Number(port) });
+  };
+  const { tcp, pipe, udp, channel } = handleClasses();
+
+  // TCP: connect(req, address, port) and connect6(req, address, port).
+  for (const name of ['connect', 'connect6']) {
+    replace(
+      tcp,
+      name,
+      (original) =>
+        function guardedTcpConnect(this: object, ...args: unknown[]) {
+          const why = refusal(args[1], args[2]);
+          if (why === undefined) return original.apply(this, args);
+          refuse(why);
+          return UV_EACCES;
+        },
+    );
+  }
+  // Unix sockets: connect(req, path).
+  replace(
+    pipe,
+    'connect',
+    (original) =>
+      function guardedPipeConnect(this: object, ...args: unknown[]) {
+        const why = rules.socketPathRefusal(String(args[1]));
+        if (why === undefined) return original.apply(this, args);
+        refuse(why);
+        return UV_EACCES;
+      },
+  );
+  // UDP: connect(address, port), and send(req, list, count, port, address, hasCallback) when not connected.
+  for (const name of ['connect', 'connect6']) {
+    replace(
+      udp,
+      name,
+      (original) =>
+        function guardedUdpConnect(this: object, ...args: unknown[]) {
+          const why = refusal(args[0], args[1]);
+          if (why === undefined) return original.apply(this, args);
+          refuse(why);
+          return UV_EACCES;
+        },
+    );
+  }
+  for (const name of ['send', 'send6']) {
+    replace(
+      udp,
+      name,
+      (original) =>
+        function guardedUdpSend(this: object, ...args: unknown[]) {
+          const why = args.length >= 6 ? refusal(args[4], args[3]) : undefined;
+          if (why === undefined) return original.apply(this, args);
+          refuse(why);
+          return UV_EACCES;
+        },
+    );
+  }
+  // DNS servers: setServers([[family, address, port], …]).
+  replace(
+    channel,
+    'setServers',
+    (original) =>
+      function guardedSetServers(this: object, ...args: unknown[]) {
+        const servers = Array.isArray(args[0]) ? (args[0] as unknown[][]) : [];
+        for (const server of servers) {
+          const why = refusal(server?.[1], Number(server?.[2]) || 53);
+          if (why !== undefined) throw refuse(why);
+        }
+        return original.apply(this, args);
+      },
+  );
+
+  return {
+    approve(address, port) {
+      if (approved.size >= MAX_APPROVED) approved.clear();
+      approved.add(`${address}|${port}`);
+    },
+  };
+}
+
+/**
+ * Replaces a prototype method for good. Writable, because Node's dgram copies `send6`, `bind6` and `connect6` onto each
+ * IPv6 handle by assignment; once replaced, the original is out of component code's reach, so there is nothing it
+ * could put back.
+ */
+function replace(prototype: object, name: string, make: (original: Method) => Method): void {
+  const original = (prototype as Record<string, unknown>)[name];
+  if (typeof original !== 'function') throw new Error(`the ${name} method of a socket handle was not found`);
+  Object.defineProperty(prototype, name, { value: make(original as Method), writable: true, configurable: false, enumerable: false });
+}
+
+/** The handle classes' prototypes, found through throwaway sockets that fail their argument checks before any I/O. */
+function handleClasses(): { tcp: object; pipe: object; udp: object; channel: object } {
+  const prototypeOf = (handle: unknown, what: string): object => {
+    const found = (handle as { constructor?: { prototype?: object } } | undefined)?.constructor?.prototype;
+    if (!found) throw new Error(`the ${what} handle class was not found`);
+    return found;
+  };
+  const socketHandle = (options: object, what: string): object => {
+    const socket = new net.Socket();
+    try {
+      socket.connect(options as net.SocketConnectOpts);
+    } catch {
+      // Expected: the handle is made before the port or path is checked.
+    }
+    const handle = (socket as unknown as { _handle?: unknown })._handle;
+    socket.destroy();
+    return prototypeOf(handle, what);
+  };
+  const tcp = socketHandle({ port: -1, host: '127.0.0.1' }, 'TCP');
+  const pipe = socketHandle({ path: 1 }, 'Pipe');
+  const udpSocket = dgram.createSocket('udp4');
+  const state = Object.getOwnPropertySymbols(udpSocket).find((symbol) => symbol.description === 'state symbol');
+  const udp = prototypeOf(state && (udpSocket as unknown as Record<symbol, { handle?: unknown }>)[state]?.handle, 'UDP');
+  udpSocket.close();
+  const channel = prototypeOf((new dns.Resolver() as unknown as { _handle?: unknown })._handle, 'DNS channel');
+  return { tcp, pipe, udp, channel };
+}
