@@ -77,6 +77,28 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot sway the egress guard by changing built-ins or the guard’s own module', async () => {
+    // Each change, made alone and undone after: one the rules called (Array.prototype.some), the standard ways of
+    // reading addresses (net.isIP's regular expressions, net.BlockList), and the rules' class, imported from the
+    // worker's own folder.
+    const url = `${server.url}/healthz`;
+    const result = await attack(`
+      const net = require("net");
+      const reach = async () => { try { return (await fetch(${JSON.stringify(url)})).status; } catch (e) { return e.cause?.code ?? e.code ?? e.name; } };
+      const tried = async (target, name, value) => { const before = target[name]; target[name] = value(before); try { return await reach(); } finally { target[name] = before; } };
+      const rules = await import(process.argv[1].replace(/main.js$/, "egress-rules.js"));
+      this.$emit({
+        some: await tried(Array.prototype, "some", () => function () { return true; }),
+        exec: await tried(RegExp.prototype, "exec", (exec) => function (text) { return String(text).startsWith("127.") ? null : exec.call(this, text); }),
+        blockList: await tried(net.BlockList.prototype, "check", () => () => false),
+        isIP: await tried(net, "isIP", () => () => 0),
+        rules: await tried(rules.EgressRules.prototype, "refusal", () => () => undefined),
+      });`);
+    const refused = 'EGRESS_REFUSED';
+    expect(result.emitted).toEqual([{ some: refused, exec: refused, blockList: refused, isIP: refused, rules: refused }]);
+    await victimUnharmed();
+  });
+
   it('cannot reach loopback through raw socket handles of its own', async () => {
     // A handle's class is any socket's `_handle.constructor`; its request class is caught as net fills a request in.
     const port = new URL(server.url).port;

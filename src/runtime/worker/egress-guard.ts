@@ -5,6 +5,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { type EgressPolicy, EgressRules } from './egress-rules.js';
 import { guardRawHandles } from './handle-guard.js';
+import { parseIpAddress } from './ip-address.js';
 
 /** The error a refused connection fails with; its message names the destination and the setting to change. */
 export class EgressRefusedError extends Error {
@@ -71,7 +72,8 @@ export function installEgressGuard(policy: EgressPolicy, onRefusal: (message: st
     else {
       const host = typeof options.host === 'string' && options.host !== '' ? options.host : 'localhost';
       const port = Number(options.port);
-      if (net.isIP(host)) refusal = rules.refusal({ host, address: host, port });
+      // Read by hand (ip-address.ts): net.isIP answers through RegExp.prototype.exec, which component code can change.
+      if (parseIpAddress(host)) refusal = rules.refusal({ host, address: host, port });
       else options.lookup = guardedLookup((options.lookup as Lookup | undefined) ?? systemLookup, port);
     }
     if (refusal !== undefined) {

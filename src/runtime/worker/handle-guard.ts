@@ -7,6 +7,13 @@ import type { EgressRules } from './egress-rules.js';
 
 /** What a refused handle call returns: libuv's negative errno, which net and dgram turn into their usual errors. */
 const UV_EACCES = -os.constants.errno.EACCES;
+// Pinned now: component code may later replace Reflect.apply or Set's methods, which the checks below call.
+const apply = Reflect.apply;
+const setHas = Function.prototype.call.bind(Set.prototype.has) as (set: Set<string>, value: string) => boolean;
+const setAdd = Function.prototype.call.bind(Set.prototype.add) as (set: Set<string>, value: string) => Set<string>;
+const setClear = Function.prototype.call.bind(Set.prototype.clear) as (set: Set<string>) => void;
+const isArray = Array.isArray;
+const defineProperty = Object.defineProperty;
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
@@ -30,36 +37,38 @@ const MAX_APPROVED = 10_000;
  */
 export function guardRawHandles(rules: EgressRules, refuse: (message: string) => Error): HandleGuard {
   const approved = new Set<string>();
+  let approvedCount = 0;
+  /** Undefined when allowed. Only a string address and an integer port are judged; anything else is refused. */
   const refusal = (address: unknown, port: unknown): string | undefined => {
-    const text = String(address);
-    if (approved.has(`${text}|${Number(port)}`)) return undefined;
-    return rules.refusal({ host: text, address: text, port: Number(port) });
+    if (typeof address !== 'string' || typeof port !== 'number' || port % 1 !== 0) {
+      return `egress refused: a socket handle was asked for ${typeof address} ${typeof port}, not an address and a port`;
+    }
+    if (setHas(approved, `${address}|${port}`)) return undefined;
+    return rules.refusal({ host: address, address, port });
   };
   const { tcp, pipe, udp, channel } = handleClasses();
 
-  // TCP: connect(req, address, port) and connect6(req, address, port).
+  // TCP: connect(req, address, port) and connect6(req, address, port). The values checked are the values passed on.
   for (const name of ['connect', 'connect6']) {
     replace(
       tcp,
       name,
       (original) =>
-        function guardedTcpConnect(this: object, ...args: unknown[]) {
-          const why = refusal(args[1], args[2]);
-          if (why === undefined) return original.apply(this, args);
+        function guardedTcpConnect(this: object, request: unknown, address: unknown, port: unknown) {
+          const why = refusal(address, port);
+          if (why === undefined) return apply(original, this, [request, address, port]);
           refuse(why);
           return UV_EACCES;
         },
     );
   }
-  // Unix sockets: connect(req, path).
+  // Unix sockets: connect(req, path), local services all (the guard is installed only without --allow-private-network).
   replace(
     pipe,
     'connect',
-    (original) =>
-      function guardedPipeConnect(this: object, ...args: unknown[]) {
-        const why = rules.socketPathRefusal(String(args[1]));
-        if (why === undefined) return original.apply(this, args);
-        refuse(why);
+    () =>
+      function guardedPipeConnect(this: object, _request: unknown, path: unknown) {
+        refuse(rules.socketPathRefusal(typeof path === 'string' ? path : typeof path) ?? 'egress refused: a Unix socket');
         return UV_EACCES;
       },
   );
@@ -69,9 +78,9 @@ export function guardRawHandles(rules: EgressRules, refuse: (message: string) =>
       udp,
       name,
       (original) =>
-        function guardedUdpConnect(this: object, ...args: unknown[]) {
-          const why = refusal(args[0], args[1]);
-          if (why === undefined) return original.apply(this, args);
+        function guardedUdpConnect(this: object, address: unknown, port: unknown) {
+          const why = refusal(address, port);
+          if (why === undefined) return apply(original, this, [address, port]);
           refuse(why);
           return UV_EACCES;
         },
@@ -83,32 +92,47 @@ export function guardRawHandles(rules: EgressRules, refuse: (message: string) =>
       name,
       (original) =>
         function guardedUdpSend(this: object, ...args: unknown[]) {
-          const why = args.length >= 6 ? refusal(args[4], args[3]) : undefined;
-          if (why === undefined) return original.apply(this, args);
+          if (args.length < 6) return apply(original, this, [args[0], args[1], args[2], args[3]]);
+          const port = args[3];
+          const address = args[4];
+          const why = refusal(address, port);
+          if (why === undefined) return apply(original, this, [args[0], args[1], args[2], port, address, args[5]]);
           refuse(why);
           return UV_EACCES;
         },
     );
   }
-  // DNS servers: setServers([[family, address, port], …]).
+  // DNS servers: setServers([[family, address, port], …]), copied as checked.
   replace(
     channel,
     'setServers',
     (original) =>
-      function guardedSetServers(this: object, ...args: unknown[]) {
-        const servers = Array.isArray(args[0]) ? (args[0] as unknown[][]) : [];
-        for (const server of servers) {
-          const why = refusal(server?.[1], Number(server?.[2]) || 53);
+      function guardedSetServers(this: object, servers: unknown) {
+        if (!isArray(servers)) throw refuse('egress refused: DNS servers must be a list');
+        const checked: unknown[] = [];
+        for (let i = 0; i < servers.length; i++) {
+          const server: unknown = servers[i];
+          if (!isArray(server)) throw refuse('egress refused: a DNS server must be [family, address, port]');
+          const family: unknown = server[0];
+          const address: unknown = server[1];
+          const port: unknown = server[2];
+          const why = refusal(address, port === 0 ? 53 : port);
           if (why !== undefined) throw refuse(why);
+          // Defined, not assigned: an index setter on Array.prototype would take an assignment instead.
+          defineProperty(checked, i, { value: [family, address, port], writable: true, enumerable: true, configurable: true });
         }
-        return original.apply(this, args);
+        return apply(original, this, [checked]);
       },
   );
 
   return {
     approve(address, port) {
-      if (approved.size >= MAX_APPROVED) approved.clear();
-      approved.add(`${address}|${port}`);
+      if (approvedCount >= MAX_APPROVED) {
+        setClear(approved);
+        approvedCount = 0;
+      }
+      setAdd(approved, `${address}|${port}`);
+      approvedCount++;
     },
   };
 }
