@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { applyDataStoreChanges, mergeDataStoreChanges } from './data-store-changes.js';
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import type { RuntimeLogger } from './options.js';
-import { ProtocolError, type InvokeRequest } from './protocol.js';
+import { ProtocolError, outcomesTextChars, type CallResult, type InvokeRequest } from './protocol.js';
+import { ReportedLimits } from './reported-limits.js';
 import { OUTCOME_FLUSH_MS } from './worker/limits.js';
 import type { DataStoreChange, HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
@@ -75,6 +76,15 @@ function onlyEvent(request: InvocationRequest, index: number, db: Record<string,
   return only;
 }
 
+/** The result as reported, or, past a limit, the call failed with a RangeError as the worker would have failed it. */
+function withinLimits(result: CallResult, limits: ReportedLimits, textChars: number | undefined): CallResult {
+  // A failed call has no effects (checked above), but its logs are still kept.
+  const excess = limits.excess(result, textChars);
+  if (excess === undefined) return result;
+  const error = { name: 'RangeError', message: excess, stack: `RangeError: ${excess}` };
+  return { outcome: { emits: [], logs: [], error, durationMs: result.outcome.durationMs }, dbWrites: {} };
+}
+
 /** The error reported for the call a worker died in. */
 function errorFor(exit: WorkerExitError, request: InvocationRequest): InvocationError {
   const { name, code } = ERROR_NAMES[exit.reason] ?? { name: 'WorkerCrashError', code: 'worker_crashed' };
@@ -97,6 +107,7 @@ export async function invokeIn(
   const responses = new Map<number, HttpResponse>();
   let dataStoreWrites: DataStoreChange[] = [];
   const storeNames = new Set((request.dataStores ?? []).map((store) => store.name));
+  const limits = new ReportedLimits(request);
   const startedAt = performance.now();
   let reportedAt = startedAt;
   const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
@@ -154,7 +165,8 @@ export async function invokeIn(
             if (m.results.some(({ dataStores }) => dataStores?.some((change) => !storeNames.has(change.name)))) {
               throw new ProtocolError('a call wrote to a data store it was not given');
             }
-            for (const { outcome, dbWrites: writes, dataStores } of m.results) {
+            const textChars = outcomesTextChars.get(m);
+            for (const { outcome, dbWrites: writes, dataStores } of m.results.map((result) => withinLimits(result, limits, textChars))) {
               const response = responses.get(outcomes.length);
               responses.delete(outcomes.length);
               outcomes.push(response ? { ...outcome, response } : outcome);

@@ -212,6 +212,9 @@ function check(raw: unknown): FromWorker {
   return message as FromWorker;
 }
 
+/** The length of the JSON text each outcomes message came as: small ones need no measuring (reported-limits.ts). */
+export const outcomesTextChars = new WeakMap<OutcomesMessage, number>();
+
 /** Checks a message from a worker (`[token, message]`): its token, then every field the protocol knows and no other. */
 export function parseFromWorker(raw: unknown, token: string): FromWorker {
   if (!Array.isArray(raw) || raw.length !== 2 || raw[0] !== token) {
@@ -226,6 +229,7 @@ export function parseFromWorker(raw: unknown, token: string): FromWorker {
     throw new ProtocolError(`malformed worker message: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (message.t === 'outcomes') {
+    if (typeof raw[1] === 'string') outcomesTextChars.set(message, raw[1].length);
     for (const result of message.results) result.outcome.durationMs = Math.max(0, result.outcome.durationMs);
   } else if (message.t === 'respond') {
     const body: unknown = message.response.body;

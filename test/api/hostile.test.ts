@@ -257,6 +257,34 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot pass the limits by rewriting what its worker reports', async () => {
+    // JSON.stringify turns the worker's report into text: a component that patches it edits its own outcome after the
+    // worker's checks, so the server checks again.
+    const rewrite = (edit: string) =>
+      attack(`const stringify = JSON.stringify;
+        JSON.stringify = function (value, ...rest) {
+          if (value && value.t === "outcomes" && value.results.length) { JSON.stringify = stringify; const result = value.results[0]; ${edit} }
+          return stringify.call(this, value, ...rest);
+        };
+        this.$emit("small");`);
+    const cases: Array<[string, string]> = [
+      ['result.outcome.emits = [{ event: "x".repeat(2 * 1024 * 1024) }];', 'an event may be at most 1048576 bytes'],
+      ['result.outcome.emits = Array.from({ length: 20000 }, (_, i) => ({ event: i }));', 'one call may emit at most 10000 events'],
+      ['result.dbWrites = { big: "y".repeat(2 * 1024 * 1024) };', 'a $.service.db value may be at most 1048576 bytes'],
+      [
+        'result.dbWrites = Object.fromEntries(Array.from({ length: 20 }, (_, i) => ["k" + i, "z".repeat(1000000)]));',
+        'one call may write at most 8388608 bytes',
+      ],
+      ['result.outcome.logs = Array.from({ length: 40 }, () => ({ k: "log", ts: 0, msg: "w".repeat(60000) }));', 'log output of one call'],
+    ];
+    for (const [edit, message] of cases) {
+      const result = await rewrite(edit);
+      expect(result.emitted, edit).toEqual([]);
+      expect(result.error, edit).toMatchObject({ name: 'RangeError', message: expect.stringContaining(message) });
+    }
+    await victimUnharmed();
+  });
+
   it('gains nothing from an endless options() method: the server never runs it unasked', async () => {
     // options() runs only when a client asks for a prop's choices (issue 19); until then saving, deploying and
     // running such a component must not call it.
