@@ -77,6 +77,17 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot accept connections on the server’s host', async () => {
+    const result = await attack(`
+      const listen = (server, ...args) => new Promise((resolve) => { server.once("error", (e) => resolve(e.code)); server.listen(...args, () => { resolve("listening " + server.address().port); server.close(); }); });
+      this.$emit({
+        http: await listen(require("http").createServer((q, a) => a.end("hi")), 0, "0.0.0.0"),
+        tcp: await listen(require("net").createServer(), 0, "127.0.0.1"),
+      });`);
+    expect(result.emitted).toEqual([{ http: 'EACCES', tcp: 'EACCES' }]);
+    await victimUnharmed();
+  });
+
   it('cannot sway the egress guard by changing built-ins or the guard’s own module', async () => {
     // Each change, made alone and undone after: one the rules called (Array.prototype.some), the standard ways of
     // reading addresses (net.isIP's regular expressions, net.BlockList), and the rules' class, imported from the

@@ -8,6 +8,7 @@ import { LoadFailure } from './failure.js';
 import { harden, type Send } from './harden.js';
 import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { MAX_PENDING_TIMERS } from './limits.js';
+import { refuseListening } from './listen-guard.js';
 import { installDefineComponent, loadComponent } from './load.js';
 import { capPendingTimers } from './timer-cap.js';
 
@@ -18,6 +19,8 @@ const channel = harden();
 const { exit } = channel;
 // The server passes the egress policy as the first argument (JSON); a worker started without one allows nothing internal.
 const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
+// Before the egress guard: both find the handle classes through the original net.Socket.prototype.connect.
+refuseListening((message) => logToCurrentCall('error', message));
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
 captureConsole(logToCurrentCall);
 capPendingTimers(MAX_PENDING_TIMERS);
