@@ -12,6 +12,7 @@ import {
   MAX_EVENT_BYTES,
   MAX_LOG_CHARS_PER_CALL,
   MAX_LOG_LINE_CHARS,
+  MAX_LOG_LINES_PER_CALL,
   MAX_STEP_BYTES_PER_CALL,
   MAX_STEP_SENDS_PER_CALL,
 } from './worker/limits.js';
@@ -73,6 +74,7 @@ export class ReportedLimits {
 
   private logsExcess(logs: CallResult['outcome']['logs']): string | undefined {
     // The worker cuts a line past MAX_LOG_LINE_CHARS (adding a note) and drops lines past MAX_LOG_CHARS_PER_CALL (one note).
+    if (logs.length > MAX_LOG_LINES_PER_CALL + 1) return `the log output of one call may be at most ${MAX_LOG_LINES_PER_CALL} lines`;
     const lineBound = MAX_LOG_LINE_CHARS + 100;
     let total = 0;
     for (const { msg } of logs) {

@@ -268,6 +268,15 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot break its commit with a million empty log lines', async () => {
+    // Empty lines cost no characters of the 1 MB, but each is a $logs event: a million of them overflowed the stack
+    // of the commit, which then failed and was retried for ever (with this test's 64 MB workers, the worker ran out
+    // of memory holding them first).
+    const result = await attack('for (let i = 0; i < 1000000; i++) console.log(""); this.$emit("done");');
+    expect(result).toEqual({ emitted: ['done'], error: undefined });
+    await victimUnharmed();
+  });
+
   it('cannot pass the limits by rewriting what its worker reports', async () => {
     // JSON.stringify turns the worker's report into text: a component that patches it edits its own outcome after the
     // worker's checks, so the server checks again.
@@ -287,6 +296,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
         'one call may write at most 8388608 bytes',
       ],
       ['result.outcome.logs = Array.from({ length: 40 }, () => ({ k: "log", ts: 0, msg: "w".repeat(60000) }));', 'log output of one call'],
+      ['result.outcome.logs = Array.from({ length: 20000 }, () => ({ k: "log", ts: 0, msg: "" }));', 'at most 10000 lines'],
     ];
     for (const [edit, message] of cases) {
       const result = await rewrite(edit);

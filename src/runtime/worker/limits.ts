@@ -37,6 +37,8 @@ export const MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024;
 export const MAX_LOG_LINE_CHARS = 64 * 1024;
 /** All console output of one call; later lines are dropped. */
 export const MAX_LOG_CHARS_PER_CALL = 1024 * 1024;
+/** Console lines of one call, empty ones too (each is a $logs event); later lines are dropped. */
+export const MAX_LOG_LINES_PER_CALL = 10_000;
 /** An error message or stack sent back. */
 export const MAX_ERROR_CHARS = 16 * 1024;
 

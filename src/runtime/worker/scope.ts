@@ -1,6 +1,6 @@
 // What one call of `run`, a step or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
 import type { DataStoreWrite, EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
-import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS } from './limits.js';
+import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_CALL } from './limits.js';
 
 /** What a call runs: an invocation's method, or `configure` (a prop's `options()` or `additionalProps()`). */
 export type CallMethod = InvocationMethod | 'configure';
@@ -70,6 +70,11 @@ export class CallScope {
     if (this.logChars > MAX_LOG_CHARS_PER_CALL) {
       this.logsDropped = true;
       msg = `log output of this call passed ${MAX_LOG_CHARS_PER_CALL} characters; later lines are dropped`;
+      k = 'warn';
+    } else if (this.logs.length >= MAX_LOG_LINES_PER_CALL) {
+      // Empty lines cost no characters, but each is an event to store: a million of them broke the commit.
+      this.logsDropped = true;
+      msg = `log output of this call passed ${MAX_LOG_LINES_PER_CALL} lines; later lines are dropped`;
       k = 'warn';
     }
     this.logs.push({ k, ts: Date.now(), msg });
