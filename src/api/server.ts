@@ -158,8 +158,9 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
     return503OnClosing: false,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
-    // The specification writes some paths with a trailing slash (`POST /sources/`) and some without.
-    routerOptions: { ignoreTrailingSlash: true },
+    // The specification writes some paths with a trailing slash (`POST /sources/`) and some without. A path segment may
+    // be a data store's name, up to 200 characters, each up to 9 once percent-encoded (the router's default is 100).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1800 },
     // Clients that encode each path segment (encodeURIComponent) send `$errors` as `%24errors`; the router would not
     // match it to the route's `$errors`.
     rewriteUrl: (req) => (req.url?.includes('/%24') ? req.url.replace(/\/%24(errors|logs)(?=\/)/gi, '/$$$1') : (req.url ?? '/')),

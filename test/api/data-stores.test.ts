@@ -121,6 +121,12 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect((await api.get(`/v1/data_stores/${listed.body.data[0].id}/keys`)).body.data.keys).toEqual(['also', 'mine']);
     expect((await other.get(`/v1/data_stores/${listed.body.data[0].id}/keys`)).status).toBe(404);
     expect((await api.get('/v1/data_stores/never-used/keys')).status).toBe(404);
+
+    // A name as long as a data_store prop takes (200 characters, here non-ASCII: 9 characters a letter once encoded).
+    const long = 'é'.repeat(200);
+    await run(api, await deploy(api, long), { set: { k: 1 } });
+    const byName = await api.get(`/v1/data_stores/${encodeURIComponent(long)}/keys`);
+    expect([byName.status, byName.body.data?.keys]).toEqual([200, ['k']]);
   });
 
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
