@@ -77,7 +77,7 @@ async function configuredProps(api: ApiClient, component: ComponentData, options
     if (round === PROP_LIST_ROUNDS) return configured;
     const listed = await listProps(api, component.id, configured);
     // additionalProps() failing is the deploy's to report (a 422 naming why); the list it had stands.
-    if (listed.errors.length || JSON.stringify(listed.props) === JSON.stringify(props)) return configured;
+    if (!listed || listed.errors.length || JSON.stringify(listed.props) === JSON.stringify(props)) return configured;
     props = listed.props;
     // --prop values again, typed by the props they name now (an added integer prop takes "5" as 5).
     configured = { ...configured, ...givenProps(props, options.propsFile, options.props) };

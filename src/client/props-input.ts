@@ -1,7 +1,7 @@
 // A deploy's configured_props from the command line: --props-file, then --prop key=value (typed by the component's
 // props), then answers to prompts for required props still missing when the terminal is interactive.
 import fs from 'node:fs';
-import type { ApiClient } from './api.js';
+import { ApiError, type ApiClient } from './api.js';
 import { UsageError } from './usage-error.js';
 
 /** A prop as the component's `configurable_props` describe it (the fields the client uses). */
@@ -90,12 +90,24 @@ export function givenProps(props: PropInfo[], propsFile: string | undefined, pai
   return configured;
 }
 
-/** The full prop list for these values (`props/reload`): the static props, then those additionalProps() returns. */
-export async function listProps(api: ApiClient, componentId: string, configured: Record<string, unknown>): Promise<{ props: PropInfo[]; errors: string[] }> {
-  const answer = await api.call<{ data: { configurable_props: PropInfo[]; errors: string[] } }>('POST', `/v1/components/${componentId}/props/reload`, {
-    configured_props: configured,
-  });
-  return { props: answer.data.configurable_props, errors: answer.data.errors };
+/**
+ * The full prop list for these values (`props/reload`): the static props, then those additionalProps() returns;
+ * undefined from a server without the route (a 404 for a component just saved), which knows the static props only.
+ */
+export async function listProps(
+  api: ApiClient,
+  componentId: string,
+  configured: Record<string, unknown>,
+): Promise<{ props: PropInfo[]; errors: string[] } | undefined> {
+  try {
+    const answer = await api.call<{ data: { configurable_props: PropInfo[]; errors: string[] } }>('POST', `/v1/components/${componentId}/props/reload`, {
+      configured_props: configured,
+    });
+    return { props: answer.data.configurable_props, errors: answer.data.errors };
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
 }
 
 /** Required props without a value: not optional or hidden, no default, not filled in by the platform. */

@@ -214,7 +214,12 @@ describe('tributary shows npm installs as the server takes them', () => {
         new RegExp(`^${saving} …\n  this server does not report install progress; a first install may take a minute\n${saving}: done in ${ms}$`, 'm'),
       );
       expect(deployed.stderr).not.toContain('already installed');
-      expect(older.asked.filter((line) => line.startsWith('POST'))).toEqual(['POST /v1/components/stream', 'POST /v1/components', 'POST /v1/sources']);
+      expect(older.asked.filter((line) => line.startsWith('POST'))).toEqual([
+        'POST /v1/components/stream',
+        'POST /v1/components',
+        expect.stringMatching(/^POST \/v1\/components\/sc_\w+\/props\/reload$/),
+        'POST /v1/sources',
+      ]);
 
       const workflow = await tributary(['deploy', '--workflow', 'even.yaml', '--url', older.url]);
       expect(workflow.code, workflow.stderr).toBe(0);
