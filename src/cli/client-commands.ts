@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import { ApiClient } from '../client/api.js';
+import { ApiClient, InterruptedError } from '../client/api.js';
 import { deploySource, type DeployOptions, updateSource } from '../client/deploy-source.js';
 import { deployWorkflowFile } from '../client/deploy-workflow.js';
 import { runDev } from '../client/dev.js';
@@ -32,8 +32,9 @@ function serverOptions(command: Command): Command {
     .option('--key <key>', "an API key, over the profile's (TRIBUTARY_KEY)");
 }
 
-function apiFor(flags: ServerFlags): ApiClient {
-  return new ApiClient(resolveServer(flags));
+/** The client of the server the flags name; `signal` (a command's Ctrl-C) ends its calls in flight. */
+function apiFor(flags: ServerFlags, signal?: AbortSignal): ApiClient {
+  return new ApiClient(resolveServer(flags), signal);
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -48,13 +49,17 @@ function propOptions(command: Command): Command {
 }
 
 /** Runs `work` until Ctrl-C (SIGINT) or SIGTERM; the signal given to it fires then. */
-async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function untilInterrupted<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
     return await work(controller.signal);
+  } catch (error) {
+    // A call the stop cut short: the command ends as a stop does, quietly.
+    if (error instanceof InterruptedError && controller.signal.aborted) return undefined;
+    throw error;
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
@@ -206,7 +211,7 @@ function addCommands(program: Command): void {
         if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`${name} takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
         const chosen: Stream = flags.errors ? '$errors' : stream;
         await untilInterrupted((signal) =>
-          showStream(apiFor(flags), id, {
+          showStream(apiFor(flags, signal), id, {
             stream: chosen,
             limit: flags.limit,
             follow: flags.follow === true,
@@ -262,7 +267,7 @@ async function askToDelete(sourceId: string): Promise<boolean> {
           terminal.ask(`\ndelete the development source ${sourceId}? [y/N] `).then(resolve, reject);
         }),
     );
-    return /^y(es)?$/i.test(answer.trim());
+    return /^y(es)?$/i.test((answer ?? '').trim());
   } finally {
     terminal.close();
   }

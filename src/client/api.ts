@@ -62,8 +62,17 @@ interface StreamResult {
   body: unknown;
 }
 
+/** A call cut short by the command's own stop (Ctrl-C): not a failure, and not a lost connection. */
+export class InterruptedError extends Error {
+  override readonly name = 'InterruptedError';
+}
+
 export class ApiClient {
-  constructor(readonly server: ServerAddress) {}
+  constructor(
+    readonly server: ServerAddress,
+    /** Ends every call in flight when it fires: Ctrl-C stops a command at once, a frozen server's answer or not. */
+    private readonly signal?: AbortSignal,
+  ) {}
 
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await this.send(method, path, body);
@@ -109,8 +118,10 @@ export class ApiClient {
           ...(accept !== undefined && { accept }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        ...(this.signal && { signal: this.signal }),
       });
     } catch (error) {
+      if (this.signal?.aborted) throw new InterruptedError(`${method} ${path} was stopped`);
       const cause = (error as { cause?: { message?: string } }).cause?.message;
       throw new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${cause ?? (error as Error).message}`);
     }

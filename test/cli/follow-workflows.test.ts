@@ -1,6 +1,8 @@
 // `tributary events p_… -f` and `logs p_… -f`, which follow a workflow by polling its lists: from a workflow with
 // nothing yet, across a server restart, into a reader that goes away, and for longer than a few polls.
 import { getEventListeners } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api.js';
 import { showStream } from '../../src/client/follow.js';
@@ -71,6 +73,41 @@ describe('following a workflow', () => {
       expect(notices).toEqual(['following (Ctrl-C to stop)']);
     } finally {
       await server.destroy();
+    }
+  });
+
+  it('stops at once on Ctrl-C while a poll waits on a server that stopped answering', async () => {
+    // Answers the first list, then takes every later request and never answers it: a frozen server.
+    const asked: string[] = [];
+    const hanging: http.ServerResponse[] = [];
+    const frozen = http.createServer((req, res) => {
+      asked.push(`${req.method} ${req.url}`);
+      if (asked.length > 1) return void hanging.push(res);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ page_info: { total_count: 0, count: 0, start_cursor: null, end_cursor: null }, data: [] }));
+    });
+    await new Promise<void>((resolve) => frozen.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(frozen.address() as AddressInfo).port}`;
+    const dir = tempDir('tributary-frozen-');
+    const cli = startCli(['events', 'p_00000000000000000000000000', '-f', '--url', url, '--key', 'trb_x'], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir },
+      cwd: dir,
+    });
+    try {
+      await cli.waitForOutput(/following \(Ctrl-C to stop\)/, 'stderr');
+      await waitFor(
+        async () => asked.length,
+        (n) => n >= 2,
+        { what: 'a poll left waiting' },
+      );
+      cli.child.kill('SIGINT');
+      // Before, the command waited for the poll's answer (minutes, from a frozen server) before it could end.
+      expect(await cli.exit).toBe(0);
+      expect(cli.stderr()).not.toContain('connection lost');
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      for (const res of hanging) res.destroy();
+      await new Promise((resolve) => frozen.close(resolve));
     }
   });
 
