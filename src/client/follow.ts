@@ -203,9 +203,9 @@ function runLines(run: RunData, json: boolean): string[] {
 /** A workflow's logs are its runs' step logs: the last runs, then (with -f) each run as it finishes. */
 async function showWorkflowLogs(api: ApiClient, workflowId: string, options: FollowOptions): Promise<void> {
   const shown = new Set<string>();
-  const finishedRuns = async (limit: number) =>
-    (await api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}`)).data.filter((run) => run.finished_at_ms !== null).reverse();
-  const recent = await finishedRuns(Math.max(options.limit, 1));
+  const newestRuns = async (limit: number) => (await api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}`)).data;
+  const finished = (runs: RunData[]) => runs.filter((run) => run.finished_at_ms !== null).reverse();
+  const recent = finished(await newestRuns(Math.max(options.limit, 1)));
   for (const run of recent) {
     if (options.limit > 0) for (const line of runLines(run, options.json)) options.print(line);
     shown.add(run.id);
@@ -216,10 +216,15 @@ async function showWorkflowLogs(api: ApiClient, workflowId: string, options: Fol
   while (!options.signal?.aborted) {
     await pause(POLL_MS, options.signal);
     if (options.signal?.aborted) break;
-    for (const run of (await poll(() => finishedRuns(100))) ?? []) {
+    const runs = await poll(() => newestRuns(100));
+    if (!runs) continue;
+    for (const run of finished(runs)) {
       if (shown.has(run.id)) continue;
       shown.add(run.id);
       for (const line of runLines(run, options.json)) options.print(line);
     }
+    // Only runs still among the newest 100 can come again: what is remembered stays that small however long it follows.
+    const listed = new Set(runs.map((run) => run.id));
+    for (const id of shown) if (!listed.has(id)) shown.delete(id);
   }
 }
