@@ -1,9 +1,12 @@
 // Webhooks: the API, signed deliveries as a Standard Webhooks receiver checks them, retries, 410, restarts, the network guard.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { client } from '../helpers/client.js';
+import { client, request } from '../helpers/client.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { retryAfterMs } from '../../src/delivery/webhooks/attempt.js';
 import { signPayload } from '../../src/delivery/webhooks/signing.js';
 import {
@@ -499,5 +502,49 @@ describe.each(DIALECTS)('webhook network guard on %s', (dialect) => {
     const [attempt] = await a.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'failed', 'the refused attempt');
     expect(attempt).toMatchObject({ attempt: 1, status_code: null, next_attempt_at_ms: null, error: expect.stringContaining('private address') });
     expect(receiver.requests).toEqual([]);
+  });
+});
+
+describe('a node paused while its webhook attempt is answered', () => {
+  // SIGSTOP, a frozen VM or a long stall: the receiver answered within a second, but the node reads the answer only
+  // once it runs again, past the attempt's time-out. The answer was in time: the attempt succeeded and is not made
+  // again (it was, as "no response within 1 s", when the deadline fired before the waiting answer was read).
+  it('counts the answer that arrived during the pause: one attempt, succeeded', async () => {
+    const storage = await freshStorage('sqlite');
+    const key = await createAccount(storage.args, 'paused');
+    const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
+    const received: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      received.push(String(req.headers['webhook-id']));
+      if (received.length > 1) return void res.end('ok');
+      // Stopped before it can read the answer, resumed past its time-out.
+      node.child.kill('SIGSTOP');
+      res.end('ok', () => setTimeout(() => node.child.kill('SIGCONT'), 2000));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const calls = client(node.url, key);
+      const { port } = receiver.address() as AddressInfo;
+      const hook = (await calls.post(`/v1/webhooks?url=${encodeURIComponent(`http://127.0.0.1:${port}/hook`)}`)).body.data;
+      const echo = await calls.post('/v1/sources', {
+        component_code: 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };',
+      });
+      expect(echo.status, JSON.stringify(echo.body)).toBe(200);
+      expect((await calls.post(`/v1/subscriptions?emitter_id=${echo.body.data.id}&listener_id=${hook.id}`)).status).toBe(200);
+      expect((await request('POST', echo.body.data.configured_props.http.endpoint_url, { body: { n: 1 } })).status).toBe(200);
+      const log = await waitFor(
+        () => calls.get(`/v1/webhooks/${hook.id}/deliveries`),
+        (r) => r.body.data.some((a: { state: string }) => a.state !== 'pending'),
+        { what: 'the attempt to finish' },
+      );
+      expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, state: 'succeeded', status_code: 200 })]);
+      expect(received).toHaveLength(1);
+    } finally {
+      node.child.kill('SIGCONT');
+      await killHard(node.child);
+      receiver.close();
+      await storage.cleanup();
+    }
   });
 });

@@ -3,6 +3,7 @@
 // schedule, refused through the outbound guard, failed for good when retrying cannot help, and never made for a
 // failed step or on a server without the settings they need.
 import fs from 'node:fs';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { SMTPServer } from 'smtp-server';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait.js';
 import { startReceiver, type Receiver } from './helpers.js';
 import { sendsOfRuns, type SendRow } from '../../src/store/sends.js';
@@ -414,5 +416,52 @@ describe('settings of workflow sends', () => {
       message = (error as Error).message;
     }
     expect(message).toBe('expected an smtp:// or smtps:// URL with a host, such as smtp://user:password@mail.example.com:587');
+  });
+});
+
+describe('a node paused while its send is answered', () => {
+  // As for webhooks: the answer came within a second, during a pause that outlasted the time-out; it counts, and the
+  // send is not made again (it was, after "no response within 1 s", when the deadline fired before the answer was read).
+  it('records the answer that arrived during the pause: one request, succeeded at the first attempt', async () => {
+    const storage = await freshStorage('sqlite');
+    const key = await createAccount(storage.args, 'paused');
+    const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
+    let received = 0;
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      if (++received > 1) return void res.end('ok');
+      // Stopped before it can read the answer, resumed past its time-out.
+      node.child.kill('SIGSTOP');
+      res.end('ok', () => setTimeout(() => node.child.kill('SIGCONT'), 2000));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const calls = client(node.url, key);
+      const { port } = receiver.address() as AddressInfo;
+      const created = await calls.post('/v1/workflows', {
+        name: 'paused send',
+        steps: [
+          {
+            name: 'send',
+            component_code: `export default defineComponent({ async run({ $ }) { $.send.http({ url: "http://127.0.0.1:${port}/send", data: { n: 1 } }); } })`,
+          },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const { id } = created.body.data;
+      expect((await calls.post(`/v1/workflows/${id}/run`, { body: {} })).status).toBe(202);
+      const runs = await waitFor(
+        () => calls.get(`/v1/workflows/${id}/runs`),
+        (r) => r.body.data[0]?.steps?.[0]?.sends?.some((s: { state: string; attempt: number }) => s.state !== 'pending' || s.attempt > 1),
+        { what: 'the send to be recorded' },
+      );
+      expect(runs.body.data[0].steps[0].sends).toEqual([{ kind: 'http', state: 'succeeded', attempt: 1, status_code: 200 }]);
+      expect(received).toBe(1);
+    } finally {
+      node.child.kill('SIGCONT');
+      await killHard(node.child);
+      receiver.close();
+      await storage.cleanup();
+    }
   });
 });

@@ -1,5 +1,6 @@
 // Carries out `$.send.http({ method, url, headers, params, data, auth })`: one request through the outbound guard.
 import type { Dispatcher } from 'undici';
+import { attemptDeadline } from '../../lib/attempt-deadline.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ClaimedSend } from '../../store/sends.js';
 import { GuardedAgent, OutboundBlockedError, assertPublicLiteral } from '../outbound.js';
@@ -84,7 +85,7 @@ export class HttpPerformer implements Performer {
     const stop = () => attempt.abort(signal.reason);
     if (signal.aborted) stop();
     else signal.addEventListener('abort', stop, { once: true });
-    const timeout = this.clock.after(this.settings.timeoutMs, () => attempt.abort(new DOMException('the attempt timed out', 'TimeoutError')));
+    const timeout = attemptDeadline(this.clock, this.settings.timeoutMs, () => attempt.abort(new DOMException('the attempt timed out', 'TimeoutError')));
     try {
       const response = await (await this.agent.get()).request({ ...request, signal: attempt.signal });
       // A larger body closes the connection instead; the status counts all the same.

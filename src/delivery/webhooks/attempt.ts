@@ -2,6 +2,7 @@
 import type { KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Dispatcher } from 'undici';
+import { attemptDeadline } from '../../lib/attempt-deadline.js';
 import type { Clock } from '../../lib/clock.js';
 import { nowSeconds } from '../../model/ids.js';
 import { GuardedAgent, OutboundBlockedError, assertPublicLiteral } from '../outbound.js';
@@ -87,8 +88,8 @@ export class WebhookPoster {
         controller?.abort(reason);
         fail(reason);
       };
-      // One timer for the whole attempt, connection to last byte.
-      const timeout = this.clock.after(this.options.timeoutMs, () => cancel(new DOMException('the attempt timed out', 'TimeoutError')));
+      // One timer for the whole attempt, connection to last byte; an answer that came during a pause past it counts.
+      const timeout = attemptDeadline(this.clock, this.options.timeoutMs, () => cancel(new DOMException('the attempt timed out', 'TimeoutError')));
       flight.cancel = (reason) => {
         settle({ statusCode: null, error: reason.message, retryAfterMs: undefined, stopped: true });
         cancel(reason);
