@@ -302,6 +302,10 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     sources.onChange((change) => signals.signal('sources', [change.sourceId]));
     credentials.onStaleSource((sourceId) => signals.signal('sources', [sourceId]));
     workflows.onChange((change) => signals.signal('workflows', [change.workflowId]));
+    users.onKeyRotated((accountId) => {
+      void live.endStreamsOfOldKeys([accountId]);
+      signals.signal('accounts', [accountId]);
+    });
     const services: Services = {
       config,
       store,

@@ -3,6 +3,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
 import type { NewAccount, Plan, UserService } from '../services/users.js';
+import type { Store } from '../store/database.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
@@ -26,13 +27,17 @@ function configFrom(options: Record<string, unknown>): Config {
  * may start a database in a fresh data directory (a first account before the first start); the others read accounts,
  * so a data directory without a database is a mistyped --data-dir.
  */
-async function withUsers<T>(options: Record<string, unknown>, database: 'create' | 'existing', work: (users: UserService) => Promise<T>): Promise<T> {
+async function withUsers<T>(
+  options: Record<string, unknown>,
+  database: 'create' | 'existing',
+  work: (users: UserService, store: Store) => Promise<T>,
+): Promise<T> {
   const config = configFrom(options);
   if (database === 'existing') await refuseMissingDatabase(config);
   const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
   const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
   try {
-    return await work(new UserService(store, config, systemClock));
+    return await work(new UserService(store, config, systemClock), store);
   } finally {
     await store.close();
   }
@@ -139,7 +144,13 @@ export function buildProgram(): Command {
     .option('--json', 'print the account and new key as JSON');
   for (const option of storageOptions()) rotate.addOption(option);
   rotate.action(async (idOrUsername: string, options: Record<string, unknown>) => {
-    const account = await withUsers(options, 'existing', (service) => service.rotateKey(idOrUsername));
+    const account = await withUsers(options, 'existing', async (service, store) => {
+      const rotated = await service.rotateKey(idOrUsername);
+      // The running nodes of a cluster end the live streams opened with the old key, as they do for the API's rotation.
+      const { signalCluster } = await import('../delivery/cluster-signals.js');
+      await signalCluster(store, 'accounts', [rotated.id]);
+      return rotated;
+    });
     printAccount(account, options.json === true);
   });
 

@@ -10,9 +10,10 @@ import type { HttpResponse } from '../runtime/types.js';
 
 /**
  * What a signal says: work queued (`invocations` by source id, `workflow_runs` by run id, `deliveries` and `sends`
- * pending, `timers` written) or rows changed (`sources`, `workflows`: evict what is cached of them).
+ * pending, `timers` written) or rows changed (`sources`, `workflows`: evict what is cached of them; `accounts`: a key
+ * was replaced, so live streams opened with the old one end).
  */
-export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends' | 'timers' | 'sources' | 'workflows';
+export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends' | 'timers' | 'sources' | 'workflows' | 'accounts';
 
 /** Called with the ids a signal names, or with none after a lost connection: then everything may have changed. */
 export type SignalHandler = (ids: string[] | undefined) => void;
@@ -57,6 +58,11 @@ interface Message {
   k: SignalKind;
   /** Ids; absent: look at everything of this kind. */
   i?: string[];
+}
+
+/** A signal from a process that is not a node (the `users` commands of the CLI): every node of the cluster acts on it. */
+export async function signalCluster(store: Store, kind: SignalKind, ids: string[]): Promise<void> {
+  if (store.dialect === 'postgres') await notify(store.db, CHANNEL, JSON.stringify({ n: 'cli', k: kind, i: ids } satisfies Message));
 }
 
 export class PostgresSignals implements ClusterSignals {

@@ -299,8 +299,12 @@ export class SseHub {
   }
 
   /** Ends every stream of an emitter (it was deleted). */
-  closeEmitter(emitterId: string): void {
-    for (const client of [...(this.clients.get(emitterId) ?? [])]) this.end(client);
+  closeEmitter(emitterId: string, only?: ServerResponse, comment?: string): void {
+    for (const client of [...(this.clients.get(emitterId) ?? [])]) {
+      if (only && client.response !== only) continue;
+      if (comment && !client.closed) client.response.write(comment);
+      this.end(client);
+    }
   }
 
   /** The emitters with clients connected. */

@@ -12,6 +12,8 @@ import type { Store } from '../store/database.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { loadSource } from '../store/sources.js';
 import { loadWorkflow } from '../store/workflows.js';
+import { keyHashesOf } from '../store/users.js';
+import { hashApiKey } from './users.js';
 
 /** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
@@ -26,9 +28,14 @@ export interface LiveRequest {
   sourceId: string;
   eventName: string | undefined;
   lastEventId: string | undefined;
+  /** The key the stream was opened with: it ends when that key is replaced. */
+  apiKey: string;
   /** Extra response headers (the request id). */
   headers: Record<string, string>;
 }
+
+/** The last comment of a stream whose key was replaced: the client stops, or reconnects with the new key. */
+const KEY_REPLACED = ': the API key this stream was opened with was replaced; reconnect with the new key\n\n';
 
 /** Live streams one account may hold open on one node at once: each holds a socket and a little memory. */
 export const MAX_STREAMS_PER_ACCOUNT = 1_000;
@@ -36,8 +43,10 @@ export const MAX_STREAMS_PER_ACCOUNT = 1_000;
 export class LiveStreams {
   /** Emitters whose existence a failed read could not check: looked at again with the next change signalled. */
   private readonly unchecked = new Set<string>();
-  /** Streams open per account on this node. */
-  private readonly openStreams = new Map<string, number>();
+  /** Streams open per account on this node: each one's emitter and the hash of the key that opened it. */
+  private readonly openStreams = new Map<string, Map<ServerResponse, { emitterId: string; keyHash: string }>>();
+  /** Accounts whose key a failed read could not check: looked at again with the next key change signalled. */
+  private readonly uncheckedKeys = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -57,14 +66,14 @@ export class LiveStreams {
     const { kind, filter } = streamOf(request.eventName);
     const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
     const start = await this.startOf(source.id, request.lastEventId);
-    return this.counted(request.accountId, (response) =>
+    return this.counted(request, source.id, (response) =>
       this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers }),
     );
   }
 
   /** A 429 when the account holds as many streams on this node as it may. */
   private checkRoom(accountId: string): void {
-    if ((this.openStreams.get(accountId) ?? 0) < this.maxStreamsPerAccount) return;
+    if ((this.openStreams.get(accountId)?.size ?? 0) < this.maxStreamsPerAccount) return;
     throw new ServiceError(
       'too_many_streams',
       `this account has ${this.maxStreamsPerAccount} live streams open on this server, the most it may: close one first`,
@@ -73,17 +82,48 @@ export class LiveStreams {
     );
   }
 
-  /** `open`, counted among the account's streams until its response closes. */
-  private counted(accountId: string, open: (response: ServerResponse) => Promise<void>): (response: ServerResponse) => Promise<void> {
+  /** `open`, counted among the account's streams (with the key that opened it) until its response closes. */
+  private counted(
+    request: { accountId: string; apiKey: string },
+    emitterId: string,
+    open: (response: ServerResponse) => Promise<void>,
+  ): (response: ServerResponse) => Promise<void> {
+    const { accountId } = request;
+    const keyHash = hashApiKey(request.apiKey);
     return (response) => {
-      this.openStreams.set(accountId, (this.openStreams.get(accountId) ?? 0) + 1);
+      let streams = this.openStreams.get(accountId);
+      if (!streams) this.openStreams.set(accountId, (streams = new Map()));
+      streams.set(response, { emitterId, keyHash });
       response.once('close', () => {
-        const left = (this.openStreams.get(accountId) ?? 1) - 1;
-        if (left > 0) this.openStreams.set(accountId, left);
-        else this.openStreams.delete(accountId);
+        streams.delete(response);
+        if (!streams.size && this.openStreams.get(accountId) === streams) this.openStreams.delete(accountId);
       });
       return open(response);
     };
+  }
+
+  /**
+   * These accounts' keys were replaced (every account's may have been, after a lost connection): their streams opened
+   * with a key that is no longer theirs end, as a request with that key is refused. Otherwise a leaked key, replaced
+   * for that reason, would go on reading the account's events for as long as its streams stay connected.
+   */
+  async endStreamsOfOldKeys(accountIds: readonly string[] | undefined): Promise<void> {
+    const ids = [...new Set([...(accountIds ?? this.openStreams.keys()), ...this.uncheckedKeys])].filter((id) => this.openStreams.has(id));
+    this.uncheckedKeys.clear();
+    if (!ids.length) return;
+    let current: Map<string, string>;
+    try {
+      current = await keyHashesOf(this.store.db, ids);
+    } catch (error) {
+      for (const id of ids) this.uncheckedKeys.add(id);
+      if (!this.log.outages.absorb(error)) this.log.logger.warn({ err: error }, 'could not check whether live streams were opened with a replaced key');
+      return;
+    }
+    for (const id of ids) {
+      for (const [response, stream] of [...(this.openStreams.get(id) ?? [])]) {
+        if (stream.keyHash !== current.get(id)) this.hub.closeEmitter(stream.emitterId, response, KEY_REPLACED);
+      }
+    }
   }
 
   /**
@@ -115,7 +155,7 @@ export class LiveStreams {
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
     const readAfter = (afterId: string) => this.events.after(workflow.id, '$sse', afterId);
     const start = await this.startOf(workflow.id, request.lastEventId);
-    return this.counted(request.accountId, (response) =>
+    return this.counted(request, workflow.id, (response) =>
       this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers }),
     );
   }

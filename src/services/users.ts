@@ -65,6 +65,8 @@ export interface PlanQuotas {
 }
 
 export class UserService {
+  private readonly keyRotated: Array<(accountId: string) => void> = [];
+
   constructor(
     private readonly store: Store,
     private readonly quotas: PlanQuotas,
@@ -148,6 +150,12 @@ export class UserService {
     if (!row) throw notFound(`user "${idOrUsername}"`);
     const apiKey = generateApiKey();
     await users.setUserKeyHash(this.store.db, row.id, hashApiKey(apiKey), nowSeconds());
+    for (const listener of this.keyRotated) listener(row.id);
     return { ...toAccount(row), apiKey };
+  }
+
+  /** Told after a key was replaced: what was opened with the old key (live streams) ends. */
+  onKeyRotated(listener: (accountId: string) => void): void {
+    this.keyRotated.push(listener);
   }
 }

@@ -33,6 +33,8 @@ export function listenToCluster(
   signals.on('deliveries', () => webhookSender.wake());
   signals.on('sends', () => outbox.wake());
   signals.on('timers', () => timers.poke());
+  // A key replaced on another node (or by the CLI): streams here opened with the old key end.
+  signals.on('accounts', (ids) => void live.endStreamsOfOldKeys(ids));
   signals.on('sources', (ids) => {
     if (ids === undefined) {
       dispatcher.evictAll();

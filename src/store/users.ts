@@ -38,6 +38,17 @@ export async function countUsers(db: Kysely<Database>): Promise<number> {
   return Number(row.n);
 }
 
+/** The current key hash of each of these accounts (a deleted account is absent). */
+export async function keyHashesOf(db: Kysely<Database>, ids: readonly string[]): Promise<Map<string, string>> {
+  if (!ids.length) return new Map();
+  const rows = await db
+    .selectFrom('users')
+    .select(['id', 'api_key_hash'])
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((row) => [row.id, row.api_key_hash]));
+}
+
 export async function setUserKeyHash(db: Kysely<Database>, id: string, hash: string, now: number): Promise<void> {
   await db.updateTable('users').set({ api_key_hash: hash, updated_at: now }).where('id', '=', id).execute();
 }

@@ -1,6 +1,8 @@
-// POST /v1/users/me/api_key (extension): a new key, returned once; the old key stops working at once.
+// POST /v1/users/me/api_key (extension): a new key, returned once; the old key stops working at once, live streams
+// opened with it included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, request } from '../helpers/client.js';
+import { client, rawStream, request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 
 describe.each(DIALECTS)('API key rotation (%s)', (dialect) => {
@@ -45,5 +47,41 @@ describe.each(DIALECTS)('API key rotation (%s)', (dialect) => {
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
     expect((await client(server.url, user.apiKey).get('/v1/users/me')).status).toBe(200);
+  });
+
+  it('ends the live streams opened with the old key, and only those', async () => {
+    const user = await server.createUser();
+    const other = await server.createUser();
+    const code = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };';
+    const deploy = async (key: string) => (await client(server.url, key).post('/v1/sources', { component_code: code })).body.data;
+    const mine = await deploy(user.apiKey);
+    const theirs = await deploy(other.apiKey);
+    const old = await rawStream(`${server.url}/v1/sources/${mine.id}/sse`, user.apiKey);
+    const outside = await rawStream(`${server.url}/sources/${mine.id}/sse`, user.apiKey);
+    const untouched = await rawStream(`${server.url}/v1/sources/${theirs.id}/sse`, other.apiKey);
+    const streams = [old, outside, untouched];
+    try {
+      const fresh = (await client(server.url, user.apiKey).post('/v1/users/me/api_key')).body.data.api_key;
+      const renewed = await rawStream(`${server.url}/v1/sources/${mine.id}/sse`, fresh);
+      streams.push(renewed);
+      await waitFor(
+        async () => old.ended() && outside.ended(),
+        (ended) => ended,
+        { what: 'the streams opened with the old key to end' },
+      );
+      expect(old.text()).toContain(': the API key this stream was opened with was replaced; reconnect with the new key');
+      // The stream opened with the new key and the other account's go on: events sent after the rotation reach them.
+      for (const source of [mine, theirs]) {
+        expect((await request('POST', source.configured_props.http.endpoint_url, { body: { after: 'rotation' } })).status).toBe(200);
+      }
+      await waitFor(
+        async () => [renewed, untouched].map((stream) => stream.text().includes('"after":"rotation"')),
+        (received) => received.every(Boolean),
+        { what: 'the event after the rotation on the streams that go on' },
+      );
+      expect([renewed.ended(), untouched.ended()]).toEqual([false, false]);
+    } finally {
+      for (const stream of streams) stream.close();
+    }
   });
 });

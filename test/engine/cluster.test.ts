@@ -1,11 +1,12 @@
 // A cluster on one PostgreSQL database: `api` nodes answer HTTP and queue, `worker` nodes run invocations, timers
 // and deliveries, woken by signals (NOTIFY) rather than by their poll; a timer fires once per due time whichever
 // worker claims it; a worker killed mid-run loses nothing acknowledged and commits nothing twice.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config.js';
-import { client, request } from '../helpers/client.js';
+import { client, rawStream, request } from '../helpers/client.js';
 import { BIN, createAccount, killHard } from '../helpers/processes.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -15,6 +16,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { openStream } from '../delivery/helpers.js';
 
 const SECRET = 'cluster-test-secret';
+const runBinary = promisify(execFile);
 
 const HTTP_SOURCE = `export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" },
   async run(event) { this.$emit({ n: event.body.n, pid: process.ppid }, { id: String(event.body.n), summary: "n=" + event.body.n }); } };`;
@@ -109,6 +111,32 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
       { what: 'the other node to drop its cached endpoint' },
     );
     expect(refused.status).toBe(404);
+  });
+
+  it('a key replaced through one api node, or by the CLI, ends the live streams opened with the old key on the others', async () => {
+    const user = await api1.createUser({ plan: 'paid' });
+    const { id } = (await client(api1.url, user.apiKey).post('/v1/sources', { component_code: HTTP_SOURCE })).body.data;
+    const ended = (stream: { ended: () => boolean }, what: string) =>
+      waitFor(
+        async () => stream.ended(),
+        (done) => done,
+        { what },
+      );
+    const first = await rawStream(`${api2.url}/v1/sources/${id}/sse`, user.apiKey);
+    const second = (await client(api1.url, user.apiKey).post('/v1/users/me/api_key')).body.data.api_key;
+    try {
+      await ended(first, 'the stream on the other node, opened with the key replaced through the API');
+      expect(first.text()).toContain('the API key this stream was opened with was replaced');
+    } finally {
+      first.close();
+    }
+    const next = await rawStream(`${api2.url}/v1/sources/${id}/sse`, second);
+    try {
+      await runBinary(process.execPath, [BIN, 'users', 'rotate-key', user.id, '--database-url', api1.databaseUrl!, '--data-dir', tempDir()]);
+      await ended(next, 'the stream opened with the key the CLI replaced');
+    } finally {
+      next.close();
+    }
   });
 
   it("a custom response crosses nodes: the worker's respond() reaches the request waiting on the api node", async () => {

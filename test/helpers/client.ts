@@ -44,3 +44,22 @@ export function client(baseUrl: string, key: string | null) {
     delete: <T = any>(p: string, options?: Omit<RequestOptions, 'key'>) => call<T>('DELETE', p, options),
   };
 }
+
+/** A live stream read as raw text (no reconnection, unlike EventSource): what it sent, and whether it has ended. */
+export async function rawStream(url: string, key: string): Promise<{ text: () => string; ended: () => boolean; close: () => void }> {
+  const controller = new AbortController();
+  const response = await fetch(url, { headers: { authorization: `Bearer ${key}` }, signal: controller.signal });
+  if (response.status !== 200) throw new Error(`stream answered ${response.status}: ${await response.text()}`);
+  let text = '';
+  let ended = false;
+  void (async () => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of response.body!) text += decoder.decode(chunk as Uint8Array, { stream: true });
+    } catch {
+      // Aborted by close().
+    }
+    ended = true;
+  })();
+  return { text: () => text, ended: () => ended, close: () => controller.abort() };
+}

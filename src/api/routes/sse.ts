@@ -55,6 +55,7 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
         sourceId: request.params.id,
         eventName: request.query.event_name,
         lastEventId: request.headers['last-event-id'],
+        apiKey: readBearerKey(request),
         headers: { 'x-request-id': request.id },
       });
       reply.hijack();
@@ -68,6 +69,7 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
         workflowId: request.params.id,
         channel: request.query.channel,
         lastEventId: request.headers['last-event-id'],
+        apiKey: readBearerKey(request),
         headers: { 'x-request-id': request.id },
       });
       reply.hijack();
