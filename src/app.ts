@@ -335,7 +335,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await publishRegistry(components, logger, PACKAGE_ROOT);
     const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
-    await bus.start();
+    // Only a node with live streams hears other nodes' events: a worker would read every one back for no one.
+    if (servesHttp) await bus.start();
     await signals.start();
     const app = servesHttp ? await buildApi(services, logger, { metrics, requestTimeoutMs: options.requestTimeoutMs }) : undefined;
     await reserved?.release();

@@ -96,6 +96,20 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     }
   });
 
+  it("only the api nodes listen for other nodes' events: a worker, which has no live streams, reads none of them back", async () => {
+    while (workers.length < 2) await startWorker();
+    const db = new pg.Client({ connectionString: api1.databaseUrl });
+    await db.connect();
+    try {
+      const listening = await db.query<{ n: string }>(
+        "select count(*) as n from pg_stat_activity where datname = current_database() and query = 'LISTEN tributary_events'",
+      );
+      expect(Number(listening.rows[0]!.n)).toBe(2);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('a change made through one api node reaches the others at once: a deactivated source refuses ingress on both', async () => {
     const api = client(api1.url, key);
     const { id, configured_props } = (await api.post('/v1/sources', { component_code: HTTP_SOURCE })).body.data;
