@@ -14,6 +14,7 @@ import { ComponentService } from './services/components.js';
 import { SourceService } from './services/sources.js';
 import { EventService } from './services/events.js';
 import { SecretBox } from './lib/secrets.js';
+import { warnIfSecretKeyDiffers } from './startup/secret-key-check.js';
 import { systemClock } from './lib/clock.js';
 import { QuotaService } from './services/quotas.js';
 import { EndpointDirectory, IngressService } from './services/ingress.js';
@@ -123,6 +124,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const components = new ComponentService(store, runtime, { allowPrivateNetwork: config.allowPrivateNetwork, logger });
     const locks = new SourceLocks();
     const secrets = SecretBox.open(config.secretKey, config.dataDir, config.secretKeyFile);
+    await warnIfSecretKeyDiffers(store, secrets, logger);
     // A database outage met by background work (work loops, the cluster's connections) is logged once, not per retry.
     const outages = new DatabaseOutageLog(logger);
     // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.

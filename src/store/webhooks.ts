@@ -16,6 +16,11 @@ export function findWebhook(db: Db, userId: string, id: string): Promise<Webhook
   return db.selectFrom('webhooks').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
 }
 
+/** The sealed signing secret of the newest webhook of any account: a sample of what this database's key sealed. */
+export async function newestWebhookSecret(db: Db): Promise<string | undefined> {
+  return (await db.selectFrom('webhooks').select('secret').orderBy('id', 'desc').limit(1).executeTakeFirst())?.secret;
+}
+
 const selectActiveWebhooks = compiledOnce(
   'activeWebhooks',
   (db, userId: string, ids: string[]) => db.selectFrom('webhooks').selectAll().where('user_id', '=', userId).where('id', 'in', ids).where('active', '=', 1),
