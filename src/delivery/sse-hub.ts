@@ -299,12 +299,15 @@ export class SseHub {
   }
 
   /** Ends every stream of an emitter (it was deleted). */
-  closeEmitter(emitterId: string, only?: ServerResponse, comment?: string): void {
-    for (const client of [...(this.clients.get(emitterId) ?? [])]) {
-      if (only && client.response !== only) continue;
-      if (comment && !client.closed) client.response.write(comment);
-      this.end(client);
-    }
+  closeEmitter(emitterId: string): void {
+    for (const client of [...(this.clients.get(emitterId) ?? [])]) this.end(client);
+  }
+
+  /** Ends the one stream `response` carries of an emitter, its last words `comment` (an SSE comment line). */
+  closeStream(emitterId: string, response: ServerResponse, comment: string): void {
+    const client = [...(this.clients.get(emitterId) ?? [])].find((c) => c.response === response);
+    if (client && !client.closed) client.response.write(comment);
+    if (client) this.end(client);
   }
 
   /** The emitters with clients connected. */

@@ -121,7 +121,7 @@ export class LiveStreams {
     }
     for (const id of ids) {
       for (const [response, stream] of [...(this.openStreams.get(id) ?? [])]) {
-        if (stream.keyHash !== current.get(id)) this.hub.closeEmitter(stream.emitterId, response, KEY_REPLACED);
+        if (stream.keyHash !== current.get(id)) this.hub.closeStream(stream.emitterId, response, KEY_REPLACED);
       }
     }
   }
