@@ -28,30 +28,26 @@ async function callForResult(scope: CallScope, fn: () => unknown): Promise<unkno
   return result;
 }
 
-/** The component's declared props, plus what `additionalProps()` returns for the configured values (undefined: it has none). */
-/**
- * A prop's own copy, its option lists and objects one level down included; apps (a propDefinition's first item) and
- * functions (async options) stay themselves, as propDefinitions name their app by identity.
- */
-function copyProp(prop: Obj): Obj {
-  const copyItem = (item: unknown) => (isPlainObject(item) && item.type !== 'app' ? { ...item } : item);
+/** A plain object's shallow copy; an app (a propDefinition's first item) stays itself: propDefinitions name it by identity. */
+function ownCopy(item: unknown): unknown {
+  return isPlainObject(item) && item.type !== 'app' ? { ...item } : item;
+}
+
+/** A prop's own copy, its option lists and objects one level down included; apps and functions (async options) stay themselves. */
+function copyProp(prop: unknown): unknown {
+  if (!isPlainObject(prop) || prop.type === 'app') return prop;
   const copy: Obj = {};
-  for (const [key, value] of Object.entries(prop)) copy[key] = Array.isArray(value) ? value.map(copyItem) : copyItem(value);
+  for (const [key, value] of Object.entries(prop)) copy[key] = Array.isArray(value) ? value.map(ownCopy) : ownCopy(value);
   return copy;
 }
 
+/** The component's declared props, plus what `additionalProps()` returns for the configured values (undefined: it has none). */
 async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Obj | undefined> {
   const additional = component.additionalProps;
   if (typeof additional !== 'function') return undefined;
   // The registry's components change the props they are given (`props.username.hidden = false`) and return {}: each
-  // call gets its own copies, so that what one call changed is in its answer and never in the next call's. Apps stay
-  // themselves: propDefinitions name them by identity.
-  const declared = Object.fromEntries(
-    Object.entries(isPlainObject(component.props) ? component.props : {}).map(([name, prop]) => [
-      name,
-      isPlainObject(prop) && prop.type !== 'app' ? copyProp(prop) : prop,
-    ]),
-  );
+  // call gets its own copies, so that what one call changed is in its answer and never in the next call's.
+  const declared = Object.fromEntries(Object.entries(isPlainObject(component.props) ? component.props : {}).map(([name, prop]) => [name, copyProp(prop)]));
   const returned = await callForResult(scope, () => (additional as (this: unknown, previous: Obj) => unknown).call(self, declared));
   if (returned === undefined || returned === null) return { ...declared };
   if (!isPlainObject(returned)) throw new TypeError(`additionalProps() must return an object of props, not ${describeValue(returned)}`);
