@@ -2,6 +2,7 @@
 // kept for accounts holding none, free slots go first to the accounts holding fewest, and an attempt that has
 // waited long for its receiver stops taking a slot, so that slow receivers of some accounts cannot keep another
 // account's deliveries waiting.
+import type { Clock } from '../lib/clock.js';
 
 /**
  * The most slots one account may hold: all but an eighth (at least one), so that another account's work starts at
@@ -10,8 +11,6 @@
 export function accountSlotCap(concurrency: number): number {
   return concurrency <= 1 ? concurrency : concurrency - Math.max(1, Math.floor(concurrency / 8));
 }
-
-import type { Clock } from '../lib/clock.js';
 
 /**
  * Stalled attempts (see `stall`) a node keeps open at most, per slot: each is an idle socket waiting for its

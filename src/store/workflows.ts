@@ -1,5 +1,5 @@
 // Queries on workflows, their runs and finished steps, and each step's `$.service.db`.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, WorkflowRunStatus, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
 import { paginateById } from './paginate.js';
@@ -8,6 +8,11 @@ export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type WorkflowRunStepRow = Selectable<WorkflowRunStepsTable>;
 type Db = Kysely<Database> | Transaction<Database>;
+
+/** Runs `owner` holds: leased to it, or, for the only runner (null), leased to no one. */
+function heldBy(owner: string | null) {
+  return (eb: ExpressionBuilder<Database, 'workflow_runs'>) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner));
+}
 
 export async function insertWorkflow(db: Db, row: WorkflowRow): Promise<void> {
   await db.insertInto('workflows').values(row).execute();
@@ -170,7 +175,7 @@ export async function advanceRun(db: Db, runId: string, stepIndex: number, owner
     .set({ ...changes, ...lease })
     .where('id', '=', runId)
     .where('next_step', '=', stepIndex)
-    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
+    .where(heldBy(owner))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -188,7 +193,7 @@ export async function finishRunsPastLastStep(db: Db, runIds: string[], stepIndex
     .set({ status: 'succeeded', due_ms: null, finished_ms: nowMs, exit_reason: null, error: null, lease_owner: null, lease_until_ms: null })
     .where('id', 'in', runIds)
     .where('next_step', '=', stepIndex)
-    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
+    .where(heldBy(owner))
     .execute();
 }
 
@@ -203,7 +208,7 @@ export async function releaseRuns(db: Db, runIds: string[], owner: string | null
     .updateTable('workflow_runs')
     .set({ lease_owner: null, lease_until_ms: null, status: 'queued', due_ms: retryAtMs })
     .where('id', 'in', runIds)
-    .where((eb) => (owner === null ? eb('lease_owner', 'is', null) : eb('lease_owner', '=', owner)))
+    .where(heldBy(owner))
     .execute();
 }
 
