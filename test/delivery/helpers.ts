@@ -1,4 +1,6 @@
-// Shared pieces of the delivery tests: a webhook receiver on 127.0.0.1, an account with helpers, SSE clients.
+// Shared pieces of the delivery tests: a webhook receiver on 127.0.0.1 (and one that pauses its sender), an account
+// with helpers, SSE clients.
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
@@ -120,4 +122,29 @@ export function openStream(url: string, key: string, headers: Record<string, str
     source.onerror = (error) => reject(new Error(`stream failed to open: ${error.message ?? error.code}`));
   });
   return { source, messages, opened, data: () => messages.map((m) => JSON.parse(m.data as string)) };
+}
+
+export interface PausingReceiver {
+  /** Where the node sends: http://127.0.0.1:<port>. */
+  url: string;
+  /** Every request's headers, in order. */
+  received: http.IncomingHttpHeaders[];
+  close: () => void;
+}
+
+/**
+ * Answers every request 200 `ok`. Before its first answer it stops `node` (SIGSTOP), so the answer is waiting unread
+ * when the node runs again `pauseMs` later (SIGCONT), past an attempt's time-out shorter than that.
+ */
+export async function pausingReceiver(node: ChildProcess, pauseMs = 2000): Promise<PausingReceiver> {
+  const received: http.IncomingHttpHeaders[] = [];
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    received.push(req.headers);
+    if (received.length > 1) return void res.end('ok');
+    node.kill('SIGSTOP');
+    res.end('ok', () => setTimeout(() => node.kill('SIGCONT'), pauseMs));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, received, close: () => receiver.close() };
 }

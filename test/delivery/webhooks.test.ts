@@ -1,6 +1,4 @@
 // Webhooks: the API, signed deliveries as a Standard Webhooks receiver checks them, retries, 410, restarts, the network guard.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -21,7 +19,7 @@ import {
 import { earliestDue, nextFutureDueMs } from '../../src/store/account-queues.js';
 import type { Store } from '../../src/store/database.js';
 import { newId } from '../../src/model/ids.js';
-import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
+import { account, emitsOf, pausingReceiver, startReceiver, type Receiver } from './helpers.js';
 
 describe('webhook signing and Retry-After parsing', () => {
   it('signs as the Standard Webhooks library does', () => {
@@ -513,20 +511,11 @@ describe('a node paused while its webhook attempt is answered', () => {
     const storage = await freshStorage('sqlite');
     const key = await createAccount(storage.args, 'paused');
     const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
-    const received: string[] = [];
-    const receiver = http.createServer((req, res) => {
-      req.resume();
-      received.push(String(req.headers['webhook-id']));
-      if (received.length > 1) return void res.end('ok');
-      // Stopped before it can read the answer, resumed past its time-out.
-      node.child.kill('SIGSTOP');
-      res.end('ok', () => setTimeout(() => node.child.kill('SIGCONT'), 2000));
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    // Stopped before it can read the answer, resumed past its time-out.
+    const receiver = await pausingReceiver(node.child);
     try {
       const calls = client(node.url, key);
-      const { port } = receiver.address() as AddressInfo;
-      const hook = (await calls.post(`/v1/webhooks?url=${encodeURIComponent(`http://127.0.0.1:${port}/hook`)}`)).body.data;
+      const hook = (await calls.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/hook`)}`)).body.data;
       const echo = await calls.post('/v1/sources', {
         component_code: 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };',
       });
@@ -539,7 +528,7 @@ describe('a node paused while its webhook attempt is answered', () => {
         { what: 'the attempt to finish' },
       );
       expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, state: 'succeeded', status_code: 200 })]);
-      expect(received).toHaveLength(1);
+      expect(receiver.received).toHaveLength(1);
     } finally {
       node.child.kill('SIGCONT');
       await killHard(node.child);

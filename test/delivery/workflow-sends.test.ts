@@ -3,7 +3,6 @@
 // schedule, refused through the outbound guard, failed for good when retrying cannot help, and never made for a
 // failed step or on a server without the settings they need.
 import fs from 'node:fs';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +12,7 @@ import { DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/
 import { client } from '../helpers/client.js';
 import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait.js';
-import { startReceiver, type Receiver } from './helpers.js';
+import { pausingReceiver, startReceiver, type Receiver } from './helpers.js';
 import { sendsOfRuns, type SendRow } from '../../src/store/sends.js';
 import { ConfigError, SETTINGS, resolveConfig } from '../../src/config.js';
 
@@ -426,24 +425,16 @@ describe('a node paused while its send is answered', () => {
     const storage = await freshStorage('sqlite');
     const key = await createAccount(storage.args, 'paused');
     const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
-    let received = 0;
-    const receiver = http.createServer((req, res) => {
-      req.resume();
-      if (++received > 1) return void res.end('ok');
-      // Stopped before it can read the answer, resumed past its time-out.
-      node.child.kill('SIGSTOP');
-      res.end('ok', () => setTimeout(() => node.child.kill('SIGCONT'), 2000));
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    // Stopped before it can read the answer, resumed past its time-out.
+    const receiver = await pausingReceiver(node.child);
     try {
       const calls = client(node.url, key);
-      const { port } = receiver.address() as AddressInfo;
       const created = await calls.post('/v1/workflows', {
         name: 'paused send',
         steps: [
           {
             name: 'send',
-            component_code: `export default defineComponent({ async run({ $ }) { $.send.http({ url: "http://127.0.0.1:${port}/send", data: { n: 1 } }); } })`,
+            component_code: `export default defineComponent({ async run({ $ }) { $.send.http({ url: "${receiver.url}/send", data: { n: 1 } }); } })`,
           },
         ],
       });
@@ -456,7 +447,7 @@ describe('a node paused while its send is answered', () => {
         { what: 'the send to be recorded' },
       );
       expect(runs.body.data[0].steps[0].sends).toEqual([{ kind: 'http', state: 'succeeded', attempt: 1, status_code: 200 }]);
-      expect(received).toBe(1);
+      expect(receiver.received).toHaveLength(1);
     } finally {
       node.child.kill('SIGCONT');
       await killHard(node.child);
