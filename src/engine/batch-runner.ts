@@ -18,7 +18,8 @@ import { type AuthorisedBase, CredentialError, credentialFailure, type Invocatio
 import type { QueuedInvocation } from './intake.js';
 import type { Responders } from './responders.js';
 import type { RunnableSource, SourceCache } from './source-cache.js';
-import { writeOrFailRefused } from './refused-results.js';
+import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
+import { CommitAttempts } from './commit-attempts.js';
 
 /** A batch that ran: commit() stores what it did; `runAhead`: the next batch may run before this one commits. */
 export interface RanBatch {
@@ -47,6 +48,7 @@ export class BatchRunner {
    * names changes; its `$auth` is resolved again when an OAuth token it holds expires.
    */
   private readonly bases = new WeakMap<RunnableSource, AuthorisedBase>();
+  private readonly commitAttempts = new CommitAttempts();
 
   constructor(
     private readonly store: Store,
@@ -131,9 +133,13 @@ export class BatchRunner {
         return stored;
       });
     const commit = async () => {
-      const written = await writeOrFailRefused(outcomes, write, (error) =>
-        this.logger.error({ err: error, sourceId, invocationIds: ids }, "the database refused the batch's results; its runs fail"),
+      const written = await writeOrFailRefused(
+        outcomes,
+        write,
+        (error, why) => this.logger.error({ err: error, sourceId, invocationIds: ids }, failedForGoodLog("the batch's results", why)),
+        (error) => this.commitAttempts.failedForGood(ids, error),
       );
+      this.commitAttempts.settled(ids);
       const committed = written.result;
       outcomes = written.outcomes;
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]?.error, answersHttp(runnable)));

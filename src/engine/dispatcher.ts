@@ -254,6 +254,13 @@ export class Dispatcher {
     if (!this.stopped && this.claiming) this.look.at(this.options.clock.now() + delayMs);
   }
 
+  /** Lets go of this node's leases on `ids` after a failed commit; if that fails too, the leases run out instead. */
+  private releaseQuietly(sourceId: string, ids: string[]): void {
+    invocations.releaseInvocations(this.store.db, sourceId, ids, this.owner).catch((error: unknown) => {
+      if (!this.options.outages.absorb(error)) this.logger.warn({ err: error, sourceId, invocationIds: ids }, 'could not release invocation leases');
+    });
+  }
+
   private notifyIdle(): void {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
@@ -318,8 +325,10 @@ export class Dispatcher {
                 );
                 return false;
               }
-              // Its rows are still queued and run again; a batch run after it is not committed either.
+              // Its rows are still queued and run again; a batch run after it is not committed either. Leased rows are
+              // let go, so that the retry comes after the fallback wait, not after the lease.
               if (this.options.soleConsumer) handBack();
+              else this.releaseQuietly(sourceId, invocationIds);
               if (!this.options.outages.absorb(error)) {
                 this.logger.error({ err: error, sourceId, invocationIds }, 'could not commit a batch; its invocations will be retried');
               }

@@ -1,6 +1,8 @@
-// Results the database refuses (not fails to take): their runs fail once instead of being retried for ever.
+// Results the database refuses (not fails to take), or keeps failing to take: their runs fail instead of being
+// retried for ever.
 import { codeOf } from '../model/outages.js';
 import type { InvocationOutcome } from '../runtime/types.js';
+import { MAX_COMMIT_ATTEMPTS } from './commit-attempts.js';
 
 /**
  * What the database says of data it will never take, whatever its state: PostgreSQL's text holding a NUL or
@@ -22,29 +24,42 @@ export interface Written<T> {
   outcomes: InvocationOutcome[];
 }
 
+/** Why a batch's runs were failed instead of written: the database refused their data, or failed every attempt. */
+export type FailedForGood = 'refused' | 'attempts';
+
 /**
  * Writes `outcomes` with their runs' db and data store changes. When the database refuses that data itself (a NUL in
  * text on PostgreSQL, say), the same write would be refused at every retry and hold the queue for ever: it is written
- * again with every run failed by `ResultsRefusedError` and without their changes (`keepChanges` false).
+ * again with every run failed by `ResultsRefusedError` and without their changes (`keepChanges` false). So it is when
+ * `lastAttempt(error)` says this failure was the last the runs get (`ResultsNotStoredError`); else the error is thrown
+ * and the runs are retried.
  */
 export async function writeOrFailRefused<T>(
   outcomes: InvocationOutcome[],
   write: (outcomes: InvocationOutcome[], keepChanges: boolean) => Promise<T>,
-  onRefused: (error: Error) => void,
+  onFailed: (error: Error, why: FailedForGood) => void,
+  lastAttempt: (error: unknown) => boolean = () => false,
 ): Promise<Written<T>> {
   try {
     return { result: await write(outcomes, true), outcomes };
   } catch (error) {
-    if (!isRefusedData(error)) throw error;
-    onRefused(error as Error);
-    const failed = outcomes.map((outcome) => refusedByDatabase(outcome, error as Error));
+    const why: FailedForGood | undefined = isRefusedData(error) ? 'refused' : lastAttempt(error) ? 'attempts' : undefined;
+    if (!why) throw error;
+    onFailed(error as Error, why);
+    const failed = outcomes.map((outcome) => failedForGood(outcome, error as Error, why));
     return { result: await write(failed, false), outcomes: failed };
   }
 }
 
-/** A run whose results the database refused: failed with the database's reason, its events, logs and response dropped. */
-function refusedByDatabase(outcome: InvocationOutcome, error: Error): InvocationOutcome {
-  const name = 'ResultsRefusedError';
-  const message = `the database refused to store what the run produced (${error.message}); nothing of it was kept`;
+/** The log line of a batch failed for good: `what` names the results ("the batch's results"). */
+export function failedForGoodLog(what: string, why: FailedForGood): string {
+  return why === 'refused' ? `the database refused ${what}; its runs fail` : `the database failed ${MAX_COMMIT_ATTEMPTS} times to store ${what}; its runs fail`;
+}
+
+/** A run whose results could not be stored: failed with the database's reason, its events, logs and response dropped. */
+function failedForGood(outcome: InvocationOutcome, error: Error, why: FailedForGood): InvocationOutcome {
+  const name = why === 'refused' ? 'ResultsRefusedError' : 'ResultsNotStoredError';
+  const what = why === 'refused' ? 'the database refused to store' : `the database failed ${MAX_COMMIT_ATTEMPTS} times to store`;
+  const message = `${what} what the run produced (${error.message}); nothing of it was kept`;
   return { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}` }, durationMs: outcome.durationMs };
 }

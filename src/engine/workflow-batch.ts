@@ -17,7 +17,8 @@ import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
 import { billUsage } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
-import { writeOrFailRefused } from './refused-results.js';
+import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
+import { CommitAttempts } from './commit-attempts.js';
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, openedProps, resolveAuths } from './invocation-base.js';
 
@@ -66,6 +67,7 @@ function failedOutcome(name: string, message: string, code: string): InvocationO
 export class StepBatchRunner {
   // Component rows never change (an edit saves a new one): entries need no eviction.
   private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
+  private readonly commitAttempts = new CommitAttempts();
 
   constructor(
     private readonly store: Store,
@@ -146,9 +148,14 @@ export class StepBatchRunner {
         if (account) await billUsage(trx, account, started, cpuMs, nowMs);
         return result;
       });
-    const written = await writeOrFailRefused(invoked.outcomes, write, (error) =>
-      this.logger.error({ err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) }, "the database refused the step's results; its runs fail"),
+    const runIds = batch.map((held) => held.run.id);
+    const written = await writeOrFailRefused(
+      invoked.outcomes,
+      write,
+      (error, why) => this.logger.error({ err: error, workflowId: workflow.id, runIds }, failedForGoodLog("the step's results", why)),
+      (error) => this.commitAttempts.failedForGood(runIds, error),
     );
+    this.commitAttempts.settled(runIds);
     const committed = written.result;
     const outcomes = written.outcomes;
     if (committed.committed.events.length) router.afterCommit(committed.committed);

@@ -295,9 +295,20 @@ export class WorkflowRunner {
       try {
         await this.runBatch(workflowId, stepIndex, batch);
       } catch (error) {
-        // Not committed: the runs stay queued in the database and a scan takes them up again.
+        // Not committed: the runs stay queued in the database and a scan takes them up again once their leases are let
+        // go here (or, in an outage, run out).
         for (const held of batch) this.held.delete(held.run.id);
-        this.wakeAt(this.options.clock.now() + this.options.cadence.fallbackMs);
+        const retryAtMs = this.options.clock.now() + this.options.cadence.fallbackMs;
+        if (this.owner)
+          await workflows
+            .releaseRuns(
+              this.store.db,
+              batch.map((held) => held.run.id),
+              this.owner,
+              retryAtMs,
+            )
+            .catch(() => {});
+        this.wakeAt(retryAtMs);
         throw error;
       }
     }
