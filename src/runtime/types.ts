@@ -2,6 +2,7 @@
 // Everything here is plain JSON-serialisable data except Buffers in HTTP responses. What a worker sends back is
 // declared once, as TypeBox schemas: protocol.ts checks messages against them and the types are their `Static<>`.
 import { type Static, type TObject, type TProperties, Type } from 'typebox';
+import { MAX_RESPONSE_BODY_BYTES } from './worker/limits.js';
 
 /** Plain JSON data only: what reaches the store and the network must not be a Map, a Date or a typed array in disguise. */
 export function isJsonValue(value: unknown, depth = 0): boolean {
@@ -307,11 +308,17 @@ export const InvocationErrorSchema = ExactObject({
 });
 export type InvocationError = Static<typeof InvocationErrorSchema>;
 
-/** A response body crosses the process boundary as a string, bytes (a Buffer arrives as a Uint8Array) or null. */
+/**
+ * A response body crosses the process boundary as a string, bytes (a Buffer arrives as a Uint8Array) or null, within
+ * `respond()`'s limit: checked again here, since the worker's own check runs where component code can undo it.
+ */
 const ResponseBody = Type.Refine(
   Type.Unsafe<string | Buffer | null>({}),
-  (body) => body === null || typeof body === 'string' || body instanceof Uint8Array,
-  () => 'is not a string, a Buffer or null',
+  (body) =>
+    body === null ||
+    (typeof body === 'string' && (body.length * 3 <= MAX_RESPONSE_BODY_BYTES || Buffer.byteLength(body) <= MAX_RESPONSE_BODY_BYTES)) ||
+    (body instanceof Uint8Array && body.byteLength <= MAX_RESPONSE_BODY_BYTES),
+  () => `is not a string, a Buffer or null of at most ${MAX_RESPONSE_BODY_BYTES} bytes`,
 );
 
 export const HttpResponseSchema = ExactObject({

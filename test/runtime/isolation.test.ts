@@ -115,6 +115,22 @@ describe('runaway code', () => {
     expect(result.outcomes[0]).toMatchObject({ emits: [], error: { name: 'TimeoutError' }, response: { status: 200, body: 'early' } });
   });
 
+  it("refuses a response body past respond()'s 8 MB that the worker's own check let through: nothing is answered", async () => {
+    const responded: unknown[] = [];
+    const prepared = await t.runtime.prepare(
+      source(
+        'Buffer.byteLength = () => 0; this.http.respond({ status: 200, body: "x".repeat(8 * 1024 * 1024 + 1) }); this.$emit("after");',
+        'props: { http: { type: "$.interface.http", customResponse: true } },',
+      ),
+    );
+    const result = await contained(() =>
+      t.runtime.invoke(request(HOSTILE, prepared, { customResponse: true, timeoutMs: 5_000 }), { onRespond: (response) => responded.push(response) }),
+    );
+    expect(responded).toEqual([]);
+    expect(result.outcomes[0]).toMatchObject({ emits: [], error: { name: 'WorkerProtocolError', code: 'protocol_error' } });
+    expect(result.outcomes[0]!.response).toBeUndefined();
+  });
+
   it('reports memory held outside the heap (Buffers) as out of memory', async () => {
     const outcome = await contained(() =>
       hostile('const held = []; for (;;) { held.push(Buffer.alloc(32 * 1024 * 1024, 1)); await new Promise((r) => setTimeout(r, 5)); }', {
