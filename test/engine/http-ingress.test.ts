@@ -1,4 +1,5 @@
 // HTTP endpoints of sources: the event shape, customResponse semantics, and the endpoint's error answers.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
@@ -18,6 +19,11 @@ module.exports = {
     if (q.mode === "bad") { this.http.respond({ status: 700, body: "nope" }); return; }
     if (q.mode === "string") { this.http.respond({ status: "200.0", body: "nope" }); return; }
     if (q.mode === "digits") { this.http.respond({ status: "202", headers: { "content-type": "text/plain" }, body: "accepted" }); return; }
+    if (q.mode === "framing") {
+      const headers = { "transfer-encoding": "chunked", "Content-Length": "3", connection: "upgrade", upgrade: "websocket", "keep-alive": "timeout=1", te: "trailers", trailer: "x-t", "x-kept": "yes" };
+      this.http.respond({ status: 200, headers, body: "0123456789" });
+      return;
+    }
     if (q.mode === "buffer") { this.http.respond({ status: 202, headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
     this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
     this.http.respond({ status: 500, body: "second call is ignored" });
@@ -126,6 +132,26 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     const logs = await eventsOf(id, 1, '/$logs');
     expect(logs[0].event.k).toBe('warn');
     expect(logs[0].event.msg).toContain('respond');
+  });
+
+  it('leaves the headers that frame the answer or concern the connection to the server', async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const { pathname, port } = new URL(url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.write(`GET ${pathname}?mode=framing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of socket) chunks.push(chunk as Buffer);
+    const [head, body] = Buffer.concat(chunks).toString('latin1').split('\r\n\r\n') as [string, string];
+    const names = head
+      .split('\r\n')
+      .slice(1)
+      .map((line) => line.slice(0, line.indexOf(':')).toLowerCase());
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(names.filter((name) => ['transfer-encoding', 'keep-alive', 'te', 'trailer', 'upgrade'].includes(name))).toEqual([]);
+    expect(head).toContain('\r\ncontent-length: 10\r\n');
+    expect(head).toContain('\r\nx-kept: yes\r\n');
+    expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
+    expect(body).toBe('0123456789');
   });
 
   it('accepts a buffer body', async () => {

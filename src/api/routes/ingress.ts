@@ -9,9 +9,18 @@ export const INGRESS_BODY_LIMIT = 512 * 1024;
 // HEAD is served by Fastify through the GET route.
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+/**
+ * Headers that frame the message or concern the connection, not the answer: the server sets them. Passed on, a
+ * `transfer-encoding: chunked` beside the server's `content-length` would desynchronise a proxy that shares its
+ * connection between clients, so that one account's endpoint could answer another's requests.
+ */
+const SERVER_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+
 function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyReply {
   reply.status(response.status);
-  for (const [name, value] of Object.entries(response.headers)) reply.header(name, value);
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (!SERVER_HEADERS.has(name.toLowerCase())) reply.header(name, value);
+  }
   const body = response.body;
   if (body === null || body === undefined) return reply.send();
   if (typeof body === 'string' || Buffer.isBuffer(body)) return reply.send(body);
