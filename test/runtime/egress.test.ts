@@ -174,6 +174,16 @@ describe('component code on a server that opens destinations', () => {
     expect((await reach(byName)).error).toBeDefined();
   });
 
+  it("resolves a host name on the allow list with the system's resolver, not a lookup the code passes", async () => {
+    const byName = runtimeWith({ allowPrivateNetwork: false, allow: [`allowed.invalid:${port}`] });
+    const lying = await attempt(
+      byName,
+      `await new Promise((ok, fail) => require("net").connect({ host: "allowed.invalid", port: ${port}, lookup: (h, o, cb) => o && o.all ? cb(null, [{ address: "127.0.0.1", family: 4 }]) : cb(null, "127.0.0.1", 4) }, ok).on("error", fail)); this.$emit({ reached: true });`,
+    );
+    expect(lying.emits).toEqual([]);
+    expect(lying.error).toMatchObject({ code: expect.stringMatching(/^(ENOTFOUND|EAI_AGAIN)$/) });
+  });
+
   it('reaches anything with --allow-private-network', async () => {
     const open = await reach(runtimeWith({ allowPrivateNetwork: true, allow: [] }));
     expect(open.emits).toEqual([{ event: { body: 'reached' } }]);

@@ -74,7 +74,11 @@ export function installEgressGuard(policy: EgressPolicy, onRefusal: (message: st
       const port = Number(options.port);
       // Read by hand (ip-address.ts): net.isIP answers through RegExp.prototype.exec, which component code can change.
       if (parseIpAddress(host)) refusal = rules.refusal({ host, address: host, port });
-      else options.lookup = guardedLookup((options.lookup as Lookup | undefined) ?? systemLookup, port);
+      else {
+        // A name allowed by name is resolved by the system: a lookup of the code's own could point it anywhere.
+        const own = rules.allowsByName(host, port) ? undefined : (options.lookup as Lookup | undefined);
+        options.lookup = guardedLookup(own ?? systemLookup, port);
+      }
     }
     if (refusal !== undefined) {
       // Failed the way a connection whose name does not resolve fails, so that every caller (http, tls, http2,

@@ -135,6 +135,18 @@ export class EgressRules {
     );
   }
 
+  /**
+   * True when an entry allows `host` by its name: then the name's addresses are taken on trust, so they must come
+   * from the system's resolver, not from a lookup component code passes.
+   */
+  allowsByName(host: string, port: number): boolean {
+    for (let i = 0; i < this.rules.length; i++) {
+      const rule = this.rules[i]!;
+      if (rule.host !== undefined && rule.host === toLowerCase(host) && (rule.port === undefined || rule.port === port)) return true;
+    }
+    return false;
+  }
+
   /** Undefined when allowed; for a Unix socket path, which reaches local services only. */
   socketPathRefusal(socketPath: string): string | undefined {
     if (this.allowPrivateNetwork) return undefined;
