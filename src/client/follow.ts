@@ -200,31 +200,64 @@ function runLines(run: RunData, json: boolean): string[] {
   return lines;
 }
 
-/** A workflow's logs are its runs' step logs: the last runs, then (with -f) each run as it finishes. */
+/** Pages of runs one poll reads at most: past them, a burst is shown from its newest runs and the notice says so. */
+const MAX_RUN_PAGES = 10;
+
+/**
+ * A workflow's logs are its runs' step logs: the last runs, then (with -f) each run as it finishes. Each poll reads
+ * the runs back to `frontier`, the oldest run that was still unfinished at the last look (or, when none was, the newest
+ * then): every run before it was shown, however many came or however long one ran.
+ */
 async function showWorkflowLogs(api: ApiClient, workflowId: string, options: FollowOptions): Promise<void> {
   const shown = new Set<string>();
-  const newestRuns = async (limit: number) => (await api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}`)).data;
+  const page = (limit: number, after?: string | null) =>
+    api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
   const finished = (runs: RunData[]) => runs.filter((run) => run.finished_at_ms !== null).reverse();
-  const recent = finished(await newestRuns(Math.max(options.limit, 1)));
-  for (const run of recent) {
+  const recent = (await page(Math.max(options.limit, 1))).data;
+  for (const run of finished(recent)) {
     if (options.limit > 0) for (const line of runLines(run, options.json)) options.print(line);
     shown.add(run.id);
   }
   if (!options.follow) return;
+  // Run ids grow with time, so "older than the frontier" is a comparison of ids.
+  let frontier = frontierOf(recent, undefined);
+  /** The runs since the frontier (newest first), and whether the page limit cut them short. */
+  const runsSince = async (): Promise<{ runs: RunData[]; cut: boolean }> => {
+    const runs: RunData[] = [];
+    let after: string | null = null;
+    for (let pages = 0; pages < MAX_RUN_PAGES; pages++) {
+      const body: PageBody<RunData> = await page(100, after);
+      runs.push(...body.data);
+      const oldest = body.data.at(-1)?.id;
+      if (!body.page_info.end_cursor || body.data.length < 100 || (frontier !== undefined && oldest !== undefined && oldest <= frontier)) {
+        return { runs, cut: false };
+      }
+      after = body.page_info.end_cursor;
+    }
+    return { runs, cut: true };
+  };
   options.notice('following (Ctrl-C to stop)');
   const poll = politePoll(options);
   while (!options.signal?.aborted) {
     await pause(POLL_MS, options.signal);
     if (options.signal?.aborted) break;
-    const runs = await poll(() => newestRuns(100));
-    if (!runs) continue;
+    const read = await poll(runsSince);
+    if (!read) continue;
+    const runs = read.runs.filter((run) => frontier === undefined || run.id >= frontier);
+    if (read.cut) options.notice(`more than ${MAX_RUN_PAGES * 100} runs since the last look: showing the newest of them`);
     for (const run of finished(runs)) {
       if (shown.has(run.id)) continue;
       shown.add(run.id);
       for (const line of runLines(run, options.json)) options.print(line);
     }
-    // Only runs still among the newest 100 can come again: what is remembered stays that small however long it follows.
-    const listed = new Set(runs.map((run) => run.id));
-    for (const id of shown) if (!listed.has(id)) shown.delete(id);
+    frontier = frontierOf(runs, frontier);
+    // Runs before the frontier are not read again: what is remembered stays small however long it follows.
+    for (const id of shown) if (frontier !== undefined && id < frontier) shown.delete(id);
   }
+}
+
+/** The oldest unfinished run among `runs` (newest first), else the newest of them, else the frontier as it was. */
+function frontierOf(runs: RunData[], previous: string | undefined): string | undefined {
+  const unfinished = runs.filter((run) => run.finished_at_ms === null);
+  return unfinished.at(-1)?.id ?? runs[0]?.id ?? previous;
 }

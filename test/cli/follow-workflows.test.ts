@@ -155,4 +155,70 @@ describe('following a workflow', () => {
       await storage.cleanup();
     }
   });
+  it('logs -f shows every run that finished since its last look, past the newest 100 too, each once', async () => {
+    const server = await startTestServer('sqlite', { rateLimit: 0 });
+    try {
+      const key = (await server.createUser()).apiKey;
+      const api = client(server.url, key);
+      const created = await api.post('/v1/workflows', { name: 'burst', steps: [{ name: 'emit', component_code: EMITTING_STEP }] });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+
+      // The second poll waits until 150 runs have finished: they all finish between two looks.
+      const followed = new ApiClient({ url: server.url, key });
+      let polls = 0;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const get = followed.get.bind(followed);
+      followed.get = async <T>(p: string): Promise<T> => {
+        if (++polls === 2) await released;
+        return get<T>(p);
+      };
+      const printed: string[] = [];
+      const notices: string[] = [];
+      const stop = new AbortController();
+      const following = showStream(followed, id, {
+        stream: '$logs',
+        limit: 0,
+        follow: true,
+        json: false,
+        print: (line) => printed.push(line),
+        notice: (line) => notices.push(line),
+        signal: stop.signal,
+      });
+      await waitFor(
+        async () => polls,
+        (n) => n >= 2,
+      );
+      for (let n = 0; n < 150; n += 25) {
+        await Promise.all(Array.from({ length: 25 }, (_, i) => api.post(`/v1/workflows/${id}/run`, { n: n + i })));
+      }
+      await waitFor(
+        () => api.get(`/v1/workflows/${id}/runs?status=succeeded&limit=1`),
+        (res) => res.body.page_info?.total_count === 150,
+        { what: '150 finished runs' },
+      );
+      release();
+      const ends = () => printed.filter((line) => / {2}wr_\w+ {2}succeeded \(/.test(line));
+      await waitFor(
+        async () => ends().length,
+        (n) => n >= 150,
+        { what: `150 finished runs shown; ${ends().length} so far` },
+      );
+      // A look more, and nothing is shown twice.
+      const pollsSeen = polls;
+      await waitFor(
+        async () => polls,
+        (n) => n >= pollsSeen + 2,
+      );
+      stop.abort();
+      await following;
+      expect(new Set(ends().map((line) => line.split('  ')[1])).size).toBe(150);
+      expect(ends()).toHaveLength(150);
+      expect(printed.filter((line) => line.includes('step saw')).length).toBe(150);
+      expect(notices).toEqual(['following (Ctrl-C to stop)']);
+    } finally {
+      await server.destroy();
+    }
+  });
 });
