@@ -1,6 +1,7 @@
 // Dedupe strategies and `ts` ordering of emitted events, as the specification defines them.
 import type { EmittedEvent } from '../runtime/types.js';
 import type { PendingEvent } from './events.js';
+import { streamNameOf } from './subscriptions.js';
 
 export type DedupeStrategy = 'unique' | 'greatest' | 'last';
 
@@ -53,6 +54,6 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
 /** Turns runtime emits into pending events, ordered by ts and deduped; returns the updated dedupe cache. */
 export function pendingEmits(strategy: DedupeStrategy | undefined, cache: unknown, emits: EmittedEvent[]): { pending: PendingEvent[]; cache: unknown } {
   const { accepted, cache: next } = applyDedupe(strategy, cache, orderByTs(emits));
-  const pending = accepted.map((e) => ({ stream: 'emit' as const, name: e.name ?? '', event: e.event, key: e.id, summary: e.summary, ts: e.ts }));
+  const pending = accepted.map((e) => ({ stream: 'emit' as const, name: streamNameOf(e.name), event: e.event, key: e.id, summary: e.summary, ts: e.ts }));
   return { pending, cache: next };
 }

@@ -11,6 +11,14 @@ export function globOf(emitterId: string): string | undefined {
 }
 
 /**
+ * The stream name (`metadata.name`) of an event emitted on `channel`: no channel and `default` are the default
+ * stream, whose name is the empty string, so that `event_name=default` and `event_name=` both select it.
+ */
+export function streamNameOf(channel: string | undefined): string {
+  return channel === undefined || channel === 'default' ? '' : channel;
+}
+
+/**
  * Whether a subscription's `event_name` selects an event of stream `name` (the summary's `metadata.name`):
  * '' and 'default' the default stream, '$errors' and '$logs' those, anything else that channel.
  */

@@ -6,6 +6,7 @@ import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
 import { SSE_PREFIX } from '../model/workflows.js';
+import { streamNameOf } from '../model/subscriptions.js';
 import { invalid, ServiceError } from '../model/errors.js';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
@@ -19,7 +20,7 @@ import { hashApiKey } from './users.js';
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
   if (eventName === '$errors' || eventName === '$logs') return { kind: eventName, filter: (e) => e.metadata.name === eventName };
   if (eventName === undefined) return { kind: 'emit', filter: (e) => e.metadata.name !== '$errors' && e.metadata.name !== '$logs' };
-  const channel = eventName === 'default' ? '' : eventName;
+  const channel = streamNameOf(eventName);
   return { kind: 'emit', filter: (e) => e.metadata.name === channel };
 }
 

@@ -91,7 +91,16 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
       const hook = await a.createWebhook(`${receiver.url}/streams-${dialect}-${i}`);
       await a.subscribe(emitter, hook.id, name);
     }
-    await a.runAndWait(emitter, emitsOf([{ event: 'plain' }, { event: 'order', meta: { name: 'orders' } }, { event: 'other', meta: { name: 'misc' } }]));
+    await a.runAndWait(
+      emitter,
+      emitsOf([
+        { event: 'plain' },
+        // The channel `default` is the default stream (named ""), not a channel no subscription can select.
+        { event: 'named default', meta: { name: 'default' } },
+        { event: 'order', meta: { name: 'orders' } },
+        { event: 'other', meta: { name: 'misc' } },
+      ]),
+    );
     await a.runAndWait(emitter, { fail: 'broken' });
     const bodies = async (i: number, n: number) => {
       const got = await waitFor(
@@ -101,8 +110,12 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
       );
       return got.map((r) => JSON.parse(r.body));
     };
-    expect((await bodies(0, 1)).map((s) => s.event)).toEqual(['plain']);
-    expect((await bodies(1, 1)).map((s) => s.event)).toEqual(['plain']);
+    for (const i of [0, 1]) {
+      expect((await bodies(i, 2)).map((s) => [s.event, s.metadata.name]).sort()).toEqual([
+        ['named default', ''],
+        ['plain', ''],
+      ]);
+    }
     expect((await bodies(2, 1)).map((s) => [s.event, s.metadata.name])).toEqual([['order', 'orders']]);
     const [error] = await bodies(3, 1);
     expect(error.metadata.name).toBe('$errors');
@@ -115,7 +128,9 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     // Nothing else arrived: each webhook got exactly its stream (checked after the last expected delivery).
     const logs = await a.api.get(`/v1/sources/${emitter}/$logs/event_summaries`);
     expect(logs.body.page_info.total_count).toBe(2);
-    expect(receiver.requests.filter((r) => r.path.startsWith(`/streams-${dialect}-`))).toHaveLength(6);
+    expect(receiver.requests.filter((r) => r.path.startsWith(`/streams-${dialect}-`))).toHaveLength(8);
+    const summaries = await a.api.get(`/v1/sources/${emitter}/event_summaries`);
+    expect(summaries.body.data.map((s: { metadata: { name: string } }) => s.metadata.name).sort()).toEqual(['', '', 'misc', 'orders']);
   });
 
   it('glob dc_* delivers events of every source of the account, including sources created later', async () => {
