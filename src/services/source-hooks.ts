@@ -44,7 +44,8 @@ export class SourceHooks {
   /**
    * Runs hooks in order (those the component defines), threading db and data store writes from one to the next.
    * `earlier` are the effects of hooks the same change ran before these (their data store writes are seen here, as
-   * the caller threads their db writes into `db`). The first hook that throws fails the request with 422.
+   * the caller threads their db writes into `db`). The first hook that throws fails the request with 422, except a
+   * deactivate() run alone, which switching the source off outlives.
    */
   async run(
     source: SourceRow,
@@ -89,6 +90,11 @@ export class SourceHooks {
         logContext: { hook: method },
       });
       const outcome = result.outcomes[0]!;
+      // A deactivate() that throws does not refuse the change either (for the reason above): refused, it would refuse
+      // every later update and the delete too, since each runs it first. Its failure is kept on $errors, its writes not.
+      if (outcome.error && method === 'deactivate' && defined.length === 1) {
+        return { outcomes: [{ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } }], dbWrites: {}, dataStoreWrites: [] };
+      }
       if (outcome.error) {
         throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
           { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },

@@ -346,6 +346,24 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none']);
   });
 
+  it('goes on when deactivate() throws: switching off, replacing and deleting the source stay possible, its error on $errors', async () => {
+    const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deactivate' } })).body.data.id;
+    const errorMessages = async () =>
+      (await api.get(`/v1/sources/${id}/$errors/event_summaries`)).body.data.map((e: { event: { error: { message: string } } }) => e.event.error.message);
+    const off = await api.patch(`/v1/sources/${id}`, { active: false });
+    expect([off.status, off.body.data?.active]).toEqual([200, false]);
+    expect(await errorMessages()).toEqual(['boom in deactivate']);
+    expect((await api.patch(`/v1/sources/${id}`, { active: true })).status).toBe(200);
+    // The specification's update: deactivate() of the old code (which throws), then the new code and props, activate().
+    const replaced = await api.put(`/v1/sources/${id}`, { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deactivate', label: 'new' } });
+    expect([replaced.status, replaced.body.data?.id, replaced.body.data?.configured_props.label]).toEqual([200, id, 'new']);
+    expect(await errorMessages()).toEqual(['boom in deactivate', 'boom in deactivate']);
+    expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none', 'activate:none', 'activate:new']);
+    // The specification's delete has no condition: deactivate() runs, then the source is removed.
+    expect((await api.delete(`/v1/sources/${id}`)).status).toBe(204);
+    expect((await api.get(`/v1/sources/${id}`)).status).toBe(404);
+  });
+
   it('saves the code of a refused deploy nowhere: no component is left behind by a 422 on create or update', async () => {
     const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
     const source = (await api.post('/v1/sources', { component_code: emitterSource(), name: 'untouched' })).body.data;
