@@ -15,7 +15,7 @@ export class RunService {
   async runNow(accountId: string, sourceId: string, event: unknown): Promise<string> {
     const { source } = await this.sources.get(accountId, sourceId);
     if (source.active !== 1)
-      throw new ServiceError('conflict', `source "${source.id}" is inactive; activate it with PUT /v1/sources/${source.id} {"active": true}`);
+      throw new ServiceError('conflict', `source "${source.id}" is inactive; activate it with PATCH /v1/sources/${source.id} {"active": true}`);
     await this.quotas.admit(source.user_id);
     const [id] = await this.dispatcher.enqueue([{ sourceId: source.id, userId: source.user_id, trigger: 'manual', event }]);
     return id!;

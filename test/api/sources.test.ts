@@ -327,6 +327,9 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     await api.patch(`/v1/sources/${id}`, { active: false });
     const refused = await api.post(`/v1/sources/${id}/run`, {});
     expect(refused.status).toBe(409);
+    // The way out it names is a request that works (a PUT needs a component field too).
+    expect(refused.body).toEqual({ error: `source "${id}" is inactive; activate it with PATCH /v1/sources/${id} {"active": true}`, code: 'conflict' });
+    expect((await api.patch(`/v1/sources/${id}`, { active: true })).status).toBe(200);
   });
 
   it('fails a request whose hook throws with 422 and leaves the source as it was', async () => {
