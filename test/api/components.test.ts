@@ -268,7 +268,12 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       /^key must be a non-empty string, not an object$/,
     ],
     ['a NUL in its name', 'module.exports = { name: "a\\u0000b", version: "1", run() {} };', 'load_failed', /^name "a\\u0000b" holds control characters/],
-    ['an unknown component type', 'module.exports = { name: "x", version: "1", type: "wat", run() {} };', 'load_failed', /^type must be "action", or "source"/],
+    [
+      'an unknown component type',
+      'module.exports = { name: "x", version: "1", type: "wat", run() {} };',
+      'load_failed',
+      /^type must be "action", or "source" \(the same as no type\), not "wat"$/,
+    ],
     ['a run that is not a method', 'module.exports = { name: "x", version: "1", run: 5 };', 'load_failed', /^run must be a method, not a number$/],
     [
       'a prop whose min is above its max',

@@ -80,7 +80,10 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     }
   }
   if (!asStep && type !== undefined && type !== 'action' && type !== 'source') {
-    throw new LoadFailure('load_failed', `type must be "action", or "source" (the same as no type), not ${describeValue(type)}`);
+    throw new LoadFailure(
+      'load_failed',
+      `type must be "action", or "source" (the same as no type), not ${typeof type === 'string' ? JSON.stringify(type) : describeValue(type)}`,
+    );
   }
   if (run !== undefined && typeof run !== 'function') throw new LoadFailure('load_failed', `run must be a method, not ${describeValue(run)}`);
   if (dedupe !== undefined && (typeof dedupe !== 'string' || !DEDUPE.has(dedupe))) {
