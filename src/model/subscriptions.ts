@@ -23,6 +23,5 @@ export function streamNameOf(channel: string | undefined): string {
  * '' and 'default' the default stream, '$errors' and '$logs' those, anything else that channel.
  */
 export function streamMatches(eventName: string, name: string): boolean {
-  if (eventName === '' || eventName === 'default') return name === '';
-  return eventName === name;
+  return streamNameOf(eventName) === name;
 }
