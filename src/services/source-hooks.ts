@@ -33,6 +33,11 @@ export function mergeHookEffects(...effects: Array<HookEffects | undefined>): Ho
   };
 }
 
+/** A deactivate() that failed, as the change that ran it commits it: its error on $errors, none of its writes. */
+function failedDeactivate(outcome: InvocationOutcome): HookEffects {
+  return { outcomes: [{ outcome, context: { invocationId: newId('hi'), trigger: 'deactivate', event: null } }], dbWrites: {}, dataStoreWrites: [] };
+}
+
 export class SourceHooks {
   constructor(
     private readonly store: Store,
@@ -66,13 +71,7 @@ export class SourceHooks {
       // Switching a source off (to change it, deactivate or delete it) must stay possible when its secrets or
       // credentials cannot be had (a key lost in a restore, a refresh refused): deactivate() is skipped, its failure
       // kept on $errors, rather than the change refused, which would leave no way to mend the source.
-      if (defined.every((method) => method === 'deactivate')) {
-        return {
-          outcomes: [{ outcome: credentialFailure(error), context: { invocationId: newId('hi'), trigger: 'deactivate', event: null } }],
-          dbWrites: {},
-          dataStoreWrites: [],
-        };
-      }
+      if (defined.every((method) => method === 'deactivate')) return failedDeactivate(credentialFailure(error));
       throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
         { hook: defined[0], error: { name: error.errorName, message: error.message } },
       ]);
@@ -92,9 +91,7 @@ export class SourceHooks {
       const outcome = result.outcomes[0]!;
       // A deactivate() that throws does not refuse the change either (for the reason above): refused, it would refuse
       // every later update and the delete too, since each runs it first. Its failure is kept on $errors, its writes not.
-      if (outcome.error && method === 'deactivate' && defined.length === 1) {
-        return { outcomes: [{ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } }], dbWrites: {}, dataStoreWrites: [] };
-      }
+      if (outcome.error && method === 'deactivate' && defined.length === 1) return failedDeactivate(outcome);
       if (outcome.error) {
         throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
           { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
