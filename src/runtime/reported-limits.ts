@@ -61,6 +61,8 @@ export class ReportedLimits {
 
   private emitsExcess(emits: CallResult['outcome']['emits'], textChars: number | undefined): string | undefined {
     if (emits.length > MAX_EMITS_PER_CALL) return `one call may emit at most ${MAX_EMITS_PER_CALL} events`;
+    // Subscriptions select these streams by name: an emit on a channel so named would be delivered as one of them.
+    for (const { name } of emits) if (name === '$errors' || name === '$logs') return `$emit name "${name}" is reserved for the source's ${name} stream`;
     if (fitsSurely(textChars, MAX_EVENT_BYTES)) return undefined;
     let total = 0;
     for (const { event } of emits) {

@@ -297,6 +297,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       ],
       ['result.outcome.logs = Array.from({ length: 40 }, () => ({ k: "log", ts: 0, msg: "w".repeat(60000) }));', 'log output of one call'],
       ['result.outcome.logs = Array.from({ length: 20000 }, () => ({ k: "log", ts: 0, msg: "" }));', 'at most 10000 lines'],
+      ['result.outcome.emits = [{ event: "forged", name: "$errors" }];', '$emit name "$errors" is reserved'],
     ];
     for (const [edit, message] of cases) {
       const result = await rewrite(edit);
