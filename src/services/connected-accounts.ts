@@ -141,23 +141,30 @@ export class ConnectedAccountService {
     return toView(await this.find(ownerId, id));
   }
 
-  /** Renames, or replaces the credentials (a rotation: the account is healthy again, and the next run sees them). */
+  /**
+   * Renames, or replaces the credentials (a rotation: the account is healthy again, and the next run sees them).
+   * Only the given columns are written, so concurrent changes of the other ones stay; 404 when a delete came first.
+   */
   async update(ownerId: string, id: string, change: ConnectedAccountChange): Promise<ConnectedAccountView> {
-    const row = await this.find(ownerId, id);
+    await this.find(ownerId, id);
     if (change.name === undefined && change.credentials === undefined)
       throw invalid('give name, credentials or both: nothing else of a connected account changes');
-    const next: accounts.ConnectedAccountRow = { ...row, updated_at: nowSeconds() };
-    if (change.name !== undefined) next.name = checkName(change.name);
+    const columns: Parameters<typeof accounts.updateConnectedAccount>[3] = { updated_at: nowSeconds() };
+    if (change.name !== undefined) columns.name = checkName(change.name);
     if (change.credentials !== undefined) {
       const credentials = checkCredentials(change.credentials);
-      next.credentials = this.credentials.seal(credentials);
-      next.fields = JSON.stringify(Object.keys(credentials));
-      next.healthy = 1;
+      columns.credentials = this.credentials.seal(credentials);
+      columns.fields = JSON.stringify(Object.keys(credentials));
+      columns.healthy = 1;
     }
-    const { name, credentials, fields, healthy, updated_at } = next;
-    await accounts.updateConnectedAccount(this.store.db, id, { name, credentials, fields, healthy, updated_at });
+    const row = await this.store.db
+      .transaction()
+      .execute(async (trx) =>
+        (await accounts.updateConnectedAccount(trx, ownerId, id, columns)) ? accounts.findConnectedAccount(trx, ownerId, id) : undefined,
+      );
+    if (!row) throw notFound(`connected account "${id}"`);
     if (change.credentials !== undefined) await this.credentials.changed(ownerId, id);
-    return toView(next);
+    return toView(row);
   }
 
   /**
@@ -180,7 +187,8 @@ export class ConnectedAccountService {
     }
     for (const source of sources) if (source.active) await this.sources.update(ownerId, source.id, { active: false }, 'patch');
     for (const workflow of workflows) if (workflow.active) await this.workflows.update(ownerId, workflow.id, { active: false });
-    await accounts.deleteConnectedAccount(this.store.db, id);
+    const deleted = await accounts.deleteConnectedAccount(this.store.db, ownerId, id);
+    if (!deleted) throw notFound(`connected account "${id}"`);
     await this.credentials.changed(ownerId, id);
   }
 

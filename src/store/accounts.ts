@@ -43,12 +43,18 @@ export function listConnectedAccounts(db: Kysely<Database>, userId: string, page
   return paginateById(base, count, 'apn', page);
 }
 
+/**
+ * Writes only the columns given, so that a rename and a rotation at the same time both land. False when the
+ * account is gone (deleted meanwhile).
+ */
 export async function updateConnectedAccount(
   db: Db,
+  userId: string,
   id: string,
   changes: Partial<Pick<ConnectedAccountRow, 'name' | 'credentials' | 'fields' | 'healthy' | 'updated_at'>>,
-): Promise<void> {
-  await db.updateTable('connected_accounts').set(changes).where('id', '=', id).execute();
+): Promise<boolean> {
+  const result = await db.updateTable('connected_accounts').set(changes).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /**
@@ -65,8 +71,10 @@ export async function updateCredentialsIf(
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function deleteConnectedAccount(db: Db, id: string): Promise<void> {
-  await db.deleteFrom('connected_accounts').where('id', '=', id).execute();
+/** False when there was no such account (a concurrent delete took it). */
+export async function deleteConnectedAccount(db: Db, userId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('connected_accounts').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 /** True when one of the props is an app prop's value naming the account: `{ authProvisionId: id }`. */

@@ -266,6 +266,25 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     expect([again.status, again.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
   });
 
+  it('keeps both of a concurrent rename and rotation, and lets one of two concurrent deletes succeed', async () => {
+    // On PostgreSQL these requests interleave: a rename wrote back the credentials it had read, undoing the
+    // rotation, and both deletes (or an update after the delete) answered as if they had found the account.
+    for (let i = 0; i < 20; i++) {
+      const acme = await connect(user.api, { api_key: `before-${i}` }, 'acme', 'race');
+      const [rotated, renamed] = await Promise.all([
+        user.api.put(`/v1/accounts/${acme.id}`, { credentials: { [`rotated_${i}`]: 'v' } }),
+        user.api.put(`/v1/accounts/${acme.id}`, { name: `renamed ${i}` }),
+      ]);
+      expect([rotated.status, renamed.status]).toEqual([200, 200]);
+      expect((await user.api.get(`/v1/accounts/${acme.id}`)).body.data).toMatchObject({ name: `renamed ${i}`, fields: [`rotated_${i}`] });
+      const answers = await Promise.all([user.api.delete(`/v1/accounts/${acme.id}`), user.api.delete(`/v1/accounts/${acme.id}`)]);
+      expect(answers.map((a) => a.status).sort()).toEqual([204, 404]);
+      expect(answers.find((a) => a.status === 404)!.body).toEqual({ error: `connected account "${acme.id}" not found`, code: 'not_found' });
+      const late = await user.api.put(`/v1/accounts/${acme.id}`, { name: 'too late' });
+      expect(late.status).toBe(404);
+    }
+  });
+
   it('keeps no credential readable at rest', async () => {
     const first = secret('at-rest-one');
     const second = secret('at-rest-two');
