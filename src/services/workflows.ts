@@ -6,21 +6,19 @@ import type { SecretBox } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as workflows from '../store/workflows.js';
-import { findSource } from '../store/sources.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
 import type { ComponentInfo } from '../runtime/types.js';
 import { replaceTimers } from '../store/timers.js';
-import { deleteSubscription, insertSubscription } from '../store/subscriptions.js';
 import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { echoProps, validateProps, withAdditionalProps } from '../model/props.js';
-import { firstDue, type TimerSchedule } from '../model/schedules.js';
+import { echoProps, withAdditionalProps } from '../model/props.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
+import { applyTrigger, checkTrigger, normalizeTrigger, type TriggerRequest } from './workflow-triggers.js';
 
 export interface StepRequest {
   name: string;
@@ -29,13 +27,6 @@ export interface StepRequest {
   component_key?: string | undefined;
   configured_props?: Record<string, unknown> | undefined;
 }
-
-/** A trigger as a request gives it: the defaults are filled in (see normalizeTrigger). */
-export type TriggerRequest =
-  | { type: 'http'; custom_response?: boolean | undefined }
-  | { type: 'timer'; interval_seconds: number }
-  | { type: 'timer'; cron: string; timezone?: string | undefined }
-  | { type: 'source'; source_id: string; event_name?: string | undefined };
 
 export interface WorkflowRequest {
   name?: string | undefined;
@@ -70,16 +61,6 @@ export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upser
 /** Runs inside the transaction that creates a workflow (auto-subscriptions are materialised this way). */
 export type WorkflowCreationStep = (trx: Transaction<Database>, workflow: workflows.WorkflowRow) => Promise<void>;
 
-const TIMER_PROP = 'trigger';
-
-function normalizeTrigger(trigger: TriggerRequest | null): WorkflowTrigger | null {
-  if (trigger?.type === 'http') return { type: 'http', custom_response: trigger.custom_response ?? false };
-  if (trigger?.type === 'source') return { type: 'source', source_id: trigger.source_id, event_name: trigger.event_name ?? '' };
-  if (trigger?.type === 'timer' && 'cron' in trigger)
-    return { type: 'timer', cron: trigger.cron, ...(trigger.timezone !== undefined && { timezone: trigger.timezone }) };
-  return trigger;
-}
-
 /** A step's component that is not found is named with the step: `steps[1] ("add"): component "sc_…" not found`. */
 async function namingStep<T>(index: number, name: string, lookUp: () => Promise<T>): Promise<T> {
   try {
@@ -89,11 +70,6 @@ async function namingStep<T>(index: number, name: string, lookUp: () => Promise<
       throw new ServiceError('not_found', `steps[${index}] ("${name}"): ${error.message}`, error.details);
     throw error;
   }
-}
-
-function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefined {
-  if (trigger?.type !== 'timer') return undefined;
-  return 'cron' in trigger ? { cron: trigger.cron, ...(trigger.timezone && { timezone: trigger.timezone }) } : { intervalSeconds: trigger.interval_seconds };
 }
 
 export class WorkflowService {
@@ -146,7 +122,7 @@ export class WorkflowService {
     if (request.name === undefined || request.name.trim() === '') throw invalid('name is required (a non-empty string)');
     if (!request.steps) throw invalid('steps is required (an array of steps, at least one)');
     const trigger = normalizeTrigger(request.trigger ?? null);
-    await this.checkTrigger(accountId, trigger);
+    await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, trigger);
     await this.settings.limiter.assertRoomNow(accountId, 'workflows');
     const { steps, unsaved } = await this.resolveSteps(accountId, request.steps, [], onProgress);
     const now = nowSeconds();
@@ -167,47 +143,54 @@ export class WorkflowService {
       for (const component of unsaved) await this.components.insertPrepared(trx, component);
       await workflows.insertWorkflow(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
-      await this.applyTrigger(trx, row, null);
+      await applyTrigger(trx, this.settings, row, null);
     });
     this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: row.endpoint_id });
     return this.toView(row);
   }
 
-  /** Replaces the fields given; omitted ones keep their values (steps are replaced as a whole when given). */
+  /**
+   * Replaces the fields given; omitted ones keep their values (steps are replaced as a whole when given). The row is
+   * read again, locked, in the transaction that writes it: what another update committed meanwhile to the fields not
+   * given stays, and a workflow deleted meanwhile is a 404 (no timer or subscription is set up for it).
+   */
   async update(accountId: string, workflowId: string, request: WorkflowRequest, onProgress?: SaveProgressListener): Promise<WorkflowView> {
     const current = await this.owned(accountId, workflowId);
     if (request.name !== undefined && request.name.trim() === '') throw invalid('name must be a non-empty string');
-    const previousTrigger = current.trigger ? (JSON.parse(current.trigger) as WorkflowTrigger) : null;
-    const trigger = request.trigger === undefined ? previousTrigger : normalizeTrigger(request.trigger);
-    if (request.trigger !== undefined) await this.checkTrigger(accountId, trigger);
-    const previousSteps = JSON.parse(current.steps) as StoredStep[];
-    const { steps, unsaved } = request.steps
-      ? await this.resolveSteps(accountId, request.steps, previousSteps, onProgress)
-      : { steps: previousSteps, unsaved: [] };
-    const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
-    const row: workflows.WorkflowRow = {
-      ...current,
-      name: request.name ?? current.name,
-      active: request.active === undefined ? current.active : request.active ? 1 : 0,
-      trigger: trigger ? JSON.stringify(trigger) : null,
-      steps: JSON.stringify(steps),
-      endpoint_id: keepsEndpoint ? current.endpoint_id : trigger?.type === 'http' ? newEndpointId() : null,
-      timeout_ms: request.timeout_seconds === undefined ? current.timeout_ms : request.timeout_seconds * 1000,
-      updated_at: nowSeconds(),
-    };
-    await this.store.db.transaction().execute(async (trx) => {
-      for (const component of unsaved) await this.components.insertPrepared(trx, component);
-      const { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at } = row;
-      await workflows.updateWorkflow(trx, row.id, { name, active, trigger, steps, endpoint_id, timeout_ms, updated_at });
-      await this.applyTrigger(trx, row, previousTrigger);
+    const given = request.trigger === undefined ? undefined : normalizeTrigger(request.trigger);
+    if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given);
+    const resolved = request.steps ? await this.resolveSteps(accountId, request.steps, JSON.parse(current.steps) as StoredStep[], onProgress) : undefined;
+    const { row, previous } = await this.store.db.transaction().execute(async (trx) => {
+      const previous = await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id);
+      if (!previous) throw notFound(`workflow "${workflowId}"`);
+      const previousTrigger = previous.trigger ? (JSON.parse(previous.trigger) as WorkflowTrigger) : null;
+      const trigger = given === undefined ? previousTrigger : given;
+      const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
+      const row: workflows.WorkflowRow = {
+        ...previous,
+        name: request.name ?? previous.name,
+        active: request.active === undefined ? previous.active : request.active ? 1 : 0,
+        trigger: trigger ? JSON.stringify(trigger) : null,
+        steps: resolved ? JSON.stringify(resolved.steps) : previous.steps,
+        endpoint_id: keepsEndpoint ? previous.endpoint_id : trigger?.type === 'http' ? newEndpointId() : null,
+        timeout_ms: request.timeout_seconds === undefined ? previous.timeout_ms : request.timeout_seconds * 1000,
+        updated_at: nowSeconds(),
+      };
+      for (const component of resolved?.unsaved ?? []) await this.components.insertPrepared(trx, component);
+      const { name, active, steps, endpoint_id, timeout_ms, updated_at } = row;
+      await workflows.updateWorkflow(trx, row.id, { name, active, trigger: row.trigger, steps, endpoint_id, timeout_ms, updated_at });
+      await applyTrigger(trx, this.settings, row, previousTrigger);
+      return { row, previous };
     });
-    this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: current.endpoint_id });
+    this.emitChange({ workflowId: row.id, kind: 'upsert', endpointId: previous.endpoint_id });
     return this.toView(row);
   }
 
+  /** 404 also for a workflow that a concurrent delete took first. */
   async delete(accountId: string, workflowId: string): Promise<void> {
     const current = await this.owned(accountId, workflowId);
     await this.store.db.transaction().execute(async (trx) => {
+      if (!(await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id))) throw notFound(`workflow "${workflowId}"`);
       await replaceTimers(trx, current.id, []);
       await workflows.deleteWorkflowCascade(trx, current.id);
     });
@@ -216,63 +199,6 @@ export class WorkflowService {
 
   private emitChange(change: Parameters<WorkflowChangeListener>[0]): void {
     for (const listener of this.listeners) listener(change);
-  }
-
-  private async checkTrigger(accountId: string, trigger: WorkflowTrigger | null): Promise<void> {
-    if (trigger?.type === 'timer') {
-      const schedule = timerSchedule(trigger)!;
-      try {
-        validateProps([{ name: TIMER_PROP, type: '$.interface.timer' }], { [TIMER_PROP]: schedule }, {}, this.secrets, {
-          minTimerIntervalSeconds: this.settings.minTimerInterval,
-        });
-      } catch (error) {
-        // The check is the timer prop's, which says `intervalSeconds`; a workflow's trigger calls it `interval_seconds`.
-        if (error instanceof ServiceError)
-          throw invalid(
-            `invalid timer trigger: ${error.message.replace(/^invalid configured_props: trigger /, '').replace(/\bintervalSeconds\b/g, 'interval_seconds')}`,
-          );
-        throw error;
-      }
-    }
-    if (trigger?.type === 'source') {
-      const source = isId(trigger.source_id, 'dc') ? await findSource(this.store.db, accountId, trigger.source_id) : undefined;
-      if (!source) throw notFound(`source "${trigger.source_id}"`);
-    }
-  }
-
-  /** Timer rows and the source subscription the trigger needs, replacing those of the previous trigger. */
-  private async applyTrigger(trx: Transaction<Database>, row: workflows.WorkflowRow, previous: WorkflowTrigger | null): Promise<void> {
-    const trigger = row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
-    const schedule = timerSchedule(trigger);
-    const timers =
-      schedule && row.active === 1
-        ? [
-            {
-              source_id: row.id,
-              prop_name: TIMER_PROP,
-              user_id: row.user_id,
-              schedule: JSON.stringify(schedule),
-              next_due_ms: firstDue(schedule, this.settings.clock.now()),
-            },
-          ]
-        : [];
-    await replaceTimers(trx, row.id, timers);
-    if (previous?.type === 'source') {
-      await deleteSubscription(trx, { userId: row.user_id, emitterId: previous.source_id, listenerId: row.id, eventName: previous.event_name });
-    }
-    // A source deleted since the trigger was set took its subscription along: an update must not bring it back.
-    if (trigger?.type === 'source' && (await findSource(trx, row.user_id, trigger.source_id))) {
-      // The trigger's subscription is one of the account's subscriptions, held to the same limit.
-      await this.settings.limiter.assertRoom(trx, row.user_id, 'subscriptions');
-      await insertSubscription(trx, {
-        id: newId('sub'),
-        user_id: row.user_id,
-        emitter_id: trigger.source_id,
-        listener_id: row.id,
-        event_name: trigger.event_name,
-        created_at: nowSeconds(),
-      });
-    }
   }
 
   /**

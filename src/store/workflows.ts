@@ -1,6 +1,7 @@
 // Queries on workflows, their runs and finished steps, and each step's `$.service.db`.
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
+import type { DialectName } from './database.js';
 import type { Database, WorkflowRunStatus, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
 import { paginateById } from './paginate.js';
 
@@ -20,6 +21,17 @@ export async function insertWorkflow(db: Db, row: WorkflowRow): Promise<void> {
 
 export async function updateWorkflow(db: Db, id: string, changes: Partial<Omit<WorkflowRow, 'id' | 'user_id'>>): Promise<void> {
   await db.updateTable('workflows').set(changes).where('id', '=', id).execute();
+}
+
+/**
+ * The account's workflow, read in a transaction that changes or deletes it: its row stays locked until the transaction
+ * ends on PostgreSQL, so that concurrent changes take turns (SQLite's transactions take turns anyway). The lock is
+ * FOR NO KEY UPDATE, as an UPDATE takes: the foreign key checks of runs being queued (a timer tick holding the
+ * workflow's timer row, which this transaction may replace) are not kept waiting, which would deadlock.
+ */
+export function lockWorkflow(trx: Transaction<Database>, dialect: DialectName, userId: string, id: string): Promise<WorkflowRow | undefined> {
+  const query = trx.selectFrom('workflows').selectAll().where('id', '=', id).where('user_id', '=', userId);
+  return (dialect === 'postgres' ? query.forNoKeyUpdate() : query).executeTakeFirst();
 }
 
 export function findWorkflow(db: Db, userId: string, id: string): Promise<WorkflowRow | undefined> {

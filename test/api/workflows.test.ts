@@ -460,6 +460,31 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     }
   });
 
+  it('keeps both of two concurrent changes of different fields, and sets up nothing for a workflow a delete took', async () => {
+    // On PostgreSQL these requests interleave: each PUT wrote back the fields it had read (one change was lost), and a
+    // PUT that a DELETE beat answered 200 and left a timer row behind for the deleted workflow.
+    const db = server.running.services.store.db;
+    for (let i = 0; i < 20; i++) {
+      const workflow = await create({ name: 'race', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+      const changes = await Promise.all([
+        api.put(`/v1/workflows/${workflow.id}`, { name: `renamed ${i}` }),
+        api.put(`/v1/workflows/${workflow.id}`, { timeout_seconds: 77 }),
+      ]);
+      expect(changes.map((c) => c.status)).toEqual([200, 200]);
+      expect((await api.get(`/v1/workflows/${workflow.id}`)).body.data).toMatchObject({ name: `renamed ${i}`, timeout_seconds: 77 });
+      const [changed, deleted, again] = await Promise.all([
+        api.put(`/v1/workflows/${workflow.id}`, { trigger: { type: 'timer', interval_seconds: 3600 } }),
+        api.delete(`/v1/workflows/${workflow.id}`),
+        api.delete(`/v1/workflows/${workflow.id}`),
+      ]);
+      expect([deleted.status, again.status].sort()).toEqual([204, 404]);
+      expect([200, 404]).toContain(changed.status);
+      if (changed.status === 404) expect(changed.body).toEqual({ error: `workflow "${workflow.id}" not found`, code: 'not_found' });
+      const timers = await db.selectFrom('timers').select('source_id').where('source_id', '=', workflow.id).execute();
+      expect(timers).toEqual([]);
+    }
+  });
+
   it('saves the code of no step when a later step is refused, on create and on update', async () => {
     const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
     const workflow = await create({ name: 'kept', steps: [{ name: 'a', component_code: ECHO_STEP }] });
