@@ -126,6 +126,18 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     }
   });
 
+  it('refuses a field it does not take with a 400 naming it, and changes nothing', async () => {
+    const acme = await connect(user.api, { api_key: 'unchanged key' }, 'acme', 'typo');
+    const created = await user.api.post('/v1/accounts', { app: 'acme', name: 'x', credentials: { api_key: 'k' }, healthy: false });
+    expect(created.status).toBe(400);
+    expect(created.body).toMatchObject({ code: 'invalid_request', error: 'invalid body: must not have the field "healthy"' });
+    // A misspelt `credentials` answered 200 with the name changed and the old credentials still in use.
+    const renamed = await user.api.put(`/v1/accounts/${acme.id}`, { name: 'renamed', credentails: { api_key: 'new key' } });
+    expect(renamed.status).toBe(400);
+    expect(renamed.body).toMatchObject({ code: 'invalid_request', error: 'invalid body: must not have the field "credentails"' });
+    expect((await user.api.get(`/v1/accounts/${acme.id}`)).body.data).toEqual(acme);
+  });
+
   it('pages the list newest first like every list', async () => {
     const fresh = await account(server);
     const empty = await fresh.api.get('/v1/users/me/accounts');

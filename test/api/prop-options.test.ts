@@ -145,6 +145,19 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect((await options('repo', { configured_props: { owner: 'x' } })).body.data.errors).toEqual([]);
   });
 
+  it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
+    const cases: Array<[string, object, string]> = [
+      [`/v1/components/${componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
+      [`/v1/components/${componentId}/props/repo/options`, { configuredProps: { owner: 'ada' } }, 'configuredProps'],
+      [`/v1/components/${componentId}/props/reload`, { configured_props: { extended: true }, props: {} }, 'props'],
+    ];
+    for (const [path, body, field] of cases) {
+      const res = await api.post(path, body);
+      expect(res.status, field).toBe(400);
+      expect(res.body).toMatchObject({ code: 'invalid_request', error: `invalid body: must not have the field "${field}"` });
+    }
+  });
+
   it("answers 404 for an unknown component and for another account's, and serves registry components", async () => {
     expect((await api.post('/v1/components/sc_00000000000000000000000000/props/repo/options', {})).status).toBe(404);
     const other = client(server.url, (await server.createUser()).apiKey);

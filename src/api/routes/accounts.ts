@@ -28,6 +28,9 @@ const credentialsSchema = Type.Record(Type.String({ pattern: CREDENTIAL_FIELD })
 });
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
+
+// Bodies hold only their fields: a misspelt `credentails` in a PUT would otherwise answer 200, renamed, with the old
+// credentials still in use.
 const idParams = Type.Object({ id: Type.String() });
 
 export function accountRoutes(services: { connectedAccounts: ConnectedAccountService }): FastifyPluginAsync {
@@ -41,12 +44,15 @@ export function accountRoutes(services: { connectedAccounts: ConnectedAccountSer
         schema: {
           tags: TAGS,
           summary: 'Connect an app account: its credentials are stored encrypted, and app props name it by id',
-          body: Type.Object({
-            app: Type.String({ pattern: APP_SLUG, description: 'app name slug: 1 to 64 of a-z 0-9 _' }),
-            name,
-            credentials: credentialsSchema,
-            ...fieldParams,
-          }),
+          body: Type.Object(
+            {
+              app: Type.String({ pattern: APP_SLUG, description: 'app name slug: 1 to 64 of a-z 0-9 _' }),
+              name,
+              credentials: credentialsSchema,
+              ...fieldParams,
+            },
+            { additionalProperties: false },
+          ),
           response: { 200: dataOf(connectedAccountSchema) },
         },
       },
@@ -87,7 +93,7 @@ export function accountRoutes(services: { connectedAccounts: ConnectedAccountSer
           tags: TAGS,
           summary: 'Rename a connected account or replace its credentials (the next run sees them)',
           params: idParams,
-          body: Type.Object({ name: Type.Optional(name), credentials: Type.Optional(credentialsSchema), ...fieldParams }),
+          body: Type.Object({ name: Type.Optional(name), credentials: Type.Optional(credentialsSchema), ...fieldParams }, { additionalProperties: false }),
           response: { 200: dataOf(connectedAccountSchema) },
         },
       },

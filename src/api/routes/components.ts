@@ -18,18 +18,25 @@ const saveBody = Type.Object({
   ...fieldParams,
 });
 
-/** The body of both prop configuration endpoints; `page`, `prev_context` and `query` are for options only. */
-const configureBody = Type.Object({
-  configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Values of the props configured so far, as for a deploy' })),
-  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'options({ page }): counts from 0; default 0' })),
-  prev_context: Type.Optional(
-    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String(), Type.Null()], {
-      description: 'options({ prevContext }): the context the previous page returned ({ nextPageToken }); a string is taken as its nextPageToken',
-    }),
-  ),
-  query: Type.Optional(Type.String({ maxLength: 1000, description: 'options({ query }): search text' })),
-  ...fieldParams,
-});
+/**
+ * The body of both prop configuration endpoints; `page`, `prev_context` and `query` are for options only. No other
+ * field: a `prevContext` (as options() names it) or `configuredProps` would otherwise be dropped and the first page
+ * answered again.
+ */
+const configureBody = Type.Object(
+  {
+    configured_props: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Values of the props configured so far, as for a deploy' })),
+    page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'options({ page }): counts from 0; default 0' })),
+    prev_context: Type.Optional(
+      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String(), Type.Null()], {
+        description: 'options({ prevContext }): the context the previous page returned ({ nextPageToken }); a string is taken as its nextPageToken',
+      }),
+    ),
+    query: Type.Optional(Type.String({ maxLength: 1000, description: 'options({ query }): search text' })),
+    ...fieldParams,
+  },
+  { additionalProperties: false },
+);
 
 const optionsSchema = Type.Object({
   options: Type.Union([Type.Array(Type.String()), Type.Array(Type.Object({ label: Type.String(), value: Type.Unknown() }))], {
