@@ -9,6 +9,7 @@ import * as workflows from '../store/workflows.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
 import type { ComponentInfo } from '../runtime/types.js';
 import { replaceTimers } from '../store/timers.js';
+import { retryingDeadlocks } from '../store/deadlocks.js';
 import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
@@ -186,14 +187,20 @@ export class WorkflowService {
     return this.toView(row);
   }
 
-  /** 404 also for a workflow that a concurrent delete took first. */
+  /**
+   * 404 also for a workflow that a concurrent delete took first. On PostgreSQL the delete may cross a group commit
+   * that queued a run of the workflow (holding its row) and then waits for one of its runs, which the delete has
+   * removed: the deadlock's victim, when it is the delete, is tried again.
+   */
   async delete(accountId: string, workflowId: string): Promise<void> {
     const current = await this.owned(accountId, workflowId);
-    await this.store.db.transaction().execute(async (trx) => {
-      if (!(await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id))) throw notFound(`workflow "${workflowId}"`);
-      await replaceTimers(trx, current.id, []);
-      await workflows.deleteWorkflowCascade(trx, current.id);
-    });
+    await retryingDeadlocks(() =>
+      this.store.db.transaction().execute(async (trx) => {
+        if (!(await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id))) throw notFound(`workflow "${workflowId}"`);
+        await replaceTimers(trx, current.id, []);
+        await workflows.deleteWorkflowCascade(trx, current.id);
+      }),
+    );
     this.emitChange({ workflowId: current.id, kind: 'delete', endpointId: current.endpoint_id });
   }
 
