@@ -123,7 +123,7 @@ export class DeliveryRouter implements EventRouter {
         .filter((id) => listeners.has(id))
         .map((workflowId) => ({ workflowId, userId: committed.userId, trigger: 'event' as const, event: event.event, depth })),
     );
-    if (newRuns.length) routed.queuedWorkflowRuns = (await queueRuns(trx, newRuns, nowMs)).map((r) => r.id);
+    if (newRuns.length) routed.queuedWorkflowRuns = (await queueRuns(trx, this.options.dialect, newRuns, nowMs)).map((r) => r.id);
   }
 
   afterCommit(committed: CommittedEvents): void {

@@ -1,5 +1,6 @@
 // New workflow runs as queue rows, inserted in the caller's transaction (a trigger is a row before it is acknowledged).
 import type { Transaction, Kysely } from 'kysely';
+import type { DialectName } from '../store/database.js';
 import type { Database, WorkflowTriggerKind } from '../store/schema.js';
 import { insertRuns, type WorkflowRunRow } from '../store/workflows.js';
 import { newId } from '../model/ids.js';
@@ -37,9 +38,14 @@ export function runRow(run: NewRun, nowMs: number): WorkflowRunRow {
   };
 }
 
-/** Queues runs; whoever runs them must be woken once the transaction commits. Returns the rows. */
-export async function queueRuns(db: Kysely<Database> | Transaction<Database>, runs: NewRun[], nowMs: number): Promise<WorkflowRunRow[]> {
-  const rows = runs.map((run) => runRow(run, nowMs));
-  await insertRuns(db, rows);
-  return rows;
+/**
+ * Queues runs; whoever runs them must be woken once the transaction commits. Returns the rows queued: none for a
+ * workflow deleted meanwhile.
+ */
+export async function queueRuns(db: Kysely<Database> | Transaction<Database>, dialect: DialectName, runs: NewRun[], nowMs: number): Promise<WorkflowRunRow[]> {
+  return insertRuns(
+    db,
+    dialect,
+    runs.map((run) => runRow(run, nowMs)),
+  );
 }

@@ -141,7 +141,7 @@ export class TimerScheduler {
         else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
       }
       await queueInvocations(trx, this.store.dialect, runs, nowMs);
-      const queued = await queueRuns(trx, workflowRuns, nowMs);
+      const queued = await queueRuns(trx, this.store.dialect, workflowRuns, nowMs);
       return { sources: runs.map((r) => r.sourceId), workflowRuns: queued.map((r) => r.id) };
     });
     for (const committed of quotaErrors) this.router.afterCommit(committed);

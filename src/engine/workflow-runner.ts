@@ -70,7 +70,7 @@ export class WorkflowRunner {
   private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
   /** Queue rows of this turn, inserted together (see queue). */
-  private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<void> } | undefined;
+  private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<workflows.WorkflowRunRow[]> } | undefined;
   private renewTimer: ClockTimer | undefined;
   /** The next scan unasked (a delayed run falls due, a lease ends, the cadence's wait). */
   private readonly nextScan: EarliestWake;
@@ -127,6 +127,7 @@ export class WorkflowRunner {
   /**
    * Queues new runs durably (they are rows when this resolves) and takes them up. Runs queued in the same turn of
    * the event loop share one insert. `beforeInsert` sees the rows first (a responder must exist before a run can answer).
+   * Returns the rows queued: a run of a workflow deleted meanwhile is not.
    */
   async queue(runs: NewRun[], beforeInsert?: (rows: workflows.WorkflowRunRow[]) => void): Promise<workflows.WorkflowRunRow[]> {
     const rows = runs.map((run) => runRow(run, this.options.clock.now()));
@@ -136,7 +137,7 @@ export class WorkflowRunner {
       const done = this.transactions.run((trx) => {
         // Closed once its transaction starts; later rows go to the next insert.
         if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-        return workflows.insertRuns(trx, pending);
+        return workflows.insertRuns(trx, this.options.dialect, pending);
       });
       this.pendingInsert = { rows: pending, done };
       // A transaction that never started (the database unreachable) must not keep later runs waiting on its failure.
@@ -145,12 +146,14 @@ export class WorkflowRunner {
       });
     }
     this.pendingInsert.rows.push(...rows);
-    await this.pendingInsert.done;
-    const runIds = rows.map((r) => r.id);
+    const inserted = new Set((await this.pendingInsert.done).map((r) => r.id));
+    const queued = rows.filter((r) => inserted.has(r.id));
+    const runIds = queued.map((r) => r.id);
+    if (!runIds.length) return queued;
     if (!this.taking) this.options.queuedForOthers?.(runIds);
-    else if (this.options.soleConsumer) this.adoptRows(rows, () => Promise.resolve([]));
+    else if (this.options.soleConsumer) this.adoptRows(queued, () => Promise.resolve([]));
     else this.wake(runIds);
-    return rows;
+    return queued;
   }
 
   /**

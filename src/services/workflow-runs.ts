@@ -52,7 +52,8 @@ export class WorkflowRunService {
   async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
     const workflow = await this.activeWorkflow(accountId, workflowId);
     const [row] = await this.queue([{ workflowId: workflow.id, userId: accountId, trigger: 'manual', event }]);
-    return this.toRunView(row!, []);
+    if (!row) throw notFound(`workflow "${workflowId}"`);
+    return this.toRunView(row, []);
   }
 
   /** Starts a new run with the original event of `runId`. */
@@ -63,7 +64,8 @@ export class WorkflowRunService {
     const [row] = await this.queue([
       { workflowId: workflow.id, userId: accountId, trigger: 'replay', event: JSON.parse(original.event), replayOf: original.id },
     ]);
-    return this.toRunView(row!, []);
+    if (!row) throw notFound(`workflow "${workflowId}"`);
+    return this.toRunView(row, []);
   }
 
   /** The account's workflow (404 otherwise), refused with 409 while it is switched off: it runs nothing then. */
@@ -87,17 +89,23 @@ export class WorkflowRunService {
    */
   async acceptHttp(workflowId: string, userId: string, event: unknown, customResponse: boolean): Promise<HttpResponse | undefined> {
     const run: NewRun = { workflowId, userId, trigger: 'http', event };
+    // A workflow deleted since its endpoint was looked up queues no run.
+    const gone = () => new ServiceError('not_found', 'no active source or workflow at this endpoint');
     if (!customResponse) {
-      await this.runner.queue([run]);
+      if (!(await this.runner.queue([run])).length) throw gone();
       return undefined;
     }
     let settle!: (answer: { response?: HttpResponse | undefined; error?: InvocationError | undefined }) => void;
     const answered = new Promise<{ response?: HttpResponse | undefined; error?: InvocationError | undefined }>((resolve) => (settle = resolve));
     let runId = '';
-    await this.runner.queue([run], ([row]) => {
+    const queued = await this.runner.queue([run], ([row]) => {
       runId = row!.id;
       this.runner.onResponse(runId, (response, error) => settle({ response, error }));
     });
+    if (!queued.length) {
+      this.runner.forgetResponder(runId);
+      throw gone();
+    }
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
     const timer = setTimeout(() => settle({}), (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000);
     const { response, error } = await answered;

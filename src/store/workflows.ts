@@ -87,8 +87,22 @@ export async function deleteWorkflowCascade(db: Db, id: string): Promise<void> {
   await db.deleteFrom('workflows').where('id', '=', id).execute();
 }
 
-export async function insertRuns(db: Db, rows: WorkflowRunRow[]): Promise<void> {
-  if (rows.length) await db.insertInto('workflow_runs').values(rows).execute();
+/**
+ * Inserts the runs whose workflow still exists and returns them: a run of a workflow deleted meanwhile is left out,
+ * where its foreign key would fail the statement and every run (and event) committed with it. On PostgreSQL the
+ * workflows' rows are held FOR KEY SHARE, as the foreign key check holds them: a delete either waits for this
+ * transaction (and takes its runs along) or went first.
+ */
+export async function insertRuns(db: Db, dialect: DialectName, rows: WorkflowRunRow[]): Promise<WorkflowRunRow[]> {
+  if (!rows.length) return [];
+  const query = db
+    .selectFrom('workflows')
+    .select('id')
+    .where('id', 'in', [...new Set(rows.map((r) => r.workflow_id))]);
+  const existing = new Set((await (dialect === 'postgres' ? query.forKeyShare() : query).execute()).map((r) => r.id));
+  const kept = rows.filter((r) => existing.has(r.workflow_id));
+  if (kept.length) await db.insertInto('workflow_runs').values(kept).execute();
+  return kept;
 }
 
 export function findRun(db: Db, workflowId: string, runId: string): Promise<WorkflowRunRow | undefined> {

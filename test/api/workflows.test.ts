@@ -485,13 +485,14 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     }
   });
 
-  it('deletes a workflow while its runs are queued and committed, answering 204', async () => {
-    // On PostgreSQL the delete could cross a group commit of the workflow's runs and die as a deadlock's victim (500).
+  it('deletes a workflow while runs of it are asked for, queued and committed: 204, and each run 202 or 404, never 500', async () => {
+    // On PostgreSQL the delete could cross a group commit of the workflow's runs and die as a deadlock's victim (500),
+    // and a run inserted after the delete committed failed its foreign key: a 500, for every run inserted with it.
     for (let i = 0; i < 20; i++) {
       const workflow = await create({ name: 'gone', trigger: { type: 'http' }, steps: [{ name: 'a', component_code: ECHO_STEP }] });
       const first = await api.post(`/v1/workflows/${workflow.id}/run`, { n: i });
       expect(first.status).toBe(202);
-      const [deleted] = await Promise.all([
+      const [deleted, run, replay, endpoint] = await Promise.all([
         api.delete(`/v1/workflows/${workflow.id}`),
         api.post(`/v1/workflows/${workflow.id}/run`, { n: i }),
         api.post(`/v1/workflows/${workflow.id}/runs/${first.body.data.id}/replay`),
@@ -499,6 +500,14 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
       ]);
       expect(deleted.status, deleted.text).toBe(204);
       expect((await api.get(`/v1/workflows/${workflow.id}`)).status).toBe(404);
+      for (const [answer, ok] of [
+        [run, 202],
+        [replay, 202],
+        [endpoint, 200],
+      ] as const) {
+        expect([ok, 404], answer.text).toContain(answer.status);
+        if (answer.status === 404) expect(answer.body.code).toBe('not_found');
+      }
     }
   });
 
