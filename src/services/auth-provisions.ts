@@ -1,5 +1,7 @@
 // The deploy-time check of app props that name connected accounts: the deploying account's, of the prop's app.
-import type { Store } from '../store/database.js';
+import type { Transaction } from 'kysely';
+import type { DialectName, Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import * as accounts from '../store/accounts.js';
 import { isId } from '../model/ids.js';
 import { notFound } from '../model/errors.js';
@@ -26,4 +28,19 @@ export async function checkAuthProvisions(store: Store, ownerId: string, props: 
     }
   }
   if (problems.length) throw propsInvalid(problems, label);
+}
+
+/**
+ * Inside a deploy's transaction: the connected accounts that these configured props name (a source's, or each step's)
+ * still exist, and stay until it commits. A delete of one of them then either waits and finds the deploy among the
+ * account's users (409), or went first and the deploy is a 404 naming it, as at the check before.
+ */
+export async function holdAuthProvisions(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  ownerId: string,
+  configured: Array<Record<string, unknown>>,
+): Promise<void> {
+  const missing = await accounts.holdConnectedAccounts(trx, dialect, ownerId, configured.flatMap(accounts.accountIdsNamed));
+  if (missing.length) throw notFound(`connected account "${missing[0]}"`);
 }

@@ -169,26 +169,35 @@ export class ConnectedAccountService {
 
   /**
    * Refused (409) while sources or workflows name the account, unless `force`: active ones are then deactivated
-   * first, as a PATCH `{ active: false }` would (their deactivate() hooks still see the credentials), and kept.
+   * first, as a PATCH `{ active: false }` would (their deactivate() hooks still see the credentials), and kept. The
+   * users are read again with the account locked, in the transaction that deletes it: a deploy naming it meanwhile
+   * (which holds it while it commits) is found there, and an active one refuses the delete even with `force`.
    */
   async delete(ownerId: string, id: string, force: boolean): Promise<void> {
     await this.find(ownerId, id);
-    const sources = await accounts.sourcesNaming(this.store.db, ownerId, id);
-    const workflows = await accounts.workflowsNaming(this.store.db, ownerId, id);
-    if ((sources.length || workflows.length) && !force) {
-      const named = [...sources.map((s) => ({ type: 'source' as const, ...s })), ...workflows.map((w) => ({ type: 'workflow' as const, ...w }))];
-      const shown = named.slice(0, NAMED_IN_MESSAGE).map((u) => `${u.type} "${u.name}" (${u.id})`);
-      if (named.length > NAMED_IN_MESSAGE) shown.push(`${named.length - NAMED_IN_MESSAGE} more`);
-      throw new ServiceError(
-        'conflict',
-        `connected account ${id} is used by ${shown.join(', ')}; delete with force=true to deactivate them and delete it`,
-        named,
-      );
+    if (force) {
+      for (const source of await accounts.sourcesNaming(this.store.db, ownerId, id))
+        if (source.active) await this.sources.update(ownerId, source.id, { active: false }, 'patch');
+      for (const workflow of await accounts.workflowsNaming(this.store.db, ownerId, id))
+        if (workflow.active) await this.workflows.update(ownerId, workflow.id, { active: false });
     }
-    for (const source of sources) if (source.active) await this.sources.update(ownerId, source.id, { active: false }, 'patch');
-    for (const workflow of workflows) if (workflow.active) await this.workflows.update(ownerId, workflow.id, { active: false });
-    const deleted = await accounts.deleteConnectedAccount(this.store.db, ownerId, id);
-    if (!deleted) throw notFound(`connected account "${id}"`);
+    await this.store.db.transaction().execute(async (trx) => {
+      if (!(await accounts.lockConnectedAccount(trx, this.store.dialect, ownerId, id))) throw notFound(`connected account "${id}"`);
+      const sources = await accounts.sourcesNaming(trx, ownerId, id);
+      const workflows = await accounts.workflowsNaming(trx, ownerId, id);
+      const named = [...sources.map((s) => ({ type: 'source' as const, ...s })), ...workflows.map((w) => ({ type: 'workflow' as const, ...w }))];
+      const blocking = force ? named.filter((u) => u.active) : named;
+      if (blocking.length) {
+        const shown = blocking.slice(0, NAMED_IN_MESSAGE).map((u) => `${u.type} "${u.name}" (${u.id})`);
+        if (blocking.length > NAMED_IN_MESSAGE) shown.push(`${blocking.length - NAMED_IN_MESSAGE} more`);
+        throw new ServiceError(
+          'conflict',
+          `connected account ${id} is used by ${shown.join(', ')}; delete with force=true to deactivate them and delete it`,
+          blocking,
+        );
+      }
+      await accounts.deleteConnectedAccount(trx, ownerId, id);
+    });
     await this.credentials.changed(ownerId, id);
   }
 

@@ -15,7 +15,7 @@ import type { InvocationBases } from '../engine/invocation-base.js';
 import { replaceTimers, type TimerRow } from '../store/timers.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
-import { checkAuthProvisions } from './auth-provisions.js';
+import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, SECRET_PLACEHOLDER, withAdditionalProps } from '../model/props.js';
@@ -246,6 +246,7 @@ export class SourceService {
       committed = await this.withFreshSlug(row, name, () =>
         this.store.db.transaction().execute(async (trx) => {
           await this.settings.limiter.assertRoom(trx, accountId, 'sources');
+          await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
           if (unsaved) await this.components.insertPrepared(trx, component);
           await sources.insertSource(trx, row);
           for (const step of this.creationSteps) await step(trx, row);
@@ -310,6 +311,7 @@ export class SourceService {
       const effects = mergeHookEffects(off, on);
       return this.withFreshSlug(next, name, () =>
         this.store.db.transaction().execute(async (trx) => {
+          await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
           if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
           await sources.updateSource(trx, sourceId, next);
           await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));

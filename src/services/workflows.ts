@@ -17,7 +17,7 @@ import { echoProps, withAdditionalProps } from '../model/props.js';
 import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
-import { checkAuthProvisions } from './auth-provisions.js';
+import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 import { applyTrigger, checkTrigger, normalizeTrigger, type TriggerRequest } from './workflow-triggers.js';
 
@@ -141,6 +141,12 @@ export class WorkflowService {
     };
     await this.store.db.transaction().execute(async (trx) => {
       await this.settings.limiter.assertRoom(trx, accountId, 'workflows');
+      await holdAuthProvisions(
+        trx,
+        this.store.dialect,
+        accountId,
+        steps.map((step) => step.configured_props),
+      );
       for (const component of unsaved) await this.components.insertPrepared(trx, component);
       await workflows.insertWorkflow(trx, row);
       for (const step of this.creationSteps) await step(trx, row);
@@ -177,6 +183,13 @@ export class WorkflowService {
         timeout_ms: request.timeout_seconds === undefined ? previous.timeout_ms : request.timeout_seconds * 1000,
         updated_at: nowSeconds(),
       };
+      // New steps only: stored ones may name an account a forced delete removed (the workflow is inactive then).
+      await holdAuthProvisions(
+        trx,
+        this.store.dialect,
+        accountId,
+        (resolved?.steps ?? []).map((step) => step.configured_props),
+      );
       for (const component of resolved?.unsaved ?? []) await this.components.insertPrepared(trx, component);
       const { name, active, steps, endpoint_id, timeout_ms, updated_at } = row;
       await workflows.updateWorkflow(trx, row.id, { name, active, trigger: row.trigger, steps, endpoint_id, timeout_ms, updated_at });

@@ -1,6 +1,7 @@
 // Queries on connected accounts (apps' credentials) and on the sources and workflows whose props name one.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
+import type { DialectName } from './database.js';
 import type { ConnectedAccountsTable, Database } from './schema.js';
 import { paginateById } from './paginate.js';
 
@@ -75,6 +76,35 @@ export async function updateCredentialsIf(
 export async function deleteConnectedAccount(db: Db, userId: string, id: string): Promise<boolean> {
   const result = await db.deleteFrom('connected_accounts').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * The account's connected account, locked until the transaction ends on PostgreSQL (FOR UPDATE: deploys naming it
+ * wait, see holdConnectedAccounts), for a delete that must first see every source and workflow naming it.
+ */
+export function lockConnectedAccount(trx: Transaction<Database>, dialect: DialectName, userId: string, id: string): Promise<ConnectedAccountRow | undefined> {
+  const query = trx.selectFrom('connected_accounts').selectAll().where('id', '=', id).where('user_id', '=', userId);
+  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+}
+
+/**
+ * Holds the account's connected accounts among `ids` until the transaction ends (FOR KEY SHARE on PostgreSQL: a
+ * delete waits for it, a rename or rotation does not) and returns the ids it has no account of (any more).
+ */
+export async function holdConnectedAccounts(trx: Transaction<Database>, dialect: DialectName, userId: string, ids: string[]): Promise<string[]> {
+  const unique = [...new Set(ids)];
+  if (!unique.length) return [];
+  const query = trx.selectFrom('connected_accounts').select('id').where('user_id', '=', userId).where('id', 'in', unique);
+  const found = new Set((await (dialect === 'postgres' ? query.forKeyShare() : query).execute()).map((row) => row.id));
+  return unique.filter((id) => !found.has(id));
+}
+
+/** The connected account ids that configured props name: `{ authProvisionId: id }` values, as `names` reads them. */
+export function accountIdsNamed(props: Record<string, unknown>): string[] {
+  return Object.values(props).flatMap((value) => {
+    const id = typeof value === 'object' && value !== null ? (value as { authProvisionId?: unknown }).authProvisionId : undefined;
+    return typeof id === 'string' ? [id] : [];
+  });
 }
 
 /** True when one of the props is an app prop's value naming the account: `{ authProvisionId: id }`. */

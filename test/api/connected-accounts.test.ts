@@ -297,6 +297,33 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     }
   });
 
+  it('never deletes an account that a source or workflow deployed at the same time came to name', async () => {
+    // On PostgreSQL a deploy checked the account, the delete found no user and removed it, then the deploy committed:
+    // an active source and workflow naming an account that was gone, the delete answered 204.
+    for (let i = 0; i < 15; i++) {
+      const acme = await connect(user.api, { api_key: `race ${i}` }, 'acme', 'raced');
+      const named = { acme: { authProvisionId: acme.id } };
+      const [source, workflow, deleted] = await Promise.all([
+        user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: named }),
+        user.api.post('/v1/workflows', { name: 'raced', steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: named }] }),
+        user.api.delete(`/v1/accounts/${acme.id}`),
+      ]);
+      const notFound = { error: `connected account "${acme.id}" not found`, code: 'not_found' };
+      if (deleted.status === 204) {
+        expect([source.status, source.body]).toEqual([404, notFound]);
+        expect([workflow.status, workflow.body]).toEqual([404, notFound]);
+      } else {
+        expect([deleted.status, deleted.body.code]).toEqual([409, 'conflict']);
+        // Named by what had committed when the delete looked (a deploy committing after the 409 is not).
+        const users = [source, workflow].filter((r) => r.status === 200).map((r) => r.body.data.id);
+        expect(deleted.body.details.length).toBeGreaterThan(0);
+        for (const listed of deleted.body.details) expect(users).toContain(listed.id);
+        if (source.status === 200) await user.api.delete(`/v1/sources/${source.body.data.id}`);
+        if (workflow.status === 200) await user.api.delete(`/v1/workflows/${workflow.body.data.id}`);
+      }
+    }
+  });
+
   it('keeps no credential readable at rest', async () => {
     const first = secret('at-rest-one');
     const second = secret('at-rest-two');
