@@ -8,7 +8,7 @@ import type { Database } from '../store/schema.js';
 import type { WorkflowRow } from '../store/workflows.js';
 import { findSource } from '../store/sources.js';
 import { replaceTimers } from '../store/timers.js';
-import { deleteSubscription, insertSubscription } from '../store/subscriptions.js';
+import { deleteSubscription, insertSubscription, lockOwnedEndpoint } from '../store/subscriptions.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import { validateProps } from '../model/props.js';
@@ -92,8 +92,9 @@ export async function applyTrigger(
   if (previous?.type === 'source') {
     await deleteSubscription(trx, { userId: row.user_id, emitterId: previous.source_id, listenerId: row.id, eventName: previous.event_name });
   }
-  // A source deleted since the trigger was set took its subscription along: an update must not bring it back.
-  if (trigger?.type === 'source' && (await findSource(trx, row.user_id, trigger.source_id))) {
+  // A source deleted since the trigger was set took its subscription along: an update must not bring it back. Its row
+  // is locked, as subscribing to it locks it: a delete running at the same time finishes first or removes this one.
+  if (trigger?.type === 'source' && (await lockOwnedEndpoint(trx, row.user_id, trigger.source_id, 'sources'))) {
     // The trigger's subscription is one of the account's subscriptions, held to the same limit.
     await settings.limiter.assertRoom(trx, row.user_id, 'subscriptions');
     await insertSubscription(trx, {

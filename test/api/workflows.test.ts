@@ -511,6 +511,28 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     }
   });
 
+  it('keeps no subscription of a source trigger whose source a delete removed at the same time', async () => {
+    // On PostgreSQL the trigger's subscription was made after the source's delete had removed its subscriptions: a row
+    // listening to no source, held against the account's subscription limit for good.
+    const db = server.running.services.store.db;
+    const source = `module.exports = { name: "s", version: "1", async run() {} };`;
+    for (let i = 0; i < 15; i++) {
+      const emitter = (await api.post('/v1/sources', { component_code: source })).body.data;
+      const workflow = await create({ name: 'listener', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+      const trigger = { type: 'source', source_id: emitter.id };
+      const [changed, created, deleted] = await Promise.all([
+        api.put(`/v1/workflows/${workflow.id}`, { trigger }),
+        api.post('/v1/workflows', { name: 'listener 2', trigger, steps: [{ name: 'a', component_code: ECHO_STEP }] }),
+        api.delete(`/v1/sources/${emitter.id}`),
+      ]);
+      expect(deleted.status).toBe(204);
+      expect([200, 404]).toContain(changed.status);
+      expect([200, 404]).toContain(created.status);
+      const left = await db.selectFrom('subscriptions').select('id').where('emitter_id', '=', emitter.id).execute();
+      expect(left).toEqual([]);
+    }
+  });
+
   it('saves the code of no step when a later step is refused, on create and on update', async () => {
     const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
     const workflow = await create({ name: 'kept', steps: [{ name: 'a', component_code: ECHO_STEP }] });
