@@ -11,6 +11,7 @@ import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
 import { nextLeaseEndMs } from '../store/lease-ends.js';
 import { WorkflowCache } from './workflow-cache.js';
+import { RunInserts } from './run-inserts.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
@@ -69,8 +70,7 @@ export class WorkflowRunner {
   private readonly workflowCache: WorkflowCache;
   private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
-  /** Queue rows of this turn, inserted together (see queue). */
-  private pendingInsert: { rows: workflows.WorkflowRunRow[]; done: Promise<workflows.WorkflowRunRow[]> } | undefined;
+  private readonly inserts: RunInserts;
   private renewTimer: ClockTimer | undefined;
   /** The next scan unasked (a delayed run falls due, a lease ends, the cadence's wait). */
   private readonly nextScan: EarliestWake;
@@ -83,7 +83,7 @@ export class WorkflowRunner {
     private readonly store: Store,
     runtime: ComponentRuntime,
     secrets: SecretBox,
-    private readonly transactions: TransactionGroup,
+    transactions: TransactionGroup,
     private readonly options: WorkflowRunnerOptions,
     private readonly logger: Logger,
   ) {
@@ -96,6 +96,7 @@ export class WorkflowRunner {
     const { dialect, retention, router, clock, outbox, credentials } = options;
     const batchOptions = { dialect, retention, router, clock, outbox, credentials, owner: this.owner };
     this.batches = new StepBatchRunner(store, runtime, secrets, transactions, batchOptions, logger);
+    this.inserts = new RunInserts(transactions, dialect);
   }
 
   async start(): Promise<void> {
@@ -132,22 +133,7 @@ export class WorkflowRunner {
   async queue(runs: NewRun[], beforeInsert?: (rows: workflows.WorkflowRunRow[]) => void): Promise<workflows.WorkflowRunRow[]> {
     const rows = runs.map((run) => runRow(run, this.options.clock.now()));
     beforeInsert?.(rows);
-    if (!this.pendingInsert) {
-      const pending: workflows.WorkflowRunRow[] = [];
-      const done = this.transactions.run((trx) => {
-        // Closed once its transaction starts; later rows go to the next insert.
-        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-        return workflows.insertRuns(trx, this.options.dialect, pending);
-      });
-      this.pendingInsert = { rows: pending, done };
-      // A transaction that never started (the database unreachable) must not keep later runs waiting on its failure.
-      done.catch(() => {
-        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-      });
-    }
-    this.pendingInsert.rows.push(...rows);
-    const inserted = new Set((await this.pendingInsert.done).map((r) => r.id));
-    const queued = rows.filter((r) => inserted.has(r.id));
+    const queued = await this.inserts.insert(rows);
     const runIds = queued.map((r) => r.id);
     if (!runIds.length) return queued;
     if (!this.taking) this.options.queuedForOthers?.(runIds);
