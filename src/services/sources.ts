@@ -286,9 +286,12 @@ export class SourceService {
     const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous, previousAdditional });
     const { stored } = props;
     const info = { ...deployed, props: props.props };
-    await checkAuthProvisions(this.store, accountId, info.props, stored);
     const wasActive = current.source.active === 1;
     const active = request.active ?? (mode === 'replace' ? true : wasActive);
+    // A source left off with its stored props runs nothing: switching it off or renaming it must not need the
+    // accounts those props name (one a forced delete removed, say).
+    const checksAccounts = active || request.configured_props !== undefined;
+    if (checksAccounts) await checkAuthProvisions(this.store, accountId, info.props, stored);
     const name = request.name ?? (mode === 'replace' ? slugify(info.name) : current.source.name);
     if (name.trim() === '') throw invalid('name must be a non-empty string');
     const next: sources.SourceRow = {
@@ -311,7 +314,7 @@ export class SourceService {
       const effects = mergeHookEffects(off, on);
       return this.withFreshSlug(next, name, () =>
         this.store.db.transaction().execute(async (trx) => {
-          await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
+          if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
           if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
           await sources.updateSource(trx, sourceId, next);
           await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));

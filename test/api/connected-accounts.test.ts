@@ -273,9 +273,13 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
       .where('key', '=', 'seenAtDeactivate')
       .executeTakeFirst();
     expect(row && JSON.parse(row.value)).toBe(key);
-    // Turning it back on needs an account again.
+    // Left off, it can be renamed and switched off again without the account; turning it back on needs one.
+    const renamed = await user.api.patch(`/v1/sources/${source.id}`, { name: 'was acme', active: false });
+    expect([renamed.status, renamed.body.data?.name, renamed.body.data?.active]).toEqual([200, 'was acme', false]);
     const again = await user.api.patch(`/v1/sources/${source.id}`, { active: true });
     expect([again.status, again.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
+    const given = await user.api.patch(`/v1/sources/${source.id}`, { configured_props: { acme: { authProvisionId: acme.id } } });
+    expect([given.status, given.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
   });
 
   it('keeps both of a concurrent rename and rotation, and lets one of two concurrent deletes succeed', async () => {
