@@ -9,6 +9,7 @@ import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from
 import { dataStoreName, dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
+import { checkAuthProvisions } from './auth-provisions.js';
 
 /**
  * `$auth` of each app prop for the configured values (`{ authProvisionId }`), as `run` would see it. The connected
@@ -79,6 +80,8 @@ export class PropConfigurationService {
     if (!prop && !info.additionalProps) return fail(`"${propName}" is not a prop of this component`);
     if (prop && !prop.remoteOptions) {
       // Static choices are in configurable_props already; they are answered here too, without a worker.
+      const problem = await this.accountProblem(accountId, info, body.configured_props ?? {});
+      if (problem) return fail(problem);
       return prop.options ? { options: shapeOptions(prop.options), context: null, errors: [] } : fail(`prop "${propName}" has no options`);
     }
     const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
@@ -96,11 +99,28 @@ export class PropConfigurationService {
   /** As `reload`, for a component the caller already holds (deploys of sources and workflow steps). */
   async reloadFor(accountId: string, row: ComponentRow, configured: Record<string, unknown>): Promise<ReloadPropsView> {
     const info = componentInfo(row);
-    if (!info.additionalProps) return { configurable_props: info.props, errors: [] };
+    if (!info.additionalProps) {
+      const problem = await this.accountProblem(accountId, info, configured);
+      return { configurable_props: info.props, errors: problem ? [problem] : [] };
+    }
     const request = await this.request(accountId, row.code, info, configured);
     if (typeof request === 'string') return { configurable_props: info.props, errors: [request] };
     const result = await this.runtime.reloadProps(request);
     return { configurable_props: result.props ?? info.props, errors: result.errors };
+  }
+
+  /**
+   * Why the connected accounts `configured` names cannot serve this component (unknown, another account's, of another
+   * app), as a deploy would refuse them; undefined when they can. Where no worker is asked, nothing else checks them.
+   */
+  private async accountProblem(accountId: string, info: ComponentInfo, configured: Record<string, unknown>): Promise<string | undefined> {
+    try {
+      await checkAuthProvisions(this.store, accountId, info.props, configured);
+      return undefined;
+    } catch (error) {
+      if (error instanceof ServiceError) return error.message;
+      throw error;
+    }
   }
 
   /** The worker request for these configured values, or why it cannot be made. */

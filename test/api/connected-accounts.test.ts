@@ -240,6 +240,17 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     expect(refused).toMatchObject({ options: [], errors: [`connected account "${theirs.id}" not found`] });
   });
 
+  it("refuses another account's id in a props reload of a component without additionalProps(), where no worker is asked", async () => {
+    const theirs = await connect(other.api, { api_key: secret('reload-theirs') });
+    const saved = await user.api.post('/v1/components', { component_code: APP_SOURCE });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const reload = (configured_props: object) => user.api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props });
+    const refused = await reload({ acme: { authProvisionId: theirs.id } });
+    expect([refused.status, refused.body.data.errors]).toEqual([200, [`connected account "${theirs.id}" not found`]]);
+    const mine = await connect(user.api, { api_key: secret('reload-mine') });
+    expect((await reload({ acme: { authProvisionId: mine.id } })).body.data.errors).toEqual([]);
+  });
+
   it('refuses to delete an account in use (409 naming the users), and with force=true deactivates them first', async () => {
     const key = secret('in-use');
     const acme = await connect(user.api, { api_key: key });
