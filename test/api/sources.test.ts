@@ -234,6 +234,25 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(events.body.data[0].event).toEqual({ token: 'sk-very-secret', count: 4, greeting: 'hello', endpoint: props.http.endpoint_url });
   });
 
+  it('passes a manual run its JSON body as it is, null included, and {} without a body', async () => {
+    const created = await api.post('/v1/sources', {
+      component_code: 'module.exports = { name: "echo", version: "1", async run(e) { this.$emit({ got: e }); } };',
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    const { waitFor } = await import('../helpers/wait.js');
+    for (const body of ['null', '[1]', undefined]) {
+      const run = await api.post(`/v1/sources/${id}/run`, undefined, body === undefined ? {} : { raw: { body, contentType: 'application/json' } });
+      expect(run.status, body).toBe(202);
+    }
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${id}/event_summaries?expand=event`),
+      (r) => r.body.data?.length === 3,
+      { what: 'three manual runs to emit' },
+    );
+    expect(events.body.data.map((e: { event: unknown }) => e.event).reverse()).toEqual([{ got: null }, { got: [1] }, { got: {} }]);
+  });
+
   it('runs deploy then activate on create; deactivate then activate on update; keeps the id', async () => {
     const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { label: 'v1' } });
     expect(created.status).toBe(200);

@@ -118,7 +118,7 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
         },
       },
       async (request, reply) => {
-        const id = await services.runs.runNow(request.account.id, request.params.id, request.body ?? {});
+        const id = await services.runs.runNow(request.account.id, request.params.id, request.body === undefined ? {} : request.body);
         return reply.status(202).send({ data: { id } });
       },
     );

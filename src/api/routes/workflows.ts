@@ -232,7 +232,8 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
           response: { 202: dataOf(runSchema) },
         },
       },
-      async (request, reply) => reply.status(202).send({ data: await workflowRuns.runNow(request.account.id, request.params.id, request.body ?? {}) }),
+      async (request, reply) =>
+        reply.status(202).send({ data: await workflowRuns.runNow(request.account.id, request.params.id, request.body === undefined ? {} : request.body) }),
     );
 
     app.get(
