@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api.js';
-import { showStream } from '../../src/client/follow.js';
+import { showStream, type Stream } from '../../src/client/follow.js';
 import { client } from '../helpers/client.js';
 import { type RunningCli, startCli } from '../helpers/cli.js';
 import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
@@ -14,6 +14,17 @@ import { waitFor } from '../helpers/wait.js';
 
 const EMITTING_STEP =
   'export default defineComponent({ async run({ steps, $ }) { console.log("step saw", steps.trigger.event.n); $.send.emit({ raw_event: { n: steps.trigger.event.n } }); } });';
+
+/** Follows `id` as `events`/`logs -f` do, into arrays of the lines printed and the notices, until `stop` aborts. */
+function followInto(api: ApiClient, id: string, stream: Stream, limit: number) {
+  const printed: string[] = [];
+  const notices: string[] = [];
+  const stop = new AbortController();
+  const print = (line: string) => printed.push(line);
+  const notice = (line: string) => notices.push(line);
+  const following = showStream(api, id, { stream, limit, follow: true, json: false, print, notice, signal: stop.signal });
+  return { printed, notices, stop, following };
+}
 
 describe('following a workflow', () => {
   it('events -f on a workflow that has none yet shows the first ones, and polls without piling up abort listeners', async () => {
@@ -32,18 +43,7 @@ describe('following a workflow', () => {
         polls++;
         return get<T>(p);
       };
-      const printed: string[] = [];
-      const notices: string[] = [];
-      const stop = new AbortController();
-      const following = showStream(followed, id, {
-        stream: 'events',
-        limit: 10,
-        follow: true,
-        json: false,
-        print: (line) => printed.push(line),
-        notice: (line) => notices.push(line),
-        signal: stop.signal,
-      });
+      const { printed, notices, stop, following } = followInto(followed, id, 'events', 10);
       await waitFor(
         async () => polls,
         (n) => n >= 2,
@@ -174,18 +174,7 @@ describe('following a workflow', () => {
         if (++polls === 2) await released;
         return get<T>(p);
       };
-      const printed: string[] = [];
-      const notices: string[] = [];
-      const stop = new AbortController();
-      const following = showStream(followed, id, {
-        stream: '$logs',
-        limit: 0,
-        follow: true,
-        json: false,
-        print: (line) => printed.push(line),
-        notice: (line) => notices.push(line),
-        signal: stop.signal,
-      });
+      const { printed, notices, stop, following } = followInto(followed, id, '$logs', 0);
       await waitFor(
         async () => polls,
         (n) => n >= 2,
