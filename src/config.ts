@@ -346,10 +346,11 @@ export function envName(flag: string): string {
 export function settingOptions(): Option[] {
   return SETTINGS.map((s) => {
     const isBool = s.parse === bool;
-    const option = new Option(isBool ? `${s.flag} [value]` : `${s.flag} <value>`, s.description).env(envName(s.flag));
-    const fallback = s.defaultValue === undefined ? '(none)' : String(s.defaultValue);
-    const shown = s.defaultText ?? (typeof s.defaultValue === 'function' ? undefined : fallback);
-    if (shown !== undefined) option.default(undefined, shown);
+    // The default is part of the description: commander shows a default only when it sets the value itself, and the
+    // value must stay unset so that resolveConfig fills it (some defaults depend on other settings).
+    const shown = s.defaultText ?? (s.defaultValue === undefined || typeof s.defaultValue === 'function' ? undefined : String(s.defaultValue));
+    const description = shown === undefined ? s.description : `${s.description} (default: ${shown.replace(/^\((.*)\)$/, '$1')})`;
+    const option = new Option(isBool ? `${s.flag} [value]` : `${s.flag} <value>`, description).env(envName(s.flag));
     option.argParser((raw: string | undefined) => (raw === undefined ? true : wrapParse(s, raw)));
     if (isBool) option.preset('true');
     return option;

@@ -45,12 +45,17 @@ function exitCode(child: ChildProcess): Promise<number | null> {
 describe('tributary CLI', () => {
   const children = killedAfterAll();
 
-  it('serve --help lists every setting with its TRIBUTARY_ variable', async () => {
+  it('serve --help lists every setting with its TRIBUTARY_ variable and its default', async () => {
     const { stdout } = await tributary(['serve', '--help']);
     for (const s of SETTINGS) {
       expect(stdout).toContain(s.flag);
       expect(stdout).toContain(envName(s.flag));
     }
+    const text = stdout.replace(/\s+/g, ' ');
+    expect(text).toContain('--host <value> interface to listen on (default: 127.0.0.1) (env: TRIBUTARY_HOST)');
+    expect(text).toContain('largest API request body, in bytes (default: 4194304) (env: TRIBUTARY_BODY_LIMIT)');
+    expect(text).toContain('(default: SQLite) (env: TRIBUTARY_DATABASE_URL)');
+    expect(text).toContain('(default: true with --s3-endpoint, else false)');
     expect(envName('--data-dir')).toBe('TRIBUTARY_DATA_DIR');
   });
 
