@@ -393,8 +393,8 @@ export function resolveConfig(values: Partial<Config> = {}): Config {
   return Object.freeze(config);
 }
 
-/** Replaces the port in a default public URL once the real port is known (for `--port 0`). */
+/** Sets the port `--port 0` picked once it is known, and the default public URL with it (a given one is kept). */
 export function withListeningPort(config: Config, port: number, publicUrlWasGiven: boolean): Config {
-  if (publicUrlWasGiven || config.port === port) return config;
-  return resolveConfig({ ...config, port, publicUrl: undefined as unknown as string });
+  if (config.port === port) return config;
+  return resolveConfig({ ...config, port, publicUrl: publicUrlWasGiven ? config.publicUrl : (undefined as unknown as string) });
 }

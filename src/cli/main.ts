@@ -94,10 +94,14 @@ export function buildProgram(): Command {
     process.on('SIGINT', () => stop('SIGINT'));
     // One write, so that whoever reads standard output sees the whole banner at once; and only once the signals
     // are handled, since whoever reads it may stop the server straight away.
+    // Where this process listens (the port --port 0 picked), and, when --public-url names another address, that one.
+    const { host, port } = running.config;
+    const listening = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const publicUrl = running.url === listening ? '' : `public URL ${running.url}, `;
     const banner = [
       config.role === 'worker'
         ? 'Tributary worker node is running (role worker: no HTTP; it claims invocations, workflow runs, timers and deliveries)'
-        : `Tributary is listening at ${running.url} (API base ${running.url}/v1, docs ${running.url}/docs${config.role === 'api' ? '; role api: work is run by worker nodes' : ''})`,
+        : `Tributary is listening at ${listening} (${publicUrl}API base ${running.url}/v1, docs ${running.url}/docs${config.role === 'api' ? '; role api: work is run by worker nodes' : ''})`,
       `storage: ${running.services.store.location}`,
       ...(running.metricsUrl ? [`metrics: ${running.metricsUrl}`] : []),
     ];

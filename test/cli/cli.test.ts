@@ -193,6 +193,20 @@ describe('tributary CLI', () => {
     expect(await exitedAgain).toBe(0);
   });
 
+  it('serve --port 0 --public-url prints the address it listens at (the port it picked) and the public URL', async () => {
+    const server = await serve(['--data-dir', tempDir(), '--public-url', 'https://events.example.test']);
+    children.push(server.child);
+    const port = /listening at http:\/\/127\.0\.0\.1:(\d+) \(/.exec(server.output())?.[1];
+    expect(port).toBeDefined();
+    expect(server.output()).toContain(
+      `listening at http://127.0.0.1:${port} (public URL https://events.example.test, API base https://events.example.test/v1, docs https://events.example.test/docs)`,
+    );
+    expect((await request('GET', `http://127.0.0.1:${port}/healthz`)).body).toEqual({ status: 'ok', database: 'ok' });
+    const exited = exitCode(server.child);
+    server.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
   it('refuses a second serve on a data directory a running server uses, and starts again after a crash', async () => {
     const dataDir = tempDir();
     const first = await serve(['--data-dir', dataDir]);
