@@ -35,6 +35,7 @@ const UNREACHABLE_CODES = new Set([
   '08004',
   '08006',
   '53300', // too_many_connections
+  '3D000', // invalid_catalog_name: the database is gone (renamed, or dropped while a dump is restored)
   '57014', // query_canceled: by statement_timeout (QUERY_TIMEOUT_MS), a database too slow to answer
   'SQLITE_BUSY',
   'SQLITE_IOERR',
