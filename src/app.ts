@@ -335,7 +335,6 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     };
 
     await publishRegistry(components, logger, PACKAGE_ROOT);
-    const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
     // Only a node with live streams hears other nodes' events: a worker would read every one back for no one.
     if (servesHttp) await bus.start();
@@ -358,6 +357,9 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       await webhookSender.start();
       timers.start();
     }
+    // Last, once nothing can fail any more (a port in use): a start that fails would leave an account whose key no
+    // one saw, and the next start, finding an account, would print none.
+    const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
     let closing: Promise<void> | undefined;
     return {

@@ -1,6 +1,7 @@
 // The `tributary` command end to end: serve on an empty data directory, users commands, --help, SIGTERM.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { openSqliteFile } from '../../src/store/sqlite-file.js';
@@ -10,6 +11,7 @@ import { SETTINGS, envName } from '../../src/config.js';
 import { hashApiKey } from '../../src/services/users.js';
 import { tempDir } from '../helpers/server.js';
 import { request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../bin/tributary.js');
 const run = promisify(execFile);
@@ -202,6 +204,33 @@ describe('tributary CLI', () => {
       `listening at http://127.0.0.1:${port} (public URL https://events.example.test, API base https://events.example.test/v1, docs https://events.example.test/docs)`,
     );
     expect((await request('GET', `http://127.0.0.1:${port}/healthz`)).body).toEqual({ status: 'ok', database: 'ok' });
+    const exited = exitCode(server.child);
+    server.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('a first start that fails (its port in use) creates no account, so the next start prints the key', async () => {
+    const dataDir = tempDir();
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    const failed = await tributary(['serve', '--port', String(port), '--log-level', 'silent', '--data-dir', dataDir]).then(
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    await new Promise((resolve) => taken.close(resolve));
+    expect({ code: failed.code, stdout: failed.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(failed.stderr).toContain(`error: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
+
+    const server = await serve(['--data-dir', dataDir]);
+    children.push(server.child);
+    await waitFor(
+      async () => server.output(),
+      (output) => output.includes('API key (shown once, store it now): '),
+      { what: 'the key of the account the first start made' },
+    );
+    const key = /API key \(shown once, store it now\): (\S+)/.exec(server.output())![1]!;
+    expect((await request('GET', `${server.url}/v1/users/me`, { key })).body.data.username).toBe('admin');
     const exited = exitCode(server.child);
     server.child.kill('SIGTERM');
     expect(await exited).toBe(0);
