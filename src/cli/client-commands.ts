@@ -201,7 +201,7 @@ function addCommands(program: Command): void {
   ] as const) {
     serverOptions(program.command(`${name} <id>`))
       .description(description)
-      .addOption(new Option('-n, --limit <n>', 'how many recent items to show first').default(10).argParser(count))
+      .addOption(new Option('-n, --limit <n>', 'how many recent items to show first (0 to 100)').default(10).argParser(count))
       .option('-f, --follow', 'keep showing new ones as they come (Ctrl-C to stop); reconnects and resumes')
       .option('--errors', 'the $errors stream instead')
       .option('--json', 'one JSON object per line (for jq)')
@@ -285,7 +285,8 @@ function deployOptions(flags: DeployFlags): DeployOptions {
 }
 
 function count(raw: string): number {
-  if (!/^\d+$/.test(raw)) throw new UsageError(`-n takes a whole number, not "${raw}"`);
+  // One page of the API: past it the server would refuse the request's limit, a parameter the user never wrote.
+  if (!/^\d+$/.test(raw) || Number(raw) > 100) throw new UsageError(`-n takes a whole number from 0 to 100, not "${raw}"`);
   return Number(raw);
 }
 
