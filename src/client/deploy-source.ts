@@ -92,7 +92,9 @@ export async function deploySource(api: ApiClient, file: string, options: Deploy
 export async function createSource(api: ApiClient, component: ComponentData, options: DeployOptions): Promise<SourceData> {
   const configured_props = await configuredProps(api, component, options);
   const body = { component_id: component.id, configured_props, ...(options.name !== undefined && { name: options.name }) };
-  const created = await step(options.progress, `deploying ${component.name}`, () => api.call<{ data: SourceData }>('POST', '/v1/sources', body));
+  const created = await step(options.progress, `deploying ${options.name ?? component.name}`, () =>
+    api.call<{ data: SourceData }>('POST', '/v1/sources', body),
+  );
   return created.data;
 }
 

@@ -310,6 +310,8 @@ describe('tributary client commands', () => {
     fs.writeFileSync(file, version('one'));
     const dev = start(['dev', 'dev-source.mjs', '--delete-on-exit']);
     const [, id, endpoint] = await dev.waitForOutput(/deployed (dc_\w+) "dev-source-dev"; endpoint: (\S+)/, 'stderr');
+    // The progress line names the source being made, not the component it runs.
+    expect(dev.stderr()).toMatch(/^deploying dev-source-dev …$/m);
     await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
     await request('POST', endpoint!, { body: { n: 1 } });
     await dev.waitForOutput(/\{"tag":"one","body":\{"n":1\}\}/);
