@@ -94,7 +94,7 @@ export interface Config {
   readonly workerCaFile: string | undefined;
   /** Free plan: invocations per UTC day. */
   readonly freeDailyInvocations: number;
-  /** Free plan: milliseconds of run time per UTC day. */
+  /** Free plan: milliseconds of compute (the worker's CPU time) per UTC day. */
   readonly freeDailyComputeMs: number;
   /** The most sources, workflows, webhooks, subscriptions and connected accounts one account may hold (0: no limit). */
   readonly accountLimits: AccountLimits;
@@ -269,7 +269,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   {
     key: 'freeDailyComputeMs',
     flag: '--free-daily-compute-ms',
-    description: 'free plan: milliseconds of run time per UTC day',
+    description: "free plan: milliseconds of compute (the worker's CPU time) per UTC day",
     defaultValue: 1_800_000,
     parse: integer(0),
   },

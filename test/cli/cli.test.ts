@@ -58,6 +58,8 @@ describe('tributary CLI', () => {
     expect(text).toContain('largest API request body, in bytes (default: 4194304) (env: TRIBUTARY_BODY_LIMIT)');
     expect(text).toContain('(default: SQLite) (env: TRIBUTARY_DATABASE_URL)');
     expect(text).toContain('(default: true with --s3-endpoint, else false)');
+    // The quota counts the worker's CPU time, not the run's wall-clock time.
+    expect(text).toContain("free plan: milliseconds of compute (the worker's CPU time) per UTC day (default: 1800000)");
     expect(envName('--data-dir')).toBe('TRIBUTARY_DATA_DIR');
   });
 
