@@ -7,7 +7,7 @@ import { deploySource, type DeployOptions, updateSource } from '../client/deploy
 import { deployWorkflowFile } from '../client/deploy-workflow.js';
 import { runDev } from '../client/dev.js';
 import { showStream, type Stream } from '../client/follow.js';
-import { DEFAULT_PROFILE, resolveServer, saveProfile, type ServerChoice } from '../client/profiles.js';
+import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl, type ServerChoice } from '../client/profiles.js';
 import { endpointUrl, formatTable, kindNamed, kindOfId } from '../client/resources.js';
 import { UsageError } from '../client/usage-error.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
@@ -106,7 +106,7 @@ function addCommands(program: Command): void {
     .requiredOption('--key <key>', 'an API key of the account (trb_…)')
     .option('--profile <name>', 'the profile name', DEFAULT_PROFILE)
     .action(async (flags: { url: string; key: string; profile: string }) => {
-      const api = new ApiClient({ url: flags.url.replace(/\/+$/, ''), key: flags.key });
+      const api = new ApiClient({ url: serverUrl(flags.url), key: flags.key });
       const me = await api.get<{ data: { username: string; email: string } }>('/v1/users/me');
       const file = saveProfile(flags.profile, api.server);
       out(`logged in to ${api.server.url} as ${me.data.username} (profile "${flags.profile}", saved in ${file})`);

@@ -12,9 +12,21 @@ interface ProfilesFile {
   profiles: Record<string, ServerAddress>;
 }
 
-/** No server to talk to: no profile, no --url/--key, no TRIBUTARY_URL/TRIBUTARY_KEY. */
+/** No server to talk to: no profile, no --url/--key, no TRIBUTARY_URL/TRIBUTARY_KEY, or a URL that is not one. */
 export class ProfileError extends Error {
   override name = 'ProfileError';
+}
+
+/** A server's address as given (flag, variable or profile), without trailing slashes; anything but http(s) is refused. */
+export function serverUrl(raw: string): string {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(raw).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') throw new ProfileError(`"${raw}" is not a server address: give it as http://host:3000 (or https://…)`);
+  return raw.replace(/\/+$/, '');
 }
 
 /** `$XDG_CONFIG_HOME/tributary/profiles.json`, `~/.config/tributary/profiles.json` without it. */
@@ -82,5 +94,5 @@ export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = pro
   if (!url || !key) {
     throw new ProfileError(`no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY`);
   }
-  return { url: url.replace(/\/+$/, ''), key, profile: saved ? name : undefined };
+  return { url: serverUrl(url), key, profile: saved ? name : undefined };
 }

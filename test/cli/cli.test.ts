@@ -72,6 +72,8 @@ describe('tributary CLI', () => {
   it('exits 2 on an unknown flag, a value outside its choices or a missing command, and 0 on --help', async () => {
     for (const [args, said] of [
       [['list', '--bogus'], "error: unknown option '--bogus'"],
+      [['login', '--url', '127.0.0.1:9', '--key', 'trb_x'], 'error: "127.0.0.1:9" is not a server address: give it as http://host:3000 (or https://…)'],
+      [['whoami', '--url', 'localhost:9', '--key', 'trb_x'], 'error: "localhost:9" is not a server address'],
       [['events', 'dc_x', '-n', '101', '--url', 'http://127.0.0.1:9', '--key', 'trb_x'], 'error: -n takes a whole number from 0 to 100, not "101"'],
       [['users', 'create', '--username', 'x', '--email', 'x@example.test', '--plan', 'gold', '--data-dir', tempDir()], "argument 'gold' is invalid"],
       [[], 'Usage: tributary'],
