@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { ApiClient } from './api.js';
 import { type Bundle, bundleFile } from './bundle.js';
 import { saveWithProgress } from './install-progress.js';
-import { type Ask, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
+import { type Ask, checkGivenProps, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
 import { UsageError } from './usage-error.js';
 
 export interface SourceData {
@@ -85,6 +85,7 @@ async function configuredProps(api: ApiClient, component: ComponentData, options
 }
 
 export async function deploySource(api: ApiClient, file: string, options: DeployOptions): Promise<SourceData> {
+  checkGivenProps(options.propsFile, options.props);
   return createSource(api, await saveComponent(api, file, options.progress), options);
 }
 
@@ -103,6 +104,7 @@ export async function createSource(api: ApiClient, component: ComponentData, opt
  * stored ones, else the stored ones are kept (the server re-checks them against the new code).
  */
 export async function updateSource(api: ApiClient, sourceId: string, file: string, options: DeployOptions): Promise<SourceData> {
+  checkGivenProps(options.propsFile, options.props);
   await api.get(`/v1/sources/${sourceId}`);
   return replaceCode(api, sourceId, await saveComponent(api, file, options.progress), options);
 }

@@ -5,6 +5,7 @@ import { ApiError, type ApiClient } from './api.js';
 import { bundleOptions, finishBundle, messageLine } from './bundle.js';
 import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
 import { showStream } from './follow.js';
+import { checkGivenProps } from './props-input.js';
 import { endpointUrl } from './resources.js';
 
 export interface DevOptions extends DeployOptions {
@@ -26,6 +27,7 @@ export function failureLines(error: unknown): string[] {
 }
 
 export async function runDev(api: ApiClient, file: string, options: DevOptions): Promise<SourceData | undefined> {
+  checkGivenProps(options.propsFile, options.props);
   let source: SourceData | undefined;
   let following = false;
   // Builds end while an update is in flight when saves come fast: updates run one at a time, the newest build last.

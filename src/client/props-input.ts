@@ -60,6 +60,14 @@ export function typedValue(prop: PropInfo | undefined, raw: string): unknown {
   }
 }
 
+/**
+ * Refuses an unreadable --props-file or a --prop not written name=value before anything is bundled or saved; typing
+ * the values needs the saved component's props, so that waits for givenProps.
+ */
+export function checkGivenProps(propsFile: string | undefined, pairs: string[]): void {
+  givenProps([], propsFile, pairs);
+}
+
 /** `--props-file` then `--prop` values; later ones win. */
 export function givenProps(props: PropInfo[], propsFile: string | undefined, pairs: string[]): Record<string, unknown> {
   let configured: Record<string, unknown> = {};

@@ -135,6 +135,23 @@ describe('tributary client commands', () => {
     expect(events.body.data[0].event).toEqual({ got: { n: 1 }, shape: 'v1', channel: 'general', limit: 5 });
   });
 
+  it('refuses an unreadable --props-file or a --prop not written name=value before it bundles or saves anything', async () => {
+    const saved = async () => (await api().get('/v1/users/me/components')).body.page_info.total_count;
+    const before = await saved();
+    fs.writeFileSync(path.join(dir, 'props-array.json'), '[1]');
+    for (const [args, said] of [
+      [['deploy', 'source.mjs', '--props-file', 'no-such.json'], 'error: cannot read --props-file no-such.json: no such file\n'],
+      [['deploy', 'source.mjs', '--props-file', 'props-array.json'], 'error: --props-file props-array.json must hold a JSON object of prop values\n'],
+      [['deploy', 'source.mjs', '--prop', 'limit'], 'error: --prop limit: write it as name=value\n'],
+      [['update', 'dc_x', 'source.mjs', '--prop', '=5'], 'error: --prop =5: write it as name=value\n'],
+      [['dev', 'source.mjs', '--prop', 'limit'], 'error: --prop limit: write it as name=value\n'],
+    ] as const) {
+      const refused = await tributary([...args]);
+      expect({ args, code: refused.code, stderr: refused.stderr }).toEqual({ args, code: 2, stderr: said });
+    }
+    expect(await saved()).toBe(before);
+  });
+
   it('never asks for a hidden prop (slack-send-message hides its bot settings until additionalProps() shows them)', () => {
     const props = [
       { name: 'text', type: 'string' },
