@@ -7,6 +7,7 @@ import type { TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import { readSourceDb } from '../store/sources.js';
 import { applyDataStoreChanges, type ComponentRuntime, mergeDataStoreChanges } from '../runtime/index.js';
+import { RuntimeClosedError } from '../runtime/errors.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { dataStoreNames } from '../model/props.js';
@@ -97,8 +98,11 @@ export class BatchRunner {
       dataStoreWrites = result.dataStoreWrites;
       cpuMs = result.cpuMs;
     } catch (error) {
-      // Not the component's fault (the runtime itself failed): hand the work back for another attempt.
-      this.logger.error({ err: error, sourceId, invocationIds: ids }, 'runtime failed; invocations will be retried');
+      // Not the component's fault (the runtime itself failed): hand the work back for another attempt. A runtime
+      // closed under the batch is a stop past --shutdown-timeout, which hands running work back by design.
+      if (error instanceof RuntimeClosedError)
+        this.logger.info({ sourceId, invocationIds: ids }, 'the server is stopping: invocations handed back to the queue');
+      else this.logger.error({ err: error, sourceId, invocationIds: ids }, 'runtime failed; invocations will be retried');
       // The next poll finds the rows again (from the database: they are no longer in memory).
       if (this.options.soleConsumer) handBack();
       else await invocations.releaseInvocations(this.store.db, sourceId, ids, this.options.owner);

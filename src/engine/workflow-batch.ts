@@ -10,6 +10,7 @@ import * as workflows from '../store/workflows.js';
 import { componentInfo, loadComponent } from '../store/components.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import type { ComponentRuntime } from '../runtime/index.js';
+import { RuntimeClosedError } from '../runtime/errors.js';
 import type { ComponentInfo, DataStoreChange, HttpResponse, InvocationOutcome, PreparedComponent, StepInput, StepSend } from '../runtime/types.js';
 import { dataStoreNames, withAdditionalProps } from '../model/props.js';
 import { readDataStores } from '../store/data-stores.js';
@@ -230,10 +231,11 @@ export class StepBatchRunner {
     } catch (error) {
       // The step cannot have its credentials (a failed OAuth refresh, a deleted account): its runs fail with the reason.
       if (error instanceof CredentialError) return { outcomes: batch.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
-      this.logger.error(
-        { err: error, workflowId: workflow.id, runIds: batch.map((b) => b.run.id) },
-        'runtime failed while running a workflow step; its runs are taken up again',
-      );
+      const runIds = batch.map((b) => b.run.id);
+      // A runtime closed under the step is a stop past --shutdown-timeout, which hands running steps back by design.
+      if (error instanceof RuntimeClosedError)
+        this.logger.info({ workflowId: workflow.id, runIds }, 'the server is stopping: workflow runs handed back to the queue');
+      else this.logger.error({ err: error, workflowId: workflow.id, runIds }, 'runtime failed while running a workflow step; its runs are taken up again');
       return undefined;
     }
   }
