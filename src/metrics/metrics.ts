@@ -65,10 +65,12 @@ export class Metrics {
     const gauges = this;
     new Gauge({
       name: 'tributary_queue_depth',
-      help: 'Invocations waiting in the queue',
+      help: 'Invocations waiting in the queue (NaN while the database cannot be read)',
       registers: [this.registry],
       async collect() {
-        if (gauges.sources) this.set(await gauges.sources.queueDepth());
+        if (!gauges.sources) return;
+        // A database outage must not fail the whole scrape: the other figures are the ones that show it.
+        this.set(await gauges.sources.queueDepth().catch(() => Number.NaN));
       },
     });
     new Gauge({
