@@ -111,12 +111,17 @@ function refuseDataDirectoryFiles(source: string, out: string): void {
   }
 }
 
-/** The copy opens and passes SQLite's quick check before it takes the name of a backup. */
+/**
+ * The copy opens and passes SQLite's quick check before it takes the name of a backup. It is made one self-contained
+ * file (a rollback journal, not the server's write-ahead log): SQLite opens a WAL-mode file only where it may write
+ * its -shm beside it, so a backup kept read-only could not be read, and each read would leave files next to it.
+ */
 function checkCopy(file: string): void {
   const copy = openSqliteFile(file, { fileMustExist: true });
   try {
     const result = copy.pragma('quick_check', { simple: true });
     if (result !== 'ok') throw new Error(`the copy failed SQLite's quick check: ${String(result)}`);
+    copy.pragma('journal_mode = DELETE');
   } catch (error) {
     copy.close();
     fs.rmSync(file, { force: true });

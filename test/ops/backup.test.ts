@@ -113,6 +113,11 @@ describe('backup and restore', () => {
     fs.rmSync(restoredDir, { recursive: true });
     const restored = await tributary(['restore', '--from', out, '--data-dir', restoredDir]);
     expect(restored.stdout).toContain(`restored ${path.join(restoredDir, 'tributary.db')}`);
+    // The backup is one self-contained file (rollback journal, not WAL): reading it writes nothing beside it, so a
+    // backup kept read-only can be restored.
+    const header = fs.readFileSync(out).subarray(18, 20);
+    expect([...header]).toEqual([1, 1]);
+    expect(fs.readdirSync(path.dirname(out)).filter((name) => name.startsWith(path.basename(out)))).toEqual([path.basename(out)]);
     expect(restored.stdout).toContain('has no secret.key');
     expect(await refused(['restore', '--from', out, '--data-dir', restoredDir])).toMatchObject({
       code: 2,
