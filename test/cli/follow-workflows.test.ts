@@ -76,6 +76,58 @@ describe('following a workflow', () => {
     }
   });
 
+  it('logs -f -n 1 shows the last run, then only runs that finish later, never the older ones it left out', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const key = (await server.createUser()).apiKey;
+      const api = client(server.url, key);
+      const created = await api.post('/v1/workflows', { name: 'older runs', steps: [{ name: 'emit', component_code: EMITTING_STEP }] });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+      for (const n of [1, 2, 3]) {
+        expect((await api.post(`/v1/workflows/${id}/run`, { n })).status).toBe(202);
+        await waitFor(
+          async () => (await api.get(`/v1/workflows/${id}/runs`)).body.data.filter((r: { status: string }) => r.status === 'succeeded').length,
+          (finished) => finished === n,
+        );
+      }
+      const followed = new ApiClient({ url: server.url, key });
+      let gets = 0;
+      const get = followed.get.bind(followed);
+      followed.get = <T>(p: string): Promise<T> => {
+        gets++;
+        return get<T>(p);
+      };
+      const printed: string[] = [];
+      const stop = new AbortController();
+      const following = showStream(followed, id, {
+        stream: '$logs',
+        limit: 1,
+        follow: true,
+        json: false,
+        print: (line) => printed.push(line),
+        notice: () => undefined,
+        signal: stop.signal,
+      });
+      // The first list, then a poll: before the fix that poll printed runs 1 and 2 as if they had just finished.
+      await waitFor(
+        async () => gets,
+        (n) => n >= 3,
+      );
+      expect((await api.post(`/v1/workflows/${id}/run`, { n: 4 })).status).toBe(202);
+      await waitFor(
+        async () => printed.join('\n'),
+        (text) => text.includes('step saw 4'),
+        { what: `the run that finished while following; printed ${printed.join(' | ')}` },
+      );
+      stop.abort();
+      await following;
+      expect(printed.filter((line) => line.includes('step saw')).map((line) => line.slice(line.indexOf('step saw')))).toEqual(['step saw 3', 'step saw 4']);
+    } finally {
+      await server.destroy();
+    }
+  });
+
   it('stops at once on Ctrl-C while a poll waits on a server that stopped answering', async () => {
     // Answers the first list, then takes every later request and never answers it: a frozen server.
     const asked: string[] = [];
