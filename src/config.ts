@@ -346,8 +346,7 @@ export function envName(flag: string): string {
 export function settingOptions(): Option[] {
   return SETTINGS.map((s) => {
     const isBool = s.parse === bool;
-    // The default is part of the description: commander shows a default only when it sets the value itself, and the
-    // value must stay unset so that resolveConfig fills it (some defaults depend on other settings).
+    // In the description: commander shows only defaults it sets itself, and resolveConfig must fill them (some depend on others).
     const shown = s.defaultText ?? (s.defaultValue === undefined || typeof s.defaultValue === 'function' ? undefined : String(s.defaultValue));
     const description = shown === undefined ? s.description : `${s.description} (default: ${shown.replace(/^\((.*)\)$/, '$1')})`;
     const option = new Option(isBool ? `${s.flag} [value]` : `${s.flag} <value>`, description).env(envName(s.flag));
