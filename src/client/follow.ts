@@ -95,7 +95,7 @@ export async function showStream(api: ApiClient, id: string, options: FollowOpti
   for (const summary of shown) options.print(formatSummary(summary, options.stream, options.json));
   if (!options.follow) return;
   // Nothing seen yet: the poll asks for the newest page (`before=head` would stay empty however many come).
-  if (id.startsWith('p_')) return pollSummaries(api, path, recent.data.length ? recent.page_info.start_cursor : null, options);
+  if (id.startsWith('p_')) return pollSummaries(api, id, path, recent.data.length ? recent.page_info.start_cursor : null, options);
   // With nothing shown yet, "0-0" has the server replay whatever arrives before the stream is open.
   return followSource(api, id, recent.data[0]?.id ?? '0-0', options);
 }
@@ -155,9 +155,9 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
 }
 
 /** A workflow's events or errors by polling: each poll asks for what is newer than the newest seen (`before` its cursor). */
-async function pollSummaries(api: ApiClient, path: string, startCursor: string | null, options: FollowOptions): Promise<void> {
+async function pollSummaries(api: ApiClient, id: string, path: string, startCursor: string | null, options: FollowOptions): Promise<void> {
   let cursor = startCursor;
-  options.notice('following (Ctrl-C to stop)');
+  options.notice(`following ${id} (Ctrl-C to stop)`);
   const poll = politePoll(options);
   while (!options.signal?.aborted) {
     const page = await poll(() => api.get<PageBody<Summary>>(`${path}?limit=100&expand=event${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`));
@@ -236,7 +236,7 @@ async function showWorkflowLogs(api: ApiClient, workflowId: string, options: Fol
     }
     return { runs, cut: true };
   };
-  options.notice('following (Ctrl-C to stop)');
+  options.notice(`following ${workflowId} (Ctrl-C to stop)`);
   const poll = politePoll(options);
   while (!options.signal?.aborted) {
     await pause(POLL_MS, options.signal);

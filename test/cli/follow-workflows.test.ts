@@ -70,7 +70,7 @@ describe('following a workflow', () => {
       expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(1);
       stop.abort();
       await following;
-      expect(notices).toEqual(['following (Ctrl-C to stop)']);
+      expect(notices).toEqual([`following ${id} (Ctrl-C to stop)`]);
     } finally {
       await server.destroy();
     }
@@ -146,7 +146,7 @@ describe('following a workflow', () => {
       cwd: dir,
     });
     try {
-      await cli.waitForOutput(/following \(Ctrl-C to stop\)/, 'stderr');
+      await cli.waitForOutput(/following p_0+ \(Ctrl-C to stop\)/, 'stderr');
       await waitFor(
         async () => asked.length,
         (n) => n >= 2,
@@ -257,7 +257,7 @@ describe('following a workflow', () => {
       expect(new Set(ends().map((line) => line.split('  ')[1])).size).toBe(150);
       expect(ends()).toHaveLength(150);
       expect(printed.filter((line) => line.includes('step saw')).length).toBe(150);
-      expect(notices).toEqual(['following (Ctrl-C to stop)']);
+      expect(notices).toEqual([`following ${id} (Ctrl-C to stop)`]);
     } finally {
       await server.destroy();
     }
