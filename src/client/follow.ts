@@ -137,13 +137,15 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
     };
     source.onerror = (error) => {
       if (error.code !== undefined) {
-        // An HTTP answer other than the stream (401, 404): the library gives up; so does the command.
+        // An HTTP answer other than the stream (401, 404): the library gives up; so does the command. Its message
+        // ("Non-200 status code") says nothing the code does not: a 404 after a stream is a source deleted meanwhile.
         source.close();
+        const why = error.code === 404 ? `no source ${sourceId} (deleted${connectedOnce ? ' while followed' : ''}, or never this account's)` : error.message;
         reject(
           new ApiError(
             error.code,
             error.code === 404 ? 'not_found' : 'http_error',
-            `the live stream of ${sourceId} answered ${error.code}${error.message ? `: ${error.message}` : ''}`,
+            `the live stream of ${sourceId} answered ${error.code}${why ? `: ${why}` : ''}`,
           ),
         );
         return;

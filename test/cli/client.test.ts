@@ -318,6 +318,15 @@ describe('tributary client commands', () => {
     expect(JSON.parse(line[0]).event).toMatchObject({ k: 'log', msg: 'got general 3' });
     logs.child.kill('SIGINT');
     expect(await logs.exit).toBe(0);
+
+    // A source deleted while followed ends the command with exit 3 and says so.
+    const orphaned = start(['events', source.id, '-f']);
+    await orphaned.waitForOutput(/following dc_/, 'stderr');
+    expect((await api().delete(`/v1/sources/${source.id}`)).status).toBe(204);
+    expect(await orphaned.exit).toBe(3);
+    expect(orphaned.stderr()).toContain(
+      `the live stream of ${source.id} answered 404: no source ${source.id} (deleted while followed, or never this account's)`,
+    );
   });
 
   it('dev deploys, follows, updates in place on a save, reports a broken save with file and line, and deletes on exit', async () => {
