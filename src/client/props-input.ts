@@ -54,8 +54,12 @@ export function typedValue(prop: PropInfo | undefined, raw: string): unknown {
       return json.ok && Array.isArray(json.value) ? json.value : raw.split(',').map((part) => part.trim());
     case 'integer[]':
       return json.ok && Array.isArray(json.value) ? json.value : raw.split(',').map((part) => Number(part.trim()));
+    case 'object':
+      return json.ok && typeof json.value === 'object' && json.value !== null && !Array.isArray(json.value)
+        ? json.value
+        : fail('an object: give it as JSON, {"key": "value"}');
     default:
-      // object, any and props the client does not know (added by additionalProps()): JSON if it parses, else the text.
+      // any, and props the client does not know (added by additionalProps()): JSON if it parses, else the text.
       return json.ok ? json.value : raw;
   }
 }

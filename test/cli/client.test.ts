@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api.js';
-import { missingProps } from '../../src/client/props-input.js';
+import { missingProps, typedValue } from '../../src/client/props-input.js';
+import { UsageError } from '../../src/client/usage-error.js';
 import { client, request } from '../helpers/client.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -159,6 +160,16 @@ describe('tributary client commands', () => {
       { name: 'icon', type: 'string', hidden: false },
     ];
     expect(missingProps(props, {}).map((p) => p.name)).toEqual(['text', 'icon']);
+  });
+
+  it('reads an object prop given with --prop as JSON, and refuses what is not a JSON object before anything is sent', () => {
+    const prop = { name: 'headers', type: 'object' };
+    expect(typedValue(prop, '{"a": 1}')).toEqual({ a: 1 });
+    for (const raw of ['[1', '[1]', 'text', 'null']) {
+      expect(() => typedValue(prop, raw), raw).toThrow(new UsageError(`--prop headers=${raw}: headers is an object: give it as JSON, {"key": "value"}`));
+    }
+    // A prop of type any, or one the client does not know, still takes the text when it is not JSON.
+    expect(typedValue({ name: 'x', type: 'any' }, '[1')).toBe('[1');
   });
 
   it('asks for missing props with --interactive, offering static options by number', async () => {
