@@ -239,8 +239,10 @@ export class DeliveryRouter implements EventRouter {
     active: Set<string>,
   ): Promise<EventSummary[]> {
     const listeners = [...new Set(cut.flatMap((c) => c.listeners.filter((l) => active.has(l))))];
+    // An event cut on its way to both listener sources and workflows comes once for each kind.
+    const events = new Set(cut.map((c) => c.event.id)).size;
     const message =
-      `${cut.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
+      `${events} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
       `${committed.depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
     return this.reportCut(trx, committed, cut[0]!.event, { name: 'SubscriptionLoopError', message, code: 'subscription_loop' });
   }

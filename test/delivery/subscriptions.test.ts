@@ -290,6 +290,24 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect((await count(ping)) + (await count(pong))).toBe(MAX_LISTENER_DEPTH + 1);
   });
 
+  it('counts each cut event once in the loop report, when it was on its way to a listener source and a workflow alike', async () => {
+    const a = await account(server);
+    const ping = await a.deploy();
+    const pong = await a.deploy();
+    const quiet = await a.api.post('/v1/workflows', { name: 'quiet', steps: [{ name: 'noop', component_code: 'module.exports = { async run() {} };' }] });
+    expect(quiet.status, JSON.stringify(quiet.body)).toBe(200);
+    await a.subscribe(ping, pong);
+    await a.subscribe(pong, ping);
+    await a.subscribe(ping, quiet.body.data.id);
+    await a.runAndWait(ping, emitsOf([{ event: 'serve' }]));
+    const [report] = await a.eventsOf(ping, 1, '/$errors');
+    expect(report.event.error).toMatchObject({ name: 'SubscriptionLoopError', code: 'subscription_loop' });
+    expect(report.event.error.message).toBe(
+      `1 event(s) of ${ping} were not delivered to ${pong}, ${quiet.body.data.id}: they have passed through ${MAX_LISTENER_DEPTH} listener hops, ` +
+        `the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`,
+    );
+  });
+
   it('deleting a source or a webhook removes the subscriptions naming it', async () => {
     const a = await account(server);
     const one = await a.deploy();
