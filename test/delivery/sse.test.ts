@@ -264,6 +264,20 @@ describe('live streams one account may hold open', () => {
     await server?.destroy();
   });
 
+  it('answers a HEAD request with the headers of a stream and ends it, holding no stream', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const workflow = await a.api.post('/v1/workflows', { name: 'quiet', steps: [{ name: 'noop', component_code: 'module.exports = { async run() {} };' }] });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(200);
+    for (const path of [`/sources/${source}/sse`, `/v1/sources/${source}/sse?event_name=$logs`, `/v1/workflows/${workflow.body.data.id}/sse?channel=a`]) {
+      const head = await request('HEAD', `${server.url}${path}`, { key: a.key });
+      expect([head.status, head.headers.get('content-type'), head.text], path).toEqual([200, 'text/event-stream; charset=utf-8', '']);
+    }
+    expect((await request('HEAD', `${server.url}/sources/dc_unknown/sse`, { key: a.key })).status).toBe(404);
+    expect((await request('HEAD', `${server.url}/sources/${source}/sse`, { key: a.key, headers: { 'last-event-id': 'nope' } })).status).toBe(400);
+    expect(server.running.services.sse.clientCount(source) + server.running.services.sse.clientCount(workflow.body.data.id)).toBe(0);
+  });
+
   it('answers 429 past the bound, counts each account apart, and makes room as streams close', async () => {
     const a = await account(server);
     const b = await account(server);

@@ -1,5 +1,5 @@
 // GET /sources/{id}/sse (and under /v1): a source's events live as Server-Sent Events, resumable with Last-Event-ID.
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ServiceError } from '../../model/errors.js';
@@ -38,6 +38,14 @@ const workflowSchema = {
  * `authenticate`: the route lives outside /v1 (the walkthrough's address), where no auth hook runs,
  * so it checks the key itself; under /v1 the hook has done so.
  */
+/**
+ * A HEAD request gets the headers a stream would, and ends: Node sends nothing of a HEAD response before its end, so
+ * streaming to it would hang the client without even a status line, holding one of the account's streams.
+ */
+function answerHead(reply: FastifyReply): FastifyReply {
+  return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache, no-transform').send();
+}
+
 export function sseRoutes(services: { users: UserService; live: LiveStreams }, options: { authenticate: boolean }): FastifyPluginAsync {
   const accountOf = async (request: FastifyRequest): Promise<Account> => {
     if (!options.authenticate) return request.account;
@@ -58,6 +66,7 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
         apiKey: readBearerKey(request),
         headers: { 'x-request-id': request.id },
       });
+      if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
       await stream(reply.raw);
     });
@@ -72,6 +81,7 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
         apiKey: readBearerKey(request),
         headers: { 'x-request-id': request.id },
       });
+      if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
       await stream(reply.raw);
     });
