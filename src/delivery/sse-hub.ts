@@ -7,43 +7,7 @@ import type { EventBus } from './bus.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { Turns } from '../lib/turns.js';
 import { drainedOrClosed } from '../lib/drained.js';
-
-export interface SseHubOptions {
-  /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
-  heartbeatMs: number;
-  /**
-   * A client still holding more unsent output than this when the next commit's events (or a heartbeat) come
-   * is cut off, instead of buffering without bound; one commit's events are always written whole.
-   */
-  maxBufferedBytes: number;
-  /** Live events held for a client while its replay is read (or a gap in the bus lasts); past this it is cut off. */
-  maxQueuedWhileReplaying: number;
-}
-
-export const DEFAULT_SSE_OPTIONS: SseHubOptions = { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024, maxQueuedWhileReplaying: 10_000 };
-
-/** What one stream carries: a predicate on event summaries of one emitter. */
-export type StreamFilter = (summary: EventSummary) => boolean;
-
-export interface StreamRequest {
-  emitterId: string;
-  filter: StreamFilter;
-  /** The stream carries the events after this id: the client's Last-Event-ID, else the emitter's newest event. */
-  startsAfterId: string;
-  /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
-  replayFirst: boolean;
-  /** Retained events of the stream after an event id, oldest first: the replay, and the catch-up after a gap. */
-  readAfter: (afterId: string) => Promise<RetainedAfter>;
-  /** Extra response headers (the request id). */
-  headers?: Record<string, string>;
-}
-
-/** A replay's read: the stream's events, and the emitter's newest event id (any stream) as it was before them. */
-export interface RetainedAfter {
-  events: EventSummary[];
-  /** Read before the events: every event of the stream up to it is among them. */
-  newestId: string;
-}
+import { DEFAULT_SSE_OPTIONS, type RetainedAfter, type SseHubOptions, type StreamFilter, type StreamRequest } from './sse-requests.js';
 
 /** Live events of one commit held back for a client, with the event before them (see publish). */
 interface HeldBatch {
@@ -72,6 +36,8 @@ interface Client {
   queued: HeldBatch[] | null;
   /** Events in `queued`. */
   queuedCount: number;
+  /** Bytes of the frames held in `queued` for a replay (its stream's events only): they wait for the client too. */
+  queuedBytes: number;
   /** A replay is being read or sent. */
   replaying: boolean;
   /** A gap in the bus ended while this client's replay was under way: read again once it is done. */
@@ -96,6 +62,16 @@ const HANDSHAKE = ':sse-handshake\n\n';
 /** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
 export function sseFrame(summary: EventSummary): string {
   return `id: ${summary.id}\ndata: ${JSON.stringify(summary)}\n\n`;
+}
+
+/** The frame of an event, serialised once per commit for all clients (`frames`). */
+function frameOf(summary: EventSummary, frames: Map<EventSummary, string> | null): string {
+  let frame = frames?.get(summary);
+  if (frame === undefined) {
+    frame = sseFrame(summary);
+    frames?.set(summary, frame);
+  }
+  return frame;
 }
 
 export class SseHub {
@@ -144,6 +120,7 @@ export class SseHub {
       seen: start ?? { ms: 0, seq: 0 },
       queued: request.replayFirst || this.inGap ? [] : null,
       queuedCount: 0,
+      queuedBytes: 0,
       replaying: false,
       missedDuringReplay: false,
       closed: false,
@@ -231,11 +208,13 @@ export class SseHub {
     const held = client.queued ?? [];
     client.queued = null;
     client.queuedCount = 0;
+    client.queuedBytes = 0;
     for (const [i, batch] of held.entries()) {
       // Committed after this read began, behind an event it did not see: hold the rest and read again.
       if (this.lacksEventBefore(client, batch)) {
         client.queued = held.slice(i);
         client.queuedCount = client.queued.reduce((n, b) => n + b.events.length, 0);
+        client.queuedBytes = client.queued.reduce((n, b) => n + this.framedBytes(client, b.events, null), 0);
         return this.replayMissed(client);
       }
       this.sendBatch(client, batch, null);
@@ -286,10 +265,13 @@ export class SseHub {
       // Committed on another node just before these, and its announcement not read yet here: read it first.
       if (!client.queued && this.lacksEventBefore(client, batch)) this.replayMissed(client);
       if (client.queued) {
-        if (client.queuedCount + events.length > this.options.maxQueuedWhileReplaying) this.cut(client);
+        // A replay waits for the client to drain: live events held past the bound mean it stopped reading.
+        const stalled = client.replaying && client.queuedBytes > this.options.maxBufferedBytes;
+        if (client.queuedCount + events.length > this.options.maxQueuedWhileReplaying || stalled) this.cut(client);
         else {
           client.queued.push(batch);
           client.queuedCount += events.length;
+          if (client.replaying) client.queuedBytes += this.framedBytes(client, events, frames);
         }
         continue;
       }
@@ -344,13 +326,15 @@ export class SseHub {
     // Summary ids are always `<ms>-<seq>`, made by eventIdOf.
     const id = parseEventId(summary.id)!;
     if (client.last && compareKeys(id, client.last) <= 0) return true;
-    let frame = frames?.get(summary);
-    if (frame === undefined) {
-      frame = sseFrame(summary);
-      frames?.set(summary, frame);
-    }
     client.last = id;
-    return client.response.write(frame);
+    return client.response.write(frameOf(summary, frames));
+  }
+
+  /** Length of the frames of the events the client's stream selects, as `send` would write them. */
+  private framedBytes(client: Client, events: readonly EventSummary[], frames: Map<EventSummary, string> | null): number {
+    let bytes = 0;
+    for (const summary of events) if (client.filter(summary)) bytes += frameOf(summary, frames).length;
+    return bytes;
   }
 
   /** A client that has not read what it was sent before is cut off, so that it slows nobody else. */

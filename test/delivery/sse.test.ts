@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-import { DEFAULT_SSE_OPTIONS } from '../../src/delivery/sse-hub.js';
+import { DEFAULT_SSE_OPTIONS } from '../../src/delivery/sse-requests.js';
 import { account, emitsOf, openStream } from './helpers.js';
 
 /** Emits `count` events of about `size` bytes each. */
@@ -237,6 +237,32 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
       { what: 'the stalled client to be cut off' },
     );
     expect(reader.data().map((e) => e.event.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6]);
+    stalled.destroy();
+  });
+
+  it('cuts off a client that stops reading during its Last-Event-ID replay once the live events held for it pass the bound', async () => {
+    const a = await account(server);
+    const source = await a.deploy(BULK_SOURCE);
+    server.running.services.sse.configure({ maxBufferedBytes: 256 * 1024, heartbeatMs: 3_600_000 });
+    // Far more retained than the kernel's socket buffers hold, so that the replay waits for a drain that never comes.
+    for (let run = 1; run <= 3; run++) await a.runAndWait(source, { count: 7, size: 1_000_000 });
+    const { port, hostname } = new URL(server.url);
+    const stalled = net.connect(Number(port), hostname);
+    await new Promise<void>((resolve) => stalled.once('connect', resolve));
+    stalled.write(`GET /sources/${source}/sse HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${a.key}\r\nLast-Event-ID: 0-0\r\n\r\n`);
+    stalled.pause();
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 1,
+      { what: 'the stalled client connected' },
+    );
+    // Each run's events are held for it while the replay waits: the first run's pass the bound, the second's cut it.
+    for (let run = 1; run <= 2; run++) await a.runAndWait(source, { count: 7, size: 1_000_000 });
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the stalled client to be cut off' },
+    );
     stalled.destroy();
   });
 

@@ -1,0 +1,40 @@
+// The options of the live stream hub, and what one stream asks it for.
+import type { EventSummary } from '../model/events.js';
+
+export interface SseHubOptions {
+  /** Between `:sse-handshake` comments, which keep proxies from closing idle streams. */
+  heartbeatMs: number;
+  /**
+   * A client still holding more unsent output than this when the next commit's events (or a heartbeat) come
+   * is cut off, instead of buffering without bound; one commit's events are always written whole. So is a client
+   * replaying a Last-Event-ID for which more live events than this are held when the next commit's come.
+   */
+  maxBufferedBytes: number;
+  /** Live events held for a client while its replay is read (or a gap in the bus lasts); past this it is cut off. */
+  maxQueuedWhileReplaying: number;
+}
+
+export const DEFAULT_SSE_OPTIONS: SseHubOptions = { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024, maxQueuedWhileReplaying: 10_000 };
+
+/** What one stream carries: a predicate on event summaries of one emitter. */
+export type StreamFilter = (summary: EventSummary) => boolean;
+
+export interface StreamRequest {
+  emitterId: string;
+  filter: StreamFilter;
+  /** The stream carries the events after this id: the client's Last-Event-ID, else the emitter's newest event. */
+  startsAfterId: string;
+  /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
+  replayFirst: boolean;
+  /** Retained events of the stream after an event id, oldest first: the replay, and the catch-up after a gap. */
+  readAfter: (afterId: string) => Promise<RetainedAfter>;
+  /** Extra response headers (the request id). */
+  headers?: Record<string, string>;
+}
+
+/** A replay's read: the stream's events, and the emitter's newest event id (any stream) as it was before them. */
+export interface RetainedAfter {
+  events: EventSummary[];
+  /** Read before the events: every event of the stream up to it is among them. */
+  newestId: string;
+}
