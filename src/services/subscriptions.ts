@@ -48,13 +48,14 @@ export class SubscriptionService {
 
   /** Idempotent: the same triple returns the subscription that exists. */
   async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
-    if (request.emitterId === request.listenerId) {
-      throw invalid(`${request.listenerId} cannot listen to itself: each event it emits would run it again, without end`);
-    }
     // The emitter and listener stay locked until the subscription is in: a delete of either cannot leave it dangling.
     const row = await this.store.db.transaction().execute(async (trx) => {
       await this.checkEmitter(trx, accountId, request.emitterId);
       await this.checkListener(trx, accountId, request.listenerId);
+      // After the checks: an id outside the account is a 404, and a glob a listener no more than another glob.
+      if (request.emitterId === request.listenerId) {
+        throw invalid(`${request.listenerId} cannot listen to itself: each event it emits would run it again, without end`);
+      }
       // The same triple again is no new subscription: it is answered with the one there, whatever the limit.
       if (!(await subscriptions.hasSubscription(trx, { userId: accountId, ...request }))) await this.limiter.assertRoom(trx, accountId, 'subscriptions');
       return subscriptions.insertSubscription(trx, {

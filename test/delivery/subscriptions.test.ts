@@ -67,6 +67,9 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
       [`emitter_id=dc_00000000000000000000000000&listener_id=${mine}`, 'emitter "dc_00000000000000000000000000"'],
       [`emitter_id=${mine}&listener_id=p_01hzzzzzzzzzzzzzzzzzzzzzzz`, 'listener "p_01hzzzzzzzzzzzzzzzzzzzzzzz"'],
       [`emitter_id=p_01hzzzzzzzzzzzzzzzzzzzzzzz&listener_id=${mine}`, 'emitter "p_01hzzzzzzzzzzzzzzzzzzzzzzz"'],
+      // The same id as emitter and listener is looked up first: outside the account it is a 404 as well.
+      [`emitter_id=${theirs}&listener_id=${theirs}`, `emitter "${theirs}"`],
+      [`emitter_id=dc_00000000000000000000000000&listener_id=dc_00000000000000000000000000`, 'emitter "dc_00000000000000000000000000"'],
     ]) {
       const res = await post(query!);
       expect(res.status, query).toBe(404);
@@ -76,6 +79,12 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     const glob = await post(`emitter_id=${mine}&listener_id=dc_*`);
     expect(glob.status).toBe(400);
     expect(glob.body.code).toBe('invalid_request');
+    for (const pattern of ['dc_*', 'p_*']) {
+      expect((await post(`emitter_id=${pattern}&listener_id=${pattern}`)).body, pattern).toEqual({
+        error: `listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "${pattern}"`,
+        code: 'invalid_request',
+      });
+    }
     const missing = await post(`listener_id=${mine}`);
     expect(missing.status).toBe(400);
     expect(missing.body.details).toEqual([expect.objectContaining({ in: 'querystring', field: 'emitter_id' })]);
