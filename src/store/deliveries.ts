@@ -160,6 +160,14 @@ export async function failPending(db: Db, webhookId: string, reason: string, now
     .where('webhook_id', '=', webhookId)
     .where('state', '=', 'pending')
     .execute();
+  // The failed attempts before them announced retries that will not come.
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_ms: null })
+    .where('webhook_id', '=', webhookId)
+    .where('state', '=', 'failed')
+    .where('next_attempt_ms', 'is not', null)
+    .execute();
 }
 
 /** Deletes the finished attempts of a webhook beyond the newest `keep`; pending ones stay. */

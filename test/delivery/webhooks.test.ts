@@ -283,6 +283,24 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(receiver.on(at)).toHaveLength(1);
   });
 
+  it('shows no retry time on earlier failed attempts once a 410 has ended the retries', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    receiver.answerAt(at, (r) => (JSON.parse(r.body).event === 'first' ? { status: 500, headers: { 'retry-after': '30' } } : { status: 410 }));
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'first' }]));
+    await a.deliveriesOf(hook.id, (rows) => rows.some((d) => d.status_code === 500), 'the 500 to be recorded');
+    await a.runAndWait(source, emitsOf([{ event: 'second' }]));
+    const log = await a.deliveriesOf(hook.id, (rows) => rows.some((d) => d.status_code === 410), 'the 410 to be recorded');
+    expect(log.map((d) => [d.attempt, d.state, d.status_code ?? null, d.next_attempt_at_ms]).sort()).toEqual([
+      [1, 'failed', 410, null],
+      [1, 'failed', 500, null],
+      [2, 'failed', null, null],
+    ]);
+  });
+
   it('pages the delivery log newest first', async () => {
     const a = await account(server);
     const hook = await a.createWebhook(`${receiver.url}${nextPath()}`);
