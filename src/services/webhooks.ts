@@ -139,6 +139,10 @@ export class WebhookService {
   /** http or https with a host (port and path allowed); a literal private address is refused up front. */
   private checkUrl(raw: string): void {
     const url = parseHttpUrl(raw, 'url');
+    // Never sent (the HTTP client drops them), and shown in every list: a password there would be a secret in the clear.
+    if (url.username !== '' || url.password !== '') {
+      throw invalid('url must not hold a user name or password (user:password@host): they are not sent; receivers check the webhook-signature header instead');
+    }
     try {
       assertPublicLiteral(url, this.options.allowPrivateNetwork);
     } catch (error) {

@@ -140,6 +140,17 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       expect(res.body.code).toBe('invalid_request');
     }
     expect((await a.api.post('/v1/webhooks?name=x')).status).toBe(400);
+    // Credentials in the URL would never be sent, and would be shown in every list.
+    for (const url of ['https://user:pa55@example.com/hook', 'https://user@example.com/hook']) {
+      const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=x&description=y`);
+      expect([res.status, res.body]).toEqual([
+        400,
+        {
+          error: 'url must not hold a user name or password (user:password@host): they are not sent; receivers check the webhook-signature header instead',
+          code: 'invalid_request',
+        },
+      ]);
+    }
     // URL parsing would drop these, so the URL stored would not be the one called.
     for (const url of ['http://example.com/\r\nX-Injected: 1', 'http://exam\tple.com/', ' http://example.com/']) {
       const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=x&description=y`);
