@@ -6,6 +6,7 @@ import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
 import * as subscriptions from '../store/subscriptions.js';
+import { lockAccount } from '../store/account-limits.js';
 import { invalid, notFound } from '../model/errors.js';
 
 /** The spec's Subscription. */
@@ -50,6 +51,8 @@ export class SubscriptionService {
   async create(accountId: string, request: SubscriptionRequest): Promise<SubscriptionView> {
     // The emitter and listener stay locked until the subscription is in: a delete of either cannot leave it dangling.
     const row = await this.store.db.transaction().execute(async (trx) => {
+      // The account first (it counts against the limit below), then the endpoints, as a workflow's create takes them.
+      await lockAccount(trx, accountId);
       await this.checkEmitter(trx, accountId, request.emitterId);
       await this.checkListener(trx, accountId, request.listenerId);
       // After the checks: an id outside the account is a 404, and a glob a listener no more than another glob.

@@ -89,12 +89,14 @@ export async function applyTrigger(
         ]
       : [];
   await replaceTimers(trx, row.id, timers);
+  // A source deleted since the trigger was set took its subscription along: an update must not bring it back. Its row
+  // is locked, as subscribing to it locks it: a delete running at the same time finishes first or removes this one.
+  // Locked before the old subscription is deleted, as a source's delete takes its row before its subscriptions'.
+  const sourceLive = trigger?.type === 'source' && (await lockOwnedEndpoint(trx, row.user_id, trigger.source_id, 'sources'));
   if (previous?.type === 'source') {
     await deleteSubscription(trx, { userId: row.user_id, emitterId: previous.source_id, listenerId: row.id, eventName: previous.event_name });
   }
-  // A source deleted since the trigger was set took its subscription along: an update must not bring it back. Its row
-  // is locked, as subscribing to it locks it: a delete running at the same time finishes first or removes this one.
-  if (trigger?.type === 'source' && (await lockOwnedEndpoint(trx, row.user_id, trigger.source_id, 'sources'))) {
+  if (trigger?.type === 'source' && sourceLive) {
     // The trigger's subscription is one of the account's subscriptions, held to the same limit.
     await settings.limiter.assertRoom(trx, row.user_id, 'subscriptions');
     await insertSubscription(trx, {

@@ -6,6 +6,7 @@ import type { SecretBox } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import * as workflows from '../store/workflows.js';
+import { lockAccount } from '../store/account-limits.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
 import type { ComponentInfo } from '../runtime/types.js';
 import { replaceTimers } from '../store/timers.js';
@@ -168,6 +169,8 @@ export class WorkflowService {
     if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given);
     const resolved = request.steps ? await this.resolveSteps(accountId, request.steps, JSON.parse(current.steps) as StoredStep[], onProgress) : undefined;
     const { row, previous } = await this.store.db.transaction().execute(async (trx) => {
+      // The account first, as a create takes it: a source trigger's subscription counts against the account's limit.
+      await lockAccount(trx, accountId);
       const previous = await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id);
       if (!previous) throw notFound(`workflow "${workflowId}"`);
       const previousTrigger = previous.trigger ? (JSON.parse(previous.trigger) as WorkflowTrigger) : null;

@@ -27,14 +27,23 @@ export async function countHeld(db: Kysely<Database> | Transaction<Database>, us
 }
 
 /**
- * How many of `resource` the account holds. The account's row is locked first (a write of nothing), so on
- * PostgreSQL two creates of one account cannot both count below the limit and both insert; SQLite has one writer.
+ * Locks the account's row (a write of nothing) until the transaction ends. A transaction that counts against a limit
+ * takes it; one that may also lock a source's, workflow's or webhook's row takes it first, before those, so that two
+ * such transactions never wait on each other in a circle (PostgreSQL's deadlock; SQLite has one writer).
  */
-export async function countHeldLocked(trx: Transaction<Database>, userId: string, resource: LimitedResource): Promise<number> {
+export async function lockAccount(trx: Transaction<Database>, userId: string): Promise<void> {
   await trx
     .updateTable('users')
     .set((eb) => ({ id: eb.ref('id') }))
     .where('id', '=', userId)
     .execute();
+}
+
+/**
+ * How many of `resource` the account holds. The account's row is locked first, so on PostgreSQL two creates of one
+ * account cannot both count below the limit and both insert.
+ */
+export async function countHeldLocked(trx: Transaction<Database>, userId: string, resource: LimitedResource): Promise<number> {
+  await lockAccount(trx, userId);
   return countHeld(trx, userId, resource);
 }
