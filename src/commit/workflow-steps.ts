@@ -52,8 +52,14 @@ function isOutboxKind(kind: string): kind is OutboxKind {
 /** What the step did to its run, for the runner's next move. */
 export type StepVerdict = 'next' | 'delayed' | 'finished';
 
-/** The spec's workflow error event: `{ original_event, original_context, error }`, plus the error's name and message. */
-export function workflowErrorEvent(run: WorkflowRunRow, stepName: string, error: NonNullable<InvocationOutcome['error']>, nowMs: number): PendingEvent {
+/** What a workflow error event tells of its run: a run's row, or the run a timer was refused over quota. */
+export type ErroredRun = Pick<WorkflowRunRow, 'id' | 'workflow_id' | 'user_id' | 'trigger' | 'event' | 'created_ms'>;
+
+/**
+ * The spec's workflow error event: `{ original_event, original_context, error }`, plus the error's name and message.
+ * `stepName` is the step that failed (`trigger` when the run was refused before any step).
+ */
+export function workflowErrorEvent(run: ErroredRun, stepName: string, error: NonNullable<InvocationOutcome['error']>, nowMs: number): PendingEvent {
   const ts = new Date(nowMs).toISOString();
   return {
     stream: '$errors',

@@ -16,6 +16,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { storeAndRoute } from '../commit/effects.js';
 import { errorEvent } from '../commit/error-events.js';
+import { workflowErrorEvent } from '../commit/workflow-steps.js';
 import { queueInvocations, type NewInvocation } from '../commit/invocations.js';
 import type { CommittedEvents, EventRouter } from '../commit/routing.js';
 
@@ -156,9 +157,17 @@ export class TimerScheduler {
     nowMs: number,
   ): Promise<CommittedEvents> {
     const error = { name: 'QuotaExceededError', message: quota.reason!, code: 'quota_exceeded' };
-    const context = { invocationId: newId('inv'), trigger: 'timer' as const, event };
     const emitter = { id: timer.source_id, userId: timer.user_id, depth: 0 };
     const options = { dialect: this.store.dialect, retention: this.retention, nowMs, router: this.router };
-    return storeAndRoute(trx, emitter, [errorEvent(timer.source_id, error, context, nowMs)], options);
+    // A workflow's `$errors` have the workflow error shape: the run refused before its first step.
+    const report = isId(timer.source_id, 'p')
+      ? workflowErrorEvent(
+          { id: newId('wr'), workflow_id: timer.source_id, user_id: timer.user_id, trigger: 'timer', event: JSON.stringify(event), created_ms: nowMs },
+          'trigger',
+          { ...error, stack: `QuotaExceededError: ${quota.reason!}` },
+          nowMs,
+        )
+      : errorEvent(timer.source_id, error, { invocationId: newId('inv'), trigger: 'timer', event }, nowMs);
+    return storeAndRoute(trx, emitter, [report], options);
   }
 }

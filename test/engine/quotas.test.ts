@@ -86,6 +86,48 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     expect(emitted.body.data).toHaveLength(2);
   });
 
+  it("records a workflow timer's quota error on the workflow's $errors in the workflow error shape", async () => {
+    const user = await server.createUser({ plan: 'free' });
+    const api = client(server.url, user.apiKey);
+    const created = await api.post('/v1/workflows', {
+      name: 'ticks',
+      trigger: { type: 'timer', interval_seconds: 1 },
+      steps: [{ name: 'echo', component_code: 'export default defineComponent({ async run({ steps }) { return steps.trigger.event } })' }],
+    });
+    expect(created.status).toBe(200);
+    const workflow = created.body.data;
+    const errors = await waitFor(
+      () => {
+        clock.advance(1000);
+        return api.get(`/v1/workflows/${workflow.id}/$errors/event_summaries?expand=event`);
+      },
+      (r) => r.body.data?.length >= 1,
+      { what: "the workflow's quota error", timeoutMs: 30_000 },
+    );
+    const { event } = errors.body.data[0];
+    expect(Object.keys(event).sort()).toEqual(['error', 'original_context', 'original_event']);
+    expect(event.original_event).toMatchObject({ timestamp: expect.any(Number), interval_seconds: 1, cron: null });
+    expect(Object.keys(event.original_context).sort()).toEqual(
+      ['deployment_id', 'id', 'owner_id', 'platform_version', 'source_type', 'ts', 'verified', 'workflow_id'].sort(),
+    );
+    expect(event.original_context).toMatchObject({
+      id: expect.stringMatching(/^wr_/),
+      workflow_id: workflow.id,
+      deployment_id: `d_${workflow.id.slice(2)}`,
+      source_type: 'TIMER',
+      verified: false,
+      owner_id: user.id,
+    });
+    expect(event.error).toMatchObject({
+      code: 'quota_exceeded',
+      cellId: 'trigger',
+      name: 'QuotaExceededError',
+      message: 'daily invocation quota of 2 reached; it resets at 00:00 UTC',
+    });
+    expect(event.error.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(event.error.stack).toContain('QuotaExceededError');
+  });
+
   it("counts a paid account's invocations in its billing period without limiting them", async () => {
     const api = client(server.url, (await server.createUser({ plan: 'paid' })).apiKey);
     const source = await deploy(api, { component_code: BUSY });
