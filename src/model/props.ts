@@ -107,19 +107,22 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
 
 /** The schedule of a timer prop: the configured value, else the prop's default, else fields written on the prop. */
 export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerSchedule | undefined {
-  // Also takes the shape the API returns (`{ cron: null, interval_seconds }`), so that a GET's value can be sent
-  // back: null means "not set", and beside a cron the echoed interval is derived, not configured.
-  const pick = (source: unknown): TimerSchedule | undefined => {
-    if (!isPlainObject(source)) return undefined;
-    const schedule: TimerSchedule = {};
-    const cron = source.cron ?? undefined;
-    const interval = source.intervalSeconds ?? source.interval_seconds ?? undefined;
-    if (cron !== undefined) schedule.cron = cron as string;
-    else if (interval !== undefined) schedule.intervalSeconds = interval as number;
-    if (source.timezone !== undefined && source.timezone !== null) schedule.timezone = source.timezone as string;
-    return schedule.intervalSeconds !== undefined || schedule.cron !== undefined ? schedule : undefined;
-  };
-  return pick(configured) ?? pick(prop.default) ?? pick(prop);
+  return scheduleOf(configured) ?? scheduleOf(prop.default) ?? scheduleOf(prop);
+}
+
+/**
+ * The schedule an object gives, if any. Also takes the shape the API returns (`{ cron: null, interval_seconds }`), so
+ * that a GET's value can be sent back: null means "not set", and beside a cron the echoed interval is derived.
+ */
+function scheduleOf(source: unknown): TimerSchedule | undefined {
+  if (!isPlainObject(source)) return undefined;
+  const schedule: TimerSchedule = {};
+  const cron = source.cron ?? undefined;
+  const interval = source.intervalSeconds ?? source.interval_seconds ?? undefined;
+  if (cron !== undefined) schedule.cron = cron as string;
+  else if (interval !== undefined) schedule.intervalSeconds = interval as number;
+  if (source.timezone !== undefined && source.timezone !== null) schedule.timezone = source.timezone as string;
+  return schedule.intervalSeconds !== undefined || schedule.cron !== undefined ? schedule : undefined;
 }
 
 function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
@@ -177,6 +180,11 @@ export function validateProps(
         out[prop.name] = { customResponse: prop.customResponse === true };
         break;
       case '$.interface.timer': {
+        // A value given must be a schedule itself: a typo such as { intervalSecs } must not fall back to the default.
+        if (value !== undefined && value !== null && !scheduleOf(value)) {
+          fail('must be { intervalSeconds } or { cron } (with an optional timezone)');
+          break;
+        }
         const schedule = timerSchedule(prop, value);
         const timerProblems = checkTimer(schedule, rules);
         timerProblems.forEach(fail);

@@ -167,6 +167,28 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(res.body.details[0].prop).toBe('timer');
   });
 
+  it("rejects a configured timer value that is no schedule with 422, rather than taking the prop's default", async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    for (const timer of [60, 'every minute', [60], { intervalSecs: 60 }, { timezone: 'Europe/Paris' }, {}]) {
+      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer } });
+      expect([res.status, res.body], JSON.stringify(timer)).toEqual([
+        422,
+        {
+          error: 'invalid configured_props: timer must be { intervalSeconds } or { cron } (with an optional timezone)',
+          code: 'props_invalid',
+          details: [{ prop: 'timer', message: 'must be { intervalSeconds } or { cron } (with an optional timezone)' }],
+        },
+      ]);
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    // Left out, or null, the prop's default applies.
+    for (const configured of [{}, { timer: null }]) {
+      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', ...configured } });
+      expect(res.status).toBe(200);
+      expect(res.body.data.configured_props.timer).toEqual({ cron: null, interval_seconds: 60 });
+    }
+  });
+
   it('rejects a time zone nobody has with 422, beside a cron or an interval, and creates nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     for (const timer of [
