@@ -1,5 +1,7 @@
 // Counts runs and compute time against an account's current period, inside the transaction that commits them.
 import type { Transaction } from 'kysely';
+import { LRUCache } from 'lru-cache';
+import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Database } from '../store/schema.js';
 import { addUsage } from '../store/usage.js';
 import type { UserRow } from '../store/users.js';
@@ -7,10 +9,27 @@ import { billingPeriod, dayPeriod } from '../model/periods.js';
 
 /**
  * Counts invocations and compute time against the account's current period (the day, or the paid plan's month).
- * Compute time is the worker's CPU time as the runtime measured it, never what the runs reported.
+ * Compute time is the worker's CPU time as the runtime measured it, never what the runs reported, in the whole
+ * milliseconds a ComputeCarry gives.
  */
-export async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, cpuMs: number, nowMs: number): Promise<void> {
-  const computeMs = Math.round(cpuMs);
+export async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, computeMs: number, nowMs: number): Promise<void> {
   const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
   await addUsage(trx, account.id, period, count, computeMs);
+}
+
+/**
+ * Turns each batch's measured CPU time into whole milliseconds to bill, carrying what is left below a millisecond
+ * over to the account's next batch: a batch of one short run takes a fraction of a millisecond, which rounding each
+ * batch on its own would mostly drop (a third of the time measured was billed).
+ */
+export class ComputeCarry {
+  private readonly carried = new LRUCache<string, number>({ ...countedUpTo(100_000) });
+
+  /** The whole milliseconds to bill now for `cpuMs` more of the account's compute. Called once per batch. */
+  take(accountId: string, cpuMs: number): number {
+    const total = cpuMs + (this.carried.get(accountId) ?? 0);
+    const whole = Math.floor(total);
+    this.carried.set(accountId, total - whole);
+    return whole;
+  }
 }

@@ -12,7 +12,7 @@ import { readDataStores } from '../store/data-stores.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { dataStoreNames } from '../model/props.js';
 import type { DataStoreChange, DataStoreContents, HttpResponse, InvocationOutcome, InvocationResult } from '../runtime/types.js';
-import { billUsage } from '../commit/usage.js';
+import { billUsage, ComputeCarry } from '../commit/usage.js';
 import { commitEffects, type InvocationContext } from '../commit/effects.js';
 import type { EventRouter } from '../commit/routing.js';
 import { type AuthorisedBase, CredentialError, credentialFailure, type InvocationBases, isUnauthorized } from './invocation-base.js';
@@ -50,6 +50,7 @@ export class BatchRunner {
    */
   private readonly bases = new WeakMap<RunnableSource, AuthorisedBase>();
   private readonly commitAttempts = new CommitAttempts();
+  private readonly compute = new ComputeCarry();
 
   constructor(
     private readonly store: Store,
@@ -110,6 +111,8 @@ export class BatchRunner {
     } finally {
       renewal?.cancel();
     }
+    // Taken once, outside the transaction: a commit tried again must not carry the same time twice.
+    const computeMs = account ? this.compute.take(account.id, cpuMs) : 0;
     const contexts: InvocationContext[] = batch.map((b) => ({ invocationId: b.id, trigger: b.trigger, eventJson: b.eventJson }));
     const nowMs = this.options.clock.now();
     // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
@@ -133,7 +136,7 @@ export class BatchRunner {
           },
           options,
         );
-        if (account) await billUsage(trx, account, batch.length, cpuMs, nowMs);
+        if (account) await billUsage(trx, account, batch.length, computeMs, nowMs);
         return stored;
       });
     const commit = async () => {

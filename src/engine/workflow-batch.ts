@@ -16,7 +16,7 @@ import { dataStoreNames, withAdditionalProps } from '../model/props.js';
 import { readDataStores } from '../store/data-stores.js';
 import { evaluateProps } from '../model/templates.js';
 import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
-import { billUsage } from '../commit/usage.js';
+import { billUsage, ComputeCarry } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
 import { CommitAttempts } from './commit-attempts.js';
@@ -69,6 +69,7 @@ export class StepBatchRunner {
   // Component rows never change (an edit saves a new one): entries need no eviction.
   private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
   private readonly commitAttempts = new CommitAttempts();
+  private readonly compute = new ComputeCarry();
 
   constructor(
     private readonly store: Store,
@@ -118,6 +119,8 @@ export class StepBatchRunner {
     }
     const { dbWrites, cpuMs, dataStoreWrites } = invoked;
     const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
+    // Taken once, outside the transaction: a commit tried again must not carry the same time twice.
+    const computeMs = account ? this.compute.take(account.id, cpuMs) : 0;
     const custom = trigger?.type === 'http' && trigger.custom_response;
     const { router, dialect, retention, owner } = this.options;
     const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
@@ -146,7 +149,7 @@ export class StepBatchRunner {
         );
         // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
         const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;
-        if (account) await billUsage(trx, account, started, cpuMs, nowMs);
+        if (account) await billUsage(trx, account, started, computeMs, nowMs);
         return result;
       });
     const runIds = batch.map((held) => held.run.id);

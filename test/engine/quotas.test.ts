@@ -1,5 +1,5 @@
 // Quotas: free-plan daily invocations and compute time counted and enforced; paid-plan invocations counted.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -137,6 +137,42 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
       (r) => r.body.data.billing_period_invocations === 4,
       { what: 'four counted invocations' },
     );
+  });
+});
+
+describe.each(DIALECTS)('compute billing on %s', (dialect) => {
+  it('bills every short run its fraction of a millisecond of compute, not each batch its rounded compute', async () => {
+    const server = await startTestServer(dialect);
+    onTestFinished(() => server.destroy());
+    const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
+    const quick = `module.exports = { name: "Quick", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit({ ok: true }); } };`;
+    const source = (await api.post('/v1/sources', { component_code: quick })).body.data;
+    // The compute each worker call measured, as the runtime gives it to the runner that bills it.
+    const runtime = server.running.services.runtime;
+    const invoke = runtime.invoke.bind(runtime);
+    let measuredMs = 0;
+    runtime.invoke = async (...args) => {
+      const result = await invoke(...args);
+      measuredMs += result.cpuMs;
+      return result;
+    };
+    try {
+      // One at a time, so that each batch is one short run: a fraction of a millisecond of CPU, mostly.
+      for (let n = 1; n <= 40; n++) {
+        expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
+        await waitFor(
+          () => api.get('/v1/users/me'),
+          (r) => r.body.data.daily_invocations_used === n,
+          { what: `invocation ${n} billed`, intervalMs: 5 },
+        );
+      }
+    } finally {
+      runtime.invoke = invoke;
+    }
+    const used = (await api.get('/v1/users/me')).body.data.daily_compute_time_used;
+    // Whole milliseconds are billed; less than one waits for the account's next run.
+    expect(used).toBeLessThanOrEqual(measuredMs);
+    expect(used).toBeGreaterThan(measuredMs - 1);
   });
 });
 
