@@ -136,11 +136,21 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
       return [`cron must be a 5-field expression, got ${JSON.stringify(schedule.cron)}`];
     }
+    let cron: Cron;
     try {
-      new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
+      cron = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
     } catch (error) {
       return [`invalid cron expression ${JSON.stringify(schedule.cron)}: ${(error as Error).message}`];
     }
+    // A day that no month has parses, but its timer would wait forever: croner finds no next run (`0 0 30 2 *`), or
+    // its search overflows the stack (`0 12 31 4,6,9,11 *`), which the timer's first due time would throw as a 500.
+    let next: Date | null;
+    try {
+      next = cron.nextRun();
+    } catch {
+      next = null;
+    }
+    if (!next) return [`cron expression ${JSON.stringify(schedule.cron)} never comes due`];
     return [];
   }
   const interval = schedule.intervalSeconds;

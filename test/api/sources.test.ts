@@ -167,6 +167,28 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(res.body.details[0].prop).toBe('timer');
   });
 
+  it('rejects a cron expression that never comes due (February 30th) with 422, and creates nothing', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    for (const timer of [{ cron: '0 12 31 4,6,9,11 *', timezone: 'Europe/Paris' }, { cron: '0 0 30 2 *' }]) {
+      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer } });
+      expect([res.status, res.body.code, res.body.details]).toEqual([
+        422,
+        'props_invalid',
+        [{ prop: 'timer', message: `cron expression ${JSON.stringify(timer.cron)} never comes due` }],
+      ]);
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const workflow = await api.post('/v1/workflows', {
+      name: 'never',
+      trigger: { type: 'timer', cron: '0 0 30 2 *' },
+      steps: [{ name: 'a', component_code: 'export default defineComponent({ async run() {} })' }],
+    });
+    expect([workflow.status, workflow.body]).toEqual([
+      400,
+      { error: 'invalid timer trigger: cron expression "0 0 30 2 *" never comes due', code: 'invalid_request' },
+    ]);
+  });
+
   it("rejects a configured timer value that is no schedule with 422, rather than taking the prop's default", async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     for (const timer of [60, 'every minute', [60], { intervalSecs: 60 }, { timezone: 'Europe/Paris' }, {}]) {
