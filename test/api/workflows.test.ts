@@ -533,6 +533,30 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     }
   });
 
+  it('changes and creates workflows and subscriptions on one source in parallel without a deadlock', async () => {
+    // On PostgreSQL a create locked the account (to count it) and then the trigger's source, while a PUT or a
+    // subscription locked the source and then the account: each waited for the other, and one answered 500.
+    const source = `module.exports = { name: "s", version: "1", async run() {} };`;
+    for (let i = 0; i < 12; i++) {
+      const emitter = (await api.post('/v1/sources', { component_code: source })).body.data;
+      const workflow = await create({ name: 'listener', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+      const other = await create({ name: 'other', steps: [{ name: 'a', component_code: ECHO_STEP }] });
+      const trigger = { type: 'source', source_id: emitter.id };
+      const answers = await Promise.all([
+        api.put(`/v1/workflows/${workflow.id}`, { trigger }),
+        api.post('/v1/workflows', { name: 'listener 2', trigger, steps: [{ name: 'a', component_code: ECHO_STEP }] }),
+        api.post(`/v1/subscriptions?emitter_id=${emitter.id}&listener_id=${other.id}`),
+        api.post('/v1/workflows', { name: 'listener 3', trigger, steps: [{ name: 'a', component_code: ECHO_STEP }] }),
+      ]);
+      expect(answers.map((res) => [res.status, res.body.code])).toEqual([
+        [200, undefined],
+        [200, undefined],
+        [200, undefined],
+        [200, undefined],
+      ]);
+    }
+  });
+
   it('saves the code of no step when a later step is refused, on create and on update', async () => {
     const components = async () => (await api.get('/v1/users/me/components?limit=100')).body.page_info.total_count;
     const workflow = await create({ name: 'kept', steps: [{ name: 'a', component_code: ECHO_STEP }] });
