@@ -161,6 +161,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const deliveryQueue: DeliveryQueue = runsWork
       ? webhookSender
       : { leaseForNew: () => undefined, handOver: () => {}, wake: () => signals.signal('deliveries') };
+    const quotas = new QuotaService(store, config, clock);
     const router = new DeliveryRouter({
       dialect: store.dialect,
       retention: config.eventRetention,
@@ -171,6 +172,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       clock,
       metrics,
       maxQueuedListenerRuns: options.maxQueuedListenerRuns,
+      quotas,
     });
     const credentials = new AccountCredentials(
       store,
@@ -219,7 +221,6 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     credentials.onStaleSource((sourceId) => dispatcher.evict(sourceId));
     const sse = new SseHub(bus, {}, { logger: logger.child({ module: 'sse' }), outages });
     sources.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.sourceId));
-    const quotas = new QuotaService(store, config, clock);
     // Workflow steps' `$.send.http/email/s3`, carried out after their step commits, retried like webhook deliveries.
     const outbox = new OutboxSender(
       store,
@@ -357,8 +358,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       await webhookSender.start();
       timers.start();
     }
-    // Last, once nothing can fail any more (a port in use): a start that fails would leave an account whose key no
-    // one saw, and the next start, finding an account, would print none.
+    // Last, once nothing can fail (a port in use): a failed start would leave an account whose key no one saw.
     const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
     let closing: Promise<void> | undefined;

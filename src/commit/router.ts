@@ -17,7 +17,7 @@ import { errorEvent } from './error-events.js';
 import { queueRuns, type NewRun } from './workflow-runs.js';
 import { activeWorkflowIds } from '../store/workflows.js';
 import type { DeliveryQueue } from '../delivery/webhooks/hand-over.js';
-import type { CommittedEvents, EventRouter } from './routing.js';
+import type { CommittedEvents, EventRouter, QuotaCheck } from './routing.js';
 import type { EventBus } from '../delivery/bus.js';
 
 /** Listener hops an event may travel; a run that deep does not trigger further listeners (a subscription loop). */
@@ -43,6 +43,8 @@ export interface DeliveryRouterOptions {
   clock: Clock;
   /** Counts what each commit stored. */
   metrics?: Metrics;
+  /** Free-plan quotas: listener runs past them are not queued (a QuotaExceededError on the emitter's `$errors`). */
+  quotas?: QuotaCheck;
   /** MAX_QUEUED_LISTENER_RUNS by default; tests lower it. */
   maxQueuedListenerRuns?: number | undefined;
 }
@@ -98,13 +100,18 @@ export class DeliveryRouter implements EventRouter {
     // Never its own listener (a glob such as `dc_*` names the emitter too): each run would queue the next, without end.
     listeners.delete(committed.emitterId);
     const depth = committed.depth + 1;
-    if (depth > MAX_LISTENER_DEPTH) {
+    const nowMs = this.options.clock.now();
+    // Past the hop limit (a loop), or past a free plan's daily quota: the runs are not queued, the emitter says why.
+    const refusal =
+      depth > MAX_LISTENER_DEPTH
+        ? { name: 'SubscriptionLoopError', code: 'subscription_loop', reason: loopReason(committed.depth) }
+        : await this.quotaRefusal(trx, committed.userId, listeners, nowMs);
+    if (refusal) {
       const cut = [...sourceRuns, ...workflowRuns].filter((r) => r.listeners.some((l) => listeners.has(l)));
-      if (cut.length) routed.extra = await this.reportLoop(trx, committed, cut, listeners);
+      if (cut.length) routed.extra = await this.reportNotDelivered(trx, committed, cut, listeners, refusal);
       if (routed.extra.length) await this.queueDeliveries(trx, committed, routed.extra, subscriptions, routed);
       return;
     }
-    const nowMs = this.options.clock.now();
     const wanted: NewInvocation[] = sourceRuns.flatMap(({ event, listeners: ids }) =>
       ids.filter((id) => listeners.has(id)).map((sourceId) => ({ sourceId, userId: committed.userId, trigger: 'listener' as const, event, depth })),
     );
@@ -227,25 +234,41 @@ export class DeliveryRouter implements EventRouter {
     return (await appendEvents(trx, committed.emitterId, [report], { dialect: this.options.dialect, retention: this.options.retention, nowMs })).events;
   }
 
+  /** Why the listener runs of this commit may not start: the account's free-plan quota is used up; else undefined. */
+  private async quotaRefusal(trx: Transaction<Database>, userId: string, listeners: Set<string>, nowMs: number): Promise<NotDelivered | undefined> {
+    if (!listeners.size || !this.options.quotas) return undefined;
+    const verdict = await this.options.quotas.check(userId, nowMs, trx);
+    return verdict.allowed ? undefined : { name: 'QuotaExceededError', code: 'quota_exceeded', reason: verdict.reason ?? 'the daily quota is used up' };
+  }
+
   /**
-   * Records on the emitter's `$errors` stream that events were not handed to listener sources because they
-   * had already travelled MAX_LISTENER_DEPTH hops. The report itself goes to webhooks and live streams only,
-   * never to listener sources, so that reporting a loop cannot start another.
+   * Records on the emitter's `$errors` stream that events were not handed to its listeners, and why. The report
+   * itself goes to webhooks and live streams only, never to listeners, so that reporting a loop cannot start another.
    */
-  private async reportLoop(
+  private async reportNotDelivered(
     trx: Transaction<Database>,
     committed: CommittedEvents,
     cut: Array<{ event: EventSummary; listeners: string[] }>,
     active: Set<string>,
+    why: NotDelivered,
   ): Promise<EventSummary[]> {
     const listeners = [...new Set(cut.flatMap((c) => c.listeners.filter((l) => active.has(l))))];
     // An event cut on its way to both listener sources and workflows comes once for each kind.
     const events = new Set(cut.map((c) => c.event.id)).size;
-    const message =
-      `${events} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: they have passed through ` +
-      `${committed.depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
-    return this.reportCut(trx, committed, cut[0]!.event, { name: 'SubscriptionLoopError', message, code: 'subscription_loop' });
+    const message = `${events} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: ${why.reason}`;
+    return this.reportCut(trx, committed, cut[0]!.event, { name: why.name, message, code: why.code });
   }
+}
+
+/** Why listener runs were not queued, as the emitter's `$errors` event names it. */
+interface NotDelivered {
+  name: string;
+  code: string;
+  reason: string;
+}
+
+function loopReason(depth: number): string {
+  return `they have passed through ${depth} listener hops, the most allowed is ${MAX_LISTENER_DEPTH} (do subscriptions form a loop?)`;
 }
 
 /** For each event, the distinct listeners with `prefix` whose subscriptions select its stream, in event order. */

@@ -1,7 +1,8 @@
 // The seam between storing events and delivering them: routing inside the commit, live fan-out after it.
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import type { EventSummary } from '../model/events.js';
+import type { QuotaVerdict } from '../model/quotas.js';
 
 /** Events one commit stored for one emitter. */
 export interface CommittedEvents {
@@ -23,4 +24,12 @@ export interface EventRouter {
   routeInTransaction(trx: Transaction<Database>, committed: CommittedEvents): Promise<void>;
   /** After the commit: live fan-out (SSE) and waking whoever has new work. */
   afterCommit(committed: CommittedEvents): void;
+}
+
+/**
+ * Whether an account may start another run now (the quota service). `db`: where to read usage, the transaction a
+ * caller holds when it asks from inside one (on SQLite, a read outside it would wait for the transaction's end).
+ */
+export interface QuotaCheck {
+  check(userId: string, nowMs: number, db?: Kysely<Database>): Promise<QuotaVerdict>;
 }

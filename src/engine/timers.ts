@@ -12,6 +12,7 @@ import { hasUnfinishedTimerRun } from '../store/workflows.js';
 import { queueRuns, type NewRun } from '../commit/workflow-runs.js';
 import { nextDue, type TimerEvent, type TimerSchedule } from '../model/schedules.js';
 import type { QuotaVerdict } from '../model/quotas.js';
+import type { QuotaCheck } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { storeAndRoute } from '../commit/effects.js';
@@ -26,11 +27,6 @@ import type { CommittedEvents, EventRouter } from '../commit/routing.js';
  */
 const WATCH_MS = 30_000;
 const CLAIM_BATCH = 500;
-
-/** Whether an account may start another run now (the quota service). */
-export interface QuotaCheck {
-  check(userId: string, nowMs: number): Promise<QuotaVerdict>;
-}
 
 /** Told which sources got runs queued, once they are committed (the dispatcher's wake). */
 export type RunsQueued = (sourceIds: string[]) => void;

@@ -2,7 +2,9 @@
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Clock } from '../lib/clock.js';
+import type { Kysely } from 'kysely';
 import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import { findUserByIdOrUsername } from '../store/users.js';
 import { readUsage } from '../store/usage.js';
 import { dayPeriod } from '../model/periods.js';
@@ -38,18 +40,19 @@ export class QuotaService {
     return this.check(userId).then(admitOrThrow);
   }
 
-  async check(userId: string, nowMs = this.clock.now()): Promise<QuotaVerdict> {
+  /** `db`: a transaction the caller holds, to read in (see QuotaCheck). */
+  async check(userId: string, nowMs = this.clock.now(), db: Kysely<Database> = this.store.db): Promise<QuotaVerdict> {
     const known = this.known(userId, nowMs);
     if (known) return known;
-    const verdict = await this.evaluate(userId, nowMs);
+    const verdict = await this.evaluate(userId, nowMs, db);
     this.cache.set(userId, { at: nowMs, verdict });
     return verdict;
   }
 
-  private async evaluate(userId: string, nowMs: number): Promise<QuotaVerdict> {
-    const user = await findUserByIdOrUsername(this.store.db, userId);
+  private async evaluate(userId: string, nowMs: number, db: Kysely<Database>): Promise<QuotaVerdict> {
+    const user = await findUserByIdOrUsername(db, userId);
     if (!user || user.plan !== 'free') return { allowed: true };
-    const usage = await readUsage(this.store.db, userId, dayPeriod(nowMs));
+    const usage = await readUsage(db, userId, dayPeriod(nowMs));
     const retryAfterSeconds = secondsUntilUtcMidnight(nowMs);
     if (usage.invocations >= this.quotas.freeDailyInvocations) {
       return { allowed: false, retryAfterSeconds, reason: `daily invocation quota of ${this.quotas.freeDailyInvocations} reached; it resets at 00:00 UTC` };

@@ -86,6 +86,37 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     expect(emitted.body.data).toHaveLength(2);
   });
 
+  it('queues no listener runs over quota: the emitter says so on $errors, and the listener does not run', async () => {
+    const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
+    const listener = await deploy(api, { component_code: 'module.exports = { name: "L", version: "1", async run(e) { this.$emit(e); } };' });
+    const busy = await deploy(api, { component_code: BUSY });
+    for (const n of [1, 2]) expect((await request('POST', busy.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
+    await waitFor(
+      () => api.get('/v1/users/me'),
+      (r) => r.body.data.daily_invocations_used === 2,
+      { what: 'the quota used up' },
+    );
+    // Past the verdict's cache; then a deploy hook emits (hooks are not refused by the quota) to a listener.
+    clock.advance(1000);
+    expect((await api.post(`/v1/auto_subscriptions?event_name=&listener_id=${listener.id}`)).status).toBe(200);
+    const emitter = await deploy(api, {
+      component_code: 'module.exports = { name: "E", version: "1", hooks: { async deploy() { this.$emit({ hello: 1 }); } }, async run() {} };',
+    });
+    const errors = await waitFor(
+      () => api.get(`/v1/sources/${emitter.id}/$errors/event_summaries?expand=event`),
+      (r) => r.body.data?.length === 1,
+      { what: 'the quota error of the routing' },
+    );
+    expect(errors.body.data[0].event.error).toMatchObject({
+      name: 'QuotaExceededError',
+      code: 'quota_exceeded',
+      message: `1 event(s) of ${emitter.id} were not delivered to ${listener.id}: daily invocation quota of 2 reached; it resets at 00:00 UTC`,
+    });
+    expect((await api.get(`/v1/sources/${emitter.id}/event_summaries`)).body.data).toHaveLength(1);
+    expect((await api.get(`/v1/sources/${listener.id}/event_summaries`)).body.data).toEqual([]);
+    expect((await api.get('/v1/users/me')).body.data.daily_invocations_used).toBe(2);
+  });
+
   it("records a workflow timer's quota error on the workflow's $errors in the workflow error shape", async () => {
     const user = await server.createUser({ plan: 'free' });
     const api = client(server.url, user.apiKey);
