@@ -125,6 +125,20 @@ function scheduleOf(source: unknown): TimerSchedule | undefined {
   return schedule.intervalSeconds !== undefined || schedule.cron !== undefined ? schedule : undefined;
 }
 
+/**
+ * The operator's shortest interval holds for cron too. Cron steps by whole minutes, so only a setting above 60 s can
+ * refuse one; the closest two of its next 50 runs stand for its shortest gap (its fields repeat well within that).
+ */
+function cronGapProblems(cron: Cron, expression: string, minSeconds: number): string[] {
+  if (minSeconds <= 60) return [];
+  const runs = cron.nextRuns(50).map((run) => run.getTime());
+  for (let i = 1; i < runs.length; i++) {
+    const gap = (runs[i]! - runs[i - 1]!) / 1000;
+    if (gap < minSeconds) return [`cron expression ${JSON.stringify(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`];
+  }
+  return [];
+}
+
 function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
   if (!schedule) return ["needs { intervalSeconds } or { cron }, in configured_props or as the prop's default"];
   if (schedule.timezone !== undefined) {
@@ -151,7 +165,7 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
       next = null;
     }
     if (!next) return [`cron expression ${JSON.stringify(schedule.cron)} never comes due`];
-    return [];
+    return cronGapProblems(cron, schedule.cron, rules.minTimerIntervalSeconds);
   }
   const interval = schedule.intervalSeconds;
   if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${JSON.stringify(interval)}`];

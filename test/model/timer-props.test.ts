@@ -1,0 +1,35 @@
+// Timer props against the server's shortest interval: intervals and cron expressions alike.
+import { describe, expect, it } from 'vitest';
+import { SecretBox } from '../../src/lib/secrets.js';
+import { validateProps } from '../../src/model/props.js';
+import type { ServiceError } from '../../src/model/errors.js';
+import type { PropDescriptor } from '../../src/runtime/types.js';
+
+const TIMER: PropDescriptor[] = [{ name: 'timer', type: '$.interface.timer' }];
+// A configured key: nothing is written (no secret prop is validated here anyway).
+const secrets = SecretBox.open('timer-props-test-key', '/nonexistent');
+
+/** The problems validateProps lists for this timer value under `--min-timer-interval min`, or [] when it takes it. */
+function problems(timer: unknown, min: number): string[] {
+  try {
+    validateProps(TIMER, { timer }, {}, secrets, { minTimerIntervalSeconds: min });
+    return [];
+  } catch (error) {
+    return ((error as ServiceError).details as Array<{ message: string }>).map((d) => d.message);
+  }
+}
+
+describe('timer props and --min-timer-interval', () => {
+  it('refuses a cron expression whose runs come closer than the shortest interval, as it refuses such an interval', () => {
+    expect(problems({ intervalSeconds: 60 }, 300)).toEqual(['intervalSeconds must be at least 300, got 60']);
+    expect(problems({ cron: '* * * * *' }, 300)).toEqual(['cron expression "* * * * *" runs 60 s apart; timers here run at least 300 s apart']);
+    // Every 10 minutes, but twice in a row at :00 and :01 once an hour.
+    expect(problems({ cron: '0,1,10,20,30,40,50 * * * *' }, 300)).toEqual([
+      'cron expression "0,1,10,20,30,40,50 * * * *" runs 60 s apart; timers here run at least 300 s apart',
+    ]);
+    expect(problems({ cron: '*/5 * * * *' }, 300)).toEqual([]);
+    expect(problems({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' }, 3600)).toEqual([]);
+    // At the default (15 s) or any setting up to a minute, every cron expression is far enough apart.
+    expect(problems({ cron: '* * * * *' }, 60)).toEqual([]);
+  });
+});
