@@ -1,5 +1,6 @@
-// Counts runs and compute time against an account's current period, inside the transaction that commits them.
-import type { Transaction } from 'kysely';
+// Counts runs and compute time against an account's current period: inside the transaction that commits them, or
+// alone for calls that commit nothing of their own (hooks that fail).
+import type { Kysely } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Database } from '../store/schema.js';
@@ -12,7 +13,7 @@ import { billingPeriod, dayPeriod } from '../model/periods.js';
  * Compute time is the worker's CPU time as the runtime measured it, never what the runs reported, in the whole
  * milliseconds a ComputeCarry gives.
  */
-export async function billUsage(trx: Transaction<Database>, account: UserRow, count: number, computeMs: number, nowMs: number): Promise<void> {
+export async function billUsage(trx: Kysely<Database>, account: UserRow, count: number, computeMs: number, nowMs: number): Promise<void> {
   const period = account.plan === 'paid' ? billingPeriod(account.created_at, nowMs).key : dayPeriod(nowMs);
   await addUsage(trx, account.id, period, count, computeMs);
 }

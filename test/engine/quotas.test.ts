@@ -86,6 +86,20 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     expect(emitted.body.data).toHaveLength(2);
   });
 
+  it("bills the compute of a source's hooks, those that fail included, and counts no invocation for them", async () => {
+    const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
+    // 30 ms of CPU in activate(), which throws when asked to: the deploy is refused, the CPU was used all the same.
+    const hooked = (fail: boolean) =>
+      `module.exports = { name: "H", version: "1", hooks: { async activate() { const start = process.cpuUsage(); while (process.cpuUsage(start).user + process.cpuUsage(start).system < 30_000) {} ${fail ? 'throw new Error("refused");' : ''} } }, async run() {} };`;
+    await deploy(api, { component_code: hooked(false) });
+    expect((await api.post('/v1/sources', { component_code: hooked(true) })).status).toBe(422);
+    const me = (await api.get('/v1/users/me')).body.data;
+    expect(me.daily_invocations_used).toBe(0);
+    // Each hook's 30 ms as the server measures the worker (a little less than the loop's own count, which takes in
+    // the process's other threads): more than one hook's worth, so the refused one counted too.
+    expect(me.daily_compute_time_used).toBeGreaterThanOrEqual(45);
+  });
+
   it('queues no listener runs over quota: the emitter says so on $errors, and the listener does not run', async () => {
     const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
     const listener = await deploy(api, { component_code: 'module.exports = { name: "L", version: "1", async run(e) { this.$emit(e); } };' });
