@@ -4,7 +4,7 @@ import { ApiError, describeError, post } from './api';
 import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
 
-/** What the inputs hold, as text (or a checkbox's state), by prop name; a timer keeps `<name>.mode` beside its value. */
+/** What the inputs hold, as text (or a checkbox's state), by prop name; a timer keeps `<name>.mode` and `<name>.timezone` beside its value. */
 export type RawValues = Record<string, string | boolean>;
 export type FieldErrors = Record<string, string>;
 
@@ -42,6 +42,7 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
       const cron = timer.cron;
       const interval = timer.intervalSeconds ?? timer.interval_seconds;
       raw[`${prop.name}.mode`] = typeof cron === 'string' && cron ? 'cron' : 'interval';
+      raw[`${prop.name}.timezone`] = typeof timer.timezone === 'string' ? timer.timezone : '';
       raw[prop.name] = typeof cron === 'string' && cron ? cron : interval === undefined || interval === null ? '' : String(interval);
     } else if (prop.type === 'boolean') raw[prop.name] = value === true;
     else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
@@ -77,8 +78,10 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
     }
     if (prop.type === '$.interface.timer') {
       if (raw[`${prop.name}.mode`] === 'cron') {
+        const timezone = String(raw[`${prop.name}.timezone`] ?? '').trim();
         if (!text) fail(`${labelOf(prop)} needs a cron expression`);
-        else values[prop.name] = { cron: text };
+        // No time zone: the server's default, UTC.
+        else values[prop.name] = timezone ? { cron: text, timezone } : { cron: text };
       } else if (!/^\d+$/.test(text) || Number(text) < minTimerInterval()) fail(intervalRule(prop));
       else values[prop.name] = { intervalSeconds: Number(text) };
       continue;

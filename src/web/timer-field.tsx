@@ -1,4 +1,4 @@
-// A timer prop's inputs: an interval of at least the server's shortest, or a cron expression.
+// A timer prop's inputs: an interval of at least the server's shortest, or a cron expression and its time zone.
 import type { ComponentChildren } from 'preact';
 
 /**
@@ -39,12 +39,24 @@ export function TimerField(props: {
           }}
         >
           <option value="interval">Every N seconds</option>
-          <option value="cron">Cron expression (UTC)</option>
+          <option value="cron">Cron expression</option>
         </select>
       </div>
       <label for={props.id}>{mode === 'cron' ? 'Cron expression' : 'Interval in seconds'}</label>
       {mode === 'cron' ? (
-        <input {...props.common} type="text" spellcheck={false} value={text} onInput={(e) => props.set(props.name, e.currentTarget.value)} />
+        <>
+          <input {...props.common} type="text" spellcheck={false} value={text} onInput={(e) => props.set(props.name, e.currentTarget.value)} />
+          {/* Kept as stored: a save without it would move the schedule to UTC. */}
+          <label for={`${props.id}-timezone`}>Time zone</label>
+          <input
+            id={`${props.id}-timezone`}
+            type="text"
+            spellcheck={false}
+            placeholder="UTC"
+            value={typeof props.raw[`${props.name}.timezone`] === 'string' ? (props.raw[`${props.name}.timezone`] as string) : ''}
+            onInput={(e) => props.set(`${props.name}.timezone`, e.currentTarget.value)}
+          />
+        </>
       ) : (
         <>
           <input

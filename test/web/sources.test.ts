@@ -609,6 +609,39 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it("keeps a cron timer's time zone through Edit props, and sets one in the form", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, {
+      component_code: TIMER_SOURCE,
+      name: 'weekdays',
+      configured_props: { timer: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' } },
+    });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    await page.getByText('Edit props').click();
+    expect(await page.getByLabel('Cron expression').inputValue()).toBe('0 9 * * 1-5');
+    expect(await page.getByLabel('Time zone').inputValue()).toBe('Europe/Paris');
+    // Saved unchanged, the schedule stays in its time zone (it was sent as UTC, moving the run by an hour or two).
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.getByRole('status'), 'Saved the props of weekdays');
+    let [saved] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(saved.configured_props.timer).toMatchObject({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' });
+    await waitForText(page.locator('dl.facts'), 'cron 0 9 * * 1-5 (Europe/Paris)');
+    // Another time zone is saved; an empty one is UTC.
+    await page.getByLabel('Time zone').fill('America/New_York');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.locator('dl.facts'), 'cron 0 9 * * 1-5 (America/New_York)');
+    await page.getByLabel('Time zone').fill('');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.locator('dl.facts'), 'cron 0 9 * * 1-5 (UTC)');
+    [saved] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(saved.configured_props.timer.timezone).toBeUndefined();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('deploys a registry component by its key, and labels every control on every page', async () => {
     const user = await server.createUser();
     const { page, problems } = await openConsole(browser, server.url);
