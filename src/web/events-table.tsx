@@ -34,6 +34,8 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const [paused, setPaused] = useState(false);
   const [state, setState] = useState<'loading' | 'live' | 'reconnecting' | 'stopped'>('loading');
   const [error, setError] = useState<string | undefined>(undefined);
+  /** Why the server refused the stream, while it is asked again. */
+  const [refused, setRefused] = useState<string | undefined>(undefined);
   const [selected, setSelected] = useState<string | undefined>(undefined);
   const [announcement, setAnnouncement] = useState('');
   const [range, setRange] = useState({ start: '', end: '' });
@@ -68,7 +70,10 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
           abort.signal,
           {
             onEvent: (_id, data) => add(JSON.parse(data) as EventSummary),
-            onState: setState,
+            onState: (next, why) => {
+              setState(next);
+              setRefused(why);
+            },
             onFatal: (status) => {
               setState('stopped');
               setError(status === 404 ? 'This source no longer exists.' : 'The stream refused the key.');
@@ -152,6 +157,11 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
       {error && (
         <p class="error" role="alert">
           {error}
+        </p>
+      )}
+      {state === 'reconnecting' && refused && (
+        <p class="error" role="alert">
+          The server refused the live stream: {refused}. Trying again.
         </p>
       )}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take focus for keyboard users to scroll it */}

@@ -1,10 +1,11 @@
 // Reads a Server-Sent Events stream with fetch(), because EventSource cannot send the Authorization header and the key
 // must not go in the URL; reconnects with Last-Event-ID so that no event is missed or repeated.
-import { authHeaders, signOutBecause } from './api';
+import { authHeaders, describeError, parseAnswer, refusal, signOutBecause } from './api';
 
 export interface StreamHandlers {
   onEvent: (id: string, data: string) => void;
-  onState: (state: 'live' | 'reconnecting') => void;
+  /** `why`: while reconnecting after the server refused the stream (a 429 say), its reason and status. */
+  onState: (state: 'live' | 'reconnecting', why?: string) => void;
   /** A 401 or 404: reconnecting would not help. */
   onFatal: (status: number) => void;
 }
@@ -14,6 +15,7 @@ export async function followStream(path: string, lastEventId: string | undefined
   let last = lastEventId;
   let delay = 500;
   while (!signal.aborted) {
+    let why: string | undefined;
     try {
       const headers: Record<string, string> = { ...authHeaders(), accept: 'text/event-stream' };
       if (last) headers['last-event-id'] = last;
@@ -23,7 +25,10 @@ export async function followStream(path: string, lastEventId: string | undefined
         if (response.status === 401) signOutBecause(((await response.json().catch(() => ({}))) as { error?: string }).error ?? 'the key was refused');
         return;
       }
-      if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
+      if (!response.ok || !response.body) {
+        why = describeError(refusal(response.status, response.statusText, parseAnswer(await response.text()), false));
+        throw new Error(why);
+      }
       handlers.onState('live');
       delay = 500;
       await readFrames(response.body, (id, data) => {
@@ -35,7 +40,7 @@ export async function followStream(path: string, lastEventId: string | undefined
       void error;
     }
     if (signal.aborted) return;
-    handlers.onState('reconnecting');
+    handlers.onState('reconnecting', why);
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 10_000);
   }
