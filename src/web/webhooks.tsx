@@ -1,5 +1,5 @@
 // The webhooks page: list, create (the signing secret is shown once) and delete the account's webhooks.
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { ApiError, del, describeError, get, type Page, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
@@ -17,14 +17,21 @@ export function WebhooksPage() {
   const [urlError, setUrlError] = useState<string | undefined>(undefined);
   const [created, setCreated] = useState<Webhook | undefined>(undefined);
   const [deleting, setDeleting] = useState<Webhook | undefined>(undefined);
+  // One create at a time: a second press (a double click) would make a second webhook, whose secret replaces the first's
+  // on the page, so that the first's is never seen. A ref, since the second press may come before the page is drawn again.
+  const creating = useRef(false);
+  const [busy, setBusy] = useState(false);
 
   const create = async (event: Event) => {
     event.preventDefault();
+    if (creating.current) return;
     if (!/^https?:\/\/[^/\s]+/i.test(form.url.trim())) {
       setUrlError('The URL must start with http:// or https:// and name a host.');
       return;
     }
     setUrlError(undefined);
+    creating.current = true;
+    setBusy(true);
     try {
       const answer = await post<{ data: Webhook }>(
         `/webhooks${query({ url: form.url.trim(), name: form.name.trim() || undefined, description: form.description.trim() || undefined })}`,
@@ -35,6 +42,9 @@ export function WebhooksPage() {
     } catch (failure) {
       if (failure instanceof ApiError && failure.status === 400) setUrlError(failure.message);
       else notify({ kind: 'error', text: describeError(failure) });
+    } finally {
+      creating.current = false;
+      setBusy(false);
     }
   };
 
@@ -137,7 +147,10 @@ export function WebhooksPage() {
           <label for="webhook-description">Description</label>
           <input id="webhook-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
         </div>
-        <button type="submit">Create webhook</button>
+        {/* Focusable while it works (aria-disabled, not disabled), so that the keyboard stays where it was. */}
+        <button type="submit" aria-disabled={busy ? 'true' : undefined}>
+          {busy ? 'Creating…' : 'Create webhook'}
+        </button>
       </form>
 
       {deleting && (

@@ -163,6 +163,29 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('creates one webhook on a double click of Create webhook, and shows that one its secret', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    const creates: string[] = [];
+    page.on('request', (sent) => {
+      if (sent.method() === 'POST' && new URL(sent.url()).pathname === '/v1/webhooks') creates.push(sent.url());
+    });
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('URL').fill(`${receiverUrl}/ok`);
+    // Both presses come before the first answer: the second made a second webhook, whose secret replaced the first's.
+    await page.getByRole('button', { name: 'Create webhook' }).dblclick();
+    await waitForText(page.locator('#webhook-secret'), /^whsec_/);
+    await page.getByRole('button', { name: 'Create webhook' }).waitFor();
+    expect(creates).toHaveLength(1);
+    const hooks = (await api.get('/v1/users/me/webhooks')).body.data;
+    expect(hooks).toHaveLength(1);
+    expect(await page.locator('.secret code').first().textContent()).toBe(hooks[0].id);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('creates webhooks and a subscription, shows each delivery with its status code and next retry, and deletes a webhook', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
