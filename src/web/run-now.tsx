@@ -1,7 +1,7 @@
 // "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it,
 // and what became of the run, when the caller follows it, beside the button.
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { describeError } from './api';
 
 /**
@@ -11,8 +11,13 @@ import { describeError } from './api';
 export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined; outcome?: ComponentChildren }) {
   const [text, setText] = useState('{}');
   const [error, setError] = useState<string | undefined>(undefined);
+  // One run per press: a second press (a double click) before the first is queued would start a second run. A ref, since
+  // that press may come before the page is drawn again.
+  const starting = useRef(false);
+  const [busy, setBusy] = useState(false);
   const run = async (event: Event) => {
     event.preventDefault();
+    if (starting.current) return;
     let body: unknown;
     try {
       body = JSON.parse(text || '{}');
@@ -21,10 +26,15 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
       return;
     }
     setError(undefined);
+    starting.current = true;
+    setBusy(true);
     try {
       await props.start(body);
     } catch (failure) {
       setError(describeError(failure));
+    } finally {
+      starting.current = false;
+      setBusy(false);
     }
   };
   return (
@@ -45,7 +55,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         <p id={`${props.id}-error`} class="field-error" role={error ? 'alert' : undefined}>
           {error ?? ''}
         </p>
-        <button type="submit" disabled={props.disabledWhy !== undefined} title={props.disabledWhy}>
+        <button type="submit" disabled={props.disabledWhy !== undefined} aria-disabled={busy ? 'true' : undefined} title={props.disabledWhy}>
           Run with this event
         </button>
         {/* Always in the page, so that each new outcome is announced (an <output> is a polite live region). */}

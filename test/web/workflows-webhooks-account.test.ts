@@ -144,11 +144,19 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByRole('button', { name: 'Run with this event' }).click();
     await waitForText(page.getByRole('alert'), 'The event must be valid JSON.');
     await page.getByLabel('Event (JSON)').fill('{ "n": 21 }');
-    await page.getByRole('button', { name: 'Run with this event' }).click();
+    const starts: string[] = [];
+    page.on('request', (sent) => {
+      if (sent.method() === 'POST' && new URL(sent.url()).pathname.endsWith('/run')) starts.push(sent.url());
+    });
+    // A double click starts one run: the second press came before the first was queued, and started a second.
+    await page.getByRole('button', { name: 'Run with this event' }).dblclick();
     await waitForText(page.getByRole('status'), 'Started run wr_');
     // The new run opens and is followed until it finishes.
     await waitForText(page.locator('#run-title'), 'succeeded');
-    const [run] = (await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data;
+    expect(starts).toHaveLength(1);
+    const runs = (await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data;
+    expect(runs).toHaveLength(1);
+    const [run] = runs;
     expect(run).toMatchObject({ trigger: 'manual', status: 'succeeded', event: { n: 21 } });
     expect(page.url()).toContain(`#/workflows/${workflow.id}/${run.id}`);
 
