@@ -1,13 +1,23 @@
 // The workflows page: each workflow with its trigger, state and steps, linking to its runs.
-import { get, type Page } from './api';
+import { useEffect, useState } from 'preact/hooks';
+import { get, type Page, query } from './api';
 import { formatTime } from './format';
 import { href } from './router';
 import type { Workflow } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 
+const PAGE = 50;
+
 export function WorkflowsList() {
-  const list = useLoad(() => get<Page<Workflow>>('/users/me/workflows?limit=100'), []);
+  const [after, setAfter] = useState<string | undefined>(undefined);
+  const [workflows, setWorkflows] = useState<Workflow[]>([]);
+  const list = useLoad(() => get<Page<Workflow>>(`/users/me/workflows${query({ limit: PAGE, after })}`), [after]);
+  useEffect(() => {
+    if (list.data) setWorkflows((previous) => (after ? [...previous, ...list.data!.data] : list.data!.data));
+  }, [list.data]);
+  // Past the first page the rest is a press away, as on the sources page: the list never stops short without saying so.
+  const more = list.data && list.data.data.length === PAGE && workflows.length < list.data.page_info.total_count;
   return (
     <section aria-labelledby="workflows-title">
       <div class="title-row">
@@ -17,13 +27,13 @@ export function WorkflowsList() {
         </a>
       </div>
       <LoadError loads={[list]} />
-      {list.data && list.data.data.length === 0 && (
+      {list.data && workflows.length === 0 && (
         <p>
           No workflows yet. <a href={href('workflows', 'new')}>Create one</a> here, or with <code>POST /v1/workflows</code> or{' '}
           <code>tributary deploy --workflow</code>.
         </p>
       )}
-      {list.data && list.data.data.length > 0 && (
+      {workflows.length > 0 && (
         <div class="table-wrap">
           <table>
             <thead>
@@ -36,7 +46,7 @@ export function WorkflowsList() {
               </tr>
             </thead>
             <tbody>
-              {list.data.data.map((workflow) => (
+              {workflows.map((workflow) => (
                 <tr key={workflow.id}>
                   <th scope="row">
                     <a href={href('workflows', workflow.id)} title={workflow.name}>
@@ -52,6 +62,11 @@ export function WorkflowsList() {
             </tbody>
           </table>
         </div>
+      )}
+      {more && (
+        <button type="button" onClick={() => setAfter(list.data!.page_info.end_cursor)}>
+          Load more
+        </button>
       )}
     </section>
   );

@@ -308,6 +308,35 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('lists every workflow of an account of more than 100, the rest a Load more away', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const names = Array.from({ length: 105 }, (_, i) => `flow-${String(i).padStart(3, '0')}`);
+    const step = `export default defineComponent({ async run() { return 1; } });`;
+    for (let i = 0; i < names.length; i += 15) {
+      const created = await Promise.all(
+        names.slice(i, i + 15).map((name) => api.post('/v1/workflows', { name, steps: [{ name: 'one', component_code: step }] })),
+      );
+      expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
+    }
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
+    const rows = page.locator('tbody th a');
+    await rows.first().waitFor();
+    // The page stopped at 100, saying nothing of the other 5.
+    for (;;) {
+      const shown = await rows.count();
+      if (shown >= names.length) break;
+      await page.getByRole('button', { name: 'Load more' }).click();
+      await rows.nth(shown).waitFor();
+    }
+    expect((await rows.allTextContents()).sort()).toEqual(names);
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("links each delivered event to the event on its source's page, in the stream that holds it", async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
