@@ -1,6 +1,6 @@
 // The webhooks page: list, create (the signing secret is shown once) and delete the account's webhooks.
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, del, describeError, get, type Page, post, query } from './api';
+import { ApiError, del, describeError, getEveryPage, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { formatTime } from './format';
@@ -12,7 +12,8 @@ import { LoadError } from './load-error';
 
 export function WebhooksPage() {
   const notify = useNotify();
-  const list = useLoad(() => get<Page<Webhook>>('/users/me/webhooks?limit=100'), []);
+  // Every page: an account may hold more than one page's 100 (1,000 by default), and each is listed.
+  const list = useLoad(() => getEveryPage<Webhook>('/users/me/webhooks', Number.POSITIVE_INFINITY), []);
   const [form, setForm] = useState({ url: '', name: '', description: '' });
   const [urlError, setUrlError] = useState<string | undefined>(undefined);
   const [created, setCreated] = useState<Webhook | undefined>(undefined);
@@ -81,7 +82,7 @@ export function WebhooksPage() {
               </tr>
             </thead>
             <tbody>
-              {list.data.data.map((webhook) => (
+              {list.data.map((webhook) => (
                 <tr key={webhook.id}>
                   <th scope="row">
                     <a href={href('webhooks', webhook.id)}>{webhook.name || webhook.id}</a>
@@ -96,7 +97,7 @@ export function WebhooksPage() {
                   </td>
                 </tr>
               ))}
-              {list.data.data.length === 0 && (
+              {list.data.length === 0 && (
                 <tr>
                   <td colSpan={5} class="muted">
                     No webhooks yet.

@@ -337,6 +337,26 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('lists every webhook of an account of more than 100', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const names = Array.from({ length: 105 }, (_, i) => `hook-${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 15) {
+      const created = await Promise.all(
+        names.slice(i, i + 15).map((name) => api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=${name}`)),
+      );
+      expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
+    }
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    // The page read its first 100 and showed them as the whole list.
+    await page.getByRole('rowheader', { name: 'hook-000' }).waitFor();
+    expect((await page.locator('tbody th a').allTextContents()).sort()).toEqual(names);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("links each delivered event to the event on its source's page, in the stream that holds it", async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
