@@ -63,13 +63,16 @@ export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upser
 /** Runs inside the transaction that creates a workflow (auto-subscriptions are materialised this way). */
 export type WorkflowCreationStep = (trx: Transaction<Database>, workflow: workflows.WorkflowRow) => Promise<void>;
 
-/** A step's component that is not found is named with the step: `steps[1] ("add"): component "sc_…" not found`. */
+/**
+ * A step's component that is not found, or its code that does not load, is named with the step (`steps[1] ("add"):
+ * component "sc_…" not found`): of several steps, the reason alone does not say which one to fix.
+ */
 async function namingStep<T>(index: number, name: string, lookUp: () => Promise<T>): Promise<T> {
   try {
     return await lookUp();
   } catch (error) {
-    if (error instanceof ServiceError && error.code === 'not_found')
-      throw new ServiceError('not_found', `steps[${index}] ("${name}"): ${error.message}`, error.details);
+    if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'component_invalid'))
+      throw new ServiceError(error.code, `steps[${index}] ("${name}"): ${error.message}`, error.details);
     throw error;
   }
 }
@@ -246,7 +249,8 @@ export class WorkflowService {
       let component: ComponentRow;
       if (step.component_code !== undefined) {
         const stepProgress = onProgress && ((progress: Parameters<SaveProgressListener>[0]) => onProgress({ ...progress, workflowStep: step.name }));
-        component = await this.components.prepareStep(accountId, step.component_code, stepProgress);
+        const code = step.component_code;
+        component = await namingStep(i, step.name, () => this.components.prepareStep(accountId, code, stepProgress));
         unsaved.push(component);
       } else {
         component = await namingStep(i, step.name, () =>

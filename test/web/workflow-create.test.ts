@@ -116,7 +116,8 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('');
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Code').fill('export default { async run() { this is not javascript } }');
     await page.getByRole('button', { name: 'Create workflow' }).click();
-    await waitForText(alert, '(422 component_invalid)');
+    // The reason names the step whose code does not load: of several steps, it alone does not say which to fix.
+    await waitForText(alert, /^steps\[0\] \("step_1"\): .*\(422 component_invalid\)/);
     await waitForFocus(page, 'p.field-error');
     expect((await api.get('/v1/users/me/workflows')).body.data).toEqual([]);
     expect(page.url()).toContain('#/workflows/new');
