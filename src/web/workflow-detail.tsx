@@ -1,6 +1,6 @@
 // One workflow: its trigger, run now and delete; its runs, newest first, and the open run's steps: status, duration,
 // exports, logs, error and sends; replay.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { del, describeError, get, type Page, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
@@ -33,7 +33,11 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
     return () => clearInterval(timer);
   }, [unfinished, runs.reload]);
 
+  // One replay per press: a second press (a double click) before the first answer would start a second run.
+  const replaying = useRef(false);
   const replay = async (run: WorkflowRun) => {
+    if (replaying.current) return;
+    replaying.current = true;
     try {
       const answer = await post<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.id)}/runs/${encodeURIComponent(run.id)}/replay`);
       notify({ kind: 'ok', text: `Replaying ${run.id} as ${answer.data.id}.` });
@@ -42,6 +46,8 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       await runs.reload();
     } catch (failure) {
       notify({ kind: 'error', text: describeError(failure) });
+    } finally {
+      replaying.current = false;
     }
   };
 

@@ -108,9 +108,14 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await waitForText(check.getByRole('figure', { name: 'Error of check' }), 'n is too large: 500');
     await screenshot(page, 'workflow-run');
 
-    // Replay: a new run of the same event, opened and followed until it finishes.
-    await page.getByRole('button', { name: 'Replay' }).click();
+    // Replay: a new run of the same event, opened and followed until it finishes; a double click replays once.
+    const replays: string[] = [];
+    page.on('request', (sent) => {
+      if (sent.method() === 'POST' && sent.url().endsWith('/replay')) replays.push(sent.url());
+    });
+    await page.getByRole('button', { name: 'Replay' }).dblclick();
     await waitForText(page.getByRole('status'), `Replaying ${failed.id} as wr_`);
+    expect(replays).toHaveLength(1);
     await waitForText(page.locator('#run-title'), 'failed');
     const after = (await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data;
     expect(after).toHaveLength(3);
