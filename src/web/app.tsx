@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
+import { useFocusKeeper } from './focus-keeper';
 import { NoticeProvider } from './notices';
 import { href, useRoute } from './router';
 import { clearKey, storedKey } from './session';
@@ -28,6 +29,7 @@ export function App() {
   const [signedIn, setSignedIn] = useState(() => storedKey() !== null);
   const [message, setMessage] = useState<string | undefined>(undefined);
   const route = useRoute();
+  useFocusKeeper();
 
   useEffect(() => {
     whenUnauthorized((text) => {

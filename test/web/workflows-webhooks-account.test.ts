@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
 
 const PARSE_STEP = `export default defineComponent({
   async run({ steps, $ }) {
@@ -280,11 +280,15 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByRole('button', { name: 'Delete webhook bad' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete webhook' }).click();
     await page.getByRole('rowheader', { name: 'bad' }).waitFor({ state: 'detached' });
+    // The focus went back to the Delete button that opened the dialog, which then left with its row: the page's content
+    // has it now, not the document (where the next Tab started again from the top).
+    await waitForFocus(page, 'main#main');
     expect((await api.get('/v1/users/me/webhooks')).body.data.map((h: any) => h.name)).toEqual(['good']);
     await nav.getByRole('link', { name: 'Subscriptions' }).click();
     await page.getByRole('button', { name: `Delete subscription of ${good.id} to ${source.id}` }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete subscription' }).click();
     await waitForText(page.getByRole('cell'), 'No subscriptions yet.');
+    await waitForFocus(page, 'main#main');
     expect((await api.get('/v1/users/me/subscriptions')).body.data).toEqual([]);
     expect(problems).toEqual([]);
     await page.context().close();
