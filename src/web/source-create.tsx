@@ -31,6 +31,7 @@ export function SourceCreate() {
 
   const loadComponent = async (event: Event) => {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     setLoadError(undefined);
     try {
@@ -53,7 +54,7 @@ export function SourceCreate() {
     event.preventDefault();
     // Read now: the event's currentTarget is gone once the request has been awaited.
     const form = event.currentTarget as HTMLFormElement;
-    if (!component) return;
+    if (!component || busy) return;
     const { values, errors: found } = collectValues(propList.props, raw);
     setErrors(found);
     if (Object.keys(found).length) {
@@ -114,7 +115,9 @@ export function SourceCreate() {
         <p class="field-error" role={loadError ? 'alert' : undefined}>
           {loadError ?? ''}
         </p>
-        <button type="submit" disabled={busy || (origin === 'code' ? !code.trim() : !registryKey.trim())}>
+        {/* While busy, aria-disabled rather than disabled: a disabled button loses the focus to the document, where a
+            refusal left it (the next Tab started again from the top). */}
+        <button type="submit" disabled={origin === 'code' ? !code.trim() : !registryKey.trim()} aria-disabled={busy ? 'true' : undefined}>
           Load props
         </button>
       </form>
@@ -133,7 +136,7 @@ export function SourceCreate() {
           <p class="field-error" role={formError ? 'alert' : undefined}>
             {formError ?? ''}
           </p>
-          <button type="submit" disabled={busy}>
+          <button type="submit" aria-disabled={busy ? 'true' : undefined}>
             {busy ? 'Deploying…' : 'Deploy'}
           </button>
         </form>

@@ -657,10 +657,20 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await signIn(page, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Registry component').check();
+    // A refusal keeps the keyboard on the button pressed (a disabled button had lost it to the document, where the
+    // next Tab started again from the top of the page).
+    await page.getByLabel('Registry key').fill('no-such-component');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForText(page.getByRole('alert'), 'registry component "no-such-component" not found (404 not_found)');
+    await waitForFocus(page, 'button', /^Load props$/);
     await page.getByLabel('Registry key').fill('http-new-requests');
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure New Requests/ }).waitFor();
     expect(await unlabelled()).toEqual([]);
+    await page.getByLabel('Source name').fill('x'.repeat(201));
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.getByRole('alert'), /name must NOT have more than 200 characters/);
+    await waitForFocus(page, 'button', /^Deploy$/);
     await page.getByLabel('Source name').fill('from-registry');
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'from-registry', level: 1 }).waitFor();
