@@ -128,8 +128,10 @@ export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** `describeError` followed by what the server listed in `details` (a 422's reasons), joined by dashes. */
+/** `describeError` followed by what the server listed in `details` (a 422's reasons) and it did not say, joined by dashes. */
 export function describeErrorWithDetails(error: unknown): string {
-  const details = error instanceof ApiError ? error.details.map((d) => d.message ?? d.reason).filter(Boolean) : [];
-  return [describeError(error), ...details].join(' — ');
+  const said = describeError(error);
+  // A 400 repeats in `details` what its message says already ("timeout_seconds must be <= 900", then "must be <= 900").
+  const details = error instanceof ApiError ? error.details.map((d) => d.message ?? d.reason).filter((text) => text && !said.includes(text)) : [];
+  return [said, ...details].join(' — ');
 }

@@ -134,7 +134,8 @@ export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fie
   for (const detail of error.details) {
     const prop = props.find((p) => p.name === detail.prop);
     if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
-    else rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
+    // A 400's details repeat what its message says already: said once.
+    else if (!(detail.message && error.message.includes(detail.message))) rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
   }
   return {
     fields,

@@ -108,6 +108,13 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
     await waitForFocus(page, '#workflow-interval');
     await page.getByLabel('Starts on').selectOption('none');
 
+    // The server's 400, said once: its details repeat its message.
+    await page.getByLabel('Run timeout (seconds, at most 900)').fill('5000');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, '(400 invalid_request)');
+    expect(await alert.textContent()).toBe('invalid body: timeout_seconds must be <= 900 (400 invalid_request)');
+    await page.getByLabel('Run timeout (seconds, at most 900)').fill('30');
+
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('{ plus: 1 }');
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await waitForText(alert, 'The configured props of step step_1 are not valid JSON.');
