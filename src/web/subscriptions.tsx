@@ -115,7 +115,8 @@ export function SubscriptionsPage() {
                       type="button"
                       class="danger"
                       onClick={() => setDeleting(s)}
-                      aria-label={`Delete subscription of ${s.listener_id} to ${s.emitter_id}`}
+                      // The stream too: the same emitter and listener may be subscribed on several streams.
+                      aria-label={`Delete subscription of ${s.listener_id} to ${s.emitter_id}, stream ${s.event_name || 'default'}`}
                     >
                       Delete
                     </button>

@@ -346,6 +346,34 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it("names each subscription's Delete button with its stream, so that two on the same pair are told apart", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'pair' })).body.data;
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=pairhook`)).body.data;
+    for (const stream of ['', '$errors']) {
+      const made = await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}${stream ? `&event_name=${stream}` : ''}`);
+      expect(made.status, made.text).toBe(200);
+    }
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Subscriptions' }).click();
+    const buttons = page.getByRole('button', { name: /^Delete subscription of / });
+    await buttons.nth(1).waitFor();
+    const labels = await buttons.evaluateAll((all) => all.map((button) => button.getAttribute('aria-label')));
+    // Both were "Delete subscription of wh_… to dc_…": a screen reader could not tell which one a button deletes.
+    expect(labels.sort()).toEqual([
+      `Delete subscription of ${hook.id} to ${source.id}, stream $errors`,
+      `Delete subscription of ${hook.id} to ${source.id}, stream default`,
+    ]);
+    await page.getByRole('button', { name: `Delete subscription of ${hook.id} to ${source.id}, stream $errors` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete subscription' }).click();
+    await buttons.nth(1).waitFor({ state: 'detached' });
+    expect((await api.get('/v1/users/me/subscriptions')).body.data.map((s: any) => s.event_name)).toEqual(['']);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('lists every webhook of an account of more than 100', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
