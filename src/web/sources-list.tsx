@@ -77,7 +77,18 @@ function SourceRow(props: { source: Source }) {
       </th>
       <td>{sourceKind(source.configured_props)}</td>
       <td>{source.active ? 'Active' : <span class="muted">Inactive</span>}</td>
-      <td>{events.data ? formatAgo(last) : '…'}</td>
+      {/* A failed read says so (its reason on hover), rather than the "…" of a read still on its way, forever. */}
+      <td>
+        {events.data ? (
+          formatAgo(last)
+        ) : events.error ? (
+          <span class="muted" title={events.error}>
+            could not be read
+          </span>
+        ) : (
+          '…'
+        )}
+      </td>
       <td>{events.data ? <Sparkline counts={perMinute(times)} capped={times.length >= 100} /> : <span class="spark-placeholder" />}</td>
     </tr>
   );

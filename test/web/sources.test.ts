@@ -434,6 +434,20 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it("says a source's last event could not be read, rather than showing it as on its way forever", async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'unread' });
+    const { page } = await openConsole(browser, server.url);
+    // This source's events out of reach, as when the server stops answering between the list and its rows.
+    await page.route(`**/v1/sources/${source.id}/event_summaries?*`, (route) => route.abort('connectionrefused'));
+    await signIn(page, user.apiKey);
+    const row = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'unread' }) });
+    // It stayed "…", the mark of a read still on its way.
+    await waitForText(row.getByRole('cell').nth(2), 'could not be read');
+    expect(await row.getByRole('cell').nth(2).locator('span').getAttribute('title')).toMatch(/^Cannot reach the server/);
+    await page.context().close();
+  });
+
   it('says why a page could not be read, and reads it again on Try again once the server answers', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'comes-back' });
