@@ -87,6 +87,8 @@ export class SubscriptionService {
 
   async createAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<AutoSubscriptionView> {
     const row = await this.store.db.transaction().execute(async (trx) => {
+      // The account first, then the listener, as every transaction that counts against a limit takes them.
+      await lockAccount(trx, accountId);
       await this.checkListener(trx, accountId, request.listenerId);
       if (!(await subscriptions.hasAutoSubscription(trx, accountId, request.listenerId, request.eventName))) {
         await this.limiter.assertRoom(trx, accountId, 'subscriptions');
