@@ -1,23 +1,17 @@
 // The sources page: every source with its kind, state, last event and a sparkline of its events per minute.
-import { useEffect, useState } from 'preact/hooks';
-import { get, type Page, query } from './api';
+import { get, type Page } from './api';
 import { eventTime, formatAgo, sourceKind } from './format';
 import { href } from './router';
 import { perMinute, Sparkline } from './sparkline';
 import type { EventSummary, Source } from './types';
 import { useLoad } from './use-load';
+import { usePages } from './use-pages';
 import { LoadError } from './load-error';
 
 const PAGE = 50;
 
 export function SourcesList() {
-  const [after, setAfter] = useState<string | undefined>(undefined);
-  const [sources, setSources] = useState<Source[]>([]);
-  const page = useLoad(() => get<Page<Source>>(`/users/me/sources${query({ limit: PAGE, after })}`), [after]);
-  useEffect(() => {
-    if (page.data) setSources((previous) => (after ? [...previous, ...page.data!.data] : page.data!.data));
-  }, [page.data]);
-  const more = page.data && page.data.data.length === PAGE && sources.length < page.data.page_info.total_count;
+  const { items: sources, page, more, loadMore } = usePages<Source>('/users/me/sources', PAGE);
 
   return (
     <section aria-labelledby="sources-title">
@@ -54,7 +48,7 @@ export function SourcesList() {
         </div>
       )}
       {more && (
-        <button type="button" onClick={() => setAfter(page.data!.page_info.end_cursor)}>
+        <button type="button" onClick={loadMore}>
           Load more
         </button>
       )}

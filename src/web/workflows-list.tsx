@@ -1,23 +1,15 @@
 // The workflows page: each workflow with its trigger, state and steps, linking to its runs.
-import { useEffect, useState } from 'preact/hooks';
-import { get, type Page, query } from './api';
 import { formatTime } from './format';
 import { href } from './router';
 import type { Workflow } from './types';
-import { useLoad } from './use-load';
+import { usePages } from './use-pages';
 import { LoadError } from './load-error';
 
 const PAGE = 50;
 
 export function WorkflowsList() {
-  const [after, setAfter] = useState<string | undefined>(undefined);
-  const [workflows, setWorkflows] = useState<Workflow[]>([]);
-  const list = useLoad(() => get<Page<Workflow>>(`/users/me/workflows${query({ limit: PAGE, after })}`), [after]);
-  useEffect(() => {
-    if (list.data) setWorkflows((previous) => (after ? [...previous, ...list.data!.data] : list.data!.data));
-  }, [list.data]);
-  // Past the first page the rest is a press away, as on the sources page: the list never stops short without saying so.
-  const more = list.data && list.data.data.length === PAGE && workflows.length < list.data.page_info.total_count;
+  // Past the first page the rest is a press away, as on the sources page.
+  const { items: workflows, page: list, more, loadMore } = usePages<Workflow>('/users/me/workflows', PAGE);
   return (
     <section aria-labelledby="workflows-title">
       <div class="title-row">
@@ -64,7 +56,7 @@ export function WorkflowsList() {
         </div>
       )}
       {more && (
-        <button type="button" onClick={() => setAfter(list.data!.page_info.end_cursor)}>
+        <button type="button" onClick={loadMore}>
           Load more
         </button>
       )}
