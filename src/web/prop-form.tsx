@@ -259,12 +259,18 @@ function PropField(props: {
     input = (
       <textarea
         {...common}
+        class={prop.secret ? 'secret' : undefined}
         rows={prop.type.endsWith('[]') ? 3 : 4}
         spellcheck={false}
         placeholder={prop.type.endsWith('[]') ? 'one value a line' : 'JSON'}
         value={text}
         onInput={(e) => set(prop.name, e.currentTarget.value)}
       />
+    );
+  } else if (prop.type === 'integer' && prop.secret) {
+    // A secret of any type is masked as typed (the lenient reading of `secret`, README), a number too.
+    input = (
+      <input {...common} type="password" inputmode="numeric" autocomplete="new-password" value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />
     );
   } else if (prop.type === 'integer') {
     input = <input {...common} type="number" step={1} min={prop.min} max={prop.max} value={text} onInput={(e) => set(prop.name, e.currentTarget.value)} />;

@@ -52,6 +52,8 @@ export default {
     flavour: { type: "string", label: "Flavour", async options({ page }) { return ["vanilla", "mint-" + page]; } },
     enabled: { type: "boolean", optional: true },
     tags: { type: "string[]", optional: true },
+    pin: { type: "integer", secret: true, label: "PIN", optional: true },
+    keys: { type: "object", secret: true, label: "Keys", optional: true },
   },
   async run(event) { this.$emit(event); },
 };
@@ -145,6 +147,11 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
 
     // The secret is masked; static options are a select; the timer starts at its default.
     expect(await page.getByLabel('API token').getAttribute('type')).toBe('password');
+    // Secrets of other types too: a number as a password field, JSON in a textarea drawn as discs.
+    expect(await page.getByLabel('PIN').getAttribute('type')).toBe('password');
+    await page.getByLabel('Keys').fill('{"k": "v"}');
+    expect(await evaluate(page, `getComputedStyle(document.querySelector('#prop-keys')).webkitTextSecurity`)).toBe('disc');
+    await page.getByLabel('Keys').fill('');
     expect(await page.getByLabel('color').locator('option').allTextContents()).toEqual(['Choose…', 'red', 'green', 'Blue']);
     expect(await page.getByLabel('Interval in seconds').inputValue()).toBe('60');
 
