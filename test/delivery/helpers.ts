@@ -7,7 +7,8 @@ import { expect } from 'vitest';
 import { EventSource } from 'eventsource';
 import { waitFor } from '../helpers/wait.js';
 import type { TestServer } from '../helpers/server.js';
-import type { client } from '../helpers/client.js';
+import { client as makeClient, type client } from '../helpers/client.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { account as baseAccount, emitsOf } from '../helpers/account.js';
 
 export interface ReceivedRequest {
@@ -147,4 +148,24 @@ export async function pausingReceiver(node: ChildProcess, pauseMs = 2000): Promi
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, received, close: () => receiver.close() };
+}
+
+/**
+ * Runs `test` against a node of its own (SQLite, an account, a 1 s attempt time-out and retry, private addresses
+ * allowed) and a pausingReceiver that stops it before its first answer; then resumes, kills and removes the node.
+ */
+export async function withPausedNode(test: (calls: ReturnType<typeof client>, receiver: PausingReceiver) => Promise<void>): Promise<void> {
+  const storage = await freshStorage('sqlite');
+  const key = await createAccount(storage.args, 'paused');
+  const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
+  // Stopped before it can read the answer, resumed past its time-out.
+  const receiver = await pausingReceiver(node.child);
+  try {
+    await test(makeClient(node.url, key), receiver);
+  } finally {
+    node.child.kill('SIGCONT');
+    await killHard(node.child);
+    receiver.close();
+    await storage.cleanup();
+  }
 }

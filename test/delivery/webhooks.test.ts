@@ -4,7 +4,6 @@ import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { client, request } from '../helpers/client.js';
-import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { retryAfterMs } from '../../src/delivery/webhooks/attempt.js';
 import { signPayload } from '../../src/delivery/webhooks/signing.js';
 import {
@@ -19,7 +18,7 @@ import {
 import { earliestDue, nextFutureDueMs } from '../../src/store/account-queues.js';
 import type { Store } from '../../src/store/database.js';
 import { newId } from '../../src/model/ids.js';
-import { account, emitsOf, pausingReceiver, startReceiver, type Receiver } from './helpers.js';
+import { account, emitsOf, startReceiver, withPausedNode, type Receiver } from './helpers.js';
 
 describe('webhook signing and Retry-After parsing', () => {
   it('signs as the Standard Webhooks library does', () => {
@@ -537,13 +536,7 @@ describe('a node paused while its webhook attempt is answered', () => {
   // once it runs again, past the attempt's time-out. The answer was in time: the attempt succeeded and is not made
   // again (it was, as "no response within 1 s", when the deadline fired before the waiting answer was read).
   it('counts the answer that arrived during the pause: one attempt, succeeded', async () => {
-    const storage = await freshStorage('sqlite');
-    const key = await createAccount(storage.args, 'paused');
-    const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
-    // Stopped before it can read the answer, resumed past its time-out.
-    const receiver = await pausingReceiver(node.child);
-    try {
-      const calls = client(node.url, key);
+    await withPausedNode(async (calls, receiver) => {
       const hook = (await calls.post(`/v1/webhooks?url=${encodeURIComponent(`${receiver.url}/hook`)}`)).body.data;
       const echo = await calls.post('/v1/sources', {
         component_code: 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };',
@@ -558,11 +551,6 @@ describe('a node paused while its webhook attempt is answered', () => {
       );
       expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, state: 'succeeded', status_code: 200 })]);
       expect(receiver.received).toHaveLength(1);
-    } finally {
-      node.child.kill('SIGCONT');
-      await killHard(node.child);
-      receiver.close();
-      await storage.cleanup();
-    }
+    });
   });
 });

@@ -10,9 +10,8 @@ import { SMTPServer } from 'smtp-server';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
-import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait.js';
-import { pausingReceiver, startReceiver, type Receiver } from './helpers.js';
+import { startReceiver, withPausedNode, type Receiver } from './helpers.js';
 import { sendsOfRuns, type SendRow } from '../../src/store/sends.js';
 import { ConfigError, SETTINGS, resolveConfig } from '../../src/config.js';
 
@@ -422,13 +421,7 @@ describe('a node paused while its send is answered', () => {
   // As for webhooks: the answer came within a second, during a pause that outlasted the time-out; it counts, and the
   // send is not made again (it was, after "no response within 1 s", when the deadline fired before the answer was read).
   it('records the answer that arrived during the pause: one request, succeeded at the first attempt', async () => {
-    const storage = await freshStorage('sqlite');
-    const key = await createAccount(storage.args, 'paused');
-    const node = await serve([...storage.args, '--webhook-timeout', '1', '--webhook-retry-schedule', '1', '--allow-private-network']);
-    // Stopped before it can read the answer, resumed past its time-out.
-    const receiver = await pausingReceiver(node.child);
-    try {
-      const calls = client(node.url, key);
+    await withPausedNode(async (calls, receiver) => {
       const created = await calls.post('/v1/workflows', {
         name: 'paused send',
         steps: [
@@ -448,11 +441,6 @@ describe('a node paused while its send is answered', () => {
       );
       expect(runs.body.data[0].steps[0].sends).toEqual([{ kind: 'http', state: 'succeeded', attempt: 1, status_code: 200 }]);
       expect(receiver.received).toHaveLength(1);
-    } finally {
-      node.child.kill('SIGCONT');
-      await killHard(node.child);
-      receiver.close();
-      await storage.cleanup();
-    }
+    });
   });
 });
