@@ -1,5 +1,6 @@
 // `tributary restore`: puts a backup in place as a data directory's database, after checking it is one this build can run.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -24,17 +25,50 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
 export async function restoreDatabase(options: { from: string; dataDir: string; force: boolean }): Promise<RestoreResult> {
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
-  const migrations = await checkBackup(from);
+  checkIsSqlite(from);
+  const staged = stageCopy(from);
+  try {
+    return await restoreStaged(staged.file, from, dataDir, options.force);
+  } finally {
+    fs.rmSync(staged.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Copies the backup, and the write-ahead log or rollback journal beside it, to a private temporary folder. SQLite
+ * writes beside a database it reads (a WAL file's shared-memory index, a hot journal's rollback): from the copy, a
+ * backup in a read-only place (a hand copy of a WAL-mode database, a backup by an older version) can be read whole.
+ */
+function stageCopy(from: string): { dir: string; file: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-restore-'));
+  const file = path.join(dir, 'backup.db');
+  try {
+    fs.copyFileSync(from, file);
+    for (const suffix of ['-wal', '-journal']) {
+      if (fs.existsSync(from + suffix)) fs.copyFileSync(from + suffix, file + suffix);
+    }
+    // A backup kept read-only (0400) is copied with its mode; SQLite must write to the copy.
+    for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o600);
+    return { dir, file };
+  } catch (error) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw new OpsError(`--from: could not copy ${from} to read it: ${(error as Error).message}`);
+  }
+}
+
+/** `staged` is the private copy of `from`, which only names the backup in messages. */
+async function restoreStaged(staged: string, from: string, dataDir: string, force: boolean): Promise<RestoreResult> {
+  const migrations = await checkBackup(staged, from);
   // A database replaced under a running server would be lost to it: the server must stop first.
   const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again');
   try {
     const target = path.join(dataDir, 'tributary.db');
-    if (fs.existsSync(target) && !options.force) {
+    if (fs.existsSync(target) && !force) {
       throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
     }
     const partial = `${target}.restoring`;
     fs.rmSync(partial, { force: true });
-    const source = openSqliteFile(from, { readonly: true, fileMustExist: true });
+    const source = openSqliteFile(staged, { fileMustExist: true });
     try {
       await source.backup(partial);
     } finally {
@@ -50,8 +84,8 @@ export async function restoreDatabase(options: { from: string; dataDir: string; 
   }
 }
 
-/** Returns how many migrations the backup has applied. */
-async function checkBackup(file: string): Promise<number> {
+/** Refuses a missing file, a folder, and a file that is not an SQLite database, before anything is copied. */
+function checkIsSqlite(file: string): void {
   if (!fs.existsSync(file)) throw new OpsError(`--from: no such file: ${file}`);
   if (fs.statSync(file).isDirectory()) throw new OpsError(`--from: ${file} is a folder; give the backup file`);
   const header = Buffer.alloc(16);
@@ -62,7 +96,11 @@ async function checkBackup(file: string): Promise<number> {
     fs.closeSync(fd);
   }
   if (header.toString('latin1') !== SQLITE_HEADER) throw new OpsError(`--from: ${file} is not an SQLite database`);
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: openSqliteFile(file, { readonly: true, fileMustExist: true }) }) });
+}
+
+/** Returns how many migrations the backup (read from its private copy `staged`) has applied. */
+async function checkBackup(staged: string, file: string): Promise<number> {
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: openSqliteFile(staged, { fileMustExist: true }) }) });
   try {
     const applied = await appliedMigrations(db, 'sqlite');
     if (applied.length === 0) throw new OpsError(`--from: ${file} is an SQLite database but not a Tributary one (it has no kysely_migration table)`);

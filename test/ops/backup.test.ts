@@ -1,6 +1,6 @@
 // tributary backup and restore: a backup taken while a real server ingests, restored into a fresh data directory, serves the
 // same key, the same endpoint URL and every event acknowledged before the backup began; and each refusal, with exit code 2.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -245,4 +245,67 @@ describe('backup and restore', () => {
     });
     expect(fs.existsSync(`${folder}.partial`)).toBe(false);
   });
+
+  it('restores a WAL-mode database (a hand copy, with its -wal) from a read-only folder, with what the -wal holds', async (context) => {
+    const live = tempDir();
+    await createAccount(['--data-dir', live], 'first');
+    const db = path.join(live, 'tributary.db');
+    expect([...fs.readFileSync(db).subarray(18, 20)]).toEqual([2, 2]);
+    // A reader's open snapshot keeps the second account's writes in the -wal: the hand copy takes both files.
+    const reader = openSqliteFile(db, { readonly: true });
+    reader.prepare('begin').run();
+    reader.prepare('select count(*) from users').get();
+    try {
+      await createAccount(['--data-dir', live], 'second');
+      // Without its -wal, the main file has only the first account: the second is in the -wal alone.
+      const mainOnly = path.join(tempDir(), 'main-only.db');
+      fs.copyFileSync(db, mainOnly);
+      const main = openSqliteFile(mainOnly, { readonly: true });
+      expect(main.prepare('select username from users').all()).toEqual([{ username: 'first' }]);
+      main.close();
+      const folder = readOnlyFolderWith([db, `${db}-wal`]);
+      if (!folder) return context.skip('cannot make a read-only folder here (root without mount)');
+      try {
+        const copy = path.join(folder.dir, 'tributary.db');
+        expect(() => fs.writeFileSync(path.join(folder.dir, 'probe'), '')).toThrow();
+        const restoredDir = tempDir();
+        const restored = await tributary(['restore', '--from', copy, '--data-dir', restoredDir]);
+        expect(restored.stdout).toContain(`restored ${path.join(restoredDir, 'tributary.db')}`);
+        const check = openSqliteFile(path.join(restoredDir, 'tributary.db'), { readonly: true });
+        const names = check.prepare('select username from users order by username').all();
+        check.close();
+        expect(names).toEqual([{ username: 'first' }, { username: 'second' }]);
+        expect(fs.readdirSync(folder.dir).sort()).toEqual(['tributary.db', 'tributary.db-wal']);
+      } finally {
+        folder.release();
+      }
+    } finally {
+      reader.prepare('rollback').run();
+      reader.close();
+    }
+  });
 });
+
+/**
+ * A folder holding copies of `files` that this process cannot write to: a tmpfs remounted read-only as root (where
+ * file modes do not stop writes), a folder without write permission otherwise. Undefined when neither can be made.
+ */
+function readOnlyFolderWith(files: string[]): { dir: string; release: () => void } | undefined {
+  const dir = tempDir();
+  const copyIn = () => {
+    for (const file of files) fs.copyFileSync(file, path.join(dir, path.basename(file)));
+  };
+  if (process.getuid?.() !== 0) {
+    copyIn();
+    fs.chmodSync(dir, 0o555);
+    return { dir, release: () => fs.chmodSync(dir, 0o755) };
+  }
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', dir], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  copyIn();
+  execFileSync('mount', ['-o', 'remount,ro', dir]);
+  return { dir, release: () => execFileSync('umount', ['-l', dir]) };
+}
