@@ -212,14 +212,23 @@ export class DeliveryRouter implements EventRouter {
     return { items, overflow };
   }
 
-  /** Records on the emitter's `$errors` stream which listener runs were not queued, their listeners' backlog full. */
+  /**
+   * Records on the emitter's `$errors` stream which listener runs were not queued, their listeners' backlog full.
+   * Worded and counted as the loop and quota reports are: events (each once, however many listeners missed it),
+   * then the listeners that missed them; one count of runs would tell the same event twice over two listeners.
+   */
   private async reportOverflow(trx: Transaction<Database>, committed: CommittedEvents, overflow: NewInvocation[]): Promise<EventSummary[]> {
-    const listeners = [...new Set(overflow.map((item) => item.sourceId))];
-    const message =
-      `${overflow.length} event(s) of ${committed.emitterId} were not delivered to ${listeners.join(', ')}: ` +
-      `${this.maxQueuedListenerRuns} listener runs are waiting there already, the most allowed (do subscriptions form a loop?)`;
-    const error = { name: 'SubscriptionOverflowError', message, code: 'subscription_overflow' };
-    return this.reportCut(trx, committed, overflow[0]!.event as EventSummary, error);
+    const byEvent = new Map<string, { event: EventSummary; listeners: string[] }>();
+    for (const item of overflow) {
+      const event = item.event as EventSummary;
+      const entry = byEvent.get(event.id) ?? { event, listeners: [] };
+      entry.listeners.push(item.sourceId);
+      byEvent.set(event.id, entry);
+    }
+    const full = new Set(overflow.map((item) => item.sourceId));
+    const waiting = `${this.maxQueuedListenerRuns} listener runs are waiting ${full.size > 1 ? 'on each' : 'there'} already`;
+    const reason = `${waiting}, the most allowed (do subscriptions form a loop?)`;
+    return this.reportNotDelivered(trx, committed, [...byEvent.values()], full, { name: 'SubscriptionOverflowError', code: 'subscription_overflow', reason });
   }
 
   /** One `$errors` event on the emitter, appended right after the commit's own events (one run of ids). */

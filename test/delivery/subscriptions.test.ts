@@ -367,4 +367,31 @@ describe.each(DIALECTS)('the backlog of a listener source on %s', (dialect) => {
     expect(heard.map((e) => e.event.event.n).reverse()).toEqual([1, 2, 3]);
     expect((await a.api.get(`/v1/sources/${listener}/event_summaries`)).body.page_info.total_count).toBe(3);
   });
+
+  it('counts the events not delivered once each, however many listeners missed them, and names those listeners', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const first = await a.deploy();
+    const second = await a.deploy();
+    await a.subscribe(emitter, first);
+    await a.subscribe(emitter, second);
+    // Five events, three waiting runs at most on each listener: events 4 and 5 miss both.
+    await a.runAndWait(emitter, emitsOf([1, 2, 3, 4, 5].map((n) => ({ event: { n } }))));
+    const [report] = await a.eventsOf(emitter, 1, '/$errors');
+    expect(report.event.error).toMatchObject({
+      name: 'SubscriptionOverflowError',
+      code: 'subscription_overflow',
+      message:
+        `2 event(s) of ${emitter} were not delivered to ${first}, ${second}: ` +
+        '3 listener runs are waiting on each already, the most allowed (do subscriptions form a loop?)',
+    });
+    for (const listener of [first, second]) {
+      await waitFor(
+        async () => (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', listener).execute()).length,
+        (n) => n === 0,
+        { what: `the runs of ${listener} to finish` },
+      );
+      expect((await a.eventsOf(listener, 3)).map((e) => e.event.event.n).reverse()).toEqual([1, 2, 3]);
+    }
+  });
 });
