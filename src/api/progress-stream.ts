@@ -38,7 +38,7 @@ export function progressResponse(plainRoute: string) {
       description:
         `text/event-stream: a \`:sse-handshake\` comment (again every 15 s), then \`event: progress\` frames as npm packages are resolved and ` +
         `installed or found in the cache, then one \`event: result\` frame with the status and body ${plainRoute} would have answered, and the end. ` +
-        'A request refused before the save starts (body, key, rate) is answered as by the plain route, in JSON.',
+        'A request refused before the save starts (body, key, rate, an id that is not yours) is answered as by the plain route, in JSON.',
       content: {
         'text/event-stream': {
           schema: Type.String(),

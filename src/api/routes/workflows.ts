@@ -198,10 +198,13 @@ export function workflowRoutes(services: { workflows: WorkflowService; workflowR
           response: progressResponse('PUT /v1/workflows/{id}'),
         },
       },
-      async (request, reply) =>
-        streamSave(request, reply, dataOf(workflowSchema), async (onProgress) => ({
+      async (request, reply) => {
+        // Another account's id (or none) is refused before the stream opens, in JSON, as the plain route would.
+        await workflows.owned(request.account.id, request.params.id);
+        return streamSave(request, reply, dataOf(workflowSchema), async (onProgress) => ({
           data: await workflows.update(request.account.id, request.params.id, request.body, onProgress),
-        })),
+        }));
+      },
     );
 
     app.delete(
