@@ -13,6 +13,8 @@ export interface NewInvocation {
   event: unknown;
   /** Listener hops that led to this invocation (0 for HTTP, timers and manual runs). */
   depth?: number;
+  /** The timer prop whose due time queued this run (timer runs only). */
+  propName?: string;
 }
 
 export function invocationRows(items: NewInvocation[], nowMs: number): InvocationRow[] {
@@ -27,6 +29,7 @@ export function invocationRows(items: NewInvocation[], nowMs: number): Invocatio
     attempts: 0,
     lease_owner: null,
     lease_until_ms: null,
+    prop_name: item.propName ?? null,
   }));
 }
 

@@ -108,7 +108,7 @@ export class TimerScheduler {
 
   /**
    * Claims due times in one transaction: each claimed timer gets its run queued in that transaction, or a
-   * quota error recorded, or is skipped while its previous run is pending. A workflow's timer (its id in
+   * quota error recorded, or is skipped while its own previous run (that timer prop's) is pending. A workflow's timer (its id in
    * `source_id`) starts a workflow run. Returns the sources given a run and the workflow runs queued.
    */
   private async fireDue(due: timers.TimerRow[]): Promise<{ sources: string[]; workflowRuns: string[] }> {
@@ -127,14 +127,14 @@ export class TimerScheduler {
         const following = nextDue(schedule, nowMs, schedule.cron === undefined ? dueMs : nowMs);
         if (!(await timers.advanceTimer(trx, timer, following))) continue;
         this.metrics?.timerFired(nowMs - dueMs);
-        if (workflow ? await hasUnfinishedTimerRun(trx, timer.source_id) : await timers.hasPendingTimerRun(trx, timer.source_id)) {
-          this.logger.debug({ sourceId: timer.source_id }, 'timer run skipped: the previous one is still queued or running');
+        if (workflow ? await hasUnfinishedTimerRun(trx, timer.source_id) : await timers.hasPendingTimerRun(trx, timer.source_id, timer.prop_name)) {
+          this.logger.debug({ sourceId: timer.source_id, prop: timer.prop_name }, 'timer run skipped: the previous one is still queued or running');
           continue;
         }
         const event: TimerEvent = { timestamp: Math.floor(dueMs / 1000), interval_seconds: schedule.intervalSeconds ?? null, cron: schedule.cron ?? null };
         const quota = verdicts.get(timer.user_id)!;
         if (quota.allowed && workflow) workflowRuns.push({ workflowId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
-        else if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
+        else if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event, propName: timer.prop_name });
         else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
       }
       await queueInvocations(trx, this.store.dialect, runs, nowMs);

@@ -8,7 +8,19 @@ import { compiledOnce } from './compiled.js';
 export type InvocationRow = Selectable<InvocationsTable>;
 type Db = Kysely<Database> | Transaction<Database>;
 
-const INVOCATION_COLUMNS = ['id', 'source_id', 'user_id', 'trigger', 'event', 'created_ms', 'depth', 'attempts', 'lease_owner', 'lease_until_ms'] as const;
+const INVOCATION_COLUMNS = [
+  'id',
+  'source_id',
+  'user_id',
+  'trigger',
+  'event',
+  'created_ms',
+  'depth',
+  'attempts',
+  'lease_owner',
+  'lease_until_ms',
+  'prop_name',
+] as const;
 
 export async function insertInvocations(db: Db, dialect: DialectName, rows: InvocationRow[]): Promise<void> {
   await bulkInsert(db, dialect, 'invocations', INVOCATION_COLUMNS, rows);

@@ -17,6 +17,7 @@ import { migration011 } from './migrations/011-additional-props.js';
 import { migration012 } from './migrations/012-claim-function.js';
 import { migration013 } from './migrations/013-account-queues.js';
 import { migration014 } from './migrations/014-step-duration-precision.js';
+import { migration015 } from './migrations/015-timer-run-prop.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '012-claim-function': migration012,
   '013-account-queues': migration013,
   '014-step-duration-precision': migration014,
+  '015-timer-run-prop': migration015,
 };
 
 /** Every migration this build knows, in the order they run. */

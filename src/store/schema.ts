@@ -96,6 +96,8 @@ export interface InvocationsTable {
   attempts: number;
   lease_owner: string | null;
   lease_until_ms: number | null;
+  /** The timer prop that queued a timer run (null for other runs, and for timer runs queued before migration 015). */
+  prop_name: string | null;
 }
 
 /** One timer prop of an active source; claimed with a compare-and-set on `next_due_ms` so each due time fires once. */

@@ -34,8 +34,19 @@ export async function advanceTimer(db: Db, timer: TimerRow, nextDue: number): Pr
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** True when a timer run of this source is queued or running, so the next one is skipped, not stacked. */
-export async function hasPendingTimerRun(db: Db, sourceId: string): Promise<boolean> {
-  const row = await db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where('trigger', '=', 'timer').limit(1).executeTakeFirst();
+/**
+ * True when a run of this timer prop is queued or running, so the next one is skipped, not stacked. Each prop is
+ * asked about its own runs only: a busy timer prop must not starve another one of the same source. A timer run queued
+ * before runs named their prop (a null name) counts for every prop, as it did then.
+ */
+export async function hasPendingTimerRun(db: Db, sourceId: string, propName: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('invocations')
+    .select('id')
+    .where('source_id', '=', sourceId)
+    .where('trigger', '=', 'timer')
+    .where((eb) => eb.or([eb('prop_name', '=', propName), eb('prop_name', 'is', null)]))
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }

@@ -121,6 +121,45 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     await api.delete(`/v1/sources/${id}`);
   });
 
+  it('skips a timer prop only while its own run is pending: a busy timer prop does not starve another one', async () => {
+    // `busy` fires every second and each of its runs takes 3 s; `other` fires every 2 s and returns at once.
+    const code = `
+module.exports = {
+  name: "Two timers",
+  version: "0.0.1",
+  props: { busy: { type: "$.interface.timer", default: { intervalSeconds: 1 } }, other: { type: "$.interface.timer", default: { intervalSeconds: 2 } } },
+  async run(event) {
+    if (event.interval_seconds === 1) await new Promise((r) => setTimeout(r, 3000));
+    this.$emit(event, { summary: "tick " + event.interval_seconds });
+  },
+};
+`;
+    const id = await deploy(code);
+    const queued = async () =>
+      (await db().selectFrom('invocations').select(['event', 'created_ms']).where('source_id', '=', id).where('trigger', '=', 'timer').execute()).map((r) => ({
+        interval: (JSON.parse(r.event) as { interval_seconds: number }).interval_seconds,
+        createdMs: Number(r.created_ms),
+      }));
+    // The other prop's run is queued while a busy run queued earlier is still pending (the source runs one at a time,
+    // so it waits its turn): it was not skipped for a run of another prop. A due time of each claimed together cannot
+    // show it, hence "earlier".
+    await waitFor(queued, (rows) => rows.some((o) => o.interval === 2 && rows.some((b) => b.interval === 1 && b.createdMs < o.createdMs)), {
+      what: "the other prop's run queued behind a pending busy run",
+      timeoutMs: 30_000,
+    });
+    const fired = await waitFor(
+      () => events(id),
+      (e) => e.filter((x) => x.event.interval_seconds === 2).length >= 2,
+      { what: 'two runs of the other prop', timeoutMs: 30_000 },
+    );
+    expect(fired.some((x) => x.event.interval_seconds === 1)).toBe(true);
+    // Still one pending run per prop at most: neither is stacked.
+    const pending = await queued();
+    expect(pending.filter((r) => r.interval === 1).length).toBeLessThanOrEqual(1);
+    expect(pending.filter((r) => r.interval === 2).length).toBeLessThanOrEqual(1);
+    await api.delete(`/v1/sources/${id}`);
+  });
+
   it('runs missed due times after downtime as a single catch-up run', async () => {
     // Hourly, so that no regular due time falls between the catch-up run and the reads below.
     const id = await deploy(timerSource({ intervalSeconds: 3600 }));

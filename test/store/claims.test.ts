@@ -23,6 +23,7 @@ function queued(id: string): InvocationRow {
     attempts: 0,
     lease_owner: null,
     lease_until_ms: null,
+    prop_name: null,
   };
 }
 
