@@ -122,9 +122,13 @@ export class Dispatcher {
     this.responders.forget(invocationId);
   }
 
-  /** The source changed: its next batch runs with what is stored now. */
+  /**
+   * The source changed: its next batch runs with what is stored now. It may have been switched on again with runs
+   * that waited while it was off, which no scan would find before it: look at its queue.
+   */
   evict(sourceId: string): void {
     this.cache.evict(sourceId);
+    this.wake([sourceId]);
   }
 
   /** Anything may have changed (a cluster signal was missed): every source is read again. */
@@ -265,6 +269,12 @@ export class Dispatcher {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
+  /** Whether the source exists and is switched off (a deleted source's runs are cleared by the batch runner). */
+  private async isInactive(sourceId: string): Promise<boolean> {
+    const runnable = await this.cache.get(sourceId);
+    return runnable !== undefined && runnable.source.active !== 1;
+  }
+
   /**
    * Runs batches of one source until its queue is empty. Batches run in order, and so do their commits; where
    * it is safe, the next batch runs in the worker while the previous one commits.
@@ -290,6 +300,8 @@ export class Dispatcher {
         while (!this.stopped) {
           // Reading the queue or the source's db before the previous commit would see that batch's rows and state.
           if ((!runAhead || !intake.takesFromMemory(sourceId)) && !(await settle())) return;
+          // Switched off (its deactivate() has run): what it has queued waits until it is switched on again.
+          if (await this.isInactive(sourceId)) return;
           await intake.waitForFullerBatch(sourceId, previous, perMs);
           let { batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId);
           const now = performance.now();

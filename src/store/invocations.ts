@@ -26,13 +26,19 @@ export async function insertInvocations(db: Db, dialect: DialectName, rows: Invo
   await bulkInsert(db, dialect, 'invocations', INVOCATION_COLUMNS, rows);
 }
 
-/** Sources with claimable invocations, oldest waiting first. */
+/**
+ * Sources with claimable invocations, oldest waiting first. An inactive source's are left out: they wait for it to be
+ * switched on again. A deleted source's are not (what is left of it is cleared by the run).
+ */
 export async function sourcesWithWork(db: Db, nowMs: number, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('invocations')
     .select('source_id')
     .select((eb) => eb.fn.min('id').as('first_id'))
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('sources').select('sources.id').whereRef('sources.id', '=', 'invocations.source_id').where('sources.active', '=', 0))),
+    )
     .groupBy('source_id')
     .orderBy('first_id')
     .limit(limit)
