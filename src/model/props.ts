@@ -209,6 +209,12 @@ export function validateProps(
           fail('must be { intervalSeconds } or { cron } (with an optional timezone)');
           break;
         }
+        // Both is no schedule either: taking one would silently drop the other. (The echoed `interval_seconds` beside
+        // a cron is derived from it, so a GET's value sent back still passes.)
+        if (isPlainObject(value) && value.cron != null && value.intervalSeconds != null) {
+          fail('takes { intervalSeconds } or { cron }, not both');
+          break;
+        }
         const schedule = timerSchedule(prop, value);
         const timerProblems = checkTimer(schedule, rules);
         timerProblems.forEach(fail);

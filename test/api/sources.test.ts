@@ -211,6 +211,32 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     }
   });
 
+  it('rejects a configured timer with both intervalSeconds and cron with 422 rather than taking one, on create and update', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const both = { intervalSeconds: 3600, cron: '0 9 * * 1' };
+    const refusal = {
+      error: 'invalid configured_props: timer takes { intervalSeconds } or { cron }, not both',
+      code: 'props_invalid',
+      details: [{ prop: 'timer', message: 'takes { intervalSeconds } or { cron }, not both' }],
+    };
+    const created = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer: both } });
+    expect([created.status, created.body]).toEqual([422, refusal]);
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const source = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red' } });
+    expect(source.status).toBe(200);
+    const patched = await api.patch(`/v1/sources/${source.body.data.id}`, { configured_props: { token: 't', count: 1, color: 'red', timer: both } });
+    expect([patched.status, patched.body]).toEqual([422, refusal]);
+    // What a GET returns (a cron beside the interval derived from it), and a cron beside a null interval, pass.
+    for (const timer of [
+      { cron: '0 9 * * 1', interval_seconds: 604800 },
+      { cron: '0 9 * * 1', intervalSeconds: null },
+    ]) {
+      const res = await api.patch(`/v1/sources/${source.body.data.id}`, { configured_props: { token: 't', count: 1, color: 'red', timer } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.data.configured_props.timer).toEqual({ cron: '0 9 * * 1', interval_seconds: 604800 });
+    }
+  });
+
   it('rejects a time zone nobody has with 422, beside a cron or an interval, and creates nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     for (const timer of [
