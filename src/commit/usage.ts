@@ -5,7 +5,8 @@ import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import type { Database } from '../store/schema.js';
 import { addUsage } from '../store/usage.js';
-import type { UserRow } from '../store/users.js';
+import { findUserByIdOrUsername, type UserRow } from '../store/users.js';
+import type { Clock } from '../lib/clock.js';
 import { billingPeriod, dayPeriod } from '../model/periods.js';
 
 /**
@@ -32,5 +33,26 @@ export class ComputeCarry {
     const whole = Math.floor(total);
     this.carried.set(accountId, total - whole);
     return whole;
+  }
+}
+
+/**
+ * Bills the CPU time of worker calls that commit nothing of their own (hooks, options(), additionalProps()) at once, in a
+ * statement of its own: a call that fails, or whose change is refused, used the worker too, and free-plan compute must
+ * not be had by asking again and again. No invocation is counted for them.
+ */
+export class ComputeBilling {
+  private readonly carry = new ComputeCarry();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+  ) {}
+
+  async bill(accountId: string, cpuMs: number): Promise<void> {
+    const computeMs = this.carry.take(accountId, cpuMs);
+    if (computeMs === 0) return;
+    const account = await findUserByIdOrUsername(this.db, accountId);
+    if (account) await billUsage(this.db, account, 0, computeMs, this.clock.now());
   }
 }

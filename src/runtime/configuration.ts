@@ -22,9 +22,17 @@ function failureOf(error: WorkerExitError, what: string, timeoutMs: number): str
   }
 }
 
+/**
+ * An answer and the CPU time the worker used for it, as the server measured it (wall time where it cannot measure CPU
+ * time), which the account's compute usage counts as it counts a run's: options() may call an API, or loop.
+ */
+export type ConfigureResult = ConfigureAnswer & { cpuMs: number };
+
 /** `message.artifactPath` is the bundle as the worker's account sees it. Rejects only for faults of the runtime itself. */
-export async function configureIn(worker: WorkerProcess, message: ConfigureMessage, timeoutMs: number): Promise<ConfigureAnswer> {
+export async function configureIn(worker: WorkerProcess, message: ConfigureMessage, timeoutMs: number): Promise<ConfigureResult> {
   let answer: ConfigureAnswer | undefined;
+  const startedAt = performance.now();
+  const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
   const what = message.what.kind === 'options' ? `options() of prop "${message.what.prop}"` : 'additionalProps()';
   try {
     await worker.call(
@@ -42,7 +50,8 @@ export async function configureIn(worker: WorkerProcess, message: ConfigureMessa
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    return { kind: 'failed', error: failureOf(error, what, timeoutMs) };
+    // A call cut off (timed out, out of memory) used the worker all the same.
+    return { kind: 'failed', error: failureOf(error, what, timeoutMs), cpuMs: measured() };
   }
-  return answer!;
+  return { ...answer!, cpuMs: measured() };
 }

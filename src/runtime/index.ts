@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AccountCode } from './account-code.js';
-import { type ConfigureAnswer, configureIn } from './configuration.js';
+import { type ConfigureResult, configureIn } from './configuration.js';
 import { inspectIn } from './inspection.js';
 import { callCount, invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
 import { locatePlatform, workerEntry } from './locations.js';
@@ -127,18 +127,20 @@ export class ComponentRuntime {
    */
   async propOptions(request: ConfigureRequest, query: OptionsQuery): Promise<PropOptionsResult> {
     const answer = await this.configure(request, { kind: 'options', ...query });
-    if (answer.kind === 'options') return { options: answer.options, context: answer.context, errors: [] };
-    return { options: [], context: null, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no options'] };
+    const { cpuMs } = answer;
+    if (answer.kind === 'options') return { options: answer.options, context: answer.context, errors: [], cpuMs };
+    return { options: [], context: null, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no options'], cpuMs };
   }
 
   /** The full prop list for the configured values: the static props, then what `additionalProps()` returns. */
   async reloadProps(request: ConfigureRequest): Promise<ReloadPropsResult> {
     const answer = await this.configure(request, { kind: 'props' });
-    if (answer.kind === 'props') return { props: answer.props, errors: [] };
-    return { props: undefined, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no props'] };
+    const { cpuMs } = answer;
+    if (answer.kind === 'props') return { props: answer.props, errors: [], cpuMs };
+    return { props: undefined, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no props'], cpuMs };
   }
 
-  private async configure(request: ConfigureRequest, what: ConfigureMessage['what']): Promise<ConfigureAnswer> {
+  private async configure(request: ConfigureRequest, what: ConfigureMessage['what']): Promise<ConfigureResult> {
     const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
     const timeoutMs = request.timeoutMs ?? this.options.loadTimeoutMs;
     return this.pool.use(request.accountId, request.component.readPaths, (worker) => {

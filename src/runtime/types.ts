@@ -276,12 +276,16 @@ export interface PropOptionsResult {
   /** What the component returned beside its options (`{ nextPageToken }`), for the next page's `prevContext`. */
   context: Record<string, unknown> | null;
   errors: string[];
+  /** CPU time the worker used for the call, as InvocationResult's (billed as compute like a run's). */
+  cpuMs: number;
 }
 
 /** The full prop list: the static props, then what `additionalProps()` returned; undefined, with `errors`, when it failed. */
 export interface ReloadPropsResult {
   props: PropDescriptor[] | undefined;
   errors: string[];
+  /** CPU time the worker used for the call, as InvocationResult's (billed as compute like a run's). */
+  cpuMs: number;
 }
 
 export const EmittedEventSchema = ExactObject({

@@ -10,6 +10,7 @@ import { dataStoreName, dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
+import { ComputeBilling } from '../commit/usage.js';
 
 /**
  * `$auth` of each app prop for the configured values (`{ authProvisionId }`), as `run` would see it. The connected
@@ -57,13 +58,17 @@ function prevContextOf(given: ConfigureBody['prev_context']): Record<string, unk
 
 export class PropConfigurationService {
   private auths: ConfigureAuths = noAuths;
+  /** The worker's CPU time for options() and additionalProps() counts as the account's compute, as runs and hooks do. */
+  private readonly compute: ComputeBilling;
 
   constructor(
     private readonly store: Store,
     private readonly components: ComponentService,
     private readonly runtime: ComponentRuntime,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.compute = new ComputeBilling(store.db, clock);
+  }
 
   /** Where app props get their `$auth` from (the seam for connected accounts). */
   useAuths(auths: ConfigureAuths): void {
@@ -88,6 +93,7 @@ export class PropConfigurationService {
     if (typeof request === 'string') return fail(request);
     const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
     const result = await this.runtime.propOptions(request, query);
+    await this.compute.bill(accountId, result.cpuMs);
     return { options: shapeOptions(result.options), context: result.context, errors: result.errors };
   }
 
@@ -106,6 +112,7 @@ export class PropConfigurationService {
     const request = await this.request(accountId, row.code, info, configured);
     if (typeof request === 'string') return { configurable_props: info.props, errors: [request] };
     const result = await this.runtime.reloadProps(request);
+    await this.compute.bill(accountId, result.cpuMs);
     return { configurable_props: result.props ?? info.props, errors: result.errors };
   }
 

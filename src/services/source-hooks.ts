@@ -9,8 +9,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import { applyDataStoreChanges, mergeDataStoreChanges } from '../runtime/data-store-changes.js';
 import type { ComponentInfo, DataStoreChange, DataStoreContents, HookMethod, InvocationOutcome } from '../runtime/types.js';
 import type { InvocationContext } from '../commit/effects.js';
-import { billUsage, ComputeCarry } from '../commit/usage.js';
-import { findUserByIdOrUsername } from '../store/users.js';
+import { ComputeBilling } from '../commit/usage.js';
 import { CredentialError, credentialFailure, type InvocationBase, type InvocationBases } from '../engine/invocation-base.js';
 import { newId } from '../model/ids.js';
 import { dataStoreNames } from '../model/props.js';
@@ -41,14 +40,16 @@ function failedDeactivate(outcome: InvocationOutcome): HookEffects {
 }
 
 export class SourceHooks {
-  private readonly compute = new ComputeCarry();
+  private readonly compute: ComputeBilling;
 
   constructor(
     private readonly store: Store,
     private readonly runtime: ComponentRuntime,
     private readonly bases: InvocationBases,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.compute = new ComputeBilling(store.db, clock);
+  }
 
   /**
    * Runs hooks in order (those the component defines), threading db and data store writes from one to the next.
@@ -92,7 +93,8 @@ export class SourceHooks {
         ...(stores && { dataStores: stores }),
         logContext: { hook: method },
       });
-      await this.billCompute(source.user_id, result.cpuMs);
+      // Billed at once, in a statement of its own: hooks run before the change's transaction, and one that fails used it too.
+      await this.compute.bill(source.user_id, result.cpuMs);
       const outcome = result.outcomes[0]!;
       // A deactivate() that throws does not refuse the change either (for the reason above): refused, it would refuse
       // every later update and the delete too, since each runs it first. Its failure is kept on $errors, its writes not.
@@ -108,17 +110,6 @@ export class SourceHooks {
       dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, result.dataStoreWrites);
     }
     return { outcomes, dbWrites, dataStoreWrites };
-  }
-
-  /**
-   * Bills a hook's CPU time at once, in a statement of its own (hooks run before the change's transaction): one that
-   * fails, refusing the change, used it too, and free-plan compute must not be had by deploying again and again.
-   */
-  private async billCompute(userId: string, cpuMs: number): Promise<void> {
-    const computeMs = this.compute.take(userId, cpuMs);
-    if (computeMs === 0) return;
-    const account = await findUserByIdOrUsername(this.store.db, userId);
-    if (account) await billUsage(this.store.db, account, 0, computeMs, this.clock.now());
   }
 
   /**

@@ -100,6 +100,25 @@ describe.each(DIALECTS)('quotas on %s', (dialect) => {
     expect(me.daily_compute_time_used).toBeGreaterThanOrEqual(45);
   });
 
+  it('bills the compute of options() and additionalProps(), those that fail included, and counts no invocation for them', async () => {
+    const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
+    // 30 ms of CPU in each: options() then throws, additionalProps() answers.
+    const burn = 'const start = process.cpuUsage(); while (process.cpuUsage(start).user + process.cpuUsage(start).system < 30_000) {}';
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = { name: "C", version: "1", props: { pick: { type: "string", async options() { ${burn} throw new Error("the forge is down"); } } }, async additionalProps() { ${burn} return {}; }, async run() {} };`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const id = saved.body.data.id;
+    const options = await api.post(`/v1/components/${id}/props/pick/options`, {});
+    expect(options.body.data.errors).toEqual([expect.stringContaining('the forge is down')]);
+    const reload = await api.post(`/v1/components/${id}/props/reload`, {});
+    expect(reload.body.data.errors).toEqual([]);
+    const me = (await api.get('/v1/users/me')).body.data;
+    expect(me.daily_invocations_used).toBe(0);
+    // Each call's 30 ms as the server measures the worker: more than one call's worth, so the failed one counted too.
+    expect(me.daily_compute_time_used).toBeGreaterThanOrEqual(45);
+  });
+
   it('queues no listener runs over quota: the emitter says so on $errors, and the listener does not run', async () => {
     const api = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
     const listener = await deploy(api, { component_code: 'module.exports = { name: "L", version: "1", async run(e) { this.$emit(e); } };' });

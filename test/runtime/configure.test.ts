@@ -13,6 +13,8 @@ afterAll(async () => {
 });
 
 const ACCOUNT = 'acct_configure';
+/** The CPU time each answer says its worker used, which the service bills (a call cut off used it too). */
+const measured = expect.any(Number);
 
 const COMPONENT = `
 const app = {
@@ -70,21 +72,22 @@ const query = (prop: string, extra: { page?: number; prevContext?: Record<string
 describe('prop options', () => {
   it("calls a prop's own options() with this bound to the configured props, paging by page and by prevContext", async () => {
     const request = await ask({ region: 'eu' });
-    expect(await t.runtime.propOptions(request, query('item'))).toEqual({ options: ['eu/0/0/'], context: { nextPageToken: 1 }, errors: [] });
+    expect(await t.runtime.propOptions(request, query('item'))).toEqual({ options: ['eu/0/0/'], context: { nextPageToken: 1 }, errors: [], cpuMs: measured });
     expect(await t.runtime.propOptions(request, query('item', { page: 1, prevContext: { nextPageToken: 1 }, query: 'x' }))).toEqual({
       options: ['eu/1/1/x'],
       context: { nextPageToken: 2 },
       errors: [],
+      cpuMs: measured,
     });
   });
 
   it("calls an app's propDefinition options() with the app (and its $auth) as this and the input values as arguments", async () => {
     const result = await t.runtime.propOptions(await ask({ region: 'us' }, { app: { shade: 'dark' } }), query('color', { page: 2 }));
-    expect(result).toEqual({ options: ['us:dark-2', { label: 'Base', value: { n: 2 } }], context: null, errors: [] });
+    expect(result).toEqual({ options: ['us:dark-2', { label: 'Base', value: { n: 2 } }], context: null, errors: [], cpuMs: measured });
   });
 
   it('returns static options as they are', async () => {
-    expect(await t.runtime.propOptions(await ask(), query('region'))).toEqual({ options: ['eu', 'us'], context: null, errors: [] });
+    expect(await t.runtime.propOptions(await ask(), query('region'))).toEqual({ options: ['eu', 'us'], context: null, errors: [], cpuMs: measured });
   });
 
   it('reports throws, bad return values, unknown props, props without options and timeouts as errors', async () => {
@@ -96,7 +99,7 @@ describe('prop options', () => {
     expect((await t.runtime.propOptions(request, query('nope'))).errors).toEqual(['"nope" is not a prop of this component']);
     expect((await t.runtime.propOptions(request, query('plain'))).errors).toEqual(['prop "plain" has no options']);
     const timedOut = await t.runtime.propOptions({ ...request, timeoutMs: 300 }, query('looping'));
-    expect(timedOut).toEqual({ options: [], context: null, errors: ['options() of prop "looping" took longer than 300 ms'] });
+    expect(timedOut).toEqual({ options: [], context: null, errors: ['options() of prop "looping" took longer than 300 ms'], cpuMs: measured });
     // The worker killed for it is replaced: the next question is answered.
     expect((await t.runtime.propOptions(request, query('region'))).errors).toEqual([]);
   });
@@ -106,6 +109,7 @@ describe('prop options', () => {
       options: ['top', 'eu'],
       context: null,
       errors: [],
+      cpuMs: measured,
     });
   });
 });
@@ -127,7 +131,7 @@ describe('reload props', () => {
     const code = `module.exports = { name: "x", version: "1.0.0", props: { a: "string" },
       async additionalProps() { if (this.a === "throw") throw new Error("cannot"); return { b: { type: "weird" } }; }, async run() {} };`;
     const base = { accountId: ACCOUNT, component: await t.runtime.prepare(code), asStep: false, auths: {} };
-    expect(await t.runtime.reloadProps({ ...base, props: { a: 'throw' } })).toEqual({ props: undefined, errors: ['Error: cannot'] });
+    expect(await t.runtime.reloadProps({ ...base, props: { a: 'throw' } })).toEqual({ props: undefined, errors: ['Error: cannot'], cpuMs: measured });
     expect((await t.runtime.reloadProps({ ...base, props: {} })).errors).toEqual([
       'TypeError: additionalProps() returned a prop that cannot be used: prop "b" has an unknown type: "weird"',
     ]);
