@@ -63,6 +63,29 @@ function compareVersions(a: string, b: string): number {
   return preA < preB ? -1 : 1;
 }
 
+/**
+ * The first symbolic link under `root` whose target lies outside it (its path in `root`; not the target, a server path). npm links a dependency
+ * declared as `file:<folder>` (a published package may declare one) instead of copying it, and workers may read the
+ * install folder: Node's permission model follows a link out of it, so such a link would open its target (the data
+ * folder, the database, the secret key) to every component that imports the package.
+ */
+async function linkOutside(root: string): Promise<string | undefined> {
+  const pending = [root];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) pending.push(file);
+      else if (entry.isSymbolicLink()) {
+        // Every link is judged by its own text, so a chain of links is caught at the one that leaves.
+        const target = path.resolve(dir, await fs.readlink(file));
+        const inside = path.relative(root, target);
+        if (inside.split(path.sep)[0] === '..' || path.isAbsolute(inside)) return path.relative(root, file);
+      }
+    }
+  }
+  return undefined;
+}
+
 async function exists(file: string): Promise<boolean> {
   return fs.access(file).then(
     () => true,
@@ -167,6 +190,10 @@ export class PackageCache {
       await fs.writeFile(path.join(temp, 'package.json'), JSON.stringify({ name: 'tributary-package-cache-entry', private: true }));
       const started = Date.now();
       await this.npm.install(`${name}@${version}`, temp);
+      const link = await linkOutside(temp);
+      if (link !== undefined) {
+        throw new Error(`its ${link} links outside its install folder, where components may not read (a file: dependency?)`);
+      }
       await fs.writeFile(path.join(temp, MARKER), JSON.stringify({ name, version, installedAt: new Date().toISOString() }));
       await fs.mkdir(path.dirname(dir), { recursive: true });
       try {

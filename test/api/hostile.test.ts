@@ -1,11 +1,42 @@
 // A hostile tenant on an ordinary account of a default server: every attack fails, a victim account's source in the
 // same server keeps working, and the server stays up. One test per attack, each through the real API and endpoints.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
 type Api = ReturnType<typeof client>;
+
+/**
+ * An npm registry on a local port that serves one package, as a hostile author could publish it to the real one:
+ * `manifest` (name, version, dependencies) packed by npm. Closed with `close()`.
+ */
+async function packageRegistry(manifest: { name: string; version: string; dependencies: Record<string, string> }) {
+  const dir = tempDir();
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest));
+  fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = 1;\n');
+  const file = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: dir, encoding: 'utf8' }).trim();
+  const tarball = fs.readFileSync(path.join(dir, file));
+  const integrity = `sha512-${createHash('sha512').update(tarball).digest('base64')}`;
+  const shasum = createHash('sha1').update(tarball).digest('hex');
+  const server = http.createServer((req, res) => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    if (req.url === `/${manifest.name}`) {
+      const dist = { tarball: `${base}/${manifest.name}/-/${file}`, integrity, shasum };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ name: manifest.name, 'dist-tags': { latest: manifest.version }, versions: { [manifest.version]: { ...manifest, dist } } }));
+    } else if (req.url === `/${manifest.name}/-/${file}`) res.end(tarball);
+    else res.writeHead(404).end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
 
 /** What a run left behind: the events it emitted, or the error on its $errors stream. */
 interface Aftermath {
@@ -157,6 +188,45 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       this.$emit({ accounts: list(${JSON.stringify(`${dataDir}/code/accounts`)}), code: list(${JSON.stringify(`${dataDir}/code`)}),
         db: read(${JSON.stringify(`${dataDir}/tributary.db`)}), key: read(${JSON.stringify(`${dataDir}/secret.key`)}) });`);
     expect(result.emitted).toEqual([{ accounts: 'ERR_ACCESS_DENIED', code: 'ERR_ACCESS_DENIED', db: 'ERR_ACCESS_DENIED', key: 'ERR_ACCESS_DENIED' }]);
+    await victimUnharmed();
+  });
+
+  it('cannot read outside its sandbox through an npm package whose dependency links out of the package cache', async () => {
+    // npm installs a `file:<folder>` dependency of a published package as a link to that folder, and the permission
+    // model lets the worker follow a link in a folder it may read. /etc here, whose passwd anyone may read; a server
+    // that does not run as root runs its workers as its own user, and the same link to its data folder opens the
+    // database and the secret key.
+    const name = `tributary-links-out-${dialect}`;
+    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'system-folder': 'file:/etc' } });
+    const previous = process.env.npm_config_registry;
+    process.env.npm_config_registry = registry.url;
+    try {
+      const link = path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`, 'node_modules', 'system-folder');
+      const code = `require("${name}@1.0.0"); const fs = require("fs");
+        module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run() {
+          const read = (file) => { try { return fs.readFileSync(file, "utf8").includes("root:"); } catch (error) { return error.code; } };
+          this.$emit({ direct: read("/etc/passwd"), linked: read(${JSON.stringify(`${link}/passwd`)}) }); } };`;
+      const created = await attacker.post('/v1/sources', { component_code: code });
+      let emitted: unknown;
+      if (created.status === 200) {
+        await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
+        const events = await waitFor(
+          () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
+          (r) => r.body.data?.length > 0,
+          { what: 'the attack to run' },
+        );
+        emitted = events.body.data[0].event;
+      }
+      expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
+      expect(created.body.error).toBe(
+        `could not install npm package "${name}@1.0.0": its node_modules/system-folder links outside its install folder, where components may not read (a file: dependency?)`,
+      );
+      expect(fs.existsSync(path.dirname(path.dirname(link)))).toBe(false);
+    } finally {
+      if (previous === undefined) delete process.env.npm_config_registry;
+      else process.env.npm_config_registry = previous;
+      await registry.close();
+    }
     await victimUnharmed();
   });
 
