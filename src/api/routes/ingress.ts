@@ -16,11 +16,28 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  */
 const SERVER_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 
+/**
+ * Headers by which a response widens its reach over the origin it shares with the console and every other account's
+ * endpoint: a service worker's scope beyond its own path, and the clearing of the visitor's storage for the origin.
+ */
+const ORIGIN_HEADERS = new Set(['service-worker-allowed', 'clear-site-data']);
+
+/**
+ * Added to every custom response, beside a policy of the component's own (a browser enforces both): a page an
+ * endpoint serves runs in an origin of its own, not the console's, so its script cannot read the key a console tab
+ * keeps in session storage, register a service worker over the console, or call the API as the visitor. Scripts,
+ * forms and popups still work.
+ */
+const SANDBOX_POLICY = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
+
 function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyReply {
   reply.status(response.status);
   for (const [name, value] of Object.entries(response.headers)) {
-    if (!SERVER_HEADERS.has(name.toLowerCase())) reply.header(name, value);
+    const lower = name.toLowerCase();
+    if (!SERVER_HEADERS.has(lower) && !ORIGIN_HEADERS.has(lower)) reply.header(name, value);
   }
+  const policy = reply.getHeader('content-security-policy');
+  reply.header('content-security-policy', policy === undefined ? SANDBOX_POLICY : `${String(policy)}, ${SANDBOX_POLICY}`);
   const body = response.body;
   if (body === null || body === undefined) return reply.send();
   if (typeof body === 'string' || Buffer.isBuffer(body)) return reply.send(body);
