@@ -1,9 +1,10 @@
 // The server's handle on one worker process: started locked down, one call at a time, and a typed reason when it dies.
 import { randomBytes } from 'node:crypto';
-import { fork, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
@@ -11,6 +12,7 @@ import type { EgressPolicy } from './worker/egress-rules.js';
 import type { WorkerUser } from './worker-user.js';
 import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
+import { readFrames, writeFrame } from './worker-channel.js';
 
 export interface WorkerSpec {
   accountId: string;
@@ -121,6 +123,8 @@ export class WorkerProcess {
   /** Resolves once the process has exited and its stderr is read. */
   readonly closed: Promise<void>;
   private readonly child: ChildProcess;
+  /** The IPC channel's pipe (the worker's fd 3). */
+  private readonly channel: Duplex;
   private readonly spec: WorkerSpec;
   private stderrTail = '';
   private current?: PendingCall;
@@ -145,33 +149,48 @@ export class WorkerProcess {
     this.accountId = spec.accountId;
     this.allowed = new Set(spec.allowRead);
     const entry = workerEntry();
-    this.child = fork(entry, [JSON.stringify(spec.egress)], {
-      execPath: process.execPath,
-      // Not the server's execArgv (test runners add loaders) and not its environment (secrets).
-      execArgv: [
+    // Spawned, not forked: fd 3 is a plain pipe whose frames the server reads itself (worker-channel.ts), while the
+    // worker's Node takes it as its IPC channel, as fork's NODE_CHANNEL_* variables say (Node removes them from its env).
+    this.child = spawn(
+      process.execPath,
+      [
         `--max-old-space-size=${spec.memoryMb}`,
         ...PERMISSION_FLAGS,
         // Node 20 takes one path per flag; a comma-separated list is read as a single path.
         ...[path.dirname(entry), ...spec.allowRead].map((p) => `--allow-fs-read=${p}`),
         '--experimental-require-module',
         '--disable-warning=ExperimentalWarning',
+        entry,
+        JSON.stringify(spec.egress),
       ],
-      // Node reads NODE_EXTRA_CA_CERTS once, as the process starts: the only way to give a worker's TLS another CA.
-      env: { NODE_ENV: 'production', TZ: 'UTC', ...(spec.extraCaFile !== undefined && { NODE_EXTRA_CA_CERTS: spec.extraCaFile }) },
-      ...(spec.user && { uid: spec.user.uid, gid: spec.user.gid }),
-      cwd: path.dirname(entry),
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+      {
+        // Not the server's execArgv (test runners add loaders) and not its environment (secrets).
+        // Node reads NODE_EXTRA_CA_CERTS once, as the process starts: the only way to give a worker's TLS another CA.
+        env: {
+          NODE_ENV: 'production',
+          TZ: 'UTC',
+          ...(spec.extraCaFile !== undefined && { NODE_EXTRA_CA_CERTS: spec.extraCaFile }),
+          NODE_CHANNEL_FD: '3',
+          NODE_CHANNEL_SERIALIZATION_MODE: 'advanced',
+        },
+        ...(spec.user && { uid: spec.user.uid, gid: spec.user.gid }),
+        cwd: path.dirname(entry),
+        stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      },
+    );
     if (spec.nice > 0 && this.child.pid !== undefined) lowerPriority(this.child.pid, spec.nice, spec.logger);
     this.cpuClock = new CpuClock(this.child.pid);
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
     });
-    this.child.on('message', (raw: unknown) => this.onMessage(raw));
+    const channel = this.child.stdio[3] as Duplex;
+    this.channel = channel;
+    // A write to a worker that has just died fails here; its death is reported by 'close'.
+    channel.on('error', () => undefined);
+    readFrames(channel, { onMessage: (raw) => this.onMessage(raw), onMalformed: (reason) => this.kill('protocol_error', reason) });
     const init: InitMessage = { t: 'init', token: this.token };
-    this.child.send(init);
+    writeFrame(channel, init);
     this.child.on('error', (error) => this.die('crashed', `the worker process failed: ${error.message}`));
     this.closed = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
@@ -212,7 +231,7 @@ export class WorkerProcess {
    * `timeoutMs` pass, counted from the send or from the call's last `extendTimeout()`.
    */
   call(message: ToWorker, handle: CallHandler, timeoutMs: number): Promise<void> {
-    return this.expect(message.id, handle, timeoutMs, () => this.child.send(message));
+    return this.expect(message.id, handle, timeoutMs, () => writeFrame(this.channel, message));
   }
 
   /** Restarts the current call's timeout: for a caller that has seen the worker make progress. */

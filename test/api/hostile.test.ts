@@ -296,6 +296,21 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it("cannot fill the server's memory with a frame it announces on the IPC descriptor", async () => {
+    // A frame header announcing 2 GB, then its first bytes: Node's own reader would keep them all until the 2 GB came.
+    const result = await attack(`
+      const fs = require("fs"); const head = Buffer.alloc(4); head.writeUInt32BE(0x7ffffff0); fs.writeSync(3, head);
+      try { fs.writeSync(3, Buffer.alloc(64 * 1024, 1)); } catch {}
+      await new Promise(() => {});`);
+    expect(result.emitted).toEqual([]);
+    expect(result.error).toMatchObject({
+      name: 'WorkerProtocolError',
+      code: 'protocol_error',
+      message: 'malformed worker message: a frame of 2147483632 bytes, over the limit of 100663296',
+    });
+    await victimUnharmed();
+  });
+
   it('cannot read the channel token from a heap snapshot to forge messages', async () => {
     // The snapshot names the property holding each string, so the token is the 24-character string under `token`;
     // the id of the request in progress comes from a listener of the server's messages set up at load.
