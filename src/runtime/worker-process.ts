@@ -42,7 +42,6 @@ interface PendingCall {
   resolve(): void;
   reject(error: WorkerExitError): void;
   timer?: NodeJS.Timeout;
-  memoryWatch?: NodeJS.Timeout | undefined;
 }
 
 /** Enough of stderr to find V8's out-of-memory report or our exit marker, which come last. */
@@ -192,8 +191,10 @@ export class WorkerProcess {
     const init: InitMessage = { t: 'init', token: this.token };
     writeFrame(channel, init);
     this.child.on('error', (error) => this.die('crashed', `the worker process failed: ${error.message}`));
+    const memoryWatch = this.watchMemory();
     this.closed = new Promise((resolve) => {
       this.child.on('close', (code, signal) => {
+        clearInterval(memoryWatch);
         this.die(...this.classifyExit(code, signal));
         this.cpuClock.close();
         resolve();
@@ -268,7 +269,6 @@ export class WorkerProcess {
     return new Promise<void>((resolve, reject) => {
       const call: PendingCall = { id, handle, resolve, reject };
       call.timer = setTimeout(() => this.kill('timeout', `the call took longer than ${timeoutMs} ms`), timeoutMs);
-      call.memoryWatch = this.watchMemory();
       this.current = call;
       try {
         send?.();
@@ -279,8 +279,9 @@ export class WorkerProcess {
   }
 
   /**
-   * The heap limit does not cover Buffers and other memory outside V8's heap, so while a call runs the
-   * worker's resident memory is checked too: past twice the heap limit plus Node's own footprint, it is killed.
+   * The heap limit does not cover Buffers and other memory outside V8's heap, so the worker's resident memory is
+   * checked too: past twice the heap limit plus Node's own footprint, it is killed. For the worker's whole life, not
+   * only while a call runs: a timer a run left behind allocates between calls as well.
    */
   private watchMemory(): NodeJS.Timeout | undefined {
     const pid = this.child.pid;
@@ -302,7 +303,6 @@ export class WorkerProcess {
     this.current = undefined;
     this.takeCpuReading();
     clearTimeout(call.timer);
-    clearInterval(call.memoryWatch);
     if (error) call.reject(error);
     else call.resolve();
   }

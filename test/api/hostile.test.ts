@@ -275,6 +275,28 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot grow its worker past the memory limit between runs, with a timer the run leaves behind', async () => {
+    // Buffers live outside the heap limit; 384 MB of them, past the worker's 64 * 2 + 128 MB, allocated after the run.
+    const result = await attack(`
+      const kept = []; setInterval(() => { if (kept.length < 24) kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); }, 10);
+      this.$emit(process.pid);`);
+    const [pid] = result.emitted as number[];
+    const alive = () => {
+      try {
+        process.kill(pid!, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(
+      async () => alive(),
+      (running) => !running,
+      { what: 'the worker to be stopped for its memory' },
+    );
+    await victimUnharmed();
+  });
+
   it('cannot emit huge or endlessly deep data', async () => {
     const huge = await attack('this.$emit("x".repeat(2 * 1024 * 1024));');
     expect(huge.error?.name).toBe('RangeError');
