@@ -2,6 +2,7 @@
 // same server keeps working, and the server stays up. One test per attack, each through the real API and endpoints.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -188,6 +189,31 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       this.$emit({ accounts: list(${JSON.stringify(`${dataDir}/code/accounts`)}), code: list(${JSON.stringify(`${dataDir}/code`)}),
         db: read(${JSON.stringify(`${dataDir}/tributary.db`)}), key: read(${JSON.stringify(`${dataDir}/secret.key`)}) });`);
     expect(result.emitted).toEqual([{ accounts: 'ERR_ACCESS_DENIED', code: 'ERR_ACCESS_DENIED', db: 'ERR_ACCESS_DENIED', key: 'ERR_ACCESS_DENIED' }]);
+    await victimUnharmed();
+  });
+
+  it('cannot take a UDP port on the server’s host or join a multicast group to hear its network', async () => {
+    const free = dgram.createSocket('udp4');
+    await new Promise<void>((resolve) => free.bind(0, '127.0.0.1', resolve));
+    const { port } = free.address();
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    // A sender on the host, as anyone who can reach it: what a worker holding the port would hear.
+    const sender = dgram.createSocket('udp4');
+    const sending = setInterval(() => sender.send('from the host', port, '127.0.0.1'), 20);
+    try {
+      const result = await attack(`
+        const dgram = require("dgram");
+        const outcome = (fn) => new Promise((resolve) => { const socket = dgram.createSocket({ type: "udp4", reuseAddr: true });
+          socket.on("error", (error) => { socket.close(); resolve(error.code); });
+          socket.on("message", (message) => { socket.close(); resolve("heard: " + message); }); fn(socket); });
+        const bound = await outcome((socket) => socket.bind(${port}, "127.0.0.1"));
+        const joined = await outcome((socket) => socket.bind(0, () => { try { socket.addMembership("239.255.255.250"); socket.emit("error", { code: "joined" }); } catch (error) { socket.emit("error", error); } }));
+        this.$emit({ bound, joined });`);
+      expect(result.emitted).toEqual([{ bound: 'EACCES', joined: 'EACCES' }]);
+    } finally {
+      clearInterval(sending);
+      sender.close();
+    }
     await victimUnharmed();
   });
 
