@@ -192,7 +192,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
-  it('cannot take a UDP port on the server’s host or join a multicast group to hear its network', async () => {
+  it('cannot take a port on the server’s host (TCP or UDP) or join a multicast group to hear its network', async () => {
     const free = dgram.createSocket('udp4');
     await new Promise<void>((resolve) => free.bind(0, '127.0.0.1', resolve));
     const { port } = free.address();
@@ -208,8 +208,11 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
           socket.on("message", (message) => { socket.close(); resolve("heard: " + message); }); fn(socket); });
         const bound = await outcome((socket) => socket.bind(${port}, "127.0.0.1"));
         const joined = await outcome((socket) => socket.bind(0, () => { try { socket.addMembership("239.255.255.250"); socket.emit("error", { code: "joined" }); } catch (error) { socket.emit("error", error); } }));
-        this.$emit({ bound, joined });`);
-      expect(result.emitted).toEqual([{ bound: 'EACCES', joined: 'EACCES' }]);
+        // A TCP port held by a socket that never listens (its raw handle's bind): a port taken from the host's services.
+        const decoy = require("net").connect(9, "1.1.1.1"); decoy.on("error", () => {}); const Tcp = decoy._handle.constructor; decoy.destroy();
+        const held = new Tcp(0).bind("127.0.0.1", ${port});
+        this.$emit({ bound, joined, held: held === 0 ? "held" : require("os").constants.errno.EACCES === -held ? "EACCES" : held });`);
+      expect(result.emitted).toEqual([{ bound: 'EACCES', joined: 'EACCES', held: 'EACCES' }]);
     } finally {
       clearInterval(sending);
       sender.close();
