@@ -1,6 +1,7 @@
 // The component runtime: prepares component code on save, and loads and runs it in sandboxed worker processes.
 import fs from 'node:fs';
 import path from 'node:path';
+import { LRUCache } from 'lru-cache';
 import { AccountCode } from './account-code.js';
 import { type ConfigureResult, configureIn } from './configuration.js';
 import { inspectIn } from './inspection.js';
@@ -40,6 +41,11 @@ export class ComponentRuntime {
   private readonly preparer: Preparer;
   private readonly pool: WorkerPool;
   private readonly accountCode: AccountCode;
+  /**
+   * CPU time of ended workers that no call of theirs carried (WorkerProcess.unbilledCpuMs), by account, until the
+   * account's next invocation carries it: else code a run left running would compute for free until its worker ends.
+   */
+  private readonly unbilledCpu = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
 
   constructor(options: RuntimeOptions) {
     const checked = checkOptions(options);
@@ -74,6 +80,7 @@ export class ComponentRuntime {
             // Stopping a worker on purpose is routine; a worker that died under component code is worth a look.
             const level = reason === 'evicted' || reason === 'closed' ? 'debug' : 'warn';
             checked.logger[level]({ accountId, pid: worker.pid, reason, detail: worker.exit?.message }, 'worker process ended');
+            if (worker.unbilledCpuMs > 0) this.unbilledCpu.set(accountId, (this.unbilledCpu.get(accountId) ?? 0) + worker.unbilledCpuMs);
             onExit(worker);
           },
         }),
@@ -116,9 +123,16 @@ export class ComponentRuntime {
   async invoke(request: InvocationRequest, hooks?: InvokeHooks): Promise<InvocationResult> {
     if (callCount(request) === 0) return { outcomes: [], dbWrites: {}, cpuMs: 0 };
     const artifactPath = await this.accountCode.link(request.accountId, request.component.artifactPath);
-    return invokeIsolatingFailures(request, hooks, (part, partHooks) =>
+    const result = await invokeIsolatingFailures(request, hooks, (part, partHooks) =>
       this.pool.use(request.accountId, request.component.readPaths, (worker) => invokeIn(worker, part, artifactPath, partHooks, this.options.logger)),
     );
+    // What the account's workers used after their last call before they ended, carried by its next invocation.
+    const carried = this.unbilledCpu.get(request.accountId);
+    if (carried !== undefined) {
+      this.unbilledCpu.delete(request.accountId);
+      result.cpuMs += carried;
+    }
+    return result;
   }
 
   /**

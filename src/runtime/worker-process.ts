@@ -135,6 +135,9 @@ export class WorkerProcess {
   private readonly cpuClock: CpuClock;
   private cpuAtLastReading: number | undefined;
   private lastCallCpu: number | undefined;
+  /** The CPU clock as last read while no call ran: what a worker that dies idle had used by then. */
+  private idleCpuReading: number | undefined;
+  private unbilledCpu = 0;
 
   /** Resolves when the worker has said it is ready for requests. */
   static async start(spec: WorkerSpec): Promise<WorkerProcess> {
@@ -223,6 +226,14 @@ export class WorkerProcess {
     return this.lastCallCpu;
   }
 
+  /**
+   * CPU time the worker used after its last call, when it ended without another (stopped idle, or its code ended it):
+   * code a run left behind (timers) ran on it, and no later call of this worker carries it (see lastCallCpuMs).
+   */
+  get unbilledCpuMs(): number {
+    return this.unbilledCpu;
+  }
+
   nextRequestId(): number {
     return ++this.lastId;
   }
@@ -281,13 +292,15 @@ export class WorkerProcess {
   /**
    * The heap limit does not cover Buffers and other memory outside V8's heap, so the worker's resident memory is
    * checked too: past twice the heap limit plus Node's own footprint, it is killed. For the worker's whole life, not
-   * only while a call runs: a timer a run left behind allocates between calls as well.
+   * only while a call runs: a timer a run left behind allocates between calls as well. While idle it also reads the
+   * CPU clock, for unbilledCpuMs.
    */
   private watchMemory(): NodeJS.Timeout | undefined {
     const pid = this.child.pid;
     if (pid === undefined) return undefined;
     const limitMb = this.spec.memoryMb * 2 + 128;
     const timer = setInterval(() => {
+      if (!this.current) this.idleCpuReading = this.cpuClock.readMs() ?? this.idleCpuReading;
       const resident = residentBytes(pid);
       if (resident !== undefined && resident > limitMb * MB) {
         this.kill('out_of_memory', `the component used ${Math.round(resident / MB)} MB of memory, over the worker limit of ${limitMb} MB`);
@@ -327,6 +340,11 @@ export class WorkerProcess {
   /** Records the first cause of death; later ones (the `close` after our own SIGKILL) change nothing. */
   private die(reason: WorkerExitReason, message: string): boolean {
     if (this.exitError) return false;
+    if (!this.current && this.cpuAtLastReading !== undefined) {
+      // Still alive when killed; gone (its clock unreadable) when it ended by itself: then the last idle reading.
+      const now = this.cpuClock.readMs() ?? this.idleCpuReading;
+      if (now !== undefined) this.unbilledCpu = Math.max(0, now - this.cpuAtLastReading);
+    }
     this.exitError = new WorkerExitError(reason, message);
     this.settle(this.exitError);
     this.spec.onExit(this);

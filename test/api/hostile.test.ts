@@ -326,6 +326,44 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot compute for free after its run, in a timer its worker runs until it ends', async () => {
+    // A fresh free-plan account, whose compute so far is this test's alone.
+    const tenant = client(server.url, (await server.createUser({ plan: 'free' })).apiKey);
+    const deploy = async (run: string) => {
+      const created = await tenant.post('/v1/sources', {
+        component_code: `module.exports = { name: "spender", version: "1.0.0", props: { http: "$.interface.http" }, async run() { ${run} } };`,
+      });
+      expect(created.status, created.text).toBe(200);
+      expect((await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} })).status).toBe(200);
+      const events = await waitFor(
+        () => tenant.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
+        (r) => r.body.data?.length > 0,
+        { what: 'the run to emit' },
+      );
+      return events.body.data[0].event;
+    };
+    // 1.5 s of CPU on a timer that fires once the run has been reported, then the worker ends itself.
+    const pid = (await deploy(`setTimeout(() => { const start = process.cpuUsage(); while (process.cpuUsage(start).user < 1500000) {} process.exit(0); }, 0);
+      this.$emit(process.pid);`)) as number;
+    await waitFor(
+      async () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      (alive) => !alive,
+      { what: 'the worker to end itself' },
+    );
+    // The account's next run carries what that worker computed after its last call.
+    expect(await deploy('this.$emit("next");')).toBe('next');
+    const me = await tenant.get('/v1/users/me');
+    expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(1000);
+    await victimUnharmed();
+  });
+
   it('cannot emit huge or endlessly deep data', async () => {
     const huge = await attack('this.$emit("x".repeat(2 * 1024 * 1024));');
     expect(huge.error?.name).toBe('RangeError');
