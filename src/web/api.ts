@@ -96,20 +96,37 @@ export const del = <T = void>(path: string) => api<T>('DELETE', path);
 /** Most of a list the pickers read: past this many they are suggestions to search, not the list (an id still types in). */
 export const PICKER_AT_MOST = 1000;
 
+/** The first items of a paged list, and how many the whole list holds. */
+export interface Span<T> {
+  items: T[];
+  total: number;
+}
+
+/**
+ * The first `atMost` items of a paged list (`path` without a query; `params` its filters), page after page: a list
+ * paged in the console reads again the span it shows (a refresh, a poll) with one call.
+ */
+export async function getFirst<T>(path: string, atMost: number, params: Record<string, string | undefined> = {}): Promise<Span<T>> {
+  const items: T[] = [];
+  let after: string | undefined;
+  let total = 0;
+  while (items.length < atMost) {
+    const limit = Math.min(100, atMost - items.length);
+    const page = await get<Page<T>>(`${path}${query({ ...params, limit, after })}`);
+    items.push(...page.data);
+    total = page.page_info.total_count;
+    if (page.data.length < limit || items.length >= total) break;
+    after = page.page_info.end_cursor;
+  }
+  return { items: items.slice(0, atMost), total };
+}
+
 /**
  * Every item of a paged list (`path` without a query), page after page, up to `atMost`: the pickers' suggestions and
  * the names shown for ids, which the first page alone left short for an account of more than 100.
  */
 export async function getEveryPage<T>(path: string, atMost = PICKER_AT_MOST): Promise<T[]> {
-  const items: T[] = [];
-  let after: string | undefined;
-  while (items.length < atMost) {
-    const page = await get<Page<T>>(`${path}${query({ limit: 100, after })}`);
-    items.push(...page.data);
-    if (page.data.length < 100 || items.length >= page.page_info.total_count) break;
-    after = page.page_info.end_cursor;
-  }
-  return items.slice(0, atMost);
+  return (await getFirst<T>(path, atMost)).items;
 }
 
 /** A query string from the defined values only. */

@@ -1,7 +1,7 @@
 // One workflow: its trigger, run now and delete; its runs, newest first, and the open run's steps: status, duration,
 // exports, logs, error and sends; replay.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { del, describeError, get, type Page, post, query } from './api';
+import { del, describeError, get, post } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { formatDuration, formatTime, triggerSchedule } from './format';
@@ -10,23 +10,28 @@ import { useNotify } from './notices';
 import { href, navigate } from './router';
 import type { Workflow, WorkflowRun } from './types';
 import { useLoad } from './use-load';
+import { usePages } from './use-pages';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
 const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
+const PAGE = 25;
 
 export function WorkflowDetail(props: { id: string; runId?: string }) {
   const notify = useNotify();
   const [status, setStatus] = useState('');
   const workflow = useLoad(() => get<{ data: Workflow }>(`/workflows/${encodeURIComponent(props.id)}`), [props.id]);
-  const runs = useLoad(
-    () => get<Page<WorkflowRun>>(`/workflows/${encodeURIComponent(props.id)}/runs${query({ limit: 25, status: status || undefined })}`),
-    [props.id, status],
-  );
+  // Older runs are a Load more away, as on the workflows page; a refresh or a poll keeps the pages opened.
+  const {
+    items: listed,
+    page: runs,
+    more,
+    loadMore,
+  } = usePages<WorkflowRun>(`/workflows/${encodeURIComponent(props.id)}/runs`, PAGE, { status: status || undefined });
 
   // While a listed run has not finished, look again: its steps change as they commit.
-  const unfinished = runs.data?.data.some((run) => UNFINISHED.has(run.status));
+  const unfinished = listed.some((run) => UNFINISHED.has(run.status));
   useEffect(() => {
     if (!unfinished) return;
     const timer = setInterval(() => runs.reload(), 1000);
@@ -68,7 +73,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
     await runs.reload();
   };
 
-  const selected = runs.data?.data.find((run) => run.id === props.runId);
+  const selected = listed.find((run) => run.id === props.runId);
   const shown = workflow.data?.data;
   return (
     <section aria-labelledby="workflow-title">
@@ -121,7 +126,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
             </tr>
           </thead>
           <tbody>
-            {runs.data?.data.map((run) => (
+            {listed.map((run) => (
               <tr key={run.id} class={run.id === props.runId ? 'selected' : undefined}>
                 <th scope="row">
                   <a href={href('workflows', props.id, run.id)} aria-current={run.id === props.runId ? 'true' : undefined}>
@@ -136,7 +141,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
                 <td>{formatDuration(run.finished_at_ms === null ? null : run.finished_at_ms - run.created_at_ms)}</td>
               </tr>
             ))}
-            {runs.data && runs.data.data.length === 0 && (
+            {runs.data && listed.length === 0 && (
               <tr>
                 <td colSpan={5} class="muted">
                   No runs{status ? ` with status ${status}` : ''}.
@@ -146,6 +151,11 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
           </tbody>
         </table>
       </div>
+      {more && (
+        <button type="button" onClick={loadMore}>
+          Load more
+        </button>
+      )}
       {props.runId && !selected && runs.data && <RunById workflowId={props.id} runId={props.runId} onReplay={replay} />}
       {selected && <RunView run={selected} onReplay={replay} />}
       {deleting && (
