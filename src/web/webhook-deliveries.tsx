@@ -1,14 +1,18 @@
 // One webhook's delivery log: each attempt's state, status code, error, duration and when the next retry is due.
-import { get, type Page } from './api';
+import { get } from './api';
 import { formatDuration, formatTime } from './format';
 import { href } from './router';
 import type { Delivery, Webhook } from './types';
 import { useLoad } from './use-load';
+import { usePages } from './use-pages';
 import { LoadError } from './load-error';
+
+const PAGE = 100;
 
 export function WebhookDeliveries(props: { id: string }) {
   const webhook = useLoad(() => get<{ data: Webhook }>(`/webhooks/${encodeURIComponent(props.id)}`), [props.id]);
-  const deliveries = useLoad(() => get<Page<Delivery>>(`/webhooks/${encodeURIComponent(props.id)}/deliveries?limit=100`), [props.id]);
+  // Older attempts are a Load more away; Refresh reads again every page opened.
+  const { items, page: deliveries, more, loadMore } = usePages<Delivery>(`/webhooks/${encodeURIComponent(props.id)}/deliveries`, PAGE);
   return (
     <section aria-labelledby="deliveries-title">
       <p class="crumbs">
@@ -42,7 +46,7 @@ export function WebhookDeliveries(props: { id: string }) {
             </tr>
           </thead>
           <tbody>
-            {deliveries.data?.data.map((d) => (
+            {items.map((d) => (
               <tr key={d.id}>
                 <td>{formatTime(d.attempted_at_ms)}</td>
                 <td>
@@ -65,7 +69,7 @@ export function WebhookDeliveries(props: { id: string }) {
                 <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
               </tr>
             ))}
-            {deliveries.data && deliveries.data.data.length === 0 && (
+            {deliveries.data && items.length === 0 && (
               <tr>
                 <td colSpan={8} class="muted">
                   Nothing delivered yet.
@@ -75,6 +79,11 @@ export function WebhookDeliveries(props: { id: string }) {
           </tbody>
         </table>
       </div>
+      {more && (
+        <button type="button" onClick={loadMore}>
+          Load more
+        </button>
+      )}
     </section>
   );
 }

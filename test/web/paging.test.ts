@@ -1,24 +1,41 @@
 // The console in Chromium: the long lists of one thing (a workflow's runs, a webhook's deliveries) page back to the
 // oldest, a Load more at a time.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
+import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { BROWSER_SUITE, launchBrowser, openConsole, signIn } from './browser.js';
+
+const HTTP_SOURCE = `module.exports = {
+  name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
+  async run(event) { this.$emit(event.body); },
+};`;
 
 const STEP = `export default defineComponent({ async run({ steps }) { return steps.trigger.event.n; } });`;
 
 describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
+  let receiver: http.Server;
+  let receiverUrl: string;
 
   beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+    // The webhooks' destination, which takes everything.
+    receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end());
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    [server, browser] = await Promise.all([startTestServer(dialect, { allowPrivateNetwork: true }), launchBrowser()]);
   });
   afterAll(async () => {
     await browser?.close();
     await server?.destroy();
+    await new Promise((resolve) => receiver?.close(resolve));
   });
 
   it("pages back through a workflow's runs to the oldest, and a refresh keeps the pages opened", async () => {
@@ -56,6 +73,38 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     // The oldest run opens from its row.
     await rows.filter({ hasText: started[0]! }).click();
     await page.getByRole('heading', { name: new RegExp(`Run ${started[0]}`) }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("pages back through a webhook's deliveries past the newest 100", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(receiverUrl)}&name=sink`)).body.data;
+    expect((await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`)).status).toBe(200);
+    for (let i = 0; i < 105; i += 15) {
+      const sent = await Promise.all(Array.from({ length: 15 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
+      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
+    }
+    const delivered = await waitFor(
+      async () => (await api.get(`/v1/webhooks/${hook.id}/deliveries?limit=100`)).body,
+      (body) => body.page_info.total_count === 105 && body.data.every((d: any) => d.state === 'succeeded'),
+      { what: 'every event delivered' },
+    );
+    const older = (await api.get(`/v1/webhooks/${hook.id}/deliveries?limit=100&after=${delivered.page_info.end_cursor}`)).body.data;
+    const events = [...delivered.data, ...older].map((d: any) => d.event_id);
+
+    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks/${hook.id}`);
+    await signIn(page, user.apiKey);
+    const rows = page.locator('table.deliveries tbody tr');
+    await rows.nth(99).waitFor();
+    // The newest 100 were all the log showed.
+    expect(await rows.count()).toBe(100);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await rows.nth(104).waitFor();
+    expect(await rows.locator('td code').allTextContents()).toEqual(events);
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
     expect(problems).toEqual([]);
     await page.context().close();
   });
