@@ -149,6 +149,8 @@ export function PropFields(props: {
   raw: RawValues;
   onChange: (raw: RawValues) => void;
   errors: FieldErrors;
+  /** A field was edited: the form drops its error, which was about the value it held. */
+  onEdited: (name: string) => void;
   idPrefix: string;
 }) {
   // `also`: other values changed by the same input (both in one change, or the second would undo the first).
@@ -163,7 +165,10 @@ export function PropFields(props: {
             prop={prop}
             id={`${props.idPrefix}-${prop.name}`}
             raw={props.raw}
-            set={set}
+            set={(name, value, also) => {
+              set(name, value, also);
+              props.onEdited(prop.name);
+            }}
             error={props.errors[prop.name]}
             componentId={props.componentId}
             allProps={props.props}

@@ -48,7 +48,11 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
           rows={4}
           spellcheck={false}
           value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
+          onInput={(e) => {
+            setText(e.currentTarget.value);
+            // The error was about the event as it was (or the run it started).
+            setError(undefined);
+          }}
           aria-invalid={error ? 'true' : undefined}
           aria-describedby={`${props.id}-error`}
         />

@@ -51,7 +51,11 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
           autocomplete="off"
           spellcheck={false}
           value={key}
-          onInput={(e) => setKey(e.currentTarget.value)}
+          onInput={(e) => {
+            setKey(e.currentTarget.value);
+            // The error was about the key as it was.
+            setError(undefined);
+          }}
           aria-invalid={error ? 'true' : undefined}
           aria-describedby={error ? 'api-key-error' : undefined}
         />

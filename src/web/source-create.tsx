@@ -2,7 +2,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeErrorWithDetails, get, post } from './api';
 import { useNotify } from './notices';
-import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
+import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, Source } from './types';
@@ -19,8 +20,7 @@ export function SourceCreate() {
   const [loadError, setLoadError] = useState<string | undefined>(undefined);
   const [name, setName] = useState('');
   const [raw, setRaw] = useState<RawValues>({});
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [formError, setFormError] = useState<string | undefined>(undefined);
+  const errors = useFormErrors();
   const [busy, setBusy] = useState(false);
   const configureTitle = useRef<HTMLHeadingElement>(null);
   const propList = usePropList(component?.id ?? '', component?.configurable_props ?? [], raw, setRaw);
@@ -41,8 +41,7 @@ export function SourceCreate() {
           : await get<{ data: Component }>(`/components/registry/${encodeURIComponent(registryKey.trim())}`);
       setComponent(answer.data);
       setRaw(initialValues(answer.data.configurable_props));
-      setErrors({});
-      setFormError(undefined);
+      errors.show({}, undefined, '');
     } catch (failure) {
       setLoadError(describeErrorWithDetails(failure));
     } finally {
@@ -56,14 +55,12 @@ export function SourceCreate() {
     const form = event.currentTarget as HTMLFormElement;
     if (!component || busy) return;
     const { values, errors: found } = collectValues(propList.props, raw);
-    setErrors(found);
+    errors.show(found, undefined, FIX_MARKED);
     if (Object.keys(found).length) {
-      setFormError('Some values need fixing: see the marked fields.');
       focusFirstInvalid(form);
       return;
     }
     setBusy(true);
-    setFormError(undefined);
     try {
       const body: Record<string, unknown> = { component_id: component.id, configured_props: values };
       if (name.trim()) body.name = name.trim();
@@ -72,8 +69,7 @@ export function SourceCreate() {
       navigate('sources', answer.data.id);
     } catch (failure) {
       const { fields, general } = errorsFromServer(failure, propList.props);
-      setErrors(fields);
-      setFormError(general ?? 'The server refused some values: see the marked fields.');
+      errors.show(fields, general, REFUSED_MARKED);
       focusFirstInvalid(form);
     } finally {
       setBusy(false);
@@ -131,10 +127,18 @@ export function SourceCreate() {
             <label for="source-name">Source name</label>
             <input id="source-name" value={name} placeholder="defaults to the component's name" onInput={(e) => setName(e.currentTarget.value)} />
           </div>
-          <PropFields componentId={component.id} props={propList.props} raw={raw} onChange={setRaw} errors={errors} idPrefix="prop" />
+          <PropFields
+            componentId={component.id}
+            props={propList.props}
+            raw={raw}
+            onChange={setRaw}
+            errors={errors.fields}
+            onEdited={errors.edited}
+            idPrefix="prop"
+          />
           <PropListStatus list={propList} />
-          <p class="field-error" role={formError ? 'alert' : undefined}>
-            {formError ?? ''}
+          <p class="field-error" role={errors.summary ? 'alert' : undefined}>
+            {errors.summary ?? ''}
           </p>
           <button type="submit" aria-disabled={busy ? 'true' : undefined}>
             {busy ? 'Deploying…' : 'Deploy'}

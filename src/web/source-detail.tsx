@@ -6,7 +6,8 @@ import { CopyButton } from './copy-button';
 import { compareIds, EventsTable, type Stream } from './events-table';
 import { endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
-import { collectValues, errorsFromServer, type FieldErrors, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
+import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, EventSummary, Source } from './types';
@@ -264,8 +265,7 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
     [open, source.component_id],
   );
   const [raw, setRaw] = useState<RawValues | undefined>(undefined);
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [formError, setFormError] = useState<string | undefined>(undefined);
+  const errors = useFormErrors();
   const loaded = component.data?.data.configurable_props;
   const values = raw ?? (loaded ? initialValues(loaded, source.configured_props) : undefined);
   const propList = usePropList(
@@ -283,9 +283,8 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
     const form = event.currentTarget as HTMLFormElement;
     if (!descriptors || !values) return;
     const { values: configured, errors: found } = collectValues(descriptors, values);
-    setErrors(found);
+    errors.show(found, undefined, FIX_MARKED);
     if (Object.keys(found).length) {
-      setFormError('Some values need fixing: see the marked fields.');
       focusFirstInvalid(form);
       return;
     }
@@ -295,15 +294,13 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
         descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
       );
       const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
-      setFormError(undefined);
       // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
       setRaw(initialValues(descriptors, saved.data.configured_props));
       notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
       await props.onSaved();
     } catch (failure) {
       const { fields, general } = errorsFromServer(failure, descriptors);
-      setErrors(fields);
-      setFormError(general ?? 'The server refused some values: see the marked fields.');
+      errors.show(fields, general, REFUSED_MARKED);
       focusFirstInvalid(form);
     }
   };
@@ -319,10 +316,18 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
       {descriptors && values && (
         <form onSubmit={save} noValidate>
           {descriptors.length === 0 && <p class="muted">This component has no props.</p>}
-          <PropFields componentId={source.component_id} props={descriptors} raw={values} onChange={setRaw} errors={errors} idPrefix="edit" />
+          <PropFields
+            componentId={source.component_id}
+            props={descriptors}
+            raw={values}
+            onChange={setRaw}
+            errors={errors.fields}
+            onEdited={errors.edited}
+            idPrefix="edit"
+          />
           <PropListStatus list={propList} />
-          <p class="field-error" role={formError ? 'alert' : undefined}>
-            {formError ?? ''}
+          <p class="field-error" role={errors.summary ? 'alert' : undefined}>
+            {errors.summary ?? ''}
           </p>
           <button type="submit">Save props</button>
         </form>

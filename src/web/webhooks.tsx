@@ -132,7 +132,11 @@ export function WebhooksPage() {
             type="url"
             value={form.url}
             placeholder="https://example.com/hook"
-            onInput={(e) => setForm({ ...form, url: e.currentTarget.value })}
+            onInput={(e) => {
+              setForm({ ...form, url: e.currentTarget.value });
+              // The error was about the URL as it was.
+              setUrlError(undefined);
+            }}
             aria-invalid={urlError ? 'true' : undefined}
             aria-describedby="webhook-url-error"
           />

@@ -1,0 +1,113 @@
+// The console in Chromium: a field's error, from the form's own check or from the server, goes as soon as the field is
+// edited, with the line above the button that pointed at it; the errors of other fields stay.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+
+const SOURCE = `
+export default {
+  name: "Checked",
+  version: "1.0.0",
+  props: {
+    timer: { type: "$.interface.timer", default: { intervalSeconds: 60 } },
+    count: { type: "integer", label: "Count", min: 1, max: 10 },
+    size: { type: "integer", label: "Size", min: 1, max: 10 },
+  },
+  async run() { this.$emit({ tick: true }); },
+};
+`;
+
+describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+  });
+
+  it("drops a prop's error, the form's check or the server's 422, when that field is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Checked/ }).waitFor();
+    const summary = page.locator('form[aria-labelledby="configure-title"] > p.field-error');
+
+    // Two fields refused by the form's own check: editing one drops its error only.
+    await page.getByLabel('Count').fill('11');
+    await page.getByLabel('Size').fill('12');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-count-error'), 'Count must be at most 10');
+    await waitForText(page.locator('#prop-size-error'), 'Size must be at most 10');
+    await page.getByLabel('Count').fill('5');
+    await page.locator('#prop-count-error:empty').waitFor({ state: 'attached' });
+    expect(await page.getByLabel('Count').getAttribute('aria-invalid')).toBeNull();
+    expect(await page.locator('#prop-size-error').textContent()).toBe('Size must be at most 10');
+    expect(await summary.textContent()).toBe('Some values need fixing: see the marked fields.');
+    // The last marked field fixed, the line that pointed at the marked fields goes too.
+    await page.getByLabel('Size').fill('5');
+    await page.locator('#prop-size-error:empty').waitFor({ state: 'attached' });
+    expect(await summary.textContent()).toBe('');
+
+    // The server's 422 on the timer goes when the cron expression is edited.
+    await page.getByLabel('Schedule').selectOption('cron');
+    await page.getByLabel('Cron expression').fill('61 * * * *');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-timer-error'), /^timer /);
+    expect(await summary.textContent()).not.toBe('');
+    await page.getByLabel('Cron expression').fill('5 * * * *');
+    await page.locator('#prop-timer-error:empty').waitFor({ state: 'attached' });
+    expect(await page.locator('#prop-timer').getAttribute('aria-invalid')).toBeNull();
+    expect(await summary.textContent()).toBe('');
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'Checked', level: 1 }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("drops a webhook URL's, an event's and an API key's error when that field is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const workflow = (
+      await api.post('/v1/workflows', { name: 'w', steps: [{ name: 'one', component_code: 'export default defineComponent({ async run() {} });' }] })
+    ).body.data;
+    const { page, problems } = await openConsole(browser, server.url);
+    await page.getByLabel('API key').fill('trb_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await waitForText(page.locator('#api-key-error'), 'That key was not accepted');
+    await page.getByLabel('API key').fill(user.apiKey);
+    await page.locator('#api-key-error:empty').waitFor({ state: 'attached' });
+    expect(await page.getByLabel('API key').getAttribute('aria-invalid')).toBeNull();
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('URL').fill('ftp://example.com/hook');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await waitForText(page.locator('#webhook-url-error'), 'must start with http:// or https://');
+    await page.getByLabel('URL').fill('https://example.com/hook');
+    await page.locator('#webhook-url-error:empty').waitFor({ state: 'attached' });
+    expect(await page.getByLabel('URL').getAttribute('aria-invalid')).toBeNull();
+
+    await page.goto(`${server.url}/#/workflows/${workflow.id}`);
+    await page.getByText('Run now').click();
+    await page.getByLabel('Event (JSON)').fill('{');
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    await waitForText(page.locator('#workflow-run-event-error'), 'The event must be valid JSON.');
+    await page.getByLabel('Event (JSON)').fill('{}');
+    await page.locator('#workflow-run-event-error:empty').waitFor({ state: 'attached' });
+    expect(await page.getByLabel('Event (JSON)').getAttribute('aria-invalid')).toBeNull();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
