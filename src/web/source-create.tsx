@@ -1,11 +1,13 @@
 // Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeErrorWithDetails, get, post } from './api';
+import { InstallProgressView, useInstallProgress } from './install-progress';
 import { useNotify } from './notices';
 import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
 import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
+import { saveWithProgress } from './save-stream';
 import type { Component, Source } from './types';
 
 // The components `registry/` publishes at start; any other key of the registry can be typed in.
@@ -22,6 +24,7 @@ export function SourceCreate() {
   const [raw, setRaw] = useState<RawValues>({});
   const errors = useFormErrors();
   const [busy, setBusy] = useState(false);
+  const progress = useInstallProgress();
   const configureTitle = useRef<HTMLHeadingElement>(null);
   const propList = usePropList(component?.id ?? '', component?.configurable_props ?? [], raw, setRaw);
   // Once the props are loaded, keyboard and screen-reader users land on the form they now fill in.
@@ -34,10 +37,12 @@ export function SourceCreate() {
     if (busy) return;
     setBusy(true);
     setLoadError(undefined);
+    // Saving code installs the npm packages it imports first (a minute, for a large one): the progress route tells each.
+    if (origin === 'code') progress.start();
     try {
       const answer =
         origin === 'code'
-          ? await post<{ data: Component }>('/components', { component_code: code })
+          ? await saveWithProgress<{ data: Component }>('POST', '/components', { component_code: code }, progress.onStep)
           : await get<{ data: Component }>(`/components/registry/${encodeURIComponent(registryKey.trim())}`);
       setComponent(answer.data);
       setRaw(initialValues(answer.data.configurable_props));
@@ -46,6 +51,7 @@ export function SourceCreate() {
       setLoadError(describeErrorWithDetails(failure));
     } finally {
       setBusy(false);
+      progress.done();
     }
   };
 
@@ -111,10 +117,11 @@ export function SourceCreate() {
         <p class="field-error" role={loadError ? 'alert' : undefined}>
           {loadError ?? ''}
         </p>
+        <InstallProgressView progress={progress} working="Saving the component: installing the npm packages its code imports…" />
         {/* While busy, aria-disabled rather than disabled: a disabled button loses the focus to the document, where a
             refusal left it (the next Tab started again from the top). */}
         <button type="submit" disabled={origin === 'code' ? !code.trim() : !registryKey.trim()} aria-disabled={busy ? 'true' : undefined}>
-          Load props
+          {busy ? 'Loading props…' : 'Load props'}
         </button>
       </form>
 

@@ -5,8 +5,9 @@ import { describeErrorWithDetails, getEveryPage } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
+import { InstallProgressView, useInstallProgress } from './install-progress';
 import { minTimerInterval } from './timer-field';
-import type { InstallStep, Source, Workflow } from './types';
+import type { Source, Workflow } from './types';
 import { useLoad } from './use-load';
 
 type TriggerKind = 'none' | 'http' | 'interval' | 'cron' | 'source';
@@ -34,12 +35,6 @@ const ORIGIN_LABELS: Record<StepOrigin, string> = { code: 'Code', component_id: 
 let nextKey = 1;
 const newStep = (index: number): StepDraft => ({ key: nextKey++, name: `step_${index + 1}`, origin: 'code', text: STARTER_STEP, props: '' });
 
-/** A progress line: the latest step of each package, in install order. */
-function describeStep(step: InstallStep): string {
-  const where = step.workflow_step ? ` (step ${step.workflow_step})` : '';
-  return `${step.package}@${step.version}: ${step.step}${where} — ${step.index} of ${step.total}, ${(step.elapsed_ms / 1000).toFixed(1)} s`;
-}
-
 export function WorkflowCreate() {
   const notify = useNotify();
   const sources = useLoad(() => getEveryPage<Source>('/users/me/sources'), []);
@@ -55,8 +50,7 @@ export function WorkflowCreate() {
   const [steps, setSteps] = useState<StepDraft[]>(() => [newStep(0)]);
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
-  const [progress, setProgress] = useState<Map<string, InstallStep>>(new Map());
-  const [latestStep, setLatestStep] = useState('');
+  const progress = useInstallProgress();
   const [invalidField, setInvalidField] = useState<string | undefined>(undefined);
   /** Said to screen readers after a step moves: where it now stands. */
   const [moved, setMoved] = useState('');
@@ -141,12 +135,9 @@ export function WorkflowCreate() {
     }
     setBusy(true);
     setError(undefined);
-    setProgress(new Map());
+    progress.start();
     try {
-      const answer = await saveWithProgress<{ data: Workflow }>('POST', '/workflows', request, (step) => {
-        setProgress((seen) => new Map(seen).set(`${step.workflow_step ?? ''}/${step.package}`, step));
-        setLatestStep(describeStep(step));
-      });
+      const answer = await saveWithProgress<{ data: Workflow }>('POST', '/workflows', request, progress.onStep);
       notify({ kind: 'ok', text: `Created ${answer.data.name}.` });
       navigate('workflows', answer.data.id);
     } catch (failure) {
@@ -154,6 +145,7 @@ export function WorkflowCreate() {
       errorLine.current?.focus();
     } finally {
       setBusy(false);
+      progress.done();
     }
   };
 
@@ -350,16 +342,7 @@ export function WorkflowCreate() {
         <p class="field-error" ref={errorLine} tabIndex={-1} role="alert">
           {error ?? ''}
         </p>
-        {progress.size > 0 && (
-          <ul class="install-progress" aria-label="Installing packages">
-            {[...progress.values()].map((step) => (
-              <li key={`${step.workflow_step ?? ''}/${step.package}`}>{describeStep(step)}</li>
-            ))}
-          </ul>
-        )}
-        <p class="sr-only" aria-live="polite">
-          {latestStep}
-        </p>
+        <InstallProgressView progress={progress} working="Installing the npm packages the steps' code imports, then saving…" />
         <button type="submit" aria-disabled={busy ? 'true' : undefined}>
           {busy ? 'Creating… (packages the code imports are installed first)' : 'Create workflow'}
         </button>

@@ -1,0 +1,60 @@
+// The console in Chromium: loading a source's props from code that imports npm packages says what the server is doing
+// while npm works (the time taken, then each package's step), rather than a button that seems to do nothing.
+// npm's registry is real, as in test/api/save-progress.test.ts.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+
+const SOURCE = `import isOdd from "is-odd@3.0.1";
+export default {
+  name: "Odd", version: "0.1.0", props: { http: "$.interface.http" },
+  async run(e) { this.$emit({ odd: isOdd(e.body.n) }); },
+};`;
+
+describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSER_SUITE, (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+  });
+
+  it('shows the time taken while the component is saved, then each npm package it installed', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(SOURCE);
+    // The save is held in the browser while the page is looked at: what it shows does not depend on npm's speed.
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route('**/v1/components/stream', async (route) => {
+      await released;
+      await route.continue();
+    });
+    await page.getByRole('button', { name: 'Load props' }).click();
+    // The button said nothing and nothing else moved while npm worked.
+    await page.getByRole('button', { name: 'Loading props…' }).waitFor();
+    await waitForText(page.locator('.install-status'), 'Saving the component: installing the npm packages its code imports…');
+    // The seconds count up while the server is silent.
+    await waitForText(page.locator('.install-elapsed'), /^[1-9]\d* s$/);
+    release();
+
+    await page.getByRole('heading', { name: /Configure Odd/ }).waitFor();
+    await page.locator('.install-status').waitFor({ state: 'detached' });
+    const lines = page.getByRole('list', { name: 'Installing packages' }).getByRole('listitem');
+    expect(await lines.allTextContents()).toEqual([expect.stringMatching(/^is-odd@3\.0\.1: (installed|cached) — 1 of 1, \d+\.\d s$/)]);
+    expect((await api.get('/v1/users/me/components')).body.data.map((c: any) => c.name)).toEqual(['Odd']);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
