@@ -9,13 +9,19 @@ import { href } from './router';
 import type { Webhook } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { type FormErrors, useFormErrors } from './field-errors';
+import { focusFirstInvalid } from './prop-form';
+
+/** The form's fields, as the API names them in a 400's `details`. */
+const FIELDS = ['url', 'name', 'description'] as const;
+type Field = (typeof FIELDS)[number];
 
 export function WebhooksPage() {
   const notify = useNotify();
   // Every page: an account may hold more than one page's 100 (1,000 by default), and each is listed.
   const list = useLoad(() => getEveryPage<Webhook>('/users/me/webhooks', Number.POSITIVE_INFINITY), []);
   const [form, setForm] = useState({ url: '', name: '', description: '' });
-  const [urlError, setUrlError] = useState<string | undefined>(undefined);
+  const errors = useFormErrors();
   const [created, setCreated] = useState<Webhook | undefined>(undefined);
   const [deleting, setDeleting] = useState<Webhook | undefined>(undefined);
   // One create at a time: a second press (a double click) would make a second webhook, whose secret replaces the first's
@@ -25,12 +31,15 @@ export function WebhooksPage() {
 
   const create = async (event: Event) => {
     event.preventDefault();
+    // Read now: the event's currentTarget is gone once the request has been awaited.
+    const formElement = event.currentTarget as HTMLFormElement;
     if (creating.current) return;
     if (!/^https?:\/\/[^/\s]+/i.test(form.url.trim())) {
-      setUrlError('The URL must start with http:// or https:// and name a host.');
+      errors.show({ url: 'The URL must start with http:// or https:// and name a host.' }, undefined, '');
+      focusFirstInvalid(formElement);
       return;
     }
-    setUrlError(undefined);
+    errors.show({}, undefined, '');
     creating.current = true;
     setBusy(true);
     try {
@@ -41,8 +50,12 @@ export function WebhooksPage() {
       setForm({ url: '', name: '', description: '' });
       await list.reload();
     } catch (failure) {
-      if (failure instanceof ApiError && failure.status === 400) setUrlError(failure.message);
-      else notify({ kind: 'error', text: describeError(failure) });
+      if (failure instanceof ApiError && failure.status === 400) {
+        // On the field the refusal names (a name or description too long); one naming none is about the URL.
+        const named = failure.details.map((detail) => detail.field).find((field): field is Field => FIELDS.includes(field as Field));
+        errors.show({ [named ?? 'url']: failure.message }, undefined, '');
+        focusFirstInvalid(formElement);
+      } else notify({ kind: 'error', text: describeError(failure) });
     } finally {
       creating.current = false;
       setBusy(false);
@@ -125,33 +138,9 @@ export function WebhooksPage() {
 
       <form class="panel" onSubmit={create} noValidate aria-labelledby="new-webhook-title">
         <h2 id="new-webhook-title">New webhook</h2>
-        <div class="field">
-          <label for="webhook-url">URL</label>
-          <input
-            id="webhook-url"
-            type="url"
-            value={form.url}
-            placeholder="https://example.com/hook"
-            onInput={(e) => {
-              setForm({ ...form, url: e.currentTarget.value });
-              // The error was about the URL as it was.
-              setUrlError(undefined);
-            }}
-            aria-invalid={urlError ? 'true' : undefined}
-            aria-describedby="webhook-url-error"
-          />
-          <p id="webhook-url-error" class="field-error" role={urlError ? 'alert' : undefined}>
-            {urlError ?? ''}
-          </p>
-        </div>
-        <div class="field">
-          <label for="webhook-name">Name</label>
-          <input id="webhook-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
-        </div>
-        <div class="field">
-          <label for="webhook-description">Description</label>
-          <input id="webhook-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
-        </div>
+        <WebhookField field="url" label="URL" type="url" placeholder="https://example.com/hook" form={form} setForm={setForm} errors={errors} />
+        <WebhookField field="name" label="Name" form={form} setForm={setForm} errors={errors} />
+        <WebhookField field="description" label="Description" form={form} setForm={setForm} errors={errors} />
         {/* Focusable while it works (aria-disabled, not disabled), so that the keyboard stays where it was. */}
         <button type="submit" aria-disabled={busy ? 'true' : undefined}>
           {busy ? 'Creating…' : 'Create webhook'}
@@ -169,5 +158,39 @@ export function WebhooksPage() {
         </ConfirmDialog>
       )}
     </section>
+  );
+}
+
+/** One field of the new webhook's form, with the line of its error, which goes as soon as the field is edited. */
+function WebhookField(props: {
+  field: Field;
+  label: string;
+  type?: 'url';
+  placeholder?: string;
+  form: Record<Field, string>;
+  setForm: (form: Record<Field, string>) => void;
+  errors: FormErrors;
+}) {
+  const { field, form, errors } = props;
+  const error = errors.fields[field];
+  const common = {
+    id: `webhook-${field}`,
+    value: form[field],
+    placeholder: props.placeholder,
+    onInput: (e: { currentTarget: HTMLInputElement }) => {
+      props.setForm({ ...form, [field]: e.currentTarget.value });
+      errors.edited(field);
+    },
+    'aria-invalid': error ? ('true' as const) : undefined,
+    'aria-describedby': `webhook-${field}-error`,
+  };
+  return (
+    <div class="field">
+      <label for={`webhook-${field}`}>{props.label}</label>
+      {props.type === 'url' ? <input type="url" {...common} /> : <input {...common} />}
+      <p id={`webhook-${field}-error`} class="field-error" role={error ? 'alert' : undefined}>
+        {error ?? ''}
+      </p>
+    </div>
   );
 }

@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForFocus, waitForText } from './browser.js';
 
 const SOURCE = `
 export default {
@@ -107,6 +107,36 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByLabel('Event (JSON)').fill('{}');
     await page.locator('#workflow-run-event-error:empty').waitFor({ state: 'attached' });
     expect(await page.getByLabel('Event (JSON)').getAttribute('aria-invalid')).toBeNull();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows a webhook's 400 on the field it names, not on the URL, and drops it when that field is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('URL').fill('https://example.com/hook');
+    await page.getByLabel('Name').fill('n'.repeat(201));
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    // It was shown under the URL, which was marked invalid, while the name was at fault.
+    await waitForText(page.locator('#webhook-name-error'), 'name must NOT have more than 200 characters');
+    expect(await page.locator('#webhook-url-error').textContent()).toBe('');
+    expect(await page.getByLabel('URL').getAttribute('aria-invalid')).toBeNull();
+    expect(await page.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
+    await waitForFocus(page, '#webhook-name');
+    await page.getByLabel('Name').fill('short');
+    await page.locator('#webhook-name-error:empty').waitFor({ state: 'attached' });
+    await page.getByLabel('Description').fill('d'.repeat(2001));
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await waitForText(page.locator('#webhook-description-error'), 'description must NOT have more than 2000 characters');
+    await waitForFocus(page, '#webhook-description');
+    expect((await api.get('/v1/users/me/webhooks')).body.data).toEqual([]);
+    await page.getByLabel('Description').fill('');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await waitForText(page.locator('#webhook-secret'), /^whsec_/);
+    expect((await api.get('/v1/users/me/webhooks')).body.data.map((h: any) => h.name)).toEqual(['short']);
     expect(problems).toEqual([]);
     await page.context().close();
   });
