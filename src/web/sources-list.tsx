@@ -1,4 +1,5 @@
 // The sources page: every source with its kind, state, last event and a sparkline of its events per minute.
+import { useRef } from 'preact/hooks';
 import { get, type Page } from './api';
 import { eventTime, formatAgo, sourceKind } from './format';
 import { href } from './router';
@@ -6,12 +7,15 @@ import { perMinute, Sparkline } from './sparkline';
 import type { EventSummary, Source } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
+import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 
 const PAGE = 50;
 
 export function SourcesList() {
-  const { items: sources, page, more, loadMore } = usePages<Source>('/users/me/sources', PAGE);
+  const pages = usePages<Source>('/users/me/sources', PAGE);
+  const { items: sources, page } = pages;
+  const rows = useRef<HTMLDivElement>(null);
 
   return (
     <section aria-labelledby="sources-title">
@@ -28,7 +32,7 @@ export function SourcesList() {
         </p>
       )}
       {sources.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" ref={rows}>
           <table class="sources">
             <thead>
               <tr>
@@ -47,11 +51,7 @@ export function SourcesList() {
           </table>
         </div>
       )}
-      {more && (
-        <button type="button" onClick={loadMore}>
-          Load more
-        </button>
-      )}
+      <LoadMore pages={pages} rows={rows} />
     </section>
   );
 }

@@ -1,10 +1,12 @@
 // One webhook's delivery log: each attempt's state, status code, error, duration and when the next retry is due.
+import { useRef } from 'preact/hooks';
 import { get } from './api';
 import { formatDuration, formatTime } from './format';
 import { href } from './router';
 import type { Delivery, Webhook } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
+import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 
 const PAGE = 100;
@@ -12,7 +14,9 @@ const PAGE = 100;
 export function WebhookDeliveries(props: { id: string }) {
   const webhook = useLoad(() => get<{ data: Webhook }>(`/webhooks/${encodeURIComponent(props.id)}`), [props.id]);
   // Older attempts are a Load more away; Refresh reads again every page opened.
-  const { items, page: deliveries, more, loadMore } = usePages<Delivery>(`/webhooks/${encodeURIComponent(props.id)}/deliveries`, PAGE);
+  const pages = usePages<Delivery>(`/webhooks/${encodeURIComponent(props.id)}/deliveries`, PAGE);
+  const { items, page: deliveries } = pages;
+  const rows = useRef<HTMLDivElement>(null);
   return (
     <section aria-labelledby="deliveries-title">
       <p class="crumbs">
@@ -30,7 +34,7 @@ export function WebhookDeliveries(props: { id: string }) {
           Refresh
         </button>
       </div>
-      <div class="table-wrap">
+      <div class="table-wrap" ref={rows}>
         <table class="deliveries">
           <caption class="sr-only">Delivery attempts, newest first</caption>
           <thead>
@@ -79,11 +83,7 @@ export function WebhookDeliveries(props: { id: string }) {
           </tbody>
         </table>
       </div>
-      {more && (
-        <button type="button" onClick={loadMore}>
-          Load more
-        </button>
-      )}
+      <LoadMore pages={pages} rows={rows} />
     </section>
   );
 }

@@ -11,6 +11,7 @@ import { href, navigate } from './router';
 import type { Workflow, WorkflowRun } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
+import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
 
@@ -23,12 +24,9 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
   const [status, setStatus] = useState('');
   const workflow = useLoad(() => get<{ data: Workflow }>(`/workflows/${encodeURIComponent(props.id)}`), [props.id]);
   // Older runs are a Load more away, as on the workflows page; a refresh or a poll keeps the pages opened.
-  const {
-    items: listed,
-    page: runs,
-    more,
-    loadMore,
-  } = usePages<WorkflowRun>(`/workflows/${encodeURIComponent(props.id)}/runs`, PAGE, { status: status || undefined });
+  const pages = usePages<WorkflowRun>(`/workflows/${encodeURIComponent(props.id)}/runs`, PAGE, { status: status || undefined });
+  const { items: listed, page: runs } = pages;
+  const rows = useRef<HTMLDivElement>(null);
 
   // While a listed run has not finished, look again: its steps change as they commit.
   const unfinished = listed.some((run) => UNFINISHED.has(run.status));
@@ -113,7 +111,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
           Refresh
         </button>
       </div>
-      <div class="table-wrap">
+      <div class="table-wrap" ref={rows}>
         <table class="runs">
           <caption class="sr-only">Runs, newest first</caption>
           <thead>
@@ -151,11 +149,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
           </tbody>
         </table>
       </div>
-      {more && (
-        <button type="button" onClick={loadMore}>
-          Load more
-        </button>
-      )}
+      <LoadMore pages={pages} rows={rows} />
       {props.runId && !selected && runs.data && <RunById workflowId={props.id} runId={props.runId} onReplay={replay} />}
       {selected && <RunView run={selected} onReplay={replay} />}
       {deleting && (

@@ -1,15 +1,19 @@
 // The workflows page: each workflow with its trigger, state and steps, linking to its runs.
+import { useRef } from 'preact/hooks';
 import { formatTime } from './format';
 import { href } from './router';
 import type { Workflow } from './types';
 import { usePages } from './use-pages';
+import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 
 const PAGE = 50;
 
 export function WorkflowsList() {
   // Past the first page the rest is a press away, as on the sources page.
-  const { items: workflows, page: list, more, loadMore } = usePages<Workflow>('/users/me/workflows', PAGE);
+  const pages = usePages<Workflow>('/users/me/workflows', PAGE);
+  const { items: workflows, page: list } = pages;
+  const rows = useRef<HTMLDivElement>(null);
   return (
     <section aria-labelledby="workflows-title">
       <div class="title-row">
@@ -26,7 +30,7 @@ export function WorkflowsList() {
         </p>
       )}
       {workflows.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" ref={rows}>
           <table>
             <thead>
               <tr>
@@ -55,11 +59,7 @@ export function WorkflowsList() {
           </table>
         </div>
       )}
-      {more && (
-        <button type="button" onClick={loadMore}>
-          Load more
-        </button>
-      )}
+      <LoadMore pages={pages} rows={rows} />
     </section>
   );
 }

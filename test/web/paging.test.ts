@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn } from './browser.js';
+import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForFocus } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = {
   name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
@@ -59,8 +59,11 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await rows.nth(24).waitFor();
     // The newest 25 were all the page showed: the first five runs could not be reached.
     expect(await rows.count()).toBe(25);
-    await page.getByRole('button', { name: 'Load more' }).click();
+    // From the keyboard: the focus goes to the first run the press brought, not (with the button gone) the page's top.
+    await page.getByRole('button', { name: 'Load more' }).focus();
+    await page.keyboard.press('Enter');
     await rows.nth(29).waitFor();
+    await waitForFocus(page, 'table.runs tbody tr:nth-child(26) th a', new RegExp(`^${started[4]}$`));
     expect(await rows.allTextContents()).toEqual([...started].reverse());
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
 
@@ -101,8 +104,10 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await rows.nth(99).waitFor();
     // The newest 100 were all the log showed.
     expect(await rows.count()).toBe(100);
-    await page.getByRole('button', { name: 'Load more' }).click();
+    await page.getByRole('button', { name: 'Load more' }).focus();
+    await page.keyboard.press('Enter');
     await rows.nth(104).waitFor();
+    await waitForFocus(page, 'table.deliveries tbody tr:nth-child(101) a');
     expect(await rows.locator('td code').allTextContents()).toEqual(events);
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
     expect(problems).toEqual([]);
