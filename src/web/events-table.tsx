@@ -3,7 +3,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { del, get, type Page, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
-import { formatTime } from './format';
+import { compareIds, formatTime } from './format';
+import { DeleteRangeForm } from './delete-range';
 import { JsonView } from './json-view';
 import { useNotify } from './notices';
 import { followStream } from './sse';
@@ -11,13 +12,6 @@ import type { EventSummary } from './types';
 
 export type Stream = 'emit' | '$logs' | '$errors';
 const RETAINED = 100;
-
-/** Event ids (`<epoch_ms>-<seq>`) in the order the events were committed. */
-export function compareIds(a: string, b: string): number {
-  const [am = 0, as = 0] = a.split('-').map(Number);
-  const [bm = 0, bs = 0] = b.split('-').map(Number);
-  return am - bm || as - bs;
-}
 
 function preview(summary: EventSummary): string {
   if (summary.metadata.summary) return summary.metadata.summary;
@@ -38,7 +32,6 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const [refused, setRefused] = useState<string | undefined>(undefined);
   const [selected, setSelected] = useState<string | undefined>(undefined);
   const [announcement, setAnnouncement] = useState('');
-  const [range, setRange] = useState({ start: '', end: '' });
   const [confirming, setConfirming] = useState<{ start?: string; end?: string } | undefined>(undefined);
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
@@ -230,36 +223,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
         )}
       </div>
       {stream === 'emit' && (
-        <form
-          class="panel range"
-          noValidate
-          onSubmit={(e) => {
-            e.preventDefault();
-            setConfirming({ start: range.start.trim() || undefined, end: range.end.trim() || undefined });
-          }}
-        >
-          <h3>Delete events</h3>
-          <p class="hint">Both ids are included. Only a start: it and every later event. Only an end: it and every earlier one. Neither: all.</p>
-          <div class="inline">
-            <label for={`range-start-${sourceId}`}>From id</label>
-            <input
-              id={`range-start-${sourceId}`}
-              value={range.start}
-              placeholder={rows.at(-1)?.id ?? 'oldest'}
-              onInput={(e) => setRange({ ...range, start: e.currentTarget.value })}
-            />
-            <label for={`range-end-${sourceId}`}>To id</label>
-            <input
-              id={`range-end-${sourceId}`}
-              value={range.end}
-              placeholder={rows[0]?.id ?? 'newest'}
-              onInput={(e) => setRange({ ...range, end: e.currentTarget.value })}
-            />
-            <button type="submit" class="danger">
-              Delete range
-            </button>
-          </div>
-        </form>
+        <DeleteRangeForm sourceId={sourceId} oldest={rows.at(-1)?.id} newest={rows[0]?.id} onAsk={(start, end) => setConfirming({ start, end })} />
       )}
       {confirming && (
         <ConfirmDialog

@@ -72,3 +72,10 @@ export function endpointUrl(configuredProps: Record<string, unknown>): string | 
 export function eventTime(id: string): number {
   return Number(id.split('-')[0]);
 }
+
+/** Event ids (`<epoch_ms>-<seq>`) in the order the events were committed. */
+export function compareIds(a: string, b: string): number {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am - bm || as - bs;
+}

@@ -140,4 +140,39 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it('checks the ids of a range of events to delete before asking to confirm, on their fields', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (
+      await api.post('/v1/sources', {
+        name: 'ranged',
+        component_code: `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`,
+      })
+    ).body.data;
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/${source.id}`);
+    await signIn(page, user.apiKey);
+    const from = page.getByLabel('From id');
+    const to = page.getByLabel('To id');
+    await from.fill('yesterday');
+    await page.getByRole('button', { name: 'Delete range' }).click();
+    // The dialog asked to confirm deleting "events from yesterday"; the server refused it only after.
+    await waitForText(page.locator(`#range-start-${source.id}-error`), 'From id must be an event id');
+    await waitForFocus(page, `#range-start-${source.id}`);
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await from.fill('1700000000002-0');
+    await page.locator(`#range-start-${source.id}-error`).waitFor({ state: 'detached' });
+    await to.fill('1700000000001-0');
+    await page.getByRole('button', { name: 'Delete range' }).click();
+    await waitForText(page.locator(`#range-end-${source.id}-error`), 'To id is older than From id');
+    expect(await to.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await to.fill('1700000000003-0');
+    await page.getByRole('button', { name: 'Delete range' }).click();
+    await waitForText(page.getByRole('dialog'), 'Events from 1700000000002-0 to 1700000000003-0 will be deleted.');
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await waitForText(page.locator('.notice'), 'Deleted the events.');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
