@@ -6,6 +6,8 @@ import { useNotify } from './notices';
 import type { Source, Subscription, Webhook, Workflow } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { useFormErrors } from './field-errors';
+import { focusFirstInvalid } from './prop-form';
 
 /** What an id may name here, with the name to show (a webhook without a name shows its URL). */
 interface Named {
@@ -47,16 +49,21 @@ export function SubscriptionsPage() {
   const listeners = [...(things.data?.webhooks ?? []), ...emitters];
   const names = new Map(listeners.map((thing) => [thing.id, thing.name]));
   const [form, setForm] = useState({ emitter_id: '', listener_id: '', event_name: '' });
-  const [error, setError] = useState<string | undefined>(undefined);
+  const errors = useFormErrors();
   const [deleting, setDeleting] = useState<Subscription | undefined>(undefined);
 
   const create = async (event: Event) => {
     event.preventDefault();
-    if (!form.emitter_id.trim() || !form.listener_id.trim()) {
-      setError('Both an emitter and a listener are needed.');
+    // Read now: the event's currentTarget is gone once the request has been awaited.
+    const formElement = event.currentTarget as HTMLFormElement;
+    const missing: Record<string, string> = {};
+    if (!form.emitter_id.trim()) missing.emitter_id = 'An emitter is needed: a source or workflow id, or dc_* or p_*.';
+    if (!form.listener_id.trim()) missing.listener_id = 'A listener is needed: a webhook, source or workflow id.';
+    errors.show(missing, undefined, '');
+    if (Object.keys(missing).length) {
+      focusFirstInvalid(formElement);
       return;
     }
-    setError(undefined);
     try {
       await api(
         'POST',
@@ -66,7 +73,12 @@ export function SubscriptionsPage() {
       setForm({ emitter_id: '', listener_id: '', event_name: '' });
       await list.reload();
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : describeError(failure));
+      // An emitter or listener not found ('emitter "dc_x" not found') is shown on its field; anything else above the button.
+      const said = failure instanceof ApiError ? failure.message : describeError(failure);
+      const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
+      if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
+      else errors.show({}, said, '');
+      focusFirstInvalid(formElement);
     }
   };
 
@@ -144,7 +156,12 @@ export function SubscriptionsPage() {
             list="sub-emitters"
             placeholder="a source or workflow (dc_…, p_…), or dc_* or p_*"
             spellcheck={false}
-            onInput={(e) => setForm({ ...form, emitter_id: e.currentTarget.value })}
+            onInput={(e) => {
+              setForm({ ...form, emitter_id: e.currentTarget.value });
+              errors.edited('emitter_id');
+            }}
+            aria-invalid={errors.fields.emitter_id ? 'true' : undefined}
+            aria-describedby="sub-emitter-error"
           />
           <datalist id="sub-emitters">
             {emitters.map((thing) => (
@@ -153,6 +170,9 @@ export function SubscriptionsPage() {
             <option value="dc_*" label="every source" />
             <option value="p_*" label="every workflow" />
           </datalist>
+          <p id="sub-emitter-error" class="field-error" role={errors.fields.emitter_id ? 'alert' : undefined}>
+            {errors.fields.emitter_id ?? ''}
+          </p>
         </div>
         <div class="field">
           <label for="sub-event">Stream</label>
@@ -177,16 +197,24 @@ export function SubscriptionsPage() {
             list="sub-listeners"
             placeholder="a webhook, source or workflow (wh_…, dc_… or p_…)"
             spellcheck={false}
-            onInput={(e) => setForm({ ...form, listener_id: e.currentTarget.value })}
+            onInput={(e) => {
+              setForm({ ...form, listener_id: e.currentTarget.value });
+              errors.edited('listener_id');
+            }}
+            aria-invalid={errors.fields.listener_id ? 'true' : undefined}
+            aria-describedby="sub-listener-error"
           />
           <datalist id="sub-listeners">
             {listeners.map((thing) => (
               <option key={thing.id} value={thing.id} label={thing.name} />
             ))}
           </datalist>
+          <p id="sub-listener-error" class="field-error" role={errors.fields.listener_id ? 'alert' : undefined}>
+            {errors.fields.listener_id ?? ''}
+          </p>
         </div>
-        <p class="field-error" role={error ? 'alert' : undefined}>
-          {error ?? ''}
+        <p class="field-error" role={errors.summary ? 'alert' : undefined}>
+          {errors.summary ?? ''}
         </p>
         <button type="submit">Subscribe</button>
       </form>

@@ -175,4 +175,33 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it("shows a subscription's missing or unknown emitter and listener on their fields, and drops each when it is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}&name=sink`)).body.data;
+    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
+    await signIn(page, user.apiKey);
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    // It said "Both an emitter and a listener are needed." above the button, marking neither, and kept saying it.
+    await waitForText(page.locator('#sub-emitter-error'), 'An emitter is needed');
+    await waitForText(page.locator('#sub-listener-error'), 'A listener is needed');
+    await waitForFocus(page, '#sub-emitter');
+    await page.getByLabel('Emitter').fill('dc_nothing');
+    await page.locator('#sub-emitter-error:empty').waitFor({ state: 'attached' });
+    expect(await page.locator('#sub-listener-error').textContent()).toBe('A listener is needed: a webhook, source or workflow id.');
+    await page.getByLabel('Listener').fill(hook.id);
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    // The server's 404 names the emitter: it is shown there, and the field gets the focus.
+    await waitForText(page.locator('#sub-emitter-error'), 'emitter "dc_nothing" not found');
+    expect(await page.getByLabel('Emitter').getAttribute('aria-invalid')).toBe('true');
+    await waitForFocus(page, '#sub-emitter');
+    await page.getByLabel('Emitter').fill('dc_*');
+    await page.locator('#sub-emitter-error:empty').waitFor({ state: 'attached' });
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    await page.getByRole('row').filter({ hasText: hook.id }).waitFor();
+    expect((await api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(1);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
