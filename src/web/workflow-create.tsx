@@ -1,7 +1,7 @@
 // Creating a workflow: a name, a trigger and ordered steps (code, or a saved or registry component), saved through
 // the progress route so that the npm packages its code imports are seen installing.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { describeErrorWithDetails, getEveryPage } from './api';
+import { ApiError, describeErrorWithDetails, getEveryPage } from './api';
 import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
@@ -32,6 +32,9 @@ const STARTER_STEP = `export default defineComponent({
 
 const ORIGIN_LABELS: Record<StepOrigin, string> = { code: 'Code', component_id: 'Saved component id', component_key: 'Registry key' };
 
+/** The form's fields, by the names a 400's `details` give them. */
+const SERVER_FIELDS: Record<string, string> = { name: 'workflow-name', timeout_seconds: 'workflow-timeout' };
+
 let nextKey = 1;
 const newStep = (index: number): StepDraft => ({ key: nextKey++, name: `step_${index + 1}`, origin: 'code', text: STARTER_STEP, props: '' });
 
@@ -52,6 +55,9 @@ export function WorkflowCreate() {
   const [busy, setBusy] = useState(false);
   const progress = useInstallProgress();
   const [invalidField, setInvalidField] = useState<string | undefined>(undefined);
+  /** The field at fault is marked, and says where its reason is. */
+  const marked = (id: string) =>
+    invalidField === id ? { 'aria-invalid': 'true' as const, 'aria-describedby': 'workflow-error' } : { 'aria-invalid': undefined };
   /** Said to screen readers after a step moves: where it now stands. */
   const [moved, setMoved] = useState('');
   const errorLine = useRef<HTMLParagraphElement>(null);
@@ -142,7 +148,10 @@ export function WorkflowCreate() {
       navigate('workflows', answer.data.id);
     } catch (failure) {
       setError(describeErrorWithDetails(failure));
-      errorLine.current?.focus();
+      // A 400 naming a field of the form (the name, the timeout) marks it and takes the focus; else the reason does.
+      const named = failure instanceof ApiError ? failure.details.map((detail) => SERVER_FIELDS[detail.field ?? '']).find(Boolean) : undefined;
+      setInvalidField(named);
+      (named ? document.getElementById(named) : errorLine.current)?.focus();
     } finally {
       setBusy(false);
       progress.done();
@@ -155,16 +164,21 @@ export function WorkflowCreate() {
         <a href={href('workflows')}>Workflows</a> /
       </p>
       <h1 id="workflow-create-title">New workflow</h1>
-      <form onSubmit={save} class="panel" noValidate>
+      {/* The field at fault edited, its error goes: it was about the value it held. */}
+      <form
+        onSubmit={save}
+        class="panel"
+        noValidate
+        onInput={(e) => {
+          if (invalidField && (e.target as HTMLElement).id === invalidField) {
+            setInvalidField(undefined);
+            setError(undefined);
+          }
+        }}
+      >
         <div class="field">
           <label for="workflow-name">Workflow name</label>
-          <input
-            id="workflow-name"
-            value={name}
-            required
-            aria-invalid={invalidField === 'workflow-name' ? 'true' : undefined}
-            onInput={(e) => setName(e.currentTarget.value)}
-          />
+          <input id="workflow-name" value={name} required {...marked('workflow-name')} onInput={(e) => setName(e.currentTarget.value)} />
         </div>
 
         <fieldset>
@@ -193,7 +207,7 @@ export function WorkflowCreate() {
                 type="number"
                 min={minTimerInterval()}
                 aria-describedby="workflow-interval-min"
-                aria-invalid={invalidField === 'workflow-interval' ? 'true' : undefined}
+                {...marked('workflow-interval')}
                 value={intervalSeconds}
                 onInput={(e) => setIntervalSeconds(e.currentTarget.value)}
               />
@@ -215,6 +229,7 @@ export function WorkflowCreate() {
               <label for="workflow-source">Source</label>
               <input
                 id="workflow-source"
+                {...marked('workflow-source')}
                 list="workflow-sources"
                 spellcheck={false}
                 value={sourceId}
@@ -243,7 +258,7 @@ export function WorkflowCreate() {
                   <label for={`step-name-${step.key}`}>Step name</label>
                   <input
                     id={`step-name-${step.key}`}
-                    aria-invalid={invalidField === `step-name-${step.key}` ? 'true' : undefined}
+                    {...marked(`step-name-${step.key}`)}
                     spellcheck={false}
                     value={step.name}
                     onInput={(e) => change(step.key, { name: e.currentTarget.value })}
@@ -268,6 +283,7 @@ export function WorkflowCreate() {
                   {step.origin === 'code' ? (
                     <textarea
                       id={`step-text-${step.key}`}
+                      {...marked(`step-text-${step.key}`)}
                       class="code"
                       rows={8}
                       spellcheck={false}
@@ -277,6 +293,7 @@ export function WorkflowCreate() {
                   ) : (
                     <input
                       id={`step-text-${step.key}`}
+                      {...marked(`step-text-${step.key}`)}
                       spellcheck={false}
                       placeholder={step.origin === 'component_id' ? 'sc_…' : 'app-component-key'}
                       value={step.text}
@@ -288,7 +305,7 @@ export function WorkflowCreate() {
                   <label for={`step-props-${step.key}`}>Configured props (JSON, optional)</label>
                   <textarea
                     id={`step-props-${step.key}`}
-                    aria-invalid={invalidField === `step-props-${step.key}` ? 'true' : undefined}
+                    {...marked(`step-props-${step.key}`)}
                     class="code short"
                     rows={2}
                     spellcheck={false}
@@ -335,11 +352,19 @@ export function WorkflowCreate() {
 
         <div class="field">
           <label for="workflow-timeout">Run timeout (seconds, at most 900)</label>
-          <input id="workflow-timeout" type="number" min={1} max={900} value={timeoutSeconds} onInput={(e) => setTimeoutSeconds(e.currentTarget.value)} />
+          <input
+            id="workflow-timeout"
+            {...marked('workflow-timeout')}
+            type="number"
+            min={1}
+            max={900}
+            value={timeoutSeconds}
+            onInput={(e) => setTimeoutSeconds(e.currentTarget.value)}
+          />
         </div>
 
         {/* Always there, so that a message put in it is announced; the field at fault has the focus. */}
-        <p class="field-error" ref={errorLine} tabIndex={-1} role="alert">
+        <p id="workflow-error" class="field-error" ref={errorLine} tabIndex={-1} role="alert">
           {error ?? ''}
         </p>
         <InstallProgressView progress={progress} working="Installing the npm packages the steps' code imports, then saving…" />

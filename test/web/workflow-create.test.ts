@@ -130,4 +130,41 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
     expect(page.url()).toContain('#/workflows/new');
     expect(problems).toEqual([]);
   });
+
+  it('marks the field at fault, drops its error when it is edited, and puts a 400 naming a field on that field', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.goto(`${server.url}/#/workflows/new`);
+    const error = page.locator('#workflow-error');
+
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(error, 'The workflow needs a name.');
+    await page.getByLabel('Workflow name').fill('fixed');
+    // The message stayed, and the name stayed marked, until the next press.
+    await page.locator('#workflow-error:empty').waitFor({ state: 'attached' });
+    expect(await page.getByLabel('Workflow name').getAttribute('aria-invalid')).toBeNull();
+
+    // A step without code: its field was focused but never marked.
+    const code = page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Code');
+    await code.fill('');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(error, 'Step step_1 needs its code.');
+    expect(await code.getAttribute('aria-invalid')).toBe('true');
+    expect(await code.getAttribute('aria-describedby')).toBe('workflow-error');
+    await code.fill(DOUBLE_STEP);
+    await page.locator('#workflow-error:empty').waitFor({ state: 'attached' });
+
+    // The server's 400 names timeout_seconds: that field is marked and gets the focus.
+    await page.getByLabel('Run timeout (seconds, at most 900)').fill('5000');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(error, 'timeout_seconds must be <= 900');
+    await waitForFocus(page, '#workflow-timeout[aria-invalid="true"]');
+    await page.getByLabel('Run timeout (seconds, at most 900)').fill('30');
+    await page.locator('#workflow-error:empty').waitFor({ state: 'attached' });
+    expect((await api.get('/v1/users/me/workflows')).body.data).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
