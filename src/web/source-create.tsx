@@ -26,6 +26,12 @@ export function SourceCreate() {
   const [busy, setBusy] = useState(false);
   const progress = useInstallProgress();
   const configureTitle = useRef<HTMLHeadingElement>(null);
+  // Why the code or the key was refused is about that field: marked, pointing at the reason, which goes once it is edited.
+  const pick = (from: 'code' | 'registry') => {
+    setOrigin(from);
+    setLoadError(undefined);
+  };
+  const aboutSource = { 'aria-invalid': loadError ? ('true' as const) : undefined, 'aria-describedby': 'component-error' };
   const propList = usePropList(component?.id ?? '', component?.configurable_props ?? [], raw, setRaw);
   // Once the props are loaded, keyboard and screen-reader users land on the form they now fill in.
   useEffect(() => {
@@ -92,21 +98,42 @@ export function SourceCreate() {
         <fieldset>
           <legend>Component</legend>
           <div class="inline">
-            <input type="radio" id="origin-code" name="origin" checked={origin === 'code'} onChange={() => setOrigin('code')} />
+            <input type="radio" id="origin-code" name="origin" checked={origin === 'code'} onChange={() => pick('code')} />
             <label for="origin-code">Paste code</label>
-            <input type="radio" id="origin-registry" name="origin" checked={origin === 'registry'} onChange={() => setOrigin('registry')} />
+            <input type="radio" id="origin-registry" name="origin" checked={origin === 'registry'} onChange={() => pick('registry')} />
             <label for="origin-registry">Registry component</label>
           </div>
         </fieldset>
         {origin === 'code' ? (
           <div class="field">
             <label for="component-code">Component code</label>
-            <textarea id="component-code" class="code" rows={12} spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+            <textarea
+              id="component-code"
+              class="code"
+              rows={12}
+              spellcheck={false}
+              value={code}
+              {...aboutSource}
+              onInput={(e) => {
+                setCode(e.currentTarget.value);
+                setLoadError(undefined);
+              }}
+            />
           </div>
         ) : (
           <div class="field">
             <label for="registry-key">Registry key</label>
-            <input id="registry-key" list="registry-keys" spellcheck={false} value={registryKey} onInput={(e) => setRegistryKey(e.currentTarget.value)} />
+            <input
+              id="registry-key"
+              list="registry-keys"
+              spellcheck={false}
+              value={registryKey}
+              {...aboutSource}
+              onInput={(e) => {
+                setRegistryKey(e.currentTarget.value);
+                setLoadError(undefined);
+              }}
+            />
             <datalist id="registry-keys">
               {REGISTRY_SUGGESTIONS.map((key) => (
                 <option key={key} value={key} />
@@ -114,7 +141,7 @@ export function SourceCreate() {
             </datalist>
           </div>
         )}
-        <p class="field-error" role={loadError ? 'alert' : undefined}>
+        <p id="component-error" class="field-error" role={loadError ? 'alert' : undefined}>
           {loadError ?? ''}
         </p>
         <InstallProgressView progress={progress} working="Saving the component: installing the npm packages its code imports…" />

@@ -204,4 +204,32 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it('marks the pasted code or registry key the server refused, and drops the reason when that field is edited', async () => {
+    const user = await server.createUser();
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
+    await signIn(page, user.apiKey);
+    const code = page.getByLabel('Component code');
+    await code.fill('module.exports = { this is not javascript');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForText(page.locator('#component-error'), '(422 component_invalid)');
+    expect(await code.getAttribute('aria-invalid')).toBe('true');
+    await code.fill(SOURCE);
+    // The syntax error stayed under the corrected code.
+    await page.locator('#component-error:empty').waitFor({ state: 'attached' });
+    expect(await code.getAttribute('aria-invalid')).toBeNull();
+
+    await page.getByLabel('Registry component').check();
+    const key = page.getByLabel('Registry key');
+    await key.fill('no-such-component');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForText(page.locator('#component-error'), 'not found (404 not_found)');
+    expect(await key.getAttribute('aria-invalid')).toBe('true');
+    await key.fill('http-new-requests');
+    await page.locator('#component-error:empty').waitFor({ state: 'attached' });
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /^Configure / }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
