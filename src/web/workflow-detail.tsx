@@ -202,10 +202,18 @@ function RunById(props: { workflowId: string; runId: string; onReplay: (run: Wor
 
 function RunView(props: { run: WorkflowRun; onReplay: (run: WorkflowRun) => void }) {
   const { run } = props;
+  // The run opens below the list (25 runs and more): brought into view, as an opened event is; opened from the list,
+  // the focus follows, so that the keyboard and a screen reader are where the run is.
+  const panel = useRef<HTMLElement>(null);
+  const title = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (document.activeElement?.closest('table.runs')) title.current?.focus();
+    else panel.current?.scrollIntoView({ block: 'nearest' });
+  }, [run.id]);
   return (
-    <section class="panel run" aria-labelledby="run-title">
+    <section class="panel run" aria-labelledby="run-title" ref={panel}>
       <div class="title-row">
-        <h2 id="run-title">
+        <h2 id="run-title" ref={title} tabIndex={-1}>
           Run <code>{run.id}</code> <span class={`badge ${run.status}`}>{run.status}</span>
         </h2>
         <button type="button" onClick={() => props.onReplay(run)}>

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForFocus } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, signIn, waitForFocus } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = {
   name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
@@ -76,6 +76,10 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     // The oldest run opens from its row.
     await rows.filter({ hasText: started[0]! }).click();
     await page.getByRole('heading', { name: new RegExp(`Run ${started[0]}`) }).waitFor();
+    // It opened below the 31 rows, out of sight, the focus left on its link: now the focus and the view are on it.
+    await waitForFocus(page, '#run-title');
+    const [top, height] = await evaluate<[number, number]>(page, `[document.getElementById('run-title').getBoundingClientRect().top, innerHeight]`);
+    expect(top >= 0 && top < height).toBe(true);
     expect(problems).toEqual([]);
     await page.context().close();
   });
