@@ -86,22 +86,29 @@ function asUnavailable(error: Error): ServiceError | undefined {
 
 /**
  * Says an outage in the log once, when its first request fails, and once more when a request succeeds again, with
- * how many it turned away meanwhile: a database down for a minute under load is two lines, not thousands.
+ * how many it turned away meanwhile: a database down for a minute under load is two lines, not thousands. A request
+ * answered without the database having been reached since the last refusal does not end it: a 404, a 400 or a
+ * read (which goes on through SQLite's lock or a full disk) would otherwise end every outage at once, and the next
+ * refusal start a new one, a pair of lines per request.
  */
 class OutageLog {
-  private current: { kind: string; since: number; refused: number } | undefined;
+  private current: { kind: string; since: number; refused: number; reachedAt: number } | undefined;
+
+  /** `reached`: grows each time the database takes a write (Store.reached). */
+  constructor(private readonly reached: () => number) {}
 
   failed(log: FastifyRequest['log'], error: ServiceError, cause: Error): void {
     if (this.current) {
       this.current.refused++;
+      this.current.reachedAt = this.reached();
       return;
     }
-    this.current = { kind: error.code, since: Date.now(), refused: 1 };
+    this.current = { kind: error.code, since: Date.now(), refused: 1, reachedAt: this.reached() };
     log.error({ err: cause, code: error.code }, `${error.message.split(':')[0]}; requests are answered ${error.status} until it recovers`);
   }
 
   answered(log: FastifyRequest['log'], status: number): void {
-    if (!this.current || status >= 500) return;
+    if (!this.current || status >= 500 || this.reached() === this.current.reachedAt) return;
     const { since, refused } = this.current;
     this.current = undefined;
     log.warn({ refused, seconds: Math.round((Date.now() - since) / 1000) }, `recovered: requests are answered again after ${refused} were refused`);
@@ -138,9 +145,9 @@ function answerError(outages: OutageLog, raised: Error, log: FastifyRequest['log
   return retryAfterSeconds === undefined ? { status, body } : { status, body, retryAfterSeconds };
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, databaseReached: () => number): void {
   // One per server: an outage is said once, whichever route (or streamed answer) meets it.
-  const outages = new OutageLog();
+  const outages = new OutageLog(databaseReached);
   app.decorate('answerError', (raised: Error, log: FastifyRequest['log']) => answerError(outages, raised, log));
   app.addHook('onResponse', (request, reply, done) => {
     outages.answered(request.log, reply.statusCode);

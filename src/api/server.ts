@@ -189,7 +189,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
     });
   }
 
-  installErrorHandling(app);
+  installErrorHandling(app, () => services.health.databaseReached());
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

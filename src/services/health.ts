@@ -40,6 +40,11 @@ export class HealthService {
     return isReachable(this.store);
   }
 
+  /** Grows each time the database takes a write (or, on PostgreSQL, answers): see Store.reached. */
+  databaseReached(): number {
+    return this.store.reached();
+  }
+
   /** From now on the node is not ready: a graceful stop has begun (the first thing close() does). */
   beginStop(): void {
     this.stopping = true;

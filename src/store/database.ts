@@ -32,6 +32,11 @@ export interface Store {
   readonly dialect: DialectName;
   /** Where the data lives, for messages: the SQLite path or the PostgreSQL URL without its password. */
   readonly location: string;
+  /**
+   * How many times the database took a write (SQLite: committed; reads go on through its locks and a full disk) or,
+   * on PostgreSQL, answered any statement: what says an outage that requests met has ended.
+   */
+  reached(): number;
   close(): Promise<void>;
 }
 
@@ -113,14 +118,14 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
       },
     });
   }
-  const statements = withStatementCache(connection);
+  const { statements, reached } = withStatementCache(connection);
   const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection) });
   runTransactionsDirectly(db, statements);
   const close = async () => {
     await checkpointer?.close();
     await db.destroy();
   };
-  return { db, dialect: 'sqlite', location: file, close };
+  return { db, dialect: 'sqlite', location: file, reached, close };
 }
 
 /** Most distinct statements kept prepared; batch inserts of different sizes each have their own SQL. */
@@ -147,20 +152,36 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
 
 /**
  * Kysely prepares every query anew; preparing costs more than running most of ours, so statements are reused.
- * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used.
+ * Safe because better-sqlite3 runs each statement to completion synchronously before the next is used. Counts the
+ * writes that committed (a write outside a transaction, or a COMMIT): reads succeed while another process holds
+ * the lock or the disk is full, so only a commit says that writes go through again.
  */
-function withStatementCache(connection: SQLite.Database): SqliteDatabase & SqliteStatements {
+function withStatementCache(connection: SQLite.Database): { statements: SqliteDatabase & SqliteStatements; reached: () => number } {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
+  let committed = 0;
+  const counted = (statement: SQLite.Statement): SQLite.Statement => {
+    if (statement.reader) return statement;
+    const run = statement.run.bind(statement);
+    statement.run = ((...parameters: unknown[]) => {
+      const result = run(...parameters);
+      if (!connection.inTransaction) committed++;
+      return result;
+    }) as SQLite.Statement['run'];
+    return statement;
+  };
   return {
-    close: () => connection.close(),
-    prepare: (query: string) => {
-      let statement = statements.get(query);
-      if (!statement) {
-        statement = connection.prepare(query);
-        statements.set(query, statement);
-      }
-      return statement;
+    statements: {
+      close: () => connection.close(),
+      prepare: (query: string) => {
+        let statement = statements.get(query);
+        if (!statement) {
+          statement = counted(connection.prepare(query));
+          statements.set(query, statement);
+        }
+        return statement;
+      },
     },
+    reached: () => committed,
   };
 }
 
@@ -201,25 +222,28 @@ async function openPostgres(url: string, queryTimeoutMs: number | undefined): Pr
   pool.on('error', () => undefined);
   // A client in use (inside a transaction, between its queries) that loses its connection emits 'error' too; its
   // next query fails with it (a 503 to its request). Without a listener the error would end the process.
+  let answered = 0;
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
-    dropConnectionOnReadTimeout(client);
+    dropConnectionOnReadTimeout(client, () => answered++);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', location: url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'), close: () => db.destroy() };
+  const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+  return { db, dialect: 'postgres', location, reached: () => answered, close: () => db.destroy() };
 }
 
 /**
  * pg answers a statement past `query_timeout` with an error but keeps the connection, whose late answer would then
  * hold every later statement of the client: the client is ended instead. Ending marks it at once, so the pool
  * discards it when Kysely releases it (this handler runs first: it was attached before Kysely awaits the answer).
+ * Every answer is counted (`onAnswer`): the store's `reached()`.
  */
-function dropConnectionOnReadTimeout(client: PoolClient): void {
+function dropConnectionOnReadTimeout(client: PoolClient, onAnswer: () => void): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as { query: unknown }).query = (...args: unknown[]) => {
     const answer = query(...args);
     if (answer instanceof Promise) {
-      answer.catch((error: unknown) => {
+      answer.then(onAnswer, (error: unknown) => {
         if ((error as Error | undefined)?.message === PG_READ_TIMEOUT_MESSAGE) client.end().catch(() => undefined);
       });
     }

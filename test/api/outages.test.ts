@@ -3,7 +3,8 @@
 // (507 for a full disk) with Retry-After and a JSON body, never a 500 or a hang; nothing acknowledged is lost (and a
 // request whose COMMIT was cut off is answered as perhaps stored, never as not written); the service recovers by
 // itself when the dependency returns; the log says so once when it starts and once when it ends.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +15,8 @@ import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { proxyInFrontOf, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { openStream, startReceiver } from '../delivery/helpers.js';
+
+const require = createRequire(import.meta.url);
 
 const ECHO = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit({ n: e.body.n }); } };';
 /** Keeps whole bodies as events, so that a load fills a disk. */
@@ -136,6 +139,17 @@ async function expectAcknowledgedStoredOnce(load: Load, stored: () => Promise<nu
   return numbers;
 }
 
+/**
+ * During an outage (ingest to `endpoint` refused with `status`): an unknown route answered 404 and a request without
+ * a key 401 between two refusals, neither reaching the database; the outage stays one in the log.
+ */
+async function expectNotReachedAnswersKeepOneOutage(endpoint: string, base: string, key: string, status: number): Promise<void> {
+  expect((await request('POST', endpoint, { body: { n: 1 } })).status).toBe(status);
+  expect((await request('GET', `${base}/v1/no-such-route`, { key })).status).toBe(404);
+  expect((await request('GET', `${base}/v1/users/me`)).status).toBe(401);
+  expect((await request('POST', endpoint, { body: { n: 2 } })).status).toBe(status);
+}
+
 describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under load', () => {
   const cleanup = cleanupsAfterAll();
 
@@ -179,6 +193,29 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     await expectAcknowledgedStoredOnce(load, stored);
     const me = await client(server.url, key).get('/v1/users/me');
     expect(me.status).toBe(200);
+  });
+
+  it('says the outage once when requests that do not reach the database (a 404, a 401) are answered during it', async () => {
+    const database = await createTestDatabase();
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
+    const { logger, lines } = collectedLogger();
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn' }, { logger });
+    cleanup(server.stop);
+    const key = (await server.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
+    const endpoint: string = deployed.body.data.configured_props.http.endpoint_url;
+    proxy.cut();
+    await expectNotReachedAnswersKeepOneOutage(endpoint, server.url, key, 503);
+    proxy.restore();
+    await waitFor(
+      async () => (await request('POST', endpoint, { body: { n: 3 } })).status,
+      (status) => status === 200,
+      { what: 'an ingest acknowledged again' },
+    );
+    expect(lines.filter((l) => l.msg.endsWith('requests are answered 503 until it recovers'))).toHaveLength(1);
+    expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
   });
 
   it('a cluster (api node, two workers) under load: every acknowledged event stored once, streamed in order, sent to its webhook; two lines of log per node', async () => {
@@ -333,4 +370,42 @@ describe('SQLite on a full disk under load', () => {
       }
     },
   );
+});
+
+describe('SQLite locked by another process', () => {
+  it('answers writes 503 while reads go on; one outage in the log, ended by the first write that commits', { timeout: 60_000 }, async () => {
+    const { logger, lines } = collectedLogger();
+    const server = await startTestServer('sqlite', { logLevel: 'warn' }, { logger });
+    try {
+      const key = (await server.createUser({ plan: 'paid' })).apiKey;
+      const deployed = await client(server.url, key).post('/v1/sources', { component_code: ECHO });
+      const endpoint: string = deployed.body.data.configured_props.http.endpoint_url;
+      // Another process (a script, a second tool) takes SQLite's write lock and keeps it until it is killed.
+      const holder = spawn(process.execPath, [
+        '-e',
+        `const D = require(${JSON.stringify(require.resolve('better-sqlite3'))}); const d = new D(${JSON.stringify(path.join(server.dataDir, 'tributary.db'))});` +
+          ` d.exec('begin exclusive'); console.log('locked'); setInterval(() => {}, 1000);`,
+      ]);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          holder.stdout.once('data', () => resolve());
+          holder.once('exit', (code) => reject(new Error(`the lock holder exited with ${code}`)));
+        });
+        // A read between two refused writes is answered from the database (WAL), yet writes still wait on the lock.
+        await expectNotReachedAnswersKeepOneOutage(endpoint, server.url, key, 503);
+        expect((await client(server.url, key).get('/v1/users/me')).status).toBe(200);
+        const refused = await request('POST', endpoint, { body: { n: 3 } });
+        expect([refused.status, refused.headers.get('retry-after'), refused.body]).toEqual([503, '5', NOT_WRITTEN]);
+      } finally {
+        const exited = new Promise((resolve) => holder.once('exit', resolve));
+        holder.kill('SIGKILL');
+        await exited;
+      }
+      expect((await request('POST', endpoint, { body: { n: 4 } })).status).toBe(200);
+      expect(lines.filter((l) => l.msg.endsWith('requests are answered 503 until it recovers'))).toHaveLength(1);
+      expect(lines.filter((l) => l.msg === 'recovered: requests are answered again after 3 were refused')).toHaveLength(1);
+    } finally {
+      await server.destroy();
+    }
+  });
 });
