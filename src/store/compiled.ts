@@ -2,7 +2,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import type SQLite from 'better-sqlite3';
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult, type Transaction } from 'kysely';
+import { codeOf } from '../model/outages.js';
 import type { Database } from './schema.js';
+import { waitingForLock } from './sqlite-busy.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -54,13 +56,17 @@ export function runTransactionsDirectly(db: Kysely<Database>, statements: Sqlite
 export function runCompiled<Row>(db: Db, sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
   const statements = db.isTransaction ? sqliteByAdapter.get(db.getExecutor().adapter) : undefined;
   if (!statements) return db.executeQuery(CompiledQuery.raw(sql, parameters)) as Promise<QueryResult<Row>>;
-  try {
+  const run = (): QueryResult<Row> => {
     const statement = statements.prepare(sql);
-    if (statement.reader) return Promise.resolve({ rows: statement.all(parameters) as Row[] });
+    if (statement.reader) return { rows: statement.all(parameters) as Row[] };
     // As Kysely's SQLite driver reports a write.
     const { changes, lastInsertRowid } = statement.run(parameters);
-    return Promise.resolve({ rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) });
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+  };
+  try {
+    return Promise.resolve(run());
   } catch (error) {
-    return Promise.reject(error);
+    // Another process holds the write lock: wait for it without stopping the event loop (sqlite-busy.ts).
+    return codeOf(error) === 'SQLITE_BUSY' ? waitingForLock(run) : Promise.reject(error);
   }
 }

@@ -24,6 +24,7 @@ import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 import { openSqliteFile } from './sqlite-file.js';
 import { PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
+import { SYNC_BUSY_TIMEOUT_MS, waitingForLock } from './sqlite-busy.js';
 
 export type { DialectName };
 
@@ -102,8 +103,9 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
   connection.pragma('journal_mode = WAL');
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
-  // The CLI and the server may write the same file; wait for the other's lock instead of failing.
-  connection.pragma('busy_timeout = 5000');
+  // The CLI and the server may write the same file; wait for the other's lock instead of failing: briefly here, in
+  // the calling thread, then between turns of the event loop (sqlite-busy.ts, the driver below and runCompiled).
+  connection.pragma(`busy_timeout = ${SYNC_BUSY_TIMEOUT_MS}`);
   let checkpointer: BackgroundCheckpointer | undefined;
   if (background) {
     connection.pragma(`wal_autocheckpoint = ${CEILING_CHECKPOINT_PAGES}`);
@@ -137,9 +139,21 @@ const STATEMENT_CACHE_SIZE = 500;
  * active" would hide the error that says what happened.
  */
 function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite.Database): Dialect {
+  const waiting = new WeakMap<DatabaseConnection, DatabaseConnection>();
   class Driver extends SqliteDriver {
     override async rollbackTransaction(open: DatabaseConnection): Promise<void> {
       if (connection.inTransaction) await super.rollbackTransaction(open);
+    }
+
+    /** The one connection, whose statements wait for another process's write lock between turns of the event loop. */
+    override async acquireConnection(): Promise<DatabaseConnection> {
+      const own = await super.acquireConnection();
+      let wrapped = waiting.get(own);
+      if (!wrapped) {
+        wrapped = { executeQuery: (query) => waitingForLock(() => own.executeQuery(query)), streamQuery: (query, size) => own.streamQuery(query, size) };
+        waiting.set(own, wrapped);
+      }
+      return wrapped;
     }
   }
   return {
