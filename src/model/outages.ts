@@ -41,6 +41,13 @@ const UNREACHABLE_CODES = new Set([
   'SQLITE_IOERR',
 ]);
 
+/**
+ * better-sqlite3 reports SQLite's extended codes: an I/O error of any kind, and a lock of any kind, among them
+ * SQLITE_BUSY_SNAPSHOT (another process, the CLI say, committed between a transaction's read and its first write:
+ * the transaction cannot go on, and the same request sent again succeeds).
+ */
+const SQLITE_UNREACHABLE_FAMILIES = ['SQLITE_IOERR', 'SQLITE_BUSY'];
+
 const UNREACHABLE_MESSAGES = [
   /Connection terminated/i,
   /connection timeout/i,
@@ -64,7 +71,9 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   const message = (error as { message?: unknown }).message;
   const text = typeof message === 'string' ? message : '';
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
-  if (code !== undefined && (UNREACHABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR'))) return { kind: 'database_unreachable', cause: text || code };
+  if (code !== undefined && (UNREACHABLE_CODES.has(code) || SQLITE_UNREACHABLE_FAMILIES.some((family) => code.startsWith(family)))) {
+    return { kind: 'database_unreachable', cause: text || code };
+  }
   if (text === PG_READ_TIMEOUT_MESSAGE || UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
   const nested = [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])];
   for (const inner of nested) {

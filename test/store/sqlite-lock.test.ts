@@ -1,6 +1,6 @@
 // SQLite's write lock held by another process: a write waits for it (up to 5 s, then an outage, 503) between turns of
 // the event loop, so that the server goes on answering whatever does not need that write meanwhile.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -86,6 +86,32 @@ describe('SQLite locked by another process', () => {
         await lock.release();
       }
       await sql`create table t (n integer)`.execute(store.db);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("another process's commit between a transaction's read and its write (SQLITE_BUSY_SNAPSHOT) is an outage too, not a 500", async () => {
+    const dataDir = tempDir();
+    const store = await openStore({ dataDir });
+    try {
+      await sql`create table t (n integer)`.execute(store.db);
+      const error = await store.db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select count(*) from t`.execute(trx);
+          // The CLI (users create, say) writing while the server runs.
+          execFileSync(process.execPath, [
+            '-e',
+            `const D = require(${JSON.stringify(require.resolve('better-sqlite3'))}); new D(${JSON.stringify(path.join(dataDir, 'tributary.db'))}).exec('insert into t values (9)');`,
+          ]);
+          await sql`insert into t values (1)`.execute(trx);
+        })
+        .catch((caught: unknown) => caught);
+      expect((error as { code?: string }).code).toBe('SQLITE_BUSY_SNAPSHOT');
+      expect(outageOf(error)).toMatchObject({ kind: 'database_unreachable' });
+      // Sent again, it goes through.
+      await sql`insert into t values (1)`.execute(store.db);
     } finally {
       await store.close();
     }
