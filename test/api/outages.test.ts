@@ -208,6 +208,11 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     const endpoint: string = deployed.body.data.configured_props.http.endpoint_url;
     proxy.cut();
     await expectNotReachedAnswersKeepOneOutage(endpoint, server.url, key, 503);
+    // The health checks say it as the API does: 503, Retry-After, a JSON body.
+    const health = await request('GET', `${server.url}/healthz`);
+    expect([health.status, health.headers.get('retry-after'), health.body]).toEqual([503, '5', { status: 'error', database: 'unreachable' }]);
+    const ready = await request('GET', `${server.url}/readyz`);
+    expect([ready.status, ready.headers.get('retry-after'), ready.body.not_ready]).toEqual([503, '5', ['database', 'migrations']]);
     proxy.restore();
     await waitFor(
       async () => (await request('POST', endpoint, { body: { n: 3 } })).status,

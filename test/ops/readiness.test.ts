@@ -54,7 +54,7 @@ describe.each(DIALECTS)('readiness on %s', (dialect) => {
     await sql`delete from kysely_migration where name = ${last!.name}`.execute(db);
     try {
       const res = await request('GET', `${server.url}/readyz`);
-      expect(res.status).toBe(503);
+      expect([res.status, res.headers.get('retry-after')]).toEqual([503, '5']);
       expect(res.body).toMatchObject({ status: 'not_ready', not_ready: ['migrations'], checks: { migrations: 'pending', database: 'ok' } });
     } finally {
       await sql`insert into kysely_migration (name, timestamp) values (${last!.name}, ${last!.timestamp})`.execute(db);

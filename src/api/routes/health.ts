@@ -3,6 +3,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { HealthService } from '../../services/health.js';
 
+/**
+ * Seconds a 503 here tells a client to wait, as the API's own 503s do: a probe or a script that honours Retry-After
+ * does not hammer a node whose database is away.
+ */
+const RETRY_AFTER_SECONDS = '5';
+
 export function healthRoutes(services: { health: HealthService }): FastifyPluginAsync {
   return async (app) => {
     app.get(
@@ -20,7 +26,10 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
       },
       async (_request, reply) => {
         if (await services.health.databaseReachable()) return { status: 'ok' as const, database: 'ok' as const };
-        return reply.status(503).send({ status: 'error' as const, database: 'unreachable' as const });
+        return reply
+          .status(503)
+          .header('retry-after', RETRY_AFTER_SECONDS)
+          .send({ status: 'error' as const, database: 'unreachable' as const });
       },
     );
 
@@ -49,7 +58,10 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
       async (_request, reply) => {
         const readiness = await services.health.readiness();
         if (readiness.ready) return { status: 'ready' as const, checks: readiness.checks };
-        return reply.status(503).send({ status: 'not_ready' as const, not_ready: readiness.failing, checks: readiness.checks });
+        return reply
+          .status(503)
+          .header('retry-after', RETRY_AFTER_SECONDS)
+          .send({ status: 'not_ready' as const, not_ready: readiness.failing, checks: readiness.checks });
       },
     );
   };
