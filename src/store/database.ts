@@ -6,6 +6,7 @@ import type SQLite from 'better-sqlite3';
 import type { PoolClient, PoolConfig } from 'pg';
 import { LRUCache } from 'lru-cache';
 import {
+  CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   Kysely,
@@ -145,12 +146,34 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
       if (connection.inTransaction) await super.rollbackTransaction(open);
     }
 
-    /** The one connection, whose statements wait for another process's write lock between turns of the event loop. */
+    /**
+     * A transaction takes the write lock as it begins (IMMEDIATE), so that while another process holds it the wait
+     * happens before the transaction, the connection given up meanwhile; none waits for it halfway, holding the
+     * connection and every read behind it, and none finds its snapshot made stale by the other's commit.
+     */
+    override async beginTransaction(open: DatabaseConnection): Promise<void> {
+      await open.executeQuery(CompiledQuery.raw('begin immediate'));
+    }
+
+    /**
+     * The one connection, whose statements wait for another process's write lock between turns of the event loop.
+     * A statement outside a transaction gives the connection up while it waits, so that reads (which WAL lets
+     * through the lock) go on meanwhile: /healthz, the API's GETs, live streams.
+     */
     override async acquireConnection(): Promise<DatabaseConnection> {
       const own = await super.acquireConnection();
       let wrapped = waiting.get(own);
       if (!wrapped) {
-        wrapped = { executeQuery: (query) => waitingForLock(() => own.executeQuery(query)), streamQuery: (query, size) => own.streamQuery(query, size) };
+        const aside = async (pause: () => Promise<void>) => {
+          if (connection.inTransaction) return pause();
+          await this.releaseConnection();
+          try {
+            await pause();
+          } finally {
+            await super.acquireConnection();
+          }
+        };
+        wrapped = { executeQuery: (query) => waitingForLock(() => own.executeQuery(query), aside), streamQuery: (query, size) => own.streamQuery(query, size) };
         waiting.set(own, wrapped);
       }
       return wrapped;

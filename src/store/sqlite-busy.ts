@@ -15,9 +15,10 @@ const MAX_PAUSE_MS = 100;
  * Runs `attempt` (one statement, which throws SQLITE_BUSY when SQLite's short wait ran out) again after a pause until
  * it gets the lock or BUSY_WAIT_MS have passed, then fails with SQLite's error (a 503). Retrying is what SQLite's busy
  * handler does too: a statement of a transaction that got SQLITE_BUSY left the transaction as it was, and one whose
- * snapshot another process's commit made stale fails with SQLITE_BUSY_SNAPSHOT, which is not retried.
+ * snapshot another process's commit made stale fails with SQLITE_BUSY_SNAPSHOT, which is not retried. `aside` runs
+ * each pause: the driver lets other statements use the connection meanwhile when no transaction is open.
  */
-export async function waitingForLock<T>(attempt: () => T | Promise<T>): Promise<T> {
+export async function waitingForLock<T>(attempt: () => T | Promise<T>, aside: (pause: () => Promise<void>) => Promise<void> = (pause) => pause()): Promise<T> {
   const deadline = Date.now() + BUSY_WAIT_MS;
   let pause = 5;
   for (;;) {
@@ -26,7 +27,8 @@ export async function waitingForLock<T>(attempt: () => T | Promise<T>): Promise<
     } catch (error) {
       if (codeOf(error) !== 'SQLITE_BUSY' || Date.now() >= deadline) throw error;
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+    const ms = Math.min(pause, Math.max(1, deadline - Date.now()));
+    await aside(() => new Promise((resolve) => setTimeout(resolve, ms)));
     pause = Math.min(pause * 2, MAX_PAUSE_MS);
   }
 }
