@@ -77,6 +77,7 @@ export interface RunningTributary {
   close(): Promise<void>;
 }
 
+const CHECKPOINTS_STOPPED = 'background checkpoints stopped; commits checkpoint the log again';
 /** The folder that holds package.json; registry/ and dist/ are found from it. */
 export const PACKAGE_ROOT = (() => {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -96,12 +97,14 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   const clock = options.clock ?? systemClock;
   // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
   const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
+  // A database outage met by background work (work loops, the checkpoints, the cluster's connections) is logged once.
+  const outages = new DatabaseOutageLog(logger);
   let store: Store;
   try {
     store = await openStore({
       dataDir: config.dataDir,
       databaseUrl: config.databaseUrl,
-      backgroundCheckpoints: { onFailure: (error) => logger.error({ err: error }, 'background checkpoints stopped; commits checkpoint the log again') },
+      backgroundCheckpoints: { onFailure: (error) => outages.absorb(error) || logger.error({ err: error }, CHECKPOINTS_STOPPED) },
       queryTimeoutMs: options.queryTimeoutMs,
     });
   } catch (error) {
@@ -125,8 +128,6 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const locks = new SourceLocks();
     const secrets = SecretBox.open(config.secretKey, config.dataDir, config.secretKeyFile);
     await warnIfSecretKeyDiffers(store, secrets, logger);
-    // A database outage met by background work (work loops, the cluster's connections) is logged once, not per retry.
-    const outages = new DatabaseOutageLog(logger);
     // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.
     const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/metrics.js')).Metrics();
     const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics?.queueLooked(queue));

@@ -1,6 +1,7 @@
 // Copies the SQLite write-ahead log into the database file from a thread of its own, so that commits never wait for it.
 import { Worker } from 'node:worker_threads';
 import { SQLITE_DRIVER_PATH } from './sqlite-file.js';
+import { outageOf } from '../model/outages.js';
 
 /**
  * The thread's code. It opens its own connection to the file and runs a PASSIVE checkpoint every `everyMs`:
@@ -19,7 +20,7 @@ const checkpoint = () => {
   try {
     db.pragma('wal_checkpoint(PASSIVE)');
   } catch (error) {
-    parentPort.postMessage({ error: String((error && error.message) || error) });
+    parentPort.postMessage({ error: String((error && error.message) || error), code: error && error.code });
   }
 };
 const syncLog = () => {
@@ -54,7 +55,10 @@ export interface CheckpointerOptions {
    * flushed here often, it finds little left (on a virtual disk: 2–5 ms instead of 10–18 ms).
    */
   syncLogEveryMs: number;
-  /** Called when the thread fails; the caller should then let its own connection checkpoint again. */
+  /**
+   * Called when the thread fails; the caller should then let its own connection checkpoint again. Also called, each
+   * time, for a checkpoint that met an outage (outageOf: a full disk), after which the thread goes on as before.
+   */
   onFailure(error: Error): void;
 }
 
@@ -74,8 +78,12 @@ export class BackgroundCheckpointer {
       failed = true;
       options.onFailure(error);
     };
-    this.thread.on('message', (message: { error?: string }) => {
-      if (message.error) fail(new Error(`background checkpoint failed: ${message.error}`));
+    this.thread.on('message', (message: { error?: string; code?: string }) => {
+      if (!message.error) return;
+      const error = Object.assign(new Error(`background checkpoint failed: ${message.error}`), { code: message.code });
+      // A full disk (or a lock) passes: the thread goes on checkpointing, and succeeds once there is room again.
+      if (outageOf(error)) options.onFailure(error);
+      else fail(error);
     });
     this.thread.on('error', (error) => fail(error));
     this.ended = new Promise((resolve) => {

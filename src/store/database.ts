@@ -24,7 +24,7 @@ import { NewerDatabaseError } from './newer-database-error.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 import { openSqliteFile } from './sqlite-file.js';
-import { PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
+import { outageOf, PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
 import { SYNC_BUSY_TIMEOUT_MS, waitingForLock } from './sqlite-busy.js';
 
 export type { DialectName };
@@ -115,8 +115,9 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
       everyMs: CHECKPOINT_EVERY_MS,
       syncLogEveryMs: SYNC_LOG_EVERY_MS,
       onFailure: (error) => {
-        // Commits take the copying back, every 1,000 pages as SQLite does by default, stalls and all.
-        if (connection.open) connection.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
+        // Commits take the copying back, every 1,000 pages as SQLite does by default, stalls and all; not for a full
+        // disk, which the thread rides out (and where commits could not checkpoint either).
+        if (connection.open && !outageOf(error)) connection.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
         background.onFailure(error);
       },
     });
