@@ -124,12 +124,17 @@ function addCommands(program: Command): void {
   propOptions(serverOptions(program.command('deploy [file]')))
     .description('bundle a component file with its relative imports and deploy it as a source (or --workflow <file>)')
     .option('--workflow <file>', 'deploy a workflow file (YAML or JSON; see the README): created, or updated if one of its name exists')
-    .option('--json', 'print the source as JSON')
+    .option('--json', 'print the source (or workflow) as JSON')
     .action(async (file: string | undefined, flags: ServerFlags & DeployFlags & { workflow?: string }) => {
       const api = apiFor(flags);
       if (flags.workflow !== undefined) {
         if (file !== undefined) throw new UsageError('give a component file or --workflow <file>, not both');
         const { workflow, created } = await deployWorkflowFile(flags.workflow, api.server, say);
+        // --json promises JSON alone on standard output, for a workflow as for a source.
+        if (flags.json) {
+          out(JSON.stringify(workflow));
+          return;
+        }
         out(`${created ? 'created' : 'updated'} workflow ${workflow.id} "${workflow.name}"`);
         if (workflow.trigger?.endpoint_url) out(`endpoint: ${workflow.trigger.endpoint_url}`);
         return;

@@ -94,6 +94,17 @@ describe('tributary deploy --workflow', () => {
     expect(result.stdout).not.toContain('endpoint:');
   });
 
+  it('prints the workflow alone as JSON on standard output with --json', async () => {
+    const file = path.join(dir, 'as-json.yaml');
+    fs.writeFileSync(file, 'name: as json\nsteps:\n  - name: echo\n    path: ./steps/echo.mjs\n    props: { label: x }\n');
+    const result = await run(process.execPath, [BIN, 'deploy', '--workflow', file, '--json', '--url', server.url], {
+      env: { PATH: process.env.PATH ?? '', TRIBUTARY_KEY: key },
+    });
+    const workflow = JSON.parse(result.stdout);
+    expect(workflow).toMatchObject({ id: expect.stringMatching(/^p_/), name: 'as json' });
+    expect(result.stderr).toContain('reading and bundling');
+  });
+
   it('exits 2 with the file, the field and the reason for a bad file or a refused workflow', async () => {
     const cases: Array<[string, string, RegExp]> = [
       ['missing.yaml', '', /cannot read .*missing\.yaml: no such file/],
