@@ -129,6 +129,16 @@ function addCommands(program: Command): void {
       const api = apiFor(flags);
       if (flags.workflow !== undefined) {
         if (file !== undefined) throw new UsageError('give a component file or --workflow <file>, not both');
+        // A workflow file says its name and its steps' props itself: these flags were dropped without a word.
+        const sourceOnly = [
+          flags.name !== undefined && '--name',
+          flags.prop.length > 0 && '--prop',
+          flags.propsFile !== undefined && '--props-file',
+          flags.interactive && '--interactive',
+        ].filter(Boolean);
+        if (sourceOnly.length) {
+          throw new UsageError(`${sourceOnly.join(', ')} cannot be used with --workflow: the workflow file gives its name and each step's props`);
+        }
         const { workflow, created } = await deployWorkflowFile(flags.workflow, api.server, say);
         // --json promises JSON alone on standard output, for a workflow as for a source.
         if (flags.json) {

@@ -105,6 +105,19 @@ describe('tributary deploy --workflow', () => {
     expect(result.stderr).toContain('reading and bundling');
   });
 
+  it('refuses the flags of a source deploy with --workflow (exit 2) instead of dropping them', async () => {
+    for (const flags of [['--name', 'other'], ['--prop', 'label=y'], ['--props-file', 'props.json'], ['--interactive']]) {
+      const failed = await run(process.execPath, [BIN, 'deploy', '--workflow', path.join(dir, 'workflow.yaml'), ...flags, '--url', server.url], {
+        env: { PATH: process.env.PATH ?? '', TRIBUTARY_KEY: key },
+      }).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failed?.code, flags[0]).toBe(2);
+      expect(failed?.stderr, flags[0]).toContain(`error: ${flags[0]} cannot be used with --workflow`);
+    }
+  });
+
   it('exits 2 with the file, the field and the reason for a bad file or a refused workflow', async () => {
     const cases: Array<[string, string, RegExp]> = [
       ['missing.yaml', '', /cannot read .*missing\.yaml: no such file/],
