@@ -1,4 +1,5 @@
 // Bundles a component or step file with its relative imports into one module, as the server takes code.
+import fs from 'node:fs';
 import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import { type BuildFailure, type BuildResult, build, type Message, type Metafile } from 'esbuild';
@@ -86,6 +87,22 @@ export async function finishBundle(file: string, result: BuildResult): Promise<B
     }
   }
   return bundleOf(result.outputFiles![0]!.text, result.metafile!);
+}
+
+/**
+ * Refuses a component file that is not there (or is a folder) before anything is bundled or sent: esbuild would say
+ * `Could not resolve "/abs/path"`, and `dev` would then watch a file that does not exist.
+ */
+export function checkComponentFile(file: string): void {
+  const shown = path.relative(process.cwd(), file) || file;
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BundleError([`${shown}: ${code === 'ENOENT' || code === 'ENOTDIR' ? 'no such file' : (error as Error).message}`]);
+  }
+  if (!stat.isFile()) throw new BundleError([`${shown} is a folder, not a component file: give the file, e.g. ${path.join(shown, 'index.mjs')}`]);
 }
 
 /** Bundles `file`; a syntax error or a missing relative import is a BundleError naming the file and line. */

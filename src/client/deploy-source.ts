@@ -1,7 +1,7 @@
 // `tributary deploy <file>` and `tributary update dc_… <file>`: bundle, save the component, deploy or update the source.
 import path from 'node:path';
 import type { ApiClient } from './api.js';
-import { type Bundle, bundleFile } from './bundle.js';
+import { type Bundle, bundleFile, checkComponentFile } from './bundle.js';
 import { saveWithProgress } from './install-progress.js';
 import { type Ask, checkGivenProps, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
 import { UsageError } from './usage-error.js';
@@ -86,6 +86,7 @@ async function configuredProps(api: ApiClient, component: ComponentData, options
 
 export async function deploySource(api: ApiClient, file: string, options: DeployOptions): Promise<SourceData> {
   checkGivenProps(options.propsFile, options.props);
+  checkComponentFile(file);
   return createSource(api, await saveComponent(api, file, options.progress), options);
 }
 
@@ -105,6 +106,7 @@ export async function createSource(api: ApiClient, component: ComponentData, opt
  */
 export async function updateSource(api: ApiClient, sourceId: string, file: string, options: DeployOptions): Promise<SourceData> {
   checkGivenProps(options.propsFile, options.props);
+  checkComponentFile(file);
   await api.get(`/v1/sources/${sourceId}`);
   return replaceCode(api, sourceId, await saveComponent(api, file, options.progress), options);
 }

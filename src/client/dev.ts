@@ -2,7 +2,7 @@
 // file (or a file it imports) re-bundles it and updates the source in place: same id, same endpoint URL.
 import { context, type BuildResult, type Plugin } from 'esbuild';
 import { ApiError, type ApiClient } from './api.js';
-import { bundleOptions, finishBundle, messageLine } from './bundle.js';
+import { bundleOptions, checkComponentFile, finishBundle, messageLine } from './bundle.js';
 import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
 import { showStream } from './follow.js';
 import { checkGivenProps } from './props-input.js';
@@ -28,6 +28,7 @@ export function failureLines(error: unknown): string[] {
 
 export async function runDev(api: ApiClient, file: string, options: DevOptions): Promise<SourceData | undefined> {
   checkGivenProps(options.propsFile, options.props);
+  checkComponentFile(file);
   let source: SourceData | undefined;
   let following = false;
   // Builds end while an update is in flight when saves come fast: updates run one at a time, the newest build last.

@@ -153,6 +153,22 @@ describe('tributary client commands', () => {
     expect(await saved()).toBe(before);
   });
 
+  it('refuses a component file that is not there, or a folder, naming it, before anything is sent (dev does not watch it)', async () => {
+    const saved = async () => (await api().get('/v1/users/me/components')).body.page_info.total_count;
+    const before = await saved();
+    fs.mkdirSync(path.join(dir, 'a-folder'), { recursive: true });
+    for (const [args, said] of [
+      [['deploy', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
+      [['update', 'dc_x', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
+      [['dev', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
+      [['deploy', 'a-folder'], `error: a-folder is a folder, not a component file: give the file, e.g. ${path.join('a-folder', 'index.mjs')}\n`],
+    ] as const) {
+      const refused = await tributary([...args]);
+      expect({ args, code: refused.code, stderr: refused.stderr }).toEqual({ args, code: 2, stderr: said });
+    }
+    expect(await saved()).toBe(before);
+  });
+
   it('never asks for a hidden prop (slack-send-message hides its bot settings until additionalProps() shows them)', () => {
     const props = [
       { name: 'text', type: 'string' },
