@@ -7,6 +7,7 @@ import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceD
 import { showStream } from './follow.js';
 import { checkGivenProps } from './props-input.js';
 import { endpointUrl } from './resources.js';
+import { UsageError } from './usage-error.js';
 
 export interface DevOptions extends DeployOptions {
   json: boolean;
@@ -33,6 +34,9 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   let following = false;
   // Builds end while an update is in flight when saves come fast: updates run one at a time, the newest build last.
   let chain: Promise<void> = Promise.resolve();
+  // What ends the session as a failed deploy does: props missing with nobody to ask, a --prop that is not its type.
+  let fatal: UsageError | undefined;
+  let endSession = () => {};
 
   const deployBuild = async (result: BuildResult) => {
     if (result.errors.length) {
@@ -54,6 +58,12 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
     } catch (error) {
       // Stopped meanwhile (Ctrl-C during a question, say): what failed because of it is no news.
       if (options.signal.aborted) return;
+      // No save of the file gives the first deploy a missing prop or retypes a --prop: the command exits 2, as deploy does.
+      if (source === undefined && error instanceof UsageError) {
+        fatal = error;
+        endSession();
+        return;
+      }
       for (const line of failureLines(error)) options.progress(line);
       options.progress(source === undefined ? 'fix the file and save it again to deploy' : `${source.id} still runs the previous code`);
       return;
@@ -95,10 +105,12 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   const watcher = await context({ ...bundleOptions(file), plugins: [onEachBuild] });
   await watcher.watch();
   await new Promise<void>((resolve) => {
-    if (options.signal.aborted) resolve();
+    endSession = resolve;
+    if (options.signal.aborted || fatal) resolve();
     options.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   await watcher.dispose();
   await chain;
+  if (fatal) throw fatal;
   return source;
 }

@@ -153,6 +153,19 @@ describe('tributary client commands', () => {
     expect(await saved()).toBe(before);
   });
 
+  it('dev exits 2 listing the missing props when it cannot ask, as deploy does, instead of waiting for a save', async () => {
+    const sources = async () => (await api().get('/v1/users/me/sources')).body.page_info.total_count;
+    const before = await sources();
+    const missing = await tributary(['dev', 'source.mjs', '--prop', 'channel=general']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing required props');
+    expect(missing.stderr).toContain('limit: integer');
+    expect(missing.stderr).not.toContain('save it again');
+    const wrong = await tributary(['dev', 'source.mjs', '--prop', 'limit=ten', '--prop', 'channel=general']);
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('error: --prop limit=ten: limit is an integer')]);
+    expect(await sources()).toBe(before);
+  });
+
   it('refuses a component file that is not there, or a folder, naming it, before anything is sent (dev does not watch it)', async () => {
     const saved = async () => (await api().get('/v1/users/me/components')).body.page_info.total_count;
     const before = await saved();
