@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ApiClient } from './api.js';
 import { type Bundle, bundleFile, checkComponentFile } from './bundle.js';
 import { saveWithProgress } from './install-progress.js';
+import { segment } from './resources.js';
 import { type Ask, checkGivenProps, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
 import { UsageError } from './usage-error.js';
 
@@ -107,7 +108,7 @@ export async function createSource(api: ApiClient, component: ComponentData, opt
 export async function updateSource(api: ApiClient, sourceId: string, file: string, options: DeployOptions): Promise<SourceData> {
   checkGivenProps(options.propsFile, options.props);
   checkComponentFile(file);
-  await api.get(`/v1/sources/${sourceId}`);
+  await api.get(`/v1/sources/${segment(sourceId)}`);
   return replaceCode(api, sourceId, await saveComponent(api, file, options.progress), options);
 }
 
@@ -119,6 +120,6 @@ export async function replaceCode(api: ApiClient, sourceId: string, component: C
     ...(changesProps && { configured_props: givenProps(component.configurable_props, options.propsFile, options.props) }),
     ...(options.name !== undefined && { name: options.name }),
   };
-  const updated = await step(options.progress, `updating ${sourceId}`, () => api.call<{ data: SourceData }>('PATCH', `/v1/sources/${sourceId}`, body));
+  const updated = await step(options.progress, `updating ${sourceId}`, () => api.call<{ data: SourceData }>('PATCH', `/v1/sources/${segment(sourceId)}`, body));
   return updated.data;
 }

@@ -2,7 +2,7 @@
 // a source's over Server-Sent Events, reconnecting and resuming with Last-Event-ID; a workflow's by polling its lists.
 import { EventSource } from 'eventsource';
 import { ApiError, type ApiClient, type PageBody } from './api.js';
-import { counted } from './resources.js';
+import { counted, segment } from './resources.js';
 
 export type Stream = 'events' | '$logs' | '$errors';
 
@@ -58,7 +58,7 @@ export function formatSummary(summary: Summary, stream: Stream, json: boolean): 
 
 function summariesPath(id: string, stream: Stream): string {
   const kind = id.startsWith('p_') ? 'workflows' : 'sources';
-  return `/v1/${kind}/${id}/${stream === 'events' ? '' : `${stream}/`}event_summaries`;
+  return `/v1/${kind}/${segment(id)}/${stream === 'events' ? '' : `${stream}/`}event_summaries`;
 }
 
 /** Resolves when `signal` fires (never without one). */
@@ -106,7 +106,7 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
   let lastEventId = lastShown;
   let connectedOnce = false;
   let lost = false;
-  const source = new EventSource(api.url(`/v1/sources/${sourceId}/sse${query}`), {
+  const source = new EventSource(api.url(`/v1/sources/${segment(sourceId)}/sse${query}`), {
     fetch: (url, init) =>
       fetch(url, {
         ...init,
@@ -213,7 +213,7 @@ const MAX_RUN_PAGES = 10;
 async function showWorkflowLogs(api: ApiClient, workflowId: string, options: FollowOptions): Promise<void> {
   const shown = new Set<string>();
   const page = (limit: number, after?: string | null) =>
-    api.get<PageBody<RunData>>(`/v1/workflows/${workflowId}/runs?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+    api.get<PageBody<RunData>>(`/v1/workflows/${segment(workflowId)}/runs?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
   const finished = (runs: RunData[]) => runs.filter((run) => run.finished_at_ms !== null).reverse();
   const recent = (await page(Math.max(options.limit, 1))).data;
   for (const run of finished(recent)) {

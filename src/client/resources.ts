@@ -16,6 +16,12 @@ export interface ResourceKind {
   columns: Array<[header: string, value: (row: Row) => unknown]>;
 }
 
+/**
+ * An id as one path segment: typed by hand, `dc_x/../../workflows/p_…` would otherwise be resolved by the URL into
+ * another resource's path (a delete of a source id deleting a workflow), and `dc_x?y` would name the source `dc_x`.
+ */
+export const segment = (id: string) => encodeURIComponent(id);
+
 const when = (seconds: unknown) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString().replace('.000Z', 'Z') : '');
 
 /** `n` and the noun it counts, in the plural unless `n` is 1: "1 step", "3 steps". */
@@ -48,7 +54,7 @@ export const KINDS: readonly ResourceKind[] = [
     plural: 'sources',
     prefix: 'dc_',
     listPath: '/v1/users/me/sources',
-    itemPath: (id) => `/v1/sources/${id}`,
+    itemPath: (id) => `/v1/sources/${segment(id)}`,
     deletable: true,
     columns: [
       ['ID', (r) => r.id],
@@ -62,7 +68,7 @@ export const KINDS: readonly ResourceKind[] = [
     plural: 'workflows',
     prefix: 'p_',
     listPath: '/v1/users/me/workflows',
-    itemPath: (id) => `/v1/workflows/${id}`,
+    itemPath: (id) => `/v1/workflows/${segment(id)}`,
     deletable: true,
     columns: [
       ['ID', (r) => r.id],
@@ -76,7 +82,7 @@ export const KINDS: readonly ResourceKind[] = [
     plural: 'webhooks',
     prefix: 'wh_',
     listPath: '/v1/users/me/webhooks',
-    itemPath: (id) => `/v1/webhooks/${id}`,
+    itemPath: (id) => `/v1/webhooks/${segment(id)}`,
     deletable: true,
     columns: [
       ['ID', (r) => r.id],
@@ -102,7 +108,7 @@ export const KINDS: readonly ResourceKind[] = [
     plural: 'components',
     prefix: 'sc_',
     listPath: '/v1/users/me/components',
-    itemPath: (id) => `/v1/components/${id}`,
+    itemPath: (id) => `/v1/components/${segment(id)}`,
     deletable: false,
     columns: [
       ['ID', (r) => r.id],
@@ -116,7 +122,7 @@ export const KINDS: readonly ResourceKind[] = [
     plural: 'accounts',
     prefix: 'apn_',
     listPath: '/v1/users/me/accounts',
-    itemPath: (id) => `/v1/accounts/${id}`,
+    itemPath: (id) => `/v1/accounts/${segment(id)}`,
     deletable: true,
     columns: [
       ['ID', (r) => r.id],

@@ -166,6 +166,28 @@ describe('tributary client commands', () => {
     expect(await sources()).toBe(before);
   });
 
+  it('sends an id as one path segment: a source id with ../ in it is a source not found, not another resource', async () => {
+    const created = await api().post('/v1/workflows', {
+      name: 'not to be deleted',
+      steps: [{ name: 'a', component_code: 'export default defineComponent({ async run() { return 1; } });' }],
+    });
+    const workflowId: string = created.body.data.id;
+    for (const args of [
+      ['delete', `dc_x/../../workflows/${workflowId}`],
+      ['describe', `dc_x/../../workflows/${workflowId}`],
+      ['run', `dc_x/../../workflows/${workflowId}`],
+      ['events', `dc_x/../../workflows/${workflowId}`],
+    ]) {
+      const refused = await tributary(args);
+      expect({ args, code: refused.code, stderr: refused.stderr.split('\n')[0] }).toEqual({
+        args,
+        code: 3,
+        stderr: `error: source "${args[1]}" not found (404 not_found)`,
+      });
+    }
+    expect((await api().get(`/v1/workflows/${workflowId}`)).status).toBe(200);
+  });
+
   it('refuses a component file that is not there, or a folder, naming it, before anything is sent (dev does not watch it)', async () => {
     const saved = async () => (await api().get('/v1/users/me/components')).body.page_info.total_count;
     const before = await saved();
