@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import { ApiClient, InterruptedError } from '../client/api.js';
+import { ApiClient, ApiError, InterruptedError } from '../client/api.js';
 import { deploySource, type DeployOptions, updateSource } from '../client/deploy-source.js';
 import { deployWorkflowFile } from '../client/deploy-workflow.js';
 import { runDev } from '../client/dev.js';
@@ -257,11 +257,22 @@ function addCommands(program: Command): void {
       if (!source) return;
       let remove = flags.deleteOnExit === true;
       if (!remove && !flags.keep && isInteractive()) remove = await askToDelete(source.id);
-      if (remove) {
-        await api.call('DELETE', `/v1/sources/${source.id}`);
-        say(`deleted ${source.id}`);
-      } else say(`kept ${source.id}; delete it with tributary delete ${source.id}`);
+      if (!remove) say(`kept ${source.id}; delete it with tributary delete ${source.id}`);
+      else if (await deleteIfThere(api, `/v1/sources/${source.id}`)) say(`deleted ${source.id}`);
+      // Deleted meanwhile (tributary delete, the console): the cleanup is done, not a failure with a 404 and exit 3.
+      else say(`${source.id} was already deleted`);
     });
+}
+
+/** Deletes what `path` names; false when it is gone already (404), any other failure thrown on. */
+async function deleteIfThere(api: ApiClient, path: string): Promise<boolean> {
+  try {
+    await api.call('DELETE', path);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
 }
 
 /** `dev`'s last question; a Ctrl-C instead of an answer takes the default (keep), as Enter would. */

@@ -421,6 +421,21 @@ describe('tributary client commands', () => {
     expect((await api().get(`/v1/sources/${id}`)).status).toBe(404);
   });
 
+  it('dev --delete-on-exit ends with 0 when its source was deleted meanwhile, saying so', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'gone-source.mjs'),
+      'export default { name: "gone", version: "0.0.1", props: { http: "$.interface.http" }, async run() {} };\n',
+    );
+    const dev = start(['dev', 'gone-source.mjs', '--delete-on-exit']);
+    const [, id] = await dev.waitForOutput(/deployed (dc_\w+) "gone-source-dev"/, 'stderr');
+    await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
+    expect((await api().delete(`/v1/sources/${id}`)).status).toBe(204);
+    dev.child.kill('SIGINT');
+    expect(await dev.exit, dev.stderr()).toBe(0);
+    expect(dev.stderr()).toContain(`${id} was already deleted`);
+    expect(dev.stderr()).not.toContain('not found');
+  });
+
   it('prints each detail of a refusal as a line naming its field or prop, not as raw JSON', async () => {
     fs.writeFileSync(path.join(dir, 'noop.mjs'), 'export default defineComponent({ async run() {} });\n');
     fs.writeFileSync(
