@@ -34,8 +34,9 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   let following = false;
   // Builds end while an update is in flight when saves come fast: updates run one at a time, the newest build last.
   let chain: Promise<void> = Promise.resolve();
-  // What ends the session as a failed deploy does: props missing with nobody to ask, a --prop that is not its type.
-  let fatal: UsageError | undefined;
+  // What ends the session as a failed command: props missing with nobody to ask, a --prop that is not its type, or
+  // a live stream refused (the source deleted elsewhere, the key rotated), after which no save could reach it.
+  let fatal: Error | undefined;
   let endSession = () => {};
 
   const deployBuild = async (result: BuildResult) => {
@@ -85,7 +86,12 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
     };
     for (const stream of streams) {
       showStream(api, sourceId, { stream, limit: 0, follow: true, json: options.json, print: options.print, notice, signal: options.signal }).catch(
-        (error: unknown) => options.progress(`stopped following ${stream}: ${(error as Error).message}`),
+        (error: unknown) => {
+          if (!(error instanceof ApiError)) return options.progress(`stopped following ${stream}: ${(error as Error).message}`);
+          // The three streams are refused together; the first refusal is the one said.
+          fatal ??= error;
+          endSession();
+        },
       );
     }
   };

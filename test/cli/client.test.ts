@@ -421,7 +421,7 @@ describe('tributary client commands', () => {
     expect((await api().get(`/v1/sources/${id}`)).status).toBe(404);
   });
 
-  it('dev --delete-on-exit ends with 0 when its source was deleted meanwhile, saying so', async () => {
+  it('dev ends by itself with exit 3 when its source is deleted elsewhere, instead of watching for saves that cannot land', async () => {
     fs.writeFileSync(
       path.join(dir, 'gone-source.mjs'),
       'export default { name: "gone", version: "0.0.1", props: { http: "$.interface.http" }, async run() {} };\n',
@@ -430,10 +430,9 @@ describe('tributary client commands', () => {
     const [, id] = await dev.waitForOutput(/deployed (dc_\w+) "gone-source-dev"/, 'stderr');
     await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
     expect((await api().delete(`/v1/sources/${id}`)).status).toBe(204);
-    dev.child.kill('SIGINT');
-    expect(await dev.exit, dev.stderr()).toBe(0);
-    expect(dev.stderr()).toContain(`${id} was already deleted`);
-    expect(dev.stderr()).not.toContain('not found');
+    expect(await dev.exit, dev.stderr()).toBe(3);
+    expect(dev.stderr()).toContain(`error: the live stream of ${id} answered 404: no source ${id} (deleted while followed, or never this account's)`);
+    expect(dev.stderr()).not.toContain('stopped following');
   });
 
   it('prints each detail of a refusal as a line naming its field or prop, not as raw JSON', async () => {
