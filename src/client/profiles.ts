@@ -77,9 +77,14 @@ export interface ServerChoice {
 
 /** Where the command talks to: flags, then TRIBUTARY_URL/TRIBUTARY_KEY, then the named or current profile. */
 export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = process.env): ServerAddress & { profile: string | undefined } {
+  const named = choice.profile ?? (env.TRIBUTARY_PROFILE || undefined);
+  // An empty variable counts as unset, as shells and CI settings often leave them.
+  const givenUrl = choice.url ?? (env.TRIBUTARY_URL || undefined);
+  const givenKey = choice.key ?? (env.TRIBUTARY_KEY || undefined);
+  // Flags or variables that say it all need no profile: a profiles file that does not parse must not stop them.
+  if (named === undefined && givenUrl && givenKey) return { url: serverUrl(givenUrl), key: givenKey, profile: undefined };
   const file = profilesPath(env);
   const profiles = readProfiles(file);
-  const named = choice.profile ?? (env.TRIBUTARY_PROFILE || undefined);
   const name = named ?? profiles.current ?? DEFAULT_PROFILE;
   const saved = profiles.profiles[name];
   if (named !== undefined && !saved) {
@@ -88,9 +93,8 @@ export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = pro
       `no profile "${name}" in ${file}${known.length ? ` (profiles: ${known.join(', ')})` : ''}; run tributary login --profile ${name} --url … --key …`,
     );
   }
-  // An empty variable counts as unset, as shells and CI settings often leave them.
-  const url = choice.url ?? (env.TRIBUTARY_URL || undefined) ?? saved?.url;
-  const key = choice.key ?? (env.TRIBUTARY_KEY || undefined) ?? saved?.key;
+  const url = givenUrl ?? saved?.url;
+  const key = givenKey ?? saved?.key;
   if (!url || !key) {
     throw new ProfileError(`no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY`);
   }

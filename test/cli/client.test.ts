@@ -96,6 +96,19 @@ describe('tributary client commands', () => {
     const unreachable = await tributary(['whoami', '--url', 'http://127.0.0.1:1']);
     expect(unreachable.code).toBe(5);
     expect(unreachable.stderr).toContain('hint: is the server running there?');
+
+    // A profiles file that does not parse stops what needs a profile, not what the flags or variables say in full.
+    const saved = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(file, '{oops');
+    try {
+      expect((await tributary(['whoami'], profileOnly)).stderr).toContain('is not a profiles file');
+      const flagsOnly = await tributary(['whoami', '--json', '--url', server.url, '--key', key], profileOnly);
+      expect([flagsOnly.code, flagsOnly.stderr]).toEqual([0, '']);
+      expect(JSON.parse(flagsOnly.stdout)).toMatchObject({ url: server.url, profile: null });
+      expect((await tributary(['whoami'])).code).toBe(0);
+    } finally {
+      fs.writeFileSync(file, saved);
+    }
   });
 
   it('deploys a file with its relative imports, typing --prop values, and lists the missing props when it cannot ask', async () => {
