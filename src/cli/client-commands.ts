@@ -39,13 +39,17 @@ function apiFor(flags: ServerFlags, signal?: AbortSignal): ApiClient {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-/** --name, --prop, --props-file and --interactive of deploy, update and dev. */
-function propOptions(command: Command): Command {
-  return command
-    .option('--name <name>', 'the source name (default: the name slug of the component)')
+/**
+ * --name, --prop, --props-file and (where props are asked for: deploy and dev, not update, which keeps the stored
+ * ones) --interactive; `name` says what --name defaults to for the command.
+ */
+function propOptions(command: Command, name: string, asks = true): Command {
+  command
+    .option('--name <name>', name)
     .option('--prop <name=value>', 'a prop value, typed as the prop (repeatable): --prop channel=general --prop limit=10', collect, [])
-    .option('--props-file <file>', 'a JSON object of prop values (--prop values win)')
-    .option('--interactive', 'ask for missing required props even when standard input is not a terminal (answers one per line)');
+    .option('--props-file <file>', 'a JSON object of prop values (--prop values win)');
+  if (asks) command.option('--interactive', 'ask for missing required props even when standard input is not a terminal (answers one per line)');
+  return command;
 }
 
 /** Runs `work` until Ctrl-C (SIGINT) or SIGTERM; the signal given to it fires then. */
@@ -121,7 +125,7 @@ function addCommands(program: Command): void {
       else out(`${me.data.username} <${me.data.email}> on ${server.url}${server.profile ? ` (profile "${server.profile}")` : ''}`);
     });
 
-  propOptions(serverOptions(program.command('deploy [file]')))
+  propOptions(serverOptions(program.command('deploy [file]')), 'the source name (default: the name slug of the component)')
     .description('bundle a component file with its relative imports and deploy it as a source (or --workflow <file>)')
     .option('--workflow <file>', 'deploy a workflow file (YAML or JSON; see the README): created, or updated if one of its name exists')
     .option('--json', 'print the source (or workflow) as JSON')
@@ -154,7 +158,7 @@ function addCommands(program: Command): void {
       printSource('deployed', source, flags.json);
     });
 
-  propOptions(serverOptions(program.command('update <id> <file>')))
+  propOptions(serverOptions(program.command('update <id> <file>')), 'a new name for the source (default: it keeps its name)', false)
     .description("replace a source's code in place (same id, same endpoint URL); props given replace the stored ones")
     .option('--json', 'print the source as JSON')
     .action(async (id: string, file: string, flags: ServerFlags & DeployFlags) => {
@@ -196,7 +200,7 @@ function addCommands(program: Command): void {
 
   serverOptions(program.command('run <id>'))
     .description('run a source or workflow now, with an event')
-    .option('--event <json>', 'the event (a JSON object)', '{}')
+    .option('--event <json>', 'the event: any JSON value, as the API takes it', '{}')
     .action(async (id: string, flags: ServerFlags & { event: string }) => {
       let event: unknown;
       try {
@@ -239,7 +243,7 @@ function addCommands(program: Command): void {
       });
   }
 
-  propOptions(serverOptions(program.command('dev <file>')))
+  propOptions(serverOptions(program.command('dev <file>')), 'the source name (default: the file name with -dev, as orders-dev for orders.mjs)')
     .description('deploy a development source, follow its events and logs, and update it in place on every save')
     .option('--json', 'events, logs and errors as JSON lines')
     .option('--delete-on-exit', 'delete the source on Ctrl-C without asking')

@@ -88,6 +88,16 @@ describe('tributary CLI', () => {
     expect((await tributary(['list', '--help'])).stdout).toContain('Usage: tributary list');
   });
 
+  it("says in each client command's --help what its flags do there: --name's default, no --interactive on update", async () => {
+    const help = async (command: string) => (await tributary([command, '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(await help('deploy')).toContain('--name <name> the source name (default: the name slug of the component)');
+    expect(await help('dev')).toContain('--name <name> the source name (default: the file name with -dev, as orders-dev for orders.mjs)');
+    const update = await help('update');
+    expect(update).toContain('--name <name> a new name for the source (default: it keeps its name)');
+    expect(update).not.toContain('--interactive');
+    expect(await help('run')).toContain('--event <json> the event: any JSON value, as the API takes it');
+  });
+
   it('creates, lists and rotates accounts, storing only key hashes', async () => {
     const dataDir = tempDir();
     const { stdout } = await tributary([
