@@ -171,20 +171,29 @@ async function pollSummaries(api: ApiClient, id: string, path: string, startCurs
 
 /**
  * One poll of a followed workflow, riding out a server that is away (restarting, or 503 while stopping) as a source's
- * stream does: a notice once when it goes, another when it answers again. Other refusals (401, 404) end the command.
+ * stream does: a notice once when it goes, another when it answers again. A 429 of the key's rate limit (other
+ * clients of the key using it up) passes as well: the next minute lets the poll through. Other refusals (401, 404) end
+ * the command.
  */
 function politePoll(options: FollowOptions): <T>(get: () => Promise<T>) => Promise<T | undefined> {
-  let lost = false;
+  let lost: 'connection' | 'rate' | undefined;
   return async (get) => {
     try {
       const answer = await get();
-      if (lost) options.notice('reconnected; resuming after the last item shown');
-      lost = false;
+      if (lost === 'connection') options.notice('reconnected; resuming after the last item shown');
+      if (lost === 'rate') options.notice('the server answers again; resuming after the last item shown');
+      lost = undefined;
       return answer;
     } catch (error) {
-      if (!(error instanceof ApiError) || (error.status !== 0 && error.status !== 503)) throw error;
-      if (!lost) options.notice(`connection lost (${error.message}); retrying each second …`);
-      lost = true;
+      if (!(error instanceof ApiError)) throw error;
+      if (error.status === 429 && error.code === 'rate_limited') {
+        if (lost !== 'rate') options.notice(`the server refused a poll: ${error.message} (429 rate_limited); retrying each second …`);
+        lost = 'rate';
+        return undefined;
+      }
+      if (error.status !== 0 && error.status !== 503) throw error;
+      if (lost !== 'connection') options.notice(`connection lost (${error.message}); retrying each second …`);
+      lost = 'connection';
       return undefined;
     }
   };

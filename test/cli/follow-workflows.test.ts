@@ -163,6 +163,42 @@ describe('following a workflow', () => {
     }
   });
 
+  it("events -f rides out the key's rate limit (429 rate_limited) with a notice each way, instead of ending with exit 2", async () => {
+    // Answers the first list empty, the next two polls 429, then a page with one event.
+    let asked = 0;
+    const page = (data: unknown[]) => ({
+      page_info: { total_count: data.length, count: data.length, start_cursor: data.length ? 'c1' : null, end_cursor: null },
+      data,
+    });
+    const limited = http.createServer((_req, res) => {
+      asked++;
+      if (asked === 2 || asked === 3) {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+        return void res.end(JSON.stringify({ error: 'rate limit exceeded, retry in 1 second', code: 'rate_limited' }));
+      }
+      const event = { id: '1-0', indexed_at_ms: 0, event: { n: 'after' }, metadata: { emitter_id: 'p_x', emit_id: 'e', name: '', summary: 'came after' } };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(page(asked === 1 ? [] : [event])));
+    });
+    await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(limited.address() as AddressInfo).port}`;
+    const dir = tempDir('tributary-limited-');
+    const cli = startCli(['events', 'p_00000000000000000000000000', '-f', '--url', url, '--key', 'trb_x'], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir },
+      cwd: dir,
+    });
+    try {
+      await cli.waitForOutput(/the server refused a poll: rate limit exceeded, retry in 1 second \(429 rate_limited\); retrying each second/, 'stderr');
+      await cli.waitForOutput(/came after/);
+      await cli.waitForOutput(/the server answers again; resuming/, 'stderr');
+      cli.child.kill('SIGINT');
+      expect(await cli.exit).toBe(0);
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      await new Promise((resolve) => limited.close(resolve));
+    }
+  });
+
   it('logs -f rides out a server restart with a notice each way; a reader that goes away ends the command with 0', async () => {
     const storage = await freshStorage('sqlite');
     let server = await serve(storage.args);
