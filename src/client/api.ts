@@ -15,6 +15,21 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * One detail of an error body as a line: a prop's or field's refusal as `name: message`, else its fields as
+ * `key: value` (a component's `reason: load_failed`), so that no line is raw JSON.
+ */
+export function detailLine(detail: unknown): string {
+  if (typeof detail !== 'object' || detail === null) return String(detail);
+  const d = detail as { prop?: string; field?: string; message?: string };
+  // A 400's `field` is absent when the message names it.
+  const named = d.prop ?? d.field;
+  if (typeof d.message === 'string') return named ? `${named}: ${d.message}` : d.message;
+  return Object.entries(detail)
+    .map(([key, value]) => `${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(', ');
+}
+
 export interface ServerAddress {
   /** Base URL of the server, e.g. http://localhost:3000. */
   url: string;

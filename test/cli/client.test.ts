@@ -460,6 +460,12 @@ describe('tributary client commands', () => {
       'error: invalid body: trigger.interval_seconds must be >= 1 (400 invalid_request)\n  trigger.interval_seconds: must be >= 1\n',
     );
     expect(refused.stderr).not.toContain('{"in"');
+
+    // A component's refusal has a reason and no message: said as its fields, not as {"reason":"load_failed"}.
+    fs.writeFileSync(path.join(dir, 'throws.mjs'), 'throw new Error("boom at load");\nexport default { name: "x", version: "1", async run() {} };\n');
+    const threw = await tributary(['deploy', 'throws.mjs']);
+    expect(threw.code).toBe(2);
+    expect(threw.stderr).toContain('(422 component_invalid)\n  reason: load_failed\n');
   });
 
   it("shows a workflow's events, errors and its runs' step logs", async () => {

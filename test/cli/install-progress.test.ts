@@ -150,7 +150,7 @@ describe('tributary shows npm installs as the server takes them', () => {
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toMatch(new RegExp(`^  resolving ${literal(missing)}@latest \\(1/1\\)… ${secs}$`, 'm'));
     expect(failed.stderr).toMatch(new RegExp(`^error: could not install npm package "${literal(missing)}": .+ \\(422 component_invalid\\)$`, 'm'));
-    expect(failed.stderr).toContain(`  {"reason":"package_install_failed","import":"${missing}"}`);
+    expect(failed.stderr).toContain(`  reason: package_install_failed, import: ${missing}\n`);
   });
 
   it("deploy --workflow prints the installs of each step's code, naming the step", async () => {
