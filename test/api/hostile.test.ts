@@ -342,8 +342,9 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       );
       return events.body.data[0].event;
     };
-    // 1.5 s of CPU on a timer that fires once the run has been reported, then the worker ends itself.
-    const pid = (await deploy(`setTimeout(() => { const start = process.cpuUsage(); while (process.cpuUsage(start).user < 1500000) {} process.exit(0); }, 0);
+    // 0.5 s of CPU on a timer that fires once the run has been reported, then the worker ends itself. (Workers run at a
+    // lower priority than the server: on a loaded machine half a second of their CPU can take many seconds to get.)
+    const pid = (await deploy(`setTimeout(() => { const start = process.cpuUsage(); while (process.cpuUsage(start).user < 500000) {} process.exit(0); }, 0);
       this.$emit(process.pid);`)) as number;
     await waitFor(
       async () => {
@@ -360,7 +361,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     // The account's next run carries what that worker computed after its last call.
     expect(await deploy('this.$emit("next");')).toBe('next');
     const me = await tenant.get('/v1/users/me');
-    expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(1000);
+    expect(me.body.data.daily_compute_time_used).toBeGreaterThanOrEqual(300);
     await victimUnharmed();
   });
 
