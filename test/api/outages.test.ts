@@ -15,6 +15,7 @@ import { cleanupsAfterAll } from '../helpers/cleanups.js';
 import { proxyInFrontOf, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { openStream, startReceiver } from '../delivery/helpers.js';
+import { mountTmpfs } from '../helpers/mounts.js';
 
 const require = createRequire(import.meta.url);
 
@@ -291,16 +292,6 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     expect(said[2]!.filter((msg) => msg !== BACKGROUND_DOWN && msg !== BACKGROUND_BACK)).toEqual([]);
   });
 });
-
-/** Mounts a tmpfs of `sizeMb` at `dir` (root only); false where that is not allowed. */
-function mountTmpfs(dir: string, sizeMb: number): boolean {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('SQLite on a full disk under load', () => {
   it(

@@ -12,6 +12,7 @@ import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { tempDir } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { mountTmpfs } from '../helpers/mounts.js';
 
 const run = promisify(execFile);
 const tributary = (args: string[]) => run(process.execPath, [BIN, ...args]);
@@ -300,11 +301,7 @@ function readOnlyFolderWith(files: string[]): { dir: string; release: () => void
     fs.chmodSync(dir, 0o555);
     return { dir, release: () => fs.chmodSync(dir, 0o755) };
   }
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', dir], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
+  if (!mountTmpfs(dir, 16)) return undefined;
   copyIn();
   execFileSync('mount', ['-o', 'remount,ro', dir]);
   return { dir, release: () => execFileSync('umount', ['-l', dir]) };

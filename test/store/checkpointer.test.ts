@@ -8,6 +8,7 @@ import { outageOf } from '../../src/model/outages.js';
 import { openStore } from '../../src/store/database.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { mountTmpfs } from '../helpers/mounts.js';
 
 describe('background checkpoints on sqlite', () => {
   let server: TestServer;
@@ -46,16 +47,6 @@ describe('background checkpoints on sqlite', () => {
     expect(largest).toBeLessThan(24 * 1024 * 1024);
   });
 });
-
-/** Mounts a tmpfs of `sizeMb` at `dir` (root only); false where that is not allowed. */
-function mountTmpfs(dir: string, sizeMb: number): boolean {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('background checkpoints on a full disk', () => {
   it(
