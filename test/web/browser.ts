@@ -2,6 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { type Dialect, startTestServer, type TestServer } from '../helpers/server.js';
 
 export const CHROMIUM = process.env.TRIBUTARY_TEST_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -16,6 +18,23 @@ export async function launchBrowser(): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
   // Root (CI) cannot use Chromium's sandbox; /dev/shm is small in containers.
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+/**
+ * A test server on `dialect` and a browser, started before the suite's tests (together) and stopped after them;
+ * `ready` receives both, for the suite's own variables.
+ */
+export function withServerAndBrowser(dialect: Dialect, ready: (server: TestServer, browser: Browser) => void): void {
+  let server: TestServer | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+    ready(server, browser);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.destroy();
+  });
 }
 
 export interface ConsolePage {

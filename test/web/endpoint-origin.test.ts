@@ -1,9 +1,9 @@
 // An account's endpoint answers on the console's origin: a page it serves with respond() must not reach a console user's key.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn } from './browser.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, openConsole, signIn, withServerAndBrowser } from './browser.js';
 
 /**
  * Serves a page whose script reads the tab's session storage (where the console keeps its key) and registers a
@@ -36,13 +36,9 @@ module.exports = {
 describe.each(DIALECTS)('web console: a page an endpoint serves (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
   });
 
   it("runs in an origin of its own: it cannot read the console's key from the tab or install a service worker over the console", async () => {

@@ -1,10 +1,10 @@
 // The console in Chromium: a field's error, from the form's own check or from the server, goes as soon as the field is
 // edited, with the line above the button that pointed at it; the errors of other fields stay.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForFocus, waitForText } from './browser.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, openConsole, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `
 export default {
@@ -22,13 +22,9 @@ export default {
 describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
   });
 
   it("drops a prop's error, the form's check or the server's 422, when that field is edited", async () => {

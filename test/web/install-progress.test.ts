@@ -2,10 +2,10 @@
 // while npm works (the time taken, then each package's step), rather than a button that seems to do nothing.
 // npm's registry is real, as in test/api/save-progress.test.ts.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, openConsole, signIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `import isOdd from "is-odd@3.0.1";
 export default {
@@ -16,13 +16,9 @@ export default {
 describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
   });
 
   it('shows the time taken while the component is saved, then each npm package it installed', async () => {

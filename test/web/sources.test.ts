@@ -1,10 +1,10 @@
 // The console in Chromium: sign-in, the sources list, deploying through the generated form, and live events.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, openConsole, screenshot, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 /** An HTTP source that logs each request, fails when the body asks it to, and emits the body otherwise. */
 const HTTP_SOURCE = `
@@ -62,13 +62,9 @@ export default {
 describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
   });
 
   async function deploy(key: string, body: object): Promise<any> {

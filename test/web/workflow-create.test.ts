@@ -1,11 +1,11 @@
 // The console in Chromium: creating a workflow (name, trigger, ordered steps) through the save's progress route,
 // the refusals shown beside the form, and the new workflow running as created.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, openConsole, screenshot, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 const DOUBLE_STEP = `export default defineComponent({
   async run({ steps }) {
@@ -23,13 +23,9 @@ const ADD_STEP = `export default defineComponent({
 describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
   });
 
   it('creates an HTTP workflow of two steps put in order, then runs it', async () => {
