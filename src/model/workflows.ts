@@ -18,7 +18,7 @@ export interface StoredStep {
   additional_props?: PropDescriptor[];
 }
 
-/** Step names become keys of `steps`: identifiers, and never `trigger`. */
+/** Step names become keys of `steps`: identifiers, never `trigger`, and never `__proto__`. */
 const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /** `metadata.name` of `$.send.sse` events: the prefix keeps them apart from emits on a channel of the same name. */
@@ -43,6 +43,8 @@ export function stepNameProblems(names: string[]): string[] {
   names.forEach((name, i) => {
     if (!STEP_NAME.test(name)) problems.push(`steps[${i}].name "${name}" must be an identifier (letters, digits, _; at most 64)`);
     else if (name === 'trigger') problems.push(`steps[${i}].name may not be "trigger": steps.trigger is the triggering event`);
+    // Assigned as a key of `steps`, it would set that object's prototype: later steps and templates would not see it.
+    else if (name === '__proto__') problems.push(`steps[${i}].name may not be "__proto__": later steps could not read it as steps.__proto__`);
     else if (seen.has(name)) problems.push(`steps[${i}].name "${name}" is used by an earlier step`);
     seen.add(name);
   });
