@@ -95,8 +95,9 @@ export class WorkflowRunService {
       if (!(await this.runner.queue([run])).length) throw gone();
       return undefined;
     }
-    let settle!: (answer: { response?: HttpResponse | undefined; error?: InvocationError | undefined }) => void;
-    const answered = new Promise<{ response?: HttpResponse | undefined; error?: InvocationError | undefined }>((resolve) => (settle = resolve));
+    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number };
+    let settle!: (answer: Answer) => void;
+    const answered = new Promise<Answer>((resolve) => (settle = resolve));
     let runId = '';
     const queued = await this.runner.queue([run], ([row]) => {
       runId = row!.id;
@@ -107,12 +108,21 @@ export class WorkflowRunService {
       throw gone();
     }
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
-    const timer = setTimeout(() => settle({}), (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000);
-    const { response, error } = await answered;
+    const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
+    const timer = setTimeout(() => settle({ waitedMs: waitMs }), waitMs);
+    const { response, error, waitedMs } = await answered;
     clearTimeout(timer);
     this.runner.forgetResponder(runId);
     if (response) return response;
     if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
+    if (error) throw new ServiceError('no_response', `the workflow timed out before responding: ${error.message}`);
+    // Running time leaves out $.flow.delay and time queued, so the run may still be going: the client is told so.
+    if (waitedMs !== undefined) {
+      throw new ServiceError(
+        'no_response',
+        `the workflow did not respond within ${waitedMs / 1000} s (its timeout_seconds and 5 s); run ${runId} goes on (delayed by $.flow.delay or still queued), and a later $.respond() reaches no one`,
+      );
+    }
     throw new ServiceError('no_response', 'the workflow did not respond: no step called $.respond()');
   }
 

@@ -197,6 +197,37 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     });
   });
 
+  it('says why a custom-response run gave no answer: a run that timed out, and one still delayed when the client stops waiting', async () => {
+    // Both were answered "no step called $.respond()", though one step was cut off and the other responds later.
+    const hangs = await create({
+      name: 'hangs before responding',
+      timeout_seconds: 1,
+      trigger: { type: 'http', custom_response: true },
+      steps: [{ name: 'hang', component_code: 'module.exports = { async run() { await new Promise(() => {}); } };' }],
+    });
+    const timedOut = await request('POST', hangs.trigger.endpoint_url, { body: {} });
+    expect(timedOut.status).toBe(504);
+    expect(timedOut.body).toEqual({ error: expect.stringMatching(/^the workflow timed out before responding: .*timed out/), code: 'no_response' });
+
+    const delays = await create({
+      name: 'delays before responding',
+      timeout_seconds: 1,
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'reply', component_code: RESPOND_STEP },
+      ],
+    });
+    const delayed = await request('POST', delays.trigger.endpoint_url, { body: {} });
+    const [run] = (await api.get(`/v1/workflows/${delays.id}/runs`)).body.data;
+    expect(run.status).toBe('delayed');
+    expect(delayed.status).toBe(504);
+    expect(delayed.body).toEqual({
+      error: `the workflow did not respond within 6 s (its timeout_seconds and 5 s); run ${run.id} goes on (delayed by $.flow.delay or still queued), and a later $.respond() reaches no one`,
+      code: 'no_response',
+    });
+  });
+
   it("keeps each step's $.service.db across runs, and replays a run with its original event", async () => {
     const workflow = await create({ name: 'counts', steps: [{ name: 'count', component_code: COUNT_STEP }] });
     const first = await api.post(`/v1/workflows/${workflow.id}/run`, { a: 1 });
