@@ -240,7 +240,9 @@ async function showWorkflowLogs(api: ApiClient, workflowId: string, options: Fol
       const body: PageBody<RunData> = await page(100, after);
       runs.push(...body.data);
       const oldest = body.data.at(-1)?.id;
-      if (!body.page_info.end_cursor || body.data.length < 100 || (frontier !== undefined && oldest !== undefined && oldest <= frontier)) {
+      // A page of large runs may hold fewer than asked (the server bounds its size): only an empty page, or all runs read, ends the list.
+      const allRead = body.data.length === 0 || runs.length >= body.page_info.total_count;
+      if (!body.page_info.end_cursor || allRead || (frontier !== undefined && oldest !== undefined && oldest <= frontier)) {
         return { runs, cut: false };
       }
       after = body.page_info.end_cursor;

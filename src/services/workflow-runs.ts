@@ -4,7 +4,7 @@ import * as workflows from '../store/workflows.js';
 import { sendsOfRuns, type SendRow } from '../store/sends.js';
 import { isId } from '../model/ids.js';
 import { notFound, ServiceError } from '../model/errors.js';
-import type { Page, PageRequest } from '../model/pagination.js';
+import { type Page, type PageRequest, toPage } from '../model/pagination.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 import type { NewRun } from '../commit/workflow-runs.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
@@ -128,7 +128,7 @@ export class WorkflowRunService {
 
   async listRuns(accountId: string, workflowId: string, page: PageRequest, status?: RunView['status']): Promise<Page<RunView>> {
     const workflow = await this.workflows.owned(accountId, workflowId);
-    const result = await workflows.listRuns(this.store.db, workflow.id, page, status);
+    const result = await withinPageChars(this.store.db, await workflows.listRuns(this.store.db, workflow.id, page, status), page);
     const ids = result.items.map((r) => r.id);
     const steps = await workflows.runSteps(this.store.db, ids);
     const sent = await sendsOfRuns(this.store.db, ids);
@@ -188,4 +188,33 @@ export class WorkflowRunService {
     if (run.replay_of !== null) view.replay_of = run.replay_of;
     return view;
   }
+}
+
+/**
+ * Most characters of stored JSON (events and step data) one page of runs holds. A step may hold 8 MB and a run 50
+ * steps, so 100 runs could pass what one response (one JavaScript string, at most 512 MB) can hold: that page was a 500.
+ */
+export const MAX_RUN_PAGE_CHARS = 16 * 1024 * 1024;
+
+/**
+ * The page cut where its runs pass MAX_RUN_PAGE_CHARS (never below one run), keeping the runs next to the cursor it
+ * was asked from, so that following its cursors still reaches every run once.
+ */
+async function withinPageChars(db: Store['db'], page: Page<workflows.WorkflowRunRow>, asked: PageRequest): Promise<Page<workflows.WorkflowRunRow>> {
+  const stepChars = await workflows.runStepChars(
+    db,
+    page.items.map((r) => r.id),
+  );
+  // Paging back (`before`), the runs next to the cursor are the last ones of the page.
+  const fromCursor = asked.before !== undefined ? [...page.items].reverse() : page.items;
+  const kept: workflows.WorkflowRunRow[] = [];
+  let chars = 0;
+  for (const run of fromCursor) {
+    chars += run.event.length + (stepChars.get(run.id) ?? 0);
+    if (kept.length > 0 && chars > MAX_RUN_PAGE_CHARS) break;
+    kept.push(run);
+  }
+  if (kept.length === page.items.length) return page;
+  if (asked.before !== undefined) kept.reverse();
+  return toPage(kept, page.totalCount, (r) => r.id, asked);
 }

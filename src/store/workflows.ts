@@ -1,5 +1,5 @@
 // Queries on workflows, their runs and finished steps, and each step's `$.service.db`.
-import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { DialectName } from './database.js';
 import type { Database, WorkflowRunStatus, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
@@ -128,6 +128,21 @@ export function listRuns(db: Kysely<Database>, workflowId: string, page: PageReq
       ).n,
     );
   return paginateById(base, count, 'wr', page);
+}
+
+/** Characters of the JSON each run's steps hold (return values, exports, logs, errors), by run id; runs without steps are left out. */
+export async function runStepChars(db: Db, runIds: string[]): Promise<Map<string, number>> {
+  if (!runIds.length) return new Map();
+  const rows = await db
+    .selectFrom('workflow_run_steps')
+    .select((eb) => [
+      'run_id',
+      eb.fn.sum<number | string>(sql`length(exports) + length(logs) + coalesce(length(return_value), 0) + coalesce(length(error), 0)`).as('chars'),
+    ])
+    .where('run_id', 'in', runIds)
+    .groupBy('run_id')
+    .execute();
+  return new Map(rows.map((r) => [r.run_id, Number(r.chars)]));
 }
 
 export function runSteps(db: Db, runIds: string[]): Promise<WorkflowRunStepRow[]> {

@@ -115,7 +115,8 @@ export async function getFirst<T>(path: string, atMost: number, params: Record<s
     const page = await get<Page<T>>(`${path}${query({ ...params, limit, after })}`);
     items.push(...page.data);
     total = page.page_info.total_count;
-    if (page.data.length < limit || items.length >= total) break;
+    // Not `< limit`: a page of large workflow runs may hold fewer than asked though more follow.
+    if (page.data.length === 0 || items.length >= total) break;
     after = page.page_info.end_cursor;
   }
   return { items: items.slice(0, atMost), total };

@@ -342,6 +342,32 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(timers).toEqual([]);
   });
 
+  it('pages runs of large exports within a bounded size, its cursors reaching each run once, both ways', async () => {
+    // 100 runs of 8 MB steps made one page longer than a response can be: a 500. Pages now stop at 16 MiB of runs.
+    const workflow = await create({
+      name: 'large exports',
+      steps: [{ name: 'big', component_code: `module.exports = { async run({ $ }) { $.export("big", "x".repeat(7 * 1024 * 1024)); } };` }],
+    });
+    for (let i = 0; i < 4; i++) expect((await api.post(`/v1/workflows/${workflow.id}/run`, { i })).status).toBe(202);
+    await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs?status=succeeded&limit=1`),
+      (r) => r.body.page_info.total_count === 4,
+      { what: 'four finished runs' },
+    );
+    const first = await api.get(`/v1/workflows/${workflow.id}/runs?limit=10`);
+    expect(first.status).toBe(200);
+    expect(first.body.page_info).toMatchObject({ total_count: 4, count: 2 });
+    expect(first.body.data.map((r: any) => r.event.i)).toEqual([3, 2]);
+    expect(first.body.data[0].steps[0].exports.big).toHaveLength(7 * 1024 * 1024);
+    const rest = await api.get(`/v1/workflows/${workflow.id}/runs?limit=10&after=${first.body.page_info.end_cursor}`);
+    expect(rest.body.data.map((r: any) => r.event.i)).toEqual([1, 0]);
+    expect((await api.get(`/v1/workflows/${workflow.id}/runs?limit=10&after=${rest.body.page_info.end_cursor}`)).body.data).toEqual([]);
+    // Paging back keeps the runs next to the cursor: of the three newer than the oldest, the two nearest it.
+    const back = await api.get(`/v1/workflows/${workflow.id}/runs?limit=10&before=${rest.body.page_info.end_cursor}&status=succeeded`);
+    expect(back.body.page_info).toMatchObject({ total_count: 4, count: 2, end_cursor: rest.body.page_info.start_cursor });
+    expect(back.body.data.map((r: any) => r.event.i)).toEqual([2, 1]);
+  });
+
   it('lists, changes and deletes workflows; another account sees none of them', async () => {
     const workflow = await create({ name: 'crud', trigger: { type: 'http', custom_response: false }, steps: [{ name: 'echo', component_code: ECHO_STEP }] });
     const list = await api.get('/v1/users/me/workflows?limit=100');
