@@ -107,6 +107,8 @@ export class StepBatchRunner {
     const step = steps[stepIndex]!;
     const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
     const startedMs = clock.now();
+    // The worker warns of a second `$.respond()` in one step only: it cannot know that an earlier step answered.
+    const answeredBefore = batch.map((held) => answered(held.run.id));
     const invoked = await this.invoke(workflow, step, batch, trigger, onRespond);
     if (!invoked) {
       await workflows.releaseRuns(
@@ -118,6 +120,11 @@ export class StepBatchRunner {
       return { handedBack: true };
     }
     const { dbWrites, cpuMs, dataStoreWrites } = invoked;
+    invoked.outcomes.forEach((outcome, i) => {
+      if (!answeredBefore[i] || !outcome.response) return;
+      const msg = `$.respond() was called in step "${step.name}", but an earlier step had answered; only the first response was sent`;
+      outcome.logs = [...outcome.logs, { k: 'warn', ts: clock.now(), msg }];
+    });
     const account = await findUserByIdOrUsername(this.store.db, workflow.user_id);
     // Taken once, outside the transaction: a commit tried again must not carry the same time twice.
     const computeMs = account ? this.compute.take(account.id, cpuMs) : 0;

@@ -179,6 +179,33 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(res.body).toEqual({ echoed: { hello: 'world' } });
   });
 
+  it("warns on a later step's $.respond() after an earlier step answered, as on a second call within one step", async () => {
+    // The later call was dropped without a word: the run view showed nothing of why its answer never arrived.
+    const workflow = await create({
+      name: 'answers twice',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'reply', component_code: RESPOND_STEP },
+        { name: 'again', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 500, body: "late" }); } };' },
+      ],
+    });
+    const res = await request('POST', workflow.trigger.endpoint_url, { body: { hello: 'world' } });
+    expect([res.status, res.body]).toEqual([201, { echoed: { hello: 'world' } }]);
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run.steps.map((s: any) => [s.name, s.status])).toEqual([
+      ['reply', 'succeeded'],
+      ['again', 'succeeded'],
+    ]);
+    expect(run.steps[0].logs).toEqual([]);
+    expect(run.steps[1].logs).toEqual([
+      {
+        k: 'warn',
+        ts: expect.any(Number),
+        msg: '$.respond() was called in step "again", but an earlier step had answered; only the first response was sent',
+      },
+    ]);
+  });
+
   it('answers 504 with a JSON body when no step responds', async () => {
     const workflow = await create({ name: 'silent', trigger: { type: 'http', custom_response: true }, steps: [{ name: 'quiet', component_code: ECHO_STEP }] });
     const res = await request('GET', workflow.trigger.endpoint_url);
