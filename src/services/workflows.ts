@@ -189,12 +189,14 @@ export class WorkflowService {
         timeout_ms: request.timeout_seconds === undefined ? previous.timeout_ms : request.timeout_seconds * 1000,
         updated_at: nowSeconds(),
       };
-      // New steps only: stored ones may name an account a forced delete removed (the workflow is inactive then).
+      // Stored steps only when it is on after this: a forced delete left it off naming an account that is gone, which
+      // renaming it or switching it off must not need, but switching it on must (a 404 naming it, as for a source).
+      const checked = resolved?.steps ?? (row.active === 1 ? (JSON.parse(previous.steps) as StoredStep[]) : []);
       await holdAuthProvisions(
         trx,
         this.store.dialect,
         accountId,
-        (resolved?.steps ?? []).map((step) => step.configured_props),
+        checked.map((step) => step.configured_props),
       );
       for (const component of resolved?.unsaved ?? []) await this.components.insertPrepared(trx, component);
       const { name, active, steps, endpoint_id, timeout_ms, updated_at } = row;

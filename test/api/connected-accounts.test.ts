@@ -291,6 +291,12 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     expect([again.status, again.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
     const given = await user.api.patch(`/v1/sources/${source.id}`, { configured_props: { acme: { authProvisionId: acme.id } } });
     expect([given.status, given.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
+    // So for the workflow: a PUT of `active` alone turned it on, and each of its runs then failed with account_missing.
+    const renamedFlow = await user.api.put(`/v1/workflows/${workflow.id}`, { name: 'flowed with acme', active: false });
+    expect([renamedFlow.status, renamedFlow.body.data?.active]).toEqual([200, false]);
+    const flowAgain = await user.api.put(`/v1/workflows/${workflow.id}`, { active: true });
+    expect([flowAgain.status, flowAgain.body.error]).toEqual([404, `connected account "${acme.id}" not found`]);
+    expect((await user.api.get(`/v1/workflows/${workflow.id}`)).body.data).toMatchObject({ name: 'flowed with acme', active: false });
   });
 
   it('keeps both of a concurrent rename and rotation, and lets one of two concurrent deletes succeed', async () => {
