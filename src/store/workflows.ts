@@ -279,7 +279,10 @@ export async function releaseAllLeases(db: Db, nowMs: number): Promise<void> {
     .execute();
 }
 
-/** True while a timer run of the workflow is unfinished, so that the next due time is skipped, not stacked. */
+/**
+ * True while a timer run of the workflow is queued or running, so that the next due time is skipped, not stacked. A
+ * run waiting out `$.flow.delay` does not count: it holds no worker, and a delay of days would skip days of runs.
+ */
 export async function hasUnfinishedTimerRun(db: Db, workflowId: string): Promise<boolean> {
   const row = await db
     .selectFrom('workflow_runs')
@@ -287,6 +290,7 @@ export async function hasUnfinishedTimerRun(db: Db, workflowId: string): Promise
     .where('workflow_id', '=', workflowId)
     .where('trigger', '=', 'timer')
     .where('due_ms', 'is not', null)
+    .where('status', '!=', 'delayed')
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;

@@ -369,6 +369,26 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(timers).toEqual([]);
   });
 
+  it('starts timer runs while an earlier one waits out a $.flow.delay, as it holds no worker', async () => {
+    // A delayed run counted as one still going: an hourly timer whose step delayed a day ran once a day.
+    const workflow = await create({
+      name: 'ticks and waits',
+      trigger: { type: 'timer', interval_seconds: 1 },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'after', component_code: ECHO_STEP },
+      ],
+    });
+    const runs = await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
+      (r) => r.body.data.length >= 2,
+      { what: 'two delayed timer runs' },
+    );
+    const stamps = runs.body.data.map((run: any) => run.event.timestamp);
+    expect(new Set(stamps).size).toBe(stamps.length);
+    expect((await api.delete(`/v1/workflows/${workflow.id}`)).status).toBe(204);
+  });
+
   it('pages runs of large exports within a bounded size, its cursors reaching each run once, both ways', async () => {
     // 100 runs of 8 MB steps made one page longer than a response can be: a 500. Pages now stop at 16 MiB of runs.
     const workflow = await create({
