@@ -132,6 +132,12 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * 5xx answers that say what a custom-response run did (its component failed or never responded), not a fault of the
+ * server: logged at info, as each was an error line with the server's stack, one per failing request of user code.
+ */
+const RUN_OUTCOMES = new Set<ErrorCode>(['run_failed', 'no_response']);
+
 function answerError(outages: OutageLog, raised: Error, log: FastifyRequest['log']): ErrorAnswer {
   const unavailable = asUnavailable(raised);
   const error = unavailable ?? raised;
@@ -139,6 +145,7 @@ function answerError(outages: OutageLog, raised: Error, log: FastifyRequest['log
   // A database outage is said once (OutageLog); a sandbox that could not take one request, each time.
   if (unavailable && outageOf(raised)) outages.failed(log, unavailable, raised);
   else if (unavailable) log.warn({ err: raised }, unavailable.message);
+  else if (error instanceof ServiceError && RUN_OUTCOMES.has(error.code)) log.info({ code: error.code }, error.message);
   else if (status >= 500) log.error({ err: error }, 'request failed');
   else log.info({ code: body.code, status }, body.error);
   const retryAfterSeconds = error instanceof ServiceError ? error.retryAfterSeconds : undefined;

@@ -1,5 +1,6 @@
 // Workflows: define, change and delete them; runs from HTTP, manual runs, replays, sources, errors and timers; each
 // step committed with its return value, exports and logs; emitted and `$errors` events as the specification shows them.
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
@@ -762,6 +763,35 @@ describe('workflow live streams ($.send.sse)', () => {
       );
     } finally {
       stream.source.close();
+    }
+  });
+});
+
+describe('the log of custom-response workflows', () => {
+  // Each failing request of user code was an error line, `request failed` with the server's stack, for operators to chase.
+  it('logs a run that failed or never responded at info, with its code, not as a server error', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const server = await startTestServer('sqlite', {}, { logger });
+    try {
+      const api = client(server.url, (await server.createUser()).apiKey);
+      const { create } = workflowCalls(() => api);
+      const failing = await create({
+        name: 'fails',
+        trigger: { type: 'http', custom_response: true },
+        steps: [{ name: 'boom', component_code: FAILING_STEP }],
+      });
+      const silent = await create({ name: 'silent', trigger: { type: 'http', custom_response: true }, steps: [{ name: 'quiet', component_code: ECHO_STEP }] });
+      expect((await request('POST', failing.trigger.endpoint_url, { body: { n: 1 } })).status).toBe(500);
+      expect((await request('POST', silent.trigger.endpoint_url, { body: { n: 1 } })).status).toBe(504);
+      const said = lines.filter((line) => line.code === 'run_failed' || line.code === 'no_response');
+      expect(said.map(({ level, code }) => ({ level, code }))).toEqual([
+        { level: 30, code: 'run_failed' },
+        { level: 30, code: 'no_response' },
+      ]);
+      expect(lines.filter((line) => (line.level as number) >= 50)).toEqual([]);
+    } finally {
+      await server.destroy();
     }
   });
 });
