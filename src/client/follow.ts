@@ -100,46 +100,75 @@ export async function showStream(api: ApiClient, id: string, options: FollowOpti
   return followSource(api, id, recent.data[0]?.id ?? '0-0', options);
 }
 
-/** A source's stream live: Last-Event-ID makes the server replay what came after the last item shown, on every reconnect. */
+/** Answers to a stream's request that say "later", not "no": too many streams or requests, a server away or stopping. */
+const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
+/** The first wait after such an answer; each next one doubles, up to MAX_RETRY_MS. */
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 10_000;
+
+/**
+ * A source's stream live: Last-Event-ID makes the server replay what came after the last item shown, on every reconnect.
+ * A connection lost is retried by the library; an answer that says "later" (RETRIED_STATUSES) ends the library's stream,
+ * so it is opened again here after a growing wait; any other answer (401, 404) ends the command.
+ */
 function followSource(api: ApiClient, sourceId: string, lastShown: string, options: FollowOptions): Promise<void> {
   const query = options.stream === 'events' ? '' : `?event_name=${encodeURIComponent(options.stream)}`;
+  const url = api.url(`/v1/sources/${segment(sourceId)}/sse${query}`);
   let lastEventId = lastShown;
   let connectedOnce = false;
   let lost = false;
-  const source = new EventSource(api.url(`/v1/sources/${segment(sourceId)}/sse${query}`), {
-    fetch: (url, init) =>
-      fetch(url, {
-        ...init,
-        headers: {
-          ...init.headers,
-          authorization: `Bearer ${api.server.key}`,
-          // The library sends Last-Event-ID itself once it saw an id; the first connection resumes after the last item shown.
-          ...(!('Last-Event-ID' in init.headers) && { 'Last-Event-ID': lastEventId }),
-        },
-      }),
-  });
+  let refusals = 0;
+  let source: EventSource | undefined;
+  let retry: NodeJS.Timeout | undefined;
   return new Promise<void>((resolve, reject) => {
     const stop = () => {
-      source.close();
+      clearTimeout(retry);
+      source?.close();
       resolve();
     };
     untilAborted(options.signal).then(stop);
-    source.onopen = () => {
-      if (lost) options.notice('reconnected; resuming after the last event shown');
-      else if (!connectedOnce) options.notice(`following ${sourceId} (Ctrl-C to stop)`);
-      connectedOnce = true;
-      lost = false;
-    };
-    source.onmessage = (message) => {
-      const summary = JSON.parse(message.data) as Summary;
-      lastEventId = message.lastEventId || summary.id;
-      options.print(formatSummary(summary, options.stream, options.json));
-    };
-    source.onerror = (error) => {
-      if (error.code !== undefined) {
-        // An HTTP answer other than the stream (401, 404): the library gives up; so does the command. Its message
-        // ("Non-200 status code") says nothing the code does not: a 404 after a stream is a source deleted meanwhile.
-        source.close();
+    const open = () => {
+      const current = new EventSource(url, {
+        fetch: (target, init) =>
+          fetch(target, {
+            ...init,
+            headers: {
+              ...init.headers,
+              authorization: `Bearer ${api.server.key}`,
+              // The library sends Last-Event-ID itself once it saw an id; a new stream resumes after the last item shown.
+              ...(!('Last-Event-ID' in init.headers) && { 'Last-Event-ID': lastEventId }),
+            },
+          }),
+      });
+      source = current;
+      current.onopen = () => {
+        if (lost) options.notice('reconnected; resuming after the last event shown');
+        else if (!connectedOnce) options.notice(`following ${sourceId} (Ctrl-C to stop)`);
+        connectedOnce = true;
+        lost = false;
+        refusals = 0;
+      };
+      current.onmessage = (message) => {
+        const summary = JSON.parse(message.data) as Summary;
+        lastEventId = message.lastEventId || summary.id;
+        options.print(formatSummary(summary, options.stream, options.json));
+      };
+      current.onerror = (error) => {
+        if (error.code === undefined) {
+          if (!lost) options.notice(`connection lost (${error.message ?? 'network error'}); reconnecting …`);
+          lost = true;
+          return;
+        }
+        current.close();
+        if (RETRIED_STATUSES.has(error.code)) {
+          const waitMs = Math.min(FIRST_RETRY_MS * 2 ** refusals++, MAX_RETRY_MS);
+          if (!lost) options.notice(`the live stream of ${sourceId} answered ${error.code}; trying again, first in ${waitMs / 1000} s …`);
+          lost = true;
+          if (!options.signal?.aborted) retry = setTimeout(open, waitMs);
+          return;
+        }
+        // Any other answer (401, 404): the command ends. The library's message ("Non-200 status code") says nothing
+        // the code does not: a 404 after a stream is a source deleted meanwhile.
         const why = error.code === 404 ? `no source ${sourceId} (deleted${connectedOnce ? ' while followed' : ''}, or never this account's)` : error.message;
         reject(
           new ApiError(
@@ -148,11 +177,9 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
             `the live stream of ${sourceId} answered ${error.code}${why ? `: ${why}` : ''}`,
           ),
         );
-        return;
-      }
-      if (!lost) options.notice(`connection lost (${error.message ?? 'network error'}); reconnecting …`);
-      lost = true;
+      };
     };
+    open();
   });
 }
 
