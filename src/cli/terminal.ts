@@ -76,6 +76,18 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
               : EXIT.failed;
     return { lines, code };
   }
+  // `serve`'s port (or --metrics-port) taken or not allowed: said in words that say what to change (exit 1, as a failed start).
+  const listen = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (listen?.syscall === 'listen' && (listen.code === 'EADDRINUSE' || listen.code === 'EACCES' || listen.code === 'EADDRNOTAVAIL')) {
+    const where = listen.port ? `${listen.address ?? ''}:${listen.port}` : (listen.address ?? '');
+    const why =
+      listen.code === 'EADDRINUSE'
+        ? 'another process is using it: stop that, or choose another port (--port, --metrics-port; 0 picks a free one)'
+        : listen.code === 'EACCES'
+          ? 'this user may not (a port below 1024 needs privileges): choose a port of 1024 or more'
+          : 'this machine has no such address: choose another --host';
+    return { lines: [`error: cannot listen on ${where}: ${why}`], code: EXIT.failed };
+  }
   if (error instanceof UsageError || error instanceof ProfileError || error instanceof WorkflowFileError || error instanceof BundleError) {
     return { lines: error.message.split('\n').map((line, i) => (i === 0 ? `error: ${line}` : line)), code: EXIT.usage };
   }

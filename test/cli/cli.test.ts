@@ -235,7 +235,7 @@ describe('tributary CLI', () => {
     );
     await new Promise((resolve) => taken.close(resolve));
     expect({ code: failed.code, stdout: failed.stdout }).toEqual({ code: 1, stdout: '' });
-    expect(failed.stderr).toContain(`error: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
+    expect(failed.stderr).toContain(`error: cannot listen on 127.0.0.1:${port}: another process is using it: stop that, or choose another port`);
 
     const server = await serve(['--data-dir', dataDir]);
     children.push(server.child);
