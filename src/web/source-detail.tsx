@@ -11,6 +11,7 @@ import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, Prop
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, EventSummary, Source } from './types';
+import { useBusy } from './use-busy';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
@@ -115,6 +116,8 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
   const [deleting, setDeleting] = useState(false);
   const [tab, setTab] = useState<Stream>('emit');
   const [run, setRun] = useState<QueuedRun | undefined>(undefined);
+  // One PATCH per press: a double click of Activate would send it twice.
+  const activation = useBusy();
   const linked = useLoad(() => (props.eventId ? streamOf(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
   const linkedStream = linked.data ?? undefined;
   useEffect(() => {
@@ -136,15 +139,17 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
 
   const endpoint = endpointUrl(source.configured_props);
   const schedule = timerSchedule(source.configured_props);
-  const setActive = async (active: boolean) => {
-    try {
-      await patch(`/sources/${encodeURIComponent(source.id)}`, { active });
-      notify({ kind: 'ok', text: active ? `Activated ${source.name}.` : `Deactivated ${source.name}.` });
-      await loaded.reload();
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  const setActive = (active: boolean) =>
+    activation.run(async () => {
+      try {
+        await patch(`/sources/${encodeURIComponent(source.id)}`, { active });
+        notify({ kind: 'ok', text: active ? `Activated ${source.name}.` : `Deactivated ${source.name}.` });
+        // Busy until the source is read again, so that the label does not go back to what was just pressed.
+        await loaded.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
   const remove = async () => {
     setDeleting(false);
     try {
@@ -174,8 +179,9 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
       <div class="title-row">
         <h1 id="source-title">{source.name}</h1>
         <div class="actions">
-          <button type="button" onClick={() => setActive(!source.active)}>
-            {source.active ? 'Deactivate' : 'Activate'}
+          {/* aria-disabled rather than disabled while busy, as elsewhere: a disabled button loses the keyboard focus. */}
+          <button type="button" onClick={() => setActive(!source.active)} aria-disabled={activation.busy ? 'true' : undefined}>
+            {activation.busy ? (source.active ? 'Deactivating…' : 'Activating…') : source.active ? 'Deactivate' : 'Activate'}
           </button>
           <button type="button" class="danger" onClick={() => setDeleting(true)}>
             Delete
@@ -276,33 +282,37 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
     source.configured_props,
   );
   const descriptors = loaded && propList.props;
+  // One PATCH per press: a double click of Save props would send it twice.
+  const saving = useBusy();
 
   const save = async (event: Event) => {
     event.preventDefault();
     // Read now: the event's currentTarget is gone once the request has been awaited.
     const form = event.currentTarget as HTMLFormElement;
-    if (!descriptors || !values) return;
+    if (!descriptors || !values || saving.busy) return;
     const { values: configured, errors: found } = collectValues(descriptors, values);
     errors.show(found, undefined, FIX_MARKED);
     if (Object.keys(found).length) {
       focusFirstInvalid(form);
       return;
     }
-    try {
-      // The form leaves hidden props out, and a PATCH replaces every value: their stored values go back as they were.
-      const hidden = Object.fromEntries(
-        descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
-      );
-      const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
-      // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
-      setRaw(initialValues(descriptors, saved.data.configured_props));
-      notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
-      await props.onSaved();
-    } catch (failure) {
-      const { fields, general } = errorsFromServer(failure, descriptors);
-      errors.show(fields, general, REFUSED_MARKED);
-      focusFirstInvalid(form);
-    }
+    await saving.run(async () => {
+      try {
+        // The form leaves hidden props out, and a PATCH replaces every value: their stored values go back as they were.
+        const hidden = Object.fromEntries(
+          descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
+        );
+        const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
+        // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
+        setRaw(initialValues(descriptors, saved.data.configured_props));
+        notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
+        await props.onSaved();
+      } catch (failure) {
+        const { fields, general } = errorsFromServer(failure, descriptors);
+        errors.show(fields, general, REFUSED_MARKED);
+        focusFirstInvalid(form);
+      }
+    });
   };
 
   return (
@@ -329,7 +339,9 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
           <p class="field-error" role={errors.summary ? 'alert' : undefined}>
             {errors.summary ?? ''}
           </p>
-          <button type="submit">Save props</button>
+          <button type="submit" aria-disabled={saving.busy ? 'true' : undefined}>
+            {saving.busy ? 'Saving…' : 'Save props'}
+          </button>
         </form>
       )}
     </details>

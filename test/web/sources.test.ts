@@ -556,6 +556,52 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it('sends one PATCH for a double click of Deactivate, Activate or Save props, each button busy while its request runs', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = await deploy(user.apiKey, {
+      component_code: `module.exports = { name: "Named", version: "0.1.0", props: { http: "$.interface.http", greeting: { type: "string", label: "Greeting" } }, async run() {} };`,
+      name: 'pressed',
+      configured_props: { greeting: 'hello' },
+    });
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    // Each PATCH is held until the test lets it go: both presses of a double click come while the first is on its way.
+    const held: Array<() => void> = [];
+    const patches: string[] = [];
+    await page.route(`**/v1/sources/${source.id}`, async (route) => {
+      if (route.request().method() !== 'PATCH') return route.continue();
+      patches.push(route.request().postData() ?? '');
+      await new Promise<void>((release) => held.push(release));
+      await route.continue();
+    });
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+
+    const pressTwice = async (name: string, busyLabel: string, after: string) => {
+      const before = patches.length;
+      await page.getByRole('button', { name, exact: true }).dblclick();
+      const busy = page.getByRole('button', { name: busyLabel, exact: true });
+      await busy.waitFor();
+      expect(await busy.getAttribute('aria-disabled')).toBe('true');
+      expect(patches.length - before).toBe(1);
+      held.shift()!();
+      await page.getByRole('button', { name: after, exact: true }).waitFor();
+      expect(patches.length - before).toBe(1);
+    };
+    await pressTwice('Deactivate', 'Deactivating…', 'Activate');
+    await pressTwice('Activate', 'Activating…', 'Deactivate');
+    await page.getByText('Edit props').click();
+    await page.getByLabel('Greeting').fill('bonjour');
+    await pressTwice('Save props', 'Saving…', 'Save props');
+    await waitForText(page.getByRole('status'), 'Saved the props of pressed');
+    expect(patches).toHaveLength(3);
+    expect(held).toEqual([]);
+    const [saved] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(saved).toMatchObject({ active: true, configured_props: { greeting: 'bonjour' } });
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('deletes a range of events given by their ids, after confirmation', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
