@@ -196,6 +196,13 @@ function RunById(props: { workflowId: string; runId: string; onReplay: (run: Wor
     () => get<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.workflowId)}/runs/${encodeURIComponent(props.runId)}`),
     [props.workflowId, props.runId],
   );
+  // The list's poll does not see this run: while it has not finished, it is read again on its own, as often.
+  const unfinished = run.data !== undefined && UNFINISHED.has(run.data.data.status);
+  useEffect(() => {
+    if (!unfinished) return;
+    const timer = setInterval(() => run.reload(), 1000);
+    return () => clearInterval(timer);
+  }, [unfinished, run.reload]);
   if (run.error) return <LoadError loads={[run]} />;
   return run.data ? <RunView run={run.data.data} onReplay={props.onReplay} /> : null;
 }

@@ -176,6 +176,46 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('follows a run opened by its address while it is unfinished, though the runs listed do not hold it', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const workflow = (await api.post('/v1/workflows', { name: 'linked', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
+    const runId = (await api.post(`/v1/workflows/${workflow.id}/run`, { n: 1 })).body.data.id;
+    await waitFor(
+      () => api.get(`/v1/workflows/${workflow.id}/runs/${runId}`),
+      (res) => res.body.data.status === 'succeeded',
+      { what: 'the run finished' },
+    );
+    const { page, problems } = await openConsole(browser, `${server.url}/#/workflows/${workflow.id}`);
+    await signIn(page, user.apiKey);
+    // The run is read as running until the test lets its real state through: only a read made after that can show it.
+    let running = true;
+    let reads = 0;
+    await page.route(`**/v1/workflows/${workflow.id}/runs/${runId}`, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      reads += 1;
+      if (running) body.data.status = 'running';
+      await route.fulfill({ response, json: body });
+    });
+    // Filtered to failed runs, the list does not hold it: the run opened by its address is read on its own.
+    await page.getByLabel('Status').selectOption('failed');
+    await waitForText(page.locator('table.runs'), 'No runs with status failed.');
+    await evaluate(page, `location.hash = '#/workflows/${workflow.id}/${runId}'`);
+    const badge = page.locator('#run-title .badge');
+    await waitForText(badge, 'running');
+    await waitFor(
+      async () => reads,
+      (n) => n >= 2,
+      { what: 'the unfinished run read again' },
+    );
+    running = false;
+    await waitForText(badge, 'succeeded');
+    expect(await page.locator('table.runs tbody th a').count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('creates one webhook on a double click of Create webhook, and shows that one its secret', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
