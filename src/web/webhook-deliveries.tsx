@@ -1,5 +1,5 @@
 // One webhook's delivery log: each attempt's state, status code, error, duration and when the next retry is due.
-import { useRef } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import { get } from './api';
 import { formatDuration, formatTime } from './format';
 import { href } from './router';
@@ -17,6 +17,19 @@ export function WebhookDeliveries(props: { id: string }) {
   const pages = usePages<Delivery>(`/webhooks/${encodeURIComponent(props.id)}/deliveries`, PAGE);
   const { items, page: deliveries } = pages;
   const rows = useRef<HTMLDivElement>(null);
+
+  // While a shown attempt is pending (on its way, or a retry to come), the log is read again (every page opened), so
+  // that its outcome shows without a Refresh. Once the read is done, not before: a slow read is not stacked on.
+  const due = items.filter((d) => d.state === 'pending').map((d) => d.next_attempt_at_ms ?? 0);
+  const next = due.length ? Math.min(...due) : undefined;
+  useEffect(() => {
+    if (next === undefined || deliveries.loading) return;
+    // Every second while one is due; a retry hours away is read when due, but at least every minute, as the browser's
+    // clock may not be the server's.
+    const timer = setTimeout(() => deliveries.reload(), Math.min(Math.max(next - Date.now(), 1000), 60_000));
+    return () => clearTimeout(timer);
+  }, [next, deliveries.loading, deliveries.reload]);
+
   return (
     <section aria-labelledby="deliveries-title">
       <p class="crumbs">

@@ -216,6 +216,46 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it("reads a webhook's delivery log again while an attempt shown is pending, and shows its outcome", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=sink`)).body.data;
+    expect((await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`)).status).toBe(200);
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n: 1 } })).status).toBe(200);
+    await waitFor(
+      () => api.get(`/v1/webhooks/${hook.id}/deliveries`),
+      (res) => res.body.data.length === 1 && res.body.data[0].state === 'succeeded',
+      { what: 'the delivery' },
+    );
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    // The attempt is read as pending and due until the test lets its real state through: only a read made after that
+    // can show it.
+    let pending = true;
+    let reads = 0;
+    await page.route(`**/v1/webhooks/${hook.id}/deliveries?*`, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      reads += 1;
+      if (pending) for (const d of body.data) Object.assign(d, { state: 'pending', status_code: null, next_attempt_at_ms: Date.now() });
+      await route.fulfill({ response, json: body });
+    });
+    await evaluate(page, `location.hash = '#/webhooks/${hook.id}'`);
+    const state = page.locator('table.deliveries tbody tr .badge');
+    await waitForText(state, 'pending');
+    await waitFor(
+      async () => reads,
+      (n) => n >= 2,
+      { what: 'the pending attempt read again' },
+    );
+    pending = false;
+    await waitForText(state, 'succeeded');
+    expect(await page.locator('table.deliveries tbody tr').count()).toBe(1);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('creates one webhook on a double click of Create webhook, and shows that one its secret', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
