@@ -65,7 +65,8 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
     const hint = HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);
     const code =
-      error.status === 0 || error.status === 503
+      // Unreachable, unavailable, or asked to wait (429): each says "try again later", not "fix the command".
+      error.status === 0 || error.status === 503 || error.status === 429
         ? EXIT.unreachable
         : error.status === 401 || error.status === 403
           ? EXIT.auth

@@ -3,6 +3,8 @@
 // dev (a save updates the source in place), and the exit codes scripts rely on.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api.js';
@@ -96,6 +98,21 @@ describe('tributary client commands', () => {
     const unreachable = await tributary(['whoami', '--url', 'http://127.0.0.1:1']);
     expect(unreachable.code).toBe(5);
     expect(unreachable.stderr).toContain('hint: is the server running there?');
+    // A 429 says "later", as a 503 does: a script tells it from bad input (2) by its code.
+    const limited = http.createServer((_req, res) => {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(JSON.stringify({ error: 'rate limit exceeded, retry in 1 second', code: 'rate_limited' }));
+    });
+    await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+    try {
+      const refused = await tributary(['whoami', '--url', `http://127.0.0.1:${(limited.address() as net.AddressInfo).port}`, '--key', 'trb_x']);
+      expect([refused.code, refused.stderr]).toEqual([
+        5,
+        'error: rate limit exceeded, retry in 1 second (429 rate_limited)\nhint: too many requests: wait a little and try again\n',
+      ]);
+    } finally {
+      await new Promise((resolve) => limited.close(resolve));
+    }
 
     // A profiles file that does not parse stops what needs a profile, not what the flags or variables say in full.
     const saved = fs.readFileSync(file, 'utf8');
