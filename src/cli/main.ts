@@ -12,6 +12,7 @@ import { addOpsCommands, refuseMissingDatabase } from './ops-commands.js';
 import { OpsError } from '../ops/ops-error.js';
 import { NewerDatabaseError } from '../store/newer-database-error.js';
 import { describeFailure, EXIT } from './terminal.js';
+import { DatabaseLockedError, sayingWhoseLock } from './locked-database.js';
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -35,12 +36,14 @@ async function withUsers<T>(
   const config = configFrom(options);
   if (database === 'existing') await refuseMissingDatabase(config);
   const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
-  const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
-  try {
-    return await work(new UserService(store, config, systemClock), store);
-  } finally {
-    await store.close();
-  }
+  return sayingWhoseLock(config, async () => {
+    const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    try {
+      return await work(new UserService(store, config, systemClock), store);
+    } finally {
+      await store.close();
+    }
+  });
 }
 
 function accountLines(account: NewAccount): string[] {
@@ -72,7 +75,9 @@ export function buildProgram(): Command {
     tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
     const logger = createLogger(config, pretty ? (await import('./pretty-log.js')).prettyDestination() : undefined);
-    const running = await startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true });
+    const running = await sayingWhoseLock(config, () =>
+      startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true }),
+    );
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
@@ -174,7 +179,7 @@ export async function main(argv: string[]): Promise<void> {
       console.error(`error: ${error.message}`);
       process.exit(EXIT.usage);
     }
-    if (error instanceof NewerDatabaseError) {
+    if (error instanceof NewerDatabaseError || error instanceof DatabaseLockedError) {
       console.error(`error: ${error.message}`);
       process.exit(EXIT.failed);
     }

@@ -75,7 +75,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   } catch (error) {
     await store.close().catch(() => undefined);
     const message = `cannot open the database at ${store.location}: ${(error as Error).message}`;
-    throw error instanceof NewerDatabaseError ? new NewerDatabaseError(message) : new Error(message);
+    throw error instanceof NewerDatabaseError ? new NewerDatabaseError(message) : new Error(message, { cause: error });
   }
   return store;
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { openSqliteFile } from '../../src/store/sqlite-file.js';
+import { openSqliteFile, SQLITE_DRIVER_PATH } from '../../src/store/sqlite-file.js';
 import { describe, expect, it } from 'vitest';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { SETTINGS, envName } from '../../src/config.js';
@@ -270,5 +270,37 @@ describe('tributary CLI', () => {
     const exited = exitCode(next.child);
     next.child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+  it('says whose lock it is when another process holds the database write lock past the wait (serve, users create)', { timeout: 30_000 }, async () => {
+    const dataDir = tempDir();
+    await tributary(['users', 'create', '--data-dir', dataDir, '--username', 'first', '--email', 'first@example.com']);
+    const file = path.join(dataDir, 'tributary.db');
+    // A sqlite3 shell left in a transaction, as far as SQLite can tell: another process that took the write lock.
+    const holder = spawn(process.execPath, [
+      '-e',
+      `const D = require(${JSON.stringify(SQLITE_DRIVER_PATH)}); const d = new D(${JSON.stringify(file)});` +
+        ` d.exec('begin exclusive'); console.log('locked'); setInterval(() => {}, 1000);`,
+    ]);
+    children.push(holder);
+    await new Promise((resolve) => holder.stdout!.once('data', resolve));
+    const failed = (args: string[]) =>
+      tributary(args).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+    const [created, served] = await Promise.all([
+      failed(['users', 'create', '--data-dir', dataDir, '--username', 'second', '--email', 'second@example.com']),
+      failed(['serve', '--port', '0', '--log-level', 'error', '--data-dir', dataDir]),
+    ]);
+    for (const result of [created, served]) {
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`error: the database ${file} is locked by another process`);
+      expect(result.stderr).toContain('a sqlite3 shell left in a transaction');
+      expect(result.stderr).toContain('then try again');
+    }
+    const released = exitCode(holder);
+    holder.kill('SIGKILL');
+    await released;
+    await tributary(['users', 'create', '--data-dir', dataDir, '--username', 'second', '--email', 'second@example.com']);
   });
 });
