@@ -6,7 +6,8 @@ import { isReachable, type Store } from '../store/database.js';
 import { appliedMigrations, KNOWN_MIGRATIONS } from '../store/migrate.js';
 
 export interface ReadinessChecks {
-  database: 'ok' | 'unreachable';
+  /** `locked`: it answers, but writes fail on SQLite's write lock another process holds (each after waiting 5 s). */
+  database: 'ok' | 'unreachable' | 'locked';
   migrations: 'ok' | 'pending' | 'unknown';
   worker: 'ok' | 'cannot_start' | 'unchecked';
   /** SQLite's data directory: `full` below MIN_FREE_BYTES, where writes soon fail (507); PostgreSQL's is not seen. */
@@ -64,6 +65,7 @@ export class HealthService {
       checks.database = 'unreachable';
       checks.migrations = 'unknown';
     }
+    if (checks.database === 'ok' && this.store.writesLocked()) checks.database = 'locked';
     if (!this.stopping && this.workers) checks.worker = (await this.canStartWorker()) ? 'ok' : 'cannot_start';
     const failing = [
       ...(checks.database !== 'ok' ? ['database'] : []),

@@ -38,6 +38,8 @@ export function compiledOnce<Args extends unknown[], Row>(
 /** Prepared statements of one SQLite connection, cached (see withStatementCache in database.ts). */
 export interface SqliteStatements {
   prepare(sql: string): SQLite.Statement;
+  /** Hears of a wait for another process's write lock that ran out (WriteLockWatch). */
+  gaveUpOnLock?: () => void;
 }
 
 /** SQLite connections by the adapter their Kysely instance shares with its transactions. */
@@ -67,6 +69,6 @@ export function runCompiled<Row>(db: Db, sql: string, parameters: unknown[]): Pr
     return Promise.resolve(run());
   } catch (error) {
     // Another process holds the write lock: wait for it without stopping the event loop (sqlite-busy.ts).
-    return codeOf(error) === 'SQLITE_BUSY' ? waitingForLock(run) : Promise.reject(error);
+    return codeOf(error) === 'SQLITE_BUSY' ? waitingForLock(run, undefined, statements.gaveUpOnLock) : Promise.reject(error);
   }
 }

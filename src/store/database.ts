@@ -26,6 +26,7 @@ import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 import { openSqliteFile } from './sqlite-file.js';
 import { outageOf, PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
 import { SYNC_BUSY_TIMEOUT_MS, waitingForLock } from './sqlite-busy.js';
+import { WriteLockWatch } from './write-lock.js';
 
 export type { DialectName };
 
@@ -39,6 +40,8 @@ export interface Store {
    * on PostgreSQL, answered any statement: what says an outage that requests met has ended.
    */
   reached(): number;
+  /** SQLite: writes are failing on the write lock another process holds (WriteLockWatch); never on PostgreSQL. */
+  writesLocked(): boolean;
   close(): Promise<void>;
 }
 
@@ -122,14 +125,15 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
       },
     });
   }
-  const { statements, reached } = withStatementCache(connection);
-  const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection) });
+  const writeLock = new WriteLockWatch(connection);
+  const { statements, reached } = withStatementCache(connection, writeLock);
+  const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection, writeLock.gaveUp) });
   runTransactionsDirectly(db, statements);
   const close = async () => {
     await checkpointer?.close();
     await db.destroy();
   };
-  return { db, dialect: 'sqlite', location: file, reached, close };
+  return { db, dialect: 'sqlite', location: file, reached, writesLocked: () => writeLock.locked(), close };
 }
 
 /** Most distinct statements kept prepared; batch inserts of different sizes each have their own SQL. */
@@ -140,7 +144,7 @@ const STATEMENT_CACHE_SIZE = 500;
  * itself (it does on a full disk or an I/O error): Kysely's ROLLBACK would then fail, and its "no transaction is
  * active" would hide the error that says what happened.
  */
-function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite.Database): Dialect {
+function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite.Database, gaveUpOnLock: () => void): Dialect {
   const waiting = new WeakMap<DatabaseConnection, DatabaseConnection>();
   class Driver extends SqliteDriver {
     override async rollbackTransaction(open: DatabaseConnection): Promise<void> {
@@ -174,7 +178,10 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
             await super.acquireConnection();
           }
         };
-        wrapped = { executeQuery: (query) => waitingForLock(() => own.executeQuery(query), aside), streamQuery: (query, size) => own.streamQuery(query, size) };
+        wrapped = {
+          executeQuery: (query) => waitingForLock(() => own.executeQuery(query), aside, gaveUpOnLock),
+          streamQuery: (query, size) => own.streamQuery(query, size),
+        };
         waiting.set(own, wrapped);
       }
       return wrapped;
@@ -194,7 +201,7 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
  * writes that committed (a write outside a transaction, or a COMMIT): reads succeed while another process holds
  * the lock or the disk is full, so only a commit says that writes go through again.
  */
-function withStatementCache(connection: SQLite.Database): { statements: SqliteDatabase & SqliteStatements; reached: () => number } {
+function withStatementCache(connection: SQLite.Database, writeLock: WriteLockWatch): { statements: SqliteDatabase & SqliteStatements; reached: () => number } {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   let committed = 0;
   const counted = (statement: SQLite.Statement): SQLite.Statement => {
@@ -202,7 +209,10 @@ function withStatementCache(connection: SQLite.Database): { statements: SqliteDa
     const run = statement.run.bind(statement);
     statement.run = ((...parameters: unknown[]) => {
       const result = run(...parameters);
-      if (!connection.inTransaction) committed++;
+      if (!connection.inTransaction) {
+        committed++;
+        writeLock.wrote();
+      }
       return result;
     }) as SQLite.Statement['run'];
     return statement;
@@ -210,6 +220,7 @@ function withStatementCache(connection: SQLite.Database): { statements: SqliteDa
   return {
     statements: {
       close: () => connection.close(),
+      gaveUpOnLock: writeLock.gaveUp,
       prepare: (query: string) => {
         let statement = statements.get(query);
         if (!statement) {
@@ -267,7 +278,7 @@ async function openPostgres(url: string, queryTimeoutMs: number | undefined): Pr
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return { db, dialect: 'postgres', location, reached: () => answered, close: () => db.destroy() };
+  return { db, dialect: 'postgres', location, reached: () => answered, writesLocked: () => false, close: () => db.destroy() };
 }
 
 /**

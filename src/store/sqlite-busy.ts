@@ -16,16 +16,25 @@ const MAX_PAUSE_MS = 100;
  * it gets the lock or BUSY_WAIT_MS have passed, then fails with SQLite's error (a 503). Retrying is what SQLite's busy
  * handler does too: a statement of a transaction that got SQLITE_BUSY left the transaction as it was, and one whose
  * snapshot another process's commit made stale fails with SQLITE_BUSY_SNAPSHOT, which is not retried. `aside` runs
- * each pause: the driver lets other statements use the connection meanwhile when no transaction is open.
+ * each pause: the driver lets other statements use the connection meanwhile when no transaction is open. `onGiveUp`
+ * hears of a wait that ran out: what makes /readyz say the node cannot write (write-lock.ts).
  */
-export async function waitingForLock<T>(attempt: () => T | Promise<T>, aside: (pause: () => Promise<void>) => Promise<void> = (pause) => pause()): Promise<T> {
+export async function waitingForLock<T>(
+  attempt: () => T | Promise<T>,
+  aside: (pause: () => Promise<void>) => Promise<void> = (pause) => pause(),
+  onGiveUp?: () => void,
+): Promise<T> {
   const deadline = Date.now() + BUSY_WAIT_MS;
   let pause = 5;
   for (;;) {
     try {
       return await attempt();
     } catch (error) {
-      if (codeOf(error) !== 'SQLITE_BUSY' || Date.now() >= deadline) throw error;
+      if (codeOf(error) !== 'SQLITE_BUSY') throw error;
+      if (Date.now() >= deadline) {
+        onGiveUp?.();
+        throw error;
+      }
     }
     const ms = Math.min(pause, Math.max(1, deadline - Date.now()));
     await aside(() => new Promise((resolve) => setTimeout(resolve, ms)));

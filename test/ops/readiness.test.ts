@@ -1,9 +1,12 @@
 // GET /readyz: ready when migrations, database and a worker are; 503 naming what is not, and from the moment a stop begins.
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
+import { SQLITE_DRIVER_PATH } from '../../src/store/sqlite-file.js';
 
 const HELD = `module.exports = {
   name: "Held",
@@ -105,6 +108,46 @@ describe('readiness during a stop', () => {
     } finally {
       await server.destroy();
       hold.close();
+    }
+  });
+});
+
+describe("readiness while another process holds SQLite's write lock", () => {
+  it('turns not ready once a write gave up on the lock, liveness staying ok, and ready again once the lock is free', { timeout: 30_000 }, async () => {
+    const server = await startTestServer('sqlite');
+    const holder = spawn(process.execPath, [
+      '-e',
+      `const D = require(${JSON.stringify(SQLITE_DRIVER_PATH)}); const d = new D(${JSON.stringify(path.join(server.dataDir, 'tributary.db'))});` +
+        ` process.stdin.once('data', () => { d.exec('begin exclusive'); console.log('locked'); });` +
+        ` process.stdin.once('end', () => process.exit(0));`,
+    ]);
+    const holderExited = new Promise((resolve) => holder.once('exit', resolve));
+    try {
+      const api = client(server.url, (await server.createUser()).apiKey);
+      holder.stdin.write('lock\n');
+      await new Promise((resolve) => holder.stdout.once('data', resolve));
+      // Reads go on through the lock, and nothing has failed on it yet: still ready.
+      expect((await request('GET', `${server.url}/readyz`)).status).toBe(200);
+
+      const refused = await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}`, {});
+      expect(refused.status).toBe(503);
+      const ready = await request('GET', `${server.url}/readyz`);
+      expect([ready.status, ready.headers.get('retry-after')]).toEqual([503, '5']);
+      expect(ready.body).toMatchObject({ status: 'not_ready', not_ready: ['database'], checks: { database: 'locked', migrations: 'ok' } });
+      // Liveness is not readiness: the process and its database answer, a restart would not help.
+      expect((await request('GET', `${server.url}/healthz`)).body).toEqual({ status: 'ok', database: 'ok' });
+      // Still locked: asking again does not make it ready.
+      expect((await request('GET', `${server.url}/readyz`)).status).toBe(503);
+
+      // The lock given up, with no write since (a load balancer sends none to a node that is not ready): ready again.
+      holder.stdin.end();
+      await holderExited;
+      const again = await request('GET', `${server.url}/readyz`);
+      expect([again.status, again.body.checks.database]).toEqual([200, 'ok']);
+      expect((await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}`, {})).status).toBe(200);
+    } finally {
+      holder.kill('SIGKILL');
+      await server.destroy();
     }
   });
 });

@@ -34,7 +34,9 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
     );
 
     const checks = Type.Object({
-      database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+      database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable'), Type.Literal('locked')], {
+        description: "locked: reads work but writes fail on SQLite's write lock, which another process holds",
+      }),
       migrations: Type.Union([Type.Literal('ok'), Type.Literal('pending'), Type.Literal('unknown')]),
       worker: Type.Union([Type.Literal('ok'), Type.Literal('cannot_start'), Type.Literal('unchecked')]),
       disk: Type.Union([Type.Literal('ok'), Type.Literal('full'), Type.Literal('unchecked')], {
