@@ -18,6 +18,7 @@ import { migration012 } from './migrations/012-claim-function.js';
 import { migration013 } from './migrations/013-account-queues.js';
 import { migration014 } from './migrations/014-step-duration-precision.js';
 import { migration015 } from './migrations/015-timer-run-prop.js';
+import { migration016 } from './migrations/016-timer-run-pending-index.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '013-account-queues': migration013,
   '014-step-duration-precision': migration014,
   '015-timer-run-prop': migration015,
+  '016-timer-run-pending-index': migration016,
 };
 
 /** Every migration this build knows, in the order they run. */

@@ -284,14 +284,17 @@ export async function releaseAllLeases(db: Db, nowMs: number): Promise<void> {
  * run waiting out `$.flow.delay` does not count: it holds no worker, and a delay of days would skip days of runs.
  */
 export async function hasUnfinishedTimerRun(db: Db, workflowId: string): Promise<boolean> {
-  const row = await db
+  return (await unfinishedTimerRunQuery(db, workflowId).executeTakeFirst()) !== undefined;
+}
+
+/** hasUnfinishedTimerRun's query, which migration 016's index fits (its test reads the plan). */
+export function unfinishedTimerRunQuery(db: Db, workflowId: string) {
+  return db
     .selectFrom('workflow_runs')
     .select('id')
     .where('workflow_id', '=', workflowId)
     .where('trigger', '=', 'timer')
     .where('due_ms', 'is not', null)
     .where('status', '!=', 'delayed')
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .limit(1);
 }
