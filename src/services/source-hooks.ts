@@ -29,7 +29,8 @@ export function mergeHookEffects(...effects: Array<HookEffects | undefined>): Ho
   const ran = effects.filter((e): e is HookEffects => e !== undefined);
   return {
     outcomes: ran.flatMap((e) => e.outcomes),
-    dbWrites: Object.assign({}, ...ran.map((e) => e.dbWrites)),
+    // Defined, not assigned: Object.assign would take a "__proto__" key a hook wrote as the result's prototype and drop it.
+    dbWrites: Object.fromEntries(ran.flatMap((e) => Object.entries(e.dbWrites))),
     dataStoreWrites: mergeDataStoreChanges(...ran.map((e) => e.dataStoreWrites)),
   };
 }

@@ -341,6 +341,29 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     ]);
   });
 
+  it('keeps a "__proto__" key that activate() wrote on update as an ordinary db key, beside the others', async () => {
+    const code = `module.exports = {
+      name: "Proto Writer",
+      version: "0.0.1",
+      props: { db: "$.service.db", label: { type: "string", optional: true, default: "none" } },
+      hooks: {
+        async activate() { this.db.set("__proto__", { label: this.label }); this.db.set("plain", this.label); },
+        async deactivate() { this.db.set("off", this.label); },
+      },
+      async run() {},
+    };`;
+    const created = await api.post('/v1/sources', { component_code: code, configured_props: { label: 'v1' } });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    expect((await api.patch(`/v1/sources/${id}`, { configured_props: { label: 'v2' } })).status).toBe(200);
+    const rows = await server.running.services.store.db.selectFrom('source_db').select(['key', 'value']).where('source_id', '=', id).orderBy('key').execute();
+    expect(rows.map((r) => [r.key, JSON.parse(r.value)])).toEqual([
+      ['__proto__', { label: 'v2' }],
+      ['off', 'v1'],
+      ['plain', 'v2'],
+    ]);
+  });
+
   it('PUT follows the specification: a code field is required, name defaults to the name slug, active to true', async () => {
     const created = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, name: 'custom name' });
     const { id, component_id: componentId } = created.body.data;
