@@ -1,10 +1,10 @@
 // Upgrading a database that has queued invocations: migration 005 keys the queue by (source_id, id) and keeps every row.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { openStore, type Store } from '../../src/store/database.js';
 import { migrateTo } from '../../src/store/migrate.js';
 import { completeInvocations, oldestInvocations } from '../../src/store/invocations.js';
-import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
+import { DIALECTS } from '../helpers/server.js';
+import { freshStoreEach } from '../helpers/stores.js';
 
 const row = (id: string, sourceId: string) => ({
   id,
@@ -20,19 +20,10 @@ const row = (id: string, sourceId: string) => ({
 });
 
 describe.each(DIALECTS)('migrations on %s', (dialect) => {
-  let store: Store | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await drop?.();
-    store = undefined;
-    drop = undefined;
-  });
+  const openFresh = freshStoreEach(dialect);
 
   it('005 keeps the queued invocations of a 004 database and serves them per source, in id order', async () => {
-    let databaseUrl: string | undefined;
-    if (dialect === 'postgres') ({ url: databaseUrl, drop } = await createTestDatabase());
-    store = await openStore({ dataDir: tempDir(), databaseUrl, migrate: false });
+    const store = await openFresh({ migrate: false });
     await migrateTo(store.db, dialect, '004-delivery');
     const rows = [row('inv_2', 'dc_a'), row('inv_1', 'dc_a'), row('inv_3', 'dc_b')];
     await store.db.insertInto('invocations').values(rows).execute();

@@ -1,25 +1,16 @@
 // The check each firing of a workflow's timer makes (a timer run of it queued or running?) reads migration 016's index,
 // not the workflow's every run.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CompiledQuery } from 'kysely';
-import { openStore, type Store } from '../../src/store/database.js';
 import { hasUnfinishedTimerRun, unfinishedTimerRunQuery } from '../../src/store/workflows.js';
-import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
+import { DIALECTS } from '../helpers/server.js';
+import { freshStoreEach } from '../helpers/stores.js';
 
 describe.each(DIALECTS)('the unfinished timer run check on %s', (dialect) => {
-  let store: Store | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await drop?.();
-    store = undefined;
-    drop = undefined;
-  });
+  const openFresh = freshStoreEach(dialect);
 
   it('uses workflow_runs_timer_pending', async () => {
-    let databaseUrl: string | undefined;
-    if (dialect === 'postgres') ({ url: databaseUrl, drop } = await createTestDatabase());
-    store = await openStore({ dataDir: tempDir(), databaseUrl });
+    const store = await openFresh();
     expect(await hasUnfinishedTimerRun(store.db, 'wf_none')).toBe(false);
     const query = unfinishedTimerRunQuery(store.db, 'wf_1').compile();
     const plan = await store.db.transaction().execute(async (trx) => {
