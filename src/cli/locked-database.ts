@@ -2,7 +2,7 @@
 // name neither the file nor the holder, and the operator cannot tell it from a broken database.
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { codeOf } from '../model/outages.js';
+import { codeOf, isSqliteBusy } from '../model/outages.js';
 import { BUSY_WAIT_MS } from '../store/sqlite-busy.js';
 
 /** A command gave up on SQLite's write lock, which another process held for longer than a write waits. */
@@ -25,8 +25,7 @@ export class DatabaseLockedError extends Error {
 /** True when SQLite's lock wait ran out somewhere in `error` or the errors it wraps (openStore's, for one). */
 function isBusy(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 4) return false;
-  const code = codeOf(error);
-  if (code === 'SQLITE_BUSY' || code?.startsWith('SQLITE_BUSY_')) return true;
+  if (isSqliteBusy(codeOf(error))) return true;
   return isBusy((error as { cause?: unknown }).cause, depth + 1);
 }
 

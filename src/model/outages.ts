@@ -48,6 +48,11 @@ const UNREACHABLE_CODES = new Set([
  */
 const SQLITE_UNREACHABLE_FAMILIES = ['SQLITE_IOERR', 'SQLITE_BUSY'];
 
+/** SQLite's lock refused, in any of its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY, …). */
+export function isSqliteBusy(code: string | undefined): boolean {
+  return code?.startsWith('SQLITE_BUSY') ?? false;
+}
+
 const UNREACHABLE_MESSAGES = [
   /Connection terminated/i,
   /connection timeout/i,

@@ -1,7 +1,7 @@
 // Whether another process keeps this node from writing to SQLite: reads still work then, so only the writes that gave
 // up on the lock say it, and /readyz must not call the node ready while every write waits 5 s and fails.
 import type SQLite from 'better-sqlite3';
-import { codeOf } from '../model/outages.js';
+import { codeOf, isSqliteBusy } from '../model/outages.js';
 
 export class WriteLockWatch {
   private lost = false;
@@ -33,7 +33,7 @@ export class WriteLockWatch {
       this.connection.exec('rollback');
       this.lost = false;
     } catch (error) {
-      if (!codeOf(error)?.startsWith('SQLITE_BUSY')) throw error;
+      if (!isSqliteBusy(codeOf(error))) throw error;
     } finally {
       this.connection.pragma(`busy_timeout = ${timeout}`);
     }

@@ -1,8 +1,9 @@
 // "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it,
 // and what became of the run, when the caller follows it, beside the button.
 import type { ComponentChildren } from 'preact';
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { describeError } from './api';
+import { useBusy } from './use-busy';
 
 /**
  * `id` names the field (its error is `<id>-error`); `disabledWhy`, when given, disables the button and says why;
@@ -11,31 +12,25 @@ import { describeError } from './api';
 export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined; outcome?: ComponentChildren }) {
   const [text, setText] = useState('{}');
   const [error, setError] = useState<string | undefined>(undefined);
-  // One run per press: a second press (a double click) before the first is queued would start a second run. A ref, since
-  // that press may come before the page is drawn again.
-  const starting = useRef(false);
-  const [busy, setBusy] = useState(false);
-  const run = async (event: Event) => {
+  // One run per press: a second press (a double click) before the first is queued would start a second run.
+  const starting = useBusy();
+  const run = (event: Event) => {
     event.preventDefault();
-    if (starting.current) return;
-    let body: unknown;
-    try {
-      body = JSON.parse(text || '{}');
-    } catch {
-      setError('The event must be valid JSON.');
-      return;
-    }
-    setError(undefined);
-    starting.current = true;
-    setBusy(true);
-    try {
-      await props.start(body);
-    } catch (failure) {
-      setError(describeError(failure));
-    } finally {
-      starting.current = false;
-      setBusy(false);
-    }
+    return starting.run(async () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(text || '{}');
+      } catch {
+        setError('The event must be valid JSON.');
+        return;
+      }
+      setError(undefined);
+      try {
+        await props.start(body);
+      } catch (failure) {
+        setError(describeError(failure));
+      }
+    });
   };
   return (
     <details class="panel">
@@ -59,7 +54,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         <p id={`${props.id}-error`} class="field-error" role={error ? 'alert' : undefined}>
           {error ?? ''}
         </p>
-        <button type="submit" disabled={props.disabledWhy !== undefined} aria-disabled={busy ? 'true' : undefined} title={props.disabledWhy}>
+        <button type="submit" disabled={props.disabledWhy !== undefined} aria-disabled={starting.busy ? 'true' : undefined} title={props.disabledWhy}>
           Run with this event
         </button>
         {/* Always in the page, so that each new outcome is announced (an <output> is a polite live region). */}

@@ -1,5 +1,5 @@
 // The webhooks page: list, create (the signing secret is shown once) and delete the account's webhooks.
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, del, describeError, getEveryPage, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
@@ -11,6 +11,7 @@ import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { type FormErrors, useFormErrors } from './field-errors';
 import { focusFirstInvalid } from './prop-form';
+import { useBusy } from './use-busy';
 
 /** The form's fields, as the API names them in a 400's `details`. */
 const FIELDS = ['url', 'name', 'description'] as const;
@@ -25,41 +26,36 @@ export function WebhooksPage() {
   const [created, setCreated] = useState<Webhook | undefined>(undefined);
   const [deleting, setDeleting] = useState<Webhook | undefined>(undefined);
   // One create at a time: a second press (a double click) would make a second webhook, whose secret replaces the first's
-  // on the page, so that the first's is never seen. A ref, since the second press may come before the page is drawn again.
-  const creating = useRef(false);
-  const [busy, setBusy] = useState(false);
+  // on the page, so that the first's is never seen.
+  const creating = useBusy();
 
-  const create = async (event: Event) => {
+  const create = (event: Event) => {
     event.preventDefault();
     // Read now: the event's currentTarget is gone once the request has been awaited.
     const formElement = event.currentTarget as HTMLFormElement;
-    if (creating.current) return;
-    if (!/^https?:\/\/[^/\s]+/i.test(form.url.trim())) {
-      errors.show({ url: 'The URL must start with http:// or https:// and name a host.' }, undefined, '');
-      focusFirstInvalid(formElement);
-      return;
-    }
-    errors.show({}, undefined, '');
-    creating.current = true;
-    setBusy(true);
-    try {
-      const answer = await post<{ data: Webhook }>(
-        `/webhooks${query({ url: form.url.trim(), name: form.name.trim() || undefined, description: form.description.trim() || undefined })}`,
-      );
-      setCreated(answer.data);
-      setForm({ url: '', name: '', description: '' });
-      await list.reload();
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.status === 400) {
-        // On the field the refusal names (a name or description too long); one naming none is about the URL.
-        const named = failure.details.map((detail) => detail.field).find((field): field is Field => FIELDS.includes(field as Field));
-        errors.show({ [named ?? 'url']: failure.message }, undefined, '');
+    return creating.run(async () => {
+      if (!/^https?:\/\/[^/\s]+/i.test(form.url.trim())) {
+        errors.show({ url: 'The URL must start with http:// or https:// and name a host.' }, undefined, '');
         focusFirstInvalid(formElement);
-      } else notify({ kind: 'error', text: describeError(failure) });
-    } finally {
-      creating.current = false;
-      setBusy(false);
-    }
+        return;
+      }
+      errors.show({}, undefined, '');
+      try {
+        const answer = await post<{ data: Webhook }>(
+          `/webhooks${query({ url: form.url.trim(), name: form.name.trim() || undefined, description: form.description.trim() || undefined })}`,
+        );
+        setCreated(answer.data);
+        setForm({ url: '', name: '', description: '' });
+        await list.reload();
+      } catch (failure) {
+        if (failure instanceof ApiError && failure.status === 400) {
+          // On the field the refusal names (a name or description too long); one naming none is about the URL.
+          const named = failure.details.map((detail) => detail.field).find((field): field is Field => FIELDS.includes(field as Field));
+          errors.show({ [named ?? 'url']: failure.message }, undefined, '');
+          focusFirstInvalid(formElement);
+        } else notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
   };
 
   const remove = async (webhook: Webhook) => {
@@ -142,8 +138,8 @@ export function WebhooksPage() {
         <WebhookField field="name" label="Name" form={form} setForm={setForm} errors={errors} />
         <WebhookField field="description" label="Description" form={form} setForm={setForm} errors={errors} />
         {/* Focusable while it works (aria-disabled, not disabled), so that the keyboard stays where it was. */}
-        <button type="submit" aria-disabled={busy ? 'true' : undefined}>
-          {busy ? 'Creating…' : 'Create webhook'}
+        <button type="submit" aria-disabled={creating.busy ? 'true' : undefined}>
+          {creating.busy ? 'Creating…' : 'Create webhook'}
         </button>
       </form>
 

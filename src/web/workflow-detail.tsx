@@ -14,6 +14,7 @@ import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
+import { useBusy } from './use-busy';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
 const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
@@ -37,22 +38,19 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
   }, [unfinished, runs.reload]);
 
   // One replay per press: a second press (a double click) before the first answer would start a second run.
-  const replaying = useRef(false);
-  const replay = async (run: WorkflowRun) => {
-    if (replaying.current) return;
-    replaying.current = true;
-    try {
-      const answer = await post<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.id)}/runs/${encodeURIComponent(run.id)}/replay`);
-      notify({ kind: 'ok', text: `Replaying ${run.id} as ${answer.data.id}.` });
-      setStatus('');
-      navigate('workflows', props.id, answer.data.id);
-      await runs.reload();
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    } finally {
-      replaying.current = false;
-    }
-  };
+  const replaying = useBusy();
+  const replay = (run: WorkflowRun) =>
+    replaying.run(async () => {
+      try {
+        const answer = await post<{ data: WorkflowRun }>(`/workflows/${encodeURIComponent(props.id)}/runs/${encodeURIComponent(run.id)}/replay`);
+        notify({ kind: 'ok', text: `Replaying ${run.id} as ${answer.data.id}.` });
+        setStatus('');
+        navigate('workflows', props.id, answer.data.id);
+        await runs.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
 
   const [deleting, setDeleting] = useState(false);
   const remove = async () => {
