@@ -67,6 +67,24 @@ export async function signIn(page: Page, key: string): Promise<void> {
   await page.getByRole('navigation', { name: 'Sections' }).waitFor();
 }
 
+/**
+ * Answers the page's reads of `url` (a route pattern) with the server's answer changed by `rewrite` until `release()`,
+ * then as the server gave it: the page shows an unfinished state, which only a read made after the release can end.
+ * `reads()`: how many reads were answered so far.
+ */
+export async function rewriteUntilReleased(page: Page, url: string, rewrite: (body: any) => void): Promise<{ reads: () => number; release: () => void }> {
+  let holding = true;
+  let reads = 0;
+  await page.route(url, async (route) => {
+    const response = await route.fetch();
+    const body = await response.json();
+    reads += 1;
+    if (holding) rewrite(body);
+    await route.fulfill({ response, json: body });
+  });
+  return { reads: () => reads, release: () => void (holding = false) };
+}
+
 /** Waits until the locator's element shows this text. */
 export async function waitForText(locator: Locator, text: string | RegExp): Promise<void> {
   await locator.filter({ hasText: text }).first().waitFor();

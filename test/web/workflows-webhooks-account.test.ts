@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText } from './browser.js';
+import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, screenshot, signIn, waitForFocus, waitForText, rewriteUntilReleased } from './browser.js';
 
 const PARSE_STEP = `export default defineComponent({
   async run({ steps, $ }) {
@@ -189,14 +189,8 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     const { page, problems } = await openConsole(browser, `${server.url}/#/workflows/${workflow.id}`);
     await signIn(page, user.apiKey);
     // The run is read as running until the test lets its real state through: only a read made after that can show it.
-    let running = true;
-    let reads = 0;
-    await page.route(`**/v1/workflows/${workflow.id}/runs/${runId}`, async (route) => {
-      const response = await route.fetch();
-      const body = await response.json();
-      reads += 1;
-      if (running) body.data.status = 'running';
-      await route.fulfill({ response, json: body });
+    const held = await rewriteUntilReleased(page, `**/v1/workflows/${workflow.id}/runs/${runId}`, (body) => {
+      body.data.status = 'running';
     });
     // Filtered to failed runs, the list does not hold it: the run opened by its address is read on its own.
     await page.getByLabel('Status').selectOption('failed');
@@ -205,11 +199,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     const badge = page.locator('#run-title .badge');
     await waitForText(badge, 'running');
     await waitFor(
-      async () => reads,
+      async () => held.reads(),
       (n) => n >= 2,
       { what: 'the unfinished run read again' },
     );
-    running = false;
+    held.release();
     await waitForText(badge, 'succeeded');
     expect(await page.locator('table.runs tbody th a').count()).toBe(0);
     expect(problems).toEqual([]);
@@ -232,24 +226,18 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await signIn(page, user.apiKey);
     // The attempt is read as pending and due until the test lets its real state through: only a read made after that
     // can show it.
-    let pending = true;
-    let reads = 0;
-    await page.route(`**/v1/webhooks/${hook.id}/deliveries?*`, async (route) => {
-      const response = await route.fetch();
-      const body = await response.json();
-      reads += 1;
-      if (pending) for (const d of body.data) Object.assign(d, { state: 'pending', status_code: null, next_attempt_at_ms: Date.now() });
-      await route.fulfill({ response, json: body });
+    const held = await rewriteUntilReleased(page, `**/v1/webhooks/${hook.id}/deliveries?*`, (body) => {
+      for (const d of body.data) Object.assign(d, { state: 'pending', status_code: null, next_attempt_at_ms: Date.now() });
     });
     await evaluate(page, `location.hash = '#/webhooks/${hook.id}'`);
     const state = page.locator('table.deliveries tbody tr .badge');
     await waitForText(state, 'pending');
     await waitFor(
-      async () => reads,
+      async () => held.reads(),
       (n) => n >= 2,
       { what: 'the pending attempt read again' },
     );
-    pending = false;
+    held.release();
     await waitForText(state, 'succeeded');
     expect(await page.locator('table.deliveries tbody tr').count()).toBe(1);
     expect(problems).toEqual([]);
