@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Each file's temp folders are removed after its own hooks (test/helpers/remove-temp-dirs.ts).
+    // Each file's temp folders are removed after its own hooks, and any database it left is dropped and fails it (test/helpers/remove-temp-dirs.ts).
     setupFiles: ['test/helpers/remove-temp-dirs.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

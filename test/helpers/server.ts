@@ -1,40 +1,19 @@
 // Starts a real Tributary server for a test: a temp data directory with SQLite, or a fresh PostgreSQL database.
 import fs from 'node:fs';
-import pg from 'pg';
 import { resolveConfig, type Config } from '../../src/config.js';
 import { tempDir } from './temp-dirs.js';
 import { createLogger, type RunningTributary, type StartOptions, startTributary } from '../../src/app.js';
 import type { NewAccount } from '../../src/services/users.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+import { createTestDatabase, TEST_DATABASE_URL } from './databases.js';
 
-const TEST_DATABASE_URL = process.env.TRIBUTARY_TEST_DATABASE_URL;
+export type Dialect = 'sqlite' | 'postgres';
 
 /** Every storage and API test runs on SQLite, and on PostgreSQL too when TRIBUTARY_TEST_DATABASE_URL is set. */
 export const DIALECTS: Dialect[] = TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 
 export { tempDir } from './temp-dirs.js';
-
-/** Creates an empty PostgreSQL database on the test server and returns its URL and a function that drops it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (!TEST_DATABASE_URL) throw new Error('TRIBUTARY_TEST_DATABASE_URL is not set');
-  const name = `trb_test_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
-    },
-  };
-}
+export { createTestDatabase } from './databases.js';
 
 export interface TestServer {
   readonly url: string;
@@ -76,7 +55,13 @@ export async function startTestServer(
     dataDir,
     databaseUrl: overrides.databaseUrl ?? database?.url,
   });
-  let running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
+  let running: RunningTributary;
+  try {
+    running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
+  } catch (err) {
+    await database?.drop();
+    throw err;
+  }
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

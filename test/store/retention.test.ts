@@ -4,9 +4,9 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { appendEvents, LIVE_READ_GRACE_MS } from '../../src/commit/append-events.js';
 import type { PendingEvent } from '../../src/model/events.js';
-import { openStore, type Store } from '../../src/store/database.js';
-import { cleanupsAfterAll } from '../helpers/cleanups.js';
-import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
+import type { Store } from '../../src/store/database.js';
+import { DIALECTS } from '../helpers/server.js';
+import { freshStoreEach } from '../helpers/stores.js';
 
 const EMITTER = 'dc_retention';
 const RETENTION = 100;
@@ -14,14 +14,8 @@ const RETENTION = 100;
 const emits = (count: number, from = 0): PendingEvent[] => Array.from({ length: count }, (_, i) => ({ stream: 'emit', name: '', event: from + i }));
 
 describe.each(DIALECTS)('retention on %s', (dialect) => {
-  const cleanup = cleanupsAfterAll();
-
-  async function open(): Promise<Store> {
-    const url = dialect === 'postgres' ? (await createTestDatabase()).url : undefined;
-    const store = await openStore({ dataDir: tempDir(), databaseUrl: url });
-    cleanup(() => store.close());
-    return store;
-  }
+  // The PostgreSQL database was created here and never dropped: every run left one behind.
+  const open = freshStoreEach(dialect);
 
   const append = (store: Store, events: PendingEvent[], nowMs: number) =>
     store.db.transaction().execute((trx) => appendEvents(trx, EMITTER, events, { dialect: store.dialect, retention: RETENTION, nowMs }));
