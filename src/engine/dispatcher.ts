@@ -337,6 +337,12 @@ export class Dispatcher {
                 );
                 return false;
               }
+              if (error instanceof invocations.SourceSwitchedOffError) {
+                // Switched off through another node: the runs wait, queued, until it is switched on again.
+                this.logger.info({ sourceId, invocationIds }, 'source switched off before the commit; its runs wait, queued, until it is on again');
+                this.releaseQuietly(sourceId, invocationIds);
+                return false;
+              }
               // Its rows are still queued and run again; a batch run after it is not committed either. Leased rows are
               // let go, so that the retry comes after the fallback wait, not after the lease.
               if (this.options.soleConsumer) handBack();

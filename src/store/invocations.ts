@@ -142,6 +142,29 @@ export class LeaseLostError extends Error {
   }
 }
 
+/**
+ * A node ran invocations of a source that was switched off (on any node) before the run's commit: what it ran must not
+ * be committed, since nothing of a source runs after its switch-off; the invocations wait, queued, until it is on again.
+ */
+export class SourceSwitchedOffError extends Error {
+  override name = 'SourceSwitchedOffError';
+  constructor(readonly sourceId: string) {
+    super(`source ${sourceId} was switched off while its invocations ran on this node`);
+  }
+}
+
+/**
+ * The fence of a switch-off across nodes, in a batch's commit (leased runs, PostgreSQL): throws SourceSwitchedOffError
+ * when the source is off. Its row stays share-locked to the commit, so a switch-off waits for a commit that came first
+ * and a commit that comes after it sees it. The row first, as a delete locks it first (deleteSourceCascade); a deleted
+ * source is left to completeInvocations, whose rows went with it.
+ */
+export async function holdActiveSource(db: Db, dialect: DialectName, sourceId: string): Promise<void> {
+  const query = db.selectFrom('sources').select('active').where('id', '=', sourceId);
+  const row = await (dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
+  if (row && row.active !== 1) throw new SourceSwitchedOffError(sourceId);
+}
+
 /** Gives leased invocations of one source back to the queue, for another attempt. */
 export async function releaseInvocations(db: Db, sourceId: string, ids: string[], owner: string): Promise<void> {
   if (!ids.length) return;

@@ -305,6 +305,45 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     );
     expect(events.body.data.map((e: { event: { n: number } }) => e.event.n).sort()).toEqual([1, 2]);
   });
+
+  it('a source switched off through one node while the other runs it: that run commits nothing after the switch-off; it runs again once switched on', async () => {
+    const gatekeeper = await startGatekeeper();
+    cleanups(gatekeeper.close);
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(nodeB.url, key).post('/v1/sources', {
+      component_code: `export default { name: "gated off", version: "0.0.1", props: { http: "$.interface.http" },
+        async run(event) { await fetch(event.body.gate); this.$emit({ n: event.body.n }); } };`,
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    const endpointB: string = deployed.body.data.configured_props.http.endpoint_url;
+    // Node B runs the event and holds its lease while the run waits at the gate.
+    expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (n) => n === 1,
+      { what: 'the run to wait at the gate on node B' },
+    );
+    expect((await invocationLeases(nodeA.databaseUrl!, id)).leased).toBe(1);
+    const off = await client(nodeA.url, key).patch(`/v1/sources/${id}`, { active: false });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    gatekeeper.open();
+    // The run ends and node B tries its commit: it was committed (the row gone), or turned away (the row queued again).
+    const after = await waitFor(
+      () => invocationLeases(nodeA.databaseUrl!, id),
+      (leases) => leases.leased === 0,
+      { what: "node B's run to end and its commit to be tried" },
+    );
+    const events = () => client(nodeA.url, key).get(`/v1/sources/${id}/event_summaries?expand=event`);
+    // The run started before the switch-off; committed after it, its event came from a source that was off.
+    expect((await events()).body.data).toEqual([]);
+    expect(after.queued).toBe(1);
+    // Kept, not dropped: switched on again, the source runs it (the gate is open now), once.
+    expect((await client(nodeA.url, key).patch(`/v1/sources/${id}`, { active: true })).status).toBe(200);
+    const emitted = await waitFor(events, (r) => r.body.data?.length === 1, { what: 'the run again, once switched on' });
+    expect(emitted.body.data[0].event).toEqual({ n: 1 });
+    expect(await invocationLeases(nodeA.databaseUrl!, id)).toEqual({ queued: 0, leased: 0 });
+  });
 });
 
 /** The cluster's signals (kind and ids) as they go out on `tributary_signals`, read by a listener of the test's own. */
