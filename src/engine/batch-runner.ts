@@ -121,8 +121,8 @@ export class BatchRunner {
     const options = { dialect, retention, router, nowMs };
     const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
       this.transactions.run(async (trx) => {
-        // Leased runs may have been switched off on another node: then nothing of theirs is committed.
-        if (this.leaseOwner !== null) await invocations.holdActiveSource(trx, dialect, sourceId);
+        // Leased runs: the source may have been switched off or updated on another node; then nothing of theirs commits.
+        if (this.leaseOwner !== null) await invocations.holdSourceAsRun(trx, dialect, source);
         // First, so that the rows stay locked to this commit, and a lost lease rolls back before anything is written.
         await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
         const stored = await commitEffects(

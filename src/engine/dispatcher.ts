@@ -337,10 +337,14 @@ export class Dispatcher {
                 );
                 return false;
               }
-              if (error instanceof invocations.SourceSwitchedOffError) {
-                // Switched off through another node: the runs wait, queued, until it is switched on again.
-                this.logger.info({ sourceId, invocationIds }, 'source switched off before the commit; its runs wait, queued, until it is on again');
+              if (error instanceof invocations.SourceChangedError) {
+                // Switched off or updated through another node: the runs wait while it is off, or run again as it is now.
+                this.logger.info(
+                  { sourceId, invocationIds, switchedOff: error.switchedOff },
+                  'source changed before the commit; its runs go back to the queue',
+                );
                 this.releaseQuietly(sourceId, invocationIds);
+                this.evict(sourceId);
                 return false;
               }
               // Its rows are still queued and run again; a batch run after it is not committed either. Leased rows are

@@ -13,6 +13,7 @@ import { commitEffects } from '../commit/effects.js';
 import type { SourceLocks } from '../engine/source-locks.js';
 import type { InvocationBases } from '../engine/invocation-base.js';
 import { replaceTimers, type TimerRow } from '../store/timers.js';
+import { retryingDeadlocks } from '../store/deadlocks.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
@@ -312,14 +313,18 @@ export class SourceService {
       const afterOff = { ...db, ...off?.dbWrites };
       const on = active ? await this.hooks.run(next, component, info, ['activate'], afterOff, off) : undefined;
       const effects = mergeHookEffects(off, on);
+      // Another node's batch commit holds the source's row while it commits (holdSourceAsRun): a crossing of the two
+      // that PostgreSQL ends as a deadlock is tried again.
       return this.withFreshSlug(next, name, () =>
-        this.store.db.transaction().execute(async (trx) => {
-          if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
-          if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
-          await sources.updateSource(trx, sourceId, next);
-          await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
-          return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());
-        }),
+        retryingDeadlocks(() =>
+          this.store.db.transaction().execute(async (trx) => {
+            if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
+            if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
+            await sources.updateSource(trx, sourceId, next);
+            await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
+            return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());
+          }),
+        ),
       );
     });
     this.router.afterCommit(committed);

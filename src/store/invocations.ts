@@ -2,7 +2,7 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DialectName } from './database.js';
 import { bulkInsert } from './bulk-insert.js';
-import type { Database, InvocationsTable } from './schema.js';
+import type { Database, InvocationsTable, SourcesTable } from './schema.js';
 import { compiledOnce } from './compiled.js';
 
 export type InvocationRow = Selectable<InvocationsTable>;
@@ -143,26 +143,36 @@ export class LeaseLostError extends Error {
 }
 
 /**
- * A node ran invocations of a source that was switched off (on any node) before the run's commit: what it ran must not
- * be committed, since nothing of a source runs after its switch-off; the invocations wait, queued, until it is on again.
+ * A node ran invocations of a source that was switched off or changed (on any node) before the run's commit: what it
+ * ran must not be committed, since nothing of a source runs after its deactivate(), and an update's queued runs run
+ * with its new code and props. The invocations go back to the queue: to run again, or wait while the source is off.
  */
-export class SourceSwitchedOffError extends Error {
-  override name = 'SourceSwitchedOffError';
-  constructor(readonly sourceId: string) {
-    super(`source ${sourceId} was switched off while its invocations ran on this node`);
+export class SourceChangedError extends Error {
+  override name = 'SourceChangedError';
+  constructor(
+    readonly sourceId: string,
+    readonly switchedOff: boolean,
+  ) {
+    super(`source ${sourceId} was ${switchedOff ? 'switched off' : 'changed'} while its invocations ran on this node`);
   }
 }
 
+/** The columns an update of a source writes: a run of the row as it was before it must not commit after it. */
+const AS_RUN = ['component_id', 'name', 'active', 'configured_props', 'endpoint_id', 'additional_props', 'updated_at'] as const;
+
 /**
- * The fence of a switch-off across nodes, in a batch's commit (leased runs, PostgreSQL): throws SourceSwitchedOffError
- * when the source is off. Its row stays share-locked to the commit, so a switch-off waits for a commit that came first
- * and a commit that comes after it sees it. The row first, as a delete locks it first (deleteSourceCascade); a deleted
- * source is left to completeInvocations, whose rows went with it.
+ * The fence of a switch-off or update across nodes, in a batch's commit (leased runs): throws SourceChangedError
+ * when the source's row is no longer `ran`, the one the batch ran with. On PostgreSQL the row stays share-locked to
+ * the commit, so an update waits for a commit that came first and a commit that comes after it sees it. The row
+ * first, as a delete locks it first (deleteSourceCascade); a deleted source is left to completeInvocations, whose
+ * rows went with it.
  */
-export async function holdActiveSource(db: Db, dialect: DialectName, sourceId: string): Promise<void> {
-  const query = db.selectFrom('sources').select('active').where('id', '=', sourceId);
+export async function holdSourceAsRun(db: Db, dialect: DialectName, ran: Selectable<SourcesTable>): Promise<void> {
+  const query = db.selectFrom('sources').select(AS_RUN).where('id', '=', ran.id);
   const row = await (dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
-  if (row && row.active !== 1) throw new SourceSwitchedOffError(sourceId);
+  if (!row) return;
+  if (row.active !== 1) throw new SourceChangedError(ran.id, true);
+  if (AS_RUN.some((column) => row[column] !== ran[column])) throw new SourceChangedError(ran.id, false);
 }
 
 /** Gives leased invocations of one source back to the queue, for another attempt. */

@@ -344,6 +344,37 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     expect(emitted.body.data[0].event).toEqual({ n: 1 });
     expect(await invocationLeases(nodeA.databaseUrl!, id)).toEqual({ queued: 0, leased: 0 });
   });
+
+  it('a source updated through one node while the other runs it: that run, of the old code, commits nothing after the update; it runs again with the new code', async () => {
+    const gatekeeper = await startGatekeeper();
+    cleanups(gatekeeper.close);
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const code = (version: number) => `export default { name: "gated update", version: "0.0.${version}", props: { http: "$.interface.http" },
+      async run(event) { await fetch(event.body.gate); this.$emit({ n: event.body.n, version: ${version} }); } };`;
+    const deployed = await client(nodeB.url, key).post('/v1/sources', { component_code: code(1) });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    const endpointB: string = deployed.body.data.configured_props.http.endpoint_url;
+    expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (n) => n === 1,
+      { what: 'the run of the old code to wait at the gate on node B' },
+    );
+    const updated = await client(nodeA.url, key).patch(`/v1/sources/${id}`, { component_code: code(2) });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    gatekeeper.open();
+    const events = await waitFor(
+      async () => ({
+        emitted: (await client(nodeA.url, key).get(`/v1/sources/${id}/event_summaries?expand=event`)).body.data,
+        leases: await invocationLeases(nodeA.databaseUrl!, id),
+      }),
+      ({ emitted, leases }) => emitted?.length > 0 && leases.queued === 0,
+      { what: 'the run to be committed' },
+    );
+    // Committed after the update answered, the old code's run would have emitted as if the update had not come.
+    expect(events.emitted.map((e: { event: unknown }) => e.event)).toEqual([{ n: 1, version: 2 }]);
+  });
 });
 
 /** The cluster's signals (kind and ids) as they go out on `tributary_signals`, read by a listener of the test's own. */
