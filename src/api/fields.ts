@@ -1,6 +1,7 @@
 // `include` and `exclude`: comma-separated field names applied to the `data` of every response.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { invalid } from '../model/errors.js';
 
 // Spaces around the commas are allowed (`include=id, email`): clients build these lists by hand. An empty list is
 // the parameter's default (every field), as clients that always send it leave it.
@@ -42,8 +43,25 @@ export function selectFields(request: FastifyRequest, body: unknown): unknown {
   return { ...body, data: Array.isArray(data) ? data.map((item) => pick(item, selection)) : pick(data, selection) };
 }
 
+/**
+ * A POST whose route declares no body (webhooks, subscriptions) still reads `include` and `exclude` from it, as every
+ * endpoint does: they are checked as a body schema's `fieldParams` would be, so a malformed one is a 400 before anything
+ * is created rather than an answer trimmed to nothing.
+ */
+function checkBodyFields(request: FastifyRequest): void {
+  const body = request.body;
+  if (request.routeOptions.schema?.body || !body || typeof body !== 'object' || Array.isArray(body)) return;
+  for (const field of ['include', 'exclude'] as const) {
+    if (!Object.hasOwn(body, field)) continue;
+    const value = (body as Record<string, unknown>)[field];
+    const message = typeof value !== 'string' ? 'must be string' : new RegExp(FIELD_LIST).test(value) ? undefined : `must match pattern "${FIELD_LIST}"`;
+    if (message) throw invalid(`invalid body: ${field} ${message}`, [{ in: 'body', field, message }]);
+  }
+}
+
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
+  app.addHook('preHandler', async (request) => checkBodyFields(request));
   app.addHook('onSend', async (request, reply, payload) => {
     if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300 || !selectionOf(request)) return payload;
     // A 204's empty body and bodies without `data` pass as they are.

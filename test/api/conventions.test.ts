@@ -116,6 +116,33 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(Object.keys(excluded.body.data).sort()).toEqual(['code_hash', 'created_at', 'id', 'name', 'updated_at', 'version']);
   });
 
+  it('checks include and exclude in the body of a POST whose route takes no other body, creating nothing when malformed', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const pattern = '^\\s*([A-Za-z0-9_$]+\\s*(,\\s*[A-Za-z0-9_$]+\\s*)*)?$';
+    const malformed = await api.post('/v1/webhooks?url=https://example.com/hook', { include: 'id;drop' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toEqual({
+      error: `invalid body: include must match pattern "${pattern}"`,
+      code: 'invalid_request',
+      details: [{ in: 'body', field: 'include', message: `must match pattern "${pattern}"` }],
+    });
+    const notText = await api.post('/v1/webhooks?url=https://example.com/hook', { exclude: 5 });
+    expect(notText.status).toBe(400);
+    expect(notText.body).toEqual({
+      error: 'invalid body: exclude must be string',
+      code: 'invalid_request',
+      details: [{ in: 'body', field: 'exclude', message: 'must be string' }],
+    });
+    expect((await api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
+    const trimmed = await api.post('/v1/webhooks?url=https://example.com/hook', { include: 'id, url' });
+    expect(trimmed.status).toBe(200);
+    expect(trimmed.body).toEqual({ data: { id: expect.stringMatching(/^wh_/), url: 'https://example.com/hook' } });
+    const subscription = await api.post(`/v1/subscriptions?emitter_id=dc_*&listener_id=${trimmed.body.data.id}`, { exclude: 'a b' });
+    expect(subscription.status).toBe(400);
+    expect(subscription.body.code).toBe('invalid_request');
+    expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+  });
+
   it('tags every response with a request id', async () => {
     const res = await client(server.url, key).get('/v1/users/me', { headers: { 'x-request-id': 'trace-123' } });
     expect(res.headers.get('x-request-id')).toBe('trace-123');
