@@ -24,6 +24,7 @@ module.exports = {
       this.http.respond({ status: 200, headers, body: "0123456789" });
       return;
     }
+    if (q.mode === "interim") { this.http.respond({ status: Number(q.status), headers: { link: "</a.css>; rel=preload" }, body: "hello" }); return; }
     if (q.mode === "buffer") { this.http.respond({ status: 202, headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
     this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
     this.http.respond({ status: 500, body: "second call is ignored" });
@@ -152,6 +153,26 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(head).toContain('\r\nx-kept: yes\r\n');
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
     expect(body).toBe('0123456789');
+  });
+
+  it('ends the connection after a 1xx status, which HTTP takes as interim, instead of leaving the client waiting for a final one', async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const { pathname, port } = new URL(url);
+    for (const [status, reason] of [
+      [100, 'Continue'],
+      [103, 'Early Hints'],
+      [199, 'unknown'],
+    ] as const) {
+      // A keep-alive request: the connection ends only because the server closes it.
+      const socket = net.connect(Number(port), '127.0.0.1');
+      socket.write(`GET ${pathname}?mode=interim&status=${status} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      const chunks: Buffer[] = [];
+      for await (const chunk of socket) chunks.push(chunk as Buffer);
+      const head = Buffer.concat(chunks).toString('latin1');
+      expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${reason}`);
+      expect(head).toContain('\r\nlink: </a.css>; rel=preload\r\n');
+      expect(head).toMatch(/\r\nconnection: close\r\n/i);
+    }
   });
 
   it('accepts a buffer body', async () => {

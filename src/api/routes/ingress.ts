@@ -38,6 +38,9 @@ function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyRe
   }
   const policy = reply.getHeader('content-security-policy');
   reply.header('content-security-policy', policy === undefined ? SANDBOX_POLICY : `${String(policy)}, ${SANDBOX_POLICY}`);
+  // A 1xx status (which respond() allows, from 100) is interim in HTTP: the client waits for a final one that never
+  // comes. Closing the connection after it ends the exchange instead of leaving the client hanging.
+  if (response.status < 200) reply.header('connection', 'close');
   const body = response.body;
   if (body === null || body === undefined) return reply.send();
   if (typeof body === 'string' || Buffer.isBuffer(body)) return reply.send(body);
