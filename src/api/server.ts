@@ -72,6 +72,16 @@ export interface ApiServices {
 // A random prefix per process and a counter: unique enough to follow a request through the logs, and cheap.
 const requestIdPrefix = randomUUID().slice(0, 8);
 let requestCount = 0;
+/** Whether text is JSON as JSON.parse reads it (which takes a "__proto__" key as an ordinary one). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function nextRequestId(): string {
   return `${requestIdPrefix}-${(++requestCount).toString(36)}`;
 }
@@ -235,7 +245,12 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
           done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
           return;
         }
-        parseJson(request, body, done);
+        parseJson(request, body, (error, parsed) => {
+          // The parser refuses a "__proto__" key (and "constructor": { "prototype" }) as it refuses broken JSON, in the
+          // same words; said as what it is when the text itself is JSON.
+          if (error && isJson(body)) done(invalid('the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts'));
+          else done(error, parsed);
+        });
       });
       installAuth(v1, services.users);
       refuseUnstorableText(v1, ['params', 'query', 'body']);

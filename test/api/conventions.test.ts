@@ -52,6 +52,26 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(res.body.code).toBe('invalid_request');
   });
 
+  it('says a JSON body is refused for its "__proto__" key, not that it is no JSON, and creates nothing', async () => {
+    const userKey = (await server.createUser()).apiKey;
+    const api = client(server.url, userKey);
+    const error = { error: 'the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts', code: 'invalid_request' };
+    const code = JSON.stringify('module.exports = { name: "Tiny", version: "1", props: { o: { type: "object" } }, run() {} };');
+    for (const body of [
+      `{"component_code": ${code}, "configured_props": {"o": {"__proto__": {"x": 1}}}}`,
+      `{"component_code": ${code}, "constructor": {"prototype": {}}}`,
+    ]) {
+      const res = await request('POST', `${server.url}/v1/sources`, { key: userKey, raw: { body, contentType: 'application/json' } });
+      expect([res.status, res.body]).toEqual([400, error]);
+    }
+    expect((await api.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
+    const broken = await request('POST', `${server.url}/v1/components`, { key, raw: { body: '{"__proto__": ', contentType: 'application/json' } });
+    expect([broken.status, broken.body]).toEqual([
+      400,
+      { error: "Body is not valid JSON but content-type is set to 'application/json'", code: 'invalid_request' },
+    ]);
+  });
+
   it('takes an empty body sent with the JSON content type as no body', async () => {
     const emptyJson = (method: string, path: string) => request(method, `${server.url}${path}`, { key, raw: { body: '', contentType: 'application/json' } });
     const api = client(server.url, key);
