@@ -142,6 +142,29 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect(summaries.body.data.map((s: { metadata: { name: string } }) => s.metadata.name).sort()).toEqual(['', '', 'misc', 'orders']);
   });
 
+  it('lets a source emit only on channels as long as a subscription may name: 200 characters, counted as code points', async () => {
+    const a = await account(server);
+    const emitter = await a.deploy();
+    const longest = `${'é'.repeat(100)}${'😀'.repeat(100)}`;
+    const hook = await a.createWebhook(`${receiver.url}/long-channel-${dialect}`);
+    await a.subscribe(emitter, hook.id, longest);
+    const tooLong = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${hook.id}&event_name=${encodeURIComponent(`${longest}x`)}`);
+    expect([tooLong.status, tooLong.body.error]).toEqual([400, 'invalid querystring: event_name must NOT have more than 200 characters']);
+    await a.runAndWait(emitter, emitsOf([{ event: 'fits', meta: { name: longest } }]));
+    const [delivered] = await waitFor(
+      async () => receiver.on(`/long-channel-${dialect}`),
+      (r) => r.length >= 1,
+      { what: 'the delivery on the 200-character channel' },
+    );
+    expect(JSON.parse(delivered?.body ?? '{}').metadata.name).toBe(longest);
+    // One character more could be neither subscribed to nor streamed: the run fails instead of emitting it unreachably.
+    await a.runAndWait(emitter, emitsOf([{ event: 'unreachable', meta: { name: `${longest}x` } }]));
+    const [error] = await a.eventsOf(emitter, 1, '/$errors');
+    expect(error.event.error.message).toBe('$emit name (the channel) may be at most 200 characters');
+    const summaries = await a.api.get(`/v1/sources/${emitter}/event_summaries`);
+    expect(summaries.body.data.map((e: { event: unknown }) => e.event)).toEqual(['fits']);
+  });
+
   it('glob dc_* delivers events of every source of the account, including sources created later', async () => {
     const a = await account(server);
     const before = await a.deploy();

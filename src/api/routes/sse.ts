@@ -7,6 +7,7 @@ import type { LiveStreams } from '../../services/live.js';
 import type { Account, UserService } from '../../services/users.js';
 import { readBearerKey } from '../auth.js';
 import { sourceIdParams } from '../schemas.js';
+import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
 
 const schema = {
   tags: ['events'],
@@ -17,7 +18,10 @@ const schema = {
   params: sourceIdParams,
   querystring: Type.Object({
     event_name: Type.Optional(
-      Type.String({ maxLength: 200, description: '$logs or $errors streams those; a channel name (or default) only that channel; absent: every emit' }),
+      Type.String({
+        maxLength: MAX_CHANNEL_NAME_CHARS,
+        description: '$logs or $errors streams those; a channel name (or default) only that channel; absent: every emit',
+      }),
     ),
   }),
   headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'replay retained events after this event id' })) }),
@@ -29,7 +33,9 @@ const workflowSchema = {
   summary: "Live stream of the workflow's $.send.sse() payloads (Server-Sent Events)",
   description: 'Each frame is an event summary whose `event` is the payload and `metadata.name` is `$sse:<channel>`; `Last-Event-ID` replays.',
   params: sourceIdParams,
-  querystring: Type.Object({ channel: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'one channel; absent: every channel' })) }),
+  querystring: Type.Object({
+    channel: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_CHANNEL_NAME_CHARS, description: 'one channel; absent: every channel' })),
+  }),
   headers: schema.headers,
   response: schema.response,
 };

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { SubscriptionService } from '../../services/subscriptions.js';
 import { dataOf, noBody } from '../envelope.js';
 import { fieldParams } from '../fields.js';
+import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
 
 export const subscriptionSchema = Type.Object({
   id: Type.String({ description: 'prefix sub_' }),
@@ -20,7 +21,7 @@ const autoSubscriptionSchema = Type.Object({
 });
 
 const eventName = Type.String({
-  maxLength: 200,
+  maxLength: MAX_CHANNEL_NAME_CHARS,
   description: 'Stream: "" or "default" (default stream), "$errors", "$logs", or a custom channel name',
 });
 const emitterId = Type.String({ minLength: 1, maxLength: 100, description: 'Source or workflow id, or the glob dc_* (all sources) / p_* (all workflows)' });

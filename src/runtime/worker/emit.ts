@@ -1,7 +1,7 @@
 // `$emit`: checks what a component emits and records it on the call, within the size limits.
 import type { EmittedEvent } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
+import { MAX_CHANNEL_NAME_CHARS, MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
 
@@ -34,6 +34,8 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       if (typeof name !== 'string') throw new TypeError('$emit name (the channel) must be a string');
       // Subscriptions select these streams by name; a channel of the same name would be delivered as one of them.
       if (name === '$errors' || name === '$logs') throw new TypeError(`$emit name "${name}" is reserved for the source's ${name} stream`);
+      // Counted as the API counts an event_name (code points): a longer channel could be neither subscribed to nor streamed.
+      if ([...name].length > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$emit name (the channel) may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
       emitted.name = name;
     }
     if (summary !== undefined && summary !== null) {

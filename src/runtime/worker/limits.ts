@@ -5,6 +5,11 @@
 export const MAX_EVENT_BYTES = 1024 * 1024;
 /** All events emitted by one call, as JSON. */
 export const MAX_EMIT_BYTES_PER_CALL = 8 * 1024 * 1024;
+/**
+ * A channel name (`$emit`'s `name`, `$.send.sse()`'s `channel`), in characters: as long as a subscription's `event_name`
+ * and a live stream's `event_name` / `channel` may be, so that every channel emitted on can be subscribed to and streamed.
+ */
+export const MAX_CHANNEL_NAME_CHARS = 200;
 /** Events emitted by one call. */
 export const MAX_EMITS_PER_CALL = 10_000;
 /** A step's return value, `$.export` values (with their names) and `$.send` payloads of one call, as JSON: what a source may emit. */

@@ -1,7 +1,7 @@
 // One call of a workflow step: the `$` it gets (exports, sends, flow control, respond) and the StepOutcome it leaves.
 import type { HttpResponse, StepInput, StepOutcome, StepSend } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_STEP_BYTES_PER_CALL, MAX_STEP_DELAY_MS, MAX_STEP_SENDS_PER_CALL } from './limits.js';
+import { MAX_CHANNEL_NAME_CHARS, MAX_STEP_BYTES_PER_CALL, MAX_STEP_DELAY_MS, MAX_STEP_SENDS_PER_CALL } from './limits.js';
 import type { Component } from './load.js';
 import { isPlainObject } from './props.js';
 import { makeRespond, type Respond } from './respond.js';
@@ -65,6 +65,7 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   },
   sse({ channel, payload }) {
     if (typeof channel !== 'string' || channel === '') throw new TypeError('$.send.sse() needs a channel (a non-empty string)');
+    if ([...channel].length > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$.send.sse(): channel may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
     if (payload === undefined) throw new TypeError('$.send.sse() needs a payload');
   },
 };
