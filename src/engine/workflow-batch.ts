@@ -30,6 +30,8 @@ export const HAND_BACK_DELAY_MS = 1000;
 export interface HeldRun {
   run: workflows.WorkflowRunRow;
   data: Record<string, unknown>;
+  /** The size of `data` as JSON characters, near enough: what bounds a batch (see step-batches.ts). */
+  dataChars: number;
 }
 
 /** Where committed sends go: the outbox sender (delivery/sends), reached through this so that engine/ stays below it. */

@@ -20,6 +20,7 @@ import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
 import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
+import { holdStepData, takeBatch } from './step-batches.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
 
 export type { StepOutbox };
@@ -219,7 +220,7 @@ export class WorkflowRunner {
   /** Holds the rows and queues each at its next step; runs past their first step get their finished steps' data. */
   private adoptRows(rows: workflows.WorkflowRunRow[], finishedSteps: (runIds: string[]) => Promise<workflows.WorkflowRunStepRow[]>): void {
     const fresh = rows.filter((row) => !this.held.has(row.id));
-    for (const run of fresh) this.held.set(run.id, { run, data: triggerData(run) });
+    for (const run of fresh) this.held.set(run.id, { run, data: triggerData(run), dataChars: run.event.length });
     const resumed = fresh.filter((row) => row.next_step > 0).map((row) => row.id);
     const queueAll = () => {
       for (const run of fresh) this.enqueue(this.held.get(run.id)!);
@@ -232,7 +233,9 @@ export class WorkflowRunner {
       (stepRows) => {
         for (const row of stepRows) {
           const held = this.held.get(row.run_id);
-          if (held) held.data[row.name] = stepData(row.return_value === null ? undefined : JSON.parse(row.return_value), JSON.parse(row.exports));
+          if (!held) continue;
+          const data = stepData(row.return_value === null ? undefined : JSON.parse(row.return_value), JSON.parse(row.exports));
+          holdStepData(held, row.name, data, (row.return_value?.length ?? 0) + row.exports.length);
         }
         queueAll();
       },
@@ -280,7 +283,7 @@ export class WorkflowRunner {
         if (queue && !queue.length) this.queues.delete(key);
         return;
       }
-      const batch = queue.splice(0, this.options.batchSize);
+      const batch = takeBatch(queue, this.options.batchSize);
       try {
         await this.runBatch(workflowId, stepIndex, batch);
       } catch (error) {
@@ -339,7 +342,7 @@ export class WorkflowRunner {
         return void this.held.delete(held.run.id);
       }
       if (verdict === 'finished') return this.finish(held.run.id, outcome.error, answersHttp(workflow));
-      held.data[stepName] = stepData(outcome.step?.returnValue, outcome.step?.exports ?? {});
+      holdStepData(held, stepName, stepData(outcome.step?.returnValue, outcome.step?.exports ?? {}));
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
       // Delayed: its row has the due time; a scan takes it up again then (its HTTP client, if any, waits on).
