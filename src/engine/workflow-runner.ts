@@ -20,7 +20,7 @@ import { runRow, type NewRun } from '../commit/workflow-runs.js';
 import type { EventRouter } from '../commit/routing.js';
 import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
-import { holdStepData, takeBatch } from './step-batches.js';
+import { holdStepData, StepBatches } from './step-batches.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
 
 export type { StepOutbox };
@@ -65,6 +65,7 @@ export class WorkflowRunner {
   /** Runs waiting for a step, per `workflowId#stepIndex`, in arrival order. */
   private readonly queues = new Map<string, HeldRun[]>();
   private readonly draining = new Set<string>();
+  private readonly cutting = new StepBatches();
   private readonly responders = new Map<string, RunResponder>();
   /** Runs whose HTTP client has had a `$.respond()`; forgotten when the run ends here. */
   private readonly answered = new Set<string>();
@@ -283,7 +284,7 @@ export class WorkflowRunner {
         if (queue && !queue.length) this.queues.delete(key);
         return;
       }
-      const batch = takeBatch(queue, this.options.batchSize);
+      const batch = this.cutting.take(key, queue, this.options.batchSize);
       try {
         await this.runBatch(workflowId, stepIndex, batch);
       } catch (error) {
@@ -334,6 +335,7 @@ export class WorkflowRunner {
       return;
     }
     const stepName = (JSON.parse(workflow.steps) as Array<{ name: string }>)[stepIndex]!.name;
+    let addedChars = 0;
     batch.forEach((held, i) => {
       const verdict = result.verdicts[i]!;
       const outcome = result.outcomes[i]!;
@@ -341,14 +343,15 @@ export class WorkflowRunner {
         this.answered.delete(held.run.id);
         return void this.held.delete(held.run.id);
       }
+      addedChars = Math.max(addedChars, holdStepData(held, stepName, stepData(outcome.step?.returnValue, outcome.step?.exports ?? {})));
       if (verdict === 'finished') return this.finish(held.run.id, outcome.error, answersHttp(workflow));
-      holdStepData(held, stepName, stepData(outcome.step?.returnValue, outcome.step?.exports ?? {}));
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
       // Delayed: its row has the due time; a scan takes it up again then (its HTTP client, if any, waits on).
       this.held.delete(held.run.id);
       this.wakeAt(this.options.clock.now() + (outcome.step?.delayMs ?? 0));
     });
+    this.cutting.ran(`${workflowId}#${stepIndex}`, addedChars);
   }
 
   /**

@@ -15,19 +15,22 @@ const READ = 'module.exports = { async run({ steps }) { return steps.big.blob.le
 
 describe.each(DIALECTS)('workflow batch size on %s', (dialect) => {
   let server: TestServer;
-  /** Each worker call of a step: how many runs it carried and their inputs' size as JSON. */
-  const calls: Array<{ runs: number; chars: number }> = [];
+  /** Each worker call of a step: its workflow, how many runs it carried, and their inputs' and results' size as JSON. */
+  const calls: Array<{ workflowId: string; runs: number; chars: number; resultChars: number }> = [];
 
   beforeAll(async () => {
     server = await startTestServer(dialect);
     // Looks at what each real worker call carries and passes it on unchanged.
     const runtime = server.running.services.runtime;
     const invoke = runtime.invoke.bind(runtime);
-    runtime.invoke = (request: InvocationRequest, hooks) => {
+    runtime.invoke = async (request: InvocationRequest, hooks) => {
+      const result = await invoke(request, hooks);
       if (request.method === 'step' && request.events) {
-        calls.push({ runs: request.events.length, chars: request.events.reduce((sum: number, e) => sum + JSON.stringify(e).length, 0) });
+        const chars = request.events.reduce((sum: number, e) => sum + JSON.stringify(e).length, 0);
+        const resultChars = result.outcomes.reduce((sum, outcome) => sum + JSON.stringify(outcome.step ?? null).length, 0);
+        calls.push({ workflowId: request.sourceId, runs: request.events.length, chars, resultChars });
       }
-      return invoke(request, hooks);
+      return result;
     };
   });
   afterAll(() => server?.destroy());
@@ -52,12 +55,32 @@ describe.each(DIALECTS)('workflow batch size on %s', (dialect) => {
       { timeoutMs: 120_000, what: 'every run finished' },
     );
     expect(await count('succeeded')).toBe(RUNS);
-    const reads = calls.filter((call) => call.chars >= EXPORT_CHARS);
+    const reads = calls.filter((call) => call.workflowId === id && call.chars >= EXPORT_CHARS);
     expect(reads.reduce((sum, call) => sum + call.runs, 0)).toBe(RUNS);
     for (const call of reads) expect(call.chars, `a call of ${call.runs} runs`).toBeLessThanOrEqual(MAX_BATCH_DATA_CHARS + 64 * 1024 * call.runs);
     const run = (await api.get(`/v1/workflows/${id}/runs?limit=1&status=succeeded`)).body.data[0];
     expect(run.steps[1].$return_value).toBe(EXPORT_CHARS);
   }, 180_000);
+
+  it("counts what a step's last batch returned: its next batches stop at the bound too", async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const created = await api.post('/v1/workflows', { name: 'large results', steps: [{ name: 'big', component_code: BIG }] });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id as string;
+    const count = async () => (await api.get(`/v1/workflows/${id}/runs?limit=1&status=succeeded`)).body.page_info.total_count as number;
+    const round = async (finished: number) => {
+      const started = await Promise.all(Array.from({ length: RUNS }, (_, n) => api.post(`/v1/workflows/${id}/run`, { n })));
+      expect(started.map((res) => res.status)).toEqual(started.map(() => 202));
+      await waitFor(count, (n) => n === finished, { timeoutMs: 120_000, what: `${finished} runs succeeded` });
+    };
+    // The first round teaches the runner what the step returns; the second is cut by it.
+    await round(RUNS);
+    const firstRound = calls.filter((call) => call.workflowId === id).length;
+    await round(2 * RUNS);
+    const second = calls.filter((call) => call.workflowId === id).slice(firstRound);
+    expect(second.reduce((sum, call) => sum + call.runs, 0)).toBe(RUNS);
+    for (const call of second) expect(call.resultChars, `a call of ${call.runs} runs`).toBeLessThanOrEqual(MAX_BATCH_DATA_CHARS + 64 * 1024 * call.runs);
+  }, 240_000);
 });
 
 describe('takeBatch', () => {
