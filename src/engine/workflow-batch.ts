@@ -203,8 +203,10 @@ export class StepBatchRunner {
       throw error;
     }
     const inputs: StepInput[] = batch.map((held) => ({ steps: held.data, props: evaluateProps(stored, { steps: held.data }) }));
-    // The batch shares one call, so it shares the shortest time any of its runs has left.
-    const remainingMs = Math.min(...batch.map((held) => workflow.timeout_ms - held.run.running_ms));
+    // The batch shares one call, so it shares the shortest time any of its runs has left; a run the call's timeout cut
+    // short is run again alone with its own (eventTimeoutsMs).
+    const eventTimeoutsMs = batch.map((held) => workflow.timeout_ms - held.run.running_ms);
+    const remainingMs = Math.min(...eventTimeoutsMs);
     if (remainingMs <= 0) {
       const timedOut = failedOutcome('TimeoutError', `the run used its ${workflow.timeout_ms} ms of running time`, 'timeout');
       return { outcomes: batch.map(() => timedOut), dbWrites: {}, cpuMs: 0 };
@@ -231,6 +233,7 @@ export class StepBatchRunner {
           ...(dataStores && { dataStores }),
           customResponse: trigger?.type === 'http' && trigger.custom_response,
           timeoutMs: remainingMs,
+          eventTimeoutsMs,
         },
         { onRespond: (response, index = 0) => onRespond(batch[index]!.run.id, response) },
       );

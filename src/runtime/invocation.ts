@@ -61,7 +61,8 @@ function eventsAsJson(request: InvocationRequest): string[] {
 
 /** A copy of the request that runs only its event `index`, on the db and data stores the calls before it left. */
 function onlyEvent(request: InvocationRequest, index: number, db: Record<string, unknown>, dataStoreWrites: DataStoreChange[]): InvocationRequest {
-  const only = { ...request, db };
+  const { eventTimeoutsMs, ...rest } = request;
+  const only: InvocationRequest = { ...rest, db, timeoutMs: eventTimeoutsMs?.[index] ?? request.timeoutMs };
   const dataStores = applyDataStoreChanges(request.dataStores, dataStoreWrites);
   if (dataStores) only.dataStores = dataStores;
   if (request.eventsJson) only.eventsJson = [request.eventsJson[index]!];
@@ -217,7 +218,9 @@ export async function invokeIsolatingFailures(
   let cpuMs = firstCpuMs;
   let dataStoreWrites = firstStoreWrites;
   const count = callCount(request);
-  if (stopped && count - outcomes.length === 1) outcomes.push(failedOutcome(stopped, outcomes.length));
+  // The last call left fails with the death, unless it is a timeout it may have had more time for.
+  const ownTime = (index: number) => stopped?.error.code === 'timeout' && (request.eventTimeoutsMs?.[index] ?? 0) > request.timeoutMs;
+  if (stopped && count - outcomes.length === 1 && !ownTime(outcomes.length)) outcomes.push(failedOutcome(stopped, outcomes.length));
   else if (stopped) {
     const onRespond = hooks?.onRespond;
     for (let index = outcomes.length; index < count; index++) {

@@ -240,6 +240,11 @@ export interface InvocationRequest {
   customResponse?: boolean;
   /** Milliseconds before the worker is killed. */
   timeoutMs: number;
+  /**
+   * Each event's own time, where events share a call but not their time left (a workflow's runs): the call has the
+   * shortest, and an event run again alone after the worker's death has its own, not the one another event set.
+   */
+  eventTimeoutsMs?: number[];
 }
 
 /**

@@ -519,3 +519,25 @@ describe("the server's checks on step outcomes", () => {
     expect(report.stopped?.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error', message });
   });
 });
+
+describe('steps sharing a call but not their time left', () => {
+  // A run waits `ms` (or for ever without one), then returns its `name`.
+  const WAITING = step(
+    'if (steps.trigger.event.ms === undefined) await new Promise(() => {}); await new Promise((r) => setTimeout(r, steps.trigger.event.ms)); return steps.trigger.event.name;',
+  );
+
+  it('runs a step again alone with its own time when a batchmate with less time left timed the call out', async () => {
+    const inputs = [input({ name: 'short' }), input({ name: 'long', ms: 1500 })];
+    const result = await runStep(WAITING, inputs, { timeoutMs: 500, eventTimeoutsMs: [500, 20_000] });
+    expect(result.outcomes[0]!.error?.code).toBe('timeout');
+    expect(result.outcomes[1]!.error).toBeUndefined();
+    expect(result.outcomes[1]!.step?.returnValue).toBe('long');
+  });
+
+  it('gives the last step of the call its own time too', async () => {
+    const inputs = [input({ name: 'quick', ms: 0 }), input({ name: 'long', ms: 1500 })];
+    const result = await runStep(WAITING, inputs, { timeoutMs: 500, eventTimeoutsMs: [500, 20_000] });
+    expect(result.outcomes.map((outcome) => outcome.error)).toEqual([undefined, undefined]);
+    expect(result.outcomes.map((outcome) => outcome.step?.returnValue)).toEqual(['quick', 'long']);
+  });
+});
