@@ -67,6 +67,11 @@ function failedOutcome(name: string, message: string, code: string): InvocationO
   return { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}`, code }, durationMs: 0 };
 }
 
+/** The outcome of a run that has no running time left for its next step. */
+function usedItsTime(timeoutMs: number): InvocationOutcome {
+  return failedOutcome('TimeoutError', `the run used its ${timeoutMs} ms of running time`, 'timeout');
+}
+
 export class StepBatchRunner {
   // Component rows never change (an edit saves a new one): entries need no eviction.
   private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
@@ -187,6 +192,15 @@ export class StepBatchRunner {
     trigger: WorkflowTrigger | undefined,
     onRespond: (runId: string, response: HttpResponse) => void,
   ): Promise<{ outcomes: InvocationOutcome[]; dbWrites: Record<string, unknown>; cpuMs: number; dataStoreWrites?: DataStoreChange[] } | undefined> {
+    // A run with no running time left fails alone: its batchmates still run, each with the time it has.
+    const hasTime = (held: HeldRun) => workflow.timeout_ms - held.run.running_ms > 0;
+    const left = batch.filter(hasTime);
+    if (left.length > 0 && left.length < batch.length) {
+      const invoked = await this.invoke(workflow, step, left, trigger, onRespond);
+      if (!invoked) return undefined;
+      let next = 0;
+      return { ...invoked, outcomes: batch.map((held) => (hasTime(held) ? invoked.outcomes[next++]! : usedItsTime(workflow.timeout_ms))) };
+    }
     const runnable = await this.runnableStep(step.component_id);
     if (!runnable) {
       const missing = failedOutcome('ConfigurationError', `the component of step "${step.name}" no longer exists`, 'component_missing');
@@ -207,10 +221,7 @@ export class StepBatchRunner {
     // short is run again alone with its own (eventTimeoutsMs).
     const eventTimeoutsMs = batch.map((held) => workflow.timeout_ms - held.run.running_ms);
     const remainingMs = Math.min(...eventTimeoutsMs);
-    if (remainingMs <= 0) {
-      const timedOut = failedOutcome('TimeoutError', `the run used its ${workflow.timeout_ms} ms of running time`, 'timeout');
-      return { outcomes: batch.map(() => timedOut), dbWrites: {}, cpuMs: 0 };
-    }
+    if (remainingMs <= 0) return { outcomes: batch.map(() => usedItsTime(workflow.timeout_ms)), dbWrites: {}, cpuMs: 0 };
     const usesDb = info.props.some((p) => p.type === '$.service.db');
     const db = usesDb ? await workflows.readStepDb(this.store.db, workflow.id, step.name) : {};
     // The account's data stores the step's data_store props name (per run: a name may come from a template).
