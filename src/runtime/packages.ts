@@ -29,6 +29,11 @@ const RANGE = /^[\w.^~<>=*|+-]+$/;
 const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** Written inside the install folder last, so a folder without it is never used. */
 const MARKER = '.tributary-installed';
+/**
+ * The checks an install folder has passed, written in its marker. A folder whose marker names fewer (installed by a
+ * version of Tributary before the check for links leaving the folder) is checked when next used, and removed if it fails.
+ */
+const CHECKS = 1;
 /** How long "latest" (or a range) is trusted before npm is asked again. */
 const RESOLUTION_TTL_MS = 10 * 60_000;
 
@@ -86,13 +91,6 @@ async function linkOutside(root: string): Promise<string | undefined> {
   return undefined;
 }
 
-async function exists(file: string): Promise<boolean> {
-  return fs.access(file).then(
-    () => true,
-    () => false,
-  );
-}
-
 export class PackageCache {
   /** One install at a time per name and version: concurrent saves share it. */
   private readonly installs = new Map<string, Promise<InstalledPackage>>();
@@ -108,8 +106,32 @@ export class PackageCache {
     return path.join(this.root, `${name}@${version}`);
   }
 
+  /** Whether the folder holds a finished install that passed today's checks (an older one is checked now: see CHECKS). */
   async isInstalled(dir: string): Promise<boolean> {
-    return exists(path.join(dir, MARKER));
+    const marker = path.join(dir, MARKER);
+    let written: { checks?: unknown };
+    try {
+      written = JSON.parse(await fs.readFile(marker, 'utf8')) as { checks?: unknown };
+    } catch {
+      return false;
+    }
+    if (written.checks === CHECKS) return true;
+    const link = await linkOutside(dir);
+    if (link !== undefined) {
+      this.logger.warn({ dir, link }, 'removing a cached npm package that links outside its install folder');
+      // Renamed away first, so no worker is given the folder again while it is being removed.
+      const doomed = path.join(this.root, '.tmp', `removed-${randomBytes(6).toString('hex')}`);
+      await fs.mkdir(path.dirname(doomed), { recursive: true });
+      await fs.rename(dir, doomed).then(
+        () => fs.rm(doomed, { recursive: true, force: true }),
+        () => undefined,
+      );
+      return false;
+    }
+    const temp = `${marker}.${randomBytes(6).toString('hex')}`;
+    await fs.writeFile(temp, JSON.stringify({ ...written, checks: CHECKS }));
+    await fs.rename(temp, marker);
+    return true;
   }
 
   /**
@@ -194,7 +216,7 @@ export class PackageCache {
       if (link !== undefined) {
         throw new Error(`its ${link} links outside its install folder, where components may not read (a file: dependency?)`);
       }
-      await fs.writeFile(path.join(temp, MARKER), JSON.stringify({ name, version, installedAt: new Date().toISOString() }));
+      await fs.writeFile(path.join(temp, MARKER), JSON.stringify({ name, version, installedAt: new Date().toISOString(), checks: CHECKS }));
       await fs.mkdir(path.dirname(dir), { recursive: true });
       try {
         await fs.rename(temp, dir);

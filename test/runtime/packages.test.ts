@@ -80,6 +80,53 @@ describe('npm packages', () => {
     }
   });
 
+  it('checks a package installed before the check for links leaving its folder when it is next used, and installs it again if it fails', async () => {
+    const root = path.join(fs.realpathSync(t.dataDir), 'packages');
+    await t.runtime.prepare(code());
+    // As an earlier version left the cache: markers without the checks passed, and one package with a link to a server folder.
+    const outside = fs.mkdtempSync(path.join(fs.realpathSync(t.dataDir), '..', 'tributary-outside-'));
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'server secret');
+    const planted = path.join(root, 'is-odd@3.0.1', 'node_modules', 'is-odd', 'outside');
+    fs.symlinkSync(outside, planted);
+    const isNumber = fs.readdirSync(root).find((entry) => entry.startsWith('is-number@'))!;
+    for (const entry of ['is-odd@3.0.1', isNumber]) {
+      const marker = path.join(root, entry, '.tributary-installed');
+      const { checks: _, ...older } = JSON.parse(fs.readFileSync(marker, 'utf8'));
+      fs.writeFileSync(marker, JSON.stringify(older));
+    }
+    const logs: { msg?: string; obj: object }[] = [];
+    const log = (obj: object, msg?: string) => void logs.push({ obj, msg });
+    const restarted = new ComponentRuntime({
+      dataDir: t.dataDir,
+      workerMemoryMb: 64,
+      poolSize: 1,
+      loadTimeoutMs: 10_000,
+      logger: { info: log, warn: log, error: log, debug: log },
+    });
+    try {
+      const reader = code(`const fs = require("node:fs");
+        let seen; try { seen = fs.readFileSync(${JSON.stringify(path.join(planted, 'secret.txt'))}, "utf8"); } catch (e) { seen = e.code; }`).replace(
+        'this.$emit({',
+        'this.$emit({ seen, ',
+      );
+      const prepared = await restarted.prepare(reader);
+      const npm = logs.filter((l) => l.msg === 'running npm').map((l) => (l.obj as { npm: string[] }).npm);
+      const installs = npm.filter((args) => args[0] === 'install').map((args) => args.at(-1));
+      // The clean package is kept as it was; the other is installed again, without the link.
+      expect(installs).toEqual(['is-odd@3.0.1']);
+      expect(fs.existsSync(planted)).toBe(false);
+      for (const entry of ['is-odd@3.0.1', isNumber]) {
+        expect(JSON.parse(fs.readFileSync(path.join(root, entry, '.tributary-installed'), 'utf8')).checks).toBe(1);
+      }
+      const result = await restarted.invoke(request('acct_pkg', prepared, { events: [{ n: 3 }] }));
+      expect(result.outcomes[0]!.emits).toEqual([{ event: { seen: 'ENOENT', odd: true, number: true } }]);
+      expect(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('server secret');
+    } finally {
+      await restarted.close();
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it('installs a package once when several saves need it at the same time, and each hears it installed', async () => {
     const heard: InstallProgress[][] = [[], [], [], []];
     const evenCode = (n: number) =>
