@@ -167,7 +167,7 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
 
   async function account(server: TestServer) {
     const user = await server.createUser();
-    return { email: user.email, api: client(server.url, user.apiKey) };
+    return { id: user.id, email: user.email, api: client(server.url, user.apiKey) };
   }
 
   /** The run's sends once none of them is pending any more. */
@@ -302,20 +302,40 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     expect(smtp.to(rejected.email)).toEqual([]);
   });
 
-  it('makes $.send.s3 once: one object under the prefix holding the payload as JSON', async () => {
-    const { api } = await account(configured);
+  it("makes $.send.s3 once: one object under the prefix, in the account's folder, holding the payload as JSON", async () => {
+    const { api, id } = await account(configured);
     const prefix = `runs/${dialect}/`;
     const code = `$.send.s3({ bucket: "${BUCKET}", prefix: "${prefix}", payload: { n: steps.trigger.event.n, nested: { ok: true }, list: [1, "two"] } });`;
     const { run } = await runOnce(api, code, { n: 7 });
     expect(run.status).toBe('succeeded');
     const [row] = await settledSends(configured, run.id, 1);
     expect(rowView(row!)).toEqual({ kind: 's3', state: 'succeeded', attempt: 1, status_code: 200, last_error: null });
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${id}/${prefix}` }));
     const keys = (listed.Contents ?? []).map((object) => object.Key);
-    expect(keys).toEqual([`${prefix}${new Date(Number(row!.created_ms)).toISOString()}-${row!.id}.json`]);
+    expect(keys).toEqual([`${id}/${prefix}${new Date(Number(row!.created_ms)).toISOString()}-${row!.id}.json`]);
     const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: keys[0]! }));
     expect(object.ContentType).toBe('application/json');
     expect(await object.Body!.transformToString()).toBe('{"n":7,"nested":{"ok":true},"list":[1,"two"]}');
+  });
+
+  it("keeps each account's $.send.s3 in its own folder: no prefix reaches another account's objects", async () => {
+    const owner = await account(configured);
+    const other = await account(configured);
+    const prefix = `shared-${dialect}/`;
+    const mine = await runOnce(owner.api, `$.send.s3({ bucket: "${BUCKET}", prefix: "${prefix}", payload: "owner" });`, {});
+    // The same prefix, and one naming the owner's folder: neither lands beside the owner's objects.
+    const same = await runOnce(other.api, `$.send.s3({ bucket: "${BUCKET}", prefix: "${prefix}", payload: "other" });`, {});
+    const named = await runOnce(other.api, `$.send.s3({ bucket: "${BUCKET}", prefix: "${owner.id}/${prefix}", payload: "other" });`, {});
+    for (const { run } of [mine, same, named]) expect((await settledSends(configured, run.id, 1))[0]!.state).toBe('succeeded');
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${owner.id}/` }));
+    const bodies = await Promise.all(
+      (listed.Contents ?? []).map(async (o) => (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: o.Key! }))).Body!.transformToString()),
+    );
+    expect(bodies).toEqual(['"owner"']);
+    // A prefix climbing out of the folder fails the step.
+    const climbing = await runOnce(other.api, `$.send.s3({ bucket: "${BUCKET}", prefix: "../${owner.id}/", payload: "other" });`, {});
+    expect(climbing.run.status).toBe('failed');
+    expect(JSON.stringify(climbing.run)).toContain('prefix may not hold');
   });
 
   it('fails $.send.s3 into a bucket that does not exist at once', async () => {

@@ -25,11 +25,17 @@ interface S3SendPayload {
 const PERMANENT_ERRORS = new Set(['NoSuchBucket', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'InvalidBucketName', 'AllAccessDisabled']);
 
 /**
- * The object's key: the prefix as given, then the send's commit time and id, so that a retry after an answer that
- * was lost overwrites the same object instead of adding a second one.
+ * The object's key: the account's folder (its user id: the store's credentials are the server's, shared by every
+ * account, so no account may add objects where another's go), the prefix as given, then the send's commit time and id,
+ * so that a retry after an answer that was lost overwrites the same object instead of adding a second one.
  */
-function objectKey(send: Pick<ClaimedSend, 'id' | 'created_ms'>, prefix: string | undefined): string {
-  return `${prefix ?? ''}${new Date(Number(send.created_ms)).toISOString()}-${send.id}.json`;
+function objectKey(send: Pick<ClaimedSend, 'id' | 'created_ms' | 'user_id'>, prefix: string | undefined): string {
+  return `${send.user_id}/${prefix ?? ''}${new Date(Number(send.created_ms)).toISOString()}-${send.id}.json`;
+}
+
+/** A `.` or `..` segment could lead out of the account's folder in a store that reads keys as paths. */
+function leavesFolder(prefix: string | undefined): boolean {
+  return prefix?.split('/').some((segment) => segment === '.' || segment === '..') === true;
 }
 
 /** The SDK's client and the one command used, loaded together. */
@@ -45,6 +51,7 @@ export class S3Performer implements Performer {
 
   async perform(send: ClaimedSend, signal: AbortSignal): Promise<SendResult> {
     const { bucket, prefix, payload } = JSON.parse(send.payload) as S3SendPayload;
+    if (leavesFolder(prefix)) return { ok: false, permanent: true, error: 'prefix: "." and ".." segments are not allowed' };
     try {
       const { client, PutObject } = await (this.connection ??= this.connect());
       const command = new PutObject({ Bucket: bucket, Key: objectKey(send, prefix), Body: JSON.stringify(payload), ContentType: 'application/json' });

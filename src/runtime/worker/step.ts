@@ -58,6 +58,7 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   s3({ bucket, prefix, payload }) {
     if (typeof bucket !== 'string' || bucket === '') throw new TypeError('$.send.s3() needs a bucket (a non-empty string)');
     if (prefix !== undefined && typeof prefix !== 'string') throw new TypeError('$.send.s3(): prefix must be a string');
+    if (prefix?.split('/').some((segment) => segment === '.' || segment === '..')) throw new TypeError('$.send.s3(): prefix may not hold "." or ".." segments');
     if (payload === undefined) throw new TypeError('$.send.s3() needs a payload');
   },
   emit({ raw_event }) {
