@@ -30,10 +30,11 @@ const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** Written inside the install folder last, so a folder without it is never used. */
 const MARKER = '.tributary-installed';
 /**
- * The checks an install folder has passed, written in its marker. A folder whose marker names fewer (installed by a
- * version of Tributary before the check for links leaving the folder) is checked when next used, and removed if it fails.
+ * The checks an install folder has passed, written in its marker: 1, no link leaving the folder; 2, nothing copied
+ * from the server's disk. A folder whose marker names fewer (installed by an earlier version of Tributary) is checked
+ * when next used, and removed if it fails.
  */
-const CHECKS = 1;
+const CHECKS = 2;
 /** How long "latest" (or a range) is trusted before npm is asked again. */
 const RESOLUTION_TTL_MS = 10 * 60_000;
 
@@ -91,6 +92,33 @@ async function linkOutside(root: string): Promise<string | undefined> {
   return undefined;
 }
 
+/**
+ * The first package under `root` npm took from the server's own disk (its path in `root`): a `file:<archive>`
+ * dependency (a published package may declare one) is unpacked into the install folder, where components read it.
+ * npm's record of the install (node_modules/.package-lock.json) says where each package came from.
+ */
+async function copiedFromDisk(root: string): Promise<string | undefined> {
+  let record: { packages?: Record<string, { resolved?: unknown; link?: unknown }> };
+  try {
+    record = JSON.parse(await fs.readFile(path.join(root, 'node_modules', '.package-lock.json'), 'utf8'));
+  } catch {
+    return 'node_modules';
+  }
+  for (const [location, entry] of Object.entries(record.packages ?? {})) {
+    if (entry.link === true || (typeof entry.resolved === 'string' && entry.resolved.startsWith('file:'))) return location;
+  }
+  return undefined;
+}
+
+/** Why components may not read the install folder `root`, or undefined. */
+async function installProblem(root: string): Promise<string | undefined> {
+  const link = await linkOutside(root);
+  if (link !== undefined) return `its ${link} links outside its install folder, where components may not read (a file: dependency?)`;
+  const copied = await copiedFromDisk(root);
+  if (copied !== undefined) return `its ${copied} is not from the registry but from a file on the server (a file: dependency)`;
+  return undefined;
+}
+
 export class PackageCache {
   /** One install at a time per name and version: concurrent saves share it. */
   private readonly installs = new Map<string, Promise<InstalledPackage>>();
@@ -116,9 +144,9 @@ export class PackageCache {
       return false;
     }
     if (written.checks === CHECKS) return true;
-    const link = await linkOutside(dir);
-    if (link !== undefined) {
-      this.logger.warn({ dir, link }, 'removing a cached npm package that links outside its install folder');
+    const problem = await installProblem(dir);
+    if (problem !== undefined) {
+      this.logger.warn({ dir, problem }, 'removing a cached npm package that fails the checks of this version');
       // Renamed away first, so no worker is given the folder again while it is being removed.
       const doomed = path.join(this.root, '.tmp', `removed-${randomBytes(6).toString('hex')}`);
       await fs.mkdir(path.dirname(doomed), { recursive: true });
@@ -212,10 +240,8 @@ export class PackageCache {
       await fs.writeFile(path.join(temp, 'package.json'), JSON.stringify({ name: 'tributary-package-cache-entry', private: true }));
       const started = Date.now();
       await this.npm.install(`${name}@${version}`, temp);
-      const link = await linkOutside(temp);
-      if (link !== undefined) {
-        throw new Error(`its ${link} links outside its install folder, where components may not read (a file: dependency?)`);
-      }
+      const problem = await installProblem(temp);
+      if (problem !== undefined) throw new Error(problem);
       await fs.writeFile(path.join(temp, MARKER), JSON.stringify({ name, version, installedAt: new Date().toISOString(), checks: CHECKS }));
       await fs.mkdir(path.dirname(dir), { recursive: true });
       try {

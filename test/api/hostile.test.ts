@@ -259,6 +259,49 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it("cannot read a file of the server's through an npm package whose dependency is an archive on the server's disk", async () => {
+    // npm unpacks a `file:<archive>` dependency of a published package into the install folder, which the worker may
+    // read: any archive on the server whose path the author guesses (a backup, npm's own cache) would be opened.
+    const archiveDir = tempDir();
+    fs.mkdirSync(path.join(archiveDir, 'package'));
+    fs.writeFileSync(path.join(archiveDir, 'package', 'package.json'), JSON.stringify({ name: 'server-archive', version: '1.0.0' }));
+    fs.writeFileSync(path.join(archiveDir, 'package', 'secret.txt'), 'server secret');
+    const archive = path.join(archiveDir, 'backup.tgz');
+    execFileSync('tar', ['czf', archive, '-C', archiveDir, 'package']);
+    const name = `tributary-unpacks-${dialect}`;
+    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'server-archive': `file:${archive}` } });
+    const previous = process.env.npm_config_registry;
+    process.env.npm_config_registry = registry.url;
+    try {
+      const folder = path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`);
+      const code = `require("${name}@1.0.0"); const fs = require("fs");
+        module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run() {
+          let read; try { read = fs.readFileSync(${JSON.stringify(`${folder}/node_modules/server-archive/secret.txt`)}, "utf8"); } catch (error) { read = error.code; }
+          this.$emit({ read }); } };`;
+      const created = await attacker.post('/v1/sources', { component_code: code });
+      let emitted: unknown;
+      if (created.status === 200) {
+        await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
+        const events = await waitFor(
+          () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
+          (r) => r.body.data?.length > 0,
+          { what: 'the attack to run' },
+        );
+        emitted = events.body.data[0].event;
+      }
+      expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
+      expect(created.body.error).toBe(
+        `could not install npm package "${name}@1.0.0": its node_modules/server-archive is not from the registry but from a file on the server (a file: dependency)`,
+      );
+      expect(fs.existsSync(folder)).toBe(false);
+    } finally {
+      if (previous === undefined) delete process.env.npm_config_registry;
+      else process.env.npm_config_registry = previous;
+      await registry.close();
+    }
+    await victimUnharmed();
+  });
+
   it('cannot start processes or threads, WASI, native addons or the inspector', async () => {
     const result = await attack(`
       const attempt = (fn) => { try { fn(); return "started"; } catch (error) { return error.code; } };
