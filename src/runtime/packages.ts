@@ -30,11 +30,11 @@ const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** Written inside the install folder last, so a folder without it is never used. */
 const MARKER = '.tributary-installed';
 /**
- * The checks an install folder has passed, written in its marker: 1, no link leaving the folder; 2, nothing copied
- * from the server's disk. A folder whose marker names fewer (installed by an earlier version of Tributary) is checked
+ * The checks an install folder has passed, written in its marker: 1, no link leaving the folder; 2, no archive
+ * unpacked from the server's disk; 3, no repository cloned from it either. A folder whose marker names fewer (installed by an earlier version of Tributary) is checked
  * when next used, and removed if it fails.
  */
-const CHECKS = 2;
+const CHECKS = 3;
 /** How long "latest" (or a range) is trusted before npm is asked again. */
 const RESOLUTION_TTL_MS = 10 * 60_000;
 
@@ -94,7 +94,8 @@ async function linkOutside(root: string): Promise<string | undefined> {
 
 /**
  * The first package under `root` npm took from the server's own disk (its path in `root`): a `file:<archive>`
- * dependency (a published package may declare one) is unpacked into the install folder, where components read it.
+ * dependency (a published package may declare one) is unpacked into the install folder, where components read it,
+ * and a `git+file:<repository>` one is cloned there.
  * npm's record of the install (node_modules/.package-lock.json) says where each package came from.
  */
 async function copiedFromDisk(root: string): Promise<string | undefined> {
@@ -105,7 +106,8 @@ async function copiedFromDisk(root: string): Promise<string | undefined> {
     return 'node_modules';
   }
   for (const [location, entry] of Object.entries(record.packages ?? {})) {
-    if (entry.link === true || (typeof entry.resolved === 'string' && entry.resolved.startsWith('file:'))) return location;
+    // `file:` and `git+file:` (a repository on the server, cloned) alike.
+    if (entry.link === true || (typeof entry.resolved === 'string' && /^(git\+)?file:/i.test(entry.resolved))) return location;
   }
   return undefined;
 }
@@ -115,7 +117,7 @@ async function installProblem(root: string): Promise<string | undefined> {
   const link = await linkOutside(root);
   if (link !== undefined) return `its ${link} links outside its install folder, where components may not read (a file: dependency?)`;
   const copied = await copiedFromDisk(root);
-  if (copied !== undefined) return `its ${copied} is not from the registry but from a file on the server (a file: dependency)`;
+  if (copied !== undefined) return `its ${copied} is not from the registry but from a file on the server (a file: or git+file: dependency)`;
   return undefined;
 }
 

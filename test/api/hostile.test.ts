@@ -259,17 +259,32 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
-  it("cannot read a file of the server's through an npm package whose dependency is an archive on the server's disk", async () => {
+  it.each([
+    'archive',
+    'repository',
+  ] as const)("cannot read a file of the server's through an npm package whose dependency comes from the server's disk (%s)", async (kind) => {
     // npm unpacks a `file:<archive>` dependency of a published package into the install folder, which the worker may
-    // read: any archive on the server whose path the author guesses (a backup, npm's own cache) would be opened.
-    const archiveDir = tempDir();
-    fs.mkdirSync(path.join(archiveDir, 'package'));
-    fs.writeFileSync(path.join(archiveDir, 'package', 'package.json'), JSON.stringify({ name: 'server-archive', version: '1.0.0' }));
-    fs.writeFileSync(path.join(archiveDir, 'package', 'secret.txt'), 'server secret');
-    const archive = path.join(archiveDir, 'backup.tgz');
-    execFileSync('tar', ['czf', archive, '-C', archiveDir, 'package']);
-    const name = `tributary-unpacks-${dialect}`;
-    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'server-archive': `file:${archive}` } });
+    // read, and clones a `git+file:<repository>` one there: any archive or repository on the server whose path the
+    // author guesses (a backup, npm's own cache, a checkout) would be opened.
+    const sourceDir = tempDir();
+    const files = kind === 'archive' ? path.join(sourceDir, 'package') : sourceDir;
+    fs.mkdirSync(files, { recursive: true });
+    fs.writeFileSync(path.join(files, 'package.json'), JSON.stringify({ name: 'server-archive', version: '1.0.0' }));
+    fs.writeFileSync(path.join(files, 'secret.txt'), 'server secret');
+    let spec: string;
+    if (kind === 'archive') {
+      const archive = path.join(sourceDir, 'backup.tgz');
+      execFileSync('tar', ['czf', archive, '-C', sourceDir, 'package']);
+      spec = `file:${archive}`;
+    } else {
+      const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.test', ...args], { cwd: sourceDir });
+      git('init', '-q');
+      git('add', '-A');
+      git('commit', '-qm', 'server files');
+      spec = `git+file://${sourceDir}`;
+    }
+    const name = `tributary-unpacks-${kind}-${dialect}`;
+    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'server-archive': spec } });
     const previous = process.env.npm_config_registry;
     process.env.npm_config_registry = registry.url;
     try {
@@ -291,7 +306,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       }
       expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
       expect(created.body.error).toBe(
-        `could not install npm package "${name}@1.0.0": its node_modules/server-archive is not from the registry but from a file on the server (a file: dependency)`,
+        `could not install npm package "${name}@1.0.0": its node_modules/server-archive is not from the registry but from a file on the server (a file: or git+file: dependency)`,
       );
       expect(fs.existsSync(folder)).toBe(false);
     } finally {
