@@ -338,6 +338,26 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     expect(JSON.stringify(climbing.run)).toContain('prefix may not hold');
   });
 
+  it("fails a $.send.s3 whose prefix component code rewrote after its worker's checks, at once and in the account's folder only", async () => {
+    const { api } = await account(configured);
+    // JSON.stringify turns the worker's report into text: a step that patches it edits its sends after the checks.
+    const forged = (prefix: string) => `const stringify = JSON.stringify;
+      JSON.stringify = function (value, ...rest) {
+        if (value && value.t === "outcomes" && value.results.length) { JSON.stringify = stringify; value.results[0].outcome.step.sends[0].payload.prefix = ${prefix}; }
+        return stringify.call(this, value, ...rest);
+      };
+      $.send.s3({ bucket: "${BUCKET}", prefix: "checked/", payload: 1 });`;
+    for (const [prefix, error] of [
+      ['5', 'prefix: a string is needed'],
+      ['"../elsewhere/"', 'prefix: "." and ".." segments are not allowed'],
+    ] as const) {
+      const { run } = await runOnce(api, forged(prefix), {});
+      expect(run.status).toBe('succeeded');
+      const [row] = await settledSends(configured, run.id, 1);
+      expect(rowView(row!)).toEqual({ kind: 's3', state: 'failed', attempt: 1, status_code: null, last_error: error });
+    }
+  });
+
   it('fails $.send.s3 into a bucket that does not exist at once', async () => {
     const { api } = await account(configured);
     const { run } = await runOnce(api, `$.send.s3({ bucket: "no-such-bucket", payload: { n: 1 } });`, {});

@@ -33,9 +33,17 @@ function objectKey(send: Pick<ClaimedSend, 'id' | 'created_ms' | 'user_id'>, pre
   return `${send.user_id}/${prefix ?? ''}${new Date(Number(send.created_ms)).toISOString()}-${send.id}.json`;
 }
 
-/** A `.` or `..` segment could lead out of the account's folder in a store that reads keys as paths. */
-function leavesFolder(prefix: string | undefined): boolean {
-  return prefix?.split('/').some((segment) => segment === '.' || segment === '..') === true;
+/**
+ * Why the payload cannot be sent, or undefined. The worker checked it, but component code can rewrite what its worker
+ * reports: checked again here. A `.` or `..` segment could lead out of the account's folder in a store that reads
+ * keys as paths.
+ */
+function payloadProblem({ bucket, prefix }: Partial<S3SendPayload>): string | undefined {
+  if (typeof bucket !== 'string' || bucket === '') return 'bucket: a non-empty string is needed';
+  if (prefix === undefined) return undefined;
+  if (typeof prefix !== 'string') return 'prefix: a string is needed';
+  if (prefix.split('/').some((segment) => segment === '.' || segment === '..')) return 'prefix: "." and ".." segments are not allowed';
+  return undefined;
 }
 
 /** The SDK's client and the one command used, loaded together. */
@@ -51,7 +59,8 @@ export class S3Performer implements Performer {
 
   async perform(send: ClaimedSend, signal: AbortSignal): Promise<SendResult> {
     const { bucket, prefix, payload } = JSON.parse(send.payload) as S3SendPayload;
-    if (leavesFolder(prefix)) return { ok: false, permanent: true, error: 'prefix: "." and ".." segments are not allowed' };
+    const problem = payloadProblem({ bucket, prefix });
+    if (problem !== undefined) return { ok: false, permanent: true, error: problem };
     try {
       const { client, PutObject } = await (this.connection ??= this.connect());
       const command = new PutObject({ Bucket: bucket, Key: objectKey(send, prefix), Body: JSON.stringify(payload), ContentType: 'application/json' });
