@@ -3,6 +3,7 @@
 // schedule, refused through the outbound guard, failed for good when retrying cannot help, and never made for a
 // failed step or on a server without the settings they need.
 import fs from 'node:fs';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -283,6 +284,35 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     const { headers, parts } = parseMail(received[0]!.raw);
     expect(headers).toMatchObject({ from: EMAIL_FROM, to: email, subject: 'Run report 7' });
     expect(parts).toEqual({ 'text/plain': 'n is 7', 'text/html': '<p>n is <b>7</b></p>' });
+  });
+
+  it("sends no file of the server's in an email whose body component code rewrote after its worker's checks", async () => {
+    const { api, email } = await account(configured);
+    const secret = path.join(tempDir('tributary-server-file-'), 'secret.txt');
+    fs.writeFileSync(secret, 'server secret');
+    // JSON.stringify turns the worker's report into text: a step that patches it edits its sends after the checks.
+    // nodemailer reads `{ path }` bodies from the disk and `{ href }` ones from the network.
+    const code = `const stringify = JSON.stringify;
+      JSON.stringify = function (value, ...rest) {
+        if (value && value.t === "outcomes" && value.results.length) {
+          JSON.stringify = stringify;
+          const payload = value.results[0].outcome.step.sends[0].payload;
+          payload.text = { path: ${JSON.stringify(secret)} };
+          payload.html = { path: ${JSON.stringify(secret)} };
+        }
+        return stringify.call(this, value, ...rest);
+      };
+      $.send.email({ subject: "forged", text: "checked" });`;
+    const { run } = await runOnce(api, code, {});
+    expect(run.status).toBe('succeeded');
+    const [row] = await settledSends(configured, run.id, 1);
+    expect(rowView(row!)).toEqual({ kind: 'email', state: 'failed', attempt: 1, status_code: null, last_error: 'text: a string is needed' });
+    expect(
+      smtp
+        .to(email)
+        .map((m) => m.raw)
+        .join(''),
+    ).not.toContain('server secret');
   });
 
   it('retries an email the SMTP server defers (451), and fails one it rejects (550) at once', async () => {

@@ -18,6 +18,19 @@ interface EmailSendPayload {
   html?: string;
 }
 
+/**
+ * Why the payload cannot be sent, or undefined. The worker checked it, but component code can rewrite what its worker
+ * reports, and nodemailer takes an object body as where to read one: `{ path }` a file of the server's, `{ href }` a
+ * URL. Only strings are sent.
+ */
+function payloadProblem({ subject, text, html }: Partial<Record<keyof EmailSendPayload, unknown>>): string | undefined {
+  if (typeof subject !== 'string') return 'subject: a string is needed';
+  if (text !== undefined && typeof text !== 'string') return 'text: a string is needed';
+  if (html !== undefined && typeof html !== 'string') return 'html: a string is needed';
+  if (text === undefined && html === undefined) return 'a text or html body is needed';
+  return undefined;
+}
+
 /** Failures no later attempt can mend: a refused login, a configuration the transport cannot use. */
 const PERMANENT_CODES = new Set(['EAUTH', 'ECONFIG', 'EENVELOPE']);
 
@@ -30,6 +43,8 @@ export class EmailPerformer implements Performer {
   async perform(send: ClaimedSend): Promise<SendResult> {
     if (!send.account_email) return refused("the workflow's account has no email address");
     const { subject, text, html } = JSON.parse(send.payload) as EmailSendPayload;
+    const problem = payloadProblem({ subject, text, html });
+    if (problem !== undefined) return refused(problem);
     try {
       await (await this.transportOnce()).sendMail({ to: send.account_email, subject, text, html });
       return { ok: true };
@@ -55,6 +70,9 @@ export class EmailPerformer implements Performer {
           connectionTimeout: this.settings.timeoutMs,
           greetingTimeout: this.settings.timeoutMs,
           socketTimeout: this.settings.timeoutMs,
+          // Bodies are the account's strings, never a file or URL nodemailer would read for them.
+          disableFileAccess: true,
+          disableUrlAccess: true,
         },
         { from: this.settings.from },
       ),
