@@ -31,10 +31,11 @@ const EXACT = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 const MARKER = '.tributary-installed';
 /**
  * The checks an install folder has passed, written in its marker: 1, no link leaving the folder; 2, no archive
- * unpacked from the server's disk; 3, no repository cloned from it either. A folder whose marker names fewer (installed by an earlier version of Tributary) is checked
+ * unpacked from the server's disk; 3, no repository cloned from it either; 4, no dependency from elsewhere than the
+ * registry. A folder whose marker names fewer (installed by an earlier version of Tributary) is checked
  * when next used, and removed if it fails.
  */
-const CHECKS = 3;
+const CHECKS = 4;
 /** How long "latest" (or a range) is trusted before npm is asked again. */
 const RESOLUTION_TTL_MS = 10 * 60_000;
 
@@ -92,22 +93,46 @@ async function linkOutside(root: string): Promise<string | undefined> {
   return undefined;
 }
 
+type InstallRecord = Record<string, { resolved?: unknown; link?: unknown; dependencies?: unknown; optionalDependencies?: unknown; peerDependencies?: unknown }>;
+
+/** npm's record of the install (node_modules/.package-lock.json): where each package came from, what each declares. */
+async function installRecord(root: string): Promise<InstallRecord | undefined> {
+  try {
+    const record = JSON.parse(await fs.readFile(path.join(root, 'node_modules', '.package-lock.json'), 'utf8')) as { packages?: InstallRecord };
+    return record.packages ?? {};
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The first package under `root` npm took from the server's own disk (its path in `root`): a `file:<archive>`
  * dependency (a published package may declare one) is unpacked into the install folder, where components read it,
  * and a `git+file:<repository>` one is cloned there.
- * npm's record of the install (node_modules/.package-lock.json) says where each package came from.
  */
-async function copiedFromDisk(root: string): Promise<string | undefined> {
-  let record: { packages?: Record<string, { resolved?: unknown; link?: unknown }> };
-  try {
-    record = JSON.parse(await fs.readFile(path.join(root, 'node_modules', '.package-lock.json'), 'utf8'));
-  } catch {
-    return 'node_modules';
-  }
-  for (const [location, entry] of Object.entries(record.packages ?? {})) {
+function copiedFromDisk(record: InstallRecord): string | undefined {
+  for (const [location, entry] of Object.entries(record)) {
     // `file:` and `git+file:` (a repository on the server, cloned) alike.
     if (entry.link === true || (typeof entry.resolved === 'string' && /^(git\+)?file:/i.test(entry.resolved))) return location;
+  }
+  return undefined;
+}
+
+/**
+ * A dependency some package under `root` declares from elsewhere than the registry (`its <location> … "<spec>"`): a
+ * tarball URL or a git repository is fetched by npm from the server's own network, where components may not reach
+ * (an internal host, a cloud metadata service), and what it answers would be kept for components to read. A registry
+ * dependency is a version range or tag (`npm:<name>@<range>` for an alias): no `:` and no `/`.
+ */
+function fetchedFromElsewhere(record: InstallRecord): string | undefined {
+  for (const [location, entry] of Object.entries(record)) {
+    for (const declared of [entry.dependencies, entry.optionalDependencies, entry.peerDependencies]) {
+      if (typeof declared !== 'object' || declared === null) continue;
+      for (const [name, spec] of Object.entries(declared)) {
+        const range = typeof spec === 'string' && spec.startsWith('npm:') ? spec.slice(spec.lastIndexOf('@') + 1) : String(spec);
+        if (/[:/]/.test(range)) return `${location} depends on ${name} from ${JSON.stringify(range.slice(0, 200))}`;
+      }
+    }
   }
   return undefined;
 }
@@ -116,8 +141,12 @@ async function copiedFromDisk(root: string): Promise<string | undefined> {
 async function installProblem(root: string): Promise<string | undefined> {
   const link = await linkOutside(root);
   if (link !== undefined) return `its ${link} links outside its install folder, where components may not read (a file: dependency?)`;
-  const copied = await copiedFromDisk(root);
+  const record = await installRecord(root);
+  if (record === undefined) return 'npm left no record of what it installed';
+  const copied = copiedFromDisk(record);
   if (copied !== undefined) return `its ${copied} is not from the registry but from a file on the server (a file: or git+file: dependency)`;
+  const fetched = fetchedFromElsewhere(record);
+  if (fetched !== undefined) return `its ${fetched}, not from the registry (only registry packages are installed)`;
   return undefined;
 }
 

@@ -317,6 +317,31 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it("cannot fetch from the server's network through an npm package whose dependency is a tarball URL there", async () => {
+    // npm fetches a dependency declared as a URL from the server's own network, past the guard that keeps components
+    // from private addresses: an internal service (here one on loopback) would answer, and be kept for them to read.
+    const internal = await packageRegistry({ name: 'internal-data', version: '1.0.0', dependencies: {} });
+    const name = `tributary-fetches-${dialect}`;
+    const spec = `${internal.url}internal-data/-/internal-data-1.0.0.tgz`;
+    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'internal-data': spec } });
+    const previous = process.env.npm_config_registry;
+    process.env.npm_config_registry = registry.url;
+    try {
+      const code = `const data = require("${name}@1.0.0"); module.exports = { name: "attacker", version: "1.0.0", async run() { this.$emit(data); } };`;
+      const created = await attacker.post('/v1/sources', { component_code: code });
+      expect(created.status).toBe(422);
+      expect(created.body.error).toBe(
+        `could not install npm package "${name}@1.0.0": its node_modules/${name} depends on internal-data from ${JSON.stringify(spec)}, not from the registry (only registry packages are installed)`,
+      );
+      expect(fs.existsSync(path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`))).toBe(false);
+    } finally {
+      if (previous === undefined) delete process.env.npm_config_registry;
+      else process.env.npm_config_registry = previous;
+      await Promise.all([registry.close(), internal.close()]);
+    }
+    await victimUnharmed();
+  });
+
   it('cannot start processes or threads, WASI, native addons or the inspector', async () => {
     const result = await attack(`
       const attempt = (fn) => { try { fn(); return "started"; } catch (error) { return error.code; } };
