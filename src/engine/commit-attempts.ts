@@ -3,6 +3,7 @@
 import { LRUCache } from 'lru-cache';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 import { LeaseLostError, SourceChangedError } from '../store/invocations.js';
+import { WorkflowSwitchedOffError } from '../store/workflows.js';
 
 /** Commits a run's results get; the last failure fails the runs of its batch. */
 export const MAX_COMMIT_ATTEMPTS = 5;
@@ -12,11 +13,17 @@ export class CommitAttempts {
 
   /**
    * Counts a failed commit of the runs `ids`; true when it was the last attempt any of them gets. An outage, a lost
-   * lease, a source switched off or changed, or a commit of unknown outcome does not count: waiting for the database, the other
+   * lease, a source (or workflow) switched off or changed, or a commit of unknown outcome does not count: waiting for the database, the other
    * node, the switch-on or the run again is the cure.
    */
   failedForGood(ids: string[], error: unknown): boolean {
-    if (outageOf(error) || error instanceof LeaseLostError || error instanceof SourceChangedError || error instanceof CommitOutcomeUnknownError) {
+    if (
+      outageOf(error) ||
+      error instanceof LeaseLostError ||
+      error instanceof SourceChangedError ||
+      error instanceof WorkflowSwitchedOffError ||
+      error instanceof CommitOutcomeUnknownError
+    ) {
       return false;
     }
     let most = 0;

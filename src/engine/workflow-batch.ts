@@ -110,6 +110,8 @@ export class StepBatchRunner {
     answered: (runId: string) => boolean,
   ): Promise<BatchResult> {
     const { clock } = this.options;
+    // Switched off: its runs wait, queued, until it is on again (no step of them runs meanwhile).
+    if (workflow.active !== 1) return this.waitForSwitchOn(workflow.id, batch, 'before');
     const steps = JSON.parse(workflow.steps) as StoredStep[];
     const step = steps[stepIndex]!;
     const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
@@ -139,6 +141,8 @@ export class StepBatchRunner {
     const { router, dialect, retention, owner } = this.options;
     const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
       this.transactions.run(async (trx) => {
+        // First, as a delete locks the workflow's row before its runs' rows.
+        await workflows.holdWorkflowOn(trx, dialect, workflow.id);
         const nowMs = clock.now();
         const finished: FinishedStep[] = batch.map((held, i) => ({
           run: held.run,
@@ -167,18 +171,37 @@ export class StepBatchRunner {
         return result;
       });
     const runIds = batch.map((held) => held.run.id);
-    const written = await writeOrFailRefused(
-      invoked.outcomes,
-      write,
-      (error, why) => this.logger.error({ err: error, workflowId: workflow.id, runIds }, failedForGoodLog("the step's results", why)),
-      (error) => this.commitAttempts.failedForGood(runIds, error),
-    );
+    let written: Awaited<ReturnType<typeof writeOrFailRefused<CommittedBatch>>>;
+    try {
+      written = await writeOrFailRefused(
+        invoked.outcomes,
+        write,
+        (error, why) => this.logger.error({ err: error, workflowId: workflow.id, runIds }, failedForGoodLog("the step's results", why)),
+        (error) => this.commitAttempts.failedForGood(runIds, error),
+      );
+    } catch (error) {
+      if (!(error instanceof workflows.WorkflowSwitchedOffError)) throw error;
+      return this.waitForSwitchOn(workflow.id, batch, 'while');
+    }
     this.commitAttempts.settled(runIds);
     const committed = written.result;
     const outcomes = written.outcomes;
     if (committed.committed.events.length) router.afterCommit(committed.committed);
     if (committed.sends > 0) this.options.outbox.wake();
     return { handedBack: false, verdicts: committed.verdicts, outcomes };
+  }
+
+  /**
+   * The workflow is switched off: the batch's runs go back to the queue uncommitted (a step that ran is run again,
+   * from its start), where they wait until the workflow is on again.
+   */
+  private async waitForSwitchOn(workflowId: string, batch: HeldRun[], when: 'before' | 'while'): Promise<BatchResult> {
+    const runIds = batch.map((held) => held.run.id);
+    this.commitAttempts.settled(runIds);
+    await workflows.releaseRuns(this.store.db, runIds, this.options.owner, this.options.clock.now());
+    const what = when === 'before' ? 'its queued runs wait' : 'the step that ran is not committed and its runs wait';
+    this.logger.info({ workflowId, runIds }, `workflow switched off: ${what}, queued, until it is switched on again`);
+    return { handedBack: true };
   }
 
   /**

@@ -17,6 +17,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import { stepData } from '../model/workflows.js';
 import { runRow, type NewRun } from '../commit/workflow-runs.js';
+import { answersHttp, triggerData } from './workflow-run-data.js';
 import type { EventRouter } from '../commit/routing.js';
 import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
@@ -166,9 +167,10 @@ export class WorkflowRunner {
     this.responders.delete(runId);
   }
 
-  /** The workflow changed or was deleted: its next batch reads it again. */
+  /** The workflow changed or was deleted: its next batch reads it again, and a scan takes up runs switching it on freed. */
   evictWorkflow(workflowId: string): void {
     this.workflowCache.evict(workflowId);
+    this.wake();
   }
 
   /** Anything may have changed (a cluster signal was missed): every workflow is read again. */
@@ -380,20 +382,4 @@ export class WorkflowRunner {
     responder(undefined, failure && { ...failure, stack: '' });
     this.responders.delete(runId);
   }
-}
-
-/** `steps.trigger` of a run: its event and context. */
-function triggerData(run: workflows.WorkflowRunRow): Record<string, unknown> {
-  return {
-    trigger: {
-      event: JSON.parse(run.event) as unknown,
-      context: { id: run.id, ts: new Date(Number(run.created_ms)).toISOString(), workflow_id: run.workflow_id },
-    },
-  };
-}
-
-/** Whether the workflow's HTTP trigger answers with `$.respond()`: a client somewhere waits for its runs. */
-function answersHttp(workflow: workflows.WorkflowRow): boolean {
-  const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as { type?: string; custom_response?: boolean }) : null;
-  return trigger?.type === 'http' && trigger.custom_response === true;
 }

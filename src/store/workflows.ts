@@ -150,12 +150,23 @@ export function runSteps(db: Db, runIds: string[]): Promise<WorkflowRunStepRow[]
   return db.selectFrom('workflow_run_steps').selectAll().where('run_id', 'in', runIds).orderBy('run_id').orderBy('step_index').execute();
 }
 
-/** Ids of unfinished runs due by `nowMs` whose lease (if any) has run out, oldest first. */
+/**
+ * Runs whose workflow is not switched off: a switched-off workflow's queued and delayed runs wait for it to be on
+ * again. A deleted workflow's are not left out (none are left: they go with it).
+ */
+function workflowNotOff(eb: ExpressionBuilder<Database, 'workflow_runs'>) {
+  return eb.not(
+    eb.exists(eb.selectFrom('workflows').select('workflows.id').whereRef('workflows.id', '=', 'workflow_runs.workflow_id').where('workflows.active', '=', 0)),
+  );
+}
+
+/** Ids of unfinished runs due by `nowMs` whose lease (if any) has run out and whose workflow is on, oldest first. */
 export async function dueRuns(db: Db, nowMs: number, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('workflow_runs')
     .select('id')
     .where('due_ms', '<=', nowMs)
+    .where(workflowNotOff)
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
     .orderBy('due_ms')
     .limit(limit)
@@ -172,15 +183,15 @@ export async function nextDueMs(db: Db): Promise<number | undefined> {
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
 }
 
-/** Unfinished runs among `ids`, for the only runner (which holds no leases). */
+/** Unfinished runs among `ids` of workflows that are on, for the only runner (which holds no leases). */
 export function loadUnfinishedRuns(db: Db, ids: string[]): Promise<WorkflowRunRow[]> {
   if (!ids.length) return Promise.resolve([]);
-  return db.selectFrom('workflow_runs').selectAll().where('id', 'in', ids).where('due_ms', 'is not', null).execute();
+  return db.selectFrom('workflow_runs').selectAll().where('id', 'in', ids).where('due_ms', 'is not', null).where(workflowNotOff).execute();
 }
 
 /**
- * Takes the runs among `ids` that are due and not held by another runner, for `owner` until `leaseUntilMs`: one
- * compare-and-set, so that of two runners only one gets each run. Returns the runs as taken.
+ * Takes the runs among `ids` that are due, not held by another runner and of a workflow that is on, for `owner` until
+ * `leaseUntilMs`: one compare-and-set, so that of two runners only one gets each run. Returns the runs as taken.
  */
 export function claimRuns(db: Db, ids: string[], owner: string, nowMs: number, leaseUntilMs: number): Promise<WorkflowRunRow[]> {
   if (!ids.length) return Promise.resolve([]);
@@ -190,8 +201,32 @@ export function claimRuns(db: Db, ids: string[], owner: string, nowMs: number, l
     .where('id', 'in', ids)
     .where('due_ms', '<=', nowMs)
     .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]))
+    .where(workflowNotOff)
     .returningAll()
     .execute();
+}
+
+/**
+ * A node ran a step of a workflow that was switched off (on any node) before the step's commit: nothing of it is
+ * committed, and its runs go back to the queue to wait for the workflow to be on again.
+ */
+export class WorkflowSwitchedOffError extends Error {
+  override name = 'WorkflowSwitchedOffError';
+  constructor(readonly workflowId: string) {
+    super(`workflow ${workflowId} was switched off while a step of its runs ran`);
+  }
+}
+
+/**
+ * The fence of a switch-off, in a step batch's commit: throws WorkflowSwitchedOffError when the workflow is off. On
+ * PostgreSQL its row stays share-locked to the commit, so a switch-off (which locks it for update) waits for a commit
+ * that came first, and a commit that comes after it sees it. A deleted workflow is left to the commit (its runs went
+ * with it, so none advances).
+ */
+export async function holdWorkflowOn(db: Db, dialect: DialectName, workflowId: string): Promise<void> {
+  const query = db.selectFrom('workflows').select('active').where('id', '=', workflowId);
+  const row = await (dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
+  if (row && row.active !== 1) throw new WorkflowSwitchedOffError(workflowId);
 }
 
 /** Renews every lease `owner` holds, in one statement. */
