@@ -2,7 +2,7 @@
 // an outage) fail their runs after a few attempts instead of running the code again every second for ever.
 import { LRUCache } from 'lru-cache';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
-import { LeaseLostError, SourceChangedError } from '../store/invocations.js';
+import { LeaseLostError, SourceChangedError, SourceDeletedError } from '../store/invocations.js';
 import { WorkflowSwitchedOffError } from '../store/workflows.js';
 
 /** Commits a run's results get; the last failure fails the runs of its batch. */
@@ -13,7 +13,7 @@ export class CommitAttempts {
 
   /**
    * Counts a failed commit of the runs `ids`; true when it was the last attempt any of them gets. An outage, a lost
-   * lease, a source (or workflow) switched off or changed, or a commit of unknown outcome does not count: waiting for the database, the other
+   * lease, a source (or workflow) switched off, changed or deleted, or a commit of unknown outcome does not count: waiting for the database, the other
    * node, the switch-on or the run again is the cure.
    */
   failedForGood(ids: string[], error: unknown): boolean {
@@ -21,6 +21,7 @@ export class CommitAttempts {
       outageOf(error) ||
       error instanceof LeaseLostError ||
       error instanceof SourceChangedError ||
+      error instanceof SourceDeletedError ||
       error instanceof WorkflowSwitchedOffError ||
       error instanceof CommitOutcomeUnknownError
     ) {

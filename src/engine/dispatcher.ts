@@ -337,6 +337,12 @@ export class Dispatcher {
                 );
                 return false;
               }
+              if (error instanceof invocations.SourceDeletedError) {
+                // Deleted through another node while this one ran it: its invocations went with it, no lease was lost.
+                this.logger.info({ sourceId, invocationIds }, 'source deleted before the commit; nothing of the batch is committed');
+                this.evict(sourceId);
+                return false;
+              }
               if (error instanceof invocations.SourceChangedError) {
                 // Switched off or updated through another node: the runs wait while it is off, or run again as it is now.
                 this.logger.info(

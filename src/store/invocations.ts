@@ -157,6 +157,17 @@ export class SourceChangedError extends Error {
   }
 }
 
+/**
+ * A node ran invocations of a source that was deleted (on another node) before the run's commit: nothing of the run is
+ * committed, and nothing goes back to the queue, since the source's invocations went with it.
+ */
+export class SourceDeletedError extends Error {
+  override name = 'SourceDeletedError';
+  constructor(readonly sourceId: string) {
+    super(`source ${sourceId} was deleted while its invocations ran on this node`);
+  }
+}
+
 /** The columns an update of a source writes: a run of the row as it was before it must not commit after it. */
 const AS_RUN = ['component_id', 'name', 'active', 'configured_props', 'endpoint_id', 'additional_props', 'updated_at'] as const;
 
@@ -164,13 +175,13 @@ const AS_RUN = ['component_id', 'name', 'active', 'configured_props', 'endpoint_
  * The fence of a switch-off or update across nodes, in a batch's commit (leased runs): throws SourceChangedError
  * when the source's row is no longer `ran`, the one the batch ran with. On PostgreSQL the row stays share-locked to
  * the commit, so an update waits for a commit that came first and a commit that comes after it sees it. The row
- * first, as a delete locks it first (deleteSourceCascade); a deleted source is left to completeInvocations, whose
- * rows went with it.
+ * first, as a delete locks it first (deleteSourceCascade); a source deleted before the commit is a
+ * SourceDeletedError (its invocations went with it: no lease on them was lost).
  */
 export async function holdSourceAsRun(db: Db, dialect: DialectName, ran: Selectable<SourcesTable>): Promise<void> {
   const query = db.selectFrom('sources').select(AS_RUN).where('id', '=', ran.id);
   const row = await (dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
-  if (!row) return;
+  if (!row) throw new SourceDeletedError(ran.id);
   if (row.active !== 1) throw new SourceChangedError(ran.id, true);
   if (AS_RUN.some((column) => row[column] !== ran[column])) throw new SourceChangedError(ran.id, false);
 }

@@ -1,0 +1,65 @@
+// Two nodes on one PostgreSQL database: what one node is running when the other deletes what it runs.
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, request } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+import { startGatekeeper } from '../helpers/gatekeeper.js';
+import { cleanupsAfterAll } from '../helpers/cleanups.js';
+
+const SECRET = 'cluster-deletes-secret';
+
+describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQL)', () => {
+  const cleanups = cleanupsAfterAll();
+  let nodeA: TestServer;
+  let nodeB: TestServer;
+  /** Node B's log. */
+  const lines: Array<{ msg: string; sourceId?: string }> = [];
+
+  beforeAll(async () => {
+    const collect = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    nodeA = await startTestServer('postgres', { secretKey: SECRET, allowPrivateNetwork: true });
+    nodeB = await startTestServer(
+      'postgres',
+      { secretKey: SECRET, allowPrivateNetwork: true, databaseUrl: nodeA.databaseUrl },
+      { logger: pino({ level: 'info' }, collect) },
+    );
+  });
+  afterAll(async () => {
+    await nodeB?.stop();
+    await nodeA?.destroy();
+  });
+
+  it('a source deleted through one node while the other runs it: the other says so, not that it lost its lease', async () => {
+    const gatekeeper = await startGatekeeper();
+    cleanups(gatekeeper.close);
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(nodeB.url, key).post('/v1/sources', {
+      component_code: `export default { name: "gated delete", version: "0.0.1", props: { http: "$.interface.http" },
+        async run(event) { await fetch(event.body.gate); this.$emit({ n: event.body.n }); } };`,
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const { id } = deployed.body.data;
+    // Node B runs the event and holds its lease while the run waits at the gate.
+    expect((await request('POST', deployed.body.data.configured_props.http.endpoint_url, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (n) => n === 1,
+      { what: 'the run to wait at the gate on node B' },
+    );
+    expect((await client(nodeA.url, key).delete(`/v1/sources/${id}`)).status).toBe(204);
+    gatekeeper.open();
+    const said = await waitFor(
+      async () => lines.filter((l) => l.sourceId === id && / before the commit/.test(l.msg)).map((l) => l.msg),
+      (msgs) => msgs.length > 0,
+      { what: "node B's commit to be turned away" },
+    );
+    expect(said).toEqual(['source deleted before the commit; nothing of the batch is committed']);
+  });
+});
