@@ -58,7 +58,8 @@ export interface Claim {
 }
 
 /**
- * Leases the oldest `limit` claimable invocations of one source for `owner`. On PostgreSQL (a cluster), none while
+ * Leases the oldest `limit` claimable invocations of one source for `owner`, none while the source is switched off
+ * (whatever a node's cached settings say: its code must not run). On PostgreSQL (a cluster), none while
  * another node holds a live lease on any of the source's invocations: a source runs on one node at a time, so that
  * its events keep their order and its db sees one writer. Claims of one source take turns on an advisory lock, so
  * two nodes never both find the source free; the function of migration 012 does it in one round trip.
@@ -75,6 +76,9 @@ export async function claimBatch(
   if (dialect === 'postgres') return claimOnPostgres(db, sourceId, owner, nowMs, leaseMs, limit);
   const claimable = (eb: ExpressionBuilder<Database, 'invocations'>) =>
     eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs), eb('lease_owner', '=', owner)]);
+  // As on PostgreSQL (migration 017): none of a switched-off source.
+  const switchedOff = await db.selectFrom('sources').select('id').where('id', '=', sourceId).where('active', '=', 0).executeTakeFirst();
+  if (switchedOff) return { rows: [] };
   const candidates = db.selectFrom('invocations').select('id').where('source_id', '=', sourceId).where(claimable).orderBy('id').limit(limit);
   const rows = await db
     .updateTable('invocations')

@@ -19,6 +19,7 @@ import { migration013 } from './migrations/013-account-queues.js';
 import { migration014 } from './migrations/014-step-duration-precision.js';
 import { migration015 } from './migrations/015-timer-run-prop.js';
 import { migration016 } from './migrations/016-timer-run-pending-index.js';
+import { migration017 } from './migrations/017-claim-skips-inactive.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '014-step-duration-precision': migration014,
   '015-timer-run-prop': migration015,
   '016-timer-run-pending-index': migration016,
+  '017-claim-skips-inactive': migration017,
 };
 
 /** Every migration this build knows, in the order they run. */

@@ -70,6 +70,20 @@ describe.each(DIALECTS)('invocation claims on %s', (dialect) => {
     expect(afterLease.heldElsewhereUntilMs).toBeUndefined();
   });
 
+  it('gives nothing of a switched-off source, whatever the claiming node has cached; switched on, its rows are claimed', async () => {
+    const store = await open(await freshUrl());
+    await sql`insert into users (id, username, email, plan, api_key_hash, created_at, updated_at)
+      values ('u_claims', 'claims', 'c@example.com', 'paid', 'h', 1, 1)`.execute(store.db);
+    await sql`insert into components (id, user_id, code, code_hash, name, version, configurable_props, metadata, created_at, updated_at)
+      values ('sc_claims', 'u_claims', '', 'h', 'c', '0.0.1', '[]', '{}', 1, 1)`.execute(store.db);
+    await sql`insert into sources (id, user_id, component_id, name, name_slug, active, configured_props, created_at, updated_at)
+      values (${SOURCE}, 'u_claims', 'sc_claims', 'c', 'c', 0, '{}', 1, 1)`.execute(store.db);
+    await insertInvocations(store.db, store.dialect, [queued('i1')]);
+    expect(await claim(store, 'node-a', 1_000, 10)).toEqual({ rows: [] });
+    await store.db.updateTable('sources').set({ active: 1 }).where('id', '=', SOURCE).execute();
+    expect((await claim(store, 'node-a', 1_000, 10)).rows.map((r) => [r.id, r.lease_owner, r.attempts])).toEqual([['i1', 'node-a', 1]]);
+  });
+
   it.skipIf(dialect !== 'postgres')('gives nothing while another node holds a live lease on the source, and says until when', async () => {
     const store = await open(await freshUrl());
     await insertInvocations(store.db, store.dialect, [queued('i1')]);
