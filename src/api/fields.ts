@@ -50,7 +50,11 @@ export function selectFields(request: FastifyRequest, body: unknown): unknown {
  */
 function checkBodyFields(request: FastifyRequest): void {
   const body = request.body;
-  if (request.routeOptions.schema?.body || !body || typeof body !== 'object' || Array.isArray(body)) return;
+  if (request.routeOptions.schema?.body || body === undefined) return;
+  // Such a body may only be an object (of include / exclude), as a body schema's would: `[]`, `null`, `5` are refused.
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalid('invalid body: must be object', [{ in: 'body', message: 'must be object' }]);
+  }
   for (const field of ['include', 'exclude'] as const) {
     if (!Object.hasOwn(body, field)) continue;
     const value = (body as Record<string, unknown>)[field];

@@ -163,6 +163,26 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
   });
 
+  it('refuses a body that is no object on a POST whose route takes no other body, creating nothing', async () => {
+    const userKey = (await server.createUser()).apiKey;
+    const api = client(server.url, userKey);
+    const refused = { error: 'invalid body: must be object', code: 'invalid_request', details: [{ in: 'body', message: 'must be object' }] };
+    for (const body of ['[]', 'null', '5', '"x"', 'true']) {
+      const webhook = await request('POST', `${server.url}/v1/webhooks?url=https://example.com/hook`, {
+        key: userKey,
+        raw: { body, contentType: 'application/json' },
+      });
+      expect({ body, status: webhook.status, answer: webhook.body }).toEqual({ body, status: 400, answer: refused });
+    }
+    expect((await api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
+    const listener = (await api.post('/v1/webhooks?url=https://example.com/hook')).body.data.id;
+    for (const path of [`/v1/subscriptions?emitter_id=dc_*&listener_id=${listener}`, `/v1/auto_subscriptions?event_name=default&listener_id=${listener}`]) {
+      const res = await request('POST', `${server.url}${path}`, { key: userKey, raw: { body: '[]', contentType: 'application/json' } });
+      expect({ path, status: res.status, answer: res.body }).toEqual({ path, status: 400, answer: refused });
+    }
+    expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+  });
+
   it('tags every response with a request id', async () => {
     const res = await client(server.url, key).get('/v1/users/me', { headers: { 'x-request-id': 'trace-123' } });
     expect(res.headers.get('x-request-id')).toBe('trace-123');
