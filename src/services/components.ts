@@ -99,12 +99,13 @@ export class ComponentService {
 
   /** Reads the code from the request, or fetches it from `component_url` through the outbound guard. */
   async resolveCode(source: ComponentSource): Promise<string> {
+    // Kept as metadata beside the code, the URL is still one: an ill-formed one is refused, not stored.
+    if (source.url !== undefined) parseHttpUrl(source.url, 'component_url');
     if (source.code !== undefined) {
       if (source.code.trim() === '') throw invalid('component_code is empty');
       return source.code;
     }
     if (source.url === undefined) throw invalid('component_code or component_url is required');
-    parseHttpUrl(source.url, 'component_url');
     try {
       return await fetchText(source.url, { allowPrivateNetwork: this.options.allowPrivateNetwork, timeoutMs: URL_TIMEOUT_MS, maxBytes: MAX_CODE_BYTES });
     } catch (error) {

@@ -27,6 +27,7 @@ import { type HookEffects, mergeHookEffects, SourceHooks } from './source-hooks.
 import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
+import { parseHttpUrl } from '../delivery/outbound.js';
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -171,6 +172,8 @@ export class SourceService {
 
   /** The component a create or update request names: component_id, then code, then URL, then a registry key. */
   private async resolveComponent(accountId: string, request: SourceRequest): Promise<{ component: ComponentRow; unsaved: boolean } | undefined> {
+    // component_id wins, and a component_url beside it is only metadata, but it must still be a URL.
+    if (request.component_url !== undefined) parseHttpUrl(request.component_url, 'component_url');
     if (request.component_id !== undefined) return { component: await this.components.get(accountId, request.component_id), unsaved: false };
     if (request.component_code !== undefined || request.component_url !== undefined) {
       // Saved with the source, in its transaction: a deploy refused later (props, a hook) leaves no component behind.

@@ -347,4 +347,22 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     }
     expect((await api.post('/v1/components', { component_url: 'ftp://example.com/x.js' })).status).toBe(400);
   });
+
+  it('refuses an ill-formed component_url kept as metadata beside component_code or component_id, saving nothing', async () => {
+    const own = client(server.url, (await server.createUser()).apiKey);
+    const code = 'module.exports = { name: "Inline", version: "1", run() {} };';
+    const refused = (raw: string, how: string) => ({ error: `component_url "${raw}" ${how}`, code: 'invalid_request' });
+    const ftp = await own.post('/v1/components', { component_code: code, component_url: 'ftp://example.com/x.js' });
+    expect([ftp.status, ftp.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);
+    const relative = await own.post('/v1/components', { component_code: code, component_url: 'not a url' });
+    expect([relative.status, relative.body]).toEqual([400, refused('not a url', 'is not an absolute URL; expected http:// or https:// and a host')]);
+    expect((await own.get('/v1/users/me/components')).body.page_info.total_count).toBe(0);
+    const viaSource = await own.post('/v1/sources', { component_code: code, component_url: 'ftp://example.com/x.js' });
+    expect([viaSource.status, viaSource.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);
+    const saved = await own.post('/v1/components', { component_code: code, component_url: 'https://example.com/x.js' });
+    expect(saved.status).toBe(200);
+    const byId = await own.post('/v1/sources', { component_id: saved.body.data.id, component_url: 'ftp://example.com/x.js' });
+    expect([byId.status, byId.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);
+    expect((await own.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
+  });
 });
