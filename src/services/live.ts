@@ -1,7 +1,7 @@
 // Live streams of an emitter's events over Server-Sent Events, for its owner, resumable from a Last-Event-ID.
 import type { ServerResponse } from 'node:http';
 import type { SseHub } from '../delivery/sse-hub.js';
-import { parseEventId, type EventSummary, type StreamKind } from '../model/events.js';
+import { compareKeys, parseEventId, type EventSummary, type StreamKind } from '../model/events.js';
 import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
@@ -165,7 +165,14 @@ export class LiveStreams {
   private async startOf(emitterId: string, lastEventId: string | undefined): Promise<{ startsAfterId: string; replayFirst: boolean }> {
     if (lastEventId) {
       // Going live instead would drop, without a word, the events the client asked to have replayed.
-      if (!parseEventId(lastEventId)) throw invalid(`Last-Event-ID "${lastEventId}" is not an event id (<epoch_ms>-<seq>)`);
+      const asked = parseEventId(lastEventId);
+      if (!asked) throw invalid(`Last-Event-ID "${lastEventId}" is not an event id (<epoch_ms>-<seq>)`);
+      // An id past the emitter's newest was never sent: the stream would hold back every live event until ids passed it.
+      const newest = await this.events.newestId(emitterId);
+      const newestKey = parseEventId(newest);
+      if (newestKey && compareKeys(asked, newestKey) > 0) {
+        throw invalid(`Last-Event-ID "${lastEventId}" is after the newest event id "${newest}": it is no id this stream sent; reconnect without it to go live`);
+      }
       return { startsAfterId: lastEventId, replayFirst: true };
     }
     return { startsAfterId: await this.events.newestId(emitterId), replayFirst: false };
