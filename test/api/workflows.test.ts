@@ -549,6 +549,28 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
   });
 
+  it("holds a source trigger's event_name to a subscription's 200 characters, creating and changing nothing past it", async () => {
+    const own = client(server.url, (await server.createUser()).apiKey);
+    const source = (await own.post('/v1/sources', { component_code: `module.exports = { name: "s", version: "1", async run() {} };` })).body.data;
+    const refused = {
+      error: 'invalid body: trigger.event_name must NOT have more than 200 characters',
+      code: 'invalid_request',
+      details: [{ in: 'body', field: 'trigger.event_name', message: 'must NOT have more than 200 characters' }],
+    };
+    const long = { type: 'source', source_id: source.id, event_name: 'é'.repeat(201) };
+    const created = await own.post('/v1/workflows', { name: 'long channel', trigger: long, steps: [{ name: 'a', component_code: ECHO_STEP }] });
+    expect([created.status, created.body]).toEqual([400, refused]);
+    expect((await own.get('/v1/users/me/workflows')).body.page_info.total_count).toBe(0);
+    const kept = (await own.post('/v1/workflows', { name: 'short channel', steps: [{ name: 'a', component_code: ECHO_STEP }] })).body.data;
+    const changed = await own.put(`/v1/workflows/${kept.id}`, { trigger: long });
+    expect([changed.status, changed.body]).toEqual([400, refused]);
+    expect((await own.get(`/v1/workflows/${kept.id}`)).body.data).toEqual(kept);
+    expect((await own.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+    // 200 code points, as a subscription takes, is a trigger too.
+    const fits = await own.put(`/v1/workflows/${kept.id}`, { trigger: { ...long, event_name: 'é'.repeat(200) } });
+    expect([fits.status, fits.body.data.trigger]).toEqual([200, { ...long, event_name: 'é'.repeat(200) }]);
+  });
+
   it('takes back what it returns: a GET body sent to PUT changes nothing, whatever the trigger', async () => {
     const source = (await api.post('/v1/sources', { component_code: `module.exports = { name: "s", version: "1", async run() {} };` })).body.data;
     const triggers = [

@@ -8,6 +8,7 @@ import { MAX_RUN_TIMEOUT_SECONDS, MAX_STEPS } from '../../model/workflows.js';
 import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 import { progressResponse, streamSave } from '../progress-stream.js';
+import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
 
 // Workflow management is not in the specification: the whole resource is an extension.
 const TAGS = ['workflows', 'extensions'];
@@ -27,7 +28,12 @@ const triggerSchema = Type.Union([
     { additionalProperties: false },
   ),
   Type.Object(
-    { type: Type.Literal('source'), source_id: Type.String(), event_name: Type.Optional(Type.String({ description: "default '' (the default stream)" })) },
+    {
+      type: Type.Literal('source'),
+      source_id: Type.String(),
+      // As a subscription's: the trigger makes one.
+      event_name: Type.Optional(Type.String({ maxLength: MAX_CHANNEL_NAME_CHARS, description: "default '' (the default stream)" })),
+    },
     { additionalProperties: false },
   ),
 ]);
