@@ -26,10 +26,11 @@ export const noBody = Type.Null({ description: 'no body' });
 
 /**
  * preValidation of a POST whose body may be left out: none is checked as an empty object (the schema's validator
- * refuses a missing body even when the schema is optional), and any other body as itself.
+ * refuses a missing body even when the schema is optional), and any other body, `null` too, as itself.
  */
 export async function absentBodyAsEmpty(request: FastifyRequest): Promise<void> {
-  request.body ??= {};
+  // Only a missing body: a JSON `null` is a body, which the schema refuses as it refuses `[]`.
+  if (request.body === undefined) request.body = {};
 }
 
 /** Answers 202 with no body at all: sent as null, it would be serialized as the text `null` (a 204 drops it itself). */

@@ -183,6 +183,22 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
   });
 
+  it('refuses a JSON null body, as any body that is no object, on a POST whose body may be left out, changing nothing', async () => {
+    const userKey = (await server.createUser()).apiKey;
+    const api = client(server.url, userKey);
+    const refused = { error: 'invalid body: must be object', code: 'invalid_request', details: [{ in: 'body', message: 'must be object' }] };
+    const saved = await api.post('/v1/components', { component_code: 'module.exports = { key: "app-nulls", name: "Nulls", version: "1.0.0", run() {} };' });
+    expect(saved.status).toBe(200);
+    const id = saved.body.data.id;
+    for (const path of ['/v1/users/me/api_key', `/v1/components/${id}/publish`, `/v1/components/${id}/props/x/options`, `/v1/components/${id}/props/reload`]) {
+      const res = await request('POST', `${server.url}${path}`, { key: userKey, raw: { body: 'null', contentType: 'application/json' } });
+      expect({ path, status: res.status, answer: res.body }).toEqual({ path, status: 400, answer: refused });
+    }
+    // The key was not rotated, and nothing was published.
+    expect((await api.get('/v1/users/me')).status).toBe(200);
+    expect((await api.get('/v1/components/registry/app-nulls')).status).toBe(404);
+  });
+
   it('tags every response with a request id', async () => {
     const res = await client(server.url, key).get('/v1/users/me', { headers: { 'x-request-id': 'trace-123' } });
     expect(res.headers.get('x-request-id')).toBe('trace-123');
