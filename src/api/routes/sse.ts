@@ -14,7 +14,7 @@ const schema = {
   summary: "Live stream of the source's events (Server-Sent Events)",
   description:
     'Each event is `id: <event id>` and `data: <event summary JSON>`; a `:sse-handshake` comment is sent at connect and every 15 s. ' +
-    '`Last-Event-ID` replays the retained events after it; one that is no event id, or is after the newest event, is a 400.',
+    '`Last-Event-ID` replays the retained events after it (one after the newest event goes live); one that is no event id is a 400.',
   params: sourceIdParams,
   querystring: Type.Object({
     event_name: Type.Optional(
