@@ -105,7 +105,9 @@ export class EndpointDirectory {
       const workflow = await findWorkflowByEndpoint(this.store.db, endpointId);
       if (!workflow) return null;
       const trigger = JSON.parse(workflow.trigger ?? 'null') as WorkflowTrigger | null;
-      const customResponse = trigger?.type === 'http' && trigger.custom_response;
+      // A workflow keeps its endpoint while its trigger is not HTTP, which serves nothing until it is again.
+      if (trigger?.type !== 'http') return null;
+      const customResponse = trigger.custom_response;
       return { sourceId: workflow.id, userId: workflow.user_id, active: workflow.active === 1, customResponse };
     }
     const component = await loadComponent(this.store.db, source.component_id);

@@ -178,14 +178,15 @@ export class WorkflowService {
       if (!previous) throw notFound(`workflow "${workflowId}"`);
       const previousTrigger = previous.trigger ? (JSON.parse(previous.trigger) as WorkflowTrigger) : null;
       const trigger = given === undefined ? previousTrigger : given;
-      const keepsEndpoint = previousTrigger?.type === 'http' && trigger?.type === 'http';
       const row: workflows.WorkflowRow = {
         ...previous,
         name: request.name ?? previous.name,
         active: request.active === undefined ? previous.active : request.active ? 1 : 0,
         trigger: trigger ? JSON.stringify(trigger) : null,
         steps: resolved ? JSON.stringify(resolved.steps) : previous.steps,
-        endpoint_id: keepsEndpoint ? previous.endpoint_id : trigger?.type === 'http' ? newEndpointId() : null,
+        // An endpoint stays with the workflow for life: a trigger switched away from HTTP keeps it (answering 404 meanwhile)
+        // and one switched back serves it again, so clients posting to it need no new URL.
+        endpoint_id: previous.endpoint_id ?? (trigger?.type === 'http' ? newEndpointId() : null),
         timeout_ms: request.timeout_seconds === undefined ? previous.timeout_ms : request.timeout_seconds * 1000,
         updated_at: nowSeconds(),
       };

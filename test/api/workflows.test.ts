@@ -455,6 +455,27 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(hit.status).toBe(404);
   });
 
+  it('keeps its endpoint for life: switched to a timer it answers 404, switched back to HTTP the same URL runs it', async () => {
+    const workflow = await create({ name: 'stable endpoint', trigger: { type: 'http' }, steps: [{ name: 'echo', component_code: ECHO_STEP }] });
+    const url = workflow.trigger.endpoint_url;
+    expect((await request('POST', url, { body: { n: 1 } })).status).toBe(200);
+
+    const timer = await api.put(`/v1/workflows/${workflow.id}`, { trigger: { type: 'timer', interval_seconds: 3600 } });
+    expect(timer.status, JSON.stringify(timer.body)).toBe(200);
+    expect(timer.body.data.trigger).toEqual({ type: 'timer', interval_seconds: 3600 });
+    const meanwhile = await request('POST', url, { body: { n: 2 } });
+    expect([meanwhile.status, meanwhile.body.code]).toEqual([404, 'not_found']);
+
+    const none = await api.put(`/v1/workflows/${workflow.id}`, { trigger: null });
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    const back = await api.put(`/v1/workflows/${workflow.id}`, { trigger: { type: 'http', custom_response: false } });
+    expect(back.status, JSON.stringify(back.body)).toBe(200);
+    expect(back.body.data.trigger).toEqual({ type: 'http', custom_response: false, endpoint_url: url });
+    expect((await request('POST', url, { body: { n: 3 } })).status).toBe(200);
+    const runs = await finishedRuns(workflow.id, 2);
+    expect(runs.filter((run: any) => run.trigger === 'http').map((run: any) => run.event.body.n)).toEqual([3, 1]);
+  });
+
   it('refuses bad definitions with a precise 4xx and stores nothing', async () => {
     const before = (await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count;
     const hooked = `module.exports = { name: "s", version: "1", hooks: { async deploy() {} }, async run() {} };`;
