@@ -236,7 +236,7 @@ describe('$.flow', () => {
     });
   });
 
-  it('exit passes through a try/finally that awaits, and keeps no reason that is not a string', async () => {
+  it('exit passes through a try/finally that awaits, and keeps a reason that is not a string as its JSON text', async () => {
     const outcome = await stepOutcome(
       step(`
         try {
@@ -252,7 +252,31 @@ describe('$.flow', () => {
     );
     expect(outcome.error).toBeUndefined();
     expect(outcome.logs.map((l) => l.msg)).toEqual(['cleaned up']);
-    expect(outcome.step).toEqual({ exports: {}, exit: {}, sends: [] });
+    expect(outcome.step).toEqual({ exports: {}, exit: { reason: '42' }, sends: [] });
+    const object = await stepOutcome(step('$.flow.exit({ why: "empty", n: [1, null] });'));
+    expect(object.step).toEqual({ exports: {}, exit: { reason: '{"why":"empty","n":[1,null]}' }, sends: [] });
+    const none = await stepOutcome(step('$.flow.exit();'));
+    expect(none.step).toEqual({ exports: {}, exit: {}, sends: [] });
+  });
+
+  it('exit refuses a reason JSON cannot hold with a TypeError the step may catch', async () => {
+    const outcome = await stepOutcome(
+      step(`
+        const messages = [];
+        for (const reason of [() => 1, 10n, Symbol("s")]) {
+          try { $.flow.exit(reason); } catch (e) { messages.push(e.name + ": " + e.message); }
+        }
+        return messages;`),
+    );
+    expect(outcome.step).toEqual({
+      returnValue: [
+        'TypeError: the $.flow.exit() reason is not JSON-serialisable: a function',
+        'TypeError: the $.flow.exit() reason is not JSON-serialisable: Do not know how to serialize a BigInt',
+        'TypeError: the $.flow.exit() reason is not JSON-serialisable: a symbol',
+      ],
+      exports: {},
+      sends: [],
+    });
   });
 
   it('exit still ends the step when the step catches it: its next use of $ throws it again', async () => {

@@ -206,9 +206,14 @@ export class StepCall {
     this.sends.push({ kind, payload: copy.value });
   }
 
-  /** A reason that is not a string is left out rather than coerced, as `$summary` would refuse it. */
+  /**
+   * Pipedream's reason is a string; any other value is kept as its JSON text (`42` as "42", an object as `{"a":1}`)
+   * rather than lost, and one JSON cannot hold (a function, a BigInt, a cycle) is a TypeError. No reason: none kept.
+   */
   private exitNow(reason: unknown): never {
-    if (this.usable()) this.exit = typeof reason === 'string' ? { reason } : {};
+    if (this.usable()) {
+      this.exit = reason === undefined ? {} : { reason: typeof reason === 'string' ? reason : jsonCopy(reason, 'the $.flow.exit() reason').json };
+    }
     throw this.exitSignal;
   }
 
