@@ -92,7 +92,9 @@ export class ReportedLimits {
     if (fitsSurely(textChars, MAX_STEP_BYTES_PER_CALL)) return undefined;
     // The worker counts the values alone; their keys and the list around them are allowed for.
     const bound = MAX_STEP_BYTES_PER_CALL + 64 * (step.sends.length + Object.keys(step.exports).length) + 1024;
-    return jsonSize(step) > bound ? `a step's return value, exports and sends may total at most ${MAX_STEP_BYTES_PER_CALL} bytes of JSON per call` : undefined;
+    return jsonSize(step) > bound
+      ? `a step's return value, exports, sends and $.flow.exit() reason may total at most ${MAX_STEP_BYTES_PER_CALL} bytes of JSON per call`
+      : undefined;
   }
 
   private dbExcess(writes: Record<string, unknown>, textChars: number | undefined): string | undefined {

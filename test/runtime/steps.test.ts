@@ -218,7 +218,16 @@ describe('run({ steps, $ })', () => {
     expect(outcome.step).toBeUndefined();
     expect(outcome.error).toMatchObject({
       name: 'RangeError',
-      message: "a step's return value, exports and sends may total at most 8388608 bytes of JSON per call",
+      message: "a step's return value, exports, sends and $.flow.exit() reason may total at most 8388608 bytes of JSON per call",
+    });
+  });
+
+  it('fails the call on an exit reason past the size limit, naming the reason', async () => {
+    const outcome = await stepOutcome(step('$.export("a", 1); try { $.flow.exit("x".repeat(9 * 1024 * 1024)); } catch {} return "caught";'));
+    expect(outcome.step).toBeUndefined();
+    expect(outcome.error).toMatchObject({
+      name: 'RangeError',
+      message: `the $.flow.exit() reason is ${9 * 1024 * 1024 + 2} bytes of JSON, past the limit: a step's return value, exports, sends and $.flow.exit() reason may total at most 8388608 bytes of JSON per call`,
     });
   });
 });

@@ -158,10 +158,14 @@ export class StepCall {
     return true;
   }
 
-  /** A breach of the size limits fails the whole call, even if the component catches the error. */
-  private reserve(bytes: number): void {
+  /**
+   * A breach of the size limits fails the whole call, even if the component catches the error. `what`, when given,
+   * names the value that passed the limit.
+   */
+  private reserve(bytes: number, what?: string): void {
     if (this.bytes + bytes <= MAX_STEP_BYTES_PER_CALL) return;
-    const error = new RangeError(`a step's return value, exports and sends may total at most ${MAX_STEP_BYTES_PER_CALL} bytes of JSON per call`);
+    const limit = `a step's return value, exports, sends and $.flow.exit() reason may total at most ${MAX_STEP_BYTES_PER_CALL} bytes of JSON per call`;
+    const error = new RangeError(what ? `${what} is ${bytes} bytes of JSON, past the limit: ${limit}` : limit);
     this.scope.fail(error);
     throw error;
   }
@@ -212,7 +216,10 @@ export class StepCall {
    */
   private exitNow(reason: unknown): never {
     if (this.usable()) {
-      this.exit = reason === undefined ? {} : { reason: typeof reason === 'string' ? reason : jsonCopy(reason, 'the $.flow.exit() reason').json };
+      const text = reason === undefined ? undefined : typeof reason === 'string' ? reason : jsonCopy(reason, 'the $.flow.exit() reason').json;
+      // Counted like a return value (which it stands in for: what run returns after an exit is not kept).
+      if (text !== undefined) this.reserve(jsonBytes(JSON.stringify(text)), 'the $.flow.exit() reason');
+      this.exit = text === undefined ? {} : { reason: text };
     }
     throw this.exitSignal;
   }
