@@ -12,7 +12,7 @@ import { appLinks } from '../engine/invocation-base.js';
 /**
  * Checks at deploy that each app prop naming a connected account names one of the deploying account's (404 naming
  * the id otherwise, as for any other account's resource) and one of the prop's app (422 `props_invalid`).
- * `label` prefixes the 422's message (`step "x": `).
+ * `label` prefixes the 422's message (`steps[0] ("x"): `).
  */
 export async function checkAuthProvisions(store: Store, ownerId: string, props: PropDescriptor[], stored: Record<string, unknown>, label = ''): Promise<void> {
   const links = appLinks(props, stored);

@@ -36,7 +36,7 @@ export interface DeployPropsRequest {
   previousAdditional: PropDescriptor[] | undefined;
   /** Props whose values are only known per run (a step's templates): not checked here, and unset for additionalProps(). */
   deferred?: ReadonlySet<string> | undefined;
-  /** Put before messages (`step "x": `). */
+  /** Put before messages (`steps[0] ("x"): `). */
   label?: string | undefined;
 }
 

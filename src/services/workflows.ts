@@ -63,6 +63,11 @@ export type WorkflowChangeListener = (change: { workflowId: string; kind: 'upser
 /** Runs inside the transaction that creates a workflow (auto-subscriptions are materialised this way). */
 export type WorkflowCreationStep = (trx: Transaction<Database>, workflow: workflows.WorkflowRow) => Promise<void>;
 
+/** What a step's refusals start with, on create and update alike: `steps[1] ("add"): `. */
+function stepLabel(index: number, name: string): string {
+  return `steps[${index}] ("${name}"): `;
+}
+
 /**
  * A step's component that is not found, or its code that does not load, is named with the step (`steps[1] ("add"):
  * component "sc_…" not found`): of several steps, the reason alone does not say which one to fix.
@@ -72,7 +77,7 @@ async function namingStep<T>(index: number, name: string, lookUp: () => Promise<
     return await lookUp();
   } catch (error) {
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'component_invalid'))
-      throw new ServiceError(error.code, `steps[${index}] ("${name}"): ${error.message}`, error.details);
+      throw new ServiceError(error.code, `${stepLabel(index, name)}${error.message}`, error.details);
     throw error;
   }
 }
@@ -262,15 +267,12 @@ export class WorkflowService {
       }
       const info = componentInfo(component);
       if (info.type !== 'action') {
-        throw new ServiceError(
-          'component_invalid',
-          `steps[${i}] ("${step.name}"): component "${component.id}" is a source; a step is an action or a code step`,
-        );
+        throw new ServiceError('component_invalid', `${stepLabel(i, step.name)}component "${component.id}" is a source; a step is an action or a code step`);
       }
       // What was stored for this step and component: secrets kept by their placeholder, and the props it added.
       const kept = await this.keptStep(previous, step.name, component);
       const { configured, additional, props } = await this.checkStepProps(accountId, i, step, component, info, kept);
-      await checkAuthProvisions(this.store, accountId, props, configured, `step "${step.name}": `);
+      await checkAuthProvisions(this.store, accountId, props, configured, stepLabel(i, step.name));
       steps.push({ name: step.name, component_id: component.id, configured_props: configured, ...(additional && { additional_props: additional }) });
     }
     return { steps, unsaved };
@@ -316,14 +318,14 @@ export class WorkflowService {
       previous: kept?.configured_props ?? {},
       previousAdditional: kept?.additional_props,
       deferred: new Set(Object.keys(templates)),
-      label: `step "${step.name}": `,
+      label: stepLabel(index, step.name),
     });
     const unknown = Object.keys(templates).filter((name) => !resolved.props.some((p) => p.name === name));
     // Said as the other props' refusals are (deployProps), with a detail for each, so that clients show them alike.
     if (unknown.length)
       throw new ServiceError(
         'props_invalid',
-        `step "${step.name}": invalid configured_props: ${unknown.map((name) => `${name} is not a prop of this component`).join('; ')}`,
+        `${stepLabel(index, step.name)}invalid configured_props: ${unknown.map((name) => `${name} is not a prop of this component`).join('; ')}`,
         unknown.map((prop) => ({ prop, message: 'is not a prop of this component' })),
       );
     return { ...resolved, configured: { ...resolved.stored, ...templates } };

@@ -173,14 +173,14 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
     const wrong = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'fancy', decoration: 5, key: '********' }));
     expect(wrong.status).toBe(422);
     expect(wrong.body.details).toEqual([{ prop: 'decoration', message: 'must be a string, got a number' }]);
-    expect(wrong.body.error).toMatch(/^step "style": invalid configured_props/);
+    expect(wrong.body.error).toMatch(/^steps\[0\] \("style"\): invalid configured_props/);
     const foreign = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', decoration: 'x' }));
     expect(foreign.body.details).toEqual([{ prop: 'decoration', message: 'is not a prop of this component' }]);
     const templated = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', key: '{{ steps.trigger.event.body.d }}' }));
     // Said as the other refusals are, with its detail (it had none, and another wording).
     expect([templated.status, templated.body.error, templated.body.details]).toEqual([
       422,
-      'step "style": invalid configured_props: key is not a prop of this component',
+      'steps[0] ("style"): invalid configured_props: key is not a prop of this component',
       [{ prop: 'key', message: 'is not a prop of this component' }],
     ]);
 

@@ -193,7 +193,7 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
       steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: wrong.id } } }],
     });
     expect([step.status, step.body.code]).toEqual([422, 'props_invalid']);
-    expect(step.body.error).toMatch(/^step "read": invalid configured_props: acme names connected account/);
+    expect(step.body.error).toMatch(/^steps\[0\] \("read"\): invalid configured_props: acme names connected account/);
   });
 
   it('gives $auth to run, the deploy hook and app methods, and a rotation reaches the next run', async () => {

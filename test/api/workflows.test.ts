@@ -508,7 +508,12 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         'invalid_request',
         /is not a path/,
       ],
-      [{ name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: 'three' } }] }, 422, 'props_invalid', /step "a"/],
+      [
+        { name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: 'three' } }] },
+        422,
+        'props_invalid',
+        /^steps\[0\] \("a"\): invalid configured_props: a /,
+      ],
       [
         { name: 'x', trigger: { type: 'timer', interval_seconds: 0 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
         400,
@@ -565,6 +570,17 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     const kept = await create({ name: 'kept on a typo', steps: [{ name: 'a', component_code: ECHO_STEP }] });
     const typo = await api.put(`/v1/workflows/${kept.id}`, { actve: false });
     expect([typo.status, typo.body.details]).toEqual([400, [{ in: 'body', message: 'must not have the field "actve"' }]]);
+    // An update names a step at fault as a create does.
+    const badProp = await api.put(`/v1/workflows/${kept.id}`, {
+      steps: [
+        { name: 'a', component_code: ECHO_STEP },
+        { name: 'add', component_code: ADD_ACTION, configured_props: { a: 'three' } },
+      ],
+    });
+    expect([badProp.status, badProp.body.code]).toEqual([422, 'props_invalid']);
+    expect(badProp.body.error).toMatch(/^steps\[1\] \("add"\): invalid configured_props: a /);
+    const missing = await api.put(`/v1/workflows/${kept.id}`, { steps: [{ name: 'gone', component_id: 'sc_00000000000000000000000000' }] });
+    expect([missing.status, missing.body.error]).toEqual([404, 'steps[0] ("gone"): component "sc_00000000000000000000000000" not found']);
     expect((await api.get(`/v1/workflows/${kept.id}`)).body.data).toEqual(kept);
     expect((await api.get('/v1/workflows/p_00000000000000000000000000')).status).toBe(404);
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
