@@ -3,7 +3,7 @@ import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
-import { isTimeZone, type TimerSchedule } from './schedules.js';
+import { isTimeZone, MAX_TIMER_INTERVAL_SECONDS, type TimerSchedule } from './schedules.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
 export const SECRET_PLACEHOLDER = '********';
@@ -170,6 +170,7 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
   const interval = schedule.intervalSeconds;
   if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${JSON.stringify(interval)}`];
   if (interval < rules.minTimerIntervalSeconds) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
+  if (interval > MAX_TIMER_INTERVAL_SECONDS) return [`intervalSeconds must be at most ${MAX_TIMER_INTERVAL_SECONDS} (365 days), got ${interval}`];
   return [];
 }
 

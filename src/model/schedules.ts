@@ -8,6 +8,12 @@ export interface TimerSchedule {
   timezone?: string;
 }
 
+/**
+ * The longest timer interval, as `$.flow.delay` waits at most 365 days. A longer one would never come due in practice,
+ * and from about 285,000 years on its due time in milliseconds is past what a number (or a Date) holds exactly.
+ */
+export const MAX_TIMER_INTERVAL_SECONDS = 365 * 24 * 3600;
+
 /** Whether `name` is a time zone this runtime knows (IANA names such as "America/New_York", and "UTC"). */
 export function isTimeZone(name: string): boolean {
   try {

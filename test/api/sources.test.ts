@@ -237,6 +237,33 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     }
   });
 
+  it('rejects an interval longer than 365 days with 422, on create and update, and changes nothing', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const refusal = (interval: number) => ({
+      error: `invalid configured_props: timer intervalSeconds must be at most 31536000 (365 days), got ${interval}`,
+      code: 'props_invalid',
+      details: [{ prop: 'timer', message: `intervalSeconds must be at most 31536000 (365 days), got ${interval}` }],
+    });
+    for (const interval of [1e15, 31_536_001]) {
+      const res = await api.post('/v1/sources', {
+        component_code: PROPS_SOURCE,
+        configured_props: { token: 't', count: 1, color: 'red', timer: { intervalSeconds: interval } },
+      });
+      expect([res.status, res.body]).toEqual([422, refusal(interval)]);
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const yearly = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 't', count: 1, color: 'red', timer: { intervalSeconds: 31_536_000 } },
+    });
+    expect(yearly.status, JSON.stringify(yearly.body)).toBe(200);
+    const patched = await api.patch(`/v1/sources/${yearly.body.data.id}`, {
+      configured_props: { token: 't', count: 1, color: 'red', timer: { intervalSeconds: 1e15 } },
+    });
+    expect([patched.status, patched.body]).toEqual([422, refusal(1e15)]);
+    expect((await api.get(`/v1/sources/${yearly.body.data.id}`)).body.data.configured_props.timer).toEqual({ cron: null, interval_seconds: 31_536_000 });
+  });
+
   it('rejects a time zone nobody has with 422, beside a cron or an interval, and creates nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     for (const timer of [

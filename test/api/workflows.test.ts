@@ -559,6 +559,13 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         'invalid_request',
         /^invalid timer trigger: interval_seconds must be an integer/,
       ],
+      // Taken, and due in 3 · 10^7 years: a due time past what a number holds exactly.
+      [
+        { name: 'x', trigger: { type: 'timer', interval_seconds: 1e15 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
+        400,
+        'invalid_request',
+        /^invalid timer trigger: interval_seconds must be at most 31536000 \(365 days\), got 1000000000000000$/,
+      ],
     ];
     for (const [body, status, code, message] of cases) {
       const res = await api.post('/v1/workflows', body);
