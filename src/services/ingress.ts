@@ -112,6 +112,8 @@ export class EndpointDirectory {
     }
     const component = await loadComponent(this.store.db, source.component_id);
     const http = component && componentInfo(component).props.find((p) => p.type === '$.interface.http');
+    // A source keeps its endpoint while its code has no HTTP prop, which serves nothing until it has one again.
+    if (!http) return null;
     return { sourceId: source.id, userId: source.user_id, active: source.active === 1, customResponse: http?.customResponse === true };
   }
 }

@@ -305,7 +305,9 @@ export class SourceService {
       name_slug: name === current.source.name ? current.source.name_slug : await this.uniqueSlug(accountId, name, current.source.name_slug),
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
-      endpoint_id: hasHttp(info) ? (current.source.endpoint_id ?? newEndpointId()) : null,
+      // An endpoint stays with the source for life: code without an HTTP prop keeps it (a 404 meanwhile), and code
+      // with one again serves it again, so clients posting to it need no new URL.
+      endpoint_id: current.source.endpoint_id ?? (hasHttp(info) ? newEndpointId() : null),
       additional_props: props.additional ? JSON.stringify(props.additional) : null,
       updated_at: nowSeconds(),
     };

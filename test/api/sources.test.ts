@@ -289,6 +289,22 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(updated.body.code).toBe('props_invalid');
   });
 
+  it("keeps a source's endpoint for life: code without an HTTP prop answers 404 on it, and code with one again serves the same URL", async () => {
+    const http = 'export default { name: "hooked", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body) } }';
+    const created = await api.post('/v1/sources', { component_code: http });
+    expect([created.status, created.body.error]).toEqual([200, undefined]);
+    const id = created.body.data.id;
+    const url: string = created.body.data.configured_props.http.endpoint_url;
+    expect((await fetch(url, { method: 'POST' })).status).toBe(200);
+    const timerOnly = await api.put(`/v1/sources/${id}`, { component_code: emitterSource() });
+    expect([timerOnly.status, timerOnly.body.data.configured_props.http]).toEqual([200, undefined]);
+    const gone = await fetch(url, { method: 'POST' });
+    expect([gone.status, ((await gone.json()) as { code: string }).code]).toEqual([404, 'not_found']);
+    const back = await api.put(`/v1/sources/${id}`, { component_code: http });
+    expect([back.status, back.body.data.configured_props.http.endpoint_url]).toEqual([200, url]);
+    expect((await fetch(url, { method: 'POST' })).status).toBe(200);
+  });
+
   it('echoes timers, HTTP endpoints and secrets as the spec says, and keeps secrets encrypted at rest', async () => {
     const res = await api.post('/v1/sources', {
       component_code: PROPS_SOURCE,
