@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { RuntimeLogger } from './options.js';
+import { type GateSettings, RegistryGate } from './registry-gate.js';
 
 export class NpmError extends Error {
   override name = 'NpmError';
@@ -30,6 +31,9 @@ function errorSummary(stderr: string): string {
 }
 
 export class Npm {
+  /** gateSettings' answer for the last environment asked about. */
+  private readonly settings = new Map<string, GateSettings>();
+
   constructor(
     private readonly home: string,
     private readonly cache: string,
@@ -52,14 +56,33 @@ export class Npm {
     };
   }
 
-  private run(args: string[], cwd: string): Promise<string> {
+  private run(args: string[], cwd: string, env = this.env()): Promise<string> {
     this.logger.debug({ npm: args, cwd }, 'running npm');
     return new Promise((resolve, reject) => {
-      execFile('npm', args, { cwd, env: this.env(), timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
-        if (error) reject(new NpmError(errorSummary(String(stderr)) || error.message));
+      execFile('npm', args, { cwd, env, timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
+        if (error) reject(new NpmError(errorSummary(String(stderr)) || error.message, { cause: String(stderr) }));
         else resolve(String(stdout));
       });
     });
+  }
+
+  /** The registries and proxy npm is configured with (its global npmrc and NPM_SETTINGS_PASSED), asked once per environment. */
+  private async gateSettings(env: Record<string, string>, cwd: string): Promise<GateSettings> {
+    const key = JSON.stringify(env);
+    let settings = this.settings.get(key);
+    if (settings === undefined) {
+      const config = JSON.parse(await this.run(['config', 'list', '--json'], cwd, env)) as Record<string, unknown>;
+      const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+      const noProxy = Array.isArray(config.noproxy) ? config.noproxy : String(config.noproxy ?? '').split(',');
+      settings = {
+        registries: Object.entries(config).flatMap(([name, value]) => (/^(@[^:]+:)?registry$/.test(name) && text(value) ? [String(value)] : [])),
+        upstream: text(config['https-proxy']) ?? text(config.proxy),
+        noProxy: noProxy.map((entry) => String(entry).trim()).filter(Boolean),
+      };
+      this.settings.clear();
+      this.settings.set(key, settings);
+    }
+    return settings;
   }
 
   /** The published versions matching `spec` (`name@range` or `name@tag`), oldest first. */
@@ -73,6 +96,38 @@ export class Npm {
 
   /** Installs `spec` with its dependencies into `dir`, which must hold a package.json. */
   async install(spec: string, dir: string): Promise<void> {
-    await this.run(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev', '--loglevel=error', '--', spec], dir);
+    // The operator's proxy settings are the gate's to follow, not npm's (whichever spelling of the name they used).
+    const env = this.env();
+    const gate = await RegistryGate.open(await this.gateSettings(env, dir));
+    try {
+      await this.run(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev', '--loglevel=error', '--', spec], dir, {
+        ...Object.fromEntries(Object.entries(env).filter(([name]) => !/^npm_config_(https_)?proxy$|^npm_config_noproxy$/i.test(name))),
+        // Every request npm makes goes through the gate, which reaches the registries only (through the operator's
+        // proxy if one is set): a dependency declared as a tarball URL is never fetched from the server's network.
+        npm_config_proxy: gate.url,
+        npm_config_https_proxy: gate.url,
+        npm_config_noproxy: 'tributary-gate.invalid',
+        // And git, which npm runs for a git dependency, may use no transport at all (ssh, git://, http, file, ext…);
+        // this overrides any protocol.allow in a git config.
+        GIT_ALLOW_PROTOCOL: 'tributary-no-git',
+        GIT_TERMINAL_PROMPT: '0',
+      });
+      // npm goes on without an optional dependency it could not fetch.
+      if (gate.refused.length > 0) throw new NpmError('refused');
+    } catch (error) {
+      const refused = gate.refused[0];
+      if (refused !== undefined)
+        throw new NpmError(
+          `a package in its dependency tree is fetched from ${JSON.stringify(refused.slice(0, 200))}, not from the registry (only registry packages are installed)`,
+        );
+      const transport = error instanceof NpmError ? /transport '([\w+-]+)' not allowed/.exec(String(error.cause)) : null;
+      if (transport)
+        throw new NpmError(
+          `a package in its dependency tree is a git repository (${transport[1]}), not from the registry (only registry packages are installed)`,
+        );
+      throw error;
+    } finally {
+      await gate.close();
+    }
   }
 }

@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
@@ -305,8 +306,11 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
         emitted = events.body.data[0].event;
       }
       expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
+      // git may not even clone it (it may use no transport during installs); an archive is unpacked, then refused.
       expect(created.body.error).toBe(
-        `could not install npm package "${name}@1.0.0": its node_modules/server-archive is not from the registry but from a file on the server (a file: or git+file: dependency)`,
+        kind === 'archive'
+          ? `could not install npm package "${name}@1.0.0": its node_modules/server-archive is not from the registry but from a file on the server (a file: or git+file: dependency)`
+          : `could not install npm package "${name}@1.0.0": a package in its dependency tree is a git repository (file), not from the registry (only registry packages are installed)`,
       );
       expect(fs.existsSync(folder)).toBe(false);
     } finally {
@@ -317,27 +321,41 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
-  it("cannot fetch from the server's network through an npm package whose dependency is a tarball URL there", async () => {
-    // npm fetches a dependency declared as a URL from the server's own network, past the guard that keeps components
-    // from private addresses: an internal service (here one on loopback) would answer, and be kept for them to read.
-    const internal = await packageRegistry({ name: 'internal-data', version: '1.0.0', dependencies: {} });
-    const name = `tributary-fetches-${dialect}`;
-    const spec = `${internal.url}internal-data/-/internal-data-1.0.0.tgz`;
+  it.each([
+    ['a tarball URL', (port: number) => `http://127.0.0.1:${port}/internal-data/-/internal-data-1.0.0.tgz`],
+    ['a git+http URL', (port: number) => `git+http://127.0.0.1:${port}/internal-data.git`],
+    ['a git:// URL', (port: number) => `git://127.0.0.1:${port}/internal-data.git`],
+    ['a git+ssh URL', (port: number) => `git+ssh://git@127.0.0.1:${port}/internal-data.git`],
+  ])('cannot make the server connect to a host of its network through an npm package whose dependency is %s there', async (_kind, specFor) => {
+    // npm fetches a dependency declared as a URL (or clones a git one) from the server's own network, past the guard
+    // that keeps components from private addresses: a blind request to an internal host (a cloud metadata service, an
+    // admin page) by any account that imports the package. Here the internal host is a loopback port counting every
+    // connection made to it; the registry is another.
+    let connections = 0;
+    const internal = net.createServer((socket) => {
+      connections++;
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+    const spec = specFor((internal.address() as AddressInfo).port);
+    const name = `tributary-fetches-${createHash('sha1').update(spec).digest('hex').slice(0, 8)}-${dialect}`;
     const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'internal-data': spec } });
     const previous = process.env.npm_config_registry;
     process.env.npm_config_registry = registry.url;
     try {
       const code = `const data = require("${name}@1.0.0"); module.exports = { name: "attacker", version: "1.0.0", async run() { this.$emit(data); } };`;
       const created = await attacker.post('/v1/sources', { component_code: code });
-      expect(created.status).toBe(422);
-      expect(created.body.error).toBe(
-        `could not install npm package "${name}@1.0.0": its node_modules/${name} depends on internal-data from ${JSON.stringify(spec)}, not from the registry (only registry packages are installed)`,
+      expect({ status: created.status, connections }).toEqual({ status: 422, connections: 0 });
+      expect(created.body.error).toMatch(
+        new RegExp(
+          `^could not install npm package "${name}@1\\.0\\.0": a package in its dependency tree is (fetched from "[^"]+"|a git repository \\([\\w+-]+\\)), not from the registry \\(only registry packages are installed\\)$`,
+        ),
       );
       expect(fs.existsSync(path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`))).toBe(false);
     } finally {
       if (previous === undefined) delete process.env.npm_config_registry;
       else process.env.npm_config_registry = previous;
-      await Promise.all([registry.close(), internal.close()]);
+      await Promise.all([registry.close(), new Promise((resolve) => internal.close(resolve))]);
     }
     await victimUnharmed();
   });
