@@ -1,9 +1,10 @@
 // Gives each account a folder of the bundles it uses: its workers may read that folder, and no other account's code.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
+import type { BundleNames } from './bundle-names.js';
 
 export class AccountCode {
   // Bounded by a count in maxSize, not by max, which would allocate its arrays for 100,000 entries up front
@@ -21,14 +22,15 @@ export class AccountCode {
    */
   constructor(
     private readonly root: string,
+    private readonly names: BundleNames,
     private readonly ownerOf?: (accountId: string) => { uid: number; gid: number },
   ) {}
 
-  /** Named by a hash, so no account id can steer the path. */
+  /** Named by a keyed hash, so no account id can steer the path, nor tell it (bundle-names.ts). */
   dir(accountId: string): string {
     let dir = this.dirs.get(accountId);
     if (dir === undefined) {
-      dir = path.join(this.root, createHash('sha256').update(accountId).digest('hex').slice(0, 32));
+      dir = path.join(this.root, this.names.account(accountId));
       this.dirs.set(accountId, dir);
     }
     return dir;

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { AccountCode } from './account-code.js';
+import { BundleNames } from './bundle-names.js';
 import { type ConfigureResult, configureIn } from './configuration.js';
 import { inspectIn } from './inspection.js';
 import { callCount, invokeIn, invokeIsolatingFailures, type InvokeHooks } from './invocation.js';
@@ -57,8 +58,9 @@ export class ComponentRuntime {
     const npm = new Npm(path.join(packagesDir, '.npm', 'home'), path.join(packagesDir, '.npm', 'cache'), checked.logger);
     const codeDir = path.join(dataDir, 'code');
     const users = prepareWorkerUsers(checked.workerUser, dataDir, [path.dirname(workerEntry()), ...locatePlatform().readPaths], checked.logger);
-    this.preparer = new Preparer(codeDir, new PackageCache(packagesDir, npm, checked.logger), checked.logger);
-    this.accountCode = new AccountCode(users.accountsDir, users.ownerOf);
+    const names = BundleNames.open(codeDir, users.accountsDir);
+    this.preparer = new Preparer(codeDir, names, new PackageCache(packagesDir, npm, checked.logger), checked.logger);
+    this.accountCode = new AccountCode(users.accountsDir, names, users.ownerOf);
     this.pool = new WorkerPool({
       size: checked.poolSize,
       // @pipedream/platform is public code any component may load; the extra CA file is read by Node as a worker starts.

@@ -1,10 +1,11 @@
 // Checks and bundles a component's code without running it: imports resolved, packages installed, one loadable file written.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { LRUCache } from 'lru-cache';
+import type { BundleNames } from './bundle-names.js';
 import { locatePlatform } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import { type InstalledPackage, parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
@@ -153,13 +154,14 @@ export class Preparer {
 
   constructor(
     private readonly codeDir: string,
+    private readonly names: BundleNames,
     private readonly packages: PackageCache,
     private readonly logger: RuntimeLogger,
   ) {}
 
   /** `onProgress` hears each npm package the code imports being resolved and installed, or found in the cache. */
   prepare(code: string, onProgress?: InstallListener): Promise<PreparedComponent> {
-    const codeHash = createHash('sha256').update(code).digest('hex');
+    const codeHash = this.names.code(code);
     const known = this.remembered.get(codeHash);
     if (known) {
       if (onProgress) reportCached(known.packages, onProgress);

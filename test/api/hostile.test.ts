@@ -193,6 +193,40 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it('cannot tell whether an account saved a given code, or ran any', async () => {
+    // Node's permission model answers fs.realpathSync, require.resolve and import() with found or not found for
+    // paths the worker may not read: bundles named by their code's SHA-256 (and account folders by their id's) would
+    // say whether some account saved a code (a known component with its credentials written in, say).
+    const dataDir = fs.realpathSync(server.dataDir);
+    const saved = `module.exports = { name: "victim secret", version: "1.0.0", async run() { this.$emit("${process.pid}"); } };`;
+    expect((await victim.post('/v1/sources', { component_code: saved })).status).toBe(200);
+    const never = saved.replace('victim secret', 'never saved');
+    const victimId = (await victim.get('/v1/users/me')).body.data.id as string;
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+    const probes = {
+      saved: `${dataDir}/code/${sha(saved)}.cjs`,
+      never: `${dataDir}/code/${sha(never)}.cjs`,
+      account: `${dataDir}/code/accounts/${sha(victimId).slice(0, 32)}`,
+      noAccount: `${dataDir}/code/accounts/${sha('u_nobody').slice(0, 32)}`,
+    };
+    const result = await attack(`
+      const fs = require("fs");
+      const answer = async (file) => {
+        const out = [];
+        for (const probe of [() => fs.realpathSync(file), () => require.resolve(file), () => import(file)]) {
+          try { await probe(); out.push("found"); } catch (error) { out.push(error.code); }
+        }
+        return out.join(" ");
+      };
+      const probes = ${JSON.stringify(probes)};
+      const answers = {};
+      for (const [name, file] of Object.entries(probes)) answers[name] = await answer(file);
+      this.$emit(answers);`);
+    const answers = result.emitted[0] as Record<keyof typeof probes, string>;
+    expect({ saved: answers.saved, account: answers.account }).toEqual({ saved: answers.never, account: answers.noAccount });
+    await victimUnharmed();
+  });
+
   it('cannot take a port on the server’s host (TCP or UDP) or join a multicast group to hear its network', async () => {
     const free = dgram.createSocket('udp4');
     await new Promise<void>((resolve) => free.bind(0, '127.0.0.1', resolve));
