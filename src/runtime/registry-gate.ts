@@ -65,6 +65,12 @@ function openTunnel(hostname: string, port: number, upstream: URL | undefined): 
   });
 }
 
+/** The status text of a 502: npm shows it, and "Bad Gateway" alone would hide that the registry could not be reached. */
+function unreachable(host: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return `registry ${host} unreachable (${code ?? (error instanceof Error ? error.message : String(error))})`.replace(/[^\x20-\x7e]/g, ' ');
+}
+
 export class RegistryGate {
   /** What npm asked for that the gate refused (URLs, or `host:port` for a tunnel), in order. */
   readonly refused: string[] = [];
@@ -138,7 +144,7 @@ export class RegistryGate {
         if (head.length > 0) remote.write(head);
         client.pipe(remote).pipe(client);
       },
-      () => client.end('HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n'),
+      (error: unknown) => client.end(`HTTP/1.1 502 ${unreachable(target.host, error)}\r\nConnection: close\r\n\r\n`),
     );
   }
 
@@ -166,7 +172,7 @@ export class RegistryGate {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
-    outgoing.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502, { connection: 'close' }).end()));
+    outgoing.on('error', (error) => (res.headersSent ? res.destroy() : res.writeHead(502, unreachable(target.host, error), { connection: 'close' }).end()));
     req.pipe(outgoing);
   }
 }

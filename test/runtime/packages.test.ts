@@ -201,7 +201,9 @@ describe('npm packages', () => {
     try {
       const failed = await t.runtime.prepare(code).catch((e: unknown) => e);
       expect(failed).toMatchObject({ code: 'package_install_failed' });
-      expect((failed as Error).message).toBe('could not install npm package "kind-of@6.0.3": syscall connect; errno ECONNREFUSED');
+      expect((failed as Error).message).toBe(
+        'could not install npm package "kind-of@6.0.3": 502 registry 127.0.0.1:9 unreachable (ECONNREFUSED) - GET http://127.0.0.1:9/kind-of',
+      );
     } finally {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
       Object.assign(process.env, saved);
