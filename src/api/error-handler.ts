@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
+import { quote, shorten } from '../model/quote.js';
 import { simplifyUnionErrors, type ValidationItem } from './union-errors.js';
 
 export interface ErrorBody {
@@ -25,7 +26,7 @@ const FASTIFY_CLIENT_ERRORS: Record<string, ErrorCode> = {
 /** What a schema refused, with the values allowed where the validator's own words leave them out. */
 function validationMessage(v: ValidationItem): string {
   const params = v.params as { allowedValue?: unknown; allowedValues?: unknown[]; additionalProperty?: string };
-  if (v.keyword === 'additionalProperties') return `must not have the field ${JSON.stringify(params.additionalProperty)}`;
+  if (v.keyword === 'additionalProperties') return `must not have the field ${quote(params.additionalProperty)}`;
   if (v.keyword === 'const') return `must be ${JSON.stringify(params.allowedValue)}`;
   if (v.keyword === 'enum' && params.allowedValues) return `must be one of ${params.allowedValues.map((a) => JSON.stringify(a)).join(', ')}`;
   return v.message ?? 'is invalid';
@@ -40,7 +41,7 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
     const read = simplifyUnionErrors(fastifyError.validation as ValidationItem[]).map((v) => ({
-      path: (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.'),
+      path: shorten((v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')),
       missing: (v.params as { missingProperty?: string })?.missingProperty,
       message: validationMessage(v),
     }));

@@ -5,24 +5,25 @@ import type { Dispatcher, RequestInit, Response } from 'undici';
 import { invalid } from '../model/errors.js';
 // The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
 import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
+import { quote } from '../model/quote.js';
 
 /** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
 export function parseHttpUrl(raw: string, field: string): URL {
   // URL parsing drops tabs and line breaks and trims the ends, so the URL stored would not be the one called.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a URL may not hold.
   if (/[\u0000-\u001f\u007f]/.test(raw) || raw.trim() !== raw) {
-    throw invalid(`${field} ${JSON.stringify(raw)} holds control characters or surrounding spaces; send the URL alone`);
+    throw invalid(`${field} ${quote(raw)} holds control characters or surrounding spaces; send the URL alone`);
   }
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw invalid(`${field} "${raw}" is not an absolute URL; expected http:// or https:// and a host`);
+    throw invalid(`${field} ${quote(raw)} is not an absolute URL; expected http:// or https:// and a host`);
   }
   // WHATWG URL parsing reads `http:///hook` as host "hook"; RFC 3986 (and the specification) sees no host there.
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw.trim())?.[1] ?? '';
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '' || authority.replace(/^[^@]*@/, '').replace(/:\d*$/, '') === '') {
-    throw invalid(`${field} "${raw}" must use http or https and name a host`);
+    throw invalid(`${field} ${quote(raw)} must use http or https and name a host`);
   }
   return url;
 }
@@ -148,7 +149,7 @@ function redirectTarget(from: URL, location: string | null, rawUrl: string): URL
   try {
     target = new URL(location, from);
   } catch {
-    throw new Error(`${rawUrl} redirects to "${location}", which is not a URL`);
+    throw new Error(`${rawUrl} redirects to ${quote(location)}, which is not a URL`);
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error(`${rawUrl} redirects to ${target.protocol} URLs, not http or https`);
   return target;

@@ -1,5 +1,6 @@
 // Keyset pagination shared by every paginated list: newest first, opaque cursors that stay valid under inserts.
 import { ServiceError } from './errors.js';
+import { quote } from './quote.js';
 
 export interface PageRequest {
   limit: number;
@@ -37,7 +38,7 @@ export function encodeCursor(key: string): string {
 /** Decodes a cursor and checks it with `isValidKey`; a malformed cursor is a 400, never a silent empty page. */
 export function decodeCursor(cursor: string, isValidKey: (key: string) => boolean): string {
   const key = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!key || !isValidKey(key)) throw new ServiceError('invalid_cursor', `invalid cursor "${cursor}"`);
+  if (!key || !isValidKey(key)) throw new ServiceError('invalid_cursor', `invalid cursor ${quote(cursor)}`);
   return key;
 }
 

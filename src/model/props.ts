@@ -4,6 +4,7 @@ import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { isTimeZone, MAX_TIMER_INTERVAL_SECONDS, type TimerSchedule } from './schedules.js';
+import { quote, shorten } from './quote.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
 export const SECRET_PLACEHOLDER = '********';
@@ -92,7 +93,7 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
     if (typeProblem) return problems.push(where + typeProblem);
     if (allowed && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(item))) {
       // A secret's value is never echoed: the message goes back to the caller and into the log.
-      const got = prop.secret ? '' : `, got ${JSON.stringify(item)}`;
+      const got = prop.secret ? '' : `, got ${quote(item)}`;
       problems.push(`${where}must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${got}`);
     }
     if (base === 'integer') {
@@ -134,7 +135,7 @@ function cronGapProblems(cron: Cron, expression: string, minSeconds: number): st
   const runs = cron.nextRuns(50).map((run) => run.getTime());
   for (let i = 1; i < runs.length; i++) {
     const gap = (runs[i]! - runs[i - 1]!) / 1000;
-    if (gap < minSeconds) return [`cron expression ${JSON.stringify(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`];
+    if (gap < minSeconds) return [`cron expression ${quote(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`];
   }
   return [];
 }
@@ -144,17 +145,17 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
   if (schedule.timezone !== undefined) {
     if (typeof schedule.timezone !== 'string') return ['timezone must be a string'];
     // croner accepts any name until it computes a run: the zone is checked here, so that it never fails later.
-    if (!isTimeZone(schedule.timezone)) return [`timezone must be an IANA time zone such as "Europe/Paris", got ${JSON.stringify(schedule.timezone)}`];
+    if (!isTimeZone(schedule.timezone)) return [`timezone must be an IANA time zone such as "Europe/Paris", got ${quote(schedule.timezone)}`];
   }
   if (schedule.cron !== undefined) {
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
-      return [`cron must be a 5-field expression, got ${JSON.stringify(schedule.cron)}`];
+      return [`cron must be a 5-field expression, got ${quote(schedule.cron)}`];
     }
     let cron: Cron;
     try {
       cron = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
     } catch (error) {
-      return [`invalid cron expression ${JSON.stringify(schedule.cron)}: ${(error as Error).message}`];
+      return [`invalid cron expression ${quote(schedule.cron)}: ${shorten((error as Error).message)}`];
     }
     // A day that no month has parses, but its timer would wait forever: croner finds no next run (`0 0 30 2 *`), or
     // its search overflows the stack (`0 12 31 4,6,9,11 *`), which the timer's first due time would throw as a 500.
@@ -164,11 +165,11 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
     } catch {
       next = null;
     }
-    if (!next) return [`cron expression ${JSON.stringify(schedule.cron)} never comes due`];
+    if (!next) return [`cron expression ${quote(schedule.cron)} never comes due`];
     return cronGapProblems(cron, schedule.cron, rules.minTimerIntervalSeconds);
   }
   const interval = schedule.intervalSeconds;
-  if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${JSON.stringify(interval)}`];
+  if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];
   if (interval < rules.minTimerIntervalSeconds) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
   if (interval > MAX_TIMER_INTERVAL_SECONDS) return [`intervalSeconds must be at most ${MAX_TIMER_INTERVAL_SECONDS} (365 days), got ${interval}`];
   return [];
@@ -190,7 +191,7 @@ export function validateProps(
   const out: Record<string, unknown> = {};
   const known = new Set(descriptors.map((d) => d.name));
   for (const name of Object.keys(given)) {
-    if (!known.has(name)) problems.push({ prop: name, message: 'is not a prop of this component' });
+    if (!known.has(name)) problems.push({ prop: shorten(name), message: 'is not a prop of this component' });
   }
   for (const prop of descriptors) {
     const value = given[prop.name];

@@ -1,5 +1,6 @@
 // What a workflow is made of (its trigger and steps, as stored) and the rules a definition must follow.
 import type { PropDescriptor } from '../runtime/types.js';
+import { quote } from './quote.js';
 
 /** How a workflow is started besides subscriptions and manual runs. */
 export type WorkflowTrigger =
@@ -41,11 +42,11 @@ export function stepNameProblems(names: string[]): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   names.forEach((name, i) => {
-    if (!STEP_NAME.test(name)) problems.push(`steps[${i}].name "${name}" must be an identifier (letters, digits, _; at most 64)`);
+    if (!STEP_NAME.test(name)) problems.push(`steps[${i}].name ${quote(name)} must be an identifier (letters, digits, _; at most 64)`);
     else if (name === 'trigger') problems.push(`steps[${i}].name may not be "trigger": steps.trigger is the triggering event`);
     // Assigned as a key of `steps`, it would set that object's prototype: later steps and templates would not see it.
     else if (name === '__proto__') problems.push(`steps[${i}].name may not be "__proto__": later steps could not read it as steps.__proto__`);
-    else if (seen.has(name)) problems.push(`steps[${i}].name "${name}" is used by an earlier step`);
+    else if (seen.has(name)) problems.push(`steps[${i}].name ${quote(name)} is used by an earlier step`);
     seen.add(name);
   });
   return problems;

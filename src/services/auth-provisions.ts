@@ -8,6 +8,7 @@ import { notFound } from '../model/errors.js';
 import { type PropProblem, propsInvalid } from '../model/props.js';
 import type { PropDescriptor } from '../runtime/types.js';
 import { appLinks } from '../engine/invocation-base.js';
+import { quote } from '../model/quote.js';
 
 /**
  * Checks at deploy that each app prop naming a connected account names one of the deploying account's (404 naming
@@ -22,9 +23,12 @@ export async function checkAuthProvisions(store: Store, ownerId: string, props: 
   const problems: PropProblem[] = [];
   for (const link of links) {
     const row = rows.get(link.accountId);
-    if (!row) throw notFound(`connected account "${link.accountId}"`);
+    if (!row) throw notFound(`connected account ${quote(link.accountId)}`);
     if (link.app !== undefined && row.app !== link.app) {
-      problems.push({ prop: link.prop, message: `names connected account ${row.id} of app "${row.app}"; the prop needs an account of app "${link.app}"` });
+      problems.push({
+        prop: link.prop,
+        message: `names connected account ${row.id} of app ${quote(row.app)}; the prop needs an account of app ${quote(link.app)}`,
+      });
     }
   }
   if (problems.length) throw propsInvalid(problems, label);
@@ -42,5 +46,5 @@ export async function holdAuthProvisions(
   configured: Array<Record<string, unknown>>,
 ): Promise<void> {
   const missing = await accounts.holdConnectedAccounts(trx, dialect, ownerId, configured.flatMap(accounts.accountIdsNamed));
-  if (missing.length) throw notFound(`connected account "${missing[0]}"`);
+  if (missing.length) throw notFound(`connected account ${quote(missing[0])}`);
 }

@@ -12,6 +12,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { fetchText, parseHttpUrl } from '../delivery/outbound.js';
+import { quote } from '../model/quote.js';
 
 /** The spec's Component resource. */
 export interface ComponentView {
@@ -178,7 +179,7 @@ export class ComponentService {
     const row = isId(keyOrId, 'sc')
       ? await components.findComponentById(this.store.db, accountId, keyOrId)
       : await components.findLatestByKey(this.store.db, accountId, keyOrId);
-    if (!row) throw notFound(`component "${keyOrId}"`);
+    if (!row) throw notFound(`component ${quote(keyOrId)}`);
     return row;
   }
 
@@ -189,7 +190,7 @@ export class ComponentService {
   async getRegistry(accountId: string, key: string): Promise<components.ComponentRow> {
     const latest = await this.highestPublished(accountId, key);
     const row = latest ? await components.loadComponent(this.store.db, latest.component_id) : await components.findLatestByKey(this.store.db, null, key);
-    if (!row) throw notFound(`registry component "${key}"`);
+    if (!row) throw notFound(`registry component ${quote(key)}`);
     return row;
   }
 
@@ -199,17 +200,17 @@ export class ComponentService {
    */
   async publishInAccount(accountId: string, componentId: string): Promise<components.ComponentRow> {
     const row = await components.findComponentById(this.store.db, accountId, componentId);
-    if (!row || row.user_id !== accountId) throw notFound(`component "${componentId}"`);
+    if (!row || row.user_id !== accountId) throw notFound(`component ${quote(componentId)}`);
     const unpublishable = (message: string) => new ServiceError('component_invalid', message, [{ reason: 'not_publishable' }]);
     if (!row.key || !REGISTRY_KEY.test(row.key)) {
-      throw unpublishable(`component "${componentId}" needs a key that looks like app_name_slug-slugified-component-name to be published`);
+      throw unpublishable(`component ${quote(componentId)} needs a key that looks like app_name_slug-slugified-component-name to be published`);
     }
-    if (semver.valid(row.version) !== row.version) throw unpublishable(`version "${row.version}" is not a semantic version (for example 1.2.0)`);
+    if (semver.valid(row.version) !== row.version) throw unpublishable(`version ${quote(row.version)} is not a semantic version (for example 1.2.0)`);
     const highest = (await this.highestPublished(accountId, row.key))?.version;
     const refuse = () =>
       new ServiceError(
         'conflict',
-        `version ${row.version} of "${row.key}" is not greater than the published ${highest ?? row.version}; published versions never change`,
+        `version ${row.version} of ${quote(row.key)} is not greater than the published ${highest ?? row.version}; published versions never change`,
       );
     if (highest && !semver.gt(row.version, highest)) throw refuse();
     const inserted = await components.insertPublished(this.store.db, {
@@ -234,9 +235,9 @@ export class ComponentService {
   async publishToRegistry(code: string, origin: string): Promise<components.ComponentRow> {
     const { prepared, info } = await this.load(REGISTRY_OWNER, code);
     if (!info.key || !REGISTRY_KEY.test(info.key)) {
-      throw invalid(`${origin}: registry key "${info.key ?? ''}" must look like app_name_slug-slugified-component-name`);
+      throw invalid(`${origin}: registry key ${quote(info.key ?? '')} must look like app_name_slug-slugified-component-name`);
     }
-    if (!SEMVER.test(info.version)) throw invalid(`${origin}: registry version "${info.version}" is not a semantic version`);
+    if (!SEMVER.test(info.version)) throw invalid(`${origin}: registry version ${quote(info.version)} is not a semantic version`);
     const existing = await components.findRegistryVersion(this.store.db, info.key, info.version);
     if (existing) {
       if (existing.code_hash !== prepared.codeHash) {

@@ -11,6 +11,7 @@ import { checkAuthProvisions } from './auth-provisions.js';
 import { type AccountCredentials, type Credentials, expiresAtMs } from './account-credentials.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
+import { quote } from '../model/quote.js';
 
 /** What the API shows of a connected account: never a credential value, only the fields' names. */
 export interface ConnectedAccountView {
@@ -162,7 +163,7 @@ export class ConnectedAccountService {
       .execute(async (trx) =>
         (await accounts.updateConnectedAccount(trx, ownerId, id, columns)) ? accounts.findConnectedAccount(trx, ownerId, id) : undefined,
       );
-    if (!row) throw notFound(`connected account "${id}"`);
+    if (!row) throw notFound(`connected account ${quote(id)}`);
     if (change.credentials !== undefined) await this.credentials.changed(ownerId, id);
     return toView(row);
   }
@@ -182,13 +183,13 @@ export class ConnectedAccountService {
         if (workflow.active) await this.workflows.update(ownerId, workflow.id, { active: false });
     }
     await this.store.db.transaction().execute(async (trx) => {
-      if (!(await accounts.lockConnectedAccount(trx, this.store.dialect, ownerId, id))) throw notFound(`connected account "${id}"`);
+      if (!(await accounts.lockConnectedAccount(trx, this.store.dialect, ownerId, id))) throw notFound(`connected account ${quote(id)}`);
       const sources = await accounts.sourcesNaming(trx, ownerId, id);
       const workflows = await accounts.workflowsNaming(trx, ownerId, id);
       const named = [...sources.map((s) => ({ type: 'source' as const, ...s })), ...workflows.map((w) => ({ type: 'workflow' as const, ...w }))];
       const blocking = force ? named.filter((u) => u.active) : named;
       if (blocking.length) {
-        const shown = blocking.slice(0, NAMED_IN_MESSAGE).map((u) => `${u.type} "${u.name}" (${u.id})`);
+        const shown = blocking.slice(0, NAMED_IN_MESSAGE).map((u) => `${u.type} ${quote(u.name)} (${u.id})`);
         if (blocking.length > NAMED_IN_MESSAGE) shown.push(`${blocking.length - NAMED_IN_MESSAGE} more`);
         throw new ServiceError(
           'conflict',
@@ -212,7 +213,7 @@ export class ConnectedAccountService {
 
   private async find(ownerId: string, id: string): Promise<accounts.ConnectedAccountRow> {
     const row = isId(id, 'apn') ? await accounts.findConnectedAccount(this.store.db, ownerId, id) : undefined;
-    if (!row) throw notFound(`connected account "${id}"`);
+    if (!row) throw notFound(`connected account ${quote(id)}`);
     return row;
   }
 }

@@ -6,6 +6,7 @@ import * as stores from '../store/data-stores.js';
 import { isId } from '../model/ids.js';
 import { notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
+import { quote } from '../model/quote.js';
 
 export interface DataStoreView {
   id: string;
@@ -36,7 +37,7 @@ export class DataStoreService {
     const row =
       (isId(nameOrId, 'ds') ? await stores.findDataStore(this.store.db, accountId, nameOrId, true) : undefined) ??
       (await stores.findDataStore(this.store.db, accountId, nameOrId, false));
-    if (!row) throw notFound(`data store "${nameOrId}"`);
+    if (!row) throw notFound(`data store ${quote(nameOrId)}`);
     return { id: row.id, name: row.name, keys: await stores.dataStoreKeys(this.store.db, row.id, this.clock.now()) };
   }
 }

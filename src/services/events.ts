@@ -8,6 +8,7 @@ import { findSource } from '../store/sources.js';
 import { findWorkflow } from '../store/workflows.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
+import { quote } from '../model/quote.js';
 
 /** An emitter as a route names it: the kind comes from the route, so a workflow's id on a source route is unknown. */
 export interface EmitterRef {
@@ -35,10 +36,10 @@ export class EventService {
     const emitterId = emitter.id;
     const start = startId === undefined ? undefined : parseEventId(startId);
     const end = endId === undefined ? undefined : parseEventId(endId);
-    if (startId !== undefined && !start) throw invalid(`start_id "${startId}" is not an event id (<epoch_ms>-<seq>)`);
-    if (endId !== undefined && !end) throw invalid(`end_id "${endId}" is not an event id (<epoch_ms>-<seq>)`);
+    if (startId !== undefined && !start) throw invalid(`start_id ${quote(startId)} is not an event id (<epoch_ms>-<seq>)`);
+    if (endId !== undefined && !end) throw invalid(`end_id ${quote(endId)} is not an event id (<epoch_ms>-<seq>)`);
     if (start && end && compareKeys(start, end) > 0) {
-      throw invalid(`start_id "${startId}" is after end_id "${endId}"`);
+      throw invalid(`start_id ${quote(startId)} is after end_id ${quote(endId)}`);
     }
     return this.store.db.transaction().execute(async (trx) => {
       // Read first: on PostgreSQL it locks the emitter, so no append trims between the count and the trim below.
@@ -74,10 +75,10 @@ export class EventService {
     const { kind, id } = emitter;
     if (kind === 'workflow') {
       const workflow = isId(id, 'p') ? await findWorkflow(this.store.db, accountId, id) : undefined;
-      if (!workflow) throw notFound(`workflow "${id}"`);
+      if (!workflow) throw notFound(`workflow ${quote(id)}`);
       return;
     }
     const source = isId(id, 'dc') ? await findSource(this.store.db, accountId, id) : undefined;
-    if (!source) throw notFound(`source "${id}"`);
+    if (!source) throw notFound(`source ${quote(id)}`);
   }
 }

@@ -15,6 +15,7 @@ import { loadSource } from '../store/sources.js';
 import { loadWorkflow } from '../store/workflows.js';
 import { keyHashesOf } from '../store/users.js';
 import { hashApiKey } from './users.js';
+import { quote } from '../model/quote.js';
 
 /** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {
@@ -166,7 +167,7 @@ export class LiveStreams {
     if (lastEventId) {
       // Going live instead would drop, without a word, the events the client asked to have replayed.
       const asked = parseEventId(lastEventId);
-      if (!asked) throw invalid(`Last-Event-ID "${lastEventId}" is not an event id (<epoch_ms>-<seq>)`);
+      if (!asked) throw invalid(`Last-Event-ID ${quote(lastEventId)} is not an event id (<epoch_ms>-<seq>)`);
       // An id past the emitter's newest (forged, or a client's from before the database was restored from a backup)
       // has nothing to replay; kept as the start, it would hold back every live event until ids passed it.
       const newest = await this.events.newestId(emitterId);

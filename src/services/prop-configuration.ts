@@ -11,6 +11,7 @@ import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import { ComputeBilling } from '../commit/usage.js';
+import { quote } from '../model/quote.js';
 
 /**
  * `$auth` of each app prop for the configured values (`{ authProvisionId }`), as `run` would see it. The connected
@@ -82,12 +83,12 @@ export class PropConfigurationService {
     const fail = (error: string): PropOptionsView => ({ options: [], context: null, errors: [error] });
     const prop = info.props.find((p) => p.name === propName);
     // A prop only additionalProps() declares is looked up in the worker.
-    if (!prop && !info.additionalProps) return fail(`"${propName}" is not a prop of this component`);
+    if (!prop && !info.additionalProps) return fail(`${quote(propName)} is not a prop of this component`);
     if (prop && !prop.remoteOptions) {
       // Static choices are in configurable_props already; they are answered here too, without a worker.
       const problem = await this.accountProblem(accountId, info, body.configured_props ?? {});
       if (problem) return fail(problem);
-      return prop.options ? { options: shapeOptions(prop.options), context: null, errors: [] } : fail(`prop "${propName}" has no options`);
+      return prop.options ? { options: shapeOptions(prop.options), context: null, errors: [] } : fail(`prop ${quote(propName)} has no options`);
     }
     const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
     if (typeof request === 'string') return fail(request);

@@ -28,6 +28,7 @@ import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { parseHttpUrl } from '../delivery/outbound.js';
+import { quote } from '../model/quote.js';
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {
@@ -165,7 +166,7 @@ export class SourceService {
   /** The source with its component, or 404 for a missing id or another account's source. */
   async get(accountId: string, sourceId: string): Promise<SourceRuntimeView> {
     const source = isId(sourceId, 'dc') ? await sources.findSource(this.store.db, accountId, sourceId) : undefined;
-    if (!source) throw notFound(`source "${sourceId}"`);
+    if (!source) throw notFound(`source ${quote(sourceId)}`);
     const component = (await loadComponent(this.store.db, source.component_id))!;
     return { source, component, info: sources.sourceInfo(componentInfo(component), source) };
   }
@@ -371,7 +372,7 @@ export class SourceService {
   private deployable(component: ComponentRow): ComponentInfo {
     const info = componentInfo(component);
     if (info.type === 'action') {
-      throw new ServiceError('component_invalid', `component "${info.key ?? info.name}" is an action; only sources can be deployed`);
+      throw new ServiceError('component_invalid', `component ${quote(info.key ?? info.name)} is an action; only sources can be deployed`);
     }
     return info;
   }

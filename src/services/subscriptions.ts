@@ -8,6 +8,7 @@ import { isId, newId, nowSeconds } from '../model/ids.js';
 import * as subscriptions from '../store/subscriptions.js';
 import { lockAccount } from '../store/account-limits.js';
 import { invalid, notFound } from '../model/errors.js';
+import { quote } from '../model/quote.js';
 
 /** The spec's Subscription. */
 export interface SubscriptionView {
@@ -77,7 +78,7 @@ export class SubscriptionService {
   async delete(accountId: string, request: SubscriptionRequest): Promise<void> {
     const key = { userId: accountId, ...request };
     if ((await subscriptions.deleteSubscription(this.store.db, key)) === 0) {
-      throw notFound(`subscription of "${request.listenerId}" to "${request.emitterId}" with event_name "${request.eventName}"`);
+      throw notFound(`subscription of ${quote(request.listenerId)} to ${quote(request.emitterId)} with event_name ${quote(request.eventName)}`);
     }
   }
 
@@ -106,7 +107,7 @@ export class SubscriptionService {
 
   async deleteAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<void> {
     if ((await subscriptions.deleteAutoSubscription(this.store.db, accountId, request.listenerId, request.eventName)) === 0) {
-      throw notFound(`auto-subscription of "${request.listenerId}" with event_name "${request.eventName}"`);
+      throw notFound(`auto-subscription of ${quote(request.listenerId)} with event_name ${quote(request.eventName)}`);
     }
   }
 
@@ -132,17 +133,17 @@ export class SubscriptionService {
     if ((EMITTER_GLOBS as readonly string[]).includes(emitterId)) return;
     if (isId(emitterId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'sources'))) return;
     if (isId(emitterId, 'p') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'workflows'))) return;
-    throw notFound(`emitter "${emitterId}"`);
+    throw notFound(`emitter ${quote(emitterId)}`);
   }
 
   /** Listeners: a source, workflow or webhook of the account (locked). */
   private async checkListener(trx: Transaction<Database>, accountId: string, listenerId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(listenerId)) {
-      throw invalid(`listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "${listenerId}"`);
+      throw invalid(`listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob ${quote(listenerId)}`);
     }
     if (isId(listenerId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'sources'))) return;
     if (isId(listenerId, 'wh') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'webhooks'))) return;
     if (isId(listenerId, 'p') && (await subscriptions.lockOwnedEndpoint(trx, accountId, listenerId, 'workflows'))) return;
-    throw notFound(`listener "${listenerId}"`);
+    throw notFound(`listener ${quote(listenerId)}`);
   }
 }

@@ -7,6 +7,7 @@ import * as users from '../store/users.js';
 import { readUsage } from '../store/usage.js';
 import { billingPeriod, dayPeriod } from '../model/periods.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
+import { quote } from '../model/quote.js';
 
 export type Plan = 'free' | 'paid';
 
@@ -95,11 +96,11 @@ export class UserService {
   async create(input: { username: string; email: string; plan?: Plan }): Promise<NewAccount> {
     const plan = input.plan ?? 'free';
     if (!USERNAME.test(input.username)) {
-      throw invalid(`username "${input.username}" must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit`);
+      throw invalid(`username ${quote(input.username)} must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit`);
     }
-    if (!EMAIL.test(input.email)) throw invalid(`email "${input.email}" is not an email address`);
-    if (plan !== 'free' && plan !== 'paid') throw invalid(`plan must be "free" or "paid", got "${plan}"`);
-    const taken = () => new ServiceError('conflict', `username "${input.username}" is taken`);
+    if (!EMAIL.test(input.email)) throw invalid(`email ${quote(input.email)} is not an email address`);
+    if (plan !== 'free' && plan !== 'paid') throw invalid(`plan must be "free" or "paid", got ${quote(plan)}`);
+    const taken = () => new ServiceError('conflict', `username ${quote(input.username)} is taken`);
     if (await users.findUserByIdOrUsername(this.store.db, input.username)) throw taken();
     const apiKey = generateApiKey();
     const now = nowSeconds();
@@ -147,7 +148,7 @@ export class UserService {
   /** Replaces the account's key; the old key stops working at once. */
   async rotateKey(idOrUsername: string): Promise<NewAccount> {
     const row = await users.findUserByIdOrUsername(this.store.db, idOrUsername);
-    if (!row) throw notFound(`user "${idOrUsername}"`);
+    if (!row) throw notFound(`user ${quote(idOrUsername)}`);
     const apiKey = generateApiKey();
     await users.setUserKeyHash(this.store.db, row.id, hashApiKey(apiKey), nowSeconds());
     for (const listener of this.keyRotated) listener(row.id);

@@ -9,6 +9,7 @@ import { invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
 import type { SecretBox } from '../lib/secrets.js';
+import { quote } from '../model/quote.js';
 
 /** The spec's Webhook; `user_id` and `secret` only in the create response. */
 export interface WebhookView {
@@ -132,7 +133,7 @@ export class WebhookService {
 
   private async find(accountId: string, webhookId: string): Promise<webhooks.WebhookRow> {
     const row = isId(webhookId, 'wh') ? await webhooks.findWebhook(this.store.db, accountId, webhookId) : undefined;
-    if (!row) throw notFound(`webhook "${webhookId}"`);
+    if (!row) throw notFound(`webhook ${quote(webhookId)}`);
     return row;
   }
 
@@ -146,7 +147,7 @@ export class WebhookService {
     try {
       assertPublicLiteral(url, this.options.allowPrivateNetwork);
     } catch (error) {
-      if (error instanceof OutboundBlockedError) throw invalid(`url "${raw}": ${error.message} (see --allow-private-network)`);
+      if (error instanceof OutboundBlockedError) throw invalid(`url ${quote(raw)}: ${error.message} (see --allow-private-network)`);
       throw error;
     }
   }

@@ -11,6 +11,7 @@ import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { QuotaService } from './quotas.js';
 import type { WorkflowService } from './workflows.js';
+import { quote } from '../model/quote.js';
 
 export interface RunStepView {
   name: string;
@@ -52,7 +53,7 @@ export class WorkflowRunService {
   async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
     const workflow = await this.activeWorkflow(accountId, workflowId);
     const [row] = await this.queue([{ workflowId: workflow.id, userId: accountId, trigger: 'manual', event }]);
-    if (!row) throw notFound(`workflow "${workflowId}"`);
+    if (!row) throw notFound(`workflow ${quote(workflowId)}`);
     return this.toRunView(row, []);
   }
 
@@ -60,11 +61,11 @@ export class WorkflowRunService {
   async replay(accountId: string, workflowId: string, runId: string): Promise<RunView> {
     const workflow = await this.activeWorkflow(accountId, workflowId);
     const original = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
-    if (!original) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
+    if (!original) throw notFound(`run ${quote(runId)} of workflow ${quote(workflowId)}`);
     const [row] = await this.queue([
       { workflowId: workflow.id, userId: accountId, trigger: 'replay', event: JSON.parse(original.event), replayOf: original.id },
     ]);
-    if (!row) throw notFound(`workflow "${workflowId}"`);
+    if (!row) throw notFound(`workflow ${quote(workflowId)}`);
     return this.toRunView(row, []);
   }
 
@@ -72,7 +73,7 @@ export class WorkflowRunService {
   private async activeWorkflow(accountId: string, workflowId: string) {
     const workflow = await this.workflows.owned(accountId, workflowId);
     if (workflow.active !== 1)
-      throw new ServiceError('conflict', `workflow "${workflow.id}" is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
+      throw new ServiceError('conflict', `workflow ${quote(workflow.id)} is inactive; activate it with PUT /v1/workflows/${workflow.id} {"active": true}`);
     return workflow;
   }
 
@@ -147,7 +148,7 @@ export class WorkflowRunService {
   async getRun(accountId: string, workflowId: string, runId: string): Promise<RunView> {
     const workflow = await this.workflows.owned(accountId, workflowId);
     const run = isId(runId, 'wr') ? await workflows.findRun(this.store.db, workflow.id, runId) : undefined;
-    if (!run) throw notFound(`run "${runId}" of workflow "${workflowId}"`);
+    if (!run) throw notFound(`run ${quote(runId)} of workflow ${quote(workflowId)}`);
     return this.toRunView(run, await workflows.runSteps(this.store.db, [run.id]), await sendsOfRuns(this.store.db, [run.id]));
   }
 

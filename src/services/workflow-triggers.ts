@@ -15,6 +15,7 @@ import { validateProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { WorkflowTrigger } from '../model/workflows.js';
 import type { AccountLimiter } from './account-limits.js';
+import { quote } from '../model/quote.js';
 
 /** A trigger as a request gives it: the defaults are filled in (see normalizeTrigger). */
 export type TriggerRequest =
@@ -63,7 +64,7 @@ export async function checkTrigger(
   }
   if (trigger?.type === 'source') {
     const source = isId(trigger.source_id, 'dc') ? await findSource(store.db, accountId, trigger.source_id) : undefined;
-    if (!source) throw notFound(`source "${trigger.source_id}"`);
+    if (!source) throw notFound(`source ${quote(trigger.source_id)}`);
   }
 }
 

@@ -21,6 +21,7 @@ import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 import { applyTrigger, checkTrigger, normalizeTrigger, type TriggerRequest } from './workflow-triggers.js';
+import { quote, shorten } from '../model/quote.js';
 
 export interface StepRequest {
   name: string;
@@ -65,7 +66,7 @@ export type WorkflowCreationStep = (trx: Transaction<Database>, workflow: workfl
 
 /** What a step's refusals start with, on create and update alike: `steps[1] ("add"): `. */
 function stepLabel(index: number, name: string): string {
-  return `steps[${index}] ("${name}"): `;
+  return `steps[${index}] (${quote(name)}): `;
 }
 
 /**
@@ -123,7 +124,7 @@ export class WorkflowService {
   /** The account's workflow, or 404 for a missing id or another account's workflow. */
   async owned(accountId: string, workflowId: string): Promise<workflows.WorkflowRow> {
     const row = isId(workflowId, 'p') ? await workflows.findWorkflow(this.store.db, accountId, workflowId) : undefined;
-    if (!row) throw notFound(`workflow "${workflowId}"`);
+    if (!row) throw notFound(`workflow ${quote(workflowId)}`);
     return row;
   }
 
@@ -180,7 +181,7 @@ export class WorkflowService {
       // The account first, as a create takes it: a source trigger's subscription counts against the account's limit.
       await lockAccount(trx, accountId);
       const previous = await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id);
-      if (!previous) throw notFound(`workflow "${workflowId}"`);
+      if (!previous) throw notFound(`workflow ${quote(workflowId)}`);
       const previousTrigger = previous.trigger ? (JSON.parse(previous.trigger) as WorkflowTrigger) : null;
       const trigger = given === undefined ? previousTrigger : given;
       const row: workflows.WorkflowRow = {
@@ -223,7 +224,7 @@ export class WorkflowService {
     const current = await this.owned(accountId, workflowId);
     await retryingDeadlocks(() =>
       this.store.db.transaction().execute(async (trx) => {
-        if (!(await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id))) throw notFound(`workflow "${workflowId}"`);
+        if (!(await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id))) throw notFound(`workflow ${quote(workflowId)}`);
         await replaceTimers(trx, current.id, []);
         await workflows.deleteWorkflowCascade(trx, current.id);
       }),
@@ -267,7 +268,7 @@ export class WorkflowService {
       }
       const info = componentInfo(component);
       if (info.type !== 'action') {
-        throw new ServiceError('component_invalid', `${stepLabel(i, step.name)}component "${component.id}" is a source; a step is an action or a code step`);
+        throw new ServiceError('component_invalid', `${stepLabel(i, step.name)}component ${quote(component.id)} is a source; a step is an action or a code step`);
       }
       // What was stored for this step and component: secrets kept by their placeholder, and the props it added.
       const kept = await this.keptStep(previous, step.name, component);
@@ -307,7 +308,8 @@ export class WorkflowService {
     for (const [name, value] of Object.entries(given)) {
       if (!isTemplate(value)) continue;
       const bad = invalidTemplatePaths(value);
-      if (bad.length) throw invalid(`steps[${index}].configured_props.${name}: "{{ ${bad[0]} }}" is not a path such as steps.trigger.event.body`);
+      if (bad.length)
+        throw invalid(`steps[${index}].configured_props.${shorten(name)}: ${quote(`{{ ${bad[0]} }}`)} is not a path such as steps.trigger.event.body`);
       templates[name] = value;
     }
     const resolved = await this.deployProps.resolve({
@@ -325,7 +327,7 @@ export class WorkflowService {
     if (unknown.length)
       throw new ServiceError(
         'props_invalid',
-        `${stepLabel(index, step.name)}invalid configured_props: ${unknown.map((name) => `${name} is not a prop of this component`).join('; ')}`,
+        `${stepLabel(index, step.name)}invalid configured_props: ${unknown.map((name) => `${shorten(name)} is not a prop of this component`).join('; ')}`,
         unknown.map((prop) => ({ prop, message: 'is not a prop of this component' })),
       );
     return { ...resolved, configured: { ...resolved.stored, ...templates } };

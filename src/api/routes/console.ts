@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { notFound } from '../../model/errors.js';
 import { loadConsole } from '../console-assets.js';
+import { quote } from '../../model/quote.js';
 
 /**
  * Scripts and styles from this origin only, no inline script and no eval: an injected `<script>` cannot run and read
@@ -49,7 +50,7 @@ export function consoleRoutes(settings: ConsoleSettings): FastifyPluginAsync {
 
     app.get('/console/:file', { schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 100 }) }) } }, async (request, reply) => {
       const asset = (await loadConsole()).assets.get(request.params.file);
-      if (!asset) throw notFound(`console asset "${request.params.file}"`);
+      if (!asset) throw notFound(`console asset ${quote(request.params.file)}`);
       return secure(reply).header('cache-control', 'public, max-age=31536000, immutable').type(asset.contentType).send(asset.body);
     });
   };
