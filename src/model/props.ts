@@ -47,6 +47,11 @@ function checkScalar(type: string, value: unknown): string | undefined {
   }
 }
 
+/** The first key of an object value that is not one of `known` (dropping it silently would hide a typo). */
+function unknownKey(value: unknown, known: string[]): string | undefined {
+  return isPlainObject(value) ? Object.keys(value).find((key) => !known.includes(key)) : undefined;
+}
+
 /** Longest data store name. */
 const MAX_DATA_STORE_NAME = 200;
 
@@ -211,6 +216,11 @@ export function validateProps(
           fail('must be { intervalSeconds } or { cron } (with an optional timezone)');
           break;
         }
+        const extraKey = unknownKey(value, ['intervalSeconds', 'cron', 'timezone', 'interval_seconds']);
+        if (extraKey !== undefined) {
+          fail(`takes { intervalSeconds } or { cron } (with an optional timezone), not the field ${quote(extraKey)}`);
+          break;
+        }
         // Both is no schedule either: taking one would silently drop the other. (The echoed `interval_seconds` beside
         // a cron is derived from it, so a GET's value sent back still passes.)
         if (isPlainObject(value) && value.cron != null && value.intervalSeconds != null) {
@@ -231,7 +241,9 @@ export function validateProps(
           break;
         }
         const name = dataStoreName(value);
-        if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME} characters, or { name }`);
+        const storeKey = unknownKey(value, ['name']);
+        if (storeKey !== undefined) fail(`takes { name } only, not the field ${quote(storeKey)}`);
+        else if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME} characters, or { name }`);
         else out[prop.name] = name;
         break;
       }
@@ -239,6 +251,8 @@ export function validateProps(
         if (value === undefined || value === null) out[prop.name] = {};
         else if (!isPlainObject(value) || (value.authProvisionId !== undefined && typeof value.authProvisionId !== 'string')) {
           fail('must be { authProvisionId: string }');
+        } else if (unknownKey(value, ['authProvisionId']) !== undefined) {
+          fail(`takes { authProvisionId } only, not the field ${quote(unknownKey(value, ['authProvisionId']))}`);
         } else out[prop.name] = value.authProvisionId === undefined ? {} : { authProvisionId: value.authProvisionId };
         break;
       default: {

@@ -196,6 +196,19 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     expect(step.body.error).toMatch(/^steps\[0\] \("read"\): invalid configured_props: acme names connected account/);
   });
 
+  it('refuses an app prop value with a field besides authProvisionId, as a data_store prop does one besides name', async () => {
+    const acme = await connect(user.api, { api_key: secret('extra-field') });
+    const before = (await user.api.get('/v1/users/me/sources')).body.page_info.total_count;
+    const res = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: acme.id, extra: 1 } } });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      error: 'invalid configured_props: acme takes { authProvisionId } only, not the field "extra"',
+      code: 'props_invalid',
+      details: [{ prop: 'acme', message: 'takes { authProvisionId } only, not the field "extra"' }],
+    });
+    expect((await user.api.get('/v1/users/me/sources')).body.page_info.total_count).toBe(before);
+  });
+
   it('gives $auth to run, the deploy hook and app methods, and a rotation reaches the next run', async () => {
     const first = secret('key-one');
     const acme = await connect(user.api, { api_key: first });

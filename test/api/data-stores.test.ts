@@ -133,6 +133,24 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);
     expect(res.body.details).toEqual([{ prop: 'store', message: 'must name a data store: a string of 1 to 200 characters, or { name }' }]);
+    // A field besides name was dropped silently: a typo such as { name, ttl } deployed as if it were not there.
+    const extra = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: { name: 'x', extra: 1 } } });
+    expect(extra.status).toBe(422);
+    expect(extra.body).toEqual({
+      error: 'invalid configured_props: store takes { name } only, not the field "extra"',
+      code: 'props_invalid',
+      details: [{ prop: 'store', message: 'takes { name } only, not the field "extra"' }],
+    });
+    const timer = await api.post('/v1/sources', {
+      component_code: `${STORE_SOURCE.replace('props: {', 'props: { timer: "$.interface.timer",')}`,
+      configured_props: { store: 'x', timer: { intervalSeconds: 60, timezon: 'Europe/Paris' } },
+    });
+    expect(timer.status).toBe(422);
+    expect(timer.body.details).toEqual([
+      { prop: 'timer', message: 'takes { intervalSeconds } or { cron } (with an optional timezone), not the field "timezon"' },
+    ]);
+    const named = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: { name: 'x' } } });
+    expect([named.status, named.body.data.configured_props]).toEqual([200, { store: 'x' }]);
     const missing = await api.post('/v1/sources', { component_code: STORE_SOURCE });
     expect(missing.body.details).toEqual([{ prop: 'store', message: 'is required: the name of a data store (made on first use)' }]);
   });
