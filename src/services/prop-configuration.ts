@@ -12,6 +12,7 @@ import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import { ComputeBilling } from '../commit/usage.js';
 import { quote } from '../model/quote.js';
+import { flawIn, wellFormed } from '../model/storable-text.js';
 
 /**
  * `$auth` of each app prop for the configured values (`{ authProvisionId }`), as `run` would see it. The connected
@@ -46,9 +47,25 @@ export interface ReloadPropsView {
 
 const noAuths: ConfigureAuths = async (_accountId, props) => Object.fromEntries(props.filter((p) => p.type === 'app').map((p) => [p.name, {}]));
 
-function shapeOptions(options: PropOption[]): PropOptionsView['options'] {
-  if (options.every((option) => typeof option === 'string')) return options as string[];
-  return options.map((option) => (typeof option === 'object' ? option : { label: String(option), value: option }));
+function shapeOptions(given: PropOption[], errors: string[]): Pick<PropOptionsView, 'options' | 'errors'> {
+  // A choice whose value holds text the API refuses (an unpaired surrogate, a NUL) could never be deployed: it is
+  // left out, and the answer says so, rather than offered to fail at the deploy.
+  const options: PropOption[] = [];
+  let left = 0;
+  let flaw: string | undefined;
+  for (const option of given) {
+    const found = flawIn(typeof option === 'object' ? option.value : option, 'value');
+    if (found) {
+      left++;
+      flaw ??= found.flaw;
+      // A label is only shown: one that is not well-formed text shows U+FFFD where its unpaired surrogates were.
+    } else options.push(typeof option === 'object' ? { label: wellFormed(option.label), value: option.value } : option);
+  }
+  const said = left
+    ? [...errors, `${left} of the choices options() gave ${left === 1 ? 'was' : 'were'} left out: a value holds ${flaw}; a deploy refuses such a value`]
+    : errors;
+  if (options.every((option) => typeof option === 'string')) return { options: options as string[], errors: said };
+  return { options: options.map((option) => (typeof option === 'object' ? option : { label: String(option), value: option })), errors: said };
 }
 
 /** `prev_context` is the `context` the previous page returned; a bare string is taken as its `nextPageToken`. */
@@ -88,14 +105,14 @@ export class PropConfigurationService {
       // Static choices are in configurable_props already; they are answered here too, without a worker.
       const problem = await this.accountProblem(accountId, info, body.configured_props ?? {});
       if (problem) return fail(problem);
-      return prop.options ? { options: shapeOptions(prop.options), context: null, errors: [] } : fail(`prop ${quote(propName)} has no options`);
+      return prop.options ? { ...shapeOptions(prop.options, []), context: null } : fail(`prop ${quote(propName)} has no options`);
     }
     const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
     if (typeof request === 'string') return fail(request);
     const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
     const result = await this.runtime.propOptions(request, query);
     await this.compute.bill(accountId, result.cpuMs);
-    return { options: shapeOptions(result.options), context: result.context, errors: result.errors };
+    return { ...shapeOptions(result.options, result.errors), context: result.context };
   }
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */

@@ -145,6 +145,37 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect((await options('repo', { configured_props: { owner: 'x' } })).body.data.errors).toEqual([]);
   });
 
+  it('leaves out choices whose value holds an unpaired surrogate, which a deploy refuses, and says so', async () => {
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = {
+  name: "odd choices",
+  version: "1.0.0",
+  props: {
+    odd: {
+      type: "string",
+      async options() { return ["ok", "half \\uD800", { label: "lone \\uDC00 label", value: "fine" }, { label: "deep", value: { k: ["\\uD83D"] } }]; },
+    },
+  },
+  async run() {},
+};`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const res = await api.post(`/v1/components/${saved.body.data.id}/props/odd/options`, {});
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      options: [
+        { label: 'ok', value: 'ok' },
+        { label: 'lone \uFFFD label', value: 'fine' },
+      ],
+      context: null,
+      errors: ['2 of the choices options() gave were left out: a value holds an unpaired UTF-16 surrogate, which is not text; a deploy refuses such a value'],
+    });
+    // What it offers deploys.
+    const deployed = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { odd: 'fine' } });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    expect(deployed.body.data.configured_props.odd).toBe('fine');
+  });
+
   it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
     const cases: Array<[string, object, string]> = [
       [`/v1/components/${componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
