@@ -48,6 +48,12 @@ const URL_TIMEOUT_MS = 10_000;
 const MAX_CODE_BYTES = 2 * 1024 * 1024;
 /** Registry keys: `app_name_slug-slugified-component-name`. */
 const REGISTRY_KEY = /^[a-z0-9]+(?:_[a-z0-9]+)*-[a-z0-9]+(?:-[a-z0-9]+)*$/;
+/** A SemVer 2.0 version as written: `1.2.0`, `1.2.0-rc.1`, `1.2.0+build.5` (not `v1.2.0` or `=1.2.0`, which semver reads). */
+function isSemanticVersion(version: string): boolean {
+  const parsed = semver.parse(version);
+  return parsed !== null && `${parsed.version}${parsed.build.length ? `+${parsed.build.join('.')}` : ''}` === version;
+}
+
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
 /** The owner id used to load registry components in the sandbox; never an account id. */
@@ -205,12 +211,14 @@ export class ComponentService {
     if (!row.key || !REGISTRY_KEY.test(row.key)) {
       throw unpublishable(`component ${quote(componentId)} needs a key that looks like app_name_slug-slugified-component-name to be published`);
     }
-    if (semver.valid(row.version) !== row.version) throw unpublishable(`version ${quote(row.version)} is not a semantic version (for example 1.2.0)`);
+    if (!isSemanticVersion(row.version)) throw unpublishable(`version ${quote(row.version)} is not a semantic version (for example 1.2.0)`);
     const highest = (await this.highestPublished(accountId, row.key))?.version;
+    // Build metadata (after "+") does not order versions (SemVer 2.0): 1.0.0+b is no greater than 1.0.0+a.
+    const buildOnly = highest !== undefined && highest !== row.version && semver.compare(row.version, highest) === 0;
     const refuse = () =>
       new ServiceError(
         'conflict',
-        `version ${row.version} of ${quote(row.key)} is not greater than the published ${highest ?? row.version}; published versions never change`,
+        `version ${row.version} of ${quote(row.key)} is not greater than the published ${highest ?? row.version}${buildOnly ? ' (build metadata, after "+", does not order versions)' : ''}; published versions never change`,
       );
     if (highest && !semver.gt(row.version, highest)) throw refuse();
     const inserted = await components.insertPublished(this.store.db, {

@@ -192,6 +192,22 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     const deployed = await owner.post('/v1/sources', { key: 'acme-pinger' });
     expect(deployed.body.data.component_id).toBe(v11.id);
 
+    // SemVer 2.0 build metadata is a semantic version; it does not order versions, so a build of the highest is no newer.
+    const build = await save('1.2.0+build.5');
+    const builtPublished = await owner.post(`/v1/components/${build.id}/publish`, {});
+    expect([builtPublished.status, builtPublished.body.data?.version]).toEqual([200, '1.2.0+build.5']);
+    expect((await owner.get('/v1/components/registry/acme-pinger')).body.data.id).toBe(build.id);
+    const rebuilt = await owner.post(`/v1/components/${(await save('1.2.0+build.6')).id}/publish`, {});
+    expect(rebuilt.status).toBe(409);
+    expect(rebuilt.body).toEqual({
+      error:
+        'version 1.2.0+build.6 of "acme-pinger" is not greater than the published 1.2.0+build.5 (build metadata, after "+", does not order versions); published versions never change',
+      code: 'conflict',
+    });
+    const prefixed = await owner.post(`/v1/components/${(await save('v2.0.0')).id}/publish`, {});
+    expect([prefixed.status, prefixed.body.error]).toEqual([422, 'version "v2.0.0" is not a semantic version (for example 1.2.0)']);
+    expect((await owner.post(`/v1/components/${(await save('1.2.1')).id}/publish`, {})).status).toBe(200);
+
     // An account's published key comes before the global registry's, for that account only.
     const shadow = await save('9.0.0', 'http-new-requests');
     expect((await owner.post(`/v1/components/${shadow.id}/publish`, {})).status).toBe(200);
