@@ -2,13 +2,14 @@
 import type { FastifyInstance } from 'fastify';
 import { invalid } from '../model/errors.js';
 import { flawIn } from '../model/storable-text.js';
+import { shorten } from '../model/quote.js';
 
 /** Checks the named parts of every request the plugin serves. */
 export function refuseUnstorableText(app: FastifyInstance, parts: Array<'params' | 'query' | 'body'>): void {
   app.addHook('preValidation', async (request) => {
     for (const part of parts) {
       const found = flawIn(request[part], part);
-      if (found) throw invalid(`${found.where} holds ${found.flaw}`);
+      if (found) throw invalid(`${shorten(found.where)} holds ${found.flaw}`);
     }
   });
 }

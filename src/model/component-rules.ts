@@ -1,13 +1,14 @@
 // What the specification asks of a component beyond loading: an action has `run` and none of a source's parts.
 import type { ComponentInfo } from '../runtime/types.js';
+import { quote } from './quote.js';
 
 /** Why this component breaks the authoring contract, or undefined. A source without `run` is allowed: it emits its triggering event. */
 export function authoringProblem(info: ComponentInfo): string | undefined {
   if (info.type !== 'action') return undefined;
   const name = info.key ?? info.name;
-  if (!info.hasRun) return `action "${name}" has no run method; an action needs one`;
+  if (!info.hasRun) return `action ${quote(name)} has no run method; an action needs one`;
   const hooks = (['deploy', 'activate', 'deactivate'] as const).filter((hook) => info.hooks[hook]);
-  if (hooks.length) return `action "${name}" declares hooks (${hooks.join(', ')}); hooks are for sources`;
-  if (info.dedupe !== undefined) return `action "${name}" declares dedupe; dedupe is for sources`;
+  if (hooks.length) return `action ${quote(name)} declares hooks (${hooks.join(', ')}); hooks are for sources`;
+  if (info.dedupe !== undefined) return `action ${quote(name)} declares dedupe; dedupe is for sources`;
   return undefined;
 }

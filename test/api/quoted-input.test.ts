@@ -73,4 +73,16 @@ describe('long input in error messages', () => {
     expect(field.status).toBe(400);
     expect(field.body.error).toBe(`invalid body: must not have the field "${head('f')}"… (${LONG} characters)`);
   });
+
+  it("a long key on the path to a NUL, and a long action's name", async () => {
+    const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { ['k'.repeat(LONG)]: 'a\u0000' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: `body.configured_props.${'k'.repeat(78)}… (${LONG + 22} characters) holds a NUL character (\\u0000), which no field accepts`,
+      code: 'invalid_request',
+    });
+    const action = await api.post('/v1/components', { component_code: `module.exports = { name: "${'n'.repeat(LONG)}", version: "1.0.0", type: "action" };` });
+    expect(action.status).toBe(422);
+    expect(action.body.error).toBe(`action "${head('n')}"… (${LONG} characters) has no run method; an action needs one`);
+  });
 });
