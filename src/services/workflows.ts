@@ -328,7 +328,7 @@ export class WorkflowService {
       throw new ServiceError(
         'props_invalid',
         `${stepLabel(index, step.name)}invalid configured_props: ${unknown.map((name) => `${shorten(name)} is not a prop of this component`).join('; ')}`,
-        unknown.map((prop) => ({ prop, message: 'is not a prop of this component' })),
+        unknown.map((prop) => ({ prop: shorten(prop), message: 'is not a prop of this component' })),
       );
     return { ...resolved, configured: { ...resolved.stored, ...templates } };
   }

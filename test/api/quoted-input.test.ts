@@ -85,4 +85,18 @@ describe('long input in error messages', () => {
     expect(action.status).toBe(422);
     expect(action.body.error).toBe(`action "${head('n')}"… (${LONG} characters) has no run method; an action needs one`);
   });
+
+  it('a long template prop name of a workflow step, in the message and in details', async () => {
+    const res = await api.post('/v1/workflows', {
+      name: 'x',
+      steps: [{ name: 'a', component_code: STEP, configured_props: { ['t'.repeat(LONG)]: '{{ steps.trigger.event }}' } }],
+    });
+    const name = `${head('t')}… (${LONG} characters)`;
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      error: `step "a": invalid configured_props: ${name} is not a prop of this component`,
+      code: 'props_invalid',
+      details: [{ prop: name, message: 'is not a prop of this component' }],
+    });
+  });
 });
