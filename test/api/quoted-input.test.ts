@@ -94,7 +94,7 @@ describe('long input in error messages', () => {
     const name = `${head('t')}… (${LONG} characters)`;
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      error: `step "a": invalid configured_props: ${name} is not a prop of this component`,
+      error: `steps[0] ("a"): invalid configured_props: ${name} is not a prop of this component`,
       code: 'props_invalid',
       details: [{ prop: name, message: 'is not a prop of this component' }],
     });
