@@ -268,7 +268,10 @@ export class WorkflowService {
       }
       const info = componentInfo(component);
       if (info.type !== 'action') {
-        throw new ServiceError('component_invalid', `${stepLabel(i, step.name)}component ${quote(component.id)} is a source; a step is an action or a code step`);
+        throw new ServiceError(
+          'component_invalid',
+          `${stepLabel(i, step.name)}component ${quote(component.id)} is a source; a step is an action or a code step`,
+        );
       }
       // What was stored for this step and component: secrets kept by their placeholder, and the props it added.
       const kept = await this.keptStep(previous, step.name, component);

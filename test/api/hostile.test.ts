@@ -40,6 +40,20 @@ async function packageRegistry(manifest: { name: string; version: string; depend
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
+/** Runs `use` with npm's registry set to a local one serving `manifest` (packageRegistry), then sets it back. */
+async function withPackageRegistry(manifest: { name: string; version: string; dependencies: Record<string, string> }, use: () => Promise<void>) {
+  const registry = await packageRegistry(manifest);
+  const previous = process.env.npm_config_registry;
+  process.env.npm_config_registry = registry.url;
+  try {
+    await use();
+  } finally {
+    if (previous === undefined) delete process.env.npm_config_registry;
+    else process.env.npm_config_registry = previous;
+    await registry.close();
+  }
+}
+
 /** What a run left behind: the events it emitted, or the error on its $errors stream. */
 interface Aftermath {
   emitted: unknown[];
@@ -88,6 +102,19 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       { what: 'the attack to finish' },
     );
     return { emitted: settled.emitted, error: settled.errors[0]?.event.error };
+  }
+
+  /** Deploys `code` (an HTTP source) for the attacker; when it deploys, runs it once and takes what it emitted first. */
+  async function deployAndRunOnce(code: string): Promise<{ created: { status: number; body: { error?: string } }; emitted: unknown }> {
+    const created = await attacker.post('/v1/sources', { component_code: code });
+    if (created.status !== 200) return { created, emitted: undefined };
+    await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
+    const events = await waitFor(
+      () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
+      (r) => r.body.data?.length > 0,
+      { what: 'the attack to run' },
+    );
+    return { created, emitted: events.body.data[0].event };
   }
 
   /** The victim's source still runs, keeps its db, and sees no pollution; the server is healthy. */
@@ -261,36 +288,19 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     // that does not run as root runs its workers as its own user, and the same link to its data folder opens the
     // database and the secret key.
     const name = `tributary-links-out-${dialect}`;
-    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'system-folder': 'file:/etc' } });
-    const previous = process.env.npm_config_registry;
-    process.env.npm_config_registry = registry.url;
-    try {
+    await withPackageRegistry({ name, version: '1.0.0', dependencies: { 'system-folder': 'file:/etc' } }, async () => {
       const link = path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`, 'node_modules', 'system-folder');
       const code = `require("${name}@1.0.0"); const fs = require("fs");
         module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run() {
           const read = (file) => { try { return fs.readFileSync(file, "utf8").includes("root:"); } catch (error) { return error.code; } };
           this.$emit({ direct: read("/etc/passwd"), linked: read(${JSON.stringify(`${link}/passwd`)}) }); } };`;
-      const created = await attacker.post('/v1/sources', { component_code: code });
-      let emitted: unknown;
-      if (created.status === 200) {
-        await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
-        const events = await waitFor(
-          () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
-          (r) => r.body.data?.length > 0,
-          { what: 'the attack to run' },
-        );
-        emitted = events.body.data[0].event;
-      }
+      const { created, emitted } = await deployAndRunOnce(code);
       expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
       expect(created.body.error).toBe(
         `could not install npm package "${name}@1.0.0": its node_modules/system-folder links outside its install folder, where components may not read (a file: dependency?)`,
       );
       expect(fs.existsSync(path.dirname(path.dirname(link)))).toBe(false);
-    } finally {
-      if (previous === undefined) delete process.env.npm_config_registry;
-      else process.env.npm_config_registry = previous;
-      await registry.close();
-    }
+    });
     await victimUnharmed();
   });
 
@@ -319,26 +329,13 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       spec = `git+file://${sourceDir}`;
     }
     const name = `tributary-unpacks-${kind}-${dialect}`;
-    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'server-archive': spec } });
-    const previous = process.env.npm_config_registry;
-    process.env.npm_config_registry = registry.url;
-    try {
+    await withPackageRegistry({ name, version: '1.0.0', dependencies: { 'server-archive': spec } }, async () => {
       const folder = path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`);
       const code = `require("${name}@1.0.0"); const fs = require("fs");
         module.exports = { name: "attacker", version: "1.0.0", props: { http: "$.interface.http" }, async run() {
           let read; try { read = fs.readFileSync(${JSON.stringify(`${folder}/node_modules/server-archive/secret.txt`)}, "utf8"); } catch (error) { read = error.code; }
           this.$emit({ read }); } };`;
-      const created = await attacker.post('/v1/sources', { component_code: code });
-      let emitted: unknown;
-      if (created.status === 200) {
-        await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
-        const events = await waitFor(
-          () => attacker.get(`/v1/sources/${created.body.data.id}/event_summaries?expand=event`),
-          (r) => r.body.data?.length > 0,
-          { what: 'the attack to run' },
-        );
-        emitted = events.body.data[0].event;
-      }
+      const { created, emitted } = await deployAndRunOnce(code);
       expect({ status: created.status, emitted }).toEqual({ status: 422, emitted: undefined });
       // git may not even clone it (it may use no transport during installs); an archive is unpacked, then refused.
       expect(created.body.error).toBe(
@@ -347,11 +344,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
           : `could not install npm package "${name}@1.0.0": a package in its dependency tree is a git repository (file), not from the registry (only registry packages are installed)`,
       );
       expect(fs.existsSync(folder)).toBe(false);
-    } finally {
-      if (previous === undefined) delete process.env.npm_config_registry;
-      else process.env.npm_config_registry = previous;
-      await registry.close();
-    }
+    });
     await victimUnharmed();
   });
 
@@ -373,23 +366,20 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
     const spec = specFor((internal.address() as AddressInfo).port);
     const name = `tributary-fetches-${createHash('sha1').update(spec).digest('hex').slice(0, 8)}-${dialect}`;
-    const registry = await packageRegistry({ name, version: '1.0.0', dependencies: { 'internal-data': spec } });
-    const previous = process.env.npm_config_registry;
-    process.env.npm_config_registry = registry.url;
     try {
-      const code = `const data = require("${name}@1.0.0"); module.exports = { name: "attacker", version: "1.0.0", async run() { this.$emit(data); } };`;
-      const created = await attacker.post('/v1/sources', { component_code: code });
-      expect({ status: created.status, connections }).toEqual({ status: 422, connections: 0 });
-      expect(created.body.error).toMatch(
-        new RegExp(
-          `^could not install npm package "${name}@1\\.0\\.0": a package in its dependency tree is (fetched from "[^"]+"|a git repository \\([\\w+-]+\\)), not from the registry \\(only registry packages are installed\\)$`,
-        ),
-      );
-      expect(fs.existsSync(path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`))).toBe(false);
+      await withPackageRegistry({ name, version: '1.0.0', dependencies: { 'internal-data': spec } }, async () => {
+        const code = `const data = require("${name}@1.0.0"); module.exports = { name: "attacker", version: "1.0.0", async run() { this.$emit(data); } };`;
+        const created = await attacker.post('/v1/sources', { component_code: code });
+        expect({ status: created.status, connections }).toEqual({ status: 422, connections: 0 });
+        expect(created.body.error).toMatch(
+          new RegExp(
+            `^could not install npm package "${name}@1\\.0\\.0": a package in its dependency tree is (fetched from "[^"]+"|a git repository \\([\\w+-]+\\)), not from the registry \\(only registry packages are installed\\)$`,
+          ),
+        );
+        expect(fs.existsSync(path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`))).toBe(false);
+      });
     } finally {
-      if (previous === undefined) delete process.env.npm_config_registry;
-      else process.env.npm_config_registry = previous;
-      await Promise.all([registry.close(), new Promise((resolve) => internal.close(resolve))]);
+      await new Promise((resolve) => internal.close(resolve));
     }
     await victimUnharmed();
   });

@@ -17,13 +17,12 @@ export interface TestRuntime {
   close(): Promise<void>;
 }
 
-export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' | 'dataDir'>> = {}, parentDir = os.tmpdir()): TestRuntime {
-  const dataDir = fs.mkdtempSync(path.join(parentDir, 'tributary-runtime-'));
-  const logs: LogRecord[] = [];
+/** A runtime on `dataDir` whose log lines go to `logs`. */
+function runtimeOn(dataDir: string, logs: LogRecord[], overrides: Partial<Omit<RuntimeOptions, 'logger' | 'dataDir'>>): ComponentRuntime {
   const at = (level: LogRecord['level']) => (obj: object, msg?: string) => {
     logs.push({ level, obj: obj as Record<string, unknown>, msg });
   };
-  const runtime = new ComponentRuntime({
+  return new ComponentRuntime({
     dataDir,
     workerMemoryMb: 64,
     poolSize: 2,
@@ -31,6 +30,12 @@ export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' |
     logger: { info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') },
     ...overrides,
   });
+}
+
+export function createRuntime(overrides: Partial<Omit<RuntimeOptions, 'logger' | 'dataDir'>> = {}, parentDir = os.tmpdir()): TestRuntime {
+  const dataDir = fs.mkdtempSync(path.join(parentDir, 'tributary-runtime-'));
+  const logs: LogRecord[] = [];
+  const runtime = runtimeOn(dataDir, logs, overrides);
   return {
     runtime,
     dataDir,
@@ -72,4 +77,10 @@ export async function runCode(
 /** A CommonJS source whose run body is `body` (inside `async run(event) { … }`). */
 export function source(body: string, extra = ''): string {
   return `module.exports = { name: "test source", version: "0.0.1", ${extra} async run(event) { ${body} } };`;
+}
+
+/** Another runtime on the data folder of `t`, as after a restart or an upgrade (one worker); close it when done. */
+export function reopenRuntime(t: Pick<TestRuntime, 'dataDir'>): { runtime: ComponentRuntime; logs: LogRecord[] } {
+  const logs: LogRecord[] = [];
+  return { runtime: runtimeOn(t.dataDir, logs, { poolSize: 1 }), logs };
 }

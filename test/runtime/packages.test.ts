@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ComponentLoadError, ComponentRuntime, type InstallProgress } from '../../src/runtime/index.js';
-import { createRuntime, request, type TestRuntime } from './helpers.js';
+import { ComponentLoadError, type InstallProgress } from '../../src/runtime/index.js';
+import { createRuntime, reopenRuntime, request, type TestRuntime } from './helpers.js';
 
 let t: TestRuntime;
 beforeAll(() => {
@@ -59,20 +59,12 @@ describe('npm packages', () => {
   });
 
   it('does not run npm for an installed pinned version after a restart', async () => {
-    const logs: string[] = [];
-    const log = (_: object, msg?: string) => void logs.push(msg ?? '');
-    const restarted = new ComponentRuntime({
-      dataDir: t.dataDir,
-      workerMemoryMb: 64,
-      poolSize: 1,
-      loadTimeoutMs: 10_000,
-      logger: { info: log, warn: log, error: log, debug: log },
-    });
+    const { runtime: restarted, logs } = reopenRuntime(t);
     try {
       const prepared = await restarted.prepare(
         'const isOdd = require("is-odd@3.0.1/index.js"); module.exports = { name: "x", version: "1", run() { this.$emit(isOdd(1)); } };',
       );
-      expect(logs).not.toContain('running npm');
+      expect(logs.map((l) => l.msg)).not.toContain('running npm');
       const result = await restarted.invoke(request('acct_pkg', prepared));
       expect(result.outcomes[0]!.emits).toEqual([{ event: true }]);
     } finally {
@@ -94,15 +86,7 @@ describe('npm packages', () => {
       const { checks: _, ...older } = JSON.parse(fs.readFileSync(marker, 'utf8'));
       fs.writeFileSync(marker, JSON.stringify(older));
     }
-    const logs: { msg?: string; obj: object }[] = [];
-    const log = (obj: object, msg?: string) => void logs.push({ obj, msg });
-    const restarted = new ComponentRuntime({
-      dataDir: t.dataDir,
-      workerMemoryMb: 64,
-      poolSize: 1,
-      loadTimeoutMs: 10_000,
-      logger: { info: log, warn: log, error: log, debug: log },
-    });
+    const { runtime: restarted, logs } = reopenRuntime(t);
     try {
       const reader = code(`const fs = require("node:fs");
         let seen; try { seen = fs.readFileSync(${JSON.stringify(path.join(planted, 'secret.txt'))}, "utf8"); } catch (e) { seen = e.code; }`).replace(
@@ -242,9 +226,7 @@ describe('npm packages', () => {
       fs.appendFileSync(prepared.artifactPath, '\n// made before\n');
     }
     // A fresh runtime on the same data directory, as after an upgrade (this one remembers what it prepared).
-    const quiet = () => {};
-    const logger = { info: quiet, warn: quiet, error: quiet, debug: quiet };
-    const restarted = new ComponentRuntime({ dataDir: t.dataDir, workerMemoryMb: 64, poolSize: 1, loadTimeoutMs: 10_000, logger });
+    const { runtime: restarted } = reopenRuntime(t);
     try {
       await restarted.prepare(cjs);
       await restarted.prepare(esm);
