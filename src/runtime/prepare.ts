@@ -1,5 +1,5 @@
 // Checks and bundles a component's code without running it: imports resolved, packages installed, one loadable file written.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
@@ -161,7 +161,8 @@ export class Preparer {
 
   /** `onProgress` hears each npm package the code imports being resolved and installed, or found in the cache. */
   prepare(code: string, onProgress?: InstallListener): Promise<PreparedComponent> {
-    const codeHash = this.names.code(code);
+    // The code's SHA-256 is what the API shows (`code_hash`); its bundle's file name is a keyed hash (bundle-names.ts).
+    const codeHash = createHash('sha256').update(code).digest('hex');
     const known = this.remembered.get(codeHash);
     if (known) {
       if (onProgress) reportCached(known.packages, onProgress);
@@ -194,8 +195,9 @@ export class Preparer {
   }
 
   private async prepareHash(code: string, codeHash: string, report: InstallListener): Promise<PreparedComponent> {
-    const artifactPath = path.join(this.codeDir, `${codeHash}.cjs`);
-    const manifestPath = path.join(this.codeDir, `${codeHash}.json`);
+    const bundleName = this.names.code(code);
+    const artifactPath = path.join(this.codeDir, `${bundleName}.cjs`);
+    const manifestPath = path.join(this.codeDir, `${bundleName}.json`);
     let cached = await this.readManifest(artifactPath, manifestPath);
     if (cached && cached.interop !== INTEROP) {
       // Made before ES modules got Node's interop: only an ES module's bundle reads differently now, and only it is
