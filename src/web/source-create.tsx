@@ -1,6 +1,6 @@
 // Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { describeErrorWithDetails, get, post } from './api';
+import { ApiError, describeErrorWithDetails, get, post } from './api';
 import { InstallProgressView, useInstallProgress } from './install-progress';
 import { useNotify } from './notices';
 import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
@@ -21,6 +21,8 @@ export function SourceCreate() {
   const [component, setComponent] = useState<Component | undefined>(undefined);
   const [loadError, setLoadError] = useState<string | undefined>(undefined);
   const [name, setName] = useState('');
+  /** The server's 400 about the source's name (longer than 200 characters), shown on that field. */
+  const [nameError, setNameError] = useState<string | undefined>(undefined);
   const [raw, setRaw] = useState<RawValues>({});
   const errors = useFormErrors();
   const [busy, setBusy] = useState(false);
@@ -80,7 +82,11 @@ export function SourceCreate() {
       notify({ kind: 'ok', text: `Deployed ${answer.data.name}.` });
       navigate('sources', answer.data.id);
     } catch (failure) {
-      const { fields, general } = errorsFromServer(failure, propList.props);
+      // A 400 naming the body's `name` is about the Source name field, not a prop: shown there, which gets the focus.
+      const aboutName = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field === 'name') : undefined;
+      setNameError(aboutName ? `Source name ${aboutName.message ?? 'is invalid'}` : undefined);
+      const onlyName = aboutName !== undefined && (failure as ApiError).details.length === 1;
+      const { fields, general } = onlyName ? { fields: {}, general: undefined } : errorsFromServer(failure, propList.props);
       errors.show(fields, general, REFUSED_MARKED);
       focusFirstInvalid(form);
     } finally {
@@ -159,7 +165,20 @@ export function SourceCreate() {
           </h2>
           <div class="field">
             <label for="source-name">Source name</label>
-            <input id="source-name" value={name} placeholder="defaults to the component's name" onInput={(e) => setName(e.currentTarget.value)} />
+            <input
+              id="source-name"
+              value={name}
+              placeholder="defaults to the component's name"
+              aria-invalid={nameError ? 'true' : undefined}
+              aria-describedby="source-name-error"
+              onInput={(e) => {
+                setName(e.currentTarget.value);
+                setNameError(undefined);
+              }}
+            />
+            <p id="source-name-error" class="field-error" role={nameError ? 'alert' : undefined}>
+              {nameError ?? ''}
+            </p>
           </div>
           <PropFields
             componentId={component.id}

@@ -137,6 +137,35 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.context().close();
   });
 
+  it("shows the server's 400 on a source's name on the Source name field, keeps what was typed, and drops it when the name is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
+    await signIn(page, user.apiKey);
+    await page.getByLabel('Component code').fill(SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Checked/ }).waitFor();
+    const name = page.getByLabel('Source name');
+    await name.fill('n'.repeat(201));
+    await page.getByLabel('Count').fill('3');
+    await page.getByLabel('Size').fill('4');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    // It was said above Deploy only, the name not marked and the focus left on the button.
+    await waitForText(page.locator('#source-name-error'), 'Source name must NOT have more than 200 characters');
+    expect(await name.getAttribute('aria-invalid')).toBe('true');
+    await waitForFocus(page, '#source-name');
+    expect(await page.locator('form[aria-labelledby="configure-title"] > p.field-error').textContent()).toBe('');
+    expect(await page.getByLabel('Count').inputValue()).toBe('3');
+    await name.fill('short name');
+    await page.locator('#source-name-error:empty').waitFor({ state: 'attached' });
+    expect(await name.getAttribute('aria-invalid')).toBeNull();
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'short name' }).waitFor();
+    expect((await api.get('/v1/users/me/sources')).body.data.map((s: any) => s.name)).toEqual(['short name']);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('checks the ids of a range of events to delete before asking to confirm, on their fields', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);

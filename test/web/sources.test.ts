@@ -732,10 +732,10 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     expect(await unlabelled()).toEqual([]);
     await page.getByLabel('Source name').fill('x'.repeat(201));
     await page.getByRole('button', { name: 'Deploy' }).click();
-    // The server's reason, once (its details repeat it).
+    // The server's reason, once (its details repeat it), on the field it names, which gets the focus.
     await waitForText(page.locator('.field-error[role="alert"]'), /name must NOT have more than 200 characters/);
-    expect(await page.locator('.field-error[role="alert"]').textContent()).toBe('invalid body: name must NOT have more than 200 characters');
-    await waitForFocus(page, 'button', /^Deploy$/);
+    expect(await page.locator('.field-error[role="alert"]').textContent()).toBe('Source name must NOT have more than 200 characters');
+    await waitForFocus(page, '#source-name');
     await page.getByLabel('Source name').fill('from-registry');
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'from-registry', level: 1 }).waitFor();
