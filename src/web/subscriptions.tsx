@@ -76,7 +76,10 @@ export function SubscriptionsPage() {
       // An emitter or listener not found ('emitter "dc_x" not found') is shown on its field; anything else above the button.
       const said = failure instanceof ApiError ? failure.message : describeError(failure);
       const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
+      // A 400 names the query's field (an event_name longer than 200 characters): shown on that field too.
+      const field = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form)?.field : undefined;
       if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
+      else if (field) errors.show({ [field]: said }, undefined, '');
       else errors.show({}, said, '');
       focusFirstInvalid(formElement);
     }
@@ -181,13 +184,21 @@ export function SubscriptionsPage() {
             value={form.event_name}
             list="sub-streams"
             placeholder="empty: the default stream; or default, $errors, $logs, a channel"
-            onInput={(e) => setForm({ ...form, event_name: e.currentTarget.value })}
+            onInput={(e) => {
+              setForm({ ...form, event_name: e.currentTarget.value });
+              errors.edited('event_name');
+            }}
+            aria-invalid={errors.fields.event_name ? 'true' : undefined}
+            aria-describedby="sub-event-error"
           />
           <datalist id="sub-streams">
             <option value="default" />
             <option value="$errors" />
             <option value="$logs" />
           </datalist>
+          <p id="sub-event-error" class="field-error" role={errors.fields.event_name ? 'alert' : undefined}>
+            {errors.fields.event_name ?? ''}
+          </p>
         </div>
         <div class="field">
           <label for="sub-listener">Listener</label>

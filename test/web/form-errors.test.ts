@@ -230,6 +230,32 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.context().close();
   });
 
+  it("shows a subscription's 400 on its stream on the Stream field, and drops it when the stream is edited", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}&name=sink`)).body.data;
+    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
+    await signIn(page, user.apiKey);
+    await page.getByLabel('Emitter').fill('dc_*');
+    await page.getByLabel('Listener').fill(hook.id);
+    const stream = page.getByLabel('Stream');
+    await stream.fill('s'.repeat(201));
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    // It was said above Subscribe only, with no field marked and the focus left on the button.
+    await waitForText(page.locator('#sub-event-error'), 'event_name must NOT have more than 200 characters');
+    expect(await stream.getAttribute('aria-invalid')).toBe('true');
+    await waitForFocus(page, '#sub-event');
+    expect(await page.getByLabel('Emitter').inputValue()).toBe('dc_*');
+    await stream.fill('orders');
+    await page.locator('#sub-event-error:empty').waitFor({ state: 'attached' });
+    expect(await stream.getAttribute('aria-invalid')).toBeNull();
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    await page.getByRole('row').filter({ hasText: 'orders' }).waitFor();
+    expect((await api.get('/v1/users/me/subscriptions')).body.data.map((s: any) => s.event_name)).toEqual(['orders']);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('marks the pasted code or registry key the server refused, and drops the reason when that field is edited', async () => {
     const user = await server.createUser();
     const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
