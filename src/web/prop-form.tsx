@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, describeError, post } from './api';
 import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
+import { useBusy } from './use-busy';
 
 /** What the inputs hold, as text (or a checkbox's state), by prop name; a timer keeps `<name>.mode` and `<name>.timezone` beside its value. */
 export type RawValues = Record<string, string | boolean>;
@@ -321,32 +322,31 @@ function RemoteOptions(props: {
   const [context, setContext] = useState<unknown>(null);
   const [page, setPage] = useState(0);
   const [problem, setProblem] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  // aria-disabled while loading, not disabled: a disabled button drops the keyboard focus to the document.
+  const { busy, run } = useBusy();
 
-  const load = async (more: boolean) => {
-    setBusy(true);
-    setProblem(undefined);
-    try {
-      const { values } = collectValues(
-        allProps.filter((p) => p.name !== prop.name),
-        raw,
-      );
-      const next = more ? page + 1 : 0;
-      const answer = await post<{ data: { options: unknown[]; context: unknown; errors: string[] } }>(
-        `/components/${encodeURIComponent(componentId)}/props/${encodeURIComponent(prop.name)}/options`,
-        { configured_props: values, page: next, prev_context: more ? context : {} },
-      );
-      const loaded = answer.data.options.map(toChoice);
-      setChoices(more ? [...(choices ?? []), ...loaded] : loaded);
-      setContext(answer.data.context);
-      setPage(next);
-      if (answer.data.errors.length) setProblem(answer.data.errors.join('; '));
-    } catch (failure) {
-      setProblem(describeError(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const load = (more: boolean) =>
+    run(async () => {
+      setProblem(undefined);
+      try {
+        const { values } = collectValues(
+          allProps.filter((p) => p.name !== prop.name),
+          raw,
+        );
+        const next = more ? page + 1 : 0;
+        const answer = await post<{ data: { options: unknown[]; context: unknown; errors: string[] } }>(
+          `/components/${encodeURIComponent(componentId)}/props/${encodeURIComponent(prop.name)}/options`,
+          { configured_props: values, page: next, prev_context: more ? context : {} },
+        );
+        const loaded = answer.data.options.map(toChoice);
+        setChoices(more ? [...(choices ?? []), ...loaded] : loaded);
+        setContext(answer.data.context);
+        setPage(next);
+        if (answer.data.errors.length) setProblem(answer.data.errors.join('; '));
+      } catch (failure) {
+        setProblem(describeError(failure));
+      }
+    });
 
   const list = choices ?? [];
   const current = text && !list.some((c) => c.value === text) ? [{ label: text, value: text }] : [];
@@ -361,11 +361,11 @@ function RemoteOptions(props: {
             </option>
           ))}
         </select>
-        <button type="button" onClick={() => load(false)} disabled={busy} aria-label={`Load choices for ${labelOf(prop)}`}>
+        <button type="button" onClick={() => load(false)} aria-disabled={busy ? 'true' : undefined} aria-label={`Load choices for ${labelOf(prop)}`}>
           {busy ? 'Loading…' : choices === undefined ? 'Load choices' : 'Reload'}
         </button>
         {context !== null && context !== undefined && (
-          <button type="button" onClick={() => load(true)} disabled={busy}>
+          <button type="button" onClick={() => load(true)} aria-disabled={busy ? 'true' : undefined}>
             More
           </button>
         )}

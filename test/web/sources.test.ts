@@ -204,6 +204,28 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it("keeps the keyboard focus on Load choices while an async options() prop's choices load", async () => {
+    const user = await server.createUser();
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
+    await signIn(page, user.apiKey);
+    await page.getByLabel('Component code').fill(FORM_SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Form Showcase/ }).waitFor();
+    const load = page.getByRole('button', { name: 'Load choices for Flavour' });
+    await load.focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Flavour').locator('option', { hasText: 'mint-0' }).waitFor({ state: 'attached' });
+    // The button was disabled while the choices loaded, which dropped the focus to the document: the next Tab began
+    // again at the top of the page.
+    await waitForText(load, 'Reload');
+    await waitForFocus(page, 'button[aria-label="Load choices for Flavour"]');
+    await page.keyboard.press('Enter');
+    await waitForText(load, 'Reload');
+    await waitForFocus(page, 'button[aria-label="Load choices for Flavour"]');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it("shows a component's alert prop as its author's note, asks nothing for it, and deploys", async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
