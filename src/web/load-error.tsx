@@ -12,7 +12,15 @@ export function LoadError(props: { loads: Array<Loaded<unknown>> }) {
     <div class="error" role="alert">
       <p>{failed.error}</p>
       {!failed.missing && (
-        <button type="button" disabled={failed.loading} onClick={() => props.loads.forEach((load) => load.reload())}>
+        // aria-disabled while it reads, not disabled: a disabled button drops the keyboard focus to the document, and a
+        // read that fails again would leave the keyboard user far from the button to press once more.
+        <button
+          type="button"
+          aria-disabled={failed.loading ? 'true' : undefined}
+          onClick={() => {
+            if (!failed.loading) props.loads.forEach((load) => load.reload());
+          }}
+        >
           {failed.loading ? 'Trying…' : 'Try again'}
         </button>
       )}

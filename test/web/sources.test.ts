@@ -496,6 +496,34 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it('keeps the keyboard focus on Try again while it reads the page again, and when that read fails too', async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'still-away' });
+    const { page } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    let reads = 0;
+    const sourceUrl = `**/v1/sources/${source.id}`;
+    await page.route(sourceUrl, (route) => {
+      reads += 1;
+      return route.abort('connectionrefused');
+    });
+    await page.goto(`${server.url}/#/sources/${source.id}`);
+    const tryAgain = page.getByRole('alert').getByRole('button', { name: 'Try again' });
+    await tryAgain.focus();
+    await page.keyboard.press('Enter');
+    await waitFor(
+      async () => reads,
+      (n) => n >= 2,
+    );
+    await tryAgain.waitFor();
+    // The button was disabled while it read, which dropped the focus: the next Enter pressed nothing.
+    await waitForFocus(page, '.error button', /^Try again$/);
+    await page.unroute(sourceUrl);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'still-away' }).waitFor();
+    await page.context().close();
+  });
+
   it('after Run now, says what became of the run and links to the event it emitted or to its error', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
