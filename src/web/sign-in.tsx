@@ -18,6 +18,7 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
       setError('Enter your API key.');
       return;
     }
+    if (busy) return;
     setBusy(true);
     try {
       await api('GET', '/users/me', undefined, trimmed);
@@ -25,6 +26,8 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
       props.onSignedIn();
     } catch (failure) {
       setError(failure instanceof ApiError && failure.status === 401 ? `That key was not accepted: ${failure.message}.` : describeError(failure));
+      // The key is what to fix (or to send again): the focus goes back to it, wherever Sign in was pressed from.
+      field.current?.focus();
     } finally {
       setBusy(false);
     }
@@ -62,7 +65,8 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
         <p id="api-key-error" class="field-error" role={error ? 'alert' : undefined}>
           {error ?? ''}
         </p>
-        <button type="submit" disabled={busy}>
+        {/* aria-disabled rather than disabled while busy: a disabled button drops the keyboard focus to the document. */}
+        <button type="submit" aria-disabled={busy ? 'true' : undefined}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>

@@ -98,6 +98,25 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it('gives the key field the focus back when a key pressed in from the Sign in button is refused', async () => {
+    const user = await server.createUser();
+    const { page, problems } = await openConsole(browser, server.url);
+    await waitForFocus(page, '#api-key');
+    await page.keyboard.type('trb_not-a-key');
+    await page.keyboard.press('Tab');
+    await waitForFocus(page, 'button[type="submit"]', /^Sign in$/);
+    await page.keyboard.press('Enter');
+    await waitForText(page.locator('#api-key-error'), 'That key was not accepted');
+    // The button was disabled while the key was checked, which dropped the focus to the document.
+    await waitForFocus(page, '#api-key');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type(user.apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('lists deployed sources with their type, state, last event and a sparkline of events per minute', async () => {
     const user = await server.createUser();
     const http = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'incoming' });
