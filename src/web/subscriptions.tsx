@@ -8,6 +8,7 @@ import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { useFormErrors } from './field-errors';
 import { focusFirstInvalid } from './prop-form';
+import { useBusy } from './use-busy';
 
 /** What an id may name here, with the name to show (a webhook without a name shows its URL). */
 interface Named {
@@ -51,6 +52,8 @@ export function SubscriptionsPage() {
   const [form, setForm] = useState({ emitter_id: '', listener_id: '', event_name: '' });
   const errors = useFormErrors();
   const [deleting, setDeleting] = useState<Subscription | undefined>(undefined);
+  // One POST per press: a double click of Subscribe sent two, and said "Subscribed" twice.
+  const subscribing = useBusy();
 
   const create = async (event: Event) => {
     event.preventDefault();
@@ -64,25 +67,27 @@ export function SubscriptionsPage() {
       focusFirstInvalid(formElement);
       return;
     }
-    try {
-      await api(
-        'POST',
-        `/subscriptions${query({ emitter_id: form.emitter_id.trim(), listener_id: form.listener_id.trim(), event_name: form.event_name.trim() || undefined })}`,
-      );
-      notify({ kind: 'ok', text: `Subscribed ${form.listener_id.trim()} to ${form.emitter_id.trim()}.` });
-      setForm({ emitter_id: '', listener_id: '', event_name: '' });
-      await list.reload();
-    } catch (failure) {
-      // An emitter or listener not found ('emitter "dc_x" not found') is shown on its field; anything else above the button.
-      const said = failure instanceof ApiError ? failure.message : describeError(failure);
-      const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
-      // A 400 names the query's field (an event_name longer than 200 characters): shown on that field too.
-      const field = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form)?.field : undefined;
-      if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
-      else if (field) errors.show({ [field]: said }, undefined, '');
-      else errors.show({}, said, '');
-      focusFirstInvalid(formElement);
-    }
+    await subscribing.run(async () => {
+      try {
+        await api(
+          'POST',
+          `/subscriptions${query({ emitter_id: form.emitter_id.trim(), listener_id: form.listener_id.trim(), event_name: form.event_name.trim() || undefined })}`,
+        );
+        notify({ kind: 'ok', text: `Subscribed ${form.listener_id.trim()} to ${form.emitter_id.trim()}.` });
+        setForm({ emitter_id: '', listener_id: '', event_name: '' });
+        await list.reload();
+      } catch (failure) {
+        // An emitter or listener not found ('emitter "dc_x" not found') is shown on its field; anything else above the button.
+        const said = failure instanceof ApiError ? failure.message : describeError(failure);
+        const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
+        // A 400 names the query's field (an event_name longer than 200 characters): shown on that field too.
+        const field = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form)?.field : undefined;
+        if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
+        else if (field) errors.show({ [field]: said }, undefined, '');
+        else errors.show({}, said, '');
+        focusFirstInvalid(formElement);
+      }
+    });
   };
 
   const remove = async (subscription: Subscription) => {
@@ -227,7 +232,9 @@ export function SubscriptionsPage() {
         <p class="field-error" role={errors.summary ? 'alert' : undefined}>
           {errors.summary ?? ''}
         </p>
-        <button type="submit">Subscribe</button>
+        <button type="submit" aria-disabled={subscribing.busy ? 'true' : undefined}>
+          {subscribing.busy ? 'Subscribing…' : 'Subscribe'}
+        </button>
       </form>
       {deleting && (
         <ConfirmDialog

@@ -267,6 +267,28 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it('sends one subscription request on a double click of Subscribe, and says so once', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=once`)).body.data;
+    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
+    await signIn(page, user.apiKey);
+    const creates: string[] = [];
+    page.on('request', (sent) => {
+      if (sent.method() === 'POST' && new URL(sent.url()).pathname === '/v1/subscriptions') creates.push(sent.url());
+    });
+    await page.getByLabel('Emitter').fill('dc_*');
+    await page.getByLabel('Listener').fill(hook.id);
+    // Both presses come before the first answer: each sent its POST, and each said "Subscribed".
+    await page.getByRole('button', { name: 'Subscribe' }).dblclick();
+    await page.getByRole('row').filter({ hasText: hook.id }).waitFor();
+    await page.getByRole('button', { name: 'Subscribe', exact: true }).waitFor();
+    expect(creates).toHaveLength(1);
+    expect(await page.locator('.notice').filter({ hasText: 'Subscribed' }).count()).toBe(1);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('creates webhooks and a subscription, shows each delivery with its status code and next retry, and deletes a webhook', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
