@@ -96,7 +96,9 @@ export function WebhooksPage() {
                   <th scope="row">
                     <a href={href('webhooks', webhook.id)}>{webhook.name || webhook.id}</a>
                   </th>
-                  <td class="summary">{webhook.url}</td>
+                  <td class="url" title={webhook.url}>
+                    {webhook.url}
+                  </td>
                   <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
                   <td>{formatTime(webhook.created_at * 1000)}</td>
                   <td>

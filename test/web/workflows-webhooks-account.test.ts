@@ -267,6 +267,27 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it("keeps a webhook's Delete button in view on a desktop screen, however long its name and URL", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const long = 'hook'.repeat(50);
+    await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/${long}`)}&name=${long}`);
+    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks`);
+    await signIn(page, user.apiKey);
+    const remove = page.getByRole('button', { name: /^Delete webhook / });
+    await remove.waitFor();
+    // The name and URL, each cut short, still pushed the Delete button past the table's edge, to be scrolled to.
+    const wrap = page.locator('.table-wrap');
+    const sizes = await wrap.evaluate((element) => [element.scrollWidth, element.clientWidth]);
+    expect(sizes[0]).toBeLessThanOrEqual(sizes[1]!);
+    const button = (await remove.boundingBox())!;
+    const box = (await wrap.boundingBox())!;
+    expect(button.x + button.width).toBeLessThanOrEqual(box.x + box.width);
+    expect(await page.getByRole('cell', { name: `${receiverUrl}/${long}` }).getAttribute('title')).toBe(`${receiverUrl}/${long}`);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('sends one subscription request on a double click of Subscribe, and says so once', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
