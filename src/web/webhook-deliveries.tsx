@@ -37,7 +37,7 @@ export function WebhookDeliveries(props: { id: string }) {
       </p>
       <h1 id="deliveries-title">Deliveries of {webhook.data?.data.name || props.id}</h1>
       {webhook.data && (
-        <p>
+        <p class="wrap">
           <code>{webhook.data.data.url}</code>
         </p>
       )}

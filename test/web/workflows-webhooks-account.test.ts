@@ -288,6 +288,22 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it("wraps a webhook's long URL on its delivery log rather than widening the page", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const long = 'hook'.repeat(100);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/${long}`)}&name=wide`)).body.data;
+    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks/${hook.id}`);
+    await signIn(page, user.apiKey);
+    await page.getByText(`${receiverUrl}/${long}`).waitFor();
+    // The URL ran on one line past the screen's edge, and the whole page scrolled sideways.
+    expect(await evaluate<number>(page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+      await evaluate<number>(page, 'document.documentElement.clientWidth'),
+    );
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('sends one subscription request on a double click of Subscribe, and says so once', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
