@@ -35,7 +35,10 @@ function IdWithName(props: { id: string; names: Map<string, string> }) {
   const name = props.names.get(props.id);
   return name ? (
     <>
-      {name} <code class="muted">{props.id}</code>
+      <span class="cut" title={name}>
+        {name}
+      </span>{' '}
+      <code class="muted">{props.id}</code>
     </>
   ) : (
     <code>{props.id}</code>
@@ -126,7 +129,11 @@ export function SubscriptionsPage() {
                   <td>
                     <IdWithName id={s.emitter_id} names={names} />
                   </td>
-                  <td>{s.event_name || 'default'}</td>
+                  <td>
+                    <span class="cut" title={s.event_name || 'default'}>
+                      {s.event_name || 'default'}
+                    </span>
+                  </td>
                   <td>
                     <IdWithName id={s.listener_id} names={names} />
                   </td>

@@ -304,6 +304,36 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.context().close();
   });
 
+  it("keeps a subscription's Delete button in view on a desktop screen, however long its emitter's and listener's names and its stream", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const long = 'hook'.repeat(50);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=${long}`)).body.data;
+    const source = (
+      await api.post('/v1/sources', {
+        name: 'source'.repeat(33),
+        component_code: `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`,
+      })
+    ).body.data;
+    await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}&event_name=${'s'.repeat(200)}`);
+    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
+    await signIn(page, user.apiKey);
+    const remove = page.getByRole('button', { name: /^Delete subscription / });
+    await page
+      .getByRole('cell', { name: new RegExp(hook.id) })
+      .getByText(long)
+      .waitFor();
+    // The names ran at full length, pushing the Delete button past the table's edge, to be scrolled to.
+    const wrap = page.locator('.table-wrap');
+    const sizes = await wrap.evaluate((element) => [element.scrollWidth, element.clientWidth]);
+    expect(sizes[0]).toBeLessThanOrEqual(sizes[1]!);
+    const button = (await remove.boundingBox())!;
+    const box = (await wrap.boundingBox())!;
+    expect(button.x + button.width).toBeLessThanOrEqual(box.x + box.width);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('sends one subscription request on a double click of Subscribe, and says so once', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
