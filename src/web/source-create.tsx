@@ -25,7 +25,8 @@ export function SourceCreate() {
   const [nameError, setNameError] = useState<string | undefined>(undefined);
   const [raw, setRaw] = useState<RawValues>({});
   const errors = useFormErrors();
-  const [busy, setBusy] = useState(false);
+  // Which request runs: each button says its own (Deploy said nothing of Load props), and both ignore presses meanwhile.
+  const [busy, setBusy] = useState<'loading' | 'deploying' | undefined>(undefined);
   const progress = useInstallProgress();
   const configureTitle = useRef<HTMLHeadingElement>(null);
   // Why the code or the key was refused is about that field: marked, pointing at the reason, which goes once it is edited.
@@ -43,7 +44,7 @@ export function SourceCreate() {
   const loadComponent = async (event: Event) => {
     event.preventDefault();
     if (busy) return;
-    setBusy(true);
+    setBusy('loading');
     setLoadError(undefined);
     // Saving code installs the npm packages it imports first (a minute, for a large one): the progress route tells each.
     if (origin === 'code') progress.start();
@@ -58,7 +59,7 @@ export function SourceCreate() {
     } catch (failure) {
       setLoadError(describeErrorWithDetails(failure));
     } finally {
-      setBusy(false);
+      setBusy(undefined);
       progress.done();
     }
   };
@@ -74,7 +75,7 @@ export function SourceCreate() {
       focusFirstInvalid(form);
       return;
     }
-    setBusy(true);
+    setBusy('deploying');
     try {
       const body: Record<string, unknown> = { component_id: component.id, configured_props: values };
       if (name.trim()) body.name = name.trim();
@@ -90,7 +91,7 @@ export function SourceCreate() {
       errors.show(fields, general, REFUSED_MARKED);
       focusFirstInvalid(form);
     } finally {
-      setBusy(false);
+      setBusy(undefined);
     }
   };
 
@@ -154,7 +155,7 @@ export function SourceCreate() {
         {/* While busy, aria-disabled rather than disabled: a disabled button loses the focus to the document, where a
             refusal left it (the next Tab started again from the top). */}
         <button type="submit" disabled={origin === 'code' ? !code.trim() : !registryKey.trim()} aria-disabled={busy ? 'true' : undefined}>
-          {busy ? 'Loading props…' : 'Load props'}
+          {busy === 'loading' ? 'Loading props…' : 'Load props'}
         </button>
       </form>
 
@@ -194,7 +195,7 @@ export function SourceCreate() {
             {errors.summary ?? ''}
           </p>
           <button type="submit" aria-disabled={busy ? 'true' : undefined}>
-            {busy ? 'Deploying…' : 'Deploy'}
+            {busy === 'deploying' ? 'Deploying…' : 'Deploy'}
           </button>
         </form>
       )}

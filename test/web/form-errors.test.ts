@@ -166,6 +166,34 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.context().close();
   });
 
+  it('says Deploying… on Deploy alone while a source is deployed, not Loading props… on Load props', async () => {
+    const user = await server.createUser();
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
+    await signIn(page, user.apiKey);
+    await page.getByLabel('Component code').fill(SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Checked/ }).waitFor();
+    await page.getByLabel('Count').fill('3');
+    await page.getByLabel('Size').fill('4');
+    // The deploy is held on its way to the server, so that the page shows what it shows while one runs.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route('**/v1/sources', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('button', { name: 'Deploying…' }).waitFor();
+    // Load props said "Loading props…" though no props were being loaded.
+    expect(await page.locator('form.panel').first().getByRole('button').textContent()).toBe('Load props');
+    release();
+    await page.getByRole('heading', { name: 'Checked' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
   it('checks the ids of a range of events to delete before asking to confirm, on their fields', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
