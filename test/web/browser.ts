@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type Dialect, startTestServer, type TestServer } from '../helpers/server.js';
 
 export const CHROMIUM = process.env.TRIBUTARY_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -99,6 +99,16 @@ export async function waitForFocus(page: Page, selector: string, text?: RegExp):
     .locator(`${selector}:focus`, text ? { hasText: text } : {})
     .first()
     .waitFor();
+}
+
+/** The page's table fits its frame (nothing to scroll sideways to) and `control` is inside it, in view. */
+export async function expectInTable(page: Page, control: Locator): Promise<void> {
+  const wrap = page.locator('.table-wrap');
+  const [scrollWidth, clientWidth] = await wrap.evaluate((element) => [element.scrollWidth, element.clientWidth]);
+  expect(scrollWidth).toBeLessThanOrEqual(clientWidth!);
+  const button = (await control.boundingBox())!;
+  const box = (await wrap.boundingBox())!;
+  expect(button.x + button.width).toBeLessThanOrEqual(box.x + box.width);
 }
 
 /** An expression evaluated in the page (a string, so that the tests need no DOM types). */
