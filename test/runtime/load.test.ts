@@ -1,5 +1,7 @@
 // Preparing and inspecting components: module styles, prop forms, and every way a component can fail to load.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ComponentLoadError, type ComponentInfo } from '../../src/runtime/index.js';
 import { createRuntime, request, source, type TestRuntime } from './helpers.js';
@@ -29,11 +31,12 @@ async function loadError(code: string, accountId = 'acct_load'): Promise<Compone
 }
 
 describe('prepare', () => {
-  it('writes the bundle under <dataDir>/code named by the SHA-256 of the code, once', async () => {
+  it('writes the bundle under <dataDir>/code once, named by a keyed hash, not by the SHA-256 of the code it shows', async () => {
     const code = source('this.$emit(event)');
     const first = await t.runtime.prepare(code);
-    expect(first.codeHash).toMatch(/^[0-9a-f]{64}$/);
-    expect(first.artifactPath).toBe(`${fs.realpathSync(t.dataDir)}/code/${first.codeHash}.cjs`);
+    expect(first.codeHash).toBe(createHash('sha256').update(code).digest('hex'));
+    expect(first.artifactPath).toMatch(new RegExp(`^${fs.realpathSync(t.dataDir)}/code/[0-9a-f]{64}\\.cjs$`));
+    expect(path.basename(first.artifactPath)).not.toBe(`${first.codeHash}.cjs`);
     expect(fs.existsSync(first.artifactPath)).toBe(true);
     expect(first.packages).toEqual({});
     const mtime = fs.statSync(first.artifactPath).mtimeMs;
