@@ -47,9 +47,13 @@ function checkScalar(type: string, value: unknown): string | undefined {
   }
 }
 
-/** The first key of an object value that is not one of `known` (dropping it silently would hide a typo). */
-function unknownKey(value: unknown, known: string[]): string | undefined {
-  return isPlainObject(value) ? Object.keys(value).find((key) => !known.includes(key)) : undefined;
+/**
+ * Why an object value holds a field not among `known` (dropping it silently would hide a typo), or undefined: `takes
+ * <shape>, not the field "<key>"`, naming the first such key.
+ */
+function unknownFieldProblem(value: unknown, known: string[], shape: string): string | undefined {
+  const key = isPlainObject(value) ? Object.keys(value).find((name) => !known.includes(name)) : undefined;
+  return key === undefined ? undefined : `takes ${shape}, not the field ${quote(key)}`;
 }
 
 /** Longest data store name. */
@@ -216,9 +220,13 @@ export function validateProps(
           fail('must be { intervalSeconds } or { cron } (with an optional timezone)');
           break;
         }
-        const extraKey = unknownKey(value, ['intervalSeconds', 'cron', 'timezone', 'interval_seconds']);
-        if (extraKey !== undefined) {
-          fail(`takes { intervalSeconds } or { cron } (with an optional timezone), not the field ${quote(extraKey)}`);
+        const timerProblem = unknownFieldProblem(
+          value,
+          ['intervalSeconds', 'cron', 'timezone', 'interval_seconds'],
+          '{ intervalSeconds } or { cron } (with an optional timezone)',
+        );
+        if (timerProblem !== undefined) {
+          fail(timerProblem);
           break;
         }
         // Both is no schedule either: taking one would silently drop the other. (The echoed `interval_seconds` beside
@@ -241,20 +249,21 @@ export function validateProps(
           break;
         }
         const name = dataStoreName(value);
-        const storeKey = unknownKey(value, ['name']);
-        if (storeKey !== undefined) fail(`takes { name } only, not the field ${quote(storeKey)}`);
+        const storeProblem = unknownFieldProblem(value, ['name'], '{ name } only');
+        if (storeProblem !== undefined) fail(storeProblem);
         else if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME} characters, or { name }`);
         else out[prop.name] = name;
         break;
       }
-      case 'app':
+      case 'app': {
+        const appProblem = unknownFieldProblem(value, ['authProvisionId'], '{ authProvisionId } only');
         if (value === undefined || value === null) out[prop.name] = {};
         else if (!isPlainObject(value) || (value.authProvisionId !== undefined && typeof value.authProvisionId !== 'string')) {
           fail('must be { authProvisionId: string }');
-        } else if (unknownKey(value, ['authProvisionId']) !== undefined) {
-          fail(`takes { authProvisionId } only, not the field ${quote(unknownKey(value, ['authProvisionId']))}`);
-        } else out[prop.name] = value.authProvisionId === undefined ? {} : { authProvisionId: value.authProvisionId };
+        } else if (appProblem !== undefined) fail(appProblem);
+        else out[prop.name] = value.authProvisionId === undefined ? {} : { authProvisionId: value.authProvisionId };
         break;
+      }
       default: {
         if (!SCALAR_TYPES.has(prop.type.replace(/\[\]$/, ''))) {
           fail(`has unsupported type ${prop.type}`);
