@@ -24,7 +24,9 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
         done();
       },
     });
-    nodeA = await startTestServer('postgres', { secretKey: SECRET, allowPrivateNetwork: true });
+    // Node A only answers HTTP: were it a worker too, it could claim the gated run itself, and its delete would wait
+    // for that run to end while the gate waits for the delete.
+    nodeA = await startTestServer('postgres', { role: 'api', secretKey: SECRET, allowPrivateNetwork: true });
     nodeB = await startTestServer(
       'postgres',
       { secretKey: SECRET, allowPrivateNetwork: true, databaseUrl: nodeA.databaseUrl },
