@@ -178,7 +178,7 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
     return cronGapProblems(cron, schedule.cron, rules.minTimerIntervalSeconds);
   }
   const interval = schedule.intervalSeconds;
-  if (typeof interval !== 'number' || !Number.isSafeInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];
+  if (typeof interval !== 'number' || !Number.isInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];
   if (interval < rules.minTimerIntervalSeconds) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
   if (interval > MAX_TIMER_INTERVAL_SECONDS) return [`intervalSeconds must be at most ${MAX_TIMER_INTERVAL_SECONDS} (365 days), got ${interval}`];
   return [];

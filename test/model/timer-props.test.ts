@@ -1,5 +1,6 @@
 // Timer props against the server's shortest interval: intervals and cron expressions alike.
 import { describe, expect, it } from 'vitest';
+import { SETTINGS } from '../../src/config.js';
 import { SecretBox } from '../../src/lib/secrets.js';
 import { validateProps } from '../../src/model/props.js';
 import type { ServiceError } from '../../src/model/errors.js';
@@ -31,5 +32,16 @@ describe('timer props and --min-timer-interval', () => {
     expect(problems({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' }, 3600)).toEqual([]);
     // At the default (15 s) or any setting up to a minute, every cron expression is far enough apart.
     expect(problems({ cron: '* * * * *' }, 60)).toEqual([]);
+  });
+
+  it('says an interval too large to be safe is too long, not that it is no integer', () => {
+    expect(problems({ intervalSeconds: 1e20 }, 15)).toEqual(['intervalSeconds must be at most 31536000 (365 days), got 100000000000000000000']);
+    expect(problems({ intervalSeconds: 1.5e3 + 0.5 }, 15)).toEqual(['intervalSeconds must be an integer, got 1500.5']);
+  });
+
+  it('--min-timer-interval is at most the longest interval, so that some interval is always allowed', () => {
+    const setting = SETTINGS.find((s) => s.flag === '--min-timer-interval');
+    expect(() => setting?.parse?.('31536001')).toThrow('expected an integer from 1 to 31536000, got "31536001"');
+    expect(setting?.parse?.('31536000')).toBe(31536000);
   });
 });
