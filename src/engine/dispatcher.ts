@@ -302,6 +302,11 @@ export class Dispatcher {
           if ((!runAhead || !intake.takesFromMemory(sourceId)) && !(await settle())) return;
           // Switched off (its deactivate() has run): what it has queued waits until it is switched on again.
           if (await this.isInactive(sourceId)) return;
+          // An update, switch-off or delete waits for the source: it goes first, and the drain resumes after it.
+          if (this.locks.hasWaiting(sourceId)) {
+            if (await settle()) this.ready.add(sourceId);
+            return;
+          }
           await intake.waitForFullerBatch(sourceId, previous, perMs);
           let { batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId);
           const now = performance.now();

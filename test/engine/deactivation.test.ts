@@ -4,6 +4,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { client } from '../helpers/client.js';
 import { type Gatekeeper, startGatekeeper } from '../helpers/gatekeeper.js';
 import { waitFor } from '../helpers/wait.js';
+import type { SourceLocks } from '../../src/engine/source-locks.js';
 
 /** Its deactivate() waits at the gate; each run emits the state its hooks last wrote, so a run after deactivate() shows "off". */
 const gatedSource = (gate: string) => `
@@ -69,5 +70,56 @@ describe.each(DIALECTS)('switching a source off on %s', (dialect) => {
     ]);
     const queued = await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', id).execute();
     expect(queued).toEqual([]);
+  });
+
+  it('lets an update through between two batches of a busy source, not once its queue is empty', async () => {
+    // Without the turn, a source whose queue never empties (requests arriving as fast as it runs them) held its
+    // updates, switch-offs and deletes for as long as the requests kept coming.
+    const held = await startGatekeeper();
+    try {
+      const created = await api.post('/v1/sources', {
+        component_code: `export default { name: "labelled", version: "0.0.1",
+          props: { http: "$.interface.http", label: { type: "string" } },
+          async run(event) { await fetch(${JSON.stringify(`${held.url}/gate`)}); this.$emit({ n: event.body.n, label: this.label }); } };`,
+        configured_props: { label: 'before' },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+      const post = (n: number) =>
+        fetch(created.body.data.configured_props.http.endpoint_url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ n }),
+        });
+      expect((await post(1)).status).toBe(200);
+      await waitFor(
+        async () => held.hits.get('/gate') ?? 0,
+        (n) => n === 1,
+        { what: 'the first run at the gate' },
+      );
+      // Queued behind the running batch, in that order: the second request, then the update.
+      expect((await post(2)).status).toBe(200);
+      const updating = api.patch(`/v1/sources/${id}`, { configured_props: { label: 'after' } });
+      // Private to the dispatcher; read here so that the gate opens only once the update is in line.
+      const { locks } = server.running.services.dispatcher as unknown as { locks: SourceLocks };
+      await waitFor(
+        async () => locks.hasWaiting(id),
+        (waiting) => waiting,
+        { what: 'the update to wait for the source' },
+      );
+      held.open();
+      expect((await updating).status).toBe(200);
+      const events = await waitFor(
+        async () => (await api.get(`/v1/sources/${id}/event_summaries?limit=10`)).body.data as Array<{ event: { n: number; label: string } }>,
+        (e) => e.length >= 2,
+        { what: 'both runs' },
+      );
+      expect(events.map((e) => e.event).reverse()).toEqual([
+        { n: 1, label: 'before' },
+        { n: 2, label: 'after' },
+      ]);
+    } finally {
+      await held.close();
+    }
   });
 });
