@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, LIMITED_RESOURCES, type LimitedResource } from './model/account-limits.js';
+import { MAX_TIMER_INTERVAL_SECONDS } from './model/schedules.js';
 import { readKeyFile } from './lib/secrets.js';
 import { checkEgressAllow } from './runtime/worker/egress-rules.js';
 import { FIRST_ACCOUNT_UID, firstUnreachable, resolveWorkerUser } from './runtime/worker-user.js';
@@ -25,6 +26,9 @@ export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
     return value;
   };
 }
+
+/** A timer interval in seconds: from 1 s to the longest interval a timer may have (365 days). */
+export const timerSecs = integer(1, MAX_TIMER_INTERVAL_SECONDS);
 
 /** An integer, or undefined for an empty value (a setting that is off unless given). */
 export function optionalInteger(min: number, max = Number.MAX_SAFE_INTEGER) {

@@ -2,7 +2,6 @@
 import path from 'node:path';
 import { Option } from 'commander';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, formatAccountLimits } from './model/account-limits.js';
-import { MAX_TIMER_INTERVAL_SECONDS } from './model/schedules.js';
 import {
   accountLimits,
   bool,
@@ -14,6 +13,7 @@ import {
   egressList,
   emailAddress,
   integer,
+  timerSecs,
   LOG_LEVELS,
   type LogLevel,
   logLevel,
@@ -241,13 +241,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: 4,
     parse: integer(0, 1000),
   },
-  {
-    key: 'minTimerInterval',
-    flag: '--min-timer-interval',
-    description: 'shortest timer interval, in seconds (cron too)',
-    defaultValue: 15,
-    parse: integer(1, MAX_TIMER_INTERVAL_SECONDS),
-  },
+  { key: 'minTimerInterval', flag: '--min-timer-interval', description: 'shortest timer interval, in seconds (cron too)', defaultValue: 15, parse: timerSecs },
   { key: 'eventRetention', flag: '--event-retention', description: 'events kept per emitter and stream', defaultValue: 100, parse: integer(1, 10_000_000) },
   { key: 'rateLimit', flag: '--rate-limit', description: 'API requests per minute per key (0: no limit)', defaultValue: 1200, parse: integer(0) },
   {
