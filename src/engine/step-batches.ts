@@ -1,6 +1,7 @@
 // Cuts the runs waiting for one step into batches bounded by count and by the size of the step data each carries to the worker.
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
+import { MAX_STEP_BYTES_PER_CALL } from '../runtime/worker/limits.js';
 import type { HeldRun } from './workflow-batch.js';
 
 /**
@@ -9,6 +10,12 @@ import type { HeldRun } from './workflow-batch.js';
  * count alone let 100 runs of 8 MB steps make one message of 800 MB. A run larger than this alone runs alone.
  */
 export const MAX_BATCH_DATA_CHARS = 16 * 1024 * 1024;
+
+/**
+ * Runs of a step's first batch, before what the step returns is known: each may return up to
+ * MAX_STEP_BYTES_PER_CALL, held by the server until the commit, so a first batch of 100 could hold 800 MB.
+ */
+const FIRST_BATCH_RUNS = Math.max(1, Math.floor(MAX_BATCH_DATA_CHARS / MAX_STEP_BYTES_PER_CALL));
 
 /**
  * Takes the next batch off the head of `queue`: at most `count` runs and `maxChars` of their data, at least one run.
@@ -36,12 +43,15 @@ export function holdStepData(held: HeldRun, name: string, data: Record<string, u
 /**
  * Cuts the batches of every (workflow, step) queue, counting for each run the most step data one run got from that
  * step's last batch: a step that exports megabytes fills the server with every run's result before they commit.
+ * A step not seen yet (new, or since the start) runs a small first batch to learn it.
  */
 export class StepBatches {
   private readonly added = new LRUCache<string, number>(countedUpTo(10_000));
 
   take(key: string, queue: HeldRun[], count: number): HeldRun[] {
-    return takeBatch(queue, count, MAX_BATCH_DATA_CHARS, this.added.get(key) ?? 0);
+    const added = this.added.get(key);
+    if (added === undefined) return takeBatch(queue, Math.min(count, FIRST_BATCH_RUNS));
+    return takeBatch(queue, count, MAX_BATCH_DATA_CHARS, added);
   }
 
   /** A batch of queue `key` committed; `addedChars` is the most step data one of its runs got from the step. */

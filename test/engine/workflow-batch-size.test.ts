@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
-import { MAX_BATCH_DATA_CHARS, takeBatch } from '../../src/engine/step-batches.js';
+import { MAX_BATCH_DATA_CHARS, StepBatches, takeBatch } from '../../src/engine/step-batches.js';
 import type { HeldRun } from '../../src/engine/workflow-batch.js';
 import type { InvocationRequest } from '../../src/runtime/types.js';
 
@@ -93,5 +93,19 @@ describe('takeBatch', () => {
     expect(takeBatch(queue, 1, 25).map((h) => h.dataChars)).toEqual([5]);
     expect(takeBatch(queue, 100, 25).map((h) => h.dataChars)).toEqual([5]);
     expect(queue).toEqual([]);
+  });
+});
+
+describe('StepBatches', () => {
+  const held = (dataChars: number) => ({ dataChars }) as HeldRun;
+
+  it('takes a small first batch of a step not seen yet (after a start, a backlog of 100 could return 800 MB), then cuts by what the step returned', () => {
+    const batches = new StepBatches();
+    const queue = Array.from({ length: 30 }, () => held(100));
+    expect(batches.take('p_1#0', queue, 100)).toHaveLength(2);
+    batches.ran('p_1#0', 2 * 1024 * 1024);
+    expect(batches.take('p_1#0', queue, 100)).toHaveLength(7);
+    // Another step is not known by the first one's results.
+    expect(batches.take('p_1#1', queue, 100)).toHaveLength(2);
   });
 });
