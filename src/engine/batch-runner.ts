@@ -26,6 +26,8 @@ import { CommitAttempts } from './commit-attempts.js';
 export interface RanBatch {
   commit(): Promise<void>;
   runAhead: boolean;
+  /** The runs' own time in the worker, together, in milliseconds (0 when nothing ran). */
+  runMs: number;
 }
 
 export interface BatchRunnerOptions {
@@ -81,7 +83,7 @@ export class BatchRunner {
         await invocations.completeInvocations(this.store.db, sourceId, ids, this.leaseOwner);
         ids.forEach(() => this.options.metrics?.invocationRan('skipped', undefined));
       };
-      return { commit, runAhead: false };
+      return { commit, runAhead: false, runMs: 0 };
     }
     const { source, info, account } = runnable;
     const eventsJson = batch.map((b) => b.eventJson);
@@ -157,7 +159,8 @@ export class BatchRunner {
     };
     // A batch that reads a db or data store must see what the previous one writes: it waits for that commit.
     const usesDataStore = info.props.some((p) => p.type === 'data_store');
-    return { commit, runAhead: this.options.soleConsumer && !usesDb && !usesDataStore };
+    const runMs = outcomes.reduce((sum, outcome) => sum + outcome.durationMs, 0);
+    return { commit, runAhead: this.options.soleConsumer && !usesDb && !usesDataStore, runMs };
   }
 
   /**

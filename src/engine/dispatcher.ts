@@ -14,6 +14,7 @@ import type { DatabaseOutageLog } from '../store/outage-log.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { NewInvocation } from '../commit/invocations.js';
 import type { EventRouter } from '../commit/routing.js';
+import { BatchPacing } from './batch-pacing.js';
 import { BatchRunner } from './batch-runner.js';
 import type { InvocationBases } from './invocation-base.js';
 import { InvocationIntake, type IntakeOptions } from './intake.js';
@@ -25,6 +26,8 @@ import type { SourceLocks } from './source-locks.js';
 export type { Responder };
 
 export interface DispatcherOptions extends IntakeOptions {
+  /** Invocations of one source carried by one worker message, at most (fewer when its runs are slow: BatchPacing). */
+  batchSize: number;
   /** Sources run in parallel, at most (one batch per source at a time). */
   concurrency: number;
   /** How long to wait before looking at the queue unasked: for work other nodes left behind or queued unannounced. */
@@ -59,6 +62,7 @@ export class Dispatcher {
   private readonly heldElsewhere = new Map<string, number>();
   /** Sources held elsewhere that this node has readied to run, so that taking one over does not wait for a worker. */
   private readonly readied = new LRUCache<string, true>({ max: 10_000 });
+  private readonly pacing: BatchPacing;
   private readonly responders: Responders;
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
@@ -88,6 +92,7 @@ export class Dispatcher {
     // Embedded, this process makes every change and evicts on it; in a cluster, other nodes' changes age out.
     this.cache = new SourceCache(store, store.dialect === 'sqlite' ? Infinity : 2000);
     this.intake = new InvocationIntake(store, this.responders, options, this.owner);
+    this.pacing = new BatchPacing(options.batchSize);
     const { soleConsumer, leaseMs, retention, router, clock, outages, metrics } = options;
     const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
@@ -307,8 +312,9 @@ export class Dispatcher {
             if (await settle()) this.ready.add(sourceId);
             return;
           }
-          await intake.waitForFullerBatch(sourceId, previous, perMs);
-          let { batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId);
+          const limit = this.pacing.limit(sourceId);
+          await intake.waitForFullerBatch(sourceId, previous, perMs, limit);
+          let { batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId, limit);
           const now = performance.now();
           previous = batch.length;
           perMs = takenAt === undefined ? 0 : batch.length / Math.max(now - takenAt, 0.001);
@@ -316,7 +322,7 @@ export class Dispatcher {
           if (!batch.length && committing) {
             // Nothing more yet: let the previous batch commit, then look once more.
             if (!(await settle())) return;
-            ({ batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId));
+            ({ batch, fromMemory, heldElsewhereUntilMs } = await intake.takeBatch(sourceId, limit));
           }
           if (heldElsewhereUntilMs !== undefined) this.leaveToHolder(sourceId, heldElsewhereUntilMs);
           // This node runs the source now, so it must not leave the source's next work to anyone: the others may
@@ -324,6 +330,7 @@ export class Dispatcher {
           else if (batch.length) this.heldElsewhere.delete(sourceId);
           if (!batch.length) return;
           const ran = await this.runner.run(sourceId, batch, handBack);
+          if (ran) this.pacing.ran(sourceId, batch.length, ran.runMs);
           const invocationIds = batch.map((b) => b.id);
           // The runtime failed and the batch was handed back: try again after the fallback wait, not the lease watch.
           if (!ran) this.lookAfter(this.options.cadence.fallbackMs);
@@ -371,7 +378,7 @@ export class Dispatcher {
           );
           runAhead = ran.runAhead;
           // A short read of the database emptied the queue; work queued since then marks the source ready again.
-          if (!fromMemory && batch.length < this.options.batchSize) return;
+          if (!fromMemory && batch.length < limit) return;
         }
       } finally {
         await settle();

@@ -22,8 +22,6 @@ interface HandedOff extends QueuedInvocation {
 }
 
 export interface IntakeOptions {
-  /** Invocations of one source carried by one worker message. */
-  batchSize: number;
   /**
    * Sole consumer: how long a loaded source's next batch may wait to fill (see waitForFullerBatch); 0 never waits.
    * Each batch costs the server a worker round trip and a commit whatever its size, so under load fewer, larger
@@ -175,10 +173,10 @@ export class InvocationIntake {
    * memory (at most a full batch), or batchWindowMs have passed. Only in memory: a batch read from the database is
    * as large as the backlog anyway. `perMs`: how fast the last batch's invocations arrived.
    */
-  async waitForFullerBatch(sourceId: string, previous: number, perMs: number): Promise<void> {
+  async waitForFullerBatch(sourceId: string, previous: number, perMs: number, limit: number): Promise<void> {
     const windowMs = this.options.batchWindowMs;
     if (windowMs <= 0 || previous < LOADED_BATCH || perMs * windowMs < LOADED_BATCH || !this.takesFromMemory(sourceId)) return;
-    const target = Math.min(previous * 2, this.options.batchSize);
+    const target = Math.min(previous * 2, limit);
     if ((this.handoff.get(sourceId)?.length ?? 0) >= target) return;
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -195,8 +193,7 @@ export class InvocationIntake {
    * The source's next invocations in queue order: from memory, else from the database (leased, unless the sole
    * consumer). `heldElsewhereUntilMs`: none were taken because another node runs the source, until then at least.
    */
-  async takeBatch(sourceId: string): Promise<{ batch: QueuedInvocation[]; fromMemory: boolean; heldElsewhereUntilMs?: number }> {
-    const limit = this.options.batchSize;
+  async takeBatch(sourceId: string, limit: number): Promise<{ batch: QueuedInvocation[]; fromMemory: boolean; heldElsewhereUntilMs?: number }> {
     if (this.takesFromMemory(sourceId)) {
       const queue = this.handoff.get(sourceId);
       if (!queue) return { batch: [], fromMemory: true };
