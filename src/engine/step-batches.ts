@@ -2,6 +2,7 @@
 import { LRUCache } from 'lru-cache';
 import { countedUpTo } from '../lib/cache-bounds.js';
 import { MAX_STEP_BYTES_PER_CALL } from '../runtime/worker/limits.js';
+import { BatchPacing } from './batch-pacing.js';
 import type { HeldRun } from './workflow-batch.js';
 
 /**
@@ -48,14 +49,22 @@ export function holdStepData(held: HeldRun, name: string, data: Record<string, u
 export class StepBatches {
   private readonly added = new LRUCache<string, number>(countedUpTo(10_000));
 
+  /** Per (workflow, step): fewer runs per batch when the step is slow, as a source's batches (see BatchPacing). */
+  private readonly pacing = new BatchPacing(Number.MAX_SAFE_INTEGER);
+
   take(key: string, queue: HeldRun[], count: number): HeldRun[] {
     const added = this.added.get(key);
-    if (added === undefined) return takeBatch(queue, Math.min(count, FIRST_BATCH_RUNS));
-    return takeBatch(queue, count, MAX_BATCH_DATA_CHARS, added);
+    const paced = Math.min(count, this.pacing.limit(key));
+    if (added === undefined) return takeBatch(queue, Math.min(paced, FIRST_BATCH_RUNS));
+    return takeBatch(queue, paced, MAX_BATCH_DATA_CHARS, added);
   }
 
-  /** A batch of queue `key` committed; `addedChars` is the most step data one of its runs got from the step. */
-  ran(key: string, addedChars: number): void {
+  /**
+   * A batch of queue `key` committed: `addedChars` is the most step data one of its runs got from the step, `runMs`
+   * the time its `runs` runs took in the worker together.
+   */
+  ran(key: string, addedChars: number, runs: number, runMs: number): void {
     this.added.set(key, addedChars);
+    this.pacing.ran(key, runs, runMs);
   }
 }

@@ -353,7 +353,8 @@ export class WorkflowRunner {
       this.held.delete(held.run.id);
       this.wakeAt(this.options.clock.now() + (outcome.step?.delayMs ?? 0));
     });
-    this.cutting.ran(`${workflowId}#${stepIndex}`, addedChars);
+    const runMs = result.outcomes.reduce((sum, outcome) => sum + outcome.durationMs, 0);
+    this.cutting.ran(`${workflowId}#${stepIndex}`, addedChars, batch.length, runMs);
   }
 
   /**

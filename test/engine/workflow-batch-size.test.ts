@@ -103,9 +103,19 @@ describe('StepBatches', () => {
     const batches = new StepBatches();
     const queue = Array.from({ length: 30 }, () => held(100));
     expect(batches.take('p_1#0', queue, 100)).toHaveLength(2);
-    batches.ran('p_1#0', 2 * 1024 * 1024);
+    batches.ran('p_1#0', 2 * 1024 * 1024, 2, 2);
     expect(batches.take('p_1#0', queue, 100)).toHaveLength(7);
     // Another step is not known by the first one's results.
     expect(batches.take('p_1#1', queue, 100)).toHaveLength(2);
+  });
+
+  it('takes as many runs of a slow step as ran in about a second', () => {
+    const batches = new StepBatches();
+    const queue = Array.from({ length: 30 }, () => held(100));
+    batches.take('p_1#0', queue, 100);
+    batches.ran('p_1#0', 100, 2, 2 * 250);
+    expect(batches.take('p_1#0', queue, 100)).toHaveLength(4);
+    batches.ran('p_1#0', 100, 4, 4 * 0.5);
+    expect(batches.take('p_1#0', queue, 100)).toHaveLength(24);
   });
 });
