@@ -52,7 +52,7 @@ export async function storeAndRoute(
 
 /** Stores all effects of an invocation; returns what was committed, for `router.afterCommit`. */
 export async function commitEffects(trx: Transaction<Database>, input: EffectsInput, options: EffectsOptions): Promise<CommittedEvents> {
-  const emits = input.outcomes.flatMap(({ outcome }) => (outcome.error ? [] : outcome.emits));
+  const emits = input.outcomes.map(({ outcome }) => (outcome.error ? [] : outcome.emits));
   const extra: PendingEvent[] = [];
   for (const { outcome, context } of input.outcomes) {
     extra.push(...logEvents(outcome));

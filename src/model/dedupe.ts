@@ -51,9 +51,18 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
   }
 }
 
-/** Turns runtime emits into pending events, ordered by ts and deduped; returns the updated dedupe cache. */
-export function pendingEmits(strategy: DedupeStrategy | undefined, cache: unknown, emits: EmittedEvent[]): { pending: PendingEvent[]; cache: unknown } {
-  const { accepted, cache: next } = applyDedupe(strategy, cache, orderByTs(emits));
-  const pending = accepted.map((e) => ({ stream: 'emit' as const, name: streamNameOf(e.name), event: e.event, key: e.id, summary: e.summary, ts: e.ts }));
+/**
+ * Turns the emits of each run (in run order) into pending events, each run's ordered by ts and deduped after the runs
+ * before it: runs committed as one batch give the events they would give one by one (`last` matches the cached id in
+ * one run's emits, and `ts` orders a run's events, not the batch's). Returns the updated dedupe cache.
+ */
+export function pendingEmits(strategy: DedupeStrategy | undefined, cache: unknown, runs: EmittedEvent[][]): { pending: PendingEvent[]; cache: unknown } {
+  const pending: PendingEvent[] = [];
+  let next = cache;
+  for (const emits of runs) {
+    const result = applyDedupe(strategy, next, orderByTs(emits));
+    next = result.cache;
+    for (const e of result.accepted) pending.push({ stream: 'emit', name: streamNameOf(e.name), event: e.event, key: e.id, summary: e.summary, ts: e.ts });
+  }
   return { pending, cache: next };
 }
