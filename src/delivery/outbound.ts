@@ -185,6 +185,11 @@ async function fetchTextOnce(
     const cause = (error as { cause?: Error }).cause;
     if (cause instanceof OutboundBlockedError) throw cause;
     if ((error as Error).name === 'TimeoutError') throw new Error(`${rawUrl} did not answer within ${options.timeoutMs} ms`);
+    // undici's "fetch failed" says nothing; its cause (no such host, a refused connection) says what to mend.
+    if (error instanceof TypeError && cause instanceof Error) {
+      const code = (cause as Error & { code?: string }).code;
+      throw new Error(`${rawUrl} could not be reached: ${code ? `${code}: ` : ''}${cause.message}`);
+    }
     throw error;
   }
 }

@@ -352,9 +352,19 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
         const fetched = await openApi.post('/v1/components', { component_url: url });
         expect(fetched.status).toBe(200);
         expect(fetched.body.data.name).toBe('From URL');
-        const refused = await openApi.post('/v1/components', { component_url: 'http://127.0.0.1:1/component.js' });
-        expect(refused.status).toBe(400);
-        expect(refused.body.error).toContain('cannot fetch component_url');
+        // A port that was just free: nothing listens there, so the connection is refused.
+        const closed = http.createServer();
+        await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+        const port = (closed.address() as AddressInfo).port;
+        await new Promise<void>((resolve) => closed.close(() => resolve()));
+        const refused = await openApi.post('/v1/components', { component_url: `http://127.0.0.1:${port}/component.js` });
+        expect([refused.status, refused.body]).toEqual([
+          400,
+          {
+            error: `cannot fetch component_url: http://127.0.0.1:${port}/component.js could not be reached: ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${port}`,
+            code: 'invalid_request',
+          },
+        ]);
       } finally {
         await open.destroy();
       }
