@@ -166,6 +166,12 @@ export function installErrorHandling(app: FastifyInstance, databaseReached: () =
     // matters is that the route does not exist, as for the same request with no body.
     if (request.is404) return reply.status(404).send(routeNotFound(request));
     const { status, body, retryAfterSeconds } = answerError(outages, raised, request.log);
+    // Fastify's own words ("Unsupported Media Type") name neither the type sent nor the one expected.
+    if (body.code === 'unsupported_media_type') {
+      const sent = request.headers['content-type'];
+      const instead = sent === undefined ? ' (this request has no Content-Type)' : `, not ${quote(sent)}`;
+      body.error = `a request body must be JSON, sent with Content-Type: application/json${instead}`;
+    }
     if (status === 401) reply.header('www-authenticate', 'Bearer');
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(status).send(body);

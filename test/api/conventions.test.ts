@@ -42,8 +42,10 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
       key,
       raw: { body: JSON.stringify({ component_code: 'module.exports = {}' }), contentType: 'text/plain' },
     });
-    expect(res.status).toBe(415);
-    expect(res.body.code).toBe('unsupported_media_type');
+    expect([res.status, res.body]).toEqual([
+      415,
+      { error: 'a request body must be JSON, sent with Content-Type: application/json, not "text/plain"', code: 'unsupported_media_type' },
+    ]);
   });
 
   it('answers 400 to malformed JSON', async () => {
