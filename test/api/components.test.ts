@@ -283,6 +283,18 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       'load_failed',
       /^key must be a non-empty string, not an object$/,
     ],
+    [
+      'an empty key',
+      'module.exports = { name: "x", version: "1", key: "", run() {} };',
+      'load_failed',
+      /^key must be a non-empty string, not an empty string$/,
+    ],
+    [
+      'a blank key',
+      'module.exports = { name: "x", version: "1", key: " ", run() {} };',
+      'load_failed',
+      /^key must be a non-empty string, not only whitespace$/,
+    ],
     ['a NUL in its name', 'module.exports = { name: "a\\u0000b", version: "1", run() {} };', 'load_failed', /^name "a\\u0000b" holds control characters/],
     [
       'an unknown component type',

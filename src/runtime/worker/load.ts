@@ -69,7 +69,11 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   }
   if (!isNamed(name)) throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
   if (!isNamed(version)) throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
-  if (key !== undefined && !isNamed(key)) throw new LoadFailure('load_failed', `key must be a non-empty string, not ${describeValue(key)}`);
+  if (key !== undefined && !isNamed(key)) {
+    // A blank key is a string: "not a string" would send its author looking for the wrong mistake.
+    const given = typeof key !== 'string' ? describeValue(key) : key === '' ? 'an empty string' : 'only whitespace';
+    throw new LoadFailure('load_failed', `key must be a non-empty string, not ${given}`);
+  }
   for (const [field, text] of [
     ['name', name],
     ['version', version],
