@@ -15,6 +15,19 @@ export function orderByTs<T extends { ts?: number | undefined }>(emits: T[]): T[
     .map((x) => x.emit);
 }
 
+/**
+ * An id as `greatest` compares it. Integer ids in text are read exactly (snowflake ids such as 1234567890123456789 are
+ * past 2^53, where numbers 256 apart read as one and a newer event would pass for a seen one); other text as a number.
+ */
+function numericId(id: string | number | undefined): number | bigint | undefined {
+  if (typeof id === 'string' && /^\s*-?\d+\s*$/.test(id)) {
+    const exact = BigInt(id.trim());
+    return exact >= BigInt(Number.MIN_SAFE_INTEGER) && exact <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(exact) : exact;
+  }
+  const n = Number(id);
+  return Number.isNaN(n) ? undefined : n;
+}
+
 /** Applies a dedupe strategy to ordered emits; returns the accepted ones and the new cache. */
 export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown, emits: EmittedEvent[]): { accepted: EmittedEvent[]; cache: unknown } {
   if (!strategy) return { accepted: emits, cache };
@@ -32,15 +45,18 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
       return { accepted, cache: seen };
     }
     case 'greatest': {
-      let greatest = typeof cache === 'number' ? cache : -Infinity;
+      // Another strategy's cache (the code changed its dedupe) is no number: it starts over, as a null one does.
+      let greatest: number | bigint = typeof cache === 'number' ? cache : typeof cache === 'string' && /^-?\d+$/.test(cache) ? BigInt(cache) : -Infinity;
       const accepted: EmittedEvent[] = [];
       for (const emit of emits) {
-        const id = Number(emit.id);
-        if (Number.isNaN(id) || id <= greatest) continue;
+        const id = numericId(emit.id);
+        if (id === undefined || id <= greatest) continue;
         accepted.push(emit);
         greatest = id;
       }
-      return { accepted, cache: greatest === -Infinity ? null : greatest };
+      if (greatest === -Infinity) return { accepted, cache: null };
+      // A bigint is kept as its digits: JSON has no integer past 2^53 that reads back exactly.
+      return { accepted, cache: typeof greatest === 'bigint' ? String(greatest) : greatest };
     }
     case 'last': {
       const match = cache === null || cache === undefined ? -1 : emits.findIndex((e) => JSON.stringify(e.id) === cache);

@@ -71,7 +71,7 @@ export interface EmitterStateTable {
   emitter_id: string;
   last_ms: number;
   last_seq: number;
-  /** JSON: `unique` → array of ids (oldest first), `greatest` → number, `last` → id; null when unset. */
+  /** JSON: `unique` → array of ids (oldest first), `greatest` → number (or its digits past 2^53), `last` → id; null when unset. */
   dedupe: string | null;
   /** JSON: events currently stored per stream kind, so that retention trims only the excess. */
   counts: string;

@@ -250,6 +250,29 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect((await api.get(`/v1/sources/${greatest}/event_summaries`)).body.data.map((e: { event: string }) => e.event)).toEqual(['six', 'five']);
   });
 
+  it('greatest compares integer ids past 2^53 exactly (snowflake ids in text), across runs', async () => {
+    const id = await deploy(emitterSource('greatest'));
+    // As numbers, these three read as one: 2^53 and above, neighbouring integers share a double.
+    await runAndWait(id, emitsOf([{ event: 'first', meta: { id: '1234567890123456789' } }]));
+    await runAndWait(
+      id,
+      emitsOf([
+        { event: 'next', meta: { id: '1234567890123456790' } },
+        { event: 'seen', meta: { id: '1234567890123456789' } },
+      ]),
+    );
+    await runAndWait(
+      id,
+      emitsOf([
+        { event: 'again', meta: { id: '1234567890123456790' } },
+        { event: 'small', meta: { id: 7 } },
+        { event: 'last', meta: { id: '1234567890123456791' } },
+      ]),
+    );
+    const events = (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: string }) => e.event);
+    expect(events).toEqual(['last', 'next', 'first']);
+  });
+
   it('rejects an emit without id under a dedupe strategy with a clear error', async () => {
     const id = await deploy(emitterSource('unique'));
     await runAndWait(id, emitsOf([{ event: 'no id' }]));
