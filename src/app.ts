@@ -149,7 +149,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
         concurrency: 32,
         reclaimAtStart: store.dialect === 'sqlite',
         metrics,
-        onReleased: () => signals.signal('deliveries'),
+        announce: (kind, ids) => signals.signal(kind, ids),
       },
       transactions,
       logger.child({ module: 'webhooks' }),
@@ -192,7 +192,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     const subscriptions = new SubscriptionService(store, limiter);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
-    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork }, limiter);
+    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork, onDeleted: webhookSender.retired }, limiter);
     const events = new EventService(store, config.eventRetention);
     const dispatcher = new Dispatcher(
       store,

@@ -11,9 +11,10 @@ import type { HttpResponse } from '../runtime/types.js';
 /**
  * What a signal says: work queued (`invocations` by source id, `workflow_runs` by run id, `deliveries` and `sends`
  * pending, `timers` written) or rows changed (`sources`, `workflows`: evict what is cached of them; `accounts`: a key
- * was replaced, so live streams opened with the old one end).
+ * was replaced, so live streams opened with the old one end; `webhooks`: deleted or retired, so their deliveries held
+ * in memory are dropped).
  */
-export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends' | 'timers' | 'sources' | 'workflows' | 'accounts';
+export type SignalKind = 'invocations' | 'workflow_runs' | 'deliveries' | 'sends' | 'timers' | 'sources' | 'workflows' | 'accounts' | 'webhooks';
 
 /** Called with the ids a signal names, or with none after a lost connection: then everything may have changed. */
 export type SignalHandler = (ids: string[] | undefined) => void;

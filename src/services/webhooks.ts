@@ -83,7 +83,7 @@ export class WebhookService {
   constructor(
     private readonly store: Store,
     private readonly secrets: SecretBox,
-    private readonly options: { allowPrivateNetwork: boolean },
+    private readonly options: { allowPrivateNetwork: boolean; onDeleted?: (webhookId: string) => void },
     private readonly limiter: AccountLimiter,
   ) {}
 
@@ -123,6 +123,7 @@ export class WebhookService {
   async delete(accountId: string, webhookId: string): Promise<void> {
     await this.find(accountId, webhookId);
     await this.store.db.transaction().execute((trx) => webhooks.deleteWebhookCascade(trx, webhookId));
+    this.options.onDeleted?.(webhookId);
   }
 
   async deliveries(accountId: string, webhookId: string, page: PageRequest): Promise<Page<DeliveryView>> {

@@ -31,6 +31,8 @@ export function listenToCluster(
   );
   signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
   signals.on('deliveries', () => webhookSender.wake());
+  // A webhook deleted or retired on another node: what this one holds of its deliveries is not sent.
+  signals.on('webhooks', (ids) => webhookSender.retire(ids));
   signals.on('sends', () => outbox.wake());
   signals.on('timers', () => timers.poke());
   // A key replaced on another node (or by the CLI): streams here opened with the old key end.

@@ -14,6 +14,8 @@ import { ManualClock, systemClock, type Clock } from '../../src/lib/clock.js';
 import { DatabaseOutageLog } from '../../src/store/outage-log.js';
 import { PollCadence } from '../../src/lib/poll-cadence.js';
 import { account, startReceiver, type Receiver } from './helpers.js';
+import { WebhookService } from '../../src/services/webhooks.js';
+import { AccountLimiter } from '../../src/services/account-limits.js';
 
 describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
   let server: TestServer;
@@ -225,9 +227,73 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     }
   });
 
+  /** Two deliveries to one new webhook at `at` and one to another account's at `after`, leased as the router does. */
+  async function twoToOneWebhook(sender: WebhookSender, at: string, after: string): Promise<ClaimedDelivery[]> {
+    const [first, other] = await leasedDeliveries(sender, [at, after]);
+    const lease = sender.leaseForNew(Date.now(), first!.user_id, 1)!;
+    const id = newId('dl');
+    const second = { ...first!, id, message_id: id, payload: JSON.stringify({ at, nth: 2 }), lease_until_ms: lease.untilMs };
+    await insertDeliveries(server.running.services.store.db, server.running.services.store.dialect, [second]);
+    return [first!, second, other!];
+  }
+
+  it('sends nothing more to a webhook that answered 410, though its next delivery waited for the slot in memory', async () => {
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 });
+    const [gone, after] = [nextPath(), nextPath()];
+    receiver.answerAt(gone, () => ({ status: 410 }));
+    try {
+      const rows = await twoToOneWebhook(sender, gone, after);
+      // One slot: the second delivery to the webhook and then the other account's wait in memory, in that order.
+      sender.handOver(rows);
+      await waitFor(
+        async () => receiver.on(after).length,
+        (n) => n === 1,
+        { what: "the other account's delivery, once the slot is free" },
+      );
+    } finally {
+      await sender.stop();
+    }
+    expect(receiver.on(gone)).toHaveLength(1);
+  });
+
+  it('sends nothing to a webhook deleted while its handed-over delivery waited for a slot', async () => {
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000 });
+    const { store, config } = server.running.services;
+    // The node's webhook service tells its sender of deletes (and the sender tells the other nodes).
+    const webhooks = new WebhookService(
+      store,
+      SecretBox.open(config.secretKey, config.dataDir),
+      { allowPrivateNetwork: true, onDeleted: sender.retired },
+      new AccountLimiter(store, config.accountLimits),
+    );
+    const [first, second, third] = [nextPath(), nextPath(), nextPath()];
+    const firstArrived = new Promise<void>((arrived) => {
+      receiver.answerAt(first, () => {
+        arrived();
+        return 'hang';
+      });
+    });
+    try {
+      const rows = await leasedDeliveries(sender, [first, second, third]);
+      sender.handOver(rows);
+      // The first attempt holds the one slot until it times out (2 s); the second and third wait in memory, in
+      // that order, while the second's webhook is deleted.
+      await firstArrived;
+      await webhooks.delete(rows[1]!.user_id, rows[1]!.webhook_id);
+      await waitFor(
+        async () => receiver.on(third).length,
+        (n) => n === 1,
+        { what: 'the third delivery, after the slot the first held was freed' },
+      );
+    } finally {
+      await sender.stop();
+    }
+    expect(receiver.on(second)).toEqual([]);
+  });
+
   it('gives back deliveries handed over after stop(), for another sender to send at once', async () => {
     // The server's sender is woken as another node's would be by the signal the release sends.
-    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000, onReleased: () => server.running.services.webhookSender.wake() });
+    const sender = ownSender({ timeoutMs: 2000, leaseMs: 60_000, announce: () => server.running.services.webhookSender.wake() });
     const at = nextPath();
     const rows = await leasedDeliveries(sender, [at]);
     await sender.stop();

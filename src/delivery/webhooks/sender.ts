@@ -35,8 +35,11 @@ export interface WebhookSenderOptions {
   /** Reclaim every lease at start (embedded mode: this process is the only one). */
   reclaimAtStart: boolean;
   metrics?: Metrics;
-  /** Deliveries were given back unsent (the sender is stopping): other nodes may send them at once. */
-  onReleased?: () => void;
+  /**
+   * Tells the other nodes: `deliveries` given back unsent (the sender is stopping), which they may send at once;
+   * `webhooks` deleted or retired by a 410, whose deliveries they hold in memory are not to be sent.
+   */
+  announce?: (kind: 'deliveries' | 'webhooks', ids?: string[]) => void;
 }
 
 /** A delivery handed over in memory is sent from there only with at least this much of its lease left after the timeout. */
@@ -179,7 +182,31 @@ export class WebhookSender implements DeliveryQueue {
   private async release(ids: string[]): Promise<void> {
     if (!ids.length) return;
     await deliveries.releaseDeliveries(this.store.db, ids, this.owner);
-    this.options.onReleased?.();
+    this.options.announce?.('deliveries');
+  }
+
+  /**
+   * A webhook of this node was deleted, or answered 410 Gone: its deliveries waiting here for a slot are dropped (its
+   * rows are gone, or failed), here and on the other nodes, rather than sent to a receiver that wants no more.
+   */
+  readonly retired = (webhookId: string): void => {
+    this.retire([webhookId]);
+    this.options.announce?.('webhooks', [webhookId]);
+  };
+
+  /** Drops the waiting deliveries of these webhooks; without ids (signals were lost) all go back to the table. */
+  retire(webhookIds: readonly string[] | undefined): void {
+    if (webhookIds === undefined) {
+      this.track(this.releaseHanded().then(() => this.pump.wake()));
+      return;
+    }
+    const retired = new Set(webhookIds);
+    for (const [userId, rows] of this.handed) {
+      const kept = rows.filter((row) => !retired.has(row.webhook_id));
+      this.handedCount -= rows.length - kept.length;
+      if (kept.length) this.handed.set(userId, kept);
+      else this.handed.delete(userId);
+    }
   }
 
   /** Sends handed-over deliveries while slots are free; one whose lease is running out takes its slot to be renewed first. */
@@ -278,6 +305,8 @@ export class WebhookSender implements DeliveryQueue {
     const started = performance.now();
     const result = await this.post(row, flight);
     const durationMs = performance.now() - started;
+    // Its deliveries waiting here must not take the slot this one frees: the receiver wants no more.
+    if (result.statusCode === 410) this.retire([row.webhook_id]);
     answered();
     if (result.stopped) {
       // Shutting down: not the receiver's fault, so the attempt does not count; it is sent again after the restart.
@@ -294,6 +323,7 @@ export class WebhookSender implements DeliveryQueue {
     this.options.outages.reached('written');
     if (recorded) this.options.metrics?.deliveryAttempted(recorded.label);
     if (recorded?.nextAttemptMs != null) this.pump.dueAt(recorded.nextAttemptMs);
+    if (recorded?.label === 'gone') this.retired(row.webhook_id);
     if (!succeeded(result)) {
       this.logger.info({ webhookId: row.webhook_id, attempt: row.attempt, status: result.statusCode, error: result.error }, 'webhook delivery failed');
     }
