@@ -5,9 +5,19 @@ import type { Database, TimersTable } from './schema.js';
 export type TimerRow = Selectable<TimersTable>;
 type Db = Kysely<Database> | Transaction<Database>;
 
+/**
+ * Replaces the timers of a source (or workflow). A timer whose schedule is unchanged keeps its next due time: an
+ * update that leaves it alone (a rename, new code) would otherwise put its run off by a whole interval, and updates
+ * coming more often than the interval would keep it from ever running.
+ */
 export async function replaceTimers(db: Db, sourceId: string, rows: TimerRow[]): Promise<void> {
+  const before = await db.selectFrom('timers').select(['prop_name', 'schedule', 'next_due_ms']).where('source_id', '=', sourceId).execute();
   await db.deleteFrom('timers').where('source_id', '=', sourceId).execute();
-  if (rows.length) await db.insertInto('timers').values(rows).execute();
+  const kept = rows.map((row) => {
+    const same = before.find((old) => old.prop_name === row.prop_name && old.schedule === row.schedule);
+    return same ? { ...row, next_due_ms: same.next_due_ms } : row;
+  });
+  if (kept.length) await db.insertInto('timers').values(kept).execute();
 }
 
 export async function nextDueMs(db: Db): Promise<number | undefined> {

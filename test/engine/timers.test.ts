@@ -94,6 +94,21 @@ describe.each(DIALECTS)('timers on %s', (dialect) => {
     );
   });
 
+  it('keeps the next due time through an update that leaves the schedule as it was', async () => {
+    const id = await deploy(timerSource({ intervalSeconds: 3600 }));
+    const due = Number((await timerRow(id))!.next_due_ms);
+    const renamed = await api.patch(`/v1/sources/${id}`, { name: 'renamed ticker' });
+    expect(renamed.status).toBe(200);
+    expect(Number((await timerRow(id))!.next_due_ms)).toBe(due);
+    const replaced = await api.put(`/v1/sources/${id}`, { component_code: timerSource({ intervalSeconds: 3600 }, 1) });
+    expect(replaced.status).toBe(200);
+    expect(Number((await timerRow(id))!.next_due_ms)).toBe(due);
+    // A new schedule is a new timer: due one interval from the update.
+    await api.patch(`/v1/sources/${id}`, { configured_props: { timer: { intervalSeconds: 7200 } } });
+    expect(Number((await timerRow(id))!.next_due_ms)).toBeGreaterThan(due);
+    await api.delete(`/v1/sources/${id}`);
+  });
+
   it('schedules cron expressions in UTC or the given timezone', async () => {
     const id = await deploy(timerSource({ cron: '0 9 * * 1' }), { timer: { cron: '0 9 * * 1', timezone: 'America/New_York' } });
     const expected = new Cron('0 9 * * 1', { timezone: 'America/New_York', paused: true }).nextRun()!.getTime();
