@@ -187,7 +187,7 @@ export class WorkflowRunner {
       const due = await workflows.dueRuns(this.store.db, nowMs, 1000);
       this.options.outages.reached('read');
       await this.adopt(due.filter((id) => !this.held.has(id)));
-      const next = await workflows.nextDueMs(this.store.db);
+      const next = await workflows.nextDueMs(this.store.db, nowMs);
       if (next !== undefined && next > nowMs) nextScanAt = Math.min(nextScanAt, next);
       const leaseEnd = this.owner ? await nextLeaseEndMs(this.store.db, 'workflow_runs', nowMs) : undefined;
       if (leaseEnd !== undefined) nextScanAt = Math.min(nextScanAt, leaseEnd + 1);

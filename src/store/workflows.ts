@@ -174,11 +174,16 @@ export async function dueRuns(db: Db, nowMs: number, limit: number): Promise<str
   return rows.map((r) => r.id);
 }
 
-/** The earliest due time of an unfinished run, to wake the runner then. */
-export async function nextDueMs(db: Db): Promise<number | undefined> {
+/**
+ * The earliest due time after `afterMs` of an unfinished run, to wake the runner then. Runs due already (being run, or
+ * of a workflow switched off) are left out: their past due time would hide a later one, which then waited for the
+ * runner's slow lease watch.
+ */
+export async function nextDueMs(db: Db, afterMs: number): Promise<number | undefined> {
   const row = await db
     .selectFrom('workflow_runs')
     .select((eb) => eb.fn.min('due_ms').as('due'))
+    .where('due_ms', '>', afterMs)
     .executeTakeFirst();
   return row?.due === null || row?.due === undefined ? undefined : Number(row.due);
 }
