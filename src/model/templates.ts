@@ -16,6 +16,28 @@ export function invalidTemplatePaths(value: string): string[] {
   return [...value.matchAll(ANY)].map((m) => m[1]!).filter((expression) => !PATH.test(expression));
 }
 
+/**
+ * The template paths in `value` (in its arrays and objects too) that read nothing a run can hold: the data is
+ * `{ steps }`, and of it only `steps.trigger` and the steps in `earlier` are set when the step runs. Such a path (a
+ * typo in a step's name, a later step, `process.env.X`) would evaluate to nothing on every run, without a word.
+ */
+export function unreadableTemplatePaths(value: unknown, earlier: ReadonlySet<string>): string[] {
+  if (Array.isArray(value)) return value.flatMap((item) => unreadableTemplatePaths(item, earlier));
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap((item) => unreadableTemplatePaths(item, earlier));
+  if (!isTemplate(value)) return [];
+  return [...value.matchAll(ANY)]
+    .map((m) => m[1]!)
+    .filter((expression) => {
+      if (!PATH.test(expression)) return false;
+      const head = /^[A-Za-z_$][\w$]*/.exec(expression)![0];
+      if (head !== 'steps') return true;
+      const first = expression.slice(head.length).matchAll(SEGMENT).next().value;
+      if (!first) return false;
+      const name = first[1] ?? first[2] ?? first[3] ?? first[4]!;
+      return name !== 'trigger' && !earlier.has(name);
+    });
+}
+
 function lookUp(data: Record<string, unknown>, expression: string): unknown {
   const head = /^[A-Za-z_$][\w$]*/.exec(expression)![0];
   let value: unknown = Object.hasOwn(data, head) ? data[head] : undefined;

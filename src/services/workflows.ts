@@ -15,7 +15,7 @@ import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, withAdditionalProps } from '../model/props.js';
-import { invalidTemplatePaths, isTemplate } from '../model/templates.js';
+import { invalidTemplatePaths, isTemplate, unreadableTemplatePaths } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
@@ -275,7 +275,15 @@ export class WorkflowService {
       }
       // What was stored for this step and component: secrets kept by their placeholder, and the props it added.
       const kept = await this.keptStep(previous, step.name, component);
-      const { configured, additional, props } = await this.checkStepProps(accountId, i, step, component, info, kept);
+      const { configured, additional, props } = await this.checkStepProps(
+        accountId,
+        i,
+        step,
+        component,
+        info,
+        kept,
+        new Set(requested.slice(0, i).map((s) => s.name)),
+      );
       await checkAuthProvisions(this.store, accountId, props, configured, stepLabel(i, step.name));
       steps.push({ name: step.name, component_id: component.id, configured_props: configured, ...(additional && { additional_props: additional }) });
     }
@@ -305,6 +313,7 @@ export class WorkflowService {
     component: ComponentRow,
     info: ComponentInfo,
     kept: StoredStep | undefined,
+    earlier: ReadonlySet<string>,
   ) {
     const given = step.configured_props ?? {};
     const templates: Record<string, string> = {};
@@ -314,6 +323,14 @@ export class WorkflowService {
       if (bad.length)
         throw invalid(`steps[${index}].configured_props.${shorten(name)}: ${quote(`{{ ${bad[0]} }}`)} is not a path such as steps.trigger.event.body`);
       templates[name] = value;
+    }
+    for (const [name, value] of Object.entries(given)) {
+      const unreadable = unreadableTemplatePaths(value, earlier);
+      if (!unreadable.length) continue;
+      const readable = ['steps.trigger', ...[...earlier].map((step) => `steps.${step}`)].join(', ');
+      throw invalid(
+        `${stepLabel(index, step.name)}configured_props.${shorten(name)}: ${quote(`{{ ${unreadable[0]} }}`)} reads no step before this one; a template reads one of ${readable}`,
+      );
     }
     const resolved = await this.deployProps.resolve({
       accountId,

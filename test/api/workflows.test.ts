@@ -594,6 +594,41 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/workflows/not-an-id/runs')).status).toBe(404);
   });
 
+  it('refuses a template that reads no step before its own, on create and update, and stores nothing', async () => {
+    const own = client(server.url, (await server.createUser()).apiKey);
+    const withTemplate = (label: unknown) => ({
+      name: 'templates',
+      steps: [
+        { name: 'parse', component_code: PARSE_STEP },
+        { name: 'add', component_code: ADD_ACTION, configured_props: { a: 1, label } },
+        { name: 'last', component_code: ECHO_STEP },
+      ],
+    });
+    const refusal = (expression: string) => ({
+      error: `steps[1] ("add"): configured_props.label: ${JSON.stringify(`{{ ${expression} }}`)} reads no step before this one; a template reads one of steps.trigger, steps.parse`,
+      code: 'invalid_request',
+    });
+    // Each was saved and then evaluated to nothing on every run: the step got undefined (or "") without a word.
+    const cases: Array<[unknown, string]> = [
+      ['{{ steps.prase.$return_value.n }}', 'steps.prase.$return_value.n'],
+      ['{{ steps.last.$return_value }}', 'steps.last.$return_value'],
+      ['{{ steps.add.doubled }}', 'steps.add.doubled'],
+      ['n = {{ steps.parse.doubled }} {{ process.env.KEY }}', 'process.env.KEY'],
+      [{ nested: ['{{ steps["gone"].x }}'] }, 'steps["gone"].x'],
+    ];
+    for (const [label, expression] of cases) {
+      const res = await own.post('/v1/workflows', withTemplate(label));
+      expect([res.status, res.body], JSON.stringify(label)).toEqual([400, refusal(expression)]);
+    }
+    expect((await own.get('/v1/users/me/workflows')).body.page_info.total_count).toBe(0);
+
+    const kept = (await own.post('/v1/workflows', withTemplate('{{ steps.parse.doubled }} of {{ steps.trigger.event.n }} {{ steps["parse"] }}'))).body.data;
+    expect(kept.steps[1].configured_props.label).toBe('{{ steps.parse.doubled }} of {{ steps.trigger.event.n }} {{ steps["parse"] }}');
+    const changed = await own.put(`/v1/workflows/${kept.id}`, { steps: withTemplate('{{ steps.prase.doubled }}').steps });
+    expect([changed.status, changed.body]).toEqual([400, refusal('steps.prase.doubled')]);
+    expect((await own.get(`/v1/workflows/${kept.id}`)).body.data).toEqual(kept);
+  });
+
   it("holds a source trigger's event_name to a subscription's 200 characters, creating and changing nothing past it", async () => {
     const own = client(server.url, (await server.createUser()).apiKey);
     const source = (await own.post('/v1/sources', { component_code: `module.exports = { name: "s", version: "1", async run() {} };` })).body.data;
