@@ -311,6 +311,14 @@ describe('$.flow', () => {
     ]);
   });
 
+  it('rerun, which Tributary does not have, throws a NotSupportedError saying so that the step may catch', async () => {
+    const message = "$.flow.rerun() is not supported: Tributary keeps no step's rerun count or context; $.flow.delay(ms) makes the next step due later";
+    const caught = await stepOutcome(step('try { $.flow.rerun(1000, { n: 1 }, 3); } catch (e) { return [e.name, e.message]; }'));
+    expect(caught.step).toEqual({ returnValue: ['NotSupportedError', message], exports: {}, sends: [] });
+    const failed = await stepOutcome(step('$.flow.rerun(1000);'));
+    expect(failed.error).toMatchObject({ name: 'NotSupportedError', message });
+  });
+
   it('delay refuses what is not a finite number of at least 0', async () => {
     const outcome = await stepOutcome(
       step(`

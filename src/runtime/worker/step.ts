@@ -20,6 +20,7 @@ export interface StepDollar {
   flow: {
     exit(reason?: unknown): never;
     delay(ms: unknown): DelayHandle;
+    rerun(): never;
   };
   send: Record<StepSend['kind'], (argument: unknown) => void>;
 }
@@ -114,6 +115,14 @@ export class StepCall {
       flow: Object.freeze({
         exit: (reason?: unknown): never => this.exitNow(reason),
         delay: (ms: unknown) => this.delay(ms),
+        // Ported steps call it for polling and retries; "$.flow.rerun is not a function" did not say it is missing by design.
+        rerun: (): never => {
+          const error = new Error(
+            "$.flow.rerun() is not supported: Tributary keeps no step's rerun count or context; $.flow.delay(ms) makes the next step due later",
+          );
+          error.name = 'NotSupportedError';
+          throw error;
+        },
       }),
       send: Object.freeze({
         http: (config: unknown) => this.send('http', config),
