@@ -6,7 +6,7 @@ const ANY = /\{\{\s*([^{}]+?)\s*\}\}/g;
 const PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\[\d+\]|\["[^"]*"\]|\['[^']*'\])*$/;
 const SEGMENT = /\.([A-Za-z_$][\w$]*)|\[(\d+)\]|\["([^"]*)"\]|\['([^']*)'\]/g;
 
-/** True when the value holds a template, so that the step's prop is checked once evaluated, not as written. */
+/** True when the value holds a template: the step's prop is not checked as written, and gets what it evaluates to. */
 export function isTemplate(value: unknown): value is string {
   return typeof value === 'string' && value.includes('{{') && /\{\{[^{}]+\}\}/.test(value);
 }

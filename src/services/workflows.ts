@@ -304,7 +304,8 @@ export class WorkflowService {
 
   /**
    * Props are checked as for sources, against the full list (with what additionalProps() adds), except template
-   * values, which are checked once evaluated at run time (and which additionalProps() cannot see at deploy).
+   * values, which reach the step as evaluated, unchecked, as in the reference service (and which additionalProps()
+   * cannot see at deploy).
    */
   private async checkStepProps(
     accountId: string,
