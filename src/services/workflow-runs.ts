@@ -47,7 +47,15 @@ export class WorkflowRunService {
     private readonly workflows: WorkflowService,
     private readonly quotas: QuotaService,
     private readonly runner: WorkflowRunner,
-  ) {}
+  ) {
+    // A client waiting on a run of a workflow that is deleted hears so at once: the run went with it.
+    workflows.onChange((change) => {
+      if (change.kind === 'delete') for (const gone of this.waiting.get(change.workflowId) ?? []) gone();
+    });
+  }
+
+  /** The HTTP clients waiting for a `$.respond()`, by workflow: each told when its workflow is deleted. */
+  private readonly waiting = new Map<string, Set<() => void>>();
 
   /** Queues a run of an active workflow with the given event; 409 when inactive, 429 over quota. */
   async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
@@ -96,7 +104,7 @@ export class WorkflowRunService {
       if (!(await this.runner.queue([run])).length) throw gone();
       return undefined;
     }
-    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number };
+    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number; deleted?: boolean };
     let settle!: (answer: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
     let runId = '';
@@ -111,10 +119,16 @@ export class WorkflowRunService {
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
     const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
     const timer = setTimeout(() => settle({ waitedMs: waitMs }), waitMs);
-    const { response, error, waitedMs } = await answered;
+    const deleted = () => settle({ deleted: true });
+    const waiters = this.waiting.get(workflowId) ?? new Set();
+    this.waiting.set(workflowId, waiters.add(deleted));
+    const { response, error, waitedMs, deleted: wasDeleted } = await answered;
     clearTimeout(timer);
+    waiters.delete(deleted);
+    if (!waiters.size && this.waiting.get(workflowId) === waiters) this.waiting.delete(workflowId);
     this.runner.forgetResponder(runId);
     if (response) return response;
+    if (wasDeleted) throw new ServiceError('no_response', `the workflow was deleted before responding; run ${runId} was deleted with it`);
     if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
     if (error) throw new ServiceError('no_response', `the workflow timed out before responding: ${error.message}`);
     // Running time leaves out $.flow.delay and time queued, so the run may still be going: the client is told so.

@@ -256,6 +256,30 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     });
   });
 
+  it('answers a client waiting on a delayed run at once when its workflow is deleted, saying so', async () => {
+    const delays = await create({
+      name: 'deleted while delayed',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'reply', component_code: RESPOND_STEP },
+      ],
+    });
+    const waiting = request('POST', delays.trigger.endpoint_url, { body: {} });
+    const delayed = await waitFor(
+      () => api.get(`/v1/workflows/${delays.id}/runs?status=delayed`),
+      (res) => res.body.data.length === 1,
+      { what: 'the run delayed' },
+    );
+    expect((await api.delete(`/v1/workflows/${delays.id}`)).status).toBe(204);
+    // It waited out timeout_seconds + 5 s (35 s), then heard that the deleted run "goes on".
+    const answer = await waiting;
+    expect([answer.status, answer.body]).toEqual([
+      504,
+      { error: `the workflow was deleted before responding; run ${delayed.body.data[0].id} was deleted with it`, code: 'no_response' },
+    ]);
+  }, 20_000);
+
   it("keeps each step's $.service.db across runs, and replays a run with its original event", async () => {
     const workflow = await create({ name: 'counts', steps: [{ name: 'count', component_code: COUNT_STEP }] });
     const first = await api.post(`/v1/workflows/${workflow.id}/run`, { a: 1 });
