@@ -1,5 +1,6 @@
 // The operations commands: backup and restore (SQLite), migrate (--status), migrate-store (SQLite → PostgreSQL).
 // Their modules load inside the actions, so that other commands start fast.
+import os from 'node:os';
 import type { Command, Option } from 'commander';
 import { resolveConfig, settingOptions } from '../config.js';
 import { counted } from '../client/resources.js';
@@ -42,6 +43,7 @@ function progressLine(label: string): { update(done: number, total: number): voi
     },
     end() {
       if (shown) process.stderr.write('\n');
+      shown = false;
     },
   };
 }
@@ -61,14 +63,36 @@ export function addOpsCommands(program: Command): void {
         'backup copies the SQLite database of a data directory; for PostgreSQL use pg_dump (pg_dump -Fc -f tributary.dump "$TRIBUTARY_DATABASE_URL"), see Operating Tributary in the README',
       );
     }
-    const { backupDatabase } = await import('../ops/backup.js');
+    const { backupDatabase, BackupInterruptedError } = await import('../ops/backup.js');
     const progress = progressLine('backup');
+    // Ctrl-C or SIGTERM stops the copy between two steps, so that its partial file is removed rather than left behind.
+    const controller = new AbortController();
+    let stoppedBy: NodeJS.Signals | undefined;
+    const stop = (signal: NodeJS.Signals) => {
+      stoppedBy = signal;
+      controller.abort();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
     const result = await backupDatabase({
       dataDir: where.dataDir,
       out: String(options.out),
       force: options.force === true,
       onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
-    }).finally(() => progress.end());
+      signal: controller.signal,
+    })
+      .catch((error: unknown) => {
+        if (!(error instanceof BackupInterruptedError) || !stoppedBy) throw error;
+        progress.end();
+        console.error(`error: ${error.message} (stopped by ${stoppedBy})`);
+        // As a process ended by that signal exits: 130 for SIGINT, 143 for SIGTERM.
+        process.exit(128 + os.constants.signals[stoppedBy]);
+      })
+      .finally(() => {
+        progress.end();
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      });
     console.log(
       `backup written to ${result.file} (${counted(result.bytes, 'byte')}, ${counted(result.pages, 'page')}${result.restarts > 0 ? `, started over ${counted(result.restarts, 'time')} as the server wrote` : ''}); ` +
         'the secret key is not in it: keep secret.key (or your --secret-key) separately',

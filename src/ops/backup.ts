@@ -9,6 +9,11 @@ export interface BackupProgress {
   readonly remainingPages: number;
 }
 
+/** The copy was stopped (Ctrl-C, SIGTERM) before it was complete; nothing was left behind. */
+export class BackupInterruptedError extends Error {
+  override name = 'BackupInterruptedError';
+}
+
 export interface BackupResult {
   readonly file: string;
   readonly bytes: number;
@@ -31,6 +36,8 @@ export async function backupDatabase(options: {
   out: string;
   force: boolean;
   onProgress?: (progress: BackupProgress) => void;
+  /** Aborted (the command's Ctrl-C or SIGTERM): the copy stops between two steps and its files are removed. */
+  signal?: AbortSignal;
 }): Promise<BackupResult> {
   const source = path.join(path.resolve(options.dataDir), 'tributary.db');
   const out = path.resolve(options.out);
@@ -40,7 +47,7 @@ export async function backupDatabase(options: {
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;
-  fs.rmSync(partial, { force: true });
+  removePartial(partial);
   const db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
@@ -51,21 +58,27 @@ export async function backupDatabase(options: {
         pages = totalPages;
         if (remainingPages > lastRemaining) restarts++;
         lastRemaining = remainingPages;
+        if (options.signal?.aborted) throw new BackupInterruptedError(`the backup was interrupted: nothing was written to ${out}`);
         options.onProgress?.({ totalPages, remainingPages });
         return restarts > 0 ? Math.max(totalPages, 1) : PAGES_PER_STEP;
       },
     });
   } catch (error) {
-    fs.rmSync(partial, { force: true });
-    throw error;
-  } finally {
     db.close();
+    removePartial(partial);
+    throw error;
   }
+  db.close();
   checkCopy(partial);
   fs.chmodSync(partial, 0o600);
   fs.renameSync(partial, out);
   options.onProgress?.({ totalPages: pages, remainingPages: 0 });
   return { file: out, bytes: fs.statSync(out).size, pages, restarts };
+}
+
+/** The copy being written and the rollback journal SQLite keeps beside it while it writes. */
+function removePartial(partial: string): void {
+  for (const suffix of ['', '-journal']) fs.rmSync(partial + suffix, { force: true });
 }
 
 /** The files SQLite keeps a database in: the file, its write-ahead log and shared memory, its rollback journal. */

@@ -1,6 +1,6 @@
 // tributary backup and restore: a backup taken while a real server ingests, restored into a fresh data directory, serves the
 // same key, the same endpoint URL and every event acknowledged before the backup began; and each refusal, with exit code 2.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -245,6 +245,41 @@ describe('backup and restore', () => {
       stderr: expect.stringContaining('is a folder: give the path of the file to write'),
     });
     expect(fs.existsSync(`${folder}.partial`)).toBe(false);
+  });
+
+  it('a backup stopped by Ctrl-C or SIGTERM removes its partial copy and exits 130 or 143', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'interrupted');
+    // 192 MB: the copy takes many steps, so the signal comes while it is on its way.
+    const db = openSqliteFile(path.join(dataDir, 'tributary.db'));
+    db.exec('create table ballast (x blob)');
+    const insert = db.prepare('insert into ballast values (zeroblob(1048576))');
+    db.transaction(() => {
+      for (let i = 0; i < 192; i++) insert.run();
+    })();
+    db.close();
+    const folder = path.join(tempDir(), 'my backups');
+    fs.mkdirSync(folder);
+    const out = path.join(folder, 'tributary.db');
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, 'backup', '--data-dir', dataDir, '--out', out]);
+      children.push(child);
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await waitFor(
+        async () => fs.statSync(`${out}.partial`, { throwIfNoEntry: false })?.size ?? 0,
+        (size) => size > 0,
+        { intervalMs: 5, what: 'the copy under way' },
+      );
+      child.kill(signal);
+      expect(await exited).toBe(code);
+      expect(stderr).toBe(`error: the backup was interrupted: nothing was written to ${out} (stopped by ${signal})\n`);
+      expect(fs.readdirSync(folder)).toEqual([]);
+    }
   });
 
   it('restores a WAL-mode database (a hand copy, with its -wal) from a read-only folder, with what the -wal holds', async (context) => {
