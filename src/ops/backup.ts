@@ -48,6 +48,9 @@ export async function backupDatabase(options: {
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;
   removePartial(partial);
+  // Made before SQLite writes to it, so that it is its owner's alone from the first page (hashed keys, sealed
+  // secrets): SQLite would create it with the umask's mode, and its journal takes the mode of the file.
+  fs.writeFileSync(partial, '', { mode: 0o600 });
   const db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
