@@ -56,7 +56,7 @@ export async function backupDatabase(options: {
   let lastRemaining = Number.POSITIVE_INFINITY;
   let pages = 0;
   try {
-    await db.backup(partial, {
+    const copied = await db.backup(partial, {
       progress: ({ totalPages, remainingPages }) => {
         pages = totalPages;
         if (remainingPages > lastRemaining) restarts++;
@@ -66,6 +66,9 @@ export async function backupDatabase(options: {
         return restarts > 0 ? Math.max(totalPages, 1) : PAGES_PER_STEP;
       },
     });
+    // A database has at least one page: none means SQLite's first step gave up on a lock (better-sqlite3 then
+    // reports the backup done), and the copy is an empty file that would pass every check.
+    if (copied.totalPages === 0) throw lockedSource(source);
   } catch (error) {
     db.close();
     removePartial(partial);
@@ -77,6 +80,13 @@ export async function backupDatabase(options: {
   fs.renameSync(partial, out);
   options.onProgress?.({ totalPages: pages, remainingPages: 0 });
   return { file: out, bytes: fs.statSync(out).size, pages, restarts };
+}
+
+function lockedSource(source: string): Error {
+  return new Error(
+    `the database ${source} is locked by another process: the backup waited 5 s to read it, and nothing was written\n` +
+      'hint: a process holds it exclusively (a sqlite3 shell with locking_mode=exclusive, or left in a transaction on a database not in WAL mode): end that process or its transaction, then try again',
+  );
 }
 
 /** The copy being written and the rollback journal SQLite keeps beside it while it writes. */

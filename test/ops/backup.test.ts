@@ -284,6 +284,31 @@ describe('backup and restore', () => {
     }
   });
 
+  it('a backup that cannot read the database for its lock fails naming it, and writes no empty file', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'locked');
+    const database = path.join(dataDir, 'tributary.db');
+    const holder = openSqliteFile(database);
+    holder.pragma('locking_mode = exclusive');
+    holder.exec('begin exclusive');
+    holder.exec('create table held (x)');
+    const folder = tempDir();
+    const out = path.join(folder, 'tributary.db');
+    try {
+      const answer = await refused(['backup', '--data-dir', dataDir, '--out', out]);
+      expect(answer).toEqual({
+        code: 1,
+        stderr:
+          `error: the database ${database} is locked by another process: the backup waited 5 s to read it, and nothing was written\n` +
+          'hint: a process holds it exclusively (a sqlite3 shell with locking_mode=exclusive, or left in a transaction on a database not in WAL mode): end that process or its transaction, then try again\n',
+      });
+      expect(fs.readdirSync(folder)).toEqual([]);
+    } finally {
+      holder.exec('rollback');
+      holder.close();
+    }
+  });
+
   it('restores a WAL-mode database (a hand copy, with its -wal) from a read-only folder, with what the -wal holds', async (context) => {
     const live = tempDir();
     await createAccount(['--data-dir', live], 'first');
