@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Command, Option } from 'commander';
 import { resolveConfig, settingOptions } from '../config.js';
 import { counted } from '../client/resources.js';
-import { OpsError } from '../ops/ops-error.js';
+import { OpsError, OpsInterruptedError } from '../ops/ops-error.js';
 
 function storageOption(flag: '--data-dir' | '--database-url'): Option {
   const option = settingOptions().find((o) => o.long === flag);
@@ -48,6 +48,31 @@ function progressLine(label: string): { update(done: number, total: number): voi
   };
 }
 
+/**
+ * Runs `work` with a signal that Ctrl-C or SIGTERM aborts, so that it stops between two steps and removes what it
+ * wrote rather than being killed mid-write. Work so stopped ends the command as that signal would have: 130, 143.
+ */
+async function stoppable<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let stoppedBy: NodeJS.Signals | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    stoppedBy = signal;
+    controller.abort();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    return await work(controller.signal);
+  } catch (error) {
+    if (!(error instanceof OpsInterruptedError) || !stoppedBy) throw error;
+    console.error(`error: ${error.message} (stopped by ${stoppedBy})`);
+    process.exit(128 + os.constants.signals[stoppedBy]);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}
+
 export function addOpsCommands(program: Command): void {
   const backup = program
     .command('backup')
@@ -63,36 +88,17 @@ export function addOpsCommands(program: Command): void {
         'backup copies the SQLite database of a data directory; for PostgreSQL use pg_dump (pg_dump -Fc -f tributary.dump "$TRIBUTARY_DATABASE_URL"), see Operating Tributary in the README',
       );
     }
-    const { backupDatabase, BackupInterruptedError } = await import('../ops/backup.js');
+    const { backupDatabase } = await import('../ops/backup.js');
     const progress = progressLine('backup');
-    // Ctrl-C or SIGTERM stops the copy between two steps, so that its partial file is removed rather than left behind.
-    const controller = new AbortController();
-    let stoppedBy: NodeJS.Signals | undefined;
-    const stop = (signal: NodeJS.Signals) => {
-      stoppedBy = signal;
-      controller.abort();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const result = await backupDatabase({
-      dataDir: where.dataDir,
-      out: String(options.out),
-      force: options.force === true,
-      onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
-      signal: controller.signal,
-    })
-      .catch((error: unknown) => {
-        if (!(error instanceof BackupInterruptedError) || !stoppedBy) throw error;
-        progress.end();
-        console.error(`error: ${error.message} (stopped by ${stoppedBy})`);
-        // As a process ended by that signal exits: 130 for SIGINT, 143 for SIGTERM.
-        process.exit(128 + os.constants.signals[stoppedBy]);
-      })
-      .finally(() => {
-        progress.end();
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-      });
+    const result = await stoppable((signal) =>
+      backupDatabase({
+        dataDir: where.dataDir,
+        out: String(options.out),
+        force: options.force === true,
+        onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
+        signal,
+      }).finally(() => progress.end()),
+    );
     console.log(
       `backup written to ${result.file} (${counted(result.bytes, 'byte')}, ${counted(result.pages, 'page')}${result.restarts > 0 ? `, started over ${counted(result.restarts, 'time')} as the server wrote` : ''}); ` +
         'the secret key is not in it: keep secret.key (or your --secret-key) separately',
@@ -107,7 +113,9 @@ export function addOpsCommands(program: Command): void {
     .addOption(storageOption('--data-dir'));
   restore.action(async (options: Record<string, unknown>) => {
     const { restoreDatabase } = await import('../ops/restore.js');
-    const result = await restoreDatabase({ from: String(options.from), dataDir: storage(options).dataDir, force: options.force === true });
+    const result = await stoppable((signal) =>
+      restoreDatabase({ from: String(options.from), dataDir: storage(options).dataDir, force: options.force === true, signal }),
+    );
     console.log(`restored ${result.file} (${result.migrations} migrations applied in the backup)`);
     if (!result.keyFilePresent) {
       console.log(

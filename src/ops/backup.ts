@@ -2,16 +2,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
-import { OpsError } from './ops-error.js';
+import { OpsError, OpsInterruptedError } from './ops-error.js';
 
 export interface BackupProgress {
   readonly totalPages: number;
   readonly remainingPages: number;
-}
-
-/** The copy was stopped (Ctrl-C, SIGTERM) before it was complete; nothing was left behind. */
-export class BackupInterruptedError extends Error {
-  override name = 'BackupInterruptedError';
 }
 
 export interface BackupResult {
@@ -61,7 +56,7 @@ export async function backupDatabase(options: {
         pages = totalPages;
         if (remainingPages > lastRemaining) restarts++;
         lastRemaining = remainingPages;
-        if (options.signal?.aborted) throw new BackupInterruptedError(`the backup was interrupted: nothing was written to ${out}`);
+        if (options.signal?.aborted) throw new OpsInterruptedError(`the backup was interrupted: nothing was written to ${out}`);
         options.onProgress?.({ totalPages, remainingPages });
         return restarts > 0 ? Math.max(totalPages, 1) : PAGES_PER_STEP;
       },

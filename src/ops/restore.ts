@@ -6,7 +6,7 @@ import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
-import { OpsError } from './ops-error.js';
+import { OpsError, OpsInterruptedError } from './ops-error.js';
 
 export interface RestoreResult {
   readonly file: string;
@@ -15,6 +15,9 @@ export interface RestoreResult {
   readonly keyFilePresent: boolean;
 }
 
+/** Pages copied per step: small enough that a signal is heard soon, large enough to be quick. */
+const PAGES_PER_STEP = 2048;
+
 const SQLITE_HEADER = 'SQLite format 3\u0000';
 
 /**
@@ -22,13 +25,13 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
  * that already has a database unless `force`, and a data directory a server is using. Holds the directory's lock
  * while it copies, so no server starts on half a database.
  */
-export async function restoreDatabase(options: { from: string; dataDir: string; force: boolean }): Promise<RestoreResult> {
+export async function restoreDatabase(options: { from: string; dataDir: string; force: boolean; signal?: AbortSignal }): Promise<RestoreResult> {
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
   checkIsSqlite(from);
   const staged = stageCopy(from);
   try {
-    return await restoreStaged(staged.file, from, dataDir, options.force);
+    return await restoreStaged(staged.file, from, dataDir, options.force, options.signal);
   } finally {
     fs.rmSync(staged.dir, { recursive: true, force: true });
   }
@@ -57,8 +60,10 @@ function stageCopy(from: string): { dir: string; file: string } {
 }
 
 /** `staged` is the private copy of `from`, which only names the backup in messages. */
-async function restoreStaged(staged: string, from: string, dataDir: string, force: boolean): Promise<RestoreResult> {
+async function restoreStaged(staged: string, from: string, dataDir: string, force: boolean, signal?: AbortSignal): Promise<RestoreResult> {
   const migrations = await checkBackup(staged, from);
+  const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
+  if (signal?.aborted) throw stopped();
   // A database replaced under a running server would be lost to it: the server must stop first.
   const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again');
   try {
@@ -67,10 +72,22 @@ async function restoreStaged(staged: string, from: string, dataDir: string, forc
       throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
     }
     const partial = `${target}.restoring`;
-    fs.rmSync(partial, { force: true });
+    const removePartial = () => {
+      for (const suffix of ['', '-journal']) fs.rmSync(partial + suffix, { force: true });
+    };
+    removePartial();
     const source = openSqliteFile(staged, { fileMustExist: true });
     try {
-      await source.backup(partial);
+      // Between two steps a Ctrl-C (SIGTERM) stops the copy, which is removed: the data directory stays as it was.
+      await source.backup(partial, {
+        progress: () => {
+          if (signal?.aborted) throw stopped();
+          return PAGES_PER_STEP;
+        },
+      });
+    } catch (error) {
+      removePartial();
+      throw error;
     } finally {
       source.close();
     }

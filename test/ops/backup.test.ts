@@ -250,14 +250,7 @@ describe('backup and restore', () => {
   it("a backup stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and exits 130 or 143", async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'interrupted');
-    // 192 MB: the copy takes many steps, so the signal comes while it is on its way.
-    const db = openSqliteFile(path.join(dataDir, 'tributary.db'));
-    db.exec('create table ballast (x blob)');
-    const insert = db.prepare('insert into ballast values (zeroblob(1048576))');
-    db.transaction(() => {
-      for (let i = 0; i < 192; i++) insert.run();
-    })();
-    db.close();
+    addBallast(path.join(dataDir, 'tributary.db'));
     const folder = path.join(tempDir(), 'my backups');
     fs.mkdirSync(folder);
     const out = path.join(folder, 'tributary.db');
@@ -281,6 +274,38 @@ describe('backup and restore', () => {
       expect(await exited).toBe(code);
       expect(stderr).toBe(`error: the backup was interrupted: nothing was written to ${out} (stopped by ${signal})\n`);
       expect(fs.readdirSync(folder)).toEqual([]);
+    }
+  });
+
+  it('a restore stopped by Ctrl-C or SIGTERM removes its partial copy and its temporary one, and exits 130 or 143', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'restored');
+    const from = path.join(dataDir, 'tributary.db');
+    addBallast(from);
+    const target = tempDir();
+    const temporary = tempDir();
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, 'restore', '--from', from, '--data-dir', target], {
+        env: { PATH: process.env.PATH ?? '', TMPDIR: temporary },
+      });
+      children.push(child);
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const restoring = path.join(target, 'tributary.db.restoring');
+      await waitFor(
+        async () => fs.statSync(restoring, { throwIfNoEntry: false })?.size ?? 0,
+        (size) => size > 0,
+        { intervalMs: 5, what: 'the copy under way' },
+      );
+      child.kill(signal);
+      expect(await exited).toBe(code);
+      expect(stderr).toBe(`error: the restore was interrupted: ${target} is as it was (stopped by ${signal})\n`);
+      expect(fs.readdirSync(target)).toEqual(['tributary.lock']);
+      expect(fs.readdirSync(temporary)).toEqual([]);
     }
   });
 
@@ -348,6 +373,17 @@ describe('backup and restore', () => {
     }
   });
 });
+
+/** Adds 192 MB to a database: copying it takes many steps, so that a signal comes while one is on its way. */
+function addBallast(database: string): void {
+  const db = openSqliteFile(database);
+  db.exec('create table ballast (x blob)');
+  const insert = db.prepare('insert into ballast values (zeroblob(1048576))');
+  db.transaction(() => {
+    for (let i = 0; i < 192; i++) insert.run();
+  })();
+  db.close();
+}
 
 /**
  * A folder holding copies of `files` that this process cannot write to: a tmpfs remounted read-only as root (where
