@@ -76,6 +76,9 @@ async function restoreStaged(staged: string, from: string, dataDir: string, forc
       for (const suffix of ['', '-journal']) fs.rmSync(partial + suffix, { force: true });
     };
     removePartial();
+    // Made before SQLite writes to it, so that it is its owner's alone from the first page, as the database it
+    // becomes is (hashed keys, sealed secrets): SQLite would create it with the umask's mode, its journal likewise.
+    fs.writeFileSync(partial, '', { mode: 0o600 });
     const source = openSqliteFile(staged, { fileMustExist: true });
     try {
       // Between two steps a Ctrl-C (SIGTERM) stops the copy, which is removed: the data directory stays as it was.

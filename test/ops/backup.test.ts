@@ -277,7 +277,7 @@ describe('backup and restore', () => {
     }
   });
 
-  it('a restore stopped by Ctrl-C or SIGTERM removes its partial copy and its temporary one, and exits 130 or 143', async () => {
+  it("a restore stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and its temporary one, and exits 130 or 143", async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'restored');
     const from = path.join(dataDir, 'tributary.db');
@@ -301,6 +301,8 @@ describe('backup and restore', () => {
         (size) => size > 0,
         { intervalMs: 5, what: 'the copy under way' },
       );
+      // In a data directory others may read: the copy is its owner's alone from the first page, as the database.
+      for (const file of [restoring, `${restoring}-journal`]) expect(fs.statSync(file).mode & 0o777, file).toBe(0o600);
       child.kill(signal);
       expect(await exited).toBe(code);
       expect(stderr).toBe(`error: the restore was interrupted: ${target} is as it was (stopped by ${signal})\n`);
