@@ -46,6 +46,17 @@ async function withUsers<T>(
   });
 }
 
+/**
+ * Refuses --metrics-port on the address --port listens at (a worker listens at none): the second listener would fail
+ * with "another process is using it", when the process is this one.
+ */
+function refuseSharedPort(config: Config): void {
+  const wildcard = (host: string) => host === '0.0.0.0' || host === '::';
+  if (config.role === 'worker' || !config.metricsPort || config.metricsPort !== config.port) return;
+  if (config.host !== config.metricsHost && !wildcard(config.host) && !wildcard(config.metricsHost)) return;
+  throw new ConfigError(`--metrics-port and --port are both ${config.port}: the metrics listener needs a port of its own (0 picks a free one)`);
+}
+
 function accountLines(account: NewAccount): string[] {
   return [`account ${account.username} (${account.id}, ${account.plan} plan)`, `API key (shown once, store it now): ${account.apiKey}`];
 }
@@ -71,6 +82,7 @@ export function buildProgram(): Command {
   for (const option of settingOptions()) serve.addOption(option);
   serve.action(async (options: Record<string, unknown>) => {
     const config = configFrom(options);
+    refuseSharedPort(config);
     const [{ createLogger, startTributary }, { tuneGarbageCollection }] = await Promise.all([import('../app.js'), import('../startup/gc-tuning.js')]);
     tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);

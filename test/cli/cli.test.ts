@@ -224,6 +224,22 @@ describe('tributary CLI', () => {
     expect(await exited).toBe(0);
   });
 
+  it('--metrics-port on --port itself is refused as such, not as a port another process is using', async () => {
+    const dataDir = tempDir();
+    for (const hosts of [[], ['--host', '0.0.0.0']]) {
+      const failed = await tributary(['serve', '--port', '40999', '--metrics-port', '40999', ...hosts, '--data-dir', dataDir]).then(
+        () => ({ code: 0, stdout: '', stderr: '' }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: 'error: --metrics-port and --port are both 40999: the metrics listener needs a port of its own (0 picks a free one)\n',
+      });
+    }
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
   it('a first start that fails (its port in use) creates no account, so the next start prints the key', async () => {
     const dataDir = tempDir();
     const taken = net.createServer();
