@@ -52,8 +52,20 @@ function readProfiles(file: string): ProfilesFile {
   }
 }
 
+/**
+ * A profile's name: letters, digits, `.`, `_` and `-`, from a letter or digit. Names are keys of the file's JSON
+ * object, where `__proto__` would set the object's prototype instead of saving a profile.
+ */
+function checkProfileName(name: string): string {
+  if (!/^[A-Za-z0-9][\w.-]{0,63}$/.test(name)) {
+    throw new ProfileError(`"${name}" is not a profile name: use 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  }
+  return name;
+}
+
 /** Saves a profile and makes it the current one; the file holds keys, so only its owner may read it. */
 export function saveProfile(name: string, address: ServerAddress, env: NodeJS.ProcessEnv = process.env): string {
+  checkProfileName(name);
   const file = profilesPath(env);
   const profiles = readProfiles(file);
   profiles.profiles[name] = { url: address.url.replace(/\/+$/, ''), key: address.key };
@@ -85,8 +97,8 @@ export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = pro
   if (named === undefined && givenUrl && givenKey) return { url: serverUrl(givenUrl), key: givenKey, profile: undefined };
   const file = profilesPath(env);
   const profiles = readProfiles(file);
-  const name = named ?? profiles.current ?? DEFAULT_PROFILE;
-  const saved = profiles.profiles[name];
+  const name = named === undefined ? (profiles.current ?? DEFAULT_PROFILE) : checkProfileName(named);
+  const saved = Object.hasOwn(profiles.profiles, name) ? profiles.profiles[name] : undefined;
   if (named !== undefined && !saved) {
     const known = Object.keys(profiles.profiles);
     throw new ProfileError(
