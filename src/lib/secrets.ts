@@ -1,5 +1,6 @@
 // Encrypts secret prop values at rest with AES-256-GCM; the key comes from configuration or a key file.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { makeDataDir } from './data-dir.js';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -37,7 +38,7 @@ export class SecretBox {
     if (secretKey) return new SecretBox(createHash('sha256').update(secretKey, 'utf8').digest());
     if (keyFile !== undefined) return new SecretBox(readKeyFile(path.resolve(keyFile)));
     const file = path.join(dataDir, 'secret.key');
-    fs.mkdirSync(dataDir, { recursive: true });
+    makeDataDir(dataDir);
     try {
       fs.writeFileSync(file, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
     } catch (error) {

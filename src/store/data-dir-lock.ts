@@ -1,6 +1,7 @@
 // Keeps a second server off a data directory whose SQLite database a running server uses: each assumes it is the queue's only consumer.
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeDataDir } from '../lib/data-dir.js';
 import { openSqliteFile } from './sqlite-file.js';
 
 export class DataDirInUseError extends Error {
@@ -27,7 +28,7 @@ function readPid(file: string): number | undefined {
  * error with what the one refused should do: a second server can use another data directory, restore cannot.
  */
 export function lockDataDir(dataDir: string, insteadDo = 'stop it, or start this one with another --data-dir'): DataDirLock {
-  fs.mkdirSync(dataDir, { recursive: true });
+  makeDataDir(dataDir);
   const pidFile = path.join(dataDir, 'tributary.pid');
   // No busy timeout: a held lock is an answer now, not something to wait for.
   const lock = openSqliteFile(path.join(dataDir, 'tributary.lock'), { timeout: 0 });

@@ -24,6 +24,7 @@ import { NewerDatabaseError } from './newer-database-error.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { runTransactionsDirectly, type SqliteStatements } from './compiled.js';
 import { openSqliteFile } from './sqlite-file.js';
+import { makeDataDir } from '../lib/data-dir.js';
 import { outageOf, PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
 import { SYNC_BUSY_TIMEOUT_MS, waitingForLock } from './sqlite-busy.js';
 import { WriteLockWatch } from './write-lock.js';
@@ -99,7 +100,7 @@ const CHECKPOINT_EVERY_MS = 250;
 const SYNC_LOG_EVERY_MS = 50;
 
 function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundCheckpoints']): Store {
-  fs.mkdirSync(dataDir, { recursive: true });
+  makeDataDir(dataDir);
   const file = path.join(dataDir, 'tributary.db');
   const connection = openSqliteFile(file);
   // Private to the server's user: workers may run as another user that can traverse the data folder.

@@ -137,6 +137,26 @@ describe('tributary CLI', () => {
     expect(dump).not.toContain(created.api_key);
   });
 
+  it('serve and users create name --data-dir when the data directory cannot be made (a file stands in its path)', async () => {
+    const file = path.join(tempDir(), 'a-file');
+    fs.writeFileSync(file, '');
+    const dataDir = path.join(file, 'data');
+    for (const args of [
+      ['serve', '--port', '0'],
+      ['users', 'create', '--username', 'x', '--email', 'x@example.test'],
+    ]) {
+      const error = await tributary([...args, '--data-dir', dataDir]).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect({ args, code: error.code, stderr: error.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: `error: the data directory ${dataDir} cannot be made (ENOTDIR): set --data-dir (TRIBUTARY_DATA_DIR) to a folder this user may write\n`,
+      });
+    }
+  });
+
   it('users list and rotate-key refuse a data directory without a database, creating nothing; users create starts one', async () => {
     const missing = path.join(tempDir(), 'typo');
     const empty = tempDir();
