@@ -113,8 +113,15 @@ export function addOpsCommands(program: Command): void {
     .addOption(storageOption('--data-dir'));
   restore.action(async (options: Record<string, unknown>) => {
     const { restoreDatabase } = await import('../ops/restore.js');
+    const progress = progressLine('restore');
     const result = await stoppable((signal) =>
-      restoreDatabase({ from: String(options.from), dataDir: storage(options).dataDir, force: options.force === true, signal }),
+      restoreDatabase({
+        from: String(options.from),
+        dataDir: storage(options).dataDir,
+        force: options.force === true,
+        signal,
+        onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
+      }).finally(() => progress.end()),
     );
     console.log(`restored ${result.file} (${result.migrations} migrations applied in the backup)`);
     if (!result.keyFilePresent) {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
+import { removePartialCopy, startPartialCopy } from './partial-copy.js';
 
 export interface BackupProgress {
   readonly totalPages: number;
@@ -42,10 +43,7 @@ export async function backupDatabase(options: {
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;
-  removePartial(partial);
-  // Made before SQLite writes to it, so that it is its owner's alone from the first page (hashed keys, sealed
-  // secrets): SQLite would create it with the umask's mode, and its journal takes the mode of the file.
-  fs.writeFileSync(partial, '', { mode: 0o600 });
+  startPartialCopy(partial);
   const db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
@@ -66,7 +64,7 @@ export async function backupDatabase(options: {
     if (copied.totalPages === 0) throw lockedSource(source);
   } catch (error) {
     db.close();
-    removePartial(partial);
+    removePartialCopy(partial);
     throw error;
   }
   db.close();
@@ -82,11 +80,6 @@ function lockedSource(source: string): Error {
     `the database ${source} is locked by another process: the backup waited 5 s to read it, and nothing was written\n` +
       'hint: a process holds it exclusively (a sqlite3 shell with locking_mode=exclusive, or left in a transaction on a database not in WAL mode): end that process or its transaction, then try again',
   );
-}
-
-/** The copy being written and the rollback journal SQLite keeps beside it while it writes. */
-function removePartial(partial: string): void {
-  for (const suffix of ['', '-journal']) fs.rmSync(partial + suffix, { force: true });
 }
 
 /** The files SQLite keeps a database in: the file, its write-ahead log and shared memory, its rollback journal. */

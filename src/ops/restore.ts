@@ -6,13 +6,25 @@ import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
+import type { BackupProgress } from './backup.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
+import { removePartialCopy, startPartialCopy } from './partial-copy.js';
 
 export interface RestoreResult {
   readonly file: string;
   readonly migrations: number;
   /** False when the data directory has no secret.key: sealed secrets need the key kept beside the backup. */
   readonly keyFilePresent: boolean;
+}
+
+export interface RestoreOptions {
+  from: string;
+  dataDir: string;
+  force: boolean;
+  /** Aborted (the command's Ctrl-C or SIGTERM): the copy stops between two steps and its files are removed. */
+  signal?: AbortSignal;
+  /** After each step of the copy into the data directory. */
+  onProgress?: (progress: BackupProgress) => void;
 }
 
 /** Pages copied per step: small enough that a signal is heard soon, large enough to be quick. */
@@ -25,13 +37,13 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
  * that already has a database unless `force`, and a data directory a server is using. Holds the directory's lock
  * while it copies, so no server starts on half a database.
  */
-export async function restoreDatabase(options: { from: string; dataDir: string; force: boolean; signal?: AbortSignal }): Promise<RestoreResult> {
+export async function restoreDatabase(options: RestoreOptions): Promise<RestoreResult> {
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
   checkIsSqlite(from);
   const staged = stageCopy(from);
   try {
-    return await restoreStaged(staged.file, from, dataDir, options.force, options.signal);
+    return await restoreStaged(staged.file, from, dataDir, options);
   } finally {
     fs.rmSync(staged.dir, { recursive: true, force: true });
   }
@@ -60,7 +72,8 @@ function stageCopy(from: string): { dir: string; file: string } {
 }
 
 /** `staged` is the private copy of `from`, which only names the backup in messages. */
-async function restoreStaged(staged: string, from: string, dataDir: string, force: boolean, signal?: AbortSignal): Promise<RestoreResult> {
+async function restoreStaged(staged: string, from: string, dataDir: string, options: RestoreOptions): Promise<RestoreResult> {
+  const { force, signal } = options;
   const migrations = await checkBackup(staged, from);
   const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
   if (signal?.aborted) throw stopped();
@@ -72,24 +85,21 @@ async function restoreStaged(staged: string, from: string, dataDir: string, forc
       throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
     }
     const partial = `${target}.restoring`;
-    const removePartial = () => {
-      for (const suffix of ['', '-journal']) fs.rmSync(partial + suffix, { force: true });
-    };
-    removePartial();
-    // Made before SQLite writes to it, so that it is its owner's alone from the first page, as the database it
-    // becomes is (hashed keys, sealed secrets): SQLite would create it with the umask's mode, its journal likewise.
-    fs.writeFileSync(partial, '', { mode: 0o600 });
+    startPartialCopy(partial);
     const source = openSqliteFile(staged, { fileMustExist: true });
     try {
       // Between two steps a Ctrl-C (SIGTERM) stops the copy, which is removed: the data directory stays as it was.
-      await source.backup(partial, {
-        progress: () => {
+      const copied = await source.backup(partial, {
+        progress: ({ totalPages, remainingPages }) => {
           if (signal?.aborted) throw stopped();
+          options.onProgress?.({ totalPages, remainingPages });
           return PAGES_PER_STEP;
         },
       });
+      // Steps call back before they copy: the last word is the whole copy's.
+      options.onProgress?.(copied);
     } catch (error) {
-      removePartial();
+      removePartialCopy(partial);
       throw error;
     } finally {
       source.close();

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { restoreDatabase } from '../../src/ops/restore.js';
 import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { describe, expect, it } from 'vitest';
 import { killedAfterAll } from '../helpers/cleanups.js';
@@ -334,6 +335,22 @@ describe('backup and restore', () => {
       holder.exec('rollback');
       holder.close();
     }
+  });
+
+  it('restore reports its progress, step by step, up to the whole database', async () => {
+    const live = tempDir();
+    await createAccount(['--data-dir', live], 'first');
+    const seen: Array<{ totalPages: number; remainingPages: number }> = [];
+    const restoredDir = tempDir();
+    const result = await restoreDatabase({
+      from: path.join(live, 'tributary.db'),
+      dataDir: restoredDir,
+      force: false,
+      onProgress: (progress) => seen.push(progress),
+    });
+    expect(result.file).toBe(path.join(restoredDir, 'tributary.db'));
+    const pages = fs.statSync(result.file).size / 4096;
+    expect(seen.at(-1)).toEqual({ totalPages: pages, remainingPages: 0 });
   });
 
   it('restores a WAL-mode database (a hand copy, with its -wal) from a read-only folder, with what the -wal holds', async (context) => {
