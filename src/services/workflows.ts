@@ -254,7 +254,7 @@ export class WorkflowService {
     const unsaved: ComponentRow[] = [];
     for (const [i, step] of requested.entries()) {
       const given = [step.component_code, step.component_id, step.component_key].filter((v) => v !== undefined).length;
-      if (given !== 1) throw invalid(`steps[${i}] needs exactly one of component_code, component_id or component_key`);
+      if (given !== 1) throw invalid(`${stepLabel(i, step.name)}give exactly one of component_code, component_id or component_key`);
       let component: ComponentRow;
       if (step.component_code !== undefined) {
         const stepProgress = onProgress && ((progress: Parameters<SaveProgressListener>[0]) => onProgress({ ...progress, workflowStep: step.name }));
@@ -322,7 +322,9 @@ export class WorkflowService {
       if (!isTemplate(value)) continue;
       const bad = invalidTemplatePaths(value);
       if (bad.length)
-        throw invalid(`steps[${index}].configured_props.${shorten(name)}: ${quote(`{{ ${bad[0]} }}`)} is not a path such as steps.trigger.event.body`);
+        throw invalid(
+          `${stepLabel(index, step.name)}configured_props.${shorten(name)}: ${quote(`{{ ${bad[0]} }}`)} is not a path such as steps.trigger.event.body`,
+        );
       templates[name] = value;
     }
     for (const [name, value] of Object.entries(given)) {

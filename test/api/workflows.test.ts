@@ -523,7 +523,12 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
       [{ name: 'x', steps: [{ name: 'trigger', component_code: ECHO_STEP }] }, 400, 'invalid_request', /may not be "trigger"/],
       // Saved, then a key that set the prototype of `steps`: later steps and templates read `{}` or nothing for it.
       [{ name: 'x', steps: [{ name: '__proto__', component_code: ECHO_STEP }] }, 400, 'invalid_request', /^steps\[0\]\.name may not be "__proto__"/],
-      [{ name: 'x', steps: [{ name: 'a' }] }, 400, 'invalid_request', /exactly one of component_code, component_id or component_key/],
+      [
+        { name: 'x', steps: [{ name: 'a' }] },
+        400,
+        'invalid_request',
+        /^steps\[0\] \("a"\): give exactly one of component_code, component_id or component_key$/,
+      ],
       [{ name: 'x', steps: [{ name: 'a', component_id: savedSource }] }, 422, 'component_invalid', /is a source; a step is an action or a code step/],
       [{ name: 'x', steps: [{ name: 'a', component_code: hooked }] }, 422, 'component_invalid', /hooks are for sources/],
       [{ name: 'x', steps: [{ name: 'a', component_code: 'module.exports = { nope: 1 };' }] }, 422, 'component_invalid', /run/],
@@ -531,7 +536,7 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         { name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: '{{ process.exit() }}' } }] },
         400,
         'invalid_request',
-        /is not a path/,
+        /^steps\[0\] \("a"\): configured_props\.a: "\{\{ process\.exit\(\) \}\}" is not a path/,
       ],
       [
         { name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: 'three' } }] },
