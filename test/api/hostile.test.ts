@@ -69,7 +69,9 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
   let victimRuns = 0;
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, { allowPrivateNetwork: false, runTimeout: 2, workerMemory: 64 });
+    // 6 s: only the endless loop waits it out, while filling 64 MB to its limit (or 9 MB of rewritten results) took
+    // past 2 s on a slow CI machine, which then reported a timeout instead of what the test checks.
+    server = await startTestServer(dialect, { allowPrivateNetwork: false, runTimeout: 6, workerMemory: 64 });
     attacker = client(server.url, (await server.createUser()).apiKey);
     victim = client(server.url, (await server.createUser()).apiKey);
     const code = `module.exports = { name: "victim", version: "1.0.0", props: { http: "$.interface.http", db: "$.service.db" },
