@@ -16,7 +16,7 @@ export const MAX_BATCH_DATA_CHARS = 16 * 1024 * 1024;
  * Runs of a step's first batch, before what the step returns is known: each may return up to
  * MAX_STEP_BYTES_PER_CALL, held by the server until the commit, so a first batch of 100 could hold 800 MB.
  */
-const FIRST_BATCH_RUNS = Math.max(1, Math.floor(MAX_BATCH_DATA_CHARS / MAX_STEP_BYTES_PER_CALL));
+const FIRST_STEP_BATCH_RUNS = Math.max(1, Math.floor(MAX_BATCH_DATA_CHARS / MAX_STEP_BYTES_PER_CALL));
 
 /**
  * Takes the next batch off the head of `queue`: at most `count` runs and `maxChars` of their data, at least one run.
@@ -55,7 +55,7 @@ export class StepBatches {
   take(key: string, queue: HeldRun[], count: number): HeldRun[] {
     const added = this.added.get(key);
     const paced = Math.min(count, this.pacing.limit(key));
-    if (added === undefined) return takeBatch(queue, Math.min(paced, FIRST_BATCH_RUNS));
+    if (added === undefined) return takeBatch(queue, Math.min(paced, FIRST_STEP_BATCH_RUNS));
     return takeBatch(queue, paced, MAX_BATCH_DATA_CHARS, added);
   }
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
-import { removePartialCopy, startPartialCopy } from './partial-copy.js';
+import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
 
 export interface BackupProgress {
   readonly totalPages: number;
@@ -17,9 +17,6 @@ export interface BackupResult {
   /** How often a write by the running server made SQLite start the copy over. */
   readonly restarts: number;
 }
-
-/** Pages copied per step while nothing else writes: small enough for progress, large enough to be quick. */
-const PAGES_PER_STEP = 2048;
 
 /**
  * Copies `<dataDir>/tributary.db` to `out`. SQLite's backup starts over when another process (the server) writes

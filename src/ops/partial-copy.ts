@@ -1,6 +1,9 @@
 // The file a backup or a restore writes before its copy is whole: its owner's alone from the first page, removed whole when the copy stops.
 import fs from 'node:fs';
 
+/** Pages a backup or restore copies per step: small enough for progress and for Ctrl-C to be heard soon, large enough to be quick. */
+export const PAGES_PER_STEP = 2048;
+
 /**
  * Starts `partial` afresh, empty and 0600, before SQLite writes to it: the copy holds hashed keys and sealed secrets,
  * SQLite would create it with the umask's mode, and its journal takes the mode of the file.

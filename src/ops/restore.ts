@@ -8,7 +8,7 @@ import { lockDataDir } from '../store/data-dir-lock.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
 import type { BackupProgress } from './backup.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
-import { removePartialCopy, startPartialCopy } from './partial-copy.js';
+import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
 
 export interface RestoreResult {
   readonly file: string;
@@ -26,9 +26,6 @@ export interface RestoreOptions {
   /** After each step of the copy into the data directory. */
   onProgress?: (progress: BackupProgress) => void;
 }
-
-/** Pages copied per step: small enough that a signal is heard soon, large enough to be quick. */
-const PAGES_PER_STEP = 2048;
 
 const SQLITE_HEADER = 'SQLite format 3\u0000';
 
