@@ -302,7 +302,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       metrics,
     );
     sources.onChange(() => timers.poke());
-    listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live });
+    listenToCluster(signals, { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live, workflowRuns });
     sources.onChange((change) => signals.signal('sources', [change.sourceId]));
     credentials.onStaleSource((sourceId) => signals.signal('sources', [sourceId]));
     workflows.onChange((change) => signals.signal('workflows', [change.workflowId]));

@@ -57,6 +57,18 @@ export class WorkflowRunService {
   /** The HTTP clients waiting for a `$.respond()`, by workflow: each told when its workflow is deleted. */
   private readonly waiting = new Map<string, Set<() => void>>();
 
+  /**
+   * Another node changed these workflows (any, when `workflowIds` is absent): the clients waiting here on one that is
+   * gone hear so at once, as they would had it been deleted through this node. Unreadable now: they wait out their time.
+   */
+  async endWaitsOfDeleted(workflowIds: readonly string[] | undefined): Promise<void> {
+    for (const id of workflowIds ?? [...this.waiting.keys()]) {
+      if (!this.waiting.get(id)?.size) continue;
+      const workflow = await workflows.loadWorkflow(this.store.db, id).catch(() => null);
+      if (workflow === undefined) for (const gone of this.waiting.get(id) ?? []) gone();
+    }
+  }
+
   /** Queues a run of an active workflow with the given event; 409 when inactive, 429 over quota. */
   async runNow(accountId: string, workflowId: string, event: unknown): Promise<RunView> {
     const workflow = await this.activeWorkflow(accountId, workflowId);

@@ -7,6 +7,7 @@ import type { TimerScheduler } from '../engine/timers.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import type { IngressService } from '../services/ingress.js';
 import type { LiveStreams } from '../services/live.js';
+import type { WorkflowRunService } from '../services/workflow-runs.js';
 
 /** What a node does when another node signals: wake for queued work, forget cached rows that changed. */
 export function listenToCluster(
@@ -19,9 +20,10 @@ export function listenToCluster(
     outbox: OutboxSender;
     ingress: IngressService;
     live: LiveStreams;
+    workflowRuns: WorkflowRunService;
   },
 ): void {
-  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live } = parts;
+  const { dispatcher, workflowRunner, timers, webhookSender, outbox, ingress, live, workflowRuns } = parts;
   // Streams of a source or workflow deleted on another node end here too (the check never rejects).
   const endStreamsOfDeleted = (kind: 'sources' | 'workflows', ids: string[] | undefined) => void live.endStreamsOfDeleted(kind, ids);
   signals.on('invocations', (ids) => dispatcher.wake(ids));
@@ -63,5 +65,7 @@ export function listenToCluster(
     }
     timers.poke();
     endStreamsOfDeleted('workflows', ids);
+    // HTTP clients here waiting on a run of a workflow deleted there get their 504 now (the check never rejects).
+    void workflowRuns.endWaitsOfDeleted(ids);
   });
 }

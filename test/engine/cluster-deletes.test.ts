@@ -64,4 +64,32 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
     );
     expect(said).toEqual(['source deleted before the commit; nothing of the batch is committed']);
   });
+
+  it('a client waiting on node A for a workflow deleted through node B hears so at once, not after the run timeout', async () => {
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const created = await client(nodeA.url, key).post('/v1/workflows', {
+      name: 'deleted elsewhere',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const workflow = created.body.data;
+    // Node A (api only) holds the request; node B runs the workflow, which delays for an hour.
+    const waiting = request('POST', workflow.trigger.endpoint_url, { body: {} });
+    const delayed = await waitFor(
+      () => client(nodeB.url, key).get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
+      (res) => res.body.data.length === 1,
+      { what: 'the run delayed on node B' },
+    );
+    expect((await client(nodeB.url, key).delete(`/v1/workflows/${workflow.id}`)).status).toBe(204);
+    // Without the signal node A would answer after timeout_seconds + 5 s (35 s), past this test's time.
+    const answer = await waiting;
+    expect([answer.status, answer.body]).toEqual([
+      504,
+      { error: `the workflow was deleted before responding; run ${delayed.body.data[0].id} was deleted with it`, code: 'no_response' },
+    ]);
+  }, 20_000);
 });
