@@ -16,6 +16,7 @@ import {
   MAX_STEP_BYTES_PER_CALL,
   MAX_STEP_SENDS_PER_CALL,
 } from './worker/limits.js';
+import { emitBytes } from './worker/json.js';
 
 /** UTF-8 takes at most 3 bytes per UTF-16 unit: JSON text of this many units or fewer holds no value past `bytes`. */
 function fitsSurely(textChars: number | undefined, bytes: number): boolean {
@@ -65,9 +66,9 @@ export class ReportedLimits {
     for (const { name } of emits) if (name === '$errors' || name === '$logs') return `$emit name "${name}" is reserved for the source's ${name} stream`;
     if (fitsSurely(textChars, MAX_EVENT_BYTES)) return undefined;
     let total = 0;
-    for (const { event } of emits) {
-      const bytes = jsonSize(event);
-      if (bytes > MAX_EVENT_BYTES) return `the emitted event is ${bytes} bytes of JSON; an event may be at most ${MAX_EVENT_BYTES} bytes`;
+    for (const emit of emits) {
+      const bytes = emitBytes(jsonSize(emit.event), emit);
+      if (bytes > MAX_EVENT_BYTES) return `the emitted event is ${bytes} bytes of JSON, id and summary; an event may be at most ${MAX_EVENT_BYTES} bytes`;
       total += bytes;
       if (total > MAX_EMIT_BYTES_PER_CALL) return `the events emitted by one call may total at most ${MAX_EMIT_BYTES_PER_CALL} bytes of JSON`;
     }

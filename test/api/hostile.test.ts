@@ -591,6 +591,8 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
         this.$emit("small");`);
     const cases: Array<[string, string]> = [
       ['result.outcome.emits = [{ event: "x".repeat(2 * 1024 * 1024) }];', 'an event may be at most 1048576 bytes'],
+      ['result.outcome.emits = [{ event: 1, summary: "s".repeat(2 * 1024 * 1024) }];', 'an event may be at most 1048576 bytes'],
+      ['result.outcome.emits = Array.from({ length: 9 }, (_, i) => ({ event: i, id: "i".repeat(1000000) }));', 'may total at most 8388608 bytes'],
       ['result.outcome.emits = Array.from({ length: 20000 }, (_, i) => ({ event: i }));', 'one call may emit at most 10000 events'],
       ['result.dbWrites = { big: "y".repeat(2 * 1024 * 1024) };', 'a $.service.db value may be at most 1048576 bytes'],
       [

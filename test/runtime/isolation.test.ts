@@ -198,6 +198,24 @@ describe('runaway code', () => {
     expect(many.emits).toEqual([]);
   });
 
+  it("counts an emit's id and summary against the same limits as its event", async () => {
+    // A 2 MB summary on a one-byte event was stored and listed whole: 3 such emits made a 75 MB page of event summaries.
+    const summary = await hostile('this.$emit(1, { summary: "s".repeat(2 * 1024 * 1024) });');
+    expect(summary.error).toMatchObject({
+      name: 'RangeError',
+      message: 'the emitted event is 2097153 bytes of JSON, id and summary; an event may be at most 1048576 bytes',
+    });
+    expect(summary.emits).toEqual([]);
+    const id = await hostile('this.$emit(1, { id: "i".repeat(2 * 1024 * 1024) });');
+    expect(id.error!.message).toBe('the emitted event is 2097153 bytes of JSON, id and summary; an event may be at most 1048576 bytes');
+    const many = await hostile('for (let i = 0; i < 20; i++) this.$emit(i, { id: "i".repeat(450 * 1024) + i, summary: "s".repeat(450 * 1024) });');
+    expect(many.error!.message).toBe('the events emitted by one call may total at most 8388608 bytes of JSON');
+    expect(many.emits).toEqual([]);
+    const fits = await hostile('this.$emit(1, { id: "i".repeat(1000), summary: "s".repeat(1000) });');
+    expect(fits.error).toBeUndefined();
+    expect(fits.emits).toEqual([{ event: 1, id: 'i'.repeat(1000), summary: 's'.repeat(1000) }]);
+  });
+
   it('caps one $.service.db value at 1 MB and a whole db at 16 MB of JSON', async () => {
     const withDb = (body: string) => source(body, 'props: { db: "$.service.db" },');
     const big = (await runCode(t.runtime, HOSTILE, withDb('this.db.set("k", "x".repeat(1_100_000));'))).outcomes[0]!;

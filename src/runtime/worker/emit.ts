@@ -1,6 +1,6 @@
 // `$emit`: checks what a component emits and records it on the call, within the size limits.
 import type { EmittedEvent } from '../types.js';
-import { jsonBytes, jsonCopy } from './json.js';
+import { emitBytes, jsonBytes, jsonCopy } from './json.js';
 import { MAX_CHANNEL_NAME_CHARS, MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
@@ -49,9 +49,9 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       emitted.ts = ts as number;
     }
     const copy = jsonCopy(event === undefined ? null : event, 'the emitted event');
-    const bytes = jsonBytes(copy.json);
+    const bytes = emitBytes(jsonBytes(copy.json), emitted);
     if (bytes > MAX_EVENT_BYTES) {
-      overLimit(scope, `the emitted event is ${bytes} bytes of JSON; an event may be at most ${MAX_EVENT_BYTES} bytes`);
+      overLimit(scope, `the emitted event is ${bytes} bytes of JSON, id and summary; an event may be at most ${MAX_EVENT_BYTES} bytes`);
     }
     if (scope.emitBytes + bytes > MAX_EMIT_BYTES_PER_CALL) {
       overLimit(scope, `the events emitted by one call may total at most ${MAX_EMIT_BYTES_PER_CALL} bytes of JSON`);

@@ -32,3 +32,12 @@ export function jsonCopy(value: unknown, what: string): JsonCopy {
 export function jsonBytes(json: string): number {
   return Buffer.byteLength(json, 'utf8');
 }
+
+/**
+ * The bytes an emitted event takes where it is stored and listed: its JSON, with its `id` and `summary` as text. They
+ * count against the same limits as the event, or a summary of any size would ride on a small event.
+ */
+export function emitBytes(eventJsonBytes: number, meta: { id?: string | number | undefined; summary?: string | undefined }): number {
+  const id = typeof meta.id === 'string' ? Buffer.byteLength(meta.id, 'utf8') : 0;
+  return eventJsonBytes + id + (meta.summary === undefined ? 0 : Buffer.byteLength(meta.summary, 'utf8'));
+}

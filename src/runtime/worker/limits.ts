@@ -1,9 +1,9 @@
 // How much one call of a component may send back, so that a runaway run fails alone instead of swamping the server,
 // and how long finished outcomes may wait in the worker to share a message.
 
-/** One emitted event, as JSON. */
+/** One emitted event, as JSON, with its `id` and `summary`. */
 export const MAX_EVENT_BYTES = 1024 * 1024;
-/** All events emitted by one call, as JSON. */
+/** All events emitted by one call, as JSON, with their ids and summaries. */
 export const MAX_EMIT_BYTES_PER_CALL = 8 * 1024 * 1024;
 /**
  * A channel name (`$emit`'s `name`, `$.send.sse()`'s `channel`), in characters: as long as a subscription's `event_name`
