@@ -89,6 +89,18 @@ export function trimSlack(retention: number): number {
 
 export const TRUNCATE_BYTES = 1024;
 
+/**
+ * The longest start of `text` that fits in `bytes` of UTF-8, cut before a character rather than inside one: a cut
+ * inside one decodes to U+FFFD, a character the event never held, and makes the preview longer than `bytes`.
+ */
+function utf8Prefix(text: string, bytes: number): string {
+  const encoded = Buffer.from(text, 'utf8');
+  let end = Math.min(bytes, encoded.length);
+  // 0b10xxxxxx is a continuation byte: the character it belongs to started before `end` and does not fit.
+  while (end > 0 && end < encoded.length && (encoded[end]! & 0xc0) === 0x80) end--;
+  return encoded.subarray(0, end).toString('utf8');
+}
+
 /** The API view of a stored event; without `expand`, event JSON over 1 KiB becomes a truncation marker. */
 export function toSummary(row: StoredEvent, expand: boolean): EventSummary {
   const metadata: EventSummary['metadata'] = { emitter_id: row.emitter_id, emit_id: row.emit_id, name: row.name };
@@ -96,9 +108,6 @@ export function toSummary(row: StoredEvent, expand: boolean): EventSummary {
   if (row.event_key !== null) metadata.id = JSON.parse(row.event_key) as string | number;
   if (row.ts !== null) metadata.ts = Number(row.ts);
   const size = Buffer.byteLength(row.event, 'utf8');
-  const event =
-    expand || size <= TRUNCATE_BYTES
-      ? JSON.parse(row.event)
-      : { $truncated: true, size, preview: Buffer.from(row.event, 'utf8').subarray(0, TRUNCATE_BYTES).toString('utf8') };
+  const event = expand || size <= TRUNCATE_BYTES ? JSON.parse(row.event) : { $truncated: true, size, preview: utf8Prefix(row.event, TRUNCATE_BYTES) };
   return { id: eventIdOf(row), indexed_at_ms: Number(row.indexed_at_ms), event, metadata };
 }

@@ -88,6 +88,16 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect((await api.get(`/v1/sources/${id}/event_summaries?expand=all`)).status).toBe(400);
   });
 
+  it('cuts the preview of a truncated event before a character, never inside one', async () => {
+    const id = await deploy();
+    // '"' and 511 two-byte characters are 1023 bytes: the 1024th byte starts the 512th, which does not fit.
+    const text = 'é'.repeat(600);
+    await runAndWait(id, emitsOf([{ event: text }]));
+    const res = await api.get(`/v1/sources/${id}/event_summaries?limit=1`);
+    expect(res.status).toBe(200);
+    expect(res.body.data[0].event).toEqual({ $truncated: true, size: 1202, preview: `"${'é'.repeat(511)}` });
+  });
+
   it('keeps only the last 100 events', async () => {
     const id = await deploy();
     await runAndWait(id, emitsOf(Array.from({ length: 120 }, (_, i) => ({ event: i }))));
