@@ -1,4 +1,5 @@
 // Dedupe strategies and `ts` ordering of emitted events, as the specification defines them.
+import { createHash } from 'node:crypto';
 import type { EmittedEvent } from '../runtime/types.js';
 import type { PendingEvent } from './events.js';
 import { streamNameOf } from './subscriptions.js';
@@ -6,6 +7,20 @@ import { streamNameOf } from './subscriptions.js';
 export type DedupeStrategy = 'unique' | 'greatest' | 'last';
 
 export const UNIQUE_CACHE_SIZE = 100;
+
+/** An id's JSON longer than this is cached by its digest: caches stay small however long the ids a source emits. */
+export const MAX_CACHED_ID_CHARS = 128;
+
+/**
+ * How `unique` and `last` remember an id: its JSON, or for a long one `#sha256:<digest>` (no JSON starts with `#`).
+ * Whole, a cache of 100 ids of 1 MB was 100 MB parsed and written back at every commit of the source, which held the
+ * server's thread for seconds at a time, every account's requests with it.
+ */
+function cachedId(id: string | number | undefined): { key: string; whole: string } {
+  const whole = JSON.stringify(id);
+  const key = whole.length <= MAX_CACHED_ID_CHARS ? whole : `#sha256:${createHash('sha256').update(whole).digest('hex')}`;
+  return { key, whole };
+}
 
 /** Orders by `ts` oldest first; events without `ts` keep their order after the timed ones. */
 export function orderByTs<T extends { ts?: number | undefined }>(emits: T[]): T[] {
@@ -36,10 +51,11 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
       const seen = Array.isArray(cache) ? [...(cache as string[])] : [];
       const accepted: EmittedEvent[] = [];
       for (const emit of emits) {
-        const id = JSON.stringify(emit.id);
-        if (seen.includes(id)) continue;
+        // `whole` too: a cache written before ids were digested holds long ids whole.
+        const { key, whole } = cachedId(emit.id);
+        if (seen.includes(key) || seen.includes(whole)) continue;
         accepted.push(emit);
-        seen.push(id);
+        seen.push(key);
         if (seen.length > UNIQUE_CACHE_SIZE) seen.shift();
       }
       return { accepted, cache: seen };
@@ -59,10 +75,16 @@ export function applyDedupe(strategy: DedupeStrategy | undefined, cache: unknown
       return { accepted, cache: typeof greatest === 'bigint' ? String(greatest) : greatest };
     }
     case 'last': {
-      const match = cache === null || cache === undefined ? -1 : emits.findIndex((e) => JSON.stringify(e.id) === cache);
+      const match =
+        cache === null || cache === undefined
+          ? -1
+          : emits.findIndex((e) => {
+              const { key, whole } = cachedId(e.id);
+              return key === cache || whole === cache;
+            });
       const accepted = emits.slice(match + 1);
       const last = accepted[accepted.length - 1];
-      return { accepted, cache: last ? JSON.stringify(last.id) : (cache ?? null) };
+      return { accepted, cache: last ? cachedId(last.id).key : (cache ?? null) };
     }
   }
 }

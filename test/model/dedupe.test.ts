@@ -52,6 +52,22 @@ describe('dedupe', () => {
     expect(applyDedupe('unique', hundred.cache, emits([100])).accepted).toHaveLength(0);
   });
 
+  it('unique and last cache a long id by its digest, and still match it, or a cache holding it whole', () => {
+    // Whole, 100 ids of 1 MB made a 100 MB cache that every commit of the source parsed and wrote back.
+    const long = (n: number) => `${n}-${'i'.repeat(1_000_000)}`;
+    const ids = Array.from({ length: UNIQUE_CACHE_SIZE }, (_, i) => long(i));
+    const unique = applyDedupe('unique', null, emits(ids));
+    expect(unique.accepted).toHaveLength(UNIQUE_CACHE_SIZE);
+    expect(JSON.stringify(unique.cache).length).toBeLessThan(10_000);
+    expect(applyDedupe('unique', unique.cache, emits([long(7), long(100), 'short'])).accepted.map((e) => e.id)).toEqual([long(100), 'short']);
+    expect(applyDedupe('unique', [JSON.stringify(long(7))], emits([long(7), long(8)])).accepted.map((e) => e.id)).toEqual([long(8)]);
+    const last = applyDedupe('last', null, emits([long(1), long(2)]));
+    expect(String(last.cache).length).toBeLessThan(100);
+    expect(applyDedupe('last', last.cache, emits([long(1), long(2), long(3)])).accepted.map((e) => e.id)).toEqual([long(3)]);
+    expect(applyDedupe('last', JSON.stringify(long(2)), emits([long(2), long(3)])).accepted.map((e) => e.id)).toEqual([long(3)]);
+    expect(applyDedupe('last', 'short-cache', emits(['a', 'b'])).accepted.map((e) => e.id)).toEqual(['a', 'b']);
+  });
+
   it('greatest emits only ids larger than every id emitted before', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: -50, max: 50 }), { maxLength: 50 }), (ids) => {
