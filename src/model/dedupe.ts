@@ -30,12 +30,18 @@ export function orderByTs<T extends { ts?: number | undefined }>(emits: T[]): T[
     .map((x) => x.emit);
 }
 
+/** Digits of the longest integer id in text `greatest` reads: past 10^309 numbers are Infinity anyway. */
+export const MAX_NUMERIC_ID_DIGITS = 309;
+
 /**
  * An id as `greatest` compares it. Integer ids in text are read exactly (snowflake ids such as 1234567890123456789 are
  * past 2^53, where numbers 256 apart read as one and a newer event would pass for a seen one); other text as a number.
  */
 function numericId(id: string | number | undefined): number | bigint | undefined {
   if (typeof id === 'string' && /^\s*-?\d+\s*$/.test(id)) {
+    // Reading digits as a BigInt takes time that grows faster than their count: a 1 MB id held the server's thread
+    // half a second per event. Past the range of numbers, an id is no number greatest reads, as "abc" is not.
+    if (id.trim().replace(/^-/, '').length > MAX_NUMERIC_ID_DIGITS) return undefined;
     const exact = BigInt(id.trim());
     return exact >= BigInt(Number.MIN_SAFE_INTEGER) && exact <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(exact) : exact;
   }

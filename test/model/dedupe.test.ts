@@ -89,6 +89,17 @@ describe('dedupe', () => {
     expect(applyDedupe('greatest', first.cache, emits(['10', '8'])).accepted.map((e) => e.id)).toEqual(['10']);
   });
 
+  it('greatest drops an integer id in text of more digits than any number has, as it drops one that is no number', () => {
+    // Read as a BigInt, an id of a million digits held the server's thread for half a second per event.
+    const first = applyDedupe('greatest', null, emits(['5', '9'.repeat(1_000_000), 'abc']));
+    expect(first.accepted.map((e) => e.id)).toEqual(['5']);
+    expect(first.cache).toBe(5);
+    const long = '9'.repeat(309);
+    const second = applyDedupe('greatest', first.cache, emits([long, `-${'9'.repeat(310)}`, '6']));
+    expect(second.accepted.map((e) => e.id)).toEqual([long]);
+    expect(second.cache).toBe(long);
+  });
+
   it('last emits only the events after the cached id, or all when it does not match', () => {
     const first = applyDedupe('last', null, emits(['a', 'b', 'c']));
     expect(first.accepted.map((e) => e.id)).toEqual(['a', 'b', 'c']);
