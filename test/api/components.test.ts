@@ -347,6 +347,41 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     });
   }
 
+  it('refuses a method named like a prop, and a prop or method named $emit, which would each hide the other from this', async () => {
+    const clash = await api.post('/v1/components', {
+      component_code: 'module.exports = { name: "x", version: "1", props: { x: { type: "string" } }, methods: { x() { return 1; } }, run() {} };',
+    });
+    expect(clash.status).toBe(422);
+    expect(clash.body).toEqual({
+      error: 'prop "x" and method "x" share a name: this.x would be the method, and the prop\'s value would be lost',
+      code: 'component_invalid',
+      details: [{ reason: 'load_failed', prop: 'x' }],
+    });
+    const emitProp = await api.post('/v1/components', {
+      component_code: 'module.exports = { name: "x", version: "1", props: { $emit: { type: "string" } }, run() { this.$emit(1); } };',
+    });
+    expect(emitProp.status).toBe(422);
+    expect(emitProp.body).toEqual({
+      error: 'prop "$emit" has a reserved name: this.$emit is the function that emits events',
+      code: 'component_invalid',
+      details: [{ reason: 'load_failed', prop: '$emit' }],
+    });
+    const emitMethod = await api.post('/v1/sources', {
+      component_code: 'module.exports = { name: "x", version: "1", methods: { $emit() {} }, run() { this.$emit(1); } };',
+    });
+    expect(emitMethod.status).toBe(422);
+    expect(emitMethod.body).toEqual({
+      error: 'method "$emit" has a reserved name: this.$emit is the function that emits events',
+      code: 'component_invalid',
+      details: [{ reason: 'load_failed' }],
+    });
+    // An action has no $emit: the name is free there.
+    const action = await api.post('/v1/components', {
+      component_code: 'module.exports = { name: "x", version: "1", type: "action", props: { $emit: { type: "string" } }, run() {} };',
+    });
+    expect(action.status).toBe(200);
+  });
+
   it('fetches component_url with the outbound guard, and keeps the URL when code is also given', async () => {
     const host = http.createServer((_req, res) => res.end('module.exports = { name: "From URL", version: "1.0.0", run() {} };'));
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));

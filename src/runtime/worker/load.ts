@@ -98,6 +98,7 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     throw new LoadFailure('load_failed', 'methods must be an object of functions');
   }
   const props = normalizeProps(component.props);
+  checkNames(props, component.methods, !asStep && type !== 'action');
   const info: ComponentInfo = {
     name,
     version,
@@ -120,6 +121,31 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     }
   }
   return { component, info, props };
+}
+
+/**
+ * `this` holds the props, then the methods, then (in a source) `$emit`: a method of a prop's name would hide the
+ * configured value, and a prop or method named `$emit` would hide (or be hidden by) the emitter, each silently.
+ */
+function checkNames(props: PropDescriptor[], methods: unknown, isSource: boolean): void {
+  const methodNames = isPlainObject(methods) ? Object.keys(methods).filter((name) => typeof methods[name] === 'function') : [];
+  const propNames = new Set(props.map((p) => p.name));
+  for (const name of methodNames) {
+    if (propNames.has(name)) {
+      throw new LoadFailure(
+        'load_failed',
+        `prop ${JSON.stringify(name)} and method ${JSON.stringify(name)} share a name: this.${name} would be the method, and the prop's value would be lost`,
+        { prop: name },
+      );
+    }
+  }
+  if (!isSource) return;
+  if (propNames.has('$emit')) {
+    throw new LoadFailure('load_failed', 'prop "$emit" has a reserved name: this.$emit is the function that emits events', { prop: '$emit' });
+  }
+  if (methodNames.includes('$emit')) {
+    throw new LoadFailure('load_failed', 'method "$emit" has a reserved name: this.$emit is the function that emits events');
+  }
 }
 
 /** The folders of the bundles this worker loaded (each with its trailing separator). */
