@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const PREFIX = 'enc:v1:';
+/** A sealed value that is not a string (a secret integer, object …): its JSON, sealed, to be parsed when opened. */
+const JSON_PREFIX = 'encj:v1:';
 
 /** A key file holds the 32 key bytes in base64, as `open` writes it; a given file that is missing is an error, never made. */
 export function readKeyFile(file: string): Buffer {
@@ -54,6 +56,17 @@ export class SecretBox {
     return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
   }
 
+  /** Any JSON value sealed: a string as `encrypt` does, another value as its JSON, which `unseal` gives back as it was. */
+  seal(value: unknown): string {
+    return typeof value === 'string' ? this.encrypt(value) : JSON_PREFIX + this.encrypt(JSON.stringify(value)).slice(PREFIX.length);
+  }
+
+  /** The value `seal` sealed. */
+  unseal(sealed: string): unknown {
+    if (!sealed.startsWith(JSON_PREFIX)) return this.decrypt(sealed);
+    return JSON.parse(this.decrypt(PREFIX + sealed.slice(JSON_PREFIX.length)));
+  }
+
   decrypt(sealed: string): string {
     if (!sealed.startsWith(PREFIX)) throw new Error('not an encrypted value');
     const raw = Buffer.from(sealed.slice(PREFIX.length), 'base64');
@@ -69,6 +82,6 @@ export class SecretBox {
   }
 
   static isSealed(value: unknown): value is string {
-    return typeof value === 'string' && value.startsWith(PREFIX);
+    return typeof value === 'string' && (value.startsWith(PREFIX) || value.startsWith(JSON_PREFIX));
   }
 }

@@ -270,7 +270,8 @@ export function validateProps(
           break;
         }
         if (value === undefined || value === null) {
-          if (prop.default !== undefined) out[prop.name] = prop.default;
+          // A secret's default is sealed like a given value: the echo hides it, and the placeholder sent back keeps it.
+          if (prop.default !== undefined) out[prop.name] = prop.secret ? secrets.seal(prop.default) : prop.default;
           // A hidden prop is never asked for (console, CLI) until additionalProps() unhides it: not required while hidden.
           else if (!prop.optional && !prop.hidden) fail('is required');
           break;
@@ -283,7 +284,7 @@ export function validateProps(
         }
         const inputProblems = checkInput(prop, value);
         inputProblems.forEach(fail);
-        if (!inputProblems.length) out[prop.name] = prop.secret && typeof value === 'string' ? secrets.encrypt(value) : value;
+        if (!inputProblems.length) out[prop.name] = prop.secret ? secrets.seal(value) : value;
       }
     }
   }
@@ -362,7 +363,7 @@ export function runtimeProps(descriptors: PropDescriptor[], stored: Record<strin
     const value = stored[prop.name];
     if (value === undefined) continue;
     try {
-      out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.decrypt(value) : value;
+      out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.unseal(value) : value;
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
       throw new UnreadableSecretError(`secret prop "${prop.name}" cannot be opened: ${error.message}; set it again`);

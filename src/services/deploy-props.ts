@@ -105,9 +105,9 @@ export class DeployPropsResolver {
   }
 
   /** A secret kept from before: opened, or a 422 asking for it again when this server's key cannot open it. */
-  private openKept(name: string, sealed: string, label: string | undefined): string {
+  private openKept(name: string, sealed: string, label: string | undefined): unknown {
     try {
-      return this.secrets.decrypt(sealed);
+      return this.secrets.unseal(sealed);
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
       const message = `is kept from before but cannot be opened: ${error.message}; set it again`;

@@ -18,7 +18,7 @@ export async function warnIfSecretKeyDiffers(store: Store, secrets: SecretBox, l
   }
   if (!sample || !SecretBox.isSealed(sample)) return;
   try {
-    secrets.decrypt(sample);
+    secrets.unseal(sample);
   } catch (error) {
     if (!(error instanceof UnreadableSecretError)) throw error;
     logger.error(

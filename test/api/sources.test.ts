@@ -347,6 +347,36 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(events.body.data[0].event).toEqual({ token: 'sk-very-secret', count: 4, greeting: 'hello', endpoint: props.http.endpoint_url });
   });
 
+  it('seals a secret of any type and a secret taken from its default, and keeps each when its echo is sent back', async () => {
+    const code =
+      'module.exports = { name: "secrets", version: "1", props: { pin: { type: "integer", secret: true }, ' +
+      'keys: { type: "string[]", secret: true }, token: { type: "string", secret: true, optional: true, default: "from-default" } }, ' +
+      'async run() { this.$emit({ pin: this.pin, keys: this.keys, token: this.token }); } };';
+    const res = await api.post('/v1/sources', { component_code: code, configured_props: { pin: 4242, keys: ['k-one'] } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.configured_props).toEqual({ pin: '********', keys: '********', token: '********' });
+    const id = res.body.data.id;
+    if (dialect === 'sqlite') {
+      const db = openSqliteFile(path.join(server.dataDir, 'tributary.db'), { readonly: true });
+      const row = db.prepare('select configured_props from sources where id = ?').get(id) as { configured_props: string };
+      db.close();
+      expect(row.configured_props).not.toMatch(/4242|k-one|from-default/);
+    }
+    // What the GET echoes is accepted back, by PATCH and by PUT.
+    const patched = await api.patch(`/v1/sources/${id}`, { configured_props: res.body.data.configured_props });
+    expect([patched.status, patched.body.data?.configured_props]).toEqual([200, res.body.data.configured_props]);
+    const put = await api.put(`/v1/sources/${id}`, { component_id: res.body.data.component_id, configured_props: res.body.data.configured_props });
+    expect([put.status, put.body.data?.configured_props]).toEqual([200, res.body.data.configured_props]);
+    expect((await api.post(`/v1/sources/${id}/run`, {})).status).toBe(202);
+    const { waitFor } = await import('../helpers/wait.js');
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${id}/event_summaries`),
+      (r) => r.body.data?.length === 1,
+      { what: 'the manual run to emit' },
+    );
+    expect(events.body.data[0].event).toEqual({ pin: 4242, keys: ['k-one'], token: 'from-default' });
+  });
+
   it('passes a manual run its JSON body as it is, null included, and {} without a body', async () => {
     const created = await api.post('/v1/sources', {
       component_code: 'module.exports = { name: "echo", version: "1", async run(e) { this.$emit({ got: e }); } };',
