@@ -270,8 +270,13 @@ export function validateProps(
           break;
         }
         if (value === undefined || value === null) {
+          // A default is held to what a given value must be (as a timer's is): `default: "false"` would read as true.
           // A secret's default is sealed like a given value: the echo hides it, and the placeholder sent back keeps it.
-          if (prop.default !== undefined) out[prop.name] = prop.secret ? secrets.seal(prop.default) : prop.default;
+          if (prop.default !== undefined) {
+            const defaultProblems = checkInput(prop, prop.default);
+            for (const problem of defaultProblems) fail(`is not configured, and the component's default does not fit: it ${problem}`);
+            if (!defaultProblems.length) out[prop.name] = prop.secret ? secrets.seal(prop.default) : prop.default;
+          }
           // A hidden prop is never asked for (console, CLI) until additionalProps() unhides it: not required while hidden.
           else if (!prop.optional && !prop.hidden) fail('is required');
           break;

@@ -377,6 +377,30 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(events.body.data[0].event).toEqual({ pin: 4242, keys: ['k-one'], token: 'from-default' });
   });
 
+  it('holds a default to the rules a configured value follows, and deploys with the value given instead', async () => {
+    const code =
+      'module.exports = { name: "defaults", version: "1", props: { on: { type: "boolean", optional: true, default: "false" }, ' +
+      'n: { type: "integer", min: 1, default: 0 }, pick: { type: "string", options: ["a", "b"], optional: true, default: "c" } }, run() {} };';
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const refused = await api.post('/v1/sources', { component_code: code });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toEqual({
+      error:
+        "invalid configured_props: on is not configured, and the component's default does not fit: it must be a boolean, got a string; " +
+        "n is not configured, and the component's default does not fit: it must be at least 1, got 0; " +
+        'pick is not configured, and the component\'s default does not fit: it must be one of "a", "b", got "c"',
+      code: 'props_invalid',
+      details: [
+        { prop: 'on', message: "is not configured, and the component's default does not fit: it must be a boolean, got a string" },
+        { prop: 'n', message: "is not configured, and the component's default does not fit: it must be at least 1, got 0" },
+        { prop: 'pick', message: 'is not configured, and the component\'s default does not fit: it must be one of "a", "b", got "c"' },
+      ],
+    });
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const given = await api.post('/v1/sources', { component_code: code, configured_props: { on: true, n: 2, pick: 'a' } });
+    expect([given.status, given.body.data?.configured_props]).toEqual([200, { on: true, n: 2, pick: 'a' }]);
+  });
+
   it('passes a manual run its JSON body as it is, null included, and {} without a body', async () => {
     const created = await api.post('/v1/sources', {
       component_code: 'module.exports = { name: "echo", version: "1", async run(e) { this.$emit({ got: e }); } };',
