@@ -83,7 +83,10 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(put.status).toBe(200);
     const get = await request('GET', `${url}/`);
     expect(get.status).toBe(200);
-    const [last, second, first] = await eventsOf(id, 3);
+    // A sub-path keeps its trailing slash: some senders' routes tell /hooks from /hooks/.
+    expect((await request('DELETE', `${url}/deep/path/?z=1`)).status).toBe(200);
+    const [slashed, last, second, first] = await eventsOf(id, 4);
+    expect(slashed.event).toMatchObject({ method: 'DELETE', path: '/deep/path/', query: { z: '1' } });
     expect(first.event).toMatchObject({ method: 'POST', path: '/hooks/github', query: { x: '1', y: 'two' }, bodyRaw: '{"a":1}', body: { a: 1 } });
     // As the reference service's events have them: where the request came from, and the URL it was sent to.
     expect(first.event.client_ip).toBe('127.0.0.1');

@@ -63,9 +63,12 @@ export function ingressRoutes(services: { ingress: IngressService }, settings: {
       const admitted = services.ingress.admit(request.params.endpointId);
       const target = admitted instanceof Promise ? await admitted : admitted;
       const subPath = request.params['*'] ?? '';
+      // The router drops a trailing slash (ignoreTrailingSlash); the event keeps the path as it was sent.
+      const queryAt = request.url.indexOf('?');
+      const slashed = subPath !== '' && request.url.charCodeAt((queryAt < 0 ? request.url.length : queryAt) - 1) === 47;
       const event = httpEvent(
         request.method,
-        `/${subPath}`,
+        slashed ? `/${subPath}/` : `/${subPath}`,
         { ...(request.query as Record<string, unknown>) },
         request.headers,
         request.body as Buffer | undefined,
