@@ -46,7 +46,8 @@ export function selectFields(request: FastifyRequest, body: unknown): unknown {
 /**
  * A POST whose route declares no body (webhooks, subscriptions) still reads `include` and `exclude` from it, as every
  * endpoint does: they are checked as a body schema's `fieldParams` would be, so a malformed one is a 400 before anything
- * is created rather than an answer trimmed to nothing.
+ * is created rather than an answer trimmed to nothing. Any other field of such a body is refused, naming the query
+ * parameter it was meant as, rather than ignored.
  */
 function checkBodyFields(request: FastifyRequest): void {
   const body = request.body;
@@ -61,11 +62,21 @@ function checkBodyFields(request: FastifyRequest): void {
     const message = typeof value !== 'string' ? 'must be string' : new RegExp(FIELD_LIST).test(value) ? undefined : `must match pattern "${FIELD_LIST}"`;
     if (message) throw invalid(`invalid body: ${field} ${message}`, [{ in: 'body', field, message }]);
   }
+  // Any other field would be dropped unread: `{"event_name": "orders"}` made (or deleted!) the default stream's subscription.
+  const queryFields = Object.keys((request.routeOptions.schema?.querystring as { properties?: object } | undefined)?.properties ?? {});
+  for (const field of Object.keys(body)) {
+    if (field === 'include' || field === 'exclude') continue;
+    const message = queryFields.includes(field)
+      ? `is a query parameter of this endpoint, not a body field: send it as ?${field}=…`
+      : 'is not a field of this endpoint, whose body may only hold include and exclude';
+    throw invalid(`invalid body: ${field} ${message}`, [{ in: 'body', field, message }]);
+  }
 }
 
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
-  app.addHook('preHandler', async (request) => checkBodyFields(request));
+  // Before the query is validated: a body holding `url` is answered so, not with "must have required property 'url'".
+  app.addHook('preValidation', async (request) => checkBodyFields(request));
   app.addHook('onSend', async (request, reply, payload) => {
     if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300 || !selectionOf(request)) return payload;
     // A 204's empty body and bodies without `data` pass as they are.

@@ -165,6 +165,40 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
   });
 
+  it('refuses a field other than include and exclude in the body of a route that reads its parameters from the query', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const hook = await api.post('/v1/webhooks?url=https://example.com/hook');
+    const source = await api.post('/v1/sources', { component_code: emitterSource() });
+    const triple = `emitter_id=${source.body.data.id}&listener_id=${hook.body.data.id}`;
+    expect((await api.post(`/v1/subscriptions?${triple}`)).status).toBe(200);
+    const asQuery = (field: string) => {
+      const message = `is a query parameter of this endpoint, not a body field: send it as ?${field}=…`;
+      return { error: `invalid body: ${field} ${message}`, code: 'invalid_request', details: [{ in: 'body', field, message }] };
+    };
+    // Meant for the orders channel, it subscribed to the default stream; meant to stop $logs, it removed that subscription.
+    const subscribe = await api.post(`/v1/subscriptions?${triple}`, { event_name: 'orders' });
+    expect([subscribe.status, subscribe.body]).toEqual([400, asQuery('event_name')]);
+    const unsubscribe = await api.delete(`/v1/subscriptions?${triple}`, { body: { event_name: '$logs' } });
+    expect([unsubscribe.status, unsubscribe.body]).toEqual([400, asQuery('event_name')]);
+    // Meant to delete from an event on, it deleted every event of the source.
+    const range = await api.delete(`/v1/sources/${source.body.data.id}/events`, { body: { start_id: '9999999999999-0' } });
+    expect([range.status, range.body]).toEqual([400, asQuery('start_id')]);
+    const named = await api.post('/v1/webhooks?url=https://example.com/named', { name: 'orders' });
+    expect([named.status, named.body]).toEqual([400, asQuery('name')]);
+    const inBody = await api.post('/v1/webhooks', { url: 'https://example.com/body' });
+    expect([inBody.status, inBody.body]).toEqual([400, asQuery('url')]);
+    const other = await api.delete(`/v1/webhooks/${hook.body.data.id}`, { body: { force: true } });
+    const message = 'is not a field of this endpoint, whose body may only hold include and exclude';
+    expect([other.status, other.body]).toEqual([
+      400,
+      { error: `invalid body: force ${message}`, code: 'invalid_request', details: [{ in: 'body', field: 'force', message }] },
+    ]);
+    expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({
+      data: [{ id: expect.stringMatching(/^sub_/), emitter_id: source.body.data.id, listener_id: hook.body.data.id, event_name: '' }],
+    });
+    expect((await api.get('/v1/users/me/webhooks')).body.data.map((w: { url: string }) => w.url)).toEqual(['https://example.com/hook']);
+  });
+
   it('refuses a body that is no object on a POST whose route takes no other body, creating nothing', async () => {
     const userKey = (await server.createUser()).apiKey;
     const api = client(server.url, userKey);
