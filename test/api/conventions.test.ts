@@ -199,6 +199,37 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect((await api.get('/v1/users/me/webhooks')).body.data.map((w: { url: string }) => w.url)).toEqual(['https://example.com/hook']);
   });
 
+  it('refuses a misspelt query parameter of the routes that create, route or delete, rather than acting without it', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const hook = await api.post('/v1/webhooks?url=https://example.com/hook');
+    const source = await api.post('/v1/sources', { component_code: emitterSource() });
+    const triple = `emitter_id=${source.body.data.id}&listener_id=${hook.body.data.id}`;
+    expect((await api.post(`/v1/subscriptions?${triple}&event_name=$logs`)).status).toBe(200);
+    const unknown = (field: string) => ({
+      error: `invalid querystring: must not have the field "${field}"`,
+      code: 'invalid_request',
+      details: [{ in: 'querystring', message: `must not have the field "${field}"` }],
+    });
+    const answers = [
+      await api.post(`/v1/subscriptions?${triple}&event_nme=orders`),
+      await api.delete(`/v1/subscriptions?${triple}&event_nme=$logs`),
+      await api.post(`/v1/auto_subscriptions?listener_id=${hook.body.data.id}&event_name=orders&emitter_id=${source.body.data.id}`),
+      await api.delete(`/v1/sources/${source.body.data.id}/events?startid=9999999999999-0`),
+      await api.post('/v1/webhooks?url=https://example.com/named&nmae=orders'),
+    ];
+    expect(answers.map((r) => [r.status, r.body])).toEqual([
+      [400, unknown('event_nme')],
+      [400, unknown('event_nme')],
+      [400, unknown('emitter_id')],
+      [400, unknown('startid')],
+      [400, unknown('nmae')],
+    ]);
+    expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({
+      data: [{ id: expect.stringMatching(/^sub_/), emitter_id: source.body.data.id, listener_id: hook.body.data.id, event_name: '$logs' }],
+    });
+    expect((await api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(1);
+  });
+
   it('refuses a body that is no object on a POST whose route takes no other body, creating nothing', async () => {
     const userKey = (await server.createUser()).apiKey;
     const api = client(server.url, userKey);

@@ -70,11 +70,14 @@ export function eventRoutes(services: { events: EventService }): FastifyPluginAs
           tags: ['events'],
           summary: 'Delete events: all, from start_id on, up to end_id, or the inclusive range',
           params: sourceIdParams,
-          querystring: Type.Object({
-            start_id: Type.Optional(Type.String({ description: 'event id; deletes it and every later one' })),
-            end_id: Type.Optional(Type.String({ description: 'event id; deletes it and every earlier one' })),
-            ...fieldParams,
-          }),
+          querystring: Type.Object(
+            {
+              start_id: Type.Optional(Type.String({ description: 'event id; deletes it and every later one' })),
+              end_id: Type.Optional(Type.String({ description: 'event id; deletes it and every earlier one' })),
+              ...fieldParams,
+            },
+            { additionalProperties: false },
+          ),
           response: { 202: noBody },
         },
       },

@@ -27,13 +27,17 @@ const eventName = Type.String({
 const emitterId = Type.String({ minLength: 1, maxLength: 100, description: 'Source or workflow id, or the glob dc_* (all sources) / p_* (all workflows)' });
 const listenerId = Type.String({ minLength: 1, maxLength: 100, description: 'Source (dc_), workflow (p_) or webhook (wh_) id' });
 
-const subscriptionQuery = Type.Object({
-  emitter_id: emitterId,
-  listener_id: listenerId,
-  event_name: Type.Optional(eventName),
-  ...fieldParams,
-});
-const autoSubscriptionQuery = Type.Object({ event_name: eventName, listener_id: listenerId, ...fieldParams });
+// Any other parameter is refused: a misspelt `event_nme=orders` would subscribe to, or delete, the default stream's.
+const subscriptionQuery = Type.Object(
+  {
+    emitter_id: emitterId,
+    listener_id: listenerId,
+    event_name: Type.Optional(eventName),
+    ...fieldParams,
+  },
+  { additionalProperties: false },
+);
+const autoSubscriptionQuery = Type.Object({ event_name: eventName, listener_id: listenerId, ...fieldParams }, { additionalProperties: false });
 
 export function subscriptionRoutes(services: { subscriptions: SubscriptionService }): FastifyPluginAsync {
   return async (plugin) => {

@@ -46,12 +46,15 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
         schema: {
           tags: ['webhooks'],
           summary: 'Create a webhook; the response alone carries its signing secret',
-          querystring: Type.Object({
-            url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL with a host; port and path allowed' }),
-            name: Type.Optional(Type.String({ maxLength: 200 })),
-            description: Type.Optional(Type.String({ maxLength: 2000 })),
-            ...fieldParams,
-          }),
+          querystring: Type.Object(
+            {
+              url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL with a host; port and path allowed' }),
+              name: Type.Optional(Type.String({ maxLength: 200 })),
+              description: Type.Optional(Type.String({ maxLength: 2000 })),
+              ...fieldParams,
+            },
+            { additionalProperties: false },
+          ),
           response: { 200: dataOf(webhookSchema) },
         },
       },
