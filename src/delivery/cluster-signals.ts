@@ -38,14 +38,30 @@ export interface ClusterSignals {
   close(): Promise<void>;
 }
 
-/** One node: nothing to tell. */
+/** How often a single node looks whether a key of an account with live streams was replaced by another process. */
+export const KEY_LOOK_MS = 15_000;
+
+/**
+ * One node: nothing to tell. But `tributary users rotate-key` run beside it is another process, which cannot tell it
+ * either: so the `accounts` handlers are called every `KEY_LOOK_MS` for every account, and a stream opened with a key
+ * replaced that way (a leaked one) ends within that time instead of reading the account's events until it disconnects.
+ */
 export class LocalSignals implements ClusterSignals {
+  private readonly looks: NodeJS.Timeout[] = [];
+
   signal(): void {}
-  on(): void {}
+  on(kind: SignalKind, handler: SignalHandler): void {
+    if (kind !== 'accounts') return;
+    const look = setInterval(() => handler(undefined), KEY_LOOK_MS);
+    look.unref();
+    this.looks.push(look);
+  }
   relayAnswer(): void {}
   onAnswer(): void {}
   async start(): Promise<void> {}
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    for (const look of this.looks.splice(0)) clearInterval(look);
+  }
 }
 
 const CHANNEL = 'tributary_signals';

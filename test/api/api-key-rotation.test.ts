@@ -4,6 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, rawStream, request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { BIN } from '../helpers/processes.js';
+import { KEY_LOOK_MS } from '../../src/delivery/cluster-signals.js';
 
 describe.each(DIALECTS)('API key rotation (%s)', (dialect) => {
   let server: TestServer;
@@ -82,6 +86,27 @@ describe.each(DIALECTS)('API key rotation (%s)', (dialect) => {
       expect([renewed.ended(), untouched.ended()]).toEqual([false, false]);
     } finally {
       for (const stream of streams) stream.close();
+    }
+  });
+
+  it('ends the live streams opened with a key that tributary users rotate-key replaced from another process', async () => {
+    const user = await server.createUser();
+    const code = 'export default { name: "echo", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };';
+    const source = (await client(server.url, user.apiKey).post('/v1/sources', { component_code: code })).body.data;
+    const old = await rawStream(`${server.url}/v1/sources/${source.id}/sse`, user.apiKey);
+    try {
+      const where = server.databaseUrl ? ['--database-url', server.databaseUrl] : ['--data-dir', server.dataDir];
+      await promisify(execFile)(process.execPath, [BIN, 'users', 'rotate-key', user.id, ...where], { env: { PATH: process.env.PATH ?? '' } });
+      expect((await client(server.url, user.apiKey).get('/v1/users/me')).status).toBe(401);
+      // A leaked key replaced that way no longer reads the account's events as they come.
+      await waitFor(
+        async () => old.ended(),
+        (ended) => ended,
+        { what: 'the stream opened with the replaced key to end', timeoutMs: KEY_LOOK_MS + 10_000 },
+      );
+      expect(old.text()).toContain(': the API key this stream was opened with was replaced; reconnect with the new key');
+    } finally {
+      old.close();
     }
   });
 });
