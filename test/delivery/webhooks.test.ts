@@ -34,6 +34,11 @@ describe('webhook signing and Retry-After parsing', () => {
     expect(retryAfterMs('Tue, 01 Jan 2030 00:00:30 GMT', now)).toBe(30_000);
     expect(retryAfterMs('Mon, 31 Dec 2029 00:00:00 GMT', now)).toBe(0);
     expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs('Sunday, 01-Jan-30 00:00:30 GMT', now)).toBe(30_000);
+    // No seconds (which are digits only) and no date: the schedule applies, not an immediate retry (Date.parse reads
+    // them as days of 2001).
+    expect(retryAfterMs('1.5', now)).toBeUndefined();
+    expect(retryAfterMs('-5', now)).toBeUndefined();
     expect(retryAfterMs(undefined, now)).toBeUndefined();
     expect(retryAfterMs('999999999', now)).toBe(24 * 3600 * 1000);
   });

@@ -40,11 +40,17 @@ interface Target {
   path: string;
 }
 
-/** Retry-After as seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
+/**
+ * Retry-After as seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. An HTTP date
+ * begins with the day's name in each of its three forms: anything else is no date, though `Date.parse` reads `1.5` or
+ * `-5` as days of 2001, which made the retry immediate.
+ */
 export function retryAfterMs(value: string | string[] | undefined, nowMs: number): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
   if (raw === undefined || raw.trim() === '') return undefined;
-  const ms = /^\s*\d+\s*$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - nowMs;
+  const seconds = /^\s*\d+\s*$/.test(raw);
+  if (!seconds && !/^\s*[A-Za-z]{3}/.test(raw)) return undefined;
+  const ms = seconds ? Number(raw) * 1000 : Date.parse(raw) - nowMs;
   if (Number.isNaN(ms)) return undefined;
   return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
 }
