@@ -332,7 +332,8 @@ const ResponseBody = Type.Refine(
 
 export const HttpResponseSchema = ExactObject({
   status: Type.Integer({ minimum: 100, maximum: 599 }),
-  headers: Type.Record(Type.String(), Type.String()),
+  /** A list (`set-cookie: [a, b]`) is sent as one header line per value, as Node sends it. */
+  headers: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])),
   body: ResponseBody,
 });
 export type HttpResponse = Static<typeof HttpResponseSchema>;

@@ -25,6 +25,7 @@ module.exports = {
       return;
     }
     if (q.mode === "interim") { this.http.respond({ status: Number(q.status), headers: { link: "</a.css>; rel=preload" }, body: "hello" }); return; }
+    if (q.mode === "cookies") { this.http.respond({ status: 200, headers: { "set-cookie": ["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2"], vary: ["origin", "accept"] } }); return; }
     if (q.mode === "buffer") { this.http.respond({ status: 202, headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
     this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
     this.http.respond({ status: 500, body: "second call is ignored" });
@@ -176,6 +177,14 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
       expect(head).toContain('\r\nlink: </a.css>; rel=preload\r\n');
       expect(head).toMatch(/\r\nconnection: close\r\n/i);
     }
+  });
+
+  it('sends a header given as a list as one line per value, so that each cookie stays whole', async () => {
+    const { url } = await deployHttp({ component_code: RESPONDER });
+    const res = await fetch(`${url}?mode=cookies`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    expect(res.headers.getSetCookie()).toEqual(['a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT', 'b=2']);
+    expect(res.headers.get('vary')).toBe('origin, accept');
   });
 
   it('accepts a buffer body', async () => {

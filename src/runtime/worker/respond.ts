@@ -8,14 +8,21 @@ import type { CallScope } from './scope.js';
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
 
-function headerValue(name: string, value: unknown): string {
-  const text = Array.isArray(value) ? value.map(String).join(', ') : value;
-  if (typeof text !== 'string' && typeof text !== 'number' && typeof text !== 'boolean') {
+function headerText(name: string, value: unknown): string {
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw new TypeError(`respond(): header "${name}" must be a string`);
   }
-  const result = String(text);
+  const result = String(value);
   if (HEADER_VALUE_FORBIDDEN.test(result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
   return result;
+}
+
+/**
+ * A list stays a list, sent as one header line per value: joined with commas, `set-cookie: ["a=1; Expires=Wed, 21
+ * Oct 2026 07:28:00 GMT", "b=2"]` would be one cookie no browser can read.
+ */
+function headerValue(name: string, value: unknown): string | string[] {
+  return Array.isArray(value) ? value.map((item) => headerText(name, item)) : headerText(name, value);
 }
 
 /**
@@ -34,7 +41,7 @@ function status(value: unknown): number {
 /** Turns what the component passed into an HttpResponse; throws a TypeError or RangeError explaining what is wrong. */
 export function normalizeResponse(input: unknown): HttpResponse {
   if (!isPlainObject(input)) throw new TypeError('respond() takes an object: { status, headers, body }');
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string | string[]> = {};
   if (input.headers !== undefined && input.headers !== null) {
     if (!isPlainObject(input.headers)) throw new TypeError('respond(): headers must be an object');
     for (const [name, value] of Object.entries(input.headers)) {
