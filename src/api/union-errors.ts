@@ -44,6 +44,24 @@ function noBranchFits(branches: ValidationItem[][], unionPath: string, schemaPat
   return [{ instancePath: unionPath, schemaPath, keyword: 'type', params: { type: types }, message: `must be ${types.join(' or ')}` }];
 }
 
+/**
+ * Forms of one tag told apart by their fields (a timer's `interval_seconds` or `cron`), each missing only its own,
+ * or each refusing only another's: one complaint naming the choice, not one per form ("must have required property
+ * 'interval_seconds'; … 'cron'" read as if both were needed, "must not have the field "cron"; … "interval_seconds""
+ * as if neither were allowed).
+ */
+function formsTied(branches: ValidationItem[][]): ValidationItem[] | undefined {
+  if (branches.length < 2 || branches.some((errs) => errs.length !== 1)) return undefined;
+  const errors = branches.map((errs) => errs[0]!);
+  const { instancePath, schemaPath, keyword } = errors[0]!;
+  if (errors.some((e) => e.instancePath !== instancePath || e.keyword !== keyword)) return undefined;
+  const field = keyword === 'required' ? 'missingProperty' : keyword === 'additionalProperties' ? 'additionalProperty' : undefined;
+  if (!field) return undefined;
+  const names = [...new Set(errors.map((e) => JSON.stringify(String(e.params[field]))))];
+  const message = keyword === 'required' ? `must have one of the fields ${names.join(', ')}` : `may have only one of the fields ${names.sort().join(', ')}`;
+  return [{ instancePath, schemaPath, keyword: 'oneOfFields', params: {}, message }];
+}
+
 /** The errors with each failed union's reduced to those of the branch (or branches) the value was most likely meant for. */
 export function simplifyUnionErrors<T extends ValidationItem>(errors: readonly T[]): ValidationItem[] {
   let items: ValidationItem[] = [...errors];
@@ -64,7 +82,8 @@ export function simplifyUnionErrors<T extends ValidationItem>(errors: readonly T
     if (candidates.length) {
       // Of the branches that could be meant, the nearest misses: the fewest complaints.
       const fewest = Math.min(...candidates.map((errs) => errs.length));
-      kept = candidates.filter((errs) => errs.length === fewest).flat();
+      const nearest = candidates.filter((errs) => errs.length === fewest);
+      kept = formsTied(nearest) ?? nearest.flat();
     } else kept = noBranchFits(branches, union.instancePath, union.schemaPath);
     const replaced = new Set<ValidationItem>([union, ...branches.flat()]);
     const at = items.indexOf(union);

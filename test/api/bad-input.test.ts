@@ -108,6 +108,12 @@ describe('bad input', () => {
     expect(await trigger('http')).toEqual([400, 'invalid body: trigger must be object or null']);
     expect(await trigger({ type: 'http', custom_response: 'yes' })).toEqual([400, 'invalid body: trigger.custom_response must be boolean']);
     expect(await trigger({ type: 'timer', cron: '0 9 * * *', tz: 'UTC' })).toEqual([400, 'invalid body: trigger must not have the field "tz"']);
+    // A timer is an interval or a cron: neither, or both, is one complaint about that choice, not one per form.
+    expect(await trigger({ type: 'timer' })).toEqual([400, 'invalid body: trigger must have one of the fields "interval_seconds", "cron"']);
+    expect(await trigger({ type: 'timer', interval_seconds: 60, cron: '0 9 * * *' })).toEqual([
+      400,
+      'invalid body: trigger may have only one of the fields "cron", "interval_seconds"',
+    ]);
     expect(await said(api.get('/v1/workflows/p_00000000000000000000000000/runs?status=done'))).toEqual([
       400,
       'invalid querystring: status must be one of "queued", "running", "delayed", "succeeded", "failed"',
