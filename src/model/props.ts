@@ -115,6 +115,17 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
   return problems;
 }
 
+/**
+ * Why a choice `options()` offers for this prop would be refused by a deploy for its type (an object for a `string`
+ * prop; for a list prop, as one of its items), or undefined when its type takes it.
+ */
+export function choiceTypeProblem(prop: PropDescriptor, value: unknown): string | undefined {
+  const base = prop.type.replace(/\[\]$/, '');
+  if (!SCALAR_TYPES.has(base)) return undefined;
+  if (base === 'string' && prop.remoteOptions && typeof value === 'number' && Number.isFinite(value)) return undefined;
+  return checkScalar(base, value);
+}
+
 /** The schedule of a timer prop: the configured value, else the prop's default, else fields written on the prop. */
 export function timerSchedule(prop: PropDescriptor, configured: unknown): TimerSchedule | undefined {
   return scheduleOf(configured) ?? scheduleOf(prop.default) ?? scheduleOf(prop);

@@ -6,7 +6,7 @@ import { componentInfo, type ComponentRow } from '../store/components.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from '../runtime/types.js';
-import { dataStoreName, dataStoreNames } from '../model/props.js';
+import { choiceTypeProblem, dataStoreName, dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
@@ -47,23 +47,34 @@ export interface ReloadPropsView {
 
 const noAuths: ConfigureAuths = async (_accountId, props) => Object.fromEntries(props.filter((p) => p.type === 'app').map((p) => [p.name, {}]));
 
-function shapeOptions(given: PropOption[], errors: string[]): Pick<PropOptionsView, 'options' | 'errors'> {
-  // A choice whose value holds text the API refuses (an unpaired surrogate, a NUL) could never be deployed: it is
-  // left out, and the answer says so, rather than offered to fail at the deploy.
+/**
+ * A choice whose value holds text the API refuses (an unpaired surrogate, a NUL), or that the prop's type refuses (an
+ * object for a `string` prop), could never be deployed: it is left out, and the answer says so, rather than offered to
+ * fail at the deploy. `prop`: the prop when the server knows it (not one only additionalProps() declares).
+ */
+function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescriptor): Pick<PropOptionsView, 'options' | 'errors'> {
   const options: PropOption[] = [];
   let left = 0;
   let flaw: string | undefined;
+  let mistyped = 0;
+  let typeProblem: string | undefined;
   for (const option of given) {
-    const found = flawIn(typeof option === 'object' ? option.value : option, 'value');
+    const value = typeof option === 'object' ? option.value : option;
+    const found = flawIn(value, 'value');
+    const problem = found || !prop ? undefined : choiceTypeProblem(prop, value);
     if (found) {
       left++;
       flaw ??= found.flaw;
+    } else if (problem) {
+      mistyped++;
+      typeProblem ??= problem;
       // A label is only shown: one that is not well-formed text shows U+FFFD where its unpaired surrogates were.
     } else options.push(typeof option === 'object' ? { label: wellFormed(option.label), value: option.value } : option);
   }
-  const said = left
-    ? [...errors, `${left} of the choices options() gave ${left === 1 ? 'was' : 'were'} left out: a value holds ${flaw}; a deploy refuses such a value`]
-    : errors;
+  const were = (n: number) => `${n} of the choices options() gave ${n === 1 ? 'was' : 'were'} left out`;
+  const said = [...errors];
+  if (left) said.push(`${were(left)}: a value holds ${flaw}; a deploy refuses such a value`);
+  if (mistyped) said.push(`${were(mistyped)}: a value is not what a ${prop?.type} prop takes (${typeProblem}); a deploy refuses such a value`);
   if (options.every((option) => typeof option === 'string')) return { options: options as string[], errors: said };
   return { options: options.map((option) => (typeof option === 'object' ? option : { label: String(option), value: option })), errors: said };
 }
@@ -105,14 +116,14 @@ export class PropConfigurationService {
       // Static choices are in configurable_props already; they are answered here too, without a worker.
       const problem = await this.accountProblem(accountId, info, body.configured_props ?? {});
       if (problem) return fail(problem);
-      return prop.options ? { ...shapeOptions(prop.options, []), context: null } : fail(`prop ${quote(propName)} has no options`);
+      return prop.options ? { ...shapeOptions(prop.options, [], prop), context: null } : fail(`prop ${quote(propName)} has no options`);
     }
     const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
     if (typeof request === 'string') return fail(request);
     const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
     const result = await this.runtime.propOptions(request, query);
     await this.compute.bill(accountId, result.cpuMs);
-    return { ...shapeOptions(result.options, result.errors), context: result.context };
+    return { ...shapeOptions(result.options, result.errors, prop), context: result.context };
   }
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */

@@ -176,6 +176,51 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect(deployed.body.data.configured_props.odd).toBe('fine');
   });
 
+  it("leaves out choices whose value the prop's type refuses (an object for a string prop), and says so", async () => {
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = {
+  name: "mistyped choices",
+  version: "1.0.0",
+  props: {
+    repo: {
+      type: "string",
+      async options() { return [{ label: "alpha", value: "alpha" }, { label: "beta", value: { id: 2 } }, { label: "gamma", value: null }, { label: "delta", value: 4 }]; },
+    },
+    tags: { type: "string[]", options: [{ label: "one", value: "one" }, { label: "two", value: ["two"] }] },
+  },
+  async run() {},
+};`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const id = saved.body.data.id;
+    const res = await api.post(`/v1/components/${id}/props/repo/options`, {});
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      options: [
+        { label: 'alpha', value: 'alpha' },
+        { label: 'delta', value: 4 },
+      ],
+      context: null,
+      errors: [
+        '2 of the choices options() gave were left out: a value is not what a string prop takes (must be a string, got an object); a deploy refuses such a value',
+      ],
+    });
+    const listed = await api.post(`/v1/components/${id}/props/tags/options`, {});
+    expect(listed.body.data).toEqual({
+      options: [{ label: 'one', value: 'one' }],
+      context: null,
+      errors: [
+        '1 of the choices options() gave was left out: a value is not what a string[] prop takes (must be a string, got an array); a deploy refuses such a value',
+      ],
+    });
+    // What was left out is what a deploy refuses; what is offered deploys.
+    const refused = await api.post('/v1/sources', { component_id: id, configured_props: { repo: { id: 2 }, tags: ['one'] } });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error).toBe('invalid configured_props: repo must be a string, got an object');
+    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: { repo: 4, tags: ['one'] } });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+  });
+
   it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
     const cases: Array<[string, object, string]> = [
       [`/v1/components/${componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
