@@ -6,7 +6,7 @@ import { componentInfo, type ComponentRow } from '../store/components.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from '../runtime/types.js';
-import { choiceTypeProblem, dataStoreName, dataStoreNames } from '../model/props.js';
+import { additionalPropProblems, addedProps, choiceTypeProblem, dataStoreName, dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
@@ -128,7 +128,12 @@ export class PropConfigurationService {
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */
   async reload(accountId: string, componentId: string, body: ConfigureBody): Promise<ReloadPropsView> {
-    return this.reloadFor(accountId, await this.components.get(accountId, componentId), body.configured_props ?? {});
+    const row = await this.components.get(accountId, componentId);
+    const answer = await this.reloadFor(accountId, row, body.configured_props ?? {});
+    // An added prop of a type a deploy refuses (an interface, a db, an app) is listed, and said to be refused, before
+    // a form asks for a value no deploy takes.
+    const refused = additionalPropProblems(addedProps(componentInfo(row).props, answer.configurable_props));
+    return refused.length ? { ...answer, errors: [...answer.errors, ...refused.map((p) => `${quote(p.prop)} ${p.message}`)] } : answer;
   }
 
   /** As `reload`, for a component the caller already holds (deploys of sources and workflow steps). */

@@ -221,6 +221,36 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
   });
 
+  it('says in a reload that a prop additionalProps() adds of a type no deploy takes would be refused, as the deploy says', async () => {
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = {
+  name: "adds an endpoint",
+  version: "1.0.0",
+  props: { mode: { type: "string", reloadProps: true } },
+  async additionalProps() { return this.mode === "hook" ? { hook: { type: "$.interface.http" } } : { note: { type: "string" } }; },
+  async run() {},
+};`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const id = saved.body.data.id;
+    const refusal =
+      'is a $.interface.http prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts';
+    const reloaded = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'hook' } });
+    expect(reloaded.status).toBe(200);
+    expect(reloaded.body.data).toEqual({
+      configurable_props: [
+        { name: 'mode', type: 'string', reloadProps: true },
+        { name: 'hook', type: '$.interface.http' },
+      ],
+      errors: [`"hook" ${refusal}`],
+    });
+    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: { mode: 'hook' } });
+    expect(deployed.status).toBe(422);
+    expect(deployed.body.error).toBe(`invalid configured_props: hook ${refusal}`);
+    const fine = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'note' } });
+    expect(fine.body.data.errors).toEqual([]);
+  });
+
   it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
     const cases: Array<[string, object, string]> = [
       [`/v1/components/${componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
