@@ -73,10 +73,33 @@ function checkBodyFields(request: FastifyRequest): void {
   }
 }
 
+type SchemaNode = { type?: unknown; anyOf?: SchemaNode[]; oneOf?: SchemaNode[]; properties?: Record<string, SchemaNode> };
+
+function takesList(schema: SchemaNode | undefined): boolean {
+  return schema?.type === 'array' || [...(schema?.anyOf ?? []), ...(schema?.oneOf ?? [])].some(takesList);
+}
+
+/**
+ * A query parameter given twice (`?limit=1&limit=2`) reads as a list, which the schema words as "limit must be integer":
+ * it is refused as given twice instead, naming it, for every parameter that takes one value.
+ */
+function checkRepeatedQuery(request: FastifyRequest): void {
+  const properties = (request.routeOptions.schema?.querystring as SchemaNode | undefined)?.properties;
+  if (!properties) return;
+  for (const [name, value] of Object.entries(request.query as Record<string, unknown>)) {
+    if (!Array.isArray(value) || !Object.hasOwn(properties, name) || takesList(properties[name])) continue;
+    const message = `is given ${value.length} times; give it once`;
+    throw invalid(`invalid querystring: ${name} ${message}`, [{ in: 'querystring', field: name, message }]);
+  }
+}
+
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
   // Before the query is validated: a body holding `url` is answered so, not with "must have required property 'url'".
-  app.addHook('preValidation', async (request) => checkBodyFields(request));
+  app.addHook('preValidation', async (request) => {
+    checkRepeatedQuery(request);
+    checkBodyFields(request);
+  });
   app.addHook('onSend', async (request, reply, payload) => {
     if (typeof payload !== 'string' || payload === '' || reply.statusCode >= 300 || !selectionOf(request)) return payload;
     // A 204's empty body and bodies without `data` pass as they are.

@@ -97,6 +97,15 @@ describe('bad input', () => {
       ]);
     }
     expect(await said(api.get('/v1/users/me/sources?limit=101'))).toEqual([400, 'invalid querystring: limit must be <= 100']);
+    // A parameter given twice is said to be, not that it "must be integer" or string.
+    expect(await said(api.get(`/v1/sources/${sourceId}/event_summaries?limit=1&limit=2`))).toEqual([
+      400,
+      'invalid querystring: limit is given 2 times; give it once',
+    ]);
+    expect(await said(api.get(`/v1/sources/${sourceId}/event_summaries?expand=event&expand=event`))).toEqual([
+      400,
+      'invalid querystring: expand is given 2 times; give it once',
+    ]);
     expect(await said(api.post('/v1/users/me/api_key', { api_key: 'chosen' }))).toEqual([400, 'invalid body: must not have the field "api_key"']);
     expect(await said(api.post('/v1/components', [1]))).toEqual([400, 'invalid body: must be object']);
     // A union (a workflow's trigger, a run status) is told by the branch the value was meant for: each of these read
