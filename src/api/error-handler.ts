@@ -145,6 +145,7 @@ function answerError(outages: OutageLog, raised: Error, log: FastifyRequest['log
   const { status, body } = describe(error);
   // A database outage is said once (OutageLog); a sandbox that could not take one request, each time.
   if (unavailable && outageOf(raised)) outages.failed(log, unavailable, raised);
+  else if (raised instanceof ServiceError && raised.code === 'unavailable') outages.failed(log, raised, raised);
   else if (unavailable) log.warn({ err: raised }, unavailable.message);
   else if (error instanceof ServiceError && RUN_OUTCOMES.has(error.code)) log.info({ code: error.code }, error.message);
   else if (status >= 500) log.error({ err: error }, 'request failed');

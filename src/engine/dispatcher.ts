@@ -123,6 +123,11 @@ export class Dispatcher {
   }
 
   /** Drops a waiting responder (the HTTP client went away or waited too long). */
+  /** Whether the database is unreachable (or its disk full) as the work loops last found it. */
+  get databaseDown(): boolean {
+    return this.options.outages.ongoing;
+  }
+
   forgetResponder(invocationId: string): void {
     this.responders.forget(invocationId);
   }

@@ -163,6 +163,11 @@ export class WorkflowRunner {
     this.responders.set(runId, responder);
   }
 
+  /** Whether the database is unreachable (or its disk full) as the run loop last found it. */
+  get databaseDown(): boolean {
+    return this.options.outages.ongoing;
+  }
+
   forgetResponder(runId: string): void {
     this.responders.delete(runId);
   }

@@ -58,3 +58,17 @@ export function invalid(message: string, details?: unknown[]): ServiceError {
 export function quotaExceeded(verdict: { reason?: string | undefined; retryAfterSeconds?: number | undefined }): ServiceError {
   return new ServiceError('quota_exceeded', verdict.reason ?? 'quota exceeded', undefined, verdict.retryAfterSeconds);
 }
+
+/**
+ * The 503 of a custom-response request whose wait for `respond()` ended while the database was unreachable: its run
+ * was queued before the outage (`what` names it) and runs once the database is back (or ran on another node, whose
+ * answer could not be relayed), but no one hears its answer.
+ */
+export function awaitedThroughOutage(what: string): ServiceError {
+  return new ServiceError(
+    'unavailable',
+    `the database is unreachable: this request was queued before it went away, but its response could not be awaited; its ${what} runs (or ran, on another node) without its response reaching anyone (sending the request again runs it again)`,
+    undefined,
+    5,
+  );
+}

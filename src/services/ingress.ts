@@ -12,7 +12,7 @@ import type { WorkflowRunService } from './workflow-runs.js';
 import { loadComponent } from '../store/components.js';
 import { componentInfo } from '../store/components.js';
 import type { HttpResponse } from '../runtime/types.js';
-import { ServiceError } from '../model/errors.js';
+import { awaitedThroughOutage, ServiceError } from '../model/errors.js';
 import type { Dispatcher } from '../engine/dispatcher.js';
 import type { AnswerFailure } from '../engine/responders.js';
 import type { QuotaService } from './quotas.js';
@@ -200,6 +200,8 @@ export class IngressService {
     if (failure && failure.name !== 'TimeoutError') {
       throw new ServiceError('run_failed', `the source failed before responding: ${failure.message}`);
     }
+    // Its run could not be taken (or commit) while the database is away: that is no fault of the component's.
+    if (!failure && this.dispatcher.databaseDown) throw awaitedThroughOutage(`invocation ${invocationId}`);
     throw new ServiceError('no_response', 'the source did not respond');
   }
 

@@ -3,7 +3,7 @@ import type { Store } from '../store/database.js';
 import * as workflows from '../store/workflows.js';
 import { sendsOfRuns, type SendRow } from '../store/sends.js';
 import { isId } from '../model/ids.js';
-import { notFound, ServiceError } from '../model/errors.js';
+import { awaitedThroughOutage, notFound, ServiceError } from '../model/errors.js';
 import { type Page, type PageRequest, toPage } from '../model/pagination.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 import type { NewRun } from '../commit/workflow-runs.js';
@@ -143,6 +143,7 @@ export class WorkflowRunService {
     if (wasDeleted) throw new ServiceError('no_response', `the workflow was deleted before responding; run ${runId} was deleted with it`);
     if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
     if (error) throw new ServiceError('no_response', `the workflow timed out before responding: ${error.message}`);
+    if (waitedMs !== undefined && this.runner.databaseDown) throw awaitedThroughOutage(`run ${runId}`);
     // Running time leaves out $.flow.delay and time queued, so the run may still be going: the client is told so.
     if (waitedMs !== undefined) {
       throw new ServiceError(

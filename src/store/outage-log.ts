@@ -8,6 +8,11 @@ export class DatabaseOutageLog {
 
   constructor(private readonly logger: Logger) {}
 
+  /** Whether background work met an outage that it has not yet seen end. */
+  get ongoing(): boolean {
+    return this.current !== undefined;
+  }
+
   /**
    * Takes `error` if it means the database is unreachable (or its disk is full): counted, and logged only if it is
    * the first of an outage. False for any other error, which the caller logs itself.

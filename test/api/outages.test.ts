@@ -16,6 +16,19 @@ import { proxyInFrontOf, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { openStream, startReceiver } from '../delivery/helpers.js';
 import { mountTmpfs } from '../helpers/mounts.js';
+import { startGatekeeper } from '../helpers/gatekeeper.js';
+import pg from 'pg';
+
+/** How many invocations wait in the queue, read straight from the database. */
+async function invocationsQueued(databaseUrl: string): Promise<number> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    return (await db.query('select count(*)::int as n from invocations')).rows[0].n as number;
+  } finally {
+    await db.end();
+  }
+}
 
 const require = createRequire(import.meta.url);
 
@@ -222,6 +235,124 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     );
     expect(lines.filter((l) => l.msg.endsWith('requests are answered 503 until it recovers'))).toHaveLength(1);
     expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
+  });
+
+  it('a custom-response request queued before the outage whose wait ends during it: 503 saying its run goes on once the database is back, not 504 no_response', async () => {
+    const database = await createTestDatabase();
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
+    const gatekeeper = await startGatekeeper();
+    cleanup(gatekeeper.close);
+    const { logger, lines } = collectedLogger();
+    // A short run timeout: the wait for respond() is the run timeout and 5 s.
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', runTimeout: 2, allowPrivateNetwork: true }, { logger });
+    cleanup(server.stop);
+    // Whatever happens, the server stops with its database back and its run let through.
+    cleanup(() => {
+      gatekeeper.open();
+      proxy.restore();
+    });
+    const key = (await server.createUser({ plan: 'paid' })).apiKey;
+    const deployed = await client(server.url, key).post('/v1/sources', {
+      component_code: `export default { name: "answering", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } },
+        async run(e) { if (e.body.gate) await fetch(e.body.gate); this.http.respond({ status: 201, body: "ran " + e.body.n }); this.$emit({ n: e.body.n }); } };`,
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const endpoint: string = deployed.body.data.configured_props.http.endpoint_url;
+    // The first run holds the source (runs of a source take turns), so that the second request stays queued.
+    const first = request('POST', endpoint, { body: { n: 1, gate: `${gatekeeper.url}/gate` } });
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (hits) => hits === 1,
+      { what: 'the first run waiting at the gate' },
+    );
+    const second = request('POST', endpoint, { body: { n: 2 } });
+    await waitFor(
+      () => invocationsQueued(database.url),
+      (queued) => queued === 2,
+      { what: 'the second request queued' },
+    );
+    proxy.cut();
+    // Neither run could commit (nor the first's time-out be recorded) while the database was away: both go on once
+    // it is back, and each client hears so, not a 504 blaming the component.
+    for (const answer of [await first, await second]) {
+      expect({ status: answer.status, retryAfter: answer.headers.get('retry-after'), body: answer.body }).toEqual({
+        status: 503,
+        retryAfter: '5',
+        body: {
+          code: 'unavailable',
+          error: expect.stringMatching(
+            /^the database is unreachable: this request was queued before it went away, but its response could not be awaited; its invocation inv_\w+ runs \(or ran, on another node\) without its response reaching anyone \(sending the request again runs it again\)$/,
+          ),
+        },
+      });
+    }
+    gatekeeper.open();
+    proxy.restore();
+    // Queued, it was not lost: it runs once the database is back.
+    await waitFor(
+      async () => (await storedNumbers(server, key, deployed.body.data.id).catch(() => [])).sort(),
+      (numbers) => numbers.includes(1) && numbers.includes(2),
+      { what: 'the queued request run after the outage' },
+    );
+    expect(lines.filter((l) => l.msg.endsWith('requests are answered 503 until it recovers'))).toHaveLength(1);
+  });
+
+  it('the same for a custom-response workflow: 503 saying its run goes on once the database is back, not 504 no_response', async () => {
+    const database = await createTestDatabase();
+    cleanup(database.drop);
+    const { proxy, url } = await proxyInFrontOf(database.url);
+    cleanup(proxy.close);
+    const gatekeeper = await startGatekeeper();
+    cleanup(gatekeeper.close);
+    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'silent', allowPrivateNetwork: true });
+    cleanup(server.stop);
+    cleanup(() => {
+      gatekeeper.open();
+      proxy.restore();
+    });
+    const key = (await server.createUser({ plan: 'paid' })).apiKey;
+    const created = await client(server.url, key).post('/v1/workflows', {
+      name: 'answering',
+      timeout_seconds: 2,
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        {
+          name: 'answer',
+          component_code: `export default defineComponent({ async run({ steps, $ }) { const { n, gate } = steps.trigger.event.body;
+            if (gate) await fetch(gate); await $.respond({ status: 201, body: "ran " + n }); } });`,
+        },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const endpoint: string = created.body.data.trigger.endpoint_url;
+    const first = request('POST', endpoint, { body: { n: 1, gate: `${gatekeeper.url}/gate` } });
+    await waitFor(
+      async () => gatekeeper.hits.get('/gate') ?? 0,
+      (hits) => hits === 1,
+      { what: 'the first run waiting at the gate' },
+    );
+    proxy.cut();
+    const refused = await first;
+    expect({ status: refused.status, retryAfter: refused.headers.get('retry-after'), body: refused.body }).toEqual({
+      status: 503,
+      retryAfter: '5',
+      body: {
+        code: 'unavailable',
+        error: expect.stringMatching(
+          /^the database is unreachable: this request was queued before it went away, but its response could not be awaited; its run wr_\w+ runs \(or ran, on another node\) without its response reaching anyone \(sending the request again runs it again\)$/,
+        ),
+      },
+    });
+    gatekeeper.open();
+    proxy.restore();
+    const runs = await waitFor(
+      () => client(server.url, key).get(`/v1/workflows/${created.body.data.id}/runs`),
+      (res) => res.status === 200 && res.body.data[0]?.status === 'succeeded',
+      { what: 'the run finished once the database is back' },
+    );
+    expect(runs.body.data).toHaveLength(1);
   });
 
   it('a cluster (api node, two workers) under load: every acknowledged event stored once, streamed in order, sent to its webhook; two lines of log per node', async () => {
