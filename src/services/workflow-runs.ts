@@ -116,6 +116,10 @@ export class WorkflowRunService {
       if (!(await this.runner.queue([run])).length) throw gone();
       return undefined;
     }
+    // Read before the run is queued: a read failing after it would answer 503 "nothing was written" for a queued run,
+    // which a client sending again would run twice.
+    const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
+    const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
     type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number; deleted?: boolean };
     let settle!: (answer: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
@@ -128,8 +132,6 @@ export class WorkflowRunService {
       this.runner.forgetResponder(runId);
       throw gone();
     }
-    const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
-    const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
     const timer = setTimeout(() => settle({ waitedMs: waitMs }), waitMs);
     const deleted = () => settle({ deleted: true });
     const waiters = this.waiting.get(workflowId) ?? new Set();
