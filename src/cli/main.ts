@@ -34,7 +34,7 @@ async function withUsers<T>(
   work: (users: UserService, store: Store) => Promise<T>,
 ): Promise<T> {
   const config = configFrom(options);
-  if (database === 'existing') await refuseMissingDatabase(config);
+  if (database === 'existing') await refuseMissingDatabase(config, 'check-postgres');
   const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
   return sayingWhoseLock(config, async () => {
     const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });

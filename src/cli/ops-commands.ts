@@ -20,10 +20,21 @@ function storage(options: Record<string, unknown>): { dataDir: string; databaseU
 
 /**
  * Refuses a data directory without a database, for the commands that only read or change what is there: opening it
- * would create an empty database, and a mistyped --data-dir would look like a Tributary with nothing in it.
+ * would create an empty database, and a mistyped --data-dir would look like a Tributary with nothing in it. With
+ * `postgres`, a PostgreSQL database without Tributary's migrations is refused too: opening it would create every table
+ * in it (in `postgres`, say, for a mistyped database name).
  */
-export async function refuseMissingDatabase(where: { dataDir: string; databaseUrl: string | undefined }): Promise<void> {
-  if (where.databaseUrl) return;
+export async function refuseMissingDatabase(
+  where: { dataDir: string; databaseUrl: string | undefined },
+  postgres: 'check-postgres' | 'any-postgres' = 'any-postgres',
+): Promise<void> {
+  if (where.databaseUrl) {
+    if (postgres === 'any-postgres') return;
+    const { migrationStatus } = await import('../ops/migration-status.js');
+    const status = await migrationStatus(where);
+    if (status.applied.length === 0) throw new OpsError(`no Tributary database at ${status.location}: it holds no Tributary tables; check --database-url`);
+    return;
+  }
   const fs = await import('node:fs');
   const path = await import('node:path');
   const file = path.join(path.resolve(where.dataDir), 'tributary.db');

@@ -12,6 +12,8 @@ import { hashApiKey } from '../../src/services/users.js';
 import { tempDir } from '../helpers/server.js';
 import { request } from '../helpers/client.js';
 import { waitFor } from '../helpers/wait.js';
+import { createTestDatabase } from '../helpers/databases.js';
+import pg from 'pg';
 
 const BIN = path.resolve(import.meta.dirname, '../../bin/tributary.js');
 const run = promisify(execFile);
@@ -177,6 +179,42 @@ describe('tributary CLI', () => {
     await tributary(['users', 'create', '--username', 'first', '--email', 'first@example.test', '--data-dir', missing]);
     expect((await tributary(['users', 'list', '--data-dir', missing])).stdout).toContain('  first  first@example.test  free');
   });
+
+  it.skipIf(!process.env.TRIBUTARY_TEST_DATABASE_URL)(
+    'users list and rotate-key refuse a PostgreSQL database without Tributary tables, creating none; users create starts one',
+    async () => {
+      const database = await createTestDatabase();
+      try {
+        const location = new URL(database.url);
+        if (location.password) location.password = '***';
+        for (const args of [
+          ['users', 'list'],
+          ['users', 'list', '--json'],
+          ['users', 'rotate-key', 'ada'],
+        ]) {
+          const error = await tributary([...args, '--database-url', database.url]).then(
+            (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+            (e: { code: number; stdout: string; stderr: string }) => e,
+          );
+          expect({ args, code: error.code, stdout: error.stdout, stderr: error.stderr }).toEqual({
+            args,
+            code: 2,
+            stdout: '',
+            stderr: `error: no Tributary database at ${location.toString()}: it holds no Tributary tables; check --database-url\n`,
+          });
+        }
+        const client = new pg.Client({ connectionString: database.url });
+        await client.connect();
+        const tables = await client.query("select count(*)::int as n from information_schema.tables where table_schema = 'public'");
+        await client.end();
+        expect(tables.rows[0]).toEqual({ n: 0 });
+        await tributary(['users', 'create', '--username', 'first', '--email', 'first@example.test', '--database-url', database.url]);
+        expect((await tributary(['users', 'list', '--database-url', database.url])).stdout).toContain('  first  first@example.test  free');
+      } finally {
+        await database.drop();
+      }
+    },
+  );
 
   it('says a database it cannot open as every other error, with error: and exit code 1', async () => {
     const dataDir = tempDir();
