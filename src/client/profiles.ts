@@ -107,6 +107,9 @@ export function resolveServer(choice: ServerChoice, env: NodeJS.ProcessEnv = pro
   }
   const url = givenUrl ?? saved?.url;
   const key = givenKey ?? saved?.key;
+  // Name what is missing: given a URL, "no server to talk to" sent the user looking for the wrong thing.
+  if (url && !key) throw new ProfileError(`no API key for ${url}: pass --key trb_… (or set TRIBUTARY_KEY), or run tributary login --url ${url} --key trb_…`);
+  if (key && !url) throw new ProfileError(`no server URL for the key: pass --url http://host:3000 (or set TRIBUTARY_URL), or run tributary login`);
   if (!url || !key) {
     throw new ProfileError(`no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY`);
   }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { profilesPath, resolveServer, saveProfile } from '../../src/client/profiles.js';
+import { ProfileError, profilesPath, resolveServer, saveProfile } from '../../src/client/profiles.js';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'trb-profiles-'));
 const env = { XDG_CONFIG_HOME: home };
@@ -27,5 +27,20 @@ describe('profile names', () => {
       current: 'constructor',
       profiles: { 'staging-2': address, constructor: { ...address, key: 'trb_c' } },
     });
+  });
+
+  it('says which of the URL and the key is missing, not "no server to talk to" when a URL was given', () => {
+    const empty = { XDG_CONFIG_HOME: fs.mkdtempSync(path.join(home, 'empty-')) };
+    expect(() => resolveServer({ url: 'http://127.0.0.1:3000' }, empty)).toThrow(
+      new ProfileError(
+        'no API key for http://127.0.0.1:3000: pass --key trb_… (or set TRIBUTARY_KEY), or run tributary login --url http://127.0.0.1:3000 --key trb_…',
+      ),
+    );
+    expect(() => resolveServer({}, { ...empty, TRIBUTARY_KEY: 'trb_k' })).toThrow(
+      new ProfileError('no server URL for the key: pass --url http://host:3000 (or set TRIBUTARY_URL), or run tributary login'),
+    );
+    expect(() => resolveServer({}, empty)).toThrow(
+      new ProfileError('no server to talk to: run tributary login --url http://host:3000 --key trb_…, or set TRIBUTARY_URL and TRIBUTARY_KEY'),
+    );
   });
 });
