@@ -89,6 +89,11 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
           : 'this machine has no such address: choose another --host';
     return { lines: [`error: cannot listen on ${where}: ${why}`], code: EXIT.failed };
   }
+  // A --host or --metrics-host name that does not resolve: Node's own words (`getaddrinfo ENOTFOUND nope`) named no flag.
+  const lookup = error as NodeJS.ErrnoException & { hostname?: string };
+  if (lookup?.syscall === 'getaddrinfo' && lookup.code === 'ENOTFOUND' && lookup.hostname) {
+    return { lines: [`error: cannot listen on ${lookup.hostname}: no such host name: choose another --host (or --metrics-host)`], code: EXIT.failed };
+  }
   if (error instanceof UsageError || error instanceof ProfileError || error instanceof WorkflowFileError || error instanceof BundleError) {
     return { lines: error.message.split('\n').map((line, i) => (i === 0 ? `error: ${line}` : line)), code: EXIT.usage };
   }

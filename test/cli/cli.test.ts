@@ -298,6 +298,23 @@ describe('tributary CLI', () => {
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
+  it('names the flag when --host or --metrics-host is a host name that does not resolve (exit 1)', async () => {
+    for (const args of [
+      ['--host', 'no-such-host.invalid'],
+      ['--metrics-port', '0', '--metrics-host', 'no-such-host.invalid'],
+    ]) {
+      const error = await tributary(['serve', '--port', '0', '--log-level', 'silent', '--data-dir', tempDir(), ...args]).then(
+        (r) => ({ code: 0, stderr: r.stderr }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect({ args, code: error.code, stderr: error.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: 'error: cannot listen on no-such-host.invalid: no such host name: choose another --host (or --metrics-host)\n',
+      });
+    }
+  });
+
   it('a first start that fails (its port in use) creates no account, so the next start prints the key', async () => {
     const dataDir = tempDir();
     const taken = net.createServer();
