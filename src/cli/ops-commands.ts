@@ -174,12 +174,13 @@ export function addOpsCommands(program: Command): void {
     .description("copy a stopped data directory's SQLite database into PostgreSQL, verified table by table; run again to resume")
     .requiredOption('--to <url>', 'postgres:// URL of the target database')
     .option('--force', 'empty a target that already holds Tributary data first')
-    .option('--batch-size <rows>', 'rows per batch', '1000')
+    .option('--batch-size <rows>', 'rows per batch (default: 1000)')
     .addOption(storageOption('--data-dir'));
   migrateStore.action(async (options: Record<string, unknown>) => {
     const to = String(options.to);
     if (!/^postgres(ql)?:\/\//.test(to)) throw new OpsError(`--to: expected a postgres:// URL, got "${to}"`);
-    const batchSize = Number(options.batchSize);
+    // No commander default: it would show as "1000", quoted like text, in --help.
+    const batchSize = options.batchSize === undefined ? 1000 : Number(options.batchSize);
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
       throw new OpsError(`--batch-size: expected an integer from 1 to 10000, got "${String(options.batchSize)}"`);
     const { dataDir } = storage(options);
