@@ -122,12 +122,12 @@ export class Dispatcher {
     this.responders.respond(invocationId, response, failure);
   }
 
-  /** Drops a waiting responder (the HTTP client went away or waited too long). */
   /** Whether the database is unreachable (or its disk full) as the work loops last found it. */
   get databaseDown(): boolean {
     return this.options.outages.ongoing;
   }
 
+  /** Drops a waiting responder (the HTTP client went away or waited too long). */
   forgetResponder(invocationId: string): void {
     this.responders.forget(invocationId);
   }

@@ -68,8 +68,10 @@ function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescript
     } else if (problem) {
       mistyped++;
       typeProblem ??= problem;
+    } else {
       // A label is only shown: one that is not well-formed text shows U+FFFD where its unpaired surrogates were.
-    } else options.push(typeof option === 'object' ? { label: wellFormed(option.label), value: option.value } : option);
+      options.push(typeof option === 'object' ? { label: wellFormed(option.label), value: option.value } : option);
+    }
   }
   const were = (n: number) => `${n} of the choices options() gave ${n === 1 ? 'was' : 'were'} left out`;
   const said = [...errors];

@@ -237,22 +237,27 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
     expect(lines.filter((l) => l.msg.startsWith('recovered: requests are answered again'))).toHaveLength(1);
   });
 
-  it('a custom-response request queued before the outage whose wait ends during it: 503 saying its run goes on once the database is back, not 504 no_response', async () => {
+  /** A database behind a proxy that can be cut, a gatekeeper, and a server on them; the server stops with both let through. */
+  async function gatedServerBehindProxy(overrides: Parameters<typeof startTestServer>[1], logger?: ReturnType<typeof createLogger>) {
     const database = await createTestDatabase();
     cleanup(database.drop);
     const { proxy, url } = await proxyInFrontOf(database.url);
     cleanup(proxy.close);
     const gatekeeper = await startGatekeeper();
     cleanup(gatekeeper.close);
-    const { logger, lines } = collectedLogger();
-    // A short run timeout: the wait for respond() is the run timeout and 5 s.
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'warn', runTimeout: 2, allowPrivateNetwork: true }, { logger });
+    const server = await startTestServer('postgres', { databaseUrl: url, allowPrivateNetwork: true, ...overrides }, logger ? { logger } : {});
     cleanup(server.stop);
-    // Whatever happens, the server stops with its database back and its run let through.
     cleanup(() => {
       gatekeeper.open();
       proxy.restore();
     });
+    return { database, proxy, gatekeeper, server };
+  }
+
+  it('a custom-response request queued before the outage whose wait ends during it: 503 saying its run goes on once the database is back, not 504 no_response', async () => {
+    const { logger, lines } = collectedLogger();
+    // A short run timeout: the wait for respond() is the run timeout and 5 s.
+    const { database, proxy, gatekeeper, server } = await gatedServerBehindProxy({ logLevel: 'warn', runTimeout: 2 }, logger);
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const deployed = await client(server.url, key).post('/v1/sources', {
       component_code: `export default { name: "answering", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } },
@@ -300,18 +305,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('PostgreSQL unreachable under lo
   });
 
   it('the same for a custom-response workflow: 503 saying its run goes on once the database is back, not 504 no_response', async () => {
-    const database = await createTestDatabase();
-    cleanup(database.drop);
-    const { proxy, url } = await proxyInFrontOf(database.url);
-    cleanup(proxy.close);
-    const gatekeeper = await startGatekeeper();
-    cleanup(gatekeeper.close);
-    const server = await startTestServer('postgres', { databaseUrl: url, logLevel: 'silent', allowPrivateNetwork: true });
-    cleanup(server.stop);
-    cleanup(() => {
-      gatekeeper.open();
-      proxy.restore();
-    });
+    const { proxy, gatekeeper, server } = await gatedServerBehindProxy({ logLevel: 'silent' });
     const key = (await server.createUser({ plan: 'paid' })).apiKey;
     const created = await client(server.url, key).post('/v1/workflows', {
       name: 'answering',
