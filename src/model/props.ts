@@ -171,6 +171,9 @@ function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): stri
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
       return [`cron must be a 5-field expression, got ${quote(schedule.cron)}`];
     }
+    // croner reads `?` as the minute, hour or day the expression is parsed (`0 0 ? * *` runs monthly, on the day of
+    // whatever read it last), not as "any" as Quartz and cloud schedulers do: refused rather than run on the wrong days.
+    if (schedule.cron.includes('?')) return [`cron expression ${quote(schedule.cron)} uses "?": write * for any value`];
     let cron: Cron;
     try {
       cron = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });

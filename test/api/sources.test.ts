@@ -189,6 +189,28 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     ]);
   });
 
+  it('rejects a cron expression with "?", which croner would read as the day it parses it rather than any day', async () => {
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    for (const cron of ['0 0 ? * *', '0 9 ? * 1', '0 9 * * ?']) {
+      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer: { cron } } });
+      expect([res.status, res.body.code, res.body.details]).toEqual([
+        422,
+        'props_invalid',
+        [{ prop: 'timer', message: `cron expression ${JSON.stringify(cron)} uses "?": write * for any value` }],
+      ]);
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
+    const workflow = await api.post('/v1/workflows', {
+      name: 'quartz',
+      trigger: { type: 'timer', cron: '0 9 ? * 1' },
+      steps: [{ name: 'a', component_code: 'export default defineComponent({ async run() {} })' }],
+    });
+    expect([workflow.status, workflow.body]).toEqual([
+      400,
+      { error: 'invalid timer trigger: cron expression "0 9 ? * 1" uses "?": write * for any value', code: 'invalid_request' },
+    ]);
+  });
+
   it("rejects a configured timer value that is no schedule with 422, rather than taking the prop's default", async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     for (const timer of [60, 'every minute', [60], { intervalSecs: 60 }, { timezone: 'Europe/Paris' }, {}]) {
