@@ -250,7 +250,10 @@ export function validateProps(
           break;
         }
         const schedule = timerSchedule(prop, value);
-        const timerProblems = checkTimer(schedule, rules);
+        // A schedule kept as stored is not held to a --min-timer-interval raised since: else the source could not even
+        // be switched off or renamed. A new schedule must meet it.
+        const kept = schedule !== undefined && JSON.stringify(schedule) === JSON.stringify(scheduleOf(stored[prop.name]));
+        const timerProblems = checkTimer(schedule, kept ? { ...rules, minTimerIntervalSeconds: 1 } : rules);
         timerProblems.forEach(fail);
         if (!timerProblems.length) out[prop.name] = schedule;
         break;
