@@ -249,6 +249,10 @@ export function validateProps(
           fail('takes { intervalSeconds } or { cron }, not both');
           break;
         }
+        if (isPlainObject(value) && value.intervalSeconds != null && value.interval_seconds != null && value.intervalSeconds !== value.interval_seconds) {
+          fail('takes intervalSeconds or interval_seconds, not two different intervals');
+          break;
+        }
         const schedule = timerSchedule(prop, value);
         // A schedule kept as stored is not held to a --min-timer-interval raised since: else the source could not even
         // be switched off or renamed. A new schedule must meet it.

@@ -259,6 +259,25 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     }
   });
 
+  it('rejects a configured timer with two different intervals (intervalSeconds and interval_seconds) with 422 rather than taking one', async () => {
+    const timer = { intervalSeconds: 60, interval_seconds: 3600 };
+    const refusal = {
+      error: 'invalid configured_props: timer takes intervalSeconds or interval_seconds, not two different intervals',
+      code: 'props_invalid',
+      details: [{ prop: 'timer', message: 'takes intervalSeconds or interval_seconds, not two different intervals' }],
+    };
+    const created = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer } });
+    expect([created.status, created.body]).toEqual([422, refusal]);
+    // The same interval under both names is one schedule.
+    const same = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 't', count: 1, color: 'red', timer: { intervalSeconds: 3600, interval_seconds: 3600 } },
+    });
+    expect([same.status, same.body.data?.configured_props.timer]).toEqual([200, { cron: null, interval_seconds: 3600 }]);
+    const patched = await api.patch(`/v1/sources/${same.body.data.id}`, { configured_props: { token: 't', count: 1, color: 'red', timer } });
+    expect([patched.status, patched.body]).toEqual([422, refusal]);
+  });
+
   it('rejects an interval longer than 365 days with 422, on create and update, and changes nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     const refusal = (interval: number) => ({
