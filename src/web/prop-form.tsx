@@ -11,6 +11,7 @@ export type FieldErrors = Record<string, string>;
 
 export const SECRET_PLACEHOLDER = '********';
 const NO_INPUT = new Set(['$.interface.http', '$.service.db', 'alert']);
+const PLACEHOLDERS: Record<string, string> = { 'object[]': 'JSON array of objects', 'boolean[]': 'true or false, one a line' };
 
 function intervalRule(prop: PropDescriptor): string {
   return `${labelOf(prop)} needs an interval of at least ${minTimerInterval()} seconds`;
@@ -48,6 +49,8 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
     } else if (prop.type === 'boolean') raw[prop.name] = value === true;
     else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
     else if (value === undefined || value === null) raw[prop.name] = '';
+    // A list of objects is edited as one JSON array: a line each would show "[object Object]" and send it as text.
+    else if (prop.type === 'object[]') raw[prop.name] = JSON.stringify(value, null, 2);
     else if (prop.type.endsWith('[]') && Array.isArray(value)) raw[prop.name] = value.map(String).join('\n');
     else if (typeof value === 'object') raw[prop.name] = JSON.stringify(value, null, 2);
     else raw[prop.name] = String(value);
@@ -94,7 +97,11 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
     }
     const base = prop.type.replace(/\[\]$/, '');
     if (prop.type === 'app') values[prop.name] = { authProvisionId: text };
-    else if (prop.type.endsWith('[]')) {
+    else if (prop.type === 'object[]') {
+      const list = parseJson(text);
+      if (Array.isArray(list) && list.every(isObject)) values[prop.name] = list;
+      else fail(`${labelOf(prop)} must be a JSON array of objects`);
+    } else if (prop.type.endsWith('[]')) {
       const lines = text
         .split('\n')
         .map((line) => line.trim())
@@ -104,23 +111,35 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
         const bad = numbers.find((n) => typeof n === 'string');
         if (bad !== undefined) fail(`${bad} (one value a line)`);
         else values[prop.name] = numbers;
+      } else if (base === 'boolean') {
+        // Sent as booleans: the lines' text ("true") is a string, which the server refuses for a boolean[] prop.
+        if (lines.some((line) => line !== 'true' && line !== 'false')) fail(`${labelOf(prop)} takes true or false (one value a line)`);
+        else values[prop.name] = lines.map((line) => line === 'true');
       } else values[prop.name] = lines;
     } else if (base === 'integer') {
       const n = checkInteger(prop, text);
       if (typeof n === 'string') fail(n);
       else values[prop.name] = n;
     } else if (base === 'object' || base === 'any') {
-      try {
-        const parsed: unknown = JSON.parse(text);
-        if (base === 'object' && (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))) fail(`${labelOf(prop)} must be a JSON object`);
-        else values[prop.name] = parsed;
-      } catch {
-        fail(`${labelOf(prop)} must be valid JSON`);
-      }
+      const parsed = parseJson(text);
+      if (parsed === undefined) fail(`${labelOf(prop)} must be valid JSON`);
+      else if (base === 'object' && !isObject(parsed)) fail(`${labelOf(prop)} must be a JSON object`);
+      else values[prop.name] = parsed;
     } else values[prop.name] = text;
   }
   return { values, errors };
 }
+
+/** The JSON `text` holds, or undefined when it is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Moves the keyboard to the first field marked invalid, once the marks are drawn, so that the user lands on the problem. */
 export function focusFirstInvalid(form: HTMLFormElement | null): void {
@@ -268,7 +287,7 @@ function PropField(props: {
         class={prop.secret ? 'secret' : undefined}
         rows={prop.type.endsWith('[]') ? 3 : 4}
         spellcheck={false}
-        placeholder={prop.type.endsWith('[]') ? 'one value a line' : 'JSON'}
+        placeholder={PLACEHOLDERS[prop.type] ?? (prop.type.endsWith('[]') ? 'one value a line' : 'JSON')}
         value={text}
         onInput={(e) => set(prop.name, e.currentTarget.value)}
       />

@@ -1,0 +1,63 @@
+// The console in Chromium: a boolean[] prop is sent as booleans and an object[] prop as a JSON array of objects, at
+// deploy and by Edit props, which shows the stored objects as JSON.
+import type { Browser } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { client } from '../helpers/client.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, openConsole, signIn, waitForText, withServerAndBrowser } from './browser.js';
+
+const SOURCE = `export default {
+  name: "Lists", version: "0.1.0",
+  props: {
+    flags: { type: "boolean[]", label: "Flags" },
+    rules: { type: "object[]", label: "Rules" },
+  },
+  async run() { this.$emit({ flags: this.flags, rules: this.rules }); },
+};`;
+
+describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
+  });
+
+  it('deploys boolean[] and object[] props with values of their types, and edits them without losing the objects', async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Lists/ }).waitFor();
+
+    // Values of the wrong shape are refused on their fields, before anything is sent.
+    await page.getByLabel('Flags').fill('true\nyes');
+    await page.getByLabel('Rules').fill('{"match": "a"}');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-flags-error'), 'Flags takes true or false (one value a line)');
+    await waitForText(page.locator('#prop-rules-error'), 'Rules must be a JSON array of objects');
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+
+    await page.getByLabel('Flags').fill('true\nfalse');
+    await page.getByLabel('Rules').fill('[{"match": "a", "weight": 2}, {"match": "b"}]');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.getByRole('status'), 'Deployed Lists.');
+    const [source] = (await api.get('/v1/users/me/sources')).body.data;
+    const stored = { flags: [true, false], rules: [{ match: 'a', weight: 2 }, { match: 'b' }] };
+    expect(source.configured_props).toEqual(stored);
+
+    // Edit props shows the stored values as they can be sent back, and saving them keeps them.
+    await page.getByText('Edit props').click();
+    await page.getByLabel('Rules').waitFor();
+    expect(await page.getByLabel('Flags').inputValue()).toBe('true\nfalse');
+    expect(JSON.parse(await page.getByLabel('Rules').inputValue())).toEqual(stored.rules);
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.getByRole('status'), 'Saved the props of Lists');
+    expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual(stored);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+});
