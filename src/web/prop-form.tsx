@@ -1,6 +1,7 @@
 // A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
 import { useState } from 'preact/hooks';
 import { ApiError, describeError, post } from './api';
+import { type Choice, ChoiceSelect, toChoice } from './choice-select';
 import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
 import { useBusy } from './use-busy';
@@ -15,19 +16,6 @@ const PLACEHOLDERS: Record<string, string> = { 'object[]': 'JSON array of object
 
 function intervalRule(prop: PropDescriptor): string {
   return `${labelOf(prop)} needs an interval of at least ${minTimerInterval()} seconds`;
-}
-
-interface Choice {
-  label: string;
-  value: string;
-}
-
-function toChoice(option: unknown): Choice {
-  if (typeof option === 'object' && option !== null && 'value' in option) {
-    const { label, value } = option as { label?: unknown; value: unknown };
-    return { label: String(label ?? value), value: String(value) };
-  }
-  return { label: String(option), value: String(option) };
 }
 
 function labelOf(prop: PropDescriptor): string {
@@ -269,16 +257,10 @@ function PropField(props: {
   if (prop.remoteOptions) {
     input = <RemoteOptions {...props} common={common} text={text} />;
   } else if (prop.options && prop.options.length > 0) {
+    const empty = prop.optional || prop.default !== undefined ? '(default)' : 'Choose…';
     const choices = prop.options.map(toChoice);
     input = (
-      <select {...common} value={text} onChange={(e) => set(prop.name, e.currentTarget.value)}>
-        <option value="">{prop.optional || prop.default !== undefined ? '(default)' : 'Choose…'}</option>
-        {choices.map((choice) => (
-          <option key={choice.value} value={choice.value}>
-            {choice.label}
-          </option>
-        ))}
-      </select>
+      <ChoiceSelect common={common} list={prop.type.endsWith('[]')} text={text} choices={choices} empty={empty} onPick={(value) => set(prop.name, value)} />
     );
   } else if (prop.type.endsWith('[]') || prop.type === 'object' || prop.type === 'any') {
     input = (
@@ -367,19 +349,18 @@ function RemoteOptions(props: {
       }
     });
 
-  const list = choices ?? [];
-  const current = text && !list.some((c) => c.value === text) ? [{ label: text, value: text }] : [];
   return (
     <div class="remote-options">
       <div class="inline">
-        <select {...common} value={text} onChange={(e) => set(prop.name, e.currentTarget.value)} onFocus={() => choices === undefined && !busy && load(false)}>
-          <option value="">{choices === undefined ? 'Load choices…' : 'Choose…'}</option>
-          {[...current, ...list].map((choice) => (
-            <option key={choice.value} value={choice.value}>
-              {choice.label}
-            </option>
-          ))}
-        </select>
+        <ChoiceSelect
+          common={common}
+          list={prop.type.endsWith('[]')}
+          text={text}
+          choices={choices ?? []}
+          empty={choices === undefined ? 'Load choices…' : 'Choose…'}
+          onPick={(value) => set(prop.name, value)}
+          onFocus={() => choices === undefined && !busy && load(false)}
+        />
         <button type="button" onClick={() => load(false)} aria-disabled={busy ? 'true' : undefined} aria-label={`Load choices for ${labelOf(prop)}`}>
           {busy ? 'Loading…' : choices === undefined ? 'Load choices' : 'Reload'}
         </button>

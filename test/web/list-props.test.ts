@@ -1,5 +1,5 @@
 // The console in Chromium: a boolean[] prop is sent as booleans and an object[] prop as a JSON array of objects, at
-// deploy and by Edit props, which shows the stored objects as JSON.
+// deploy and by Edit props, which shows the stored objects as JSON; a string[] prop's choices may be chosen several.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
@@ -57,6 +57,45 @@ describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect)
     await page.getByRole('button', { name: 'Save props' }).click();
     await waitForText(page.getByRole('status'), 'Saved the props of Lists');
     expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual(stored);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("chooses several of a string[] prop's choices, static options or options()'s, and Edit props shows them chosen", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const { page, problems } = await openConsole(browser, server.url);
+    await signIn(page, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(`export default {
+      name: "Picks", version: "0.1.0",
+      props: {
+        kinds: { type: "string[]", label: "Kinds", options: ["order", "refund", "payout"] },
+        regions: { type: "string[]", label: "Regions", async options() { return ["eu", "us", "apac"]; } },
+      },
+      async run() { this.$emit({ kinds: this.kinds, regions: this.regions }); },
+    };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Picks/ }).waitFor();
+    await page.getByLabel('Kinds').selectOption(['order', 'payout']);
+    await page.getByRole('button', { name: 'Load choices for Regions' }).click();
+    await page.locator('#prop-regions option', { hasText: 'apac' }).waitFor({ state: 'attached' });
+    await page.getByLabel('Regions', { exact: true }).selectOption(['eu', 'apac']);
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.getByRole('status'), 'Deployed Picks.');
+    const [source] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(source.configured_props).toEqual({ kinds: ['order', 'payout'], regions: ['eu', 'apac'] });
+
+    await page.getByText('Edit props').click();
+    await page.getByLabel('Kinds').waitFor();
+    const chosen = (id: string) => page.locator(`#edit-${id} option:checked`).evaluateAll((options) => options.map((o) => o.textContent));
+    expect(await chosen('kinds')).toEqual(['order', 'payout']);
+    // Before its choices are loaded, the stored values are offered, chosen.
+    expect(await chosen('regions')).toEqual(['eu', 'apac']);
+    await page.getByLabel('Kinds').selectOption(['refund']);
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.getByRole('status'), 'Saved the props of Picks');
+    expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual({ kinds: ['refund'], regions: ['eu', 'apac'] });
     expect(problems).toEqual([]);
     await page.context().close();
   });
