@@ -38,7 +38,7 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
     else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
     else if (value === undefined || value === null) raw[prop.name] = '';
     // A list of objects is edited as one JSON array: a line each would show "[object Object]" and send it as text.
-    else if (prop.type === 'object[]') raw[prop.name] = JSON.stringify(value, null, 2);
+    else if (prop.type === 'object[]' && Array.isArray(value)) raw[prop.name] = JSON.stringify(value, null, 2);
     else if (prop.type.endsWith('[]') && Array.isArray(value)) raw[prop.name] = value.map(String).join('\n');
     else if (typeof value === 'object') raw[prop.name] = JSON.stringify(value, null, 2);
     else raw[prop.name] = String(value);
@@ -64,6 +64,11 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
     const input = raw[prop.name];
     const text = typeof input === 'string' ? input.trim() : '';
     const fail = (message: string) => (errors[prop.name] = message);
+    // A stored secret shows as ********, which sent back keeps it, whatever its type: a number's or JSON's check refused it.
+    if (prop.secret && text === SECRET_PLACEHOLDER) {
+      values[prop.name] = SECRET_PLACEHOLDER;
+      continue;
+    }
     if (prop.type === 'boolean') {
       values[prop.name] = input === true;
       continue;
