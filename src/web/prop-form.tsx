@@ -27,6 +27,7 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
   const raw: RawValues = {};
   for (const prop of props) {
     const value = prop.name in configured ? configured[prop.name] : prop.default;
+    // A stored boolean secret is held as its mask (the box unticked), so that it is sent back as is unless ticked.
     if (prop.type === '$.interface.timer') {
       const timer = (value ?? { intervalSeconds: prop.intervalSeconds, cron: prop.cron }) as Record<string, unknown>;
       const cron = timer.cron;
@@ -34,7 +35,7 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
       raw[`${prop.name}.mode`] = typeof cron === 'string' && cron ? 'cron' : 'interval';
       raw[`${prop.name}.timezone`] = typeof timer.timezone === 'string' ? timer.timezone : '';
       raw[prop.name] = typeof cron === 'string' && cron ? cron : interval === undefined || interval === null ? '' : String(interval);
-    } else if (prop.type === 'boolean') raw[prop.name] = value === true;
+    } else if (prop.type === 'boolean') raw[prop.name] = prop.secret && value === SECRET_PLACEHOLDER ? value : value === true;
     else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
     else if (value === undefined || value === null) raw[prop.name] = '';
     // A list of objects is edited as one JSON array: a line each would show "[object Object]" and send it as text.

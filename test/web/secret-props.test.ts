@@ -1,4 +1,4 @@
-// The console in Chromium: Edit props keeps a stored secret of any type (an integer, a list, an object) as ********,
+// The console in Chromium: Edit props keeps a stored secret of any type (an integer, a list, an object, a boolean) as ********,
 // which saves unchanged, rather than refusing the mask as a bad number or bad JSON.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -12,9 +12,10 @@ const SOURCE = `export default {
     pin: { type: "integer", label: "Pin", secret: true },
     tokens: { type: "string[]", label: "Tokens", secret: true },
     creds: { type: "object", label: "Creds", secret: true },
+    flag: { type: "boolean", label: "Flag", secret: true },
     note: { type: "string", label: "Note", optional: true },
   },
-  async run() { this.$emit({ pin: this.pin, tokens: this.tokens, creds: this.creds, note: this.note }); },
+  async run() { this.$emit({ pin: this.pin, tokens: this.tokens, creds: this.creds, note: this.note, flag: this.flag }); },
 };`;
 
 describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialect) => {
@@ -25,13 +26,13 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
     browser = launched;
   });
 
-  it('saves Edit props with the stored integer, list and object secrets left as ********, which keeps them', async () => {
+  it('saves Edit props with the stored integer, list, object and boolean secrets left as ********, which keeps them', async () => {
     const user = await server.createUser();
     const api = client(server.url, user.apiKey);
     const created = await api.post('/v1/sources', {
       component_code: SOURCE,
       name: 'sealed',
-      configured_props: { pin: 1234, tokens: ['a', 'b'], creds: { user: 'u' } },
+      configured_props: { pin: 1234, tokens: ['a', 'b'], creds: { user: 'u' }, flag: true },
     });
     expect(created.status).toBe(200);
     const source = created.body.data;
@@ -48,6 +49,7 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
       pin: '********',
       tokens: '********',
       creds: '********',
+      flag: '********',
       note: 'changed',
     });
 
@@ -56,7 +58,7 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
     expect(run.status).toBe(202);
     await waitForText(page.locator('.events-table td.summary'), '"pin":1234');
     const [event] = (await api.get(`/v1/sources/${source.id}/event_summaries?expand=event`)).body.data;
-    expect(event.event).toEqual({ pin: 1234, tokens: ['a', 'b'], creds: { user: 'u' }, note: 'changed' });
+    expect(event.event).toEqual({ pin: 1234, tokens: ['a', 'b'], creds: { user: 'u' }, note: 'changed', flag: true });
     expect(problems).toEqual([]);
     await page.context().close();
   });
