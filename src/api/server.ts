@@ -46,6 +46,7 @@ import { dataStoreRoutes } from './routes/data-stores.js';
 import { accountRoutes } from './routes/accounts.js';
 import { consoleRoutes } from './routes/console.js';
 import { installSerializersOnFirstUse, validatorOnFirstUse } from './compile-on-first-use.js';
+import { completeDocument, markOptionalBodies } from './openapi-document.js';
 
 export type App = FastifyInstance;
 
@@ -208,6 +209,8 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+    transform: markOptionalBodies,
+    transformObject: completeDocument,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

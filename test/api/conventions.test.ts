@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request, type ApiResponse } from '../helpers/client.js';
+import { Ajv } from 'ajv';
 import { emitterSource } from '../helpers/components.js';
 
 describe.each(DIALECTS)('API conventions on %s', (dialect) => {
@@ -285,6 +286,44 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     const docs = await request('GET', `${server.url}/docs/`);
     expect(docs.status).toBe(200);
     expect(docs.text).toContain('<html');
+  });
+
+  it('documents the error answers of every API operation with the schema the real error bodies match', async () => {
+    const doc = (await request('GET', `${server.url}/v1/openapi.json`)).body;
+    const ajv = new Ajv({ strict: false });
+    const errorSchema = { ...doc.components.schemas.Error, $id: 'error' };
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      if (!path.startsWith('/v1/')) continue;
+      for (const [method, operation] of Object.entries<any>(item)) {
+        for (const range of ['4XX', '5XX']) {
+          expect(operation.responses[range]?.content?.['application/json']?.schema, `${method} ${path} ${range}`).toEqual({
+            $ref: '#/components/schemas/Error',
+          });
+        }
+      }
+    }
+    const validate = ajv.compile(errorSchema);
+    const answers = [
+      await request('GET', `${server.url}/v1/users/me`),
+      await client(server.url, key).get('/v1/users/me/sources?limit=0'),
+      await client(server.url, key).get('/v1/sources/dc_unknown'),
+      await request('POST', `${server.url}/v1/components`, { key, raw: { body: 'x', contentType: 'text/plain' } }),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([401, 400, 404, 415]);
+    for (const answer of answers) expect(validate(answer.body), JSON.stringify(answer.body)).toBe(true);
+  });
+
+  it('documents as optional the request bodies that may be left out, which such requests leave out', async () => {
+    const doc = (await request('GET', `${server.url}/v1/openapi.json`)).body;
+    const bodyless = (await server.createUser()).apiKey;
+    const source = await client(server.url, bodyless).post('/v1/sources', { component_code: 'module.exports = { name: "bodyless", version: "1.0.0" };' });
+    const run = await request('POST', `${server.url}/v1/sources/${source.body.data.id}/run`, { key: bodyless });
+    expect(run.status).toBe(202);
+    expect(doc.paths['/v1/sources/{id}/run'].post.requestBody.required).toBe(false);
+    expect(doc.paths['/v1/users/me/api_key'].post.requestBody.required).toBe(false);
+    expect(doc.paths['/v1/components/{id}/publish'].post.requestBody.required).toBe(false);
+    expect(doc.paths['/v1/sources'].post.requestBody.required).toBe(true);
+    expect(JSON.stringify(doc)).not.toContain('x-tributary-optional-body');
   });
 
   it('answers every documented path with and without a trailing slash', async () => {
