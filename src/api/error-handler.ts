@@ -165,7 +165,7 @@ export function installErrorHandling(app: FastifyInstance, databaseReached: () =
   app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A body the router's parsers refuse (an empty one with a JSON type, say) on a route that does not exist: what
     // matters is that the route does not exist, as for the same request with no body.
-    if (request.is404) return reply.status(404).send(routeNotFound(request));
+    if (request.is404) return answerUnrouted(app, request, reply);
     const { status, body, retryAfterSeconds } = answerError(outages, raised, request.log);
     // Fastify's own words ("Unsupported Media Type") name neither the type sent nor the one expected.
     if (body.code === 'unsupported_media_type') {
@@ -177,7 +177,29 @@ export function installErrorHandling(app: FastifyInstance, databaseReached: () =
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(status).send(body);
   });
-  app.setNotFoundHandler((request, reply) => reply.status(404).send(routeNotFound(request)));
+  app.setNotFoundHandler((request, reply) => answerUnrouted(app, request, reply));
+}
+
+const ROUTED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * A request no route takes: 404 when no method has a route at its path; else OPTIONS is answered 204 and any other
+ * method 405 `method_not_allowed`, both with `Allow` naming the methods the path answers.
+ */
+function answerUnrouted(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split('?')[0] ?? '/';
+  const allowed = ROUTED_METHODS.filter((method) => {
+    try {
+      return app.findRoute({ method, url: path }) !== null;
+    } catch {
+      return false;
+    }
+  });
+  if (allowed.length === 0) return reply.status(404).send(routeNotFound(request));
+  reply.header('allow', [...allowed, 'OPTIONS'].join(', '));
+  if (request.method === 'OPTIONS') return reply.status(204).send();
+  const body: ErrorBody = { error: `${request.method} is not a method of ${path}; it answers ${allowed.join(', ')}`, code: 'method_not_allowed' };
+  return reply.status(ERRORS.method_not_allowed.status).send(body);
 }
 
 function routeNotFound(request: FastifyRequest): ErrorBody {

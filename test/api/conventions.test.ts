@@ -38,6 +38,24 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(res.body).toEqual({ error: 'route GET /v1/nothing-here not found', code: 'not_found' });
   });
 
+  it('answers 405 with Allow for a method a path does not answer, and OPTIONS with 204 and Allow', async () => {
+    const api = client(server.url, key);
+    const wrong = await api.delete('/v1/users/me');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    expect(wrong.body).toEqual({ error: 'DELETE is not a method of /v1/users/me; it answers GET, HEAD', code: 'method_not_allowed' });
+    const put = await api.put('/v1/webhooks/wh_x/', { name: 'x' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE, OPTIONS');
+    const options = await request('OPTIONS', `${server.url}/v1/sources/dc_x`);
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
+    expect(options.text).toBe('');
+    const unknown = await request('OPTIONS', `${server.url}/v1/nothing-here`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ error: 'route OPTIONS /v1/nothing-here not found', code: 'not_found' });
+  });
+
   it('answers 415 to a JSON body sent without the JSON content type, and changes nothing', async () => {
     const res = await request('POST', `${server.url}/v1/components`, {
       key,

@@ -716,8 +716,13 @@ function mutations(op: Op, ops: Op[]): fc.Arbitrary<Mutation> {
     );
   }
   const documented = new Set(ops.filter((o) => o.path === op.path).map((o) => o.method));
-  const others = [...METHODS, 'OPTIONS'].filter((m) => !documented.has(m));
-  add(fc.constantFrom(...others).map((m) => new Mutation(`method ${m}`, true, (r) => ({ ...r, method: m, body: m === 'GET' ? undefined : r.body }))));
+  const others = METHODS.filter((m) => !documented.has(m));
+  // A method the path does not answer is refused (405 with Allow, or the answer of another route the path matches,
+  // GET /v1/workflows/stream being GET /v1/workflows/{id}); OPTIONS lists the methods the path answers, 204.
+  if (others.length) {
+    add(fc.constantFrom(...others).map((m) => new Mutation(`method ${m}`, true, (r) => ({ ...r, method: m, body: m === 'GET' ? undefined : r.body }))));
+  }
+  add(fc.constant(new Mutation('method OPTIONS', false, (r) => ({ ...r, method: 'OPTIONS' }), 204)));
   add(fc.constantFrom('/', '//', '/x', '.json', '%00').map((s) => new Mutation(`path + ${s}`, false, (r) => ({ ...r, pathSuffix: s }))));
   return fc.oneof(...list);
 }
