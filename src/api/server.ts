@@ -1,7 +1,7 @@
 // Builds the Fastify application: conventions shared by every route, then one plugin per resource.
 import type { Metrics } from '../metrics/metrics.js';
 import { Ajv, type ValidateFunction } from 'ajv';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { errorCodes, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import rateLimit from '@fastify/rate-limit';
@@ -255,6 +255,10 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
           else done(error, parsed);
         });
       });
+      // An empty body of another type is no body either (`curl -X POST -d ''` sends one as form data); any other is a 415.
+      v1.addContentTypeParser('*', { parseAs: 'buffer' }, (request, raw, done) =>
+        raw.length === 0 ? done(null, undefined) : done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined),
+      );
       installAuth(v1, services.users);
       refuseUnstorableText(v1, ['params', 'query', 'body']);
       if (config.rateLimit > 0) {

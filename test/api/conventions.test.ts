@@ -67,6 +67,22 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     ]);
   });
 
+  it('takes an empty body of any type as no body: a query-only POST sent with curl -d "" or a text type works', async () => {
+    const webhooks = `${server.url}/v1/webhooks?url=${encodeURIComponent('https://example.com/empty-body')}`;
+    for (const contentType of ['application/x-www-form-urlencoded', 'text/plain']) {
+      const res = await request('POST', webhooks, { key, raw: { body: '', contentType } });
+      expect([res.status, res.body.data?.url], contentType).toEqual([200, 'https://example.com/empty-body']);
+    }
+    const withBody = await request('POST', webhooks, { key, raw: { body: 'x=1', contentType: 'application/x-www-form-urlencoded' } });
+    expect([withBody.status, withBody.body]).toEqual([
+      415,
+      {
+        error: 'a request body must be JSON, sent with Content-Type: application/json, not "application/x-www-form-urlencoded"',
+        code: 'unsupported_media_type',
+      },
+    ]);
+  });
+
   it('answers 400 to malformed JSON', async () => {
     const res = await request('POST', `${server.url}/v1/components`, { key, raw: { body: '{"component_code": ', contentType: 'application/json' } });
     expect(res.status).toBe(400);
