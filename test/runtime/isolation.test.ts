@@ -1,4 +1,5 @@
 // Hostile components are contained: each failure is reported on its own event, and the pool and other accounts carry on.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -301,6 +302,38 @@ describe('sandbox', () => {
     const { pid } = await bystanderRun();
     const other = await contained(() => hostile(`process.kill(${pid}, "SIGKILL");`));
     expect(other.error).toMatchObject({ code: 'EPERM' });
+  });
+
+  it("cannot send another process the inspector's SIGUSR1 through process._debugProcess", async () => {
+    // Stands in for the server: a Node process that would open its inspector on SIGUSR1; this one reports the signal.
+    const victim = spawn(
+      process.execPath,
+      ['-e', 'for (const s of ["SIGUSR1", "SIGUSR2"]) process.on(s, () => console.log(s)); console.log("ready"); setInterval(() => {}, 1000);'],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let heard = '';
+    victim.stdout.on('data', (chunk: Buffer) => {
+      heard += chunk.toString();
+    });
+    try {
+      await waitFor(
+        async () => heard,
+        (text) => text.includes('ready'),
+        { what: 'the victim process' },
+      );
+      const outcome = await hostile(`process._debugProcess(${victim.pid});`);
+      expect(outcome.error).toMatchObject({ code: 'EPERM', message: '_debugProcess: own process only' });
+      // A signal sent during the run is handled before this later one.
+      victim.kill('SIGUSR2');
+      await waitFor(
+        async () => heard,
+        (text) => text.includes('SIGUSR2'),
+        { what: 'SIGUSR2' },
+      );
+      expect(heard.split('\n').filter(Boolean)).toEqual(['ready', 'SIGUSR2']);
+    } finally {
+      victim.kill('SIGKILL');
+    }
   });
 
   it('runs at the niceness it is started with and cannot raise its own priority back', async () => {

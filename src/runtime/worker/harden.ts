@@ -39,6 +39,13 @@ export function harden(): WorkerChannel {
   const ownPids = new Set([0, process.pid]);
   const rawKill = proc._kill as (pid: number, signal: number) => number;
   proc._kill = (pid: number, signal: number) => (ownPids.has(Number(pid)) ? rawKill.call(process, process.pid, signal) : -os.constants.errno.EPERM);
+  // `_debugProcess(pid)` sends SIGUSR1 without `_kill`: it would open the inspector of a Node process (the server's,
+  // with its environment and key) on 127.0.0.1, and end any other process that does not handle the signal.
+  const rawDebugProcess = proc._debugProcess as (pid: number) => void;
+  proc._debugProcess = (pid: number) => {
+    if (!ownPids.has(Number(pid))) throw Object.assign(new Error('_debugProcess: own process only'), { code: 'EPERM' });
+    return rawDebugProcess.call(process, process.pid);
+  };
   const rawSetPriority = os.setPriority;
   os.setPriority = ((pidOrPriority: number, priority?: number) => {
     const [pid, value] = priority === undefined ? [0, pidOrPriority] : [pidOrPriority, priority];
