@@ -296,6 +296,24 @@ describe('sandbox', () => {
     expect(thread.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
   });
 
+  it('cannot write trace files, which the permission model lets through', async () => {
+    const workerDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'runtime', 'worker');
+    const traces = () => fs.readdirSync(workerDir).filter((name) => name.startsWith('node_trace'));
+    expect(traces()).toEqual([]);
+    const required = await hostile('const t = require("trace_events").createTracing({ categories: ["v8"] }); t.enable(); t.disable(); this.$emit("traced");');
+    expect(required.emits).toEqual([]);
+    expect(required.error).toMatchObject({ code: 'ERR_ACCESS_DENIED', message: 'trace_events.createTracing is not available to components' });
+    const imported = await runCode(
+      t.runtime,
+      HOSTILE,
+      'import { createTracing } from "node:trace_events"; export default { name: "t", version: "0.0.1", async run() { createTracing({ categories: ["v8"] }).enable(); this.$emit("traced"); } };',
+    );
+    expect(imported.outcomes[0]!.error).toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+    // A worker ended while tracing writes its file as it exits.
+    await contained(() => hostile('process.exit(0);'));
+    expect(traces()).toEqual([]);
+  });
+
   it('cannot signal the server or other workers', async () => {
     const outcome = await hostile('process.kill(process.ppid, "SIGKILL");');
     expect(outcome.error).toMatchObject({ code: 'EPERM' });

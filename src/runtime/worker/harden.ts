@@ -1,7 +1,9 @@
 // Takes from component code the process powers the permission model leaves it: the IPC channel, signalling other processes.
 import asyncHooks from 'node:async_hooks';
 import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
+import traceEvents from 'node:trace_events';
 import v8 from 'node:v8';
 import { sealHeapInspection } from './seal-heap.js';
 
@@ -57,6 +59,17 @@ export function harden(): WorkerChannel {
 
   sealChannelPath();
   sealHeapInspection();
+  // The permission model does not cover trace files: Node writes them to the working folder (Tributary's own code,
+  // shared by every account), as large as the code likes.
+  Object.defineProperty(traceEvents, 'createTracing', {
+    value: () => {
+      throw Object.assign(new Error('trace_events.createTracing is not available to components'), { code: 'ERR_ACCESS_DENIED' });
+    },
+    writable: false,
+    configurable: false,
+    enumerable: true,
+  });
+  syncBuiltinESMExports();
 
   const rawExit = process.exit.bind(process);
   process.exit = ((code?: number | string | null) => {
