@@ -105,6 +105,13 @@ const PERMISSION_FLAGS: readonly string[] = [
   ...(process.allowedNodeEnvironmentFlags.has('--allow-net') ? ['--allow-net'] : []),
 ];
 
+/**
+ * Where there is a shell: the worker starts through it, and its `ulimit -c 0` (soft and hard) leaves no core file
+ * behind a crash; the kernel would write the worker's memory (one account's events, db, secrets) into the working
+ * folder, which every account's workers may read. The shell execs Node, so the pid stays the worker's.
+ */
+const NO_CORE_FILES: readonly string[] = fs.existsSync('/bin/sh') ? ['/bin/sh', '-c', 'ulimit -c 0 && exec "$@"', 'sh', process.execPath] : [];
+
 /** Sets a worker's niceness; where the system refuses, the worker runs at the server's priority and says so once. */
 function lowerPriority(pid: number, nice: number, logger: RuntimeLogger): void {
   try {
@@ -154,8 +161,9 @@ export class WorkerProcess {
     // Spawned, not forked: fd 3 is a plain pipe whose frames the server reads itself (worker-channel.ts), while the
     // worker's Node takes it as its IPC channel, as fork's NODE_CHANNEL_* variables say (Node removes them from its env).
     this.child = spawn(
-      process.execPath,
+      NO_CORE_FILES[0] ?? process.execPath,
       [
+        ...NO_CORE_FILES.slice(1),
         `--max-old-space-size=${spec.memoryMb}`,
         ...PERMISSION_FLAGS,
         // Node 20 takes one path per flag; a comma-separated list is read as a single path.

@@ -314,6 +314,11 @@ describe('sandbox', () => {
     expect(traces()).toEqual([]);
   });
 
+  it('leaves no core file when it crashes: its memory would land where every account may read it', async () => {
+    const outcome = await hostile('this.$emit(process.report.getReport().userLimits.core_file_size_blocks);');
+    expect(outcome.emits).toEqual([{ event: { soft: 0, hard: 0 } }]);
+  });
+
   it('cannot signal the server or other workers', async () => {
     const outcome = await hostile('process.kill(process.ppid, "SIGKILL");');
     expect(outcome.error).toMatchObject({ code: 'EPERM' });

@@ -57,6 +57,9 @@ export function harden(): WorkerChannel {
     return rawSetPriority(0, value);
   }) as typeof os.setPriority;
 
+  // What the shell a worker starts through (worker-process.ts) adds to the environment the server built.
+  for (const name of ['PWD', 'OLDPWD', 'SHLVL', '_']) delete process.env[name];
+
   sealChannelPath();
   sealHeapInspection();
   // The permission model does not cover trace files: Node writes them to the working folder (Tributary's own code,
