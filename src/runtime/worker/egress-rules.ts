@@ -3,7 +3,8 @@
 import { type IpAddress, type IpRange, inAnyRange, ipRange, parseIpAddress } from './ip-address.js';
 
 /**
- * Loopback, private (RFC 1918, RFC 4193), link-local (with the 169.254.169.254 metadata service), carrier-grade
+ * Loopback, private (RFC 1918, RFC 4193), link-local (with the 169.254.169.254 metadata service), Azure's host
+ * service 168.63.129.16 (a public address that answers only the VM it runs under, with that host's agent), carrier-grade
  * NAT, benchmarking, documentation, protocol-assignment, multicast, reserved and unspecified ranges (RFC 6890), and
  * Teredo and local-use NAT64, whose IPv4 address inside cannot be read. IPv6 forms that carry an IPv4 address in a
  * known place (mapped, translated, compatible, NAT64, 6to4) are judged by that address instead: see embeddedIPv4.
@@ -15,6 +16,7 @@ for (const [address, prefix] of [
   ['100.64.0.0', 10],
   ['127.0.0.0', 8],
   ['169.254.0.0', 16],
+  ['168.63.129.16', 32],
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
   ['192.0.2.0', 24],
