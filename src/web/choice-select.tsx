@@ -14,6 +14,14 @@ export function toChoice(option: unknown): Choice {
   return { label: String(option), value: String(option) };
 }
 
+/** A list prop's values as the form holds them, one a line: its lines, trimmed, without the empty ones. */
+export function linesOf(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+}
+
 /**
  * `text` is the field's value as the form holds it: a list prop's values one a line, as its textarea would (so
  * collectValues reads both alike). A list prop (`string[]`) gets a multiple select, any number chosen: a single one let
@@ -30,14 +38,7 @@ export function ChoiceSelect(props: {
   onFocus?: () => void;
 }): JSX.Element {
   const { common, list, text, choices, empty, onPick, onFocus } = props;
-  const held = list
-    ? text
-        .split('\n')
-        .map((line) => line.trim())
-        .filter(Boolean)
-    : text
-      ? [text]
-      : [];
+  const held = list ? linesOf(text) : text ? [text] : [];
   const offered = [...held.filter((value) => !choices.some((c) => c.value === value)).map((value) => ({ label: value, value })), ...choices];
   const options = offered.map((choice) => (
     <option key={choice.value} value={choice.value} selected={list ? held.includes(choice.value) : undefined}>

@@ -1,7 +1,7 @@
 // A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
 import { useState } from 'preact/hooks';
 import { ApiError, describeError, post } from './api';
-import { type Choice, ChoiceSelect, toChoice } from './choice-select';
+import { type Choice, ChoiceSelect, linesOf, toChoice } from './choice-select';
 import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
 import { useBusy } from './use-busy';
@@ -27,7 +27,6 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
   const raw: RawValues = {};
   for (const prop of props) {
     const value = prop.name in configured ? configured[prop.name] : prop.default;
-    // A stored boolean secret is held as its mask (the box unticked), so that it is sent back as is unless ticked.
     if (prop.type === '$.interface.timer') {
       const timer = (value ?? { intervalSeconds: prop.intervalSeconds, cron: prop.cron }) as Record<string, unknown>;
       const cron = timer.cron;
@@ -35,7 +34,9 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
       raw[`${prop.name}.mode`] = typeof cron === 'string' && cron ? 'cron' : 'interval';
       raw[`${prop.name}.timezone`] = typeof timer.timezone === 'string' ? timer.timezone : '';
       raw[prop.name] = typeof cron === 'string' && cron ? cron : interval === undefined || interval === null ? '' : String(interval);
-    } else if (prop.type === 'boolean') raw[prop.name] = prop.secret && value === SECRET_PLACEHOLDER ? value : value === true;
+    }
+    // A stored boolean secret is held as its mask (the box unticked), so that it is sent back as is unless ticked.
+    else if (prop.type === 'boolean') raw[prop.name] = prop.secret && value === SECRET_PLACEHOLDER ? value : value === true;
     else if (prop.type === 'app') raw[prop.name] = String((value as { authProvisionId?: string } | undefined)?.authProvisionId ?? '');
     else if (value === undefined || value === null) raw[prop.name] = '';
     // A list of objects is edited as one JSON array: a line each would show "[object Object]" and send it as text.
@@ -96,10 +97,7 @@ export function collectValues(props: PropDescriptor[], raw: RawValues): { values
       if (Array.isArray(list) && list.every(isObject)) values[prop.name] = list;
       else fail(`${labelOf(prop)} must be a JSON array of objects`);
     } else if (prop.type.endsWith('[]')) {
-      const lines = text
-        .split('\n')
-        .map((line) => line.trim())
-        .filter(Boolean);
+      const lines = linesOf(text);
       if (base === 'integer') {
         const numbers = lines.map((line) => checkInteger(prop, line));
         const bad = numbers.find((n) => typeof n === 'string');
