@@ -96,9 +96,7 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
   const allowed = optionValues(prop);
   (items as unknown[]).forEach((item, index) => {
     const where = isArray ? `item ${index} ` : '';
-    // A string prop whose choices come from its async options() takes a number too: registry apps give numeric ids
-    // as option values (cal_com's bookingId), and the value picked from those choices reaches the run as it was.
-    const typeProblem = base === 'string' && prop.remoteOptions && typeof item === 'number' && Number.isFinite(item) ? undefined : checkScalar(base, item);
+    const typeProblem = itemTypeProblem(prop, base, item);
     if (typeProblem) return problems.push(where + typeProblem);
     if (allowed && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(item))) {
       // A secret's value is never echoed: the message goes back to the caller and into the log.
@@ -115,15 +113,18 @@ function checkInput(prop: PropDescriptor, value: unknown): string[] {
   return problems;
 }
 
-/**
- * Why a choice `options()` offers for this prop would be refused by a deploy for its type (an object for a `string`
- * prop; for a list prop, as one of its items), or undefined when its type takes it.
- */
+/** Why a value (a list prop's item) is not of the prop's `base` type, or undefined when it is. */
+function itemTypeProblem(prop: PropDescriptor, base: string, item: unknown): string | undefined {
+  // A string prop whose choices come from its async options() takes a number too: registry apps give numeric ids
+  // as option values (cal_com's bookingId), and the value picked from those choices reaches the run as it was.
+  if (base === 'string' && prop.remoteOptions && typeof item === 'number' && Number.isFinite(item)) return undefined;
+  return checkScalar(base, item);
+}
+
+/** Why a deploy would refuse a choice `options()` offers, by the prop's type (a list prop's: as its item), if it would. */
 export function choiceTypeProblem(prop: PropDescriptor, value: unknown): string | undefined {
   const base = prop.type.replace(/\[\]$/, '');
-  if (!SCALAR_TYPES.has(base)) return undefined;
-  if (base === 'string' && prop.remoteOptions && typeof value === 'number' && Number.isFinite(value)) return undefined;
-  return checkScalar(base, value);
+  return SCALAR_TYPES.has(base) ? itemTypeProblem(prop, base, value) : undefined;
 }
 
 /** The schedule of a timer prop: the configured value, else the prop's default, else fields written on the prop. */
