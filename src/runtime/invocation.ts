@@ -6,7 +6,7 @@ import type { RuntimeLogger } from './options.js';
 import { ProtocolError, outcomesTextChars, type CallResult, type InvokeRequest } from './protocol.js';
 import { ReportedLimits } from './reported-limits.js';
 import { OUTCOME_FLUSH_MS } from './worker/limits.js';
-import type { DataStoreChange, HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult } from './types.js';
+import type { DataStoreChange, HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult, LogLine } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
 export interface InvokeHooks {
@@ -29,6 +29,8 @@ export interface WorkerReport {
     durationMs: number;
     /** `respond()` answers of calls whose outcomes never came. */
     responses: Map<number, HttpResponse>;
+    /** What the first unreported call logged before the worker stopped (sent ahead of its outcome). */
+    logs: LogLine[];
   };
 }
 
@@ -111,6 +113,8 @@ export async function invokeIn(
   const limits = new ReportedLimits(request);
   const startedAt = performance.now();
   let reportedAt = startedAt;
+  // Lines the call in progress (index outcomes.length) sent ahead of its outcome.
+  let streamed: LogLine[] = [];
   const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
   const message: InvokeRequest = {
     t: 'invoke',
@@ -142,9 +146,22 @@ export async function invokeIn(
             }
             return false;
           }
+          case 'logs': {
+            if (m.index !== outcomes.length || m.index >= count || !m.lines.length) throw new ProtocolError(`unexpected logs of event ${m.index}`);
+            for (const line of m.lines) streamed.push(line);
+            const excess = limits.logsExcess(streamed);
+            if (excess) throw new ProtocolError(excess);
+            // Not progress: a message of logs cannot buy a run more time.
+            return false;
+          }
           case 'outcomes': {
             if (m.index !== outcomes.length || m.index + m.results.length > count || (!m.results.length && !m.done)) {
               throw new ProtocolError(`unexpected outcomes from event ${m.index}`);
+            }
+            const first = m.results[0];
+            if (first && streamed.length) {
+              first.outcome.logs = [...streamed, ...first.outcome.logs];
+              streamed = [];
             }
             if (
               m.results.some(
@@ -192,7 +209,7 @@ export async function invokeIn(
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    const stopped = { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses };
+    const stopped = { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses, logs: streamed };
     // The pool's line about the process names only its account; this one names the runs it stopped.
     logger.warn(
       { sourceId: request.sourceId, ...request.logContext, reason: error.reason, unreported: count - outcomes.length },
@@ -220,7 +237,8 @@ export async function invokeIsolatingFailures(
   const count = callCount(request);
   // The last call left fails with the death, unless it is a timeout it may have had more time for.
   const ownTime = (index: number) => stopped?.error.code === 'timeout' && (request.eventTimeoutsMs?.[index] ?? 0) > request.timeoutMs;
-  if (stopped && count - outcomes.length === 1 && !ownTime(outcomes.length)) outcomes.push(failedOutcome(stopped, outcomes.length));
+  const firstUnreported = outcomes.length;
+  if (stopped && count - outcomes.length === 1 && !ownTime(outcomes.length)) outcomes.push(failedOutcome(stopped, outcomes.length, true));
   else if (stopped) {
     const onRespond = hooks?.onRespond;
     for (let index = outcomes.length; index < count; index++) {
@@ -232,11 +250,11 @@ export async function invokeIsolatingFailures(
         );
       } catch (error) {
         if (error instanceof RuntimeClosedError) throw error;
-        for (; index < count; index++) outcomes.push(failedOutcome(stopped, index));
+        for (; index < count; index++) outcomes.push(failedOutcome(stopped, index, index === firstUnreported));
         break;
       }
       cpuMs += alone.cpuMs;
-      const outcome = alone.outcomes[0] ?? failedOutcome(alone.stopped!, 0);
+      const outcome = alone.outcomes[0] ?? failedOutcome(alone.stopped!, 0, true);
       // The HTTP client got the first answer given; a second one from the re-run went nowhere.
       const earlier = stopped.responses.get(index);
       outcomes.push(earlier ? { ...outcome, response: earlier } : outcome);
@@ -249,9 +267,9 @@ export async function invokeIsolatingFailures(
   return result;
 }
 
-/** The outcome of call `index` of a report that stopped before it. */
-function failedOutcome(stopped: NonNullable<WorkerReport['stopped']>, index: number): InvocationOutcome {
-  const outcome: InvocationOutcome = { emits: [], logs: [], error: stopped.error, durationMs: stopped.durationMs };
+/** The outcome of call `index` of a report that stopped before it; `first`: the call that was running, whose lines it keeps. */
+function failedOutcome(stopped: NonNullable<WorkerReport['stopped']>, index: number, first: boolean): InvocationOutcome {
+  const outcome: InvocationOutcome = { emits: [], logs: first ? stopped.logs : [], error: stopped.error, durationMs: stopped.durationMs };
   const response = stopped.responses.get(index);
   if (response) outcome.response = response;
   return outcome;

@@ -135,6 +135,13 @@ const OutcomesMessageSchema = ExactObject({
 });
 export type OutcomesMessage = Static<typeof OutcomesMessageSchema>;
 
+/**
+ * Log lines of the call `index` still running, sent ahead of its outcome (which then carries only the lines after
+ * them) once it has held them LOG_STREAM_MS (worker/limits.ts): a call stopped at its time limit keeps what it logged.
+ */
+const LogsMessageSchema = ExactObject({ t: Type.Literal('logs'), id: Type.Integer(), index: Type.Integer(), lines: Type.Array(LogLineSchema) });
+export type LogsMessage = Static<typeof LogsMessageSchema>;
+
 /** A prop's choices: what `options()` returned, checked and copied. */
 const OptionsMessageSchema = ExactObject({
   t: Type.Literal('options'),
@@ -165,6 +172,7 @@ export type FromWorker =
   | LoadFailedMessage
   | RespondMessage
   | OutcomesMessage
+  | LogsMessage
   | OptionsMessage
   | PropsMessage
   | ConfigureFailedMessage;
@@ -180,6 +188,7 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   load_failed: Compile(LoadFailedMessageSchema),
   respond: Compile(RespondMessageSchema),
   outcomes: Compile(OutcomesMessageSchema),
+  logs: Compile(LogsMessageSchema),
   options: Compile(OptionsMessageSchema),
   props: Compile(PropsMessageSchema),
   configure_failed: Compile(ConfigureFailedMessageSchema),

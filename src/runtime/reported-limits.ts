@@ -75,7 +75,8 @@ export class ReportedLimits {
     return undefined;
   }
 
-  private logsExcess(logs: CallResult['outcome']['logs']): string | undefined {
+  /** Also for the lines a call sends ahead of its outcome. */
+  logsExcess(logs: CallResult['outcome']['logs']): string | undefined {
     // The worker cuts a line past MAX_LOG_LINE_CHARS (adding a note) and drops lines past MAX_LOG_CHARS_PER_CALL (one note).
     if (logs.length > MAX_LOG_LINES_PER_CALL + 1) return `the log output of one call may be at most ${MAX_LOG_LINES_PER_CALL} lines`;
     const lineBound = MAX_LOG_LINE_CHARS + 100;

@@ -101,6 +101,44 @@ describe('runaway code', () => {
     expect(result.outcomes.map((o) => [o.error, o.emits])).toEqual([1, 2, 3].map((n) => [undefined, [{ event: n }]]));
   });
 
+  it('keeps the lines a run logged before it timed out, alone and in a batch', async () => {
+    const result = await contained(() =>
+      runCode(
+        t.runtime,
+        HOSTILE,
+        source('console.log("event", event.n); if (event.n === 2) { console.warn("waiting"); await new Promise(() => {}); } this.$emit(event.n);'),
+        { events: [{ n: 1 }, { n: 2 }, { n: 3 }], timeoutMs: 1_000 },
+      ),
+    );
+    const lines = (outcome: InvocationOutcome | undefined) => outcome!.logs.map(({ k, msg }) => ({ k, msg }));
+    const [first, hung, last] = result.outcomes;
+    expect(hung).toMatchObject({ emits: [], error: { name: 'TimeoutError', message: 'run timed out after 1000 ms' } });
+    expect(lines(hung)).toEqual([
+      { k: 'log', msg: 'event 2' },
+      { k: 'warn', msg: 'waiting' },
+    ]);
+    expect(first).toMatchObject({ emits: [{ event: 1 }] });
+    expect(lines(first)).toEqual([{ k: 'log', msg: 'event 1' }]);
+    expect(last).toMatchObject({ emits: [{ event: 3 }] });
+    expect(lines(last)).toEqual([{ k: 'log', msg: 'event 3' }]);
+  });
+
+  it('keeps the lines of a run stopped in a synchronous loop that went on logging', async () => {
+    const outcome = await contained(() =>
+      hostile(
+        'const start = Date.now(); console.log("start"); let said = false; for (;;) if (!said && Date.now() - start > 300) { console.log("still looping"); said = true; }',
+        {
+          timeoutMs: 1_000,
+        },
+      ),
+    );
+    expect(outcome.error).toMatchObject({ name: 'TimeoutError', message: 'run timed out after 1000 ms' });
+    expect(outcome.logs.map(({ k, msg }) => ({ k, msg }))).toEqual([
+      { k: 'log', msg: 'start' },
+      { k: 'log', msg: 'still looping' },
+    ]);
+  });
+
   it('does not give a run more time for calling respond()', async () => {
     const result = await contained(() =>
       runCode(

@@ -1,16 +1,16 @@
 // Runs an invoke request in the worker: each event, StepInput or the hook in order, its outcomes sent back in few messages.
-import { setImmediate as originalSetImmediate } from 'node:timers';
+import { setImmediate as originalSetImmediate, setTimeout as originalSetTimeout } from 'node:timers';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { HttpResponse, InvocationError, LogLine } from '../types.js';
-import type { CallResult, InvokeRequest, OutcomesMessage } from '../protocol.js';
+import type { CallResult, InvokeRequest, LogsMessage, OutcomesMessage } from '../protocol.js';
 import { buildThis, type ThisInputs } from './context.js';
 import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
-import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
+import { LOG_STREAM_MS, MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent, withoutServerPaths } from './load.js';
 import { CallScope } from './scope.js';
 import { StepCall, stepInput } from './step.js';
@@ -27,8 +27,43 @@ function currentScope(): CallScope | undefined {
   return calls.getStore() ?? active;
 }
 
+/** The call of an invoke request now running, whose log lines go ahead of its outcome once it runs long. */
+interface LiveCall {
+  scope: CallScope;
+  requestId: number;
+  batch: OutcomeBatch;
+  send: Send;
+  /** When its last lines were sent (or it started). */
+  sentAt: number;
+}
+let live: LiveCall | undefined;
+
+/** Sends the live call's unsent lines, after the outcomes held before it so that the server hears them in order. */
+function streamLogs(): void {
+  const call = live;
+  if (!call || call.scope.closed || call.scope.logs.length === call.scope.sentLogs) return;
+  call.batch.flush(false);
+  const { scope } = call;
+  const message: LogsMessage = { t: 'logs', id: call.requestId, index: scope.index, lines: scope.logs.slice(scope.sentLogs) };
+  call.send(JSON.stringify(message));
+  scope.sentLogs = scope.logs.length;
+  call.sentAt = performance.now();
+}
+
+// One timer for the worker's life, re-armed by the first unsent line of a call: no timer per call on the fast path.
+const logTimer = originalSetTimeout(streamLogs, LOG_STREAM_MS);
+logTimer.unref();
+
 export function logToCurrentCall(k: LogLine['k'], msg: string): void {
-  currentScope()?.log(k, msg);
+  const scope = currentScope();
+  if (!scope) return;
+  const before = scope.logs.length;
+  scope.log(k, msg);
+  const call = live;
+  if (call?.scope !== scope || scope.logs.length === before) return;
+  // A run that logs in a synchronous loop never lets the timer fire: it sends as it goes, at most every LOG_STREAM_MS.
+  if (performance.now() - call.sentAt >= LOG_STREAM_MS) streamLogs();
+  else if (before === scope.sentLogs) logTimer.refresh();
 }
 
 /** An uncaught exception or unhandled rejection fails the call it came from; a stray one from an ended call is dropped. */
@@ -177,6 +212,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
     const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
     const started = performance.now();
+    live = { scope, requestId: request.id, batch, send, sentAt: started };
     let error: unknown;
     let failed = false;
     try {
@@ -198,6 +234,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     }
     // `$.flow.exit()` ends a step by throwing: a success, unless something else failed the call first.
     if (failed && step?.endedByExit(error) && (scope.failure === undefined || step.endedByExit(scope.failure))) failed = false;
+    live = undefined;
     scope.closed = true;
     const written: Array<[string, unknown]> = [];
     let dbBytes = 0;
@@ -215,7 +252,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const outcome: CallResult['outcome'] = {
       // A step has no $emit; what it hands on travels in `step`.
       emits: failed || step ? [] : scope.emits,
-      logs: scope.logs,
+      logs: scope.sentLogs ? scope.logs.slice(scope.sentLogs) : scope.logs,
       durationMs: performance.now() - started,
     };
     let stepBytes = 0;

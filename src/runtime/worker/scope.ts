@@ -39,6 +39,8 @@ export class CallScope {
   /** Rejects on `fail`, ending the wait for the component's promise (which may never settle). */
   readonly failed: Promise<never>;
   private rejectFailed!: (reason: unknown) => void;
+  /** Lines of `logs` already sent ahead of the call's outcome (see LogsMessage). */
+  sentLogs = 0;
   /** Characters logged so far (capped by MAX_LOG_CHARS_PER_CALL). */
   logChars = 0;
   private logsDropped = false;
