@@ -165,8 +165,13 @@ export async function invokeIn(
             }
             if (
               m.results.some(
-                ({ outcome, dbWrites: writes, dataStores }) =>
-                  outcome.error && (outcome.emits.length > 0 || outcome.step !== undefined || Object.keys(writes).length > 0 || dataStores !== undefined),
+                ({ outcome, dbWrites: writes, dbRemovals, dataStores }) =>
+                  outcome.error &&
+                  (outcome.emits.length > 0 ||
+                    outcome.step !== undefined ||
+                    Object.keys(writes).length > 0 ||
+                    dbRemovals !== undefined ||
+                    dataStores !== undefined),
               )
             ) {
               throw new ProtocolError('a failed call reported effects');
@@ -184,11 +189,13 @@ export async function invokeIn(
               throw new ProtocolError('a call wrote to a data store it was not given');
             }
             const textChars = outcomesTextChars.get(m);
-            for (const { outcome, dbWrites: writes, dataStores } of m.results.map((result) => withinLimits(result, limits, textChars))) {
+            for (const { outcome, dbWrites: writes, dbRemovals, dataStores } of m.results.map((result) => withinLimits(result, limits, textChars))) {
               const response = responses.get(outcomes.length);
               responses.delete(outcomes.length);
               outcomes.push(response ? { ...outcome, response } : outcome);
               if (!outcome.error) for (const [key, value] of Object.entries(writes)) dbWrites.set(key, value);
+              // Undefined: the key is removed (writeSourceDb).
+              if (!outcome.error) for (const key of dbRemovals ?? []) dbWrites.set(key, undefined);
               if (dataStores) dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, dataStores);
             }
             reportedAt = performance.now();

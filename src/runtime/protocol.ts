@@ -117,6 +117,8 @@ const CallResultSchema = ExactObject({
     (writes) => isJsonValue(writes),
     () => 'is not plain JSON data',
   ),
+  // The keys this call removed (set to undefined); absent when it removed none (always, when it failed).
+  dbRemovals: Type.Optional(Type.Array(Type.String())),
   // What this call did to data stores, one change per store; absent when it wrote none (always, when it failed).
   dataStores: Type.Optional(Type.Array(DataStoreChangeSchema)),
 });

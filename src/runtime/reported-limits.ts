@@ -55,7 +55,7 @@ export class ReportedLimits {
       this.emitsExcess(outcome.emits, textChars) ??
       this.logsExcess(outcome.logs) ??
       this.stepExcess(outcome.step, textChars) ??
-      this.dbExcess(result.dbWrites, textChars) ??
+      this.dbExcess(result.dbWrites, result.dbRemovals ?? [], textChars) ??
       this.dataStoresExcess(result.dataStores ?? [], textChars)
     );
   }
@@ -99,9 +99,9 @@ export class ReportedLimits {
       : undefined;
   }
 
-  private dbExcess(writes: Record<string, unknown>, textChars: number | undefined): string | undefined {
+  private dbExcess(writes: Record<string, unknown>, removals: string[], textChars: number | undefined): string | undefined {
     const keys = Object.keys(writes);
-    if (!keys.length) return undefined;
+    if (!keys.length && !removals.length) return undefined;
     const sizes = keys.map((key) => [key, Buffer.byteLength(key, 'utf8'), jsonSize(writes[key])] as const);
     if (!fitsSurely(textChars, MAX_DB_VALUE_BYTES)) {
       let bytes = 0;
@@ -114,13 +114,13 @@ export class ReportedLimits {
     const db = this.request.db ?? {};
     this.dbTotal ??= Object.entries(db).reduce((sum, [key, value]) => sum + entrySize(key, value), 0);
     let total = this.dbTotal;
-    for (const [key, keySize, size] of sizes) {
-      const before = this.dbEntries.get(key) ?? (Object.hasOwn(db, key) ? entrySize(key, db[key]) : 0);
-      total += keySize + size - before;
-    }
+    const before = (key: string) => this.dbEntries.get(key) ?? (Object.hasOwn(db, key) ? entrySize(key, db[key]) : 0);
+    for (const [key, keySize, size] of sizes) total += keySize + size - before(key);
+    for (const key of removals) total -= before(key);
     if (total > MAX_DB_TOTAL_BYTES) return `a source's $.service.db may hold at most ${MAX_DB_TOTAL_BYTES} bytes of JSON`;
     this.dbTotal = total;
     for (const [key, keySize, size] of sizes) this.dbEntries.set(key, keySize + size);
+    for (const key of removals) this.dbEntries.set(key, 0);
     return undefined;
   }
 

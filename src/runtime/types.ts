@@ -353,7 +353,7 @@ export interface InvocationOutcome {
 export interface InvocationResult {
   /** One outcome per event (one for a hook). */
   outcomes: InvocationOutcome[];
-  /** `$.service.db` keys written by the successful events, with their final values (JSON values). */
+  /** `$.service.db` keys written by the successful events, with their final values (JSON values; undefined: removed). */
   dbWrites: Record<string, unknown>;
   /** What the successful events did to data stores, merged in order: one change per store written. */
   dataStoreWrites?: DataStoreChange[];

@@ -100,8 +100,19 @@ export async function readSourceDb(db: Db, sourceId: string): Promise<Record<str
   return Object.fromEntries(rows.map((r) => [r.key, JSON.parse(r.value)]));
 }
 
+/** A key whose value is undefined is removed (`$.service.db` set to undefined), as JSON would leave it out. */
 export async function writeSourceDb(db: Db, sourceId: string, writes: Record<string, unknown>): Promise<void> {
-  const entries = Object.entries(writes);
+  const all = Object.entries(writes);
+  const removed = all.filter(([, value]) => value === undefined).map(([key]) => key);
+  // In slices: a statement takes a bounded number of parameters (SQLite's 32,766, PostgreSQL's 65,535).
+  for (let i = 0; i < removed.length; i += 1000) {
+    await db
+      .deleteFrom('source_db')
+      .where('source_id', '=', sourceId)
+      .where('key', 'in', removed.slice(i, i + 1000))
+      .execute();
+  }
+  const entries = all.filter(([, value]) => value !== undefined);
   if (!entries.length) return;
   const rows = entries.map(([key, value]) => ({ source_id: sourceId, key, value: JSON.stringify(value) }));
   await db

@@ -298,8 +298,19 @@ export async function readStepDb(db: Db, workflowId: string, step: string): Prom
   return Object.fromEntries(rows.map((r) => [r.key, JSON.parse(r.value)]));
 }
 
+/** A key whose value is undefined is removed (`$.service.db` set to undefined), as in writeSourceDb. */
 export async function writeStepDb(db: Db, workflowId: string, step: string, writes: Record<string, unknown>): Promise<void> {
-  const entries = Object.entries(writes);
+  const all = Object.entries(writes);
+  const removed = all.filter(([, value]) => value === undefined).map(([key]) => key);
+  for (let i = 0; i < removed.length; i += 1000) {
+    await db
+      .deleteFrom('workflow_step_db')
+      .where('workflow_id', '=', workflowId)
+      .where('step', '=', step)
+      .where('key', 'in', removed.slice(i, i + 1000))
+      .execute();
+  }
+  const entries = all.filter(([, value]) => value !== undefined);
   if (!entries.length) return;
   const rows = entries.map(([key, value]) => ({ workflow_id: workflowId, step, key, value: JSON.stringify(value) }));
   await db

@@ -290,6 +290,33 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(errors.body.data[0].event.error.message).toBe('$emit needs an id when dedupe is "unique"');
   });
 
+  it('removes a $.service.db key set to undefined, as JSON leaves it out: get() then returns undefined, in that run and later ones', async () => {
+    const id = await deploy(`module.exports = { name: "db removal", version: "0.0.1", props: { db: "$.service.db" },
+      async run(event) {
+        if ("value" in event) this.db.set("k", event.value === "remove" ? undefined : event.value);
+        const seen = this.db.get("k");
+        this.$emit({ seen: seen === undefined ? "undefined" : seen });
+      } };`);
+    for (const event of [{ value: 5 }, { value: 'remove' }, {}, { value: 6 }]) await runAndWait(id, event);
+    await server.restart();
+    api = me.api;
+    await runAndWait(id, { value: 'remove' });
+    await runAndWait(id, {});
+    const events = await api.get(`/v1/sources/${id}/event_summaries?expand=event&limit=100`);
+    expect(events.status).toBe(200);
+    expect(events.body.data.map((e: { event: { seen: unknown } }) => e.event.seen).reverse()).toEqual([
+      5,
+      'undefined',
+      'undefined',
+      6,
+      'undefined',
+      'undefined',
+    ]);
+    const errors = await api.get(`/v1/sources/${id}/$errors/event_summaries`);
+    expect(errors.status).toBe(200);
+    expect(errors.body.data).toEqual([]);
+  });
+
   it('keeps $.service.db and dedupe state across a restart', async () => {
     const id = await deploy(emitterSource('unique'));
     await runAndWait(id, emitsOf([{ event: 1, meta: { id: 'a' } }]));

@@ -296,6 +296,24 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get(`/v1/workflows/${workflow.id}/runs`)).body.data).toHaveLength(2);
   });
 
+  it("removes a step's $.service.db key set to undefined: the run succeeds and the next sees no value", async () => {
+    const step = `module.exports = { props: { db: "$.service.db" }, async run({ steps }) {
+      this.db.set("n", steps.trigger.event.remove ? undefined : (this.db.get("n") || 0) + 1);
+      return this.db.get("n") ?? "undefined";
+    } };`;
+    const workflow = await create({ name: 'removes', steps: [{ name: 'count', component_code: step }] });
+    for (const [i, event] of [{}, { remove: true }, {}].entries()) {
+      expect((await api.post(`/v1/workflows/${workflow.id}/run`, event)).status).toBe(202);
+      await finishedRuns(workflow.id, i + 1);
+    }
+    const runs = await finishedRuns(workflow.id, 3);
+    expect(runs.map((r) => [r.status, r.steps[0].$return_value])).toEqual([
+      ['succeeded', 1],
+      ['succeeded', 'undefined'],
+      ['succeeded', 1],
+    ]);
+  });
+
   it('resumes a delayed run after its delay', async () => {
     const workflow = await create({
       name: 'delays',

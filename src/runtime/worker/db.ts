@@ -40,17 +40,22 @@ export function makeDb(scope: CallScope, committed: ReadonlyMap<string, unknown>
     set(key: string, value: unknown): void {
       checkKey(key);
       if (scope.closed) throw new Error('$.service.db set() called after the call ended');
-      const copy = jsonCopy(value, `the value for $.service.db key "${key}"`);
-      const size = jsonBytes(copy.json);
+      // JSON has no undefined: as in Pipedream, setting it removes the key, and `get` then returns undefined.
+      const copy = value === undefined ? undefined : jsonCopy(value, `the value for $.service.db key "${key}"`);
+      const size = copy ? jsonBytes(copy.json) : 0;
       if (size > MAX_DB_VALUE_BYTES) overLimit(`a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`);
       const previous = scope.dbWrites.get(key);
-      bytes += size - (previous?.bytes ?? 0);
+      // A removal counts its key against the call's bytes, so that a call cannot send the server removals without end.
+      const callBytes = (write: { value: unknown; bytes: number } | undefined) =>
+        write === undefined ? 0 : write.value === undefined ? jsonBytes(key) : write.bytes;
+      const next = { value: copy?.value, bytes: size };
+      bytes += callBytes(next) - callBytes(previous);
       if (bytes > MAX_DB_BYTES_PER_CALL) overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to $.service.db`);
       total ??= [...committed].reduce((sum, [k, v]) => sum + entryBytes(k, v), 0);
-      const before = previous ? jsonBytes(key) + previous.bytes : entryBytes(key, committed.get(key));
-      total += jsonBytes(key) + size - before;
+      const held = (write: { value: unknown; bytes: number }) => (write.value === undefined ? 0 : jsonBytes(key) + write.bytes);
+      total += held(next) - (previous ? held(previous) : entryBytes(key, committed.get(key)));
       if (total > MAX_DB_TOTAL_BYTES) overLimit(`a source's $.service.db may hold at most ${MAX_DB_TOTAL_BYTES} bytes of JSON`);
-      scope.dbWrites.set(key, { value: copy.value, bytes: size });
+      scope.dbWrites.set(key, next);
     },
   };
 }

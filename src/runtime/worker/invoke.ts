@@ -237,10 +237,12 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     live = undefined;
     scope.closed = true;
     const written: Array<[string, unknown]> = [];
+    const removed: string[] = [];
     let dbBytes = 0;
     if (!failed) {
       for (const [key, write] of scope.dbWrites) {
-        written.push([key, write.value]);
+        if (write.value === undefined) removed.push(key);
+        else written.push([key, write.value]);
         committed.set(key, write.value);
         dbBytes += write.bytes;
       }
@@ -263,6 +265,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       stepBytes = done.bytes;
     }
     const result: CallResult = { outcome, dbWrites };
+    if (removed.length) result.dbRemovals = removed;
     if (stores?.changes.length) result.dataStores = stores.changes;
     batch.add(result, scope.emitBytes + dbBytes + scope.logChars + stepBytes);
   }
