@@ -5,7 +5,8 @@ import type { TriggerKind } from '../model/events.js';
 /** The context a failure is reported with in an `$errors` event. */
 export interface InvocationContext {
   invocationId: string;
-  trigger: TriggerKind | 'deploy' | 'activate' | 'deactivate';
+  /** `after_run`: thrown by code a run left behind (a timer) after the run ended. */
+  trigger: TriggerKind | 'deploy' | 'activate' | 'deactivate' | 'after_run';
   /** The triggering event, as a value or as the JSON text of its queue row (parsed only for an `$errors` event). */
   event?: unknown;
   eventJson?: string;

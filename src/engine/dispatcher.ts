@@ -16,6 +16,7 @@ import type { NewInvocation } from '../commit/invocations.js';
 import type { EventRouter } from '../commit/routing.js';
 import { BatchPacing } from './batch-pacing.js';
 import { BatchRunner } from './batch-runner.js';
+import { recordStrayErrors } from './stray-errors.js';
 import type { InvocationBases } from './invocation-base.js';
 import { InvocationIntake, type IntakeOptions } from './intake.js';
 import { type AnswerFailure, type AnswerRelay, Responders, type Responder } from './responders.js';
@@ -96,6 +97,7 @@ export class Dispatcher {
     const { soleConsumer, leaseMs, retention, router, clock, outages, metrics } = options;
     const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
+    recordStrayErrors(runtime, store, transactions, runnerOptions, logger);
   }
 
   async start(): Promise<void> {

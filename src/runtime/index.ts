@@ -27,6 +27,7 @@ import type {
 } from './types.js';
 import { WorkerProcess } from './worker-process.js';
 import { prepareWorkerUsers } from './worker-user.js';
+import type { StrayErrorListener } from './stray-errors.js';
 
 export * from './types.js';
 export { RuntimeClosedError, WorkerExitError, type WorkerExitReason } from './errors.js';
@@ -47,6 +48,8 @@ export class ComponentRuntime {
    * account's next invocation carries it: else code a run left running would compute for free until its worker ends.
    */
   private readonly unbilledCpu = new LRUCache<string, number>({ maxSize: 100_000, sizeCalculation: () => 1 });
+
+  private strayListener: StrayErrorListener | undefined;
 
   constructor(options: RuntimeOptions) {
     const checked = checkOptions(options);
@@ -77,6 +80,7 @@ export class ComponentRuntime {
           nice: checked.workerNice ?? 0,
           startTimeoutMs: checked.loadTimeoutMs,
           logger: checked.logger,
+          onStrayError: (origin, index, error) => this.strayListener?.(origin, index, error),
           onExit: (worker) => {
             const reason = worker.exit?.reason;
             // Stopping a worker on purpose is routine; a worker that died under component code is worth a look.
@@ -87,6 +91,11 @@ export class ComponentRuntime {
           },
         }),
     });
+  }
+
+  /** Hears each error a component throws after its call ended (WorkerProcess reports the first of each call). */
+  onStrayError(listener: StrayErrorListener): void {
+    this.strayListener = listener;
   }
 
   /**

@@ -144,6 +144,13 @@ export type OutcomesMessage = Static<typeof OutcomesMessageSchema>;
 const LogsMessageSchema = ExactObject({ t: Type.Literal('logs'), id: Type.Integer(), index: Type.Integer(), lines: Type.Array(LogLineSchema) });
 export type LogsMessage = Static<typeof LogsMessageSchema>;
 
+/**
+ * An error thrown after call `index` of request `id` ended (a timer it left behind): sent when it happens, also while
+ * the worker is idle or runs another request, once per call; the server records it as that source's error.
+ */
+const StrayErrorMessageSchema = ExactObject({ t: Type.Literal('stray'), id: Type.Integer(), index: Type.Integer(), error: InvocationErrorSchema });
+export type StrayErrorMessage = Static<typeof StrayErrorMessageSchema>;
+
 /** A prop's choices: what `options()` returned, checked and copied. */
 const OptionsMessageSchema = ExactObject({
   t: Type.Literal('options'),
@@ -175,6 +182,7 @@ export type FromWorker =
   | RespondMessage
   | OutcomesMessage
   | LogsMessage
+  | StrayErrorMessage
   | OptionsMessage
   | PropsMessage
   | ConfigureFailedMessage;
@@ -191,6 +199,7 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   respond: Compile(RespondMessageSchema),
   outcomes: Compile(OutcomesMessageSchema),
   logs: Compile(LogsMessageSchema),
+  stray: Compile(StrayErrorMessageSchema),
   options: Compile(OptionsMessageSchema),
   props: Compile(PropsMessageSchema),
   configure_failed: Compile(ConfigureFailedMessageSchema),

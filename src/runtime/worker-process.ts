@@ -13,6 +13,7 @@ import type { WorkerUser } from './worker-user.js';
 import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
 import { readFrames, writeFrame } from './worker-channel.js';
+import { StrayErrors, type StrayErrorListener } from './stray-errors.js';
 
 export interface WorkerSpec {
   accountId: string;
@@ -31,6 +32,7 @@ export interface WorkerSpec {
   logger: RuntimeLogger;
   /** Called once when the process has gone, whatever the cause. */
   onExit(worker: WorkerProcess): void;
+  onStrayError?: StrayErrorListener | undefined;
 }
 
 /** Receives each message of the call; returns true on the message that completes it. Throws ProtocolError to kill the worker. */
@@ -145,6 +147,8 @@ export class WorkerProcess {
   /** The CPU clock as last read while no call ran: what a worker that dies idle had used by then. */
   private idleCpuReading: number | undefined;
   private unbilledCpu = 0;
+  /** Who made each recent request; see noteOrigin in invocation.ts. */
+  readonly strays: StrayErrors;
 
   /** Resolves when the worker has said it is ready for requests. */
   static async start(spec: WorkerSpec): Promise<WorkerProcess> {
@@ -156,6 +160,7 @@ export class WorkerProcess {
   private constructor(spec: WorkerSpec) {
     this.spec = spec;
     this.accountId = spec.accountId;
+    this.strays = new StrayErrors(spec.onStrayError);
     this.allowed = new Set(spec.allowRead);
     const entry = workerEntry();
     // Spawned, not forked: fd 3 is a plain pipe whose frames the server reads itself (worker-channel.ts), while the
@@ -332,6 +337,11 @@ export class WorkerProcess {
     if (this.exitError) return;
     try {
       const message = parseFromWorker(raw, this.token);
+      // Outside the call protocol: it may come while idle or during another request.
+      if (message.t === 'stray') {
+        this.strays.report(message);
+        return;
+      }
       const call = this.current;
       if (!call) fail(`unexpected ${message.t} message while idle`);
       if ('id' in message && message.id !== call.id) fail(`message for request ${message.id} during request ${String(call.id)}`);

@@ -290,6 +290,26 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(errors.body.data[0].event.error.message).toBe('$emit needs an id when dedupe is "unique"');
   });
 
+  it("records an error thrown after a run returned (a timer it left) on the source's $errors, failing no run", async () => {
+    const id = await deploy(`module.exports = { name: "late thrower", version: "0.0.1",
+      async run(event) {
+        if (event.late) setTimeout(() => { throw new TypeError("thrown after run " + event.n); }, 20);
+        this.$emit(event.n);
+      } };`);
+    const first = await api.post(`/v1/sources/${id}/run`, { n: 1, late: true });
+    expect(first.status).toBe(202);
+    for (const n of [2, 3]) await runAndWait(id, { n });
+    const [error, ...others] = await me.eventsOf(id, 1, '/$errors');
+    expect(others).toEqual([]);
+    expect(error.event).toEqual({
+      error: { name: 'TypeError', message: 'thrown after run 1', stack: expect.stringContaining('TypeError: thrown after run 1'), code: 'TypeError' },
+      original_event: null,
+      original_context: { id: first.body.data.id, ts: expect.any(String), source_id: id, trigger: 'after_run' },
+    });
+    const events = await api.get(`/v1/sources/${id}/event_summaries?expand=event`);
+    expect(events.body.data.map((e: { event: number }) => e.event)).toEqual([3, 2, 1]);
+  });
+
   it('removes a $.service.db key set to undefined, as JSON leaves it out: get() then returns undefined, in that run and later ones', async () => {
     const id = await deploy(`module.exports = { name: "db removal", version: "0.0.1", props: { db: "$.service.db" },
       async run(event) {

@@ -66,9 +66,23 @@ export function logToCurrentCall(k: LogLine['k'], msg: string): void {
   else if (before === scope.sentLogs) logTimer.refresh();
 }
 
-/** An uncaught exception or unhandled rejection fails the call it came from; a stray one from an ended call is dropped. */
+/** Where errors thrown after their call ended are reported: the channel, once a request has given it. */
+let strayTo: Send | undefined;
+
+/**
+ * An uncaught exception or unhandled rejection fails the call it came from. One thrown after that call ended (from a
+ * timer it left behind) fails no other call: the first of each call is reported as its source's error, later ones dropped.
+ */
 export function failCurrentCall(error: unknown): void {
-  currentScope()?.fail(error);
+  const scope = currentScope();
+  if (!scope) return;
+  if (!scope.closed) {
+    scope.fail(error);
+    return;
+  }
+  if (scope.origin === undefined || scope.strayReported || !strayTo) return;
+  scope.strayReported = true;
+  strayTo({ t: 'stray', id: scope.origin, index: scope.index, error: toInvocationError(error) });
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -207,8 +221,10 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     stores: new DataStores(request.dataStores),
   };
   const batch = new OutcomeBatch(request.id, send);
+  strayTo = send;
   for (let index = 0; index < inputs.length; index++) {
     const scope = new CallScope(request.method, index);
+    scope.origin = request.id;
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
     const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
     const started = performance.now();

@@ -39,6 +39,9 @@ export class CallScope {
   /** Rejects on `fail`, ending the wait for the component's promise (which may never settle). */
   readonly failed: Promise<never>;
   private rejectFailed!: (reason: unknown) => void;
+  /** The invoke request the call belongs to (undefined for configure calls), and whether an error after its end was sent. */
+  origin?: number;
+  strayReported = false;
   /** Lines of `logs` already sent ahead of the call's outcome (see LogsMessage). */
   sentLogs = 0;
   /** Characters logged so far (capped by MAX_LOG_CHARS_PER_CALL). */
