@@ -1,11 +1,13 @@
 // A live table of one stream of a source (emits, $logs or $errors): the retained events, then new ones over SSE as they
-// come, with pause and resume, each row opening the full event, and deletion of a range of emitted events.
+// come, with pause and resume, older pages a Load more away, each row opening the full event, and deletion of a range
+// of emitted events.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { del, get, type Page, query } from './api';
+import { del, describeError, get, getFirst, type Page, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { compareIds, formatTime } from './format';
 import { DeleteRangeForm } from './delete-range';
 import { JsonView } from './json-view';
+import { LoadMore } from './load-more';
 import { useNotify } from './notices';
 import { followStream } from './sse';
 import type { EventSummary } from './types';
@@ -36,26 +38,36 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   const [generation, setGeneration] = useState(0);
+  /** The stream holds older events than the table shows (so many came live that the oldest rows went, or never read). */
+  const [more, setMore] = useState(false);
+  const [olderError, setOlderError] = useState<string | undefined>(undefined);
+  /** Most rows the table keeps as new ones come: the newest 100, or as many as the user paged back to. */
+  const keep = useRef(RETAINED);
+  const loadingOlder = useRef(false);
+  const table = useRef<HTMLElement>(null);
+  const path = `/sources/${encodeURIComponent(sourceId)}/${stream === 'emit' ? '' : `${stream}/`}event_summaries`;
 
   useEffect(() => {
     const abort = new AbortController();
-    const prefix = stream === 'emit' ? '' : `${stream}/`;
     const seen = new Set<string>();
     const add = (summary: EventSummary) => {
       if (seen.has(summary.id)) return;
       seen.add(summary.id);
       if (pausedRef.current) setHeld((h) => [summary, ...h]);
-      else setRows((r) => [summary, ...r].slice(0, RETAINED));
+      else setRows((r) => trim([summary, ...r]));
       setAnnouncement(`New event ${summary.id}: ${preview(summary).slice(0, 80)}`);
     };
     (async () => {
       try {
-        const page = await get<Page<EventSummary>>(`/sources/${encodeURIComponent(sourceId)}/${prefix}event_summaries?limit=${RETAINED}&expand=event`);
+        const page = await get<Page<EventSummary>>(`${path}?limit=${RETAINED}&expand=event`);
         if (abort.signal.aborted) return;
         for (const summary of page.data) seen.add(summary.id);
+        keep.current = RETAINED;
         setRows(page.data);
+        setMore(page.data.length < page.page_info.total_count);
         setHeld([]);
         setError(undefined);
+        setOlderError(undefined);
         // With no event yet, "after 0-0" replays whatever arrived between the list and the stream's start.
         await followStream(
           `/sources/${encodeURIComponent(sourceId)}/sse${query({ event_name: stream === 'emit' ? undefined : stream })}`,
@@ -83,8 +95,37 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
     return () => abort.abort();
   }, [sourceId, stream, generation]);
 
+  /** The newest `keep` rows: the ones past it are older events again, which Load more reads back. */
+  const trim = (list: EventSummary[]) => {
+    if (list.length <= keep.current) return list;
+    setMore(true);
+    return list.slice(0, keep.current);
+  };
+
+  // Reads again every page shown and the next one, from the newest (not from the last row's cursor: rows that live
+  // events pushed out, or deletions, would leave a gap); rows that came live since the read began stay on top.
+  const loadOlder = async () => {
+    if (loadingOlder.current) return;
+    loadingOlder.current = true;
+    try {
+      const span = await getFirst<EventSummary>(path, rows.length + RETAINED, { expand: 'event' });
+      const newest = span.items[0]?.id;
+      setRows((r) => {
+        const merged = [...r.filter((row) => newest !== undefined && compareIds(row.id, newest) > 0), ...span.items];
+        keep.current = Math.max(RETAINED, merged.length);
+        return merged;
+      });
+      setMore(span.items.length < span.total);
+      setOlderError(undefined);
+    } catch (failure) {
+      setOlderError(`Could not read older events: ${describeError(failure)}`);
+    } finally {
+      loadingOlder.current = false;
+    }
+  };
+
   const resume = () => {
-    setRows((r) => [...held, ...r].slice(0, RETAINED));
+    setRows((r) => trim([...held, ...r]));
     setHeld([]);
     setPaused(false);
   };
@@ -158,7 +199,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
         </p>
       )}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take focus for keyboard users to scroll it */}
-      <section class="events-scroll" tabIndex={0} aria-label={`${label} of this source`}>
+      <section class="events-scroll" tabIndex={0} aria-label={`${label} of this source`} ref={table}>
         <table class="events-table">
           <thead>
             <tr>
@@ -200,6 +241,12 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
           </tbody>
         </table>
       </section>
+      <LoadMore pages={{ items: rows, page: { error: olderError }, more, loadMore: loadOlder }} rows={table} />
+      {olderError && (
+        <p class="error" role="alert">
+          {olderError}
+        </p>
+      )}
       <div id="event-detail" class="event-detail" aria-live="off" ref={detail}>
         {open && (
           <section aria-label={`Event ${open.id}`}>

@@ -8,7 +8,10 @@ import type { Pages } from './use-pages';
  * itself): the button goes away with the last page, and the focus with it to the top of the page, so that a keyboard
  * user had to tab through every row again to reach the new ones. `rows` is the element whose `tbody tr` are the rows.
  */
-export function LoadMore<T>(props: { pages: Pages<T>; rows: RefObject<HTMLElement | null> }) {
+export function LoadMore<T>(props: {
+  pages: Pick<Pages<T>, 'items' | 'more' | 'loadMore'> & { page: { error: string | undefined } };
+  rows: RefObject<HTMLElement | null>;
+}) {
   const { items, page, more, loadMore } = props.pages;
   // How many rows there were when pressed: the first new one is the next. A failed read forgets the press.
   const pressed = useRef<number | undefined>(undefined);

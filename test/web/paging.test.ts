@@ -1,5 +1,5 @@
-// The console in Chromium: the long lists of one thing (a workflow's runs, a webhook's deliveries) page back to the
-// oldest, a Load more at a time.
+// The console in Chromium: the long lists of one thing (a workflow's runs, a webhook's deliveries, a source's events)
+// page back to the oldest, a Load more at a time.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
@@ -30,7 +30,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    [server, browser] = await Promise.all([startTestServer(dialect, { allowPrivateNetwork: true }), launchBrowser()]);
+    [server, browser] = await Promise.all([startTestServer(dialect, { allowPrivateNetwork: true, eventRetention: 1000 }), launchBrowser()]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -114,6 +114,54 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await waitForFocus(page, 'table.deliveries tbody tr:nth-child(101) a');
     expect(await rows.locator('td code').allTextContents()).toEqual(events);
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it("pages back through a source's events past the newest 100, and new live events stay on top", async () => {
+    const user = await server.createUser();
+    const api = client(server.url, user.apiKey);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'many events' })).body.data;
+    for (let i = 0; i < 130; i += 10) {
+      const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
+      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
+    }
+    const newest = await waitFor(
+      async () => (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100`)).body,
+      (body) => body.page_info.total_count === 130,
+      { what: 'every event emitted' },
+    );
+    const older = (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100&after=${newest.page_info.end_cursor}`)).body.data;
+    const ids = [...newest.data, ...older].map((e: any) => e.id);
+    expect(ids).toHaveLength(130);
+
+    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/${source.id}`);
+    await signIn(page, user.apiKey);
+    const rows = page.locator('table.events-table tbody tr');
+    await rows.nth(99).waitFor();
+    await page.locator('.live-state.live').waitFor();
+    // The newest 100 were all the table showed: the first 30 events could not be reached.
+    expect(await rows.count()).toBe(100);
+    // A live event while the older pages are unread: it goes on top, and the 100th row gives way to it.
+    const live = await request('POST', source.configured_props.http.endpoint_url, { body: { n: 130 } });
+    expect(live.status).toBe(200);
+    await rows.first().filter({ hasText: '"n":130' }).waitFor();
+    expect(await rows.count()).toBe(100);
+    const liveId = await rows.first().getAttribute('data-event-id');
+
+    await page.getByRole('button', { name: 'Load more' }).focus();
+    await page.keyboard.press('Enter');
+    await rows.nth(130).waitFor();
+    // The focus goes to the first event the press brought: the 101st row's time.
+    await waitForFocus(page, 'table.events-table tbody tr:nth-child(101) button');
+    const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-event-id')));
+    expect(shown).toEqual([liveId, ...ids]);
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    expect(await page.locator('.events .toolbar .muted').textContent()).toBe('131 events');
+
+    // The oldest event opens from its row.
+    await rows.last().click();
+    await page.getByRole('heading', { name: `Event ${ids.at(-1)}` }).waitFor();
     expect(problems).toEqual([]);
     await page.context().close();
   });
