@@ -22,6 +22,9 @@ export function linesOf(text: string): string[] {
     .filter(Boolean);
 }
 
+/** How to choose more than one value of a multiple select. */
+export const SEVERAL_HINT = 'Ctrl-click (⌘-click on a Mac) to choose several; Shift-click for a range.';
+
 /**
  * `text` is the field's value as the form holds it: a list prop's values one a line, as its textarea would (so
  * collectValues reads both alike). A list prop (`string[]`) gets a multiple select, any number chosen: a single one let
@@ -47,10 +50,19 @@ export function ChoiceSelect(props: {
   ));
   if (list) {
     const pick = (e: { currentTarget: HTMLSelectElement }) => onPick(Array.from(e.currentTarget.selectedOptions, (o) => o.value).join('\n'));
+    // A plain click chooses one and drops the rest: nothing on a multiple select says how to keep several, so it is said
+    // beside it, and read out with it.
+    const hintId = `${String(common.id)}-several`;
+    const describedBy = [common['aria-describedby'], hintId].filter(Boolean).join(' ');
     return (
-      <select {...common} multiple size={Math.min(Math.max(offered.length, 2), 6)} onChange={pick} onFocus={onFocus}>
-        {options}
-      </select>
+      <>
+        <select {...common} aria-describedby={describedBy} multiple size={Math.min(Math.max(offered.length, 2), 6)} onChange={pick} onFocus={onFocus}>
+          {options}
+        </select>
+        <span id={hintId} class="hint several">
+          {SEVERAL_HINT}
+        </span>
+      </>
     );
   }
   return (

@@ -1,5 +1,6 @@
 // The console in Chromium: a boolean[] prop is sent as booleans and an object[] prop as a JSON array of objects, at
-// deploy and by Edit props, which shows the stored objects as JSON; a string[] prop's choices may be chosen several.
+// deploy and by Edit props, which shows the stored objects as JSON; a string[] prop's choices may be chosen several,
+// which a hint beside them says how.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
@@ -77,6 +78,13 @@ describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect)
     };`);
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure Picks/ }).waitFor();
+    // Beside each multiple select, and read out with it: how to choose several (a plain click keeps one).
+    const hint = 'Ctrl-click (⌘-click on a Mac) to choose several; Shift-click for a range.';
+    for (const id of ['prop-kinds', 'prop-regions']) {
+      expect(await page.locator(`#${id}-several`).textContent()).toBe(hint);
+      expect((await page.locator(`#${id}`).getAttribute('aria-describedby'))?.split(' ')).toContain(`${id}-several`);
+      expect(await page.locator(`#${id}-several`).isVisible()).toBe(true);
+    }
     await page.getByLabel('Kinds').selectOption(['order', 'payout']);
     await page.getByRole('button', { name: 'Load choices for Regions' }).click();
     await page.locator('#prop-regions option', { hasText: 'apac' }).waitFor({ state: 'attached' });
