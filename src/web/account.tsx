@@ -7,6 +7,7 @@ import { formatDuration, formatTime } from './format';
 import { useNotify } from './notices';
 import { storeKey } from './session';
 import type { User } from './types';
+import { useBusy } from './use-busy';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 
@@ -15,18 +16,23 @@ export function AccountPage() {
   const user = useLoad(() => get<{ data: User }>('/users/me'), []);
   const [confirming, setConfirming] = useState(false);
   const [newKey, setNewKey] = useState<string | undefined>(undefined);
+  // The rotation said nothing until the new key appeared, and a second press while it ran rotated twice.
+  const rotation = useBusy();
 
-  const rotate = async () => {
+  const rotate = () => {
     setConfirming(false);
-    try {
-      const answer = await post<{ data: { api_key: string } }>('/users/me/api_key');
-      // The old key no longer works: this tab goes on with the new one.
-      storeKey(answer.data.api_key);
-      setNewKey(answer.data.api_key);
-      await user.reload();
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
+    return rotation.run(async () => {
+      try {
+        const answer = await post<{ data: { api_key: string } }>('/users/me/api_key');
+        // The old key no longer works: this tab goes on with the new one.
+        storeKey(answer.data.api_key);
+        setNewKey(answer.data.api_key);
+        notify({ kind: 'ok', text: 'Rotated the API key: the old key no longer works.' });
+        await user.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: `Could not rotate the API key: ${describeError(failure)}` });
+      }
+    });
   };
 
   const me = user.data?.data;
@@ -74,8 +80,15 @@ export function AccountPage() {
           <div class="panel">
             <h2>API key</h2>
             <p class="hint">A new key replaces the current one at once: every client using the old key gets 401 from then on.</p>
-            <button type="button" class="danger" onClick={() => setConfirming(true)}>
-              Rotate API key
+            {/* aria-disabled rather than disabled while busy, as elsewhere: a disabled button loses the keyboard focus. */}
+            <button
+              type="button"
+              class="danger"
+              onClick={() => !rotation.busy && setConfirming(true)}
+              aria-disabled={rotation.busy ? 'true' : undefined}
+              aria-busy={rotation.busy ? 'true' : undefined}
+            >
+              {rotation.busy ? 'Rotating…' : 'Rotate API key'}
             </button>
             {newKey && (
               <div class="secret" aria-live="polite">
