@@ -1,8 +1,10 @@
-// Drives Debian's Chromium with playwright-core for the console's tests: one browser per file, a fresh context per test.
+// Drives Debian's Chromium with playwright-core for the console's tests: one server and browser per file, a fresh
+// context per test, signed in with a new account's key.
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { client } from '../helpers/client.js';
 import { type Dialect, startTestServer, type TestServer } from '../helpers/server.js';
 
 export const CHROMIUM = process.env.TRIBUTARY_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -22,13 +24,18 @@ export async function launchBrowser(): Promise<Browser> {
 
 /**
  * A test server on `dialect` and a browser, started before the suite's tests (together) and stopped after them;
- * `ready` receives both, for the suite's own variables.
+ * `ready` receives both, for the suite's own variables. `config` and `options` go to startTestServer.
  */
-export function withServerAndBrowser(dialect: Dialect, ready: (server: TestServer, browser: Browser) => void): void {
+export function withServerAndBrowser(
+  dialect: Dialect,
+  ready: (server: TestServer, browser: Browser) => void,
+  config: Parameters<typeof startTestServer>[1] = {},
+  options: Parameters<typeof startTestServer>[2] = {},
+): void {
   let server: TestServer | undefined;
   let browser: Browser | undefined;
   beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);
+    [server, browser] = await Promise.all([startTestServer(dialect, config, options), launchBrowser()]);
     ready(server, browser);
   });
   afterAll(async () => {
@@ -41,6 +48,21 @@ export interface ConsolePage {
   page: Page;
   /** What the page reported as errors: failed scripts, CSP refusals, uncaught exceptions. */
   problems: string[];
+  /** The end of a test: the page reported no problem, and its context is closed. */
+  finish: () => Promise<void>;
+}
+
+/** A new account on `server`, and an API client with its key. */
+export async function newAccount(server: TestServer, options?: Parameters<TestServer['createUser']>[0]) {
+  const user = await server.createUser(options);
+  return { user, api: client(server.url, user.apiKey) };
+}
+
+/** `openConsole` at `url`, signed in with `key`. */
+export async function openSignedIn(browser: Browser, url: string, key: string, options: { width?: number } = {}): Promise<ConsolePage> {
+  const opened = await openConsole(browser, url, options);
+  await signIn(opened.page, key);
+  return opened;
 }
 
 /** A new context (its own session storage) at the console's page; `width` narrows the viewport (375 for a phone). */
@@ -58,7 +80,11 @@ export async function openConsole(browser: Browser, url: string, options: { widt
     }
   });
   await page.goto(url);
-  return { page, problems };
+  const finish = async () => {
+    expect(problems).toEqual([]);
+    await context.close();
+  };
+  return { page, problems, finish };
 }
 
 export async function signIn(page: Page, key: string): Promise<void> {

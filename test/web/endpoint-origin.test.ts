@@ -3,7 +3,7 @@ import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, openConsole, signIn, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, openSignedIn, withServerAndBrowser } from './browser.js';
 
 /**
  * Serves a page whose script reads the tab's session storage (where the console keeps its key) and registers a
@@ -55,8 +55,7 @@ describe.each(DIALECTS)('web console: a page an endpoint serves (%s)', BROWSER_S
 
     // A victim signed in to the console follows a link to the endpoint in the same tab.
     const victim = await server.createUser();
-    const { page } = await openConsole(browser, server.url);
-    await signIn(page, victim.apiKey);
+    const { page } = await openSignedIn(browser, server.url, victim.apiKey);
     await page.goto(`${endpoint}/page`);
     await page.waitForFunction("document.title !== 'loading'");
     expect(JSON.parse(await page.title())).toEqual({ key: 'SecurityError', worker: 'SecurityError' });

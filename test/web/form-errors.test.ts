@@ -2,9 +2,8 @@
 // edited, with the line above the button that pointed at it; the errors of other fields stay.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, openConsole, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, newAccount, openConsole, openSignedIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `
 export default {
@@ -28,10 +27,8 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
   });
 
   it("drops a prop's error, the form's check or the server's 422, when that field is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
@@ -67,17 +64,15 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'Checked', level: 1 }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("drops a webhook URL's, an event's and an API key's error when that field is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const workflow = (
       await api.post('/v1/workflows', { name: 'w', steps: [{ name: 'one', component_code: 'export default defineComponent({ async run() {} });' }] })
     ).body.data;
-    const { page, problems } = await openConsole(browser, server.url);
+    const { page, finish } = await openConsole(browser, server.url);
     await page.getByLabel('API key').fill('trb_wrong');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await waitForText(page.locator('#api-key-error'), 'That key was not accepted');
@@ -103,15 +98,12 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByLabel('Event (JSON)').fill('{}');
     await page.locator('#workflow-run-event-error:empty').waitFor({ state: 'attached' });
     expect(await page.getByLabel('Event (JSON)').getAttribute('aria-invalid')).toBeNull();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a webhook's 400 on the field it names, not on the URL, and drops it when that field is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
     await page.getByLabel('URL').fill('https://example.com/hook');
     await page.getByLabel('Name').fill('n'.repeat(201));
@@ -133,15 +125,12 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Create webhook' }).click();
     await waitForText(page.locator('#webhook-secret'), /^whsec_/);
     expect((await api.get('/v1/users/me/webhooks')).body.data.map((h: any) => h.name)).toEqual(['short']);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows the server's 400 on a source's name on the Source name field, keeps what was typed, and drops it when the name is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
     await page.getByLabel('Component code').fill(SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure Checked/ }).waitFor();
@@ -162,14 +151,12 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'short name' }).waitFor();
     expect((await api.get('/v1/users/me/sources')).body.data.map((s: any) => s.name)).toEqual(['short name']);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('says Deploying… on Deploy alone while a source is deployed, not Loading props… on Load props', async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
     await page.getByLabel('Component code').fill(SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure Checked/ }).waitFor();
@@ -190,21 +177,18 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect(await page.locator('form.panel').first().getByRole('button').textContent()).toBe('Load props');
     release();
     await page.getByRole('heading', { name: 'Checked' }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('checks the ids of a range of events to delete before asking to confirm, on their fields', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (
       await api.post('/v1/sources', {
         name: 'ranged',
         component_code: `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`,
       })
     ).body.data;
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/${source.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}`, user.apiKey);
     const from = page.getByLabel('From id');
     const to = page.getByLabel('To id');
     await from.fill('yesterday');
@@ -225,16 +209,13 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await waitForText(page.getByRole('dialog'), 'Events from 1700000000002-0 to 1700000000003-0 will be deleted.');
     await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
     await waitForText(page.locator('.notice'), 'Deleted the events.');
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a subscription's missing or unknown emitter and listener on their fields, and drops each when it is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}&name=sink`)).body.data;
-    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/subscriptions`, user.apiKey);
     await page.getByRole('button', { name: 'Subscribe' }).click();
     // It said "Both an emitter and a listener are needed." above the button, marking neither, and kept saying it.
     await waitForText(page.locator('#sub-emitter-error'), 'An emitter is needed');
@@ -254,16 +235,13 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Subscribe' }).click();
     await page.getByRole('row').filter({ hasText: hook.id }).waitFor();
     expect((await api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(1);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a subscription's 400 on its stream on the Stream field, and drops it when the stream is edited", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}&name=sink`)).body.data;
-    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/subscriptions`, user.apiKey);
     await page.getByLabel('Emitter').fill('dc_*');
     await page.getByLabel('Listener').fill(hook.id);
     const stream = page.getByLabel('Stream');
@@ -280,14 +258,12 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Subscribe' }).click();
     await page.getByRole('row').filter({ hasText: 'orders' }).waitFor();
     expect((await api.get('/v1/users/me/subscriptions')).body.data.map((s: any) => s.event_name)).toEqual(['orders']);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('marks the pasted code or registry key the server refused, and drops the reason when that field is edited', async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
     const code = page.getByLabel('Component code');
     await code.fill('module.exports = { this is not javascript');
     await page.getByRole('button', { name: 'Load props' }).click();
@@ -308,7 +284,6 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.locator('#component-error:empty').waitFor({ state: 'attached' });
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /^Configure / }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

@@ -3,9 +3,8 @@
 // npm's registry is real, as in test/api/save-progress.test.ts.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, openConsole, signIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `import isOdd from "is-odd@3.0.1";
 export default {
@@ -22,10 +21,8 @@ describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSE
   });
 
   it('shows the time taken while the component is saved, then each npm package it installed', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(SOURCE);
     // The save is held in the browser while the page is looked at: what it shows does not depend on npm's speed.
@@ -50,7 +47,6 @@ describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSE
     const lines = page.getByRole('list', { name: 'Installing packages' }).getByRole('listitem');
     expect(await lines.allTextContents()).toEqual([expect.stringMatching(/^is-odd@3\.0\.1: (installed|cached) — 1 of 1, \d+\.\d s$/)]);
     expect((await api.get('/v1/users/me/components')).body.data.map((c: any) => c.name)).toEqual(['Odd']);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

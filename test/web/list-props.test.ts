@@ -3,9 +3,8 @@
 // which a hint beside them says how.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, openConsole, signIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `export default {
   name: "Lists", version: "0.1.0",
@@ -25,10 +24,8 @@ describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect)
   });
 
   it('deploys boolean[] and object[] props with values of their types, and edits them without losing the objects', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
@@ -58,15 +55,12 @@ describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect)
     await page.getByRole('button', { name: 'Save props' }).click();
     await waitForText(page.getByRole('status'), 'Saved the props of Lists');
     expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual(stored);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("chooses several of a string[] prop's choices, static options or options()'s, and Edit props shows them chosen", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(`export default {
       name: "Picks", version: "0.1.0",
@@ -104,7 +98,6 @@ describe.each(DIALECTS)('web console: list props (%s)', BROWSER_SUITE, (dialect)
     await page.getByRole('button', { name: 'Save props' }).click();
     await waitForText(page.getByRole('status'), 'Saved the props of Picks');
     expect((await api.get(`/v1/sources/${source.id}`)).body.data.configured_props).toEqual({ kinds: ['refund'], regions: ['eu', 'apac'] });
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

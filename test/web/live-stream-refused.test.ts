@@ -1,9 +1,9 @@
 // The console in Chromium when the server refuses a live table's stream: its reason is shown while the table retries.
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, launchBrowser, openConsole, signIn, waitForText } from './browser.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const HTTP_SOURCE = `
 module.exports = {
@@ -18,14 +18,16 @@ describe.each(DIALECTS)('web console: a refused live stream (%s)', BROWSER_SUITE
   let server: TestServer;
   let browser: Browser;
 
-  beforeAll(async () => {
-    // One live stream per account: a second is answered 429 too_many_streams.
-    [server, browser] = await Promise.all([startTestServer(dialect, {}, { maxStreamsPerAccount: 1 }), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
-  });
+  // One live stream per account: a second is answered 429 too_many_streams.
+  withServerAndBrowser(
+    dialect,
+    (started, launched) => {
+      server = started;
+      browser = launched;
+    },
+    {},
+    { maxStreamsPerAccount: 1 },
+  );
 
   it('says why the server refused the stream while it tries again, and goes live once there is room', async () => {
     const user = await server.createUser();
@@ -40,8 +42,7 @@ describe.each(DIALECTS)('web console: a refused live stream (%s)', BROWSER_SUITE
     });
     expect(held.status).toBe(200);
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     // Not a bare "Reconnecting…" that never says why: the server's reason, with its status and code.
     await waitForText(page.locator('.live-state'), 'Reconnecting…');
@@ -60,7 +61,6 @@ describe.each(DIALECTS)('web console: a refused live stream (%s)', BROWSER_SUITE
     });
     expect(posted.status).toBe(200);
     await waitForText(page.locator('.events-table tbody'), 'body {"n":1}');
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

@@ -4,10 +4,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, request } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { request } from '../helpers/client.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, launchBrowser, openConsole, signIn, waitForFocus } from './browser.js';
+import { BROWSER_SUITE, evaluate, newAccount, openSignedIn, waitForFocus, withServerAndBrowser } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = {
   name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
@@ -30,17 +30,21 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    [server, browser] = await Promise.all([startTestServer(dialect, { allowPrivateNetwork: true, eventRetention: 1000 }), launchBrowser()]);
   });
   afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
     await new Promise((resolve) => receiver?.close(resolve));
   });
+  withServerAndBrowser(
+    dialect,
+    (started, launched) => {
+      server = started;
+      browser = launched;
+    },
+    { allowPrivateNetwork: true, eventRetention: 1000 },
+  );
 
   it("pages back through a workflow's runs to the oldest, and a refresh keeps the pages opened", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const workflow = (await api.post('/v1/workflows', { name: 'many runs', trigger: null, steps: [{ name: 'one', component_code: STEP }] })).body.data;
     const started: string[] = [];
     for (let n = 0; n < 30; n++) {
@@ -53,8 +57,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
       (done) => done === started.length,
       { what: 'every run finished' },
     );
-    const { page, problems } = await openConsole(browser, `${server.url}/#/workflows/${workflow.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/workflows/${workflow.id}`, user.apiKey);
     const rows = page.locator('table.runs tbody th a');
     await rows.nth(24).waitFor();
     // The newest 25 were all the page showed: the first five runs could not be reached.
@@ -80,13 +83,11 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await waitForFocus(page, '#run-title');
     const [top, height] = await evaluate<[number, number]>(page, `[document.getElementById('run-title').getBoundingClientRect().top, innerHeight]`);
     expect(top >= 0 && top < height).toBe(true);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("pages back through a webhook's deliveries past the newest 100", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(receiverUrl)}&name=sink`)).body.data;
     expect((await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`)).status).toBe(200);
@@ -102,8 +103,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     const older = (await api.get(`/v1/webhooks/${hook.id}/deliveries?limit=100&after=${delivered.page_info.end_cursor}`)).body.data;
     const events = [...delivered.data, ...older].map((d: any) => d.event_id);
 
-    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks/${hook.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/webhooks/${hook.id}`, user.apiKey);
     const rows = page.locator('table.deliveries tbody tr');
     await rows.nth(99).waitFor();
     // The newest 100 were all the log showed.
@@ -114,13 +114,11 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await waitForFocus(page, 'table.deliveries tbody tr:nth-child(101) a');
     expect(await rows.locator('td code').allTextContents()).toEqual(events);
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("pages back through a source's events past the newest 100, and new live events stay on top", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'many events' })).body.data;
     for (let i = 0; i < 130; i += 10) {
       const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
@@ -135,8 +133,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     const ids = [...newest.data, ...older].map((e: any) => e.id);
     expect(ids).toHaveLength(130);
 
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/${source.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}`, user.apiKey);
     const rows = page.locator('table.events-table tbody tr');
     await rows.nth(99).waitFor();
     await page.locator('.live-state.live').waitFor();
@@ -162,7 +159,6 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     // The oldest event opens from its row.
     await rows.last().click();
     await page.getByRole('heading', { name: `Event ${ids.at(-1)}` }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

@@ -2,9 +2,8 @@
 // which saves unchanged, rather than refusing the mask as a bad number or bad JSON.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, openConsole, signIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `export default {
   name: "Sealed", version: "0.1.0",
@@ -27,8 +26,7 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
   });
 
   it('saves Edit props with the stored integer, list, object and boolean secrets left as ********, which keeps them', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const created = await api.post('/v1/sources', {
       component_code: SOURCE,
       name: 'sealed',
@@ -36,8 +34,7 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
     });
     expect(created.status).toBe(200);
     const source = created.body.data;
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByText('Edit props').click();
     await page.getByLabel('Note').fill('changed');
@@ -59,7 +56,6 @@ describe.each(DIALECTS)('web console: secret props (%s)', BROWSER_SUITE, (dialec
     await waitForText(page.locator('.events-table td.summary'), '"pin":1234');
     const [event] = (await api.get(`/v1/sources/${source.id}/event_summaries?expand=event`)).body.data;
     expect(event.event).toEqual({ pin: 1234, tokens: ['a', 'b'], creds: { user: 'u' }, note: 'changed', flag: true });
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

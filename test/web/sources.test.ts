@@ -4,7 +4,18 @@ import { describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, openConsole, screenshot, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
+import {
+  BROWSER_SUITE,
+  evaluate,
+  newAccount,
+  openConsole,
+  openSignedIn,
+  screenshot,
+  signIn,
+  waitForFocus,
+  waitForText,
+  withServerAndBrowser,
+} from './browser.js';
 
 /** An HTTP source that logs each request, fails when the body asks it to, and emits the body otherwise. */
 const HTTP_SOURCE = `
@@ -75,7 +86,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
 
   it('signs in with a key kept in session storage only, refuses a wrong key, and signs out', async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, server.url);
+    const { page, finish } = await openConsole(browser, server.url);
     // Typing starts in the key field.
     await waitForFocus(page, '#api-key');
     await page.keyboard.type('trb_not-a-key');
@@ -94,13 +105,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
     expect(await evaluate(page, 'sessionStorage.length')).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('gives the key field the focus back when a key pressed in from the Sign in button is refused', async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, server.url);
+    const { page, finish } = await openConsole(browser, server.url);
     await waitForFocus(page, '#api-key');
     await page.keyboard.type('trb_not-a-key');
     await page.keyboard.press('Tab');
@@ -113,8 +123,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.keyboard.type(user.apiKey);
     await page.keyboard.press('Enter');
     await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('lists deployed sources with their type, state, last event and a sparkline of events per minute', async () => {
@@ -129,8 +138,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       { what: 'three events' },
     );
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     const incoming = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'incoming' }) });
     await incoming.getByRole('img', { name: '3 events in the last 30 minutes' }).waitFor();
     const cells = await incoming.getByRole('cell').allTextContents();
@@ -144,15 +152,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     // A timer's schedule is on the source's page.
     await page.goto(`${server.url}/#/sources/${tickerSource.id}`);
     await waitForText(page.locator('.facts'), 'Scheduleevery 1 h');
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('deploys a source through the form generated from its props: checks before submit, async options, the server 422 on its field', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(FORM_SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
@@ -219,14 +224,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('button', { name: 'Copy endpoint URL' }).click();
     await waitForText(page.locator('.copy output'), 'Copied');
     expect(await evaluate(page, 'navigator.clipboard.readText()')).toBe(source.configured_props.http.endpoint_url);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("keeps the keyboard focus on Load choices while an async options() prop's choices load", async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, `${server.url}/#/sources/new`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
     await page.getByLabel('Component code').fill(FORM_SOURCE);
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure Form Showcase/ }).waitFor();
@@ -241,15 +244,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.keyboard.press('Enter');
     await waitForText(load, 'Reload');
     await waitForFocus(page, 'button[aria-label="Load choices for Flavour"]');
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a component's alert prop as its author's note, asks nothing for it, and deploys", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(`export default {
       name: "Noted", version: "0.1.0",
@@ -264,15 +264,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('button', { name: 'Deploy' }).click();
     await waitForText(page.getByRole('status'), 'Deployed Noted.');
     expect((await api.get('/v1/users/me/sources')).body.data[0].configured_props).toEqual({ greeting: 'hi' });
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('shows the props additionalProps() adds for the values chosen, deploys with them, and edits them', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(`export default {
       name: "Shaped", version: "0.1.0",
@@ -314,17 +311,14 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByLabel('Kind').selectOption('plain');
     await page.getByLabel('Tag').waitFor({ state: 'detached' });
     expect(await page.getByLabel('Channel').count()).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('shows an event sent to the endpoint live, opens it as JSON, pauses and resumes, and deletes it with confirmation', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'live' });
     const endpoint = source.configured_props.http.endpoint_url;
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('link', { name: 'live' }).click();
     await waitForText(page.locator('.live-state'), 'Live');
     // A mark on the page's window: still there after the rows arrive, so they came without a reload.
@@ -375,15 +369,13 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await table.getByRole('row').filter({ hasText: 'world-1' }).waitFor({ state: 'detached' });
     expect((await events()).body.data.map((e: any) => e.event.hello)).toEqual(['world-2']);
     await table.getByRole('row').filter({ hasText: 'world-2' }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a failing run on the $errors tab and the source's console output on $logs, live", async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'failing' });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByRole('tab', { name: '$errors' }).click();
     await page.getByRole('tab', { name: '$errors', selected: true }).waitFor();
@@ -409,16 +401,14 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.keyboard.press('ArrowLeft');
     await page.getByRole('tab', { name: '$logs', selected: true }).waitFor();
     await page.getByRole('region', { name: '$logs of this source' }).getByRole('row').filter({ hasText: 'got POST' }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('gives each event row one tab stop, which Enter or Space opens, with a visible focus', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'keyboard' });
     for (const n of [1, 2, 3]) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     const table = page.getByRole('region', { name: 'Events of this source' });
     await table.getByRole('row').filter({ hasText: 'body {"n":1}' }).waitFor();
@@ -455,8 +445,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('heading', { name: `Event ${ids[0]}` }).waitFor();
     await waitForText(detail, '"n": 3');
     await waitForFocus(page, `tr[data-event-id="${ids[0]}"] button`);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('opens a large event folded past its first hundred entries, and makes a fold only when it is opened', async () => {
@@ -464,8 +453,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'large' });
     const items = Array.from({ length: 150 }, (_, i) => `item-${i}`);
     expect((await request('POST', source.configured_props.http.endpoint_url, { body: { items } })).status).toBe(200);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByRole('row').filter({ hasText: 'item-0' }).first().click();
     const detail = page.getByRole('figure', { name: 'Event JSON' });
@@ -474,8 +462,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     expect(await detail.getByText('"item-149"').count()).toBe(0);
     await list.click();
     await detail.getByText('"item-149"').waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("says a source's last event could not be read, rather than showing it as on its way forever", async () => {
@@ -495,8 +482,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
   it('says why a page could not be read, and reads it again on Try again once the server answers', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'comes-back' });
-    const { page } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page } = await openSignedIn(browser, server.url, user.apiKey);
     // The server out of reach for this source's page, as when it is stopped: the request fails without an answer.
     const sourceUrl = `**/v1/sources/${source.id}`;
     await page.route(sourceUrl, (route) => route.abort('connectionrefused'));
@@ -518,8 +504,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
   it('keeps the keyboard focus on Try again while it reads the page again, and when that read fails too', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'still-away' });
-    const { page } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page } = await openSignedIn(browser, server.url, user.apiKey);
     let reads = 0;
     const sourceUrl = `**/v1/sources/${source.id}`;
     await page.route(sourceUrl, (route) => {
@@ -544,13 +529,11 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
   });
 
   it('after Run now, says what became of the run and links to the event it emitted or to its error', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'outcome' });
     // An event from before the run is not taken for the run's.
     expect((await request('POST', source.configured_props.http.endpoint_url, { body: { earlier: true } })).status).toBe(200);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     const table = page.getByRole('region', { name: 'Events of this source' });
     await table.getByRole('row').filter({ hasText: '"earlier":true' }).waitFor();
@@ -578,16 +561,13 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('tab', { name: '$errors', selected: true }).waitFor();
     await page.getByRole('heading', { name: `Event ${error.id}` }).waitFor();
     await waitForText(page.getByRole('figure', { name: 'Event JSON' }), 'on purpose');
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('runs a source now with an event, deactivates it, and deletes it after confirmation', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'manual' });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await waitForText(page.locator('.live-state'), 'Live');
 
@@ -621,20 +601,17 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('heading', { name: 'Sources', level: 1 }).waitFor();
     expect(page.url()).toMatch(/#\/sources$/);
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('sends one PATCH for a double click of Deactivate, Activate or Save props, each button busy while its request runs', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, {
       component_code: `module.exports = { name: "Named", version: "0.1.0", props: { http: "$.interface.http", greeting: { type: "string", label: "Greeting" } }, async run() {} };`,
       name: 'pressed',
       configured_props: { greeting: 'hello' },
     });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     // Each PATCH is held until the test lets it go: both presses of a double click come while the first is on its way.
     const held: Array<() => void> = [];
     const patches: string[] = [];
@@ -667,21 +644,18 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     expect(held).toEqual([]);
     const [saved] = (await api.get('/v1/users/me/sources')).body.data;
     expect(saved).toMatchObject({ active: true, configured_props: { greeting: 'bonjour' } });
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('deletes a range of events given by their ids, after confirmation', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'ranged' });
     for (const n of [1, 2, 3, 4]) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
     const events = () => api.get(`/v1/sources/${source.id}/event_summaries`);
     const all = (await waitFor(events, (r) => r.body.data.length === 4, { what: 'four events' })).body.data;
     const [fourth, third, second] = all;
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     const table = page.getByRole('region', { name: 'Events of this source' });
     await table.getByRole('row').filter({ hasText: 'body {"n":4}' }).waitFor();
@@ -694,13 +668,11 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     expect(await table.getByRole('row').filter({ hasText: 'body {"n":3}' }).count()).toBe(0);
     expect((await events()).body.data.map((e: any) => e.id)).toEqual([fourth.id, all[3].id]);
     expect(await table.locator('tbody tr').count()).toBe(2);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("edits a source's props through the generated form, checked before it is sent", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const code = `module.exports = {
       name: "Greeter", version: "0.1.0",
       props: { http: "$.interface.http", greeting: { type: "string", label: "Greeting" }, times: { type: "integer", label: "Times", max: 5 },
@@ -712,8 +684,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       name: 'greeter',
       configured_props: { greeting: 'hello', times: 2, token: 'first', channel: 'ops' },
     });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByText('Edit props').click();
     expect(await page.getByLabel('Greeting').inputValue()).toBe('hello');
@@ -737,20 +708,17 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       { what: 'the run' },
     );
     expect(events.body.data[0].event).toEqual({ greeting: 'bonjour', times: 3, token: 'first', channel: 'ops' });
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("keeps a cron timer's time zone through Edit props, and sets one in the form", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = await deploy(user.apiKey, {
       component_code: TIMER_SOURCE,
       name: 'weekdays',
       configured_props: { timer: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' } },
     });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/sources/${source.id}`);
     await page.getByText('Edit props').click();
     expect(await page.getByLabel('Cron expression').inputValue()).toBe('0 9 * * 1-5');
@@ -770,13 +738,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await waitForText(page.locator('dl.facts'), 'cron 0 9 * * 1-5 (UTC)');
     [saved] = (await api.get('/v1/users/me/sources')).body.data;
     expect(saved.configured_props.timer.timezone).toBeUndefined();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('deploys a registry component by its key, and labels every control on every page', async () => {
     const user = await server.createUser();
-    const { page, problems } = await openConsole(browser, server.url);
+    const { page, finish } = await openConsole(browser, server.url);
     // Controls no label names: an input, select or textarea without <label for> or aria-label, a button without text.
     const unlabelled = () =>
       evaluate<string[]>(
@@ -827,14 +794,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       await ready();
       expect(await unlabelled(), section).toEqual([]);
     }
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('returns to sign-in with a message when the key stops working', async () => {
     const user = await server.createUser();
-    const { page } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('heading', { name: 'Sources' }).waitFor();
     expect((await client(server.url, user.apiKey).post('/v1/users/me/api_key')).status).toBe(200);
     await page.getByRole('link', { name: 'Workflows' }).click();
@@ -848,7 +813,7 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'a-source-with-a-rather-long-name-for-a-phone' });
     await request('POST', source.configured_props.http.endpoint_url, { body: { text: 'x'.repeat(500) } });
-    const { page, problems } = await openConsole(browser, server.url, { width: 375 });
+    const { page, finish } = await openConsole(browser, server.url, { width: 375 });
     const overflow = () => evaluate<number>(page, 'document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(await overflow()).toBe(0);
     await signIn(page, user.apiKey);
@@ -863,7 +828,6 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       await page.getByRole('heading', { name: section, level: 1 }).waitFor();
       expect(await overflow(), section).toBe(0);
     }
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

@@ -2,10 +2,9 @@
 // the refusals shown beside the form, and the new workflow running as created.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, evaluate, openConsole, screenshot, signIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, evaluate, newAccount, openSignedIn, screenshot, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 const DOUBLE_STEP = `export default defineComponent({
   async run({ steps }) {
@@ -29,10 +28,8 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
   });
 
   it('creates an HTTP workflow of two steps put in order, then runs it', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, problems } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
     await page.getByRole('link', { name: 'Create one' }).click();
 
@@ -84,10 +81,8 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
   });
 
   it("says what to fix, before sending and from the server's refusal, and creates nothing", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, problems } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/workflows/new`);
     const alert = page.locator('p.field-error[role="alert"]');
 
@@ -128,10 +123,8 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
   });
 
   it('marks the field at fault, drops its error when it is edited, and puts a 400 naming a field on that field', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/workflows/new`);
     const error = page.locator('#workflow-error');
 
@@ -160,7 +153,6 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
     await page.getByLabel('Run timeout (seconds, at most 900)').fill('30');
     await page.locator('#workflow-error:empty').waitFor({ state: 'attached' });
     expect((await api.get('/v1/users/me/workflows')).body.data).toEqual([]);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });

@@ -5,19 +5,19 @@ import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   BROWSER_SUITE,
   evaluate,
   expectInTable,
-  launchBrowser,
-  openConsole,
+  newAccount,
+  openSignedIn,
+  rewriteUntilReleased,
   screenshot,
-  signIn,
   waitForFocus,
   waitForText,
-  rewriteUntilReleased,
+  withServerAndBrowser,
 } from './browser.js';
 
 const PARSE_STEP = `export default defineComponent({
@@ -59,24 +59,25 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    [server, browser] = await Promise.all([
-      startTestServer(dialect, {
-        allowPrivateNetwork: true,
-        // An hour before the first retry: the failed attempt stays the only one of its event while the test looks at it.
-        webhookRetrySchedule: [3600],
-      }),
-      launchBrowser(),
-    ]);
   });
+  withServerAndBrowser(
+    dialect,
+    (started, launched) => {
+      server = started;
+      browser = launched;
+    },
+    {
+      allowPrivateNetwork: true,
+      // An hour before the first retry: the failed attempt stays the only one of its event while the test looks at it.
+      webhookRetrySchedule: [3600],
+    },
+  );
   afterAll(async () => {
-    await browser?.close();
-    await server?.destroy();
     await new Promise((resolve) => receiver?.close(resolve));
   });
 
   it("lists workflows, shows a run's steps with status, duration, exports, logs and error, and replays a run", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const created = await api.post('/v1/workflows', {
       name: 'double and check',
       trigger: null,
@@ -97,8 +98,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     const failed = runs.body.data.find((run: any) => run.status === 'failed');
     const succeeded = runs.body.data.find((run: any) => run.status === 'succeeded');
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
     const row = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'double and check' }) });
     await row.waitFor();
@@ -137,19 +137,16 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByLabel('Status').selectOption('succeeded');
     await page.getByRole('link', { name: failed.id }).waitFor({ state: 'detached' });
     await page.getByRole('link', { name: succeeded.id }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a workflow's trigger and endpoint, runs it now with an event and opens the run, and deletes it after confirmation", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const created = await api.post('/v1/workflows', { name: 'on demand', trigger: { type: 'http' }, steps: [{ name: 'parse', component_code: PARSE_STEP }] });
     expect(created.status, created.text).toBe(200);
     const workflow = created.body.data;
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/workflows/${workflow.id}`);
     const facts = page.locator('.facts');
     await waitForText(facts, workflow.trigger.endpoint_url);
@@ -183,13 +180,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByRole('dialog', { name: 'Delete on demand?' }).getByRole('button', { name: 'Delete workflow' }).click();
     await page.getByRole('heading', { name: 'Workflows' }).waitFor();
     expect((await api.get(`/v1/workflows/${workflow.id}`)).status).toBe(404);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('follows a run opened by its address while it is unfinished, though the runs listed do not hold it', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const workflow = (await api.post('/v1/workflows', { name: 'linked', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
     const runId = (await api.post(`/v1/workflows/${workflow.id}/run`, { n: 1 })).body.data.id;
     await waitFor(
@@ -197,8 +192,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       (res) => res.body.data.status === 'succeeded',
       { what: 'the run finished' },
     );
-    const { page, problems } = await openConsole(browser, `${server.url}/#/workflows/${workflow.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/workflows/${workflow.id}`, user.apiKey);
     // The run is read as running until the test lets its real state through: only a read made after that can show it.
     const held = await rewriteUntilReleased(page, `**/v1/workflows/${workflow.id}/runs/${runId}`, (body) => {
       body.data.status = 'running';
@@ -217,13 +211,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     held.release();
     await waitForText(badge, 'succeeded');
     expect(await page.locator('table.runs tbody th a').count()).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("reads a webhook's delivery log again while an attempt shown is pending, and shows its outcome", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=sink`)).body.data;
     expect((await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}`)).status).toBe(200);
@@ -233,8 +225,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       (res) => res.body.data.length === 1 && res.body.data[0].state === 'succeeded',
       { what: 'the delivery' },
     );
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     // The attempt is read as pending and due until the test lets its real state through: only a read made after that
     // can show it.
     const held = await rewriteUntilReleased(page, `**/v1/webhooks/${hook.id}/deliveries?*`, (body) => {
@@ -251,15 +242,12 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     held.release();
     await waitForText(state, 'succeeded');
     expect(await page.locator('table.deliveries tbody tr').count()).toBe(1);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('creates one webhook on a double click of Create webhook, and shows that one its secret', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     const creates: string[] = [];
     page.on('request', (sent) => {
       if (sent.method() === 'POST' && new URL(sent.url()).pathname === '/v1/webhooks') creates.push(sent.url());
@@ -274,45 +262,37 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     const hooks = (await api.get('/v1/users/me/webhooks')).body.data;
     expect(hooks).toHaveLength(1);
     expect(await page.locator('.secret code').first().textContent()).toBe(hooks[0].id);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("keeps a webhook's Delete button in view on a desktop screen, however long its name and URL", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const long = 'hook'.repeat(50);
     await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/${long}`)}&name=${long}`);
-    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/webhooks`, user.apiKey);
     const remove = page.getByRole('button', { name: /^Delete webhook / });
     await remove.waitFor();
     // The name and URL, each cut short, still pushed the Delete button past the table's edge, to be scrolled to.
     await expectInTable(page, remove);
     expect(await page.getByRole('cell', { name: `${receiverUrl}/${long}` }).getAttribute('title')).toBe(`${receiverUrl}/${long}`);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("wraps a webhook's long URL on its delivery log rather than widening the page", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const long = 'hook'.repeat(100);
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/${long}`)}&name=wide`)).body.data;
-    const { page, problems } = await openConsole(browser, `${server.url}/#/webhooks/${hook.id}`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/webhooks/${hook.id}`, user.apiKey);
     await page.getByText(`${receiverUrl}/${long}`).waitFor();
     // The URL ran on one line past the screen's edge, and the whole page scrolled sideways.
     expect(await evaluate<number>(page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(
       await evaluate<number>(page, 'document.documentElement.clientWidth'),
     );
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("keeps a subscription's Delete button in view on a desktop screen, however long its emitter's and listener's names and its stream", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const long = 'hook'.repeat(50);
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=${long}`)).body.data;
     const source = (
@@ -322,8 +302,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       })
     ).body.data;
     await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}&event_name=${'s'.repeat(200)}`);
-    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/subscriptions`, user.apiKey);
     const remove = page.getByRole('button', { name: /^Delete subscription / });
     await page
       .getByRole('cell', { name: new RegExp(hook.id) })
@@ -331,16 +310,13 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       .waitFor();
     // The names ran at full length, pushing the Delete button past the table's edge, to be scrolled to.
     await expectInTable(page, remove);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('sends one subscription request on a double click of Subscribe, and says so once', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=once`)).body.data;
-    const { page, problems } = await openConsole(browser, `${server.url}/#/subscriptions`);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/subscriptions`, user.apiKey);
     const creates: string[] = [];
     page.on('request', (sent) => {
       if (sent.method() === 'POST' && new URL(sent.url()).pathname === '/v1/subscriptions') creates.push(sent.url());
@@ -353,16 +329,13 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByRole('button', { name: 'Subscribe', exact: true }).waitFor();
     expect(creates).toHaveLength(1);
     expect(await page.locator('.notice').filter({ hasText: 'Subscribed' }).count()).toBe(1);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('creates webhooks and a subscription, shows each delivery with its status code and next retry, and deletes a webhook', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     const nav = page.getByRole('navigation', { name: 'Sections' });
     await nav.getByRole('link', { name: 'Webhooks' }).click();
 
@@ -448,21 +421,18 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await waitForText(page.getByRole('cell'), 'No subscriptions yet.');
     await waitForFocus(page, 'main#main');
     expect((await api.get('/v1/users/me/subscriptions')).body.data).toEqual([]);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('offers every source of an account of more than 100 in the subscription and new-workflow pickers', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const component = (await api.post('/v1/components', { component_code: `module.exports = { name: "Quiet", version: "0.1.0", async run() {} };` })).body.data;
     const names = Array.from({ length: 105 }, (_, i) => `quiet-${String(i).padStart(3, '0')}`);
     for (let i = 0; i < names.length; i += 15) {
       const created = await Promise.all(names.slice(i, i + 15).map((name) => api.post('/v1/sources', { component_id: component.id, name })));
       expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
     }
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     const optionLabels = (list: string) => evaluate<string[]>(page, `[...document.querySelectorAll('#${list} option')].map((o) => o.label).sort()`);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Subscriptions' }).click();
     await page.locator('#sub-emitters option[label="quiet-104"]').waitFor({ state: 'attached' });
@@ -471,13 +441,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByLabel('Starts on').selectOption('source');
     await page.locator('#workflow-sources option').nth(104).waitFor({ state: 'attached' });
     expect(await optionLabels('workflow-sources')).toEqual(names);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('lists every workflow of an account of more than 100, the rest a Load more away', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const names = Array.from({ length: 105 }, (_, i) => `flow-${String(i).padStart(3, '0')}`);
     const step = `export default defineComponent({ async run() { return 1; } });`;
     for (let i = 0; i < names.length; i += 15) {
@@ -486,8 +454,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       );
       expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
     }
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Workflows' }).click();
     const rows = page.locator('tbody th a');
     await rows.first().waitFor();
@@ -500,21 +467,18 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     }
     expect((await rows.allTextContents()).sort()).toEqual(names);
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("names each subscription's Delete button with its stream, so that two on the same pair are told apart", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'pair' })).body.data;
     const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=pairhook`)).body.data;
     for (const stream of ['', '$errors']) {
       const made = await api.post(`/v1/subscriptions?emitter_id=${source.id}&listener_id=${hook.id}${stream ? `&event_name=${stream}` : ''}`);
       expect(made.status, made.text).toBe(200);
     }
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Subscriptions' }).click();
     const buttons = page.getByRole('button', { name: /^Delete subscription of / });
     await buttons.nth(1).waitFor();
@@ -528,13 +492,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await page.getByRole('dialog').getByRole('button', { name: 'Delete subscription' }).click();
     await buttons.nth(1).waitFor({ state: 'detached' });
     expect((await api.get('/v1/users/me/subscriptions')).body.data.map((s: any) => s.event_name)).toEqual(['']);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it('lists every webhook of an account of more than 100', async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const names = Array.from({ length: 105 }, (_, i) => `hook-${String(i).padStart(3, '0')}`);
     for (let i = 0; i < names.length; i += 15) {
       const created = await Promise.all(
@@ -542,19 +504,16 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       );
       expect(created.map((res) => res.status)).toEqual(created.map(() => 200));
     }
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Webhooks' }).click();
     // The page read its first 100 and showed them as the whole list.
     await page.getByRole('rowheader', { name: 'hook-000' }).waitFor();
     expect((await page.locator('tbody th a').allTextContents()).sort()).toEqual(names);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("links each delivered event to the event on its source's page, in the stream that holds it", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const failing = `module.exports = {
       name: "Picky", version: "0.1.0", props: { http: "$.interface.http" },
       async run(event) { if (event.body.fail) throw new Error("refused " + event.body.fail); this.$emit(event.body, { summary: "kept " + event.body.n }); },
@@ -587,8 +546,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     const [error] = (await api.get(`/v1/sources/${source.id}/$errors/event_summaries`)).body.data;
     const fromWorkflow = deliveries.find((d: any) => d.emitter_id === workflow.id);
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/webhooks/${hook.id}`);
     const log = page.locator('table.deliveries');
     // A source's event is a link; a workflow's emit stays text (the console has no page for a workflow's events).
@@ -614,13 +572,11 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     expect((await api.delete(`/v1/sources/${source.id}/events?start_id=${kept1.id}&end_id=${kept1.id}`)).status).toBe(202);
     await page.goto(`${server.url}/#/sources/${source.id}/events/${kept1.id}`);
     await waitForText(page.getByRole('alert'), `Event ${kept1.id} is not among the newest events of this source`);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows the free plan's quotas as bars and rotates the key: the old key stops working, the tab goes on with the new one", async () => {
-    const user = await server.createUser();
-    const api = client(server.url, user.apiKey);
+    const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'counted' })).body.data;
     for (const n of [1, 2, 3]) await request('POST', source.configured_props.http.endpoint_url, { body: { n } });
     const me = await waitFor(
@@ -629,8 +585,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
       { what: 'three invocations counted' },
     );
 
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Account' }).click();
     expect(await page.locator('#plan').textContent()).toBe('Free');
     const invocations = page.getByRole('meter', { name: /Invocations/ });
@@ -678,19 +633,16 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     expect(await evaluate(page, 'sessionStorage.getItem("tributary.apiKey")')).toBe(newKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Sources' }).click();
     await page.getByRole('rowheader', { name: 'counted' }).waitFor();
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 
   it("shows a paid plan's billing period instead of quota bars", async () => {
     const user = await server.createUser({ plan: 'paid' });
-    const { page, problems } = await openConsole(browser, server.url);
-    await signIn(page, user.apiKey);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.goto(`${server.url}/#/account`);
     await waitForText(page.locator('#plan'), 'Paid');
     expect(await page.locator('#billing-invocations').textContent()).toBe('0');
     expect(await page.getByRole('meter').count()).toBe(0);
-    expect(problems).toEqual([]);
-    await page.context().close();
+    await finish();
   });
 });
