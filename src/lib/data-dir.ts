@@ -1,12 +1,59 @@
 // Makes the data directory, saying which setting names it when it cannot be made.
 import fs from 'node:fs';
+import path from 'node:path';
+
+function notAFolder(dir: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`ENOTDIR: not a directory, ${dir}`), { code: 'ENOTDIR' });
+}
+
+/**
+ * Makes each missing folder down from the nearest existing one. Node's `mkdirSync(…, { recursive: true })` never
+ * returns where mkdir answers ENOENT although the parent exists (under /proc, /sys): it makes the parent again, forever.
+ */
+function makeFolders(dataDir: string): void {
+  const missing: string[] = [];
+  let dir = path.resolve(dataDir);
+  while (!fs.existsSync(dir)) {
+    missing.unshift(dir);
+    dir = path.dirname(dir);
+  }
+  if (!fs.statSync(dir).isDirectory()) throw notAFolder(dir);
+  for (const folder of missing) {
+    try {
+      fs.mkdirSync(folder);
+    } catch (error) {
+      // Another process made it meanwhile: as good as made here, if it is a folder.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !fs.statSync(folder).isDirectory()) throw error;
+    }
+  }
+}
+
+/**
+ * Makes a file in `dir` and removes it: permission bits do not tell (root may write anywhere, but not in /proc or a
+ * read-only mount), and SQLite's own words for it later are "unable to open database file".
+ */
+function checkWritable(dir: string): void {
+  const probe = path.join(dir, `.tributary-write-check-${process.pid}`);
+  fs.closeSync(fs.openSync(probe, 'wx'));
+  fs.rmSync(probe);
+}
+
+function reason(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return code ?? message;
+}
 
 /** Makes `dataDir` (and its parents) if missing; Node's own words ("ENOTDIR: not a directory, mkdir …") name neither the setting nor what to do. */
 export function makeDataDir(dataDir: string): void {
+  const instead = 'set --data-dir (TRIBUTARY_DATA_DIR) to a folder this user may write';
   try {
-    fs.mkdirSync(dataDir, { recursive: true });
+    makeFolders(dataDir);
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
-    throw new Error(`the data directory ${dataDir} cannot be made (${code ?? message}): set --data-dir (TRIBUTARY_DATA_DIR) to a folder this user may write`);
+    throw new Error(`the data directory ${dataDir} cannot be made (${reason(error)}): ${instead}`);
+  }
+  try {
+    checkWritable(dataDir);
+  } catch (error) {
+    throw new Error(`the data directory ${dataDir} cannot be written to (${reason(error)}): ${instead}`);
   }
 }

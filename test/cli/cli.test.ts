@@ -159,6 +159,28 @@ describe('tributary CLI', () => {
     }
   });
 
+  it('serve exits 1 with one line when the data directory cannot be made under /proc, is a file, or takes no files', async () => {
+    const file = path.join(tempDir(), 'a-file');
+    fs.writeFileSync(file, '');
+    // Under /proc mkdir answers ENOENT though the parent exists; /sys is a folder no file can be made in, even by root.
+    for (const [dataDir, said] of [
+      ['/proc/nope', 'cannot be made (ENOENT)'],
+      ['/proc/nope/deeper', 'cannot be made (ENOENT)'],
+      [file, 'cannot be made (ENOTDIR)'],
+      ['/sys', 'cannot be written to (EACCES)'],
+    ] as const) {
+      const error = await tributary(['serve', '--port', '0', '--data-dir', dataDir]).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect({ dataDir, code: error.code, stderr: error.stderr }).toEqual({
+        dataDir,
+        code: 1,
+        stderr: `error: the data directory ${dataDir} ${said}: set --data-dir (TRIBUTARY_DATA_DIR) to a folder this user may write\n`,
+      });
+    }
+  });
+
   it('users list and rotate-key refuse a data directory without a database, creating nothing; users create starts one', async () => {
     const missing = path.join(tempDir(), 'typo');
     const empty = tempDir();
