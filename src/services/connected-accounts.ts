@@ -193,7 +193,7 @@ export class ConnectedAccountService {
         if (blocking.length > NAMED_IN_MESSAGE) shown.push(`${blocking.length - NAMED_IN_MESSAGE} more`);
         throw new ServiceError(
           'conflict',
-          `connected account ${id} is used by ${shown.join(', ')}; delete with force=true to deactivate them and delete it`,
+          `connected account ${quote(id)} is used by ${shown.join(', ')}; delete with force=true to deactivate them and delete it`,
           blocking,
         );
       }

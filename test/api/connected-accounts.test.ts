@@ -275,7 +275,7 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     const refused = await user.api.delete(`/v1/accounts/${acme.id}`);
     expect(refused.status).toBe(409);
     expect(refused.body).toEqual({
-      error: `connected account ${acme.id} is used by source "uses acme" (${source.id}), workflow "flows with acme" (${workflow.id}); delete with force=true to deactivate them and delete it`,
+      error: `connected account "${acme.id}" is used by source "uses acme" (${source.id}), workflow "flows with acme" (${workflow.id}); delete with force=true to deactivate them and delete it`,
       code: 'conflict',
       details: [
         { type: 'source', id: source.id, name: 'uses acme', active: true },
