@@ -101,6 +101,9 @@ function timerRowsFor(source: sources.SourceRow, info: ComponentInfo, nowMs: num
   });
 }
 
+/** The columns an update may change, other than updated_at itself. */
+const SOURCE_FIELDS = ['component_id', 'name', 'active', 'configured_props', 'endpoint_id', 'additional_props'] as const;
+
 export class SourceService {
   private readonly listeners: SourceChangeListener[] = [];
   private readonly creationSteps: SourceCreationStep[] = [];
@@ -312,6 +315,8 @@ export class SourceService {
       additional_props: props.additional ? JSON.stringify(props.additional) : null,
       updated_at: nowSeconds(),
     };
+    // updated_at says when the source last changed: a PUT that sends what is stored leaves it (hooks still run).
+    if (SOURCE_FIELDS.every((field) => next[field] === current.source[field])) next.updated_at = current.source.updated_at;
     const committed = await this.locks.exclusive(sourceId, async () => {
       const db = await sources.readSourceDb(this.store.db, sourceId);
       // deactivate() runs with the code and props being replaced; activate() with the new ones.

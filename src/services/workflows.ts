@@ -83,6 +83,9 @@ async function namingStep<T>(index: number, name: string, lookUp: () => Promise<
   }
 }
 
+/** The columns an update may change, other than updated_at itself. */
+const WORKFLOW_FIELDS = ['name', 'active', 'trigger', 'steps', 'endpoint_id', 'timeout_ms'] as const;
+
 export class WorkflowService {
   private readonly listeners: WorkflowChangeListener[] = [];
   private readonly creationSteps: WorkflowCreationStep[] = [];
@@ -196,6 +199,8 @@ export class WorkflowService {
         timeout_ms: request.timeout_seconds === undefined ? previous.timeout_ms : request.timeout_seconds * 1000,
         updated_at: nowSeconds(),
       };
+      // updated_at says when the workflow last changed: an update that sends what is stored leaves it.
+      if (WORKFLOW_FIELDS.every((field) => row[field] === previous[field])) row.updated_at = previous.updated_at;
       // Stored steps only when it is on after this: a forced delete left it off naming an account that is gone, which
       // renaming it or switching it off must not need, but switching it on must (a 404 naming it, as for a source).
       const checked = resolved?.steps ?? (row.active === 1 ? (JSON.parse(previous.steps) as StoredStep[]) : []);

@@ -539,13 +539,18 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     });
     expect(created.status).toBe(200);
     const listed = async () => (await api.get('/v1/users/me/sources?limit=100')).body.data.find((s: { id: string }) => s.id === created.body.data.id);
+    // Set back, so that a write in this same second would show.
+    await server.running.services.store.db.updateTable('sources').set({ updated_at: 1_000_000_000 }).where('id', '=', created.body.data.id).execute();
     const before = await listed();
     expect(before.configured_props.timer).toEqual({ cron: null, interval_seconds: 60 });
     const { component_id, name, configured_props, active } = before;
     const res = await api.put(`/v1/sources/${before.id}`, { component_id, name, configured_props, active });
     expect(res.status).toBe(200);
-    const after = await listed();
-    expect({ ...after, updated_at: before.updated_at }).toEqual(before);
+    expect(res.body.data.updated_at).toBe(1_000_000_000);
+    expect(await listed()).toEqual(before);
+    // A change moves it.
+    const renamed = await api.patch(`/v1/sources/${before.id}`, { name: 'round trip 2' });
+    expect(renamed.body.data.updated_at).toBeGreaterThan(1_000_000_000);
   });
 
   it('gives a registry-deployed source a component_id usable wherever a component id is taken', async () => {

@@ -709,10 +709,16 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     ];
     for (const trigger of triggers) {
       const workflow = await create({ name: `round trip ${trigger?.type}`, trigger, steps: [{ name: 'a', component_code: ECHO_STEP }], timeout_seconds: 45 });
+      // Set back, so that a write in this same second would show.
+      await server.running.services.store.db.updateTable('workflows').set({ updated_at: 1_000_000_000 }).where('id', '=', workflow.id).execute();
       const shown = (await api.get(`/v1/workflows/${workflow.id}`)).body.data;
       const res = await api.put(`/v1/workflows/${workflow.id}`, shown);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect({ ...(await api.get(`/v1/workflows/${workflow.id}`)).body.data, updated_at: shown.updated_at }).toEqual(shown);
+      expect(res.body.data.updated_at).toBe(1_000_000_000);
+      expect((await api.get(`/v1/workflows/${workflow.id}`)).body.data).toEqual(shown);
+      // A change moves it.
+      const renamed = await api.put(`/v1/workflows/${workflow.id}`, { name: `${shown.name} 2` });
+      expect(renamed.body.data.updated_at).toBeGreaterThan(1_000_000_000);
     }
   });
 
