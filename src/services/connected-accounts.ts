@@ -147,13 +147,15 @@ export class ConnectedAccountService {
    * Only the given columns are written, so concurrent changes of the other ones stay; 404 when a delete came first.
    */
   async update(ownerId: string, id: string, change: ConnectedAccountChange): Promise<ConnectedAccountView> {
-    await this.find(ownerId, id);
+    const stored = await this.find(ownerId, id);
     if (change.name === undefined && change.credentials === undefined)
       throw invalid('give name, credentials or both: nothing else of a connected account changes');
     const columns: Parameters<typeof accounts.updateConnectedAccount>[3] = { updated_at: nowSeconds() };
     if (change.name !== undefined) columns.name = checkName(change.name);
-    if (change.credentials !== undefined) {
-      const credentials = checkCredentials(change.credentials);
+    const credentials = change.credentials === undefined ? undefined : checkCredentials(change.credentials);
+    // updated_at says when the account last changed: sending its name or (healthy) credentials again leaves it.
+    if ((columns.name ?? stored.name) === stored.name && (!credentials || this.sameCredentials(stored, credentials))) delete columns.updated_at;
+    if (credentials) {
       columns.credentials = this.credentials.seal(credentials);
       columns.fields = JSON.stringify(Object.keys(credentials));
       columns.healthy = 1;
@@ -209,6 +211,16 @@ export class ConnectedAccountService {
   async authsFor(ownerId: string, props: PropDescriptor[], configured: Record<string, unknown>): Promise<Record<string, Record<string, unknown>>> {
     await checkAuthProvisions(this.store, ownerId, props, configured);
     return (await resolveAuths(this.credentials, ownerId, props, configured)).auths;
+  }
+
+  /** Whether `credentials` are what a healthy account holds, in the same order (`fields` shows it); an unreadable seal differs. */
+  private sameCredentials(row: accounts.ConnectedAccountRow, credentials: Record<string, unknown>): boolean {
+    if (row.healthy !== 1) return false;
+    try {
+      return JSON.stringify(this.credentials.open(row)) === JSON.stringify(credentials);
+    } catch {
+      return false;
+    }
   }
 
   private async find(ownerId: string, id: string): Promise<accounts.ConnectedAccountRow> {

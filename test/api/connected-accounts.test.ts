@@ -87,6 +87,12 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     const nothing = await user.api.put(`/v1/accounts/${view.id}`, {});
     expect([nothing.status, nothing.body.error]).toEqual([400, 'give name, credentials or both: nothing else of a connected account changes']);
     expect((await user.api.get(`/v1/accounts/${view.id}`)).body.data.updated_at).toBe(rotated.body.data.updated_at);
+    // Its name and credentials sent again change nothing, updated_at included (set back, so that this second would show).
+    await server.running.services.store.db.updateTable('connected_accounts').set({ updated_at: 1_000_000_000 }).where('id', '=', view.id).execute();
+    const again = await user.api.put(`/v1/accounts/${view.id}`, { name: 'Acme staging', credentials: { api_key: rotatedKey } });
+    expect([again.status, again.body.data.updated_at]).toEqual([200, 1_000_000_000]);
+    const renamedAgain = await user.api.put(`/v1/accounts/${view.id}`, { name: 'Acme staging 2' });
+    expect(renamedAgain.body.data.updated_at).toBeGreaterThan(1_000_000_000);
     for (const res of [created, read, listed, renamed, rotated]) {
       expect(res.text).not.toContain(key);
       expect(res.text).not.toContain(rotatedKey);
