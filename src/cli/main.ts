@@ -7,6 +7,7 @@ import type { Store } from '../store/database.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { systemClock } from '../lib/clock.js';
+import { tributaryVersion } from '../lib/version.js';
 import { addClientCommands } from './client-commands.js';
 import { addOpsCommands, refuseMissingDatabase } from './ops-commands.js';
 import { OpsError } from '../ops/ops-error.js';
@@ -73,6 +74,7 @@ function storageOptions(): Option[] {
 export function buildProgram(): Command {
   const program = new Command('tributary')
     .description('Self-hosted event sources with a Pipedream-compatible REST API')
+    .version(tributaryVersion(), '-V, --version', 'print the version of this build')
     .showHelpAfterError()
     .configureOutput({ outputError: (message, write) => write(message) })
     // Commander would exit 1 on a bad flag itself; thrown instead, main exits 2 like any other bad input.

@@ -90,6 +90,11 @@ describe('tributary CLI', () => {
     expect((await tributary(['list', '--help'])).stdout).toContain('Usage: tributary list');
   });
 
+  it('--version and -V print the version of package.json and exit 0', async () => {
+    const { version } = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) expect(await tributary([flag])).toEqual({ stdout: `${version}\n`, stderr: '' });
+  });
+
   it("says in each client command's --help what its flags do there: --name's default, no --interactive on update", async () => {
     const help = async (command: string) => (await tributary([command, '--help'])).stdout.replace(/\s+/g, ' ');
     expect(await help('deploy')).toContain('--name <name> the source name (default: the name slug of the component)');
