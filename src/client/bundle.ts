@@ -20,11 +20,19 @@ export interface Bundle {
   files: string[];
 }
 
+/**
+ * A file as messages name it: relative to the working directory when inside it, else absolute, as the user may have
+ * typed it: `../../nonexistent.mjs` for `/nonexistent.mjs` names a path nobody gave.
+ */
+export function shownPath(file: string): string {
+  const absolute = path.resolve(file);
+  const relative = path.relative(process.cwd(), absolute);
+  return relative === '' || relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative;
+}
+
 /** `file:line:column: message` for an esbuild message, relative to the working directory. */
 export function messageLine(message: Message): string {
-  const where = message.location
-    ? `${path.relative(process.cwd(), path.resolve(message.location.file))}:${message.location.line}:${message.location.column + 1}: `
-    : '';
+  const where = message.location ? `${shownPath(message.location.file)}:${message.location.line}:${message.location.column + 1}: ` : '';
   return `${where}${message.text}`;
 }
 
@@ -82,7 +90,7 @@ export async function finishBundle(file: string, result: BuildResult): Promise<B
       // Top-level await, say: CommonJS cannot hold it, and an ES module cannot show the server its require() calls.
       throw new BundleError([
         ...errors.map(messageLine),
-        `${path.relative(process.cwd(), file)}: it require()s npm packages, so it is bundled as CommonJS, which cannot hold this; import the packages instead`,
+        `${shownPath(file)}: it require()s npm packages, so it is bundled as CommonJS, which cannot hold this; import the packages instead`,
       ]);
     }
   }
@@ -94,7 +102,7 @@ export async function finishBundle(file: string, result: BuildResult): Promise<B
  * `Could not resolve "/abs/path"`, and `dev` would then watch a file that does not exist.
  */
 export function checkComponentFile(file: string): void {
-  const shown = path.relative(process.cwd(), file) || file;
+  const shown = shownPath(file);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);

@@ -1,7 +1,6 @@
 // `tributary deploy <file>` and `tributary update dc_… <file>`: bundle, save the component, deploy or update the source.
-import path from 'node:path';
 import type { ApiClient } from './api.js';
-import { type Bundle, bundleFile, checkComponentFile } from './bundle.js';
+import { type Bundle, bundleFile, checkComponentFile, shownPath } from './bundle.js';
 import { saveWithProgress } from './install-progress.js';
 import { segment } from './resources.js';
 import { type Ask, checkGivenProps, describeProp, givenProps, listProps, missingProps, type PropInfo, promptForProps } from './props-input.js';
@@ -52,7 +51,7 @@ export async function saveBundle(api: ApiClient, bundle: Bundle, progress: (line
 
 /** Bundles the file and saves it as a component. */
 export async function saveComponent(api: ApiClient, file: string, progress: (line: string) => void): Promise<ComponentData> {
-  const bundle = await step(progress, `bundling ${path.relative(process.cwd(), file) || file}`, () => bundleFile(file));
+  const bundle = await step(progress, `bundling ${shownPath(file)}`, () => bundleFile(file));
   return saveBundle(api, bundle, progress);
 }
 

@@ -226,6 +226,12 @@ describe('tributary client commands', () => {
       [['deploy', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
       [['update', 'dc_x', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
       [['dev', 'no-such.mjs'], 'error: no-such.mjs: no such file\n'],
+      // Outside the working directory, as given: not ../../no-such.mjs.
+      [['deploy', '/no-such.mjs'], 'error: /no-such.mjs: no such file\n'],
+      [
+        ['deploy', path.join(path.dirname(dir), 'elsewhere', 'no-such.mjs')],
+        `error: ${path.join(path.dirname(dir), 'elsewhere', 'no-such.mjs')}: no such file\n`,
+      ],
       [['deploy', 'a-folder'], `error: a-folder is a folder, not a component file: give the file, e.g. ${path.join('a-folder', 'index.mjs')}\n`],
     ] as const) {
       const refused = await tributary([...args]);
