@@ -84,11 +84,17 @@ export function givenProps(props: PropInfo[], propsFile: string | undefined, pai
         `cannot read --props-file ${propsFile}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
       );
     }
-    const parsed = parseJson(text);
-    if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      // Where the JSON breaks, which "must hold a JSON object" would not say of a file that nearly is one.
+      throw new UsageError(`--props-file ${propsFile} is not JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new UsageError(`--props-file ${propsFile} must hold a JSON object of prop values`);
     }
-    configured = { ...(parsed.value as Record<string, unknown>) };
+    configured = { ...(parsed as Record<string, unknown>) };
   }
   for (const pair of pairs) {
     const at = pair.indexOf('=');

@@ -166,13 +166,25 @@ describe('tributary client commands', () => {
     expect(events.body.data[0].event).toEqual({ got: { n: 1 }, shape: 'v1', channel: 'general', limit: 5 });
   });
 
+  /** Node's own words for the JSON, which differ between versions. */
+  const brokenJson = (text: string) => {
+    try {
+      JSON.parse(text);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error(`${text} is JSON`);
+  };
+
   it('refuses an unreadable --props-file or a --prop not written name=value before it bundles or saves anything', async () => {
     const saved = async () => (await api().get('/v1/users/me/components')).body.page_info.total_count;
     const before = await saved();
     fs.writeFileSync(path.join(dir, 'props-array.json'), '[1]');
+    fs.writeFileSync(path.join(dir, 'props-broken.json'), '{"limit": 5,}');
     for (const [args, said] of [
       [['deploy', 'source.mjs', '--props-file', 'no-such.json'], 'error: cannot read --props-file no-such.json: no such file\n'],
       [['deploy', 'source.mjs', '--props-file', 'props-array.json'], 'error: --props-file props-array.json must hold a JSON object of prop values\n'],
+      [['deploy', 'source.mjs', '--props-file', 'props-broken.json'], `error: --props-file props-broken.json is not JSON: ${brokenJson('{"limit": 5,}')}\n`],
       [['deploy', 'source.mjs', '--prop', 'limit'], 'error: --prop limit: write it as name=value\n'],
       [['update', 'dc_x', 'source.mjs', '--prop', '=5'], 'error: --prop =5: write it as name=value\n'],
       [['dev', 'source.mjs', '--prop', 'limit'], 'error: --prop limit: write it as name=value\n'],
