@@ -31,12 +31,88 @@ export interface TimerEvent {
   cron: string | null;
 }
 
+const HOUR_MS = 3_600_000;
+/** Zone offsets change at most twice a year and never twice within this span, so sampling at it finds every change. */
+const OFFSET_SAMPLE_MS = 6 * HOUR_MS;
+const offsetFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** The UTC offset of `zone` at `ms`, in minutes (-300 for New York in winter). */
+function offsetMinutes(zone: string, ms: number): number {
+  let format = offsetFormats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
+    offsetFormats.set(zone, format);
+  }
+  const name = format.formatToParts(ms).find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
+  const match = /GMT([+-])(\d\d):(\d\d)/.exec(name);
+  return match ? (match[1] === '-' ? -1 : 1) * (Number(match[2]) * 60 + Number(match[3])) : 0;
+}
+
+/** A fall-back's repeated wall-clock hour: the instants [startMs, endMs) read again the local times before startMs. */
+interface RepeatedSpan {
+  startMs: number;
+  endMs: number;
+  /** The zone's offset during the span, in minutes. */
+  offset: number;
+}
+
+/** The repeated spans of `zone` that end after `fromMs` and start at or before `toMs`, earliest first. */
+function repeatedSpans(zone: string, fromMs: number, toMs: number): RepeatedSpan[] {
+  const spans: RepeatedSpan[] = [];
+  let at = fromMs - 3 * HOUR_MS;
+  let offset = offsetMinutes(zone, at);
+  while (at < toMs) {
+    const next = Math.min(at + OFFSET_SAMPLE_MS, toMs);
+    const nextOffset = offsetMinutes(zone, next);
+    if (nextOffset < offset) {
+      let low = at;
+      let high = next;
+      while (high - low > 1) {
+        const mid = Math.floor((low + high) / 2);
+        if (offsetMinutes(zone, mid) === offset) low = mid;
+        else high = mid;
+      }
+      const span = { startMs: high, endMs: high + (offset - nextOffset) * 60_000, offset: nextOffset };
+      if (span.endMs > fromMs) spans.push(span);
+    }
+    at = next;
+    offset = nextOffset;
+  }
+  return spans;
+}
+
+/**
+ * The next run of a cron in a zone with daylight saving time, as cron daemons have it: croner reads each local time
+ * once, so in a fall-back's repeated hour an hourly schedule would skip a real hour (01:00 EST, an hour after 01:00
+ * EDT). A schedule whose minute or hour field is a wildcard (`0 * * * *`, `*\/15 1 * * *`) runs every hour, so it
+ * also runs in the repeated one; one at fixed times (`30 1 * * *`) runs once, at the first.
+ */
+function nextCronRun(schedule: TimerSchedule & { cron: string }, afterMs: number): number {
+  const zone = schedule.timezone ?? 'UTC';
+  const cron = new Cron(schedule.cron, { timezone: zone, paused: true });
+  let next = cron.nextRun(new Date(afterMs))?.getTime();
+  if (next !== undefined && next <= afterMs) {
+    // From inside a repeated hour croner answers the first reading of the next matching local time: one already past,
+    // which would fire the timer over and over. The next run at a fixed time is after the repeated hour.
+    const span = repeatedSpans(zone, afterMs, afterMs).find((s) => s.startMs <= afterMs && afterMs < s.endMs);
+    next = cron.nextRun(new Date(span ? span.endMs - 1 : afterMs + 60_000))?.getTime();
+    if (next !== undefined && next <= afterMs) next = undefined;
+  }
+  const [minute = '', hour = ''] = schedule.cron.trim().split(/\s+/);
+  if (minute.startsWith('*') || hour.startsWith('*')) {
+    const until = next ?? afterMs + 366 * 24 * HOUR_MS;
+    for (const span of repeatedSpans(zone, afterMs, until)) {
+      const fixed = new Cron(schedule.cron, { utcOffset: span.offset, paused: true }).nextRun(new Date(Math.max(afterMs, span.startMs - 1)));
+      const fixedMs = fixed?.getTime();
+      if (fixedMs !== undefined && fixedMs < span.endMs && (next === undefined || fixedMs < next)) return fixedMs;
+    }
+  }
+  return next ?? Number.MAX_SAFE_INTEGER;
+}
+
 /** The first due time of `schedule` strictly after `afterMs`, keeping an interval's phase from `phaseMs`. */
 export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: number = afterMs): number {
-  if (schedule.cron !== undefined) {
-    const next = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true }).nextRun(new Date(afterMs));
-    return next ? next.getTime() : Number.MAX_SAFE_INTEGER;
-  }
+  if (schedule.cron !== undefined) return nextCronRun(schedule as TimerSchedule & { cron: string }, afterMs);
   const step = schedule.intervalSeconds! * 1000;
   if (phaseMs > afterMs) return phaseMs;
   return phaseMs + (Math.floor((afterMs - phaseMs) / step) + 1) * step;

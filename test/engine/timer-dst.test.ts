@@ -1,0 +1,109 @@
+// Cron timers across a daylight-saving fall-back: hourly schedules run in both readings of the repeated hour, fixed times once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { nextDue } from '../../src/model/schedules.js';
+
+const TICKER = `
+module.exports = {
+  name: "Ticker",
+  version: "0.0.1",
+  props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 3600 } } },
+  async run(event) {
+    this.$emit(event, { summary: "tick " + event.timestamp });
+  },
+};
+`;
+
+const at = (iso: string) => Date.parse(iso);
+const NY = 'America/New_York';
+
+describe('cron due times across a fall-back (real croner)', () => {
+  const runs = (cron: string, fromIso: string, count: number) => {
+    const out: string[] = [];
+    let t = at(fromIso);
+    for (let i = 0; i < count; i++) out.push(new Date((t = nextDue({ cron, timezone: NY }, t))).toISOString());
+    return out;
+  };
+
+  it('runs an hourly cron at 01:00 EDT and at 01:00 EST, an hour apart', () => {
+    expect(runs('0 * * * *', '2026-11-01T04:30:00Z', 4)).toEqual([
+      '2026-11-01T05:00:00.000Z',
+      '2026-11-01T06:00:00.000Z',
+      '2026-11-01T07:00:00.000Z',
+      '2026-11-01T08:00:00.000Z',
+    ]);
+    expect(runs('*/30 * * * *', '2026-11-01T06:10:00Z', 2)).toEqual(['2026-11-01T06:30:00.000Z', '2026-11-01T07:00:00.000Z']);
+  });
+
+  it('runs a daily 01:30 once, also when asked from inside the repeated hour', () => {
+    expect(runs('30 1 * * *', '2026-11-01T04:30:00Z', 2)).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']);
+    expect(runs('30 1 * * *', '2026-11-01T06:10:00Z', 1)).toEqual(['2026-11-02T06:30:00.000Z']);
+  });
+
+  it('leaves the spring-forward gap and zones without daylight saving as they were', () => {
+    expect(runs('30 2 * * *', '2026-03-08T05:00:00Z', 2)).toEqual(['2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
+    let t = at('2026-11-01T04:30:00Z');
+    const utc: number[] = [];
+    for (let i = 0; i < 3; i++) utc.push((t = nextDue({ cron: '0 * * * *' }, t)));
+    expect(utc).toEqual([at('2026-11-01T05:00:00Z'), at('2026-11-01T06:00:00Z'), at('2026-11-01T07:00:00Z')]);
+  });
+});
+
+describe.each(DIALECTS)('cron timers across a fall-back on %s', (dialect) => {
+  let server: TestServer;
+  // Half an hour before 01:00 EDT on the first Sunday of November 2026, when New York falls back from EDT to EST.
+  const clock = new ManualClock(at('2026-11-01T04:30:00.000Z'));
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { minTimerInterval: 1 }, { clock });
+    api = client(server.url, (await server.createUser({ plan: 'paid' })).apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  const stamps = async (id: string) =>
+    ((await api.get(`/v1/sources/${id}/event_summaries?limit=100`)).body.data as Array<{ event: { timestamp: number } }>)
+      .map((e) => e.event.timestamp)
+      .reverse();
+  const nextDueMs = async (id: string) =>
+    Number(
+      (await server.running.services.store.db.selectFrom('timers').select('next_due_ms').where('source_id', '=', id).executeTakeFirstOrThrow()).next_due_ms,
+    );
+
+  it('fires an hourly cron at each real hour of the repeated one, and a daily 01:30 once', async () => {
+    const deploy = async (cron: string) => {
+      const res = await api.post('/v1/sources', { component_code: TICKER, configured_props: { timer: { cron, timezone: NY } } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.data.id as string;
+    };
+    const hourly = await deploy('0 * * * *');
+    const daily = await deploy('30 1 * * *');
+    const expected: number[] = [];
+    for (const hour of ['2026-11-01T05:00:00Z', '2026-11-01T06:00:00Z', '2026-11-01T07:00:00Z']) {
+      clock.set(at(hour));
+      expected.push(at(hour) / 1000);
+      await waitFor(
+        // The scheduler re-arms on the clock after each look; a still clock fires what is armed for now only when moved.
+        () => {
+          clock.advance(0);
+          return stamps(hourly);
+        },
+        (s) => s.length === expected.length,
+        { what: `the hourly run at ${hour}` },
+      );
+    }
+    expect(await stamps(hourly)).toEqual(expected);
+    await waitFor(
+      () => stamps(daily),
+      (s) => s.length > 0,
+      { what: 'the daily run' },
+    );
+    // Run at 01:30 EDT, it is next due tomorrow: 01:30 EST is the same local time again, not a new one.
+    expect(await stamps(daily)).toEqual([at('2026-11-01T05:30:00Z') / 1000]);
+    expect(await nextDueMs(daily)).toBe(at('2026-11-02T06:30:00Z'));
+    expect(await nextDueMs(hourly)).toBe(at('2026-11-01T08:00:00Z'));
+  });
+});
