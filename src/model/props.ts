@@ -3,7 +3,8 @@ import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
-import { isTimeZone, MAX_TIMER_INTERVAL_SECONDS, type TimerSchedule } from './schedules.js';
+import type { TimerSchedule } from './schedules.js';
+import { checkTimer } from './timer-checks.js';
 import { quote, shorten } from './quote.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
@@ -148,58 +149,6 @@ function scheduleOf(source: unknown): TimerSchedule | undefined {
 }
 
 /**
- * The operator's shortest interval holds for cron too. Cron steps by whole minutes, so only a setting above 60 s can
- * refuse one; the closest two of its next 50 runs stand for its shortest gap (its fields repeat well within that).
- */
-function cronGapProblems(cron: Cron, expression: string, minSeconds: number): string[] {
-  if (minSeconds <= 60) return [];
-  const runs = cron.nextRuns(50).map((run) => run.getTime());
-  for (let i = 1; i < runs.length; i++) {
-    const gap = (runs[i]! - runs[i - 1]!) / 1000;
-    if (gap < minSeconds) return [`cron expression ${quote(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`];
-  }
-  return [];
-}
-
-function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules): string[] {
-  if (!schedule) return ["needs { intervalSeconds } or { cron }, in configured_props or as the prop's default"];
-  if (schedule.timezone !== undefined) {
-    if (typeof schedule.timezone !== 'string') return ['timezone must be a string'];
-    // croner accepts any name until it computes a run: the zone is checked here, so that it never fails later.
-    if (!isTimeZone(schedule.timezone)) return [`timezone must be an IANA time zone such as "Europe/Paris", got ${quote(schedule.timezone)}`];
-  }
-  if (schedule.cron !== undefined) {
-    if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
-      return [`cron must be a 5-field expression, got ${quote(schedule.cron)}`];
-    }
-    // croner reads `?` as the minute, hour or day the expression is parsed (`0 0 ? * *` runs monthly, on the day of
-    // whatever read it last), not as "any" as Quartz and cloud schedulers do: refused rather than run on the wrong days.
-    if (schedule.cron.includes('?')) return [`cron expression ${quote(schedule.cron)} uses "?": write * for any value`];
-    let cron: Cron;
-    try {
-      cron = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });
-    } catch (error) {
-      return [`invalid cron expression ${quote(schedule.cron)}: ${shorten((error as Error).message)}`];
-    }
-    // A day that no month has parses, but its timer would wait forever: croner finds no next run (`0 0 30 2 *`), or
-    // its search overflows the stack (`0 12 31 4,6,9,11 *`), which the timer's first due time would throw as a 500.
-    let next: Date | null;
-    try {
-      next = cron.nextRun();
-    } catch {
-      next = null;
-    }
-    if (!next) return [`cron expression ${quote(schedule.cron)} never comes due`];
-    return cronGapProblems(cron, schedule.cron, rules.minTimerIntervalSeconds);
-  }
-  const interval = schedule.intervalSeconds;
-  if (typeof interval !== 'number' || !Number.isInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];
-  if (interval < rules.minTimerIntervalSeconds) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
-  if (interval > MAX_TIMER_INTERVAL_SECONDS) return [`intervalSeconds must be at most ${MAX_TIMER_INTERVAL_SECONDS} (365 days), got ${interval}`];
-  return [];
-}
-
-/**
  * Validates `given` against the descriptors and returns the props to store (secrets sealed).
  * `stored` holds the previous values on update, so that a secret placeholder keeps the stored secret.
  * Every problem is reported in one 422.
@@ -258,7 +207,7 @@ export function validateProps(
         // A schedule kept as stored is not held to a --min-timer-interval raised since: else the source could not even
         // be switched off or renamed. A new schedule must meet it.
         const kept = schedule !== undefined && JSON.stringify(schedule) === JSON.stringify(scheduleOf(stored[prop.name]));
-        const timerProblems = checkTimer(schedule, kept ? { ...rules, minTimerIntervalSeconds: 1 } : rules);
+        const timerProblems = checkTimer(schedule, rules, kept);
         timerProblems.forEach(fail);
         if (!timerProblems.length) out[prop.name] = schedule;
         break;

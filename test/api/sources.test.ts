@@ -305,17 +305,32 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect((await api.get(`/v1/sources/${yearly.body.data.id}`)).body.data.configured_props.timer).toEqual({ cron: null, interval_seconds: 31_536_000 });
   });
 
-  it('rejects a time zone nobody has with 422, beside a cron or an interval, and creates nothing', async () => {
+  it('rejects a time zone nobody has with 422, and any time zone beside an interval, and creates nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
-    for (const timer of [
-      { cron: '0 9 * * *', timezone: 'Mars/Olympus' },
-      { intervalSeconds: 60, timezone: 'Nowhere/Land' },
-    ]) {
-      const res = await api.post('/v1/sources', { component_code: PROPS_SOURCE, configured_props: { token: 't', count: 1, color: 'red', timer } });
-      expect(res.status).toBe(422);
-      expect(res.body.code).toBe('props_invalid');
-      expect(res.body.details).toEqual([
-        { prop: 'timer', message: `timezone must be an IANA time zone such as "Europe/Paris", got ${JSON.stringify(timer.timezone)}` },
+    const res = await api.post('/v1/sources', {
+      component_code: PROPS_SOURCE,
+      configured_props: { token: 't', count: 1, color: 'red', timer: { cron: '0 9 * * *', timezone: 'Mars/Olympus' } },
+    });
+    expect([res.status, res.body.code, res.body.details]).toEqual([
+      422,
+      'props_invalid',
+      [{ prop: 'timer', message: 'timezone must be an IANA time zone such as "Europe/Paris", got "Mars/Olympus"' }],
+    ]);
+    // An interval runs every N seconds in any zone: a time zone beside it would be silently ignored, so it is refused.
+    for (const timezone of ['Nowhere/Land', 'Europe/Paris']) {
+      const interval = await api.post('/v1/sources', {
+        component_code: PROPS_SOURCE,
+        configured_props: { token: 't', count: 1, color: 'red', timer: { intervalSeconds: 60, timezone } },
+      });
+      expect([interval.status, interval.body.code, interval.body.details]).toEqual([
+        422,
+        'props_invalid',
+        [
+          {
+            prop: 'timer',
+            message: 'timezone applies to a cron schedule only: an intervalSeconds timer runs every N seconds in any zone, so leave timezone out',
+          },
+        ],
       ]);
     }
     const after = await api.get('/v1/users/me/sources?limit=100');

@@ -34,6 +34,14 @@ describe('timer props and --min-timer-interval', () => {
     expect(problems({ cron: '* * * * *' }, 60)).toEqual([]);
   });
 
+  it('refuses a time zone beside an interval, which would be ignored, but keeps one stored before that rule', () => {
+    const message = 'timezone applies to a cron schedule only: an intervalSeconds timer runs every N seconds in any zone, so leave timezone out';
+    expect(problems({ intervalSeconds: 60, timezone: 'Europe/Paris' }, 15)).toEqual([message]);
+    expect(problems({ interval_seconds: 60, timezone: 'UTC' }, 15)).toEqual([message]);
+    const stored = { timer: { intervalSeconds: 60, timezone: 'Europe/Paris' } };
+    expect(validateProps(TIMER, stored, stored, secrets, { minTimerIntervalSeconds: 15 })).toEqual(stored);
+  });
+
   it('says an interval too large to be safe is too long, not that it is no integer', () => {
     expect(problems({ intervalSeconds: 1e20 }, 15)).toEqual(['intervalSeconds must be at most 31536000 (365 days), got 100000000000000000000']);
     expect(problems({ intervalSeconds: 1.5e3 + 0.5 }, 15)).toEqual(['intervalSeconds must be an integer, got 1500.5']);
