@@ -5,6 +5,7 @@ import { withAdditionalProps } from '../model/props.js';
 import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
 import type { Database, SourcesTable } from './schema.js';
 import { paginateById } from './paginate.js';
+import { splitDbWrites } from './db-writes.js';
 
 export type SourceRow = Selectable<SourcesTable>;
 type Db = Kysely<Database> | Transaction<Database>;
@@ -102,22 +103,13 @@ export async function readSourceDb(db: Db, sourceId: string): Promise<Record<str
 
 /** A key whose value is undefined is removed (`$.service.db` set to undefined), as JSON would leave it out. */
 export async function writeSourceDb(db: Db, sourceId: string, writes: Record<string, unknown>): Promise<void> {
-  const all = Object.entries(writes);
-  const removed = all.filter(([, value]) => value === undefined).map(([key]) => key);
-  // In slices: a statement takes a bounded number of parameters (SQLite's 32,766, PostgreSQL's 65,535).
-  for (let i = 0; i < removed.length; i += 1000) {
+  const { removedSlices, upsertSlices } = splitDbWrites(writes);
+  for (const keys of removedSlices) await db.deleteFrom('source_db').where('source_id', '=', sourceId).where('key', 'in', keys).execute();
+  for (const upserts of upsertSlices) {
     await db
-      .deleteFrom('source_db')
-      .where('source_id', '=', sourceId)
-      .where('key', 'in', removed.slice(i, i + 1000))
+      .insertInto('source_db')
+      .values(upserts.map(({ key, value }) => ({ source_id: sourceId, key, value })))
+      .onConflict((oc) => oc.columns(['source_id', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
       .execute();
   }
-  const entries = all.filter(([, value]) => value !== undefined);
-  if (!entries.length) return;
-  const rows = entries.map(([key, value]) => ({ source_id: sourceId, key, value: JSON.stringify(value) }));
-  await db
-    .insertInto('source_db')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['source_id', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
-    .execute();
 }

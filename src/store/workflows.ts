@@ -4,6 +4,7 @@ import type { Page, PageRequest } from '../model/pagination.js';
 import type { DialectName } from './database.js';
 import type { Database, WorkflowRunStatus, WorkflowRunStepsTable, WorkflowRunsTable, WorkflowsTable } from './schema.js';
 import { paginateById } from './paginate.js';
+import { splitDbWrites } from './db-writes.js';
 
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
@@ -300,24 +301,17 @@ export async function readStepDb(db: Db, workflowId: string, step: string): Prom
 
 /** A key whose value is undefined is removed (`$.service.db` set to undefined), as in writeSourceDb. */
 export async function writeStepDb(db: Db, workflowId: string, step: string, writes: Record<string, unknown>): Promise<void> {
-  const all = Object.entries(writes);
-  const removed = all.filter(([, value]) => value === undefined).map(([key]) => key);
-  for (let i = 0; i < removed.length; i += 1000) {
+  const { removedSlices, upsertSlices } = splitDbWrites(writes);
+  for (const keys of removedSlices) {
+    await db.deleteFrom('workflow_step_db').where('workflow_id', '=', workflowId).where('step', '=', step).where('key', 'in', keys).execute();
+  }
+  for (const upserts of upsertSlices) {
     await db
-      .deleteFrom('workflow_step_db')
-      .where('workflow_id', '=', workflowId)
-      .where('step', '=', step)
-      .where('key', 'in', removed.slice(i, i + 1000))
+      .insertInto('workflow_step_db')
+      .values(upserts.map(({ key, value }) => ({ workflow_id: workflowId, step, key, value })))
+      .onConflict((oc) => oc.columns(['workflow_id', 'step', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
       .execute();
   }
-  const entries = all.filter(([, value]) => value !== undefined);
-  if (!entries.length) return;
-  const rows = entries.map(([key, value]) => ({ workflow_id: workflowId, step, key, value: JSON.stringify(value) }));
-  await db
-    .insertInto('workflow_step_db')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['workflow_id', 'step', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
-    .execute();
 }
 
 /** Makes every leased run due again at once: the only runner restarted, so no lease is held any more. */

@@ -337,6 +337,23 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(errors.body.data).toEqual([]);
   });
 
+  it('stores and removes 12,000 $.service.db keys written by one run, more than one statement may bind', async () => {
+    const id = await deploy(`module.exports = { name: "many keys", version: "0.0.1", props: { db: "$.service.db" },
+      async run(event) {
+        if (event.op !== "look") for (let i = 0; i < 12000; i++) this.db.set("k" + i, event.op === "remove" ? undefined : i);
+        let kept = 0;
+        for (let i = 0; i < 12000; i++) if (this.db.get("k" + i) !== undefined) kept++;
+        this.$emit({ kept });
+      } };`);
+    for (const op of ['set', 'look', 'remove', 'look', 'set', 'look']) await runAndWait(id, { op });
+    const events = await api.get(`/v1/sources/${id}/event_summaries?expand=event&limit=100`);
+    expect(events.status).toBe(200);
+    expect(events.body.data.map((e: { event: { kept: number } }) => e.event.kept).reverse()).toEqual([12000, 12000, 0, 0, 12000, 12000]);
+    const errors = await api.get(`/v1/sources/${id}/$errors/event_summaries`);
+    expect(errors.status).toBe(200);
+    expect(errors.body.data).toEqual([]);
+  });
+
   it('keeps $.service.db and dedupe state across a restart', async () => {
     const id = await deploy(emitterSource('unique'));
     await runAndWait(id, emitsOf([{ event: 1, meta: { id: 'a' } }]));
