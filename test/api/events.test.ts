@@ -310,6 +310,33 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(events.body.data.map((e: { event: number }) => e.event)).toEqual([3, 2, 1]);
   });
 
+  it('reports an error that throws when read, thrown late or in a run, without ending the worker or failing another run', async () => {
+    // Run 1 leaves a timer that throws such an error while run 2 is running; run 2 waits until it has thrown.
+    const id = await deploy(`module.exports = { name: "unreadable thrower", version: "0.0.1",
+      async run(event) {
+        const unreadable = () => { const e = new Error("x"); Object.defineProperty(e, "name", { get() { throw new Error("gotcha"); } }); return e; };
+        const until = (ready) => new Promise((resolve) => { const t = setInterval(() => { if (ready()) { clearInterval(t); resolve(); } }, 5); });
+        if (event.n === 1) until(() => globalThis.waiting).then(() => { globalThis.thrown = true; throw unreadable(); });
+        if (event.n === 2) { globalThis.waiting = true; await until(() => globalThis.thrown); }
+        if (event.n === 3) throw Object.create(null, { toJSON: { value() { throw new Error("gotcha"); } } });
+        this.$emit(event.n);
+      } };`);
+    const first = await api.post(`/v1/sources/${id}/run`, { n: 1 });
+    expect(first.status).toBe(202);
+    await runAndWait(id, { n: 2 });
+    await runAndWait(id, { n: 3 });
+    await runAndWait(id, { n: 4 });
+    const events = await api.get(`/v1/sources/${id}/event_summaries?expand=event`);
+    expect(events.body.data.map((e: { event: number }) => e.event)).toEqual([4, 2, 1]);
+    const message = 'the component threw a value that throws when read';
+    const unreadable = { name: 'Error', message, stack: `Error: ${message}`, code: 'Error' };
+    const errors = await me.eventsOf(id, 2, '/$errors');
+    expect(errors.map((e) => [e.event.error, e.event.original_context.trigger])).toEqual([
+      [unreadable, 'manual'],
+      [unreadable, 'after_run'],
+    ]);
+  });
+
   it('removes a $.service.db key set to undefined, as JSON leaves it out: get() then returns undefined, in that run and later ones', async () => {
     const id = await deploy(`module.exports = { name: "db removal", version: "0.0.1", props: { db: "$.service.db" },
       async run(event) {

@@ -100,7 +100,21 @@ function cut(text: string): string {
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
 }
 
+/**
+ * What the server is told of a thrown value. Reading it runs component code (getters, proxies, toJSON): a value that
+ * throws then is reported as unreadable, since a throw here, from the uncaughtException handler, would end the worker
+ * and fail whatever call of the account is running in it.
+ */
 export function toInvocationError(error: unknown): InvocationError {
+  try {
+    return readError(error);
+  } catch {
+    const message = 'the component threw a value that throws when read';
+    return { name: 'Error', message, stack: `Error: ${message}` };
+  }
+}
+
+function readError(error: unknown): InvocationError {
   if (error instanceof Error) {
     const name = typeof error.name === 'string' && error.name ? error.name : 'Error';
     let message = typeof error.message === 'string' ? error.message : String(error.message);
