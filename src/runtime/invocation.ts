@@ -129,7 +129,7 @@ export async function invokeIn(
     customResponse: request.customResponse === true,
   };
   if (request.dataStores) message.dataStores = request.dataStores;
-  worker.strays.note(message.id, { sourceId: request.sourceId, method: request.method, logContext: request.logContext });
+  worker.strays.note(message.id, { sourceId: request.sourceId, method: request.method, logContext: request.logContext }, count);
   try {
     await worker.call(
       message,

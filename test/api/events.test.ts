@@ -310,6 +310,20 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(events.body.data.map((e: { event: number }) => e.event)).toEqual([3, 2, 1]);
   });
 
+  it("records late errors of one source however many another left before it in the account's worker", async () => {
+    const late = (name: string) => `module.exports = { name: "${name}", version: "0.0.1",
+      async run(event) { setTimeout(() => { throw new Error("${name} " + event.n); }, 1); this.$emit(event.n); } };`;
+    const noisy = await deploy(late('noisy'));
+    const quiet = await deploy(late('quiet'));
+    for (let n = 1; n <= 100; n++) await runAndWait(noisy, { n });
+    await runAndWait(quiet, { n: 1 });
+    const [error] = await me.eventsOf(quiet, 1, '/$errors');
+    expect([error.event.error.message, error.event.original_context.trigger]).toEqual(['quiet 1', 'after_run']);
+    // The server keeps the newest 100 events of a stream here: all of the noisy source's 100 are there.
+    const noisyErrors = await me.eventsOf(noisy, 100, '/$errors');
+    expect(noisyErrors.map((e) => e.event.error.message)).toEqual(Array.from({ length: 100 }, (_, i) => `noisy ${100 - i}`));
+  });
+
   it('reports an error that throws when read, thrown late or in a run, without ending the worker or failing another run', async () => {
     // Run 1 leaves a timer that throws such an error while run 2 is running; run 2 waits until it has thrown.
     const id = await deploy(`module.exports = { name: "unreadable thrower", version: "0.0.1",
