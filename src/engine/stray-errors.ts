@@ -49,7 +49,8 @@ async function record(
   const report = errorEvent(
     source.id,
     error,
-    { invocationId: id, trigger: origin.method === 'run' || origin.method === 'step' ? 'after_run' : origin.method, event: null },
+    // A hook's too: `activate` there would read as a failed hook, though it succeeded.
+    { invocationId: id, trigger: 'after_run', event: null },
     nowMs,
   );
   const emitter = { id: source.id, userId: source.user_id, depth: 0 };

@@ -87,12 +87,14 @@ export class SourceHooks {
     let dbWrites: Record<string, unknown> = {};
     let dataStoreWrites: DataStoreChange[] = [];
     for (const method of defined) {
+      // Named before it runs, so that an error its leftover timers throw later is reported under this id.
+      const invocationId = newId('hi');
       const result = await this.runtime.invoke({
         ...base,
         method,
         db: { ...db, ...dbWrites },
         ...(stores && { dataStores: stores }),
-        logContext: { hook: method },
+        logContext: { hook: method, invocationIds: [invocationId] },
       });
       // Billed at once, in a statement of its own: hooks run before the change's transaction, and one that fails used it too.
       await this.compute.bill(source.user_id, result.cpuMs);
@@ -105,7 +107,7 @@ export class SourceHooks {
           { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
         ]);
       }
-      outcomes.push({ outcome, context: { invocationId: newId('hi'), trigger: method, event: null } });
+      outcomes.push({ outcome, context: { invocationId, trigger: method, event: null } });
       dbWrites = { ...dbWrites, ...result.dbWrites };
       stores = applyDataStoreChanges(stores, result.dataStoreWrites);
       dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, result.dataStoreWrites);

@@ -324,6 +324,18 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(noisyErrors.map((e) => e.event.error.message)).toEqual(Array.from({ length: 100 }, (_, i) => `noisy ${100 - i}`));
   });
 
+  it("records an error thrown after a hook returned as after_run, under the hook's id, not as a failed hook", async () => {
+    const id = await deploy(`module.exports = { name: "late hook", version: "0.0.1",
+      hooks: { async activate() { setTimeout(() => { throw new Error("after activate"); }, 1); } },
+      async run(event) { this.$emit(event.n); } };`);
+    const [error] = await me.eventsOf(id, 1, '/$errors');
+    expect(error.event).toEqual({
+      error: { name: 'Error', message: 'after activate', stack: expect.stringContaining('Error: after activate'), code: 'Error' },
+      original_event: null,
+      original_context: { id: expect.stringMatching(/^hi_/), ts: expect.any(String), source_id: id, trigger: 'after_run' },
+    });
+  });
+
   it('reports an error that throws when read, thrown late or in a run, without ending the worker or failing another run', async () => {
     // Run 1 leaves a timer that throws such an error while run 2 is running; run 2 waits until it has thrown.
     const id = await deploy(`module.exports = { name: "unreadable thrower", version: "0.0.1",
