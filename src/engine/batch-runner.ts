@@ -95,7 +95,13 @@ export class BatchRunner {
     // Only a `$.service.db` prop gives code access to the db; without one, reading it is wasted work.
     const usesDb = info.props.some((p) => p.type === '$.service.db');
     try {
-      const result = await this.execute(runnable, ids, eventsJson, usesDb);
+      const result = await this.execute(
+        runnable,
+        ids,
+        eventsJson,
+        batch.map((b) => b.depth),
+        usesDb,
+      );
       outcomes = result.outcomes;
       dbWrites = result.dbWrites;
       dataStoreWrites = result.dataStoreWrites;
@@ -167,7 +173,7 @@ export class BatchRunner {
    * The worker call of a batch. Runs that cannot get their credentials fail without a call; runs of an OAuth
    * source that failed on HTTP 401 run once more, alone, after a refresh (see retryUnauthorized).
    */
-  private async execute(runnable: RunnableSource, ids: string[], eventsJson: string[], usesDb: boolean): Promise<InvocationResult> {
+  private async execute(runnable: RunnableSource, ids: string[], eventsJson: string[], depths: number[], usesDb: boolean): Promise<InvocationResult> {
     let authorised: AuthorisedBase;
     try {
       authorised = await this.baseOf(runnable);
@@ -178,14 +184,15 @@ export class BatchRunner {
     const db = usesDb ? await readSourceDb(this.store.db, runnable.source.id) : {};
     const dataStores = await this.dataStoresOf(runnable, authorised);
     const result = await this.runtime.invoke(
-      { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }), logContext: { invocationIds: ids } },
+      // depths: an error a run's leftover timer throws later is routed at the run's hop count (engine/stray-errors.ts).
+      { ...authorised.base, method: 'run', eventsJson, db, ...(dataStores && { dataStores }), logContext: { invocationIds: ids, depths } },
       { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[index]!, response, undefined, answersHttp(runnable)) },
     );
     if (!authorised.refreshable) return result;
     const unauthorized = result.outcomes.flatMap((outcome, i) => (isUnauthorized(outcome) ? [i] : []));
     if (!unauthorized.length) return result;
     const storesLeft = applyDataStoreChanges(dataStores, result.dataStoreWrites);
-    return this.retryUnauthorized(runnable, authorised, ids, eventsJson, { ...db, ...result.dbWrites }, result, unauthorized, storesLeft);
+    return this.retryUnauthorized(runnable, authorised, ids, eventsJson, depths, { ...db, ...result.dbWrites }, result, unauthorized, storesLeft);
   }
 
   /** The account's data stores the source's data_store props name, as they are now; undefined when it has none. */
@@ -203,6 +210,7 @@ export class BatchRunner {
     authorised: AuthorisedBase,
     ids: string[],
     eventsJson: string[],
+    depths: number[],
     db: Record<string, unknown>,
     first: InvocationResult,
     unauthorized: number[],
@@ -225,7 +233,7 @@ export class BatchRunner {
         eventsJson: unauthorized.map((i) => eventsJson[i]!),
         db,
         ...(dataStores && { dataStores }),
-        logContext: { invocationIds: unauthorized.map((i) => ids[i]!) },
+        logContext: { invocationIds: unauthorized.map((i) => ids[i]!), depths: unauthorized.map((i) => depths[i]!) },
       },
       { onRespond: (response: HttpResponse, index = 0) => this.responders.respond(ids[unauthorized[index]!]!, response, undefined, answersHttp(runnable)) },
     );

@@ -53,7 +53,10 @@ async function record(
     { invocationId: id, trigger: 'after_run', event: null },
     nowMs,
   );
-  const emitter = { id: source.id, userId: source.user_id, depth: 0 };
+  // At the run's own hop count, as its other events: at 0, sources listening to each other's $errors would loop for ever.
+  const depths = origin.logContext?.depths;
+  const depth = Array.isArray(depths) && typeof depths[index] === 'number' ? depths[index] : 0;
+  const emitter = { id: source.id, userId: source.user_id, depth };
   const committed = await transactions.run((trx) => storeAndRoute(trx, emitter, [report], { dialect, retention, nowMs, router }));
   if (committed.events.length) router.afterCommit(committed);
 }

@@ -322,6 +322,33 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect((await count(ping)) + (await count(pong))).toBe(MAX_LISTENER_DEPTH + 1);
   });
 
+  it("cuts a loop of two sources listening to each other's $errors through errors their runs' timers throw later", async () => {
+    const a = await account(server);
+    const code = (name: string) => `module.exports = { name: "${name}", version: "0.0.1",
+      async run(event) { setTimeout(() => { throw new Error("late ${name}"); }, 1); } };`;
+    const ping = await a.deploy(code('ping'));
+    const pong = await a.deploy(code('pong'));
+    await a.subscribe(ping, pong, '$errors');
+    await a.subscribe(pong, ping, '$errors');
+    await a.runAndWait(ping, {});
+    const errorsOf = async (id: string) =>
+      (await a.api.get(`/v1/sources/${id}/$errors/event_summaries?expand=event&limit=100`)).body.data.map(
+        (e: { event: { error: { name: string } } }) => e.event.error.name,
+      );
+    await waitFor(
+      async () => [...(await errorsOf(ping)), ...(await errorsOf(pong))],
+      (names) => names.includes('SubscriptionLoopError'),
+      { what: 'the loop to be cut' },
+    );
+    const queued = async () =>
+      (await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', 'in', [ping, pong]).execute()).length;
+    await waitFor(queued, (n) => n === 0, { what: 'the loop to end' });
+    // The manual run and one run per allowed hop each left one error; nothing ran after the cut.
+    const names = [...(await errorsOf(ping)), ...(await errorsOf(pong))];
+    expect(names.filter((name) => name === 'Error')).toHaveLength(MAX_LISTENER_DEPTH + 1);
+    expect(names.filter((name) => name === 'SubscriptionLoopError')).toHaveLength(1);
+  });
+
   it('counts each cut event once in the loop report, when it was on its way to a listener source and a workflow alike', async () => {
     const a = await account(server);
     const ping = await a.deploy();
