@@ -325,9 +325,11 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
   });
 
   it("records an error thrown after a hook returned as after_run, under the hook's id, not as a failed hook", async () => {
+    // The hook's timer throws once a run (after the deploy has committed) tells it to.
     const id = await deploy(`module.exports = { name: "late hook", version: "0.0.1",
-      hooks: { async activate() { setTimeout(() => { throw new Error("after activate"); }, 1); } },
-      async run(event) { this.$emit(event.n); } };`);
+      hooks: { async activate() { const t = setInterval(() => { if (globalThis.go) { clearInterval(t); throw new Error("after activate"); } }, 5); } },
+      async run(event) { globalThis.go = true; this.$emit(event.n); } };`);
+    await runAndWait(id, { n: 1 });
     const [error] = await me.eventsOf(id, 1, '/$errors');
     expect(error.event).toEqual({
       error: { name: 'Error', message: 'after activate', stack: expect.stringContaining('Error: after activate'), code: 'Error' },
