@@ -97,7 +97,7 @@ export class Dispatcher {
     const { soleConsumer, leaseMs, retention, router, clock, outages, metrics } = options;
     const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
-    recordStrayErrors(runtime, store, transactions, runnerOptions, logger);
+    recordStrayErrors(runtime, store, transactions, locks, runnerOptions, logger);
   }
 
   async start(): Promise<void> {

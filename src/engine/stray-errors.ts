@@ -11,6 +11,7 @@ import { loadSource } from '../store/sources.js';
 import { storeAndRoute } from '../commit/effects.js';
 import { errorEvent } from '../commit/error-events.js';
 import type { EventRouter } from '../commit/routing.js';
+import type { SourceLocks } from './source-locks.js';
 
 export interface StrayErrorOptions {
   dialect: DialectName;
@@ -20,16 +21,24 @@ export interface StrayErrorOptions {
 }
 
 /** From now on, each such error of a source becomes an `$errors` event of it, named after the run that left it (trigger `after_run`). */
-export function recordStrayErrors(runtime: ComponentRuntime, store: Store, transactions: TransactionGroup, options: StrayErrorOptions, logger: Logger): void {
+export function recordStrayErrors(
+  runtime: ComponentRuntime,
+  store: Store,
+  transactions: TransactionGroup,
+  locks: SourceLocks,
+  options: StrayErrorOptions,
+  logger: Logger,
+): void {
   runtime.onStrayError((origin, index, error) => {
     // A workflow's errors are its runs' outcomes: one thrown after a step ended has no run to fail, so it is only logged.
     if (!isId(origin.sourceId, 'dc')) {
       logger.warn({ workflowId: origin.sourceId, ...origin.logContext, err: error }, 'a step threw after it ended');
       return;
     }
-    record(store, transactions, options, origin, index, error).catch((err: unknown) =>
-      logger.error({ err, sourceId: origin.sourceId }, 'could not record an error thrown after its run'),
-    );
+    // After the work on the source now under way: a deploy whose activate() threw it has not committed the source yet.
+    locks
+      .exclusive(origin.sourceId, () => record(store, transactions, options, origin, index, error))
+      .catch((err: unknown) => logger.error({ err, sourceId: origin.sourceId }, 'could not record an error thrown after its run'));
   });
 }
 

@@ -248,26 +248,28 @@ export class SourceService {
       created_at: now,
       updated_at: now,
     };
-    const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
-    let committed: Awaited<ReturnType<typeof commitEffects>>;
-    try {
-      committed = await this.withFreshSlug(row, name, () =>
-        this.store.db.transaction().execute(async (trx) => {
-          await this.settings.limiter.assertRoom(trx, accountId, 'sources');
-          await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
-          if (unsaved) await this.components.insertPrepared(trx, component);
-          await sources.insertSource(trx, row);
-          for (const step of this.creationSteps) await step(trx, row);
-          await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
-          return commitEffects(trx, { sourceId: row.id, userId: accountId, depth: 0, info, ...hooks }, this.effectsOptions());
-        }),
-      );
-    } catch (error) {
-      // The source never came to be (a create racing past the account's limit, an outage): what activate() set up
-      // outside, such as a webhook registered with another service, is taken down again.
-      if (info.hooks.activate && info.hooks.deactivate) await this.hooks.run(row, component, info, ['deactivate'], hooks.dbWrites).catch(() => undefined);
-      throw error;
-    }
+    // Under the source's lock until it is committed: an error activate()'s timers throw meanwhile waits for the source.
+    const committed = await this.locks.exclusive(row.id, async () => {
+      const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
+      try {
+        return await this.withFreshSlug(row, name, () =>
+          this.store.db.transaction().execute(async (trx) => {
+            await this.settings.limiter.assertRoom(trx, accountId, 'sources');
+            await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
+            if (unsaved) await this.components.insertPrepared(trx, component);
+            await sources.insertSource(trx, row);
+            for (const step of this.creationSteps) await step(trx, row);
+            await replaceTimers(trx, row.id, timerRowsFor(row, info, this.settings.clock.now()));
+            return commitEffects(trx, { sourceId: row.id, userId: accountId, depth: 0, info, ...hooks }, this.effectsOptions());
+          }),
+        );
+      } catch (error) {
+        // The source never came to be (a create racing past the account's limit, an outage): what activate() set up
+        // outside, such as a webhook registered with another service, is taken down again.
+        if (info.hooks.activate && info.hooks.deactivate) await this.hooks.run(row, component, info, ['deactivate'], hooks.dbWrites).catch(() => undefined);
+        throw error;
+      }
+    });
     this.router.afterCommit(committed);
     this.emitChange({ sourceId: row.id, kind: 'upsert' });
     return this.toView(row, info, true);

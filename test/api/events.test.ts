@@ -338,6 +338,14 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     });
   });
 
+  it("records an error activate()'s timer throws while its deploy is still committing the source", async () => {
+    const id = await deploy(`module.exports = { name: "late activate", version: "0.0.1",
+      hooks: { async activate() { setTimeout(() => { throw new Error("before the commit"); }, 1); } },
+      async run(event) { this.$emit(event.n); } };`);
+    const [error] = await me.eventsOf(id, 1, '/$errors');
+    expect([error.event.error.message, error.event.original_context.trigger]).toEqual(['before the commit', 'after_run']);
+  });
+
   it('reports an error that throws when read, thrown late or in a run, without ending the worker or failing another run', async () => {
     // Run 1 leaves a timer that throws such an error while run 2 is running; run 2 waits until it has thrown.
     const id = await deploy(`module.exports = { name: "unreadable thrower", version: "0.0.1",
