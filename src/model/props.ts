@@ -4,7 +4,7 @@ import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { TimerSchedule } from './schedules.js';
-import { checkTimer } from './timer-checks.js';
+import { checkTimer, type PropRules } from './timer-checks.js';
 import { quote, shorten } from './quote.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
@@ -13,10 +13,6 @@ export const SECRET_PLACEHOLDER = '********';
 export interface PropProblem {
   prop: string;
   message: string;
-}
-
-export interface PropRules {
-  minTimerIntervalSeconds: number;
 }
 
 const SCALAR_TYPES = new Set(['boolean', 'integer', 'string', 'object', 'any']);

@@ -1,8 +1,12 @@
 // Checks a timer prop's schedule: interval bounds, cron syntax and spacing, and its time zone.
 import { Cron } from 'croner';
-import type { PropRules } from './props.js';
 import { quote, shorten } from './quote.js';
 import { isTimeZone, MAX_TIMER_INTERVAL_SECONDS, type TimerSchedule } from './schedules.js';
+
+/** The operator's rules for props: today only the shortest timer interval (--min-timer-interval). */
+export interface PropRules {
+  minTimerIntervalSeconds: number;
+}
 
 /**
  * The operator's shortest interval holds for cron too. Cron steps by whole minutes, so only a setting above 60 s can

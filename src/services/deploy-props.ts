@@ -5,16 +5,8 @@ import type { Store } from '../store/database.js';
 import type { ComponentRow } from '../store/components.js';
 import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from '../model/errors.js';
-import {
-  addedProps,
-  additionalPropProblems,
-  type PropProblem,
-  type PropRules,
-  propsInvalid,
-  SECRET_PLACEHOLDER,
-  validateProps,
-  withAdditionalProps,
-} from '../model/props.js';
+import type { PropRules } from '../model/timer-checks.js';
+import { addedProps, additionalPropProblems, type PropProblem, propsInvalid, SECRET_PLACEHOLDER, validateProps, withAdditionalProps } from '../model/props.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import type { ReloadPropsView } from './prop-configuration.js';
 
