@@ -1,9 +1,8 @@
 // Validates configured_props against a component's prop descriptors, seals secrets, and shapes the API echo.
-import { Cron } from 'croner';
 import type { PropDescriptor } from '../runtime/types.js';
 import { ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
-import type { TimerSchedule } from './schedules.js';
+import { cronIntervalSeconds, type TimerSchedule } from './schedules.js';
 import { checkTimer, type PropRules } from './timer-checks.js';
 import { quote, shorten } from './quote.js';
 
@@ -302,15 +301,16 @@ export function additionalPropProblems(added: PropDescriptor[]): PropProblem[] {
     }));
 }
 
-/** Interval between the next two runs of a cron schedule, so that timer echoes always carry `interval_seconds`. */
-function cronIntervalSeconds(schedule: TimerSchedule): number {
-  const cron = new Cron(schedule.cron!, { timezone: schedule.timezone ?? 'UTC', paused: true });
-  const [first, second] = cron.nextRuns(2);
-  return first && second ? Math.round((second.getTime() - first.getTime()) / 1000) : 0;
-}
-
-/** The `configured_props` echo: timers as `{ cron, interval_seconds }`, HTTP as `{ endpoint_url }`, secrets hidden. */
-export function echoProps(descriptors: PropDescriptor[], stored: Record<string, unknown>, endpointUrl: string | undefined): Record<string, unknown> {
+/**
+ * The `configured_props` echo: timers as `{ cron, interval_seconds }`, HTTP as `{ endpoint_url }`, secrets hidden. A cron's
+ * interval is read at `nowMs`, the server's clock, as the timer itself runs on it.
+ */
+export function echoProps(
+  descriptors: PropDescriptor[],
+  stored: Record<string, unknown>,
+  endpointUrl: string | undefined,
+  nowMs: number,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const prop of descriptors) {
     const value = stored[prop.name];
@@ -320,7 +320,7 @@ export function echoProps(descriptors: PropDescriptor[], stored: Record<string, 
       const schedule = (value ?? {}) as TimerSchedule;
       out[prop.name] =
         schedule.cron !== undefined
-          ? { cron: schedule.cron, interval_seconds: cronIntervalSeconds(schedule), ...(schedule.timezone && { timezone: schedule.timezone }) }
+          ? { cron: schedule.cron, interval_seconds: cronIntervalSeconds(schedule, nowMs), ...(schedule.timezone && { timezone: schedule.timezone }) }
           : { cron: null, interval_seconds: schedule.intervalSeconds ?? null };
     } else if (value === undefined) continue;
     else out[prop.name] = prop.secret ? SECRET_PLACEHOLDER : value;

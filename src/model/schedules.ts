@@ -126,3 +126,15 @@ export function nextDue(schedule: TimerSchedule, afterMs: number, phaseMs: numbe
 export function firstDue(schedule: TimerSchedule, nowMs: number): number {
   return schedule.cron === undefined ? nowMs + schedule.intervalSeconds! * 1000 : nextDue(schedule, nowMs);
 }
+
+/**
+ * The time between the next two runs of a cron after `nowMs`, so that timer echoes always carry `interval_seconds`.
+ * It comes from `nextDue`, the runs the timer really makes: croner alone skips a fall-back's repeated hour (7200 for
+ * an hourly New York cron), and the server's clock, not the system's, says which two runs are next.
+ */
+export function cronIntervalSeconds(schedule: TimerSchedule, nowMs: number): number {
+  const first = nextDue(schedule, nowMs);
+  if (first === Number.MAX_SAFE_INTEGER) return 0;
+  const second = nextDue(schedule, first);
+  return second === Number.MAX_SAFE_INTEGER ? 0 : Math.round((second - first) / 1000);
+}

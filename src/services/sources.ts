@@ -141,7 +141,7 @@ export class SourceService {
     const view: SourceView = {
       id: row.id,
       component_id: row.component_id,
-      configured_props: echoProps(info.props, JSON.parse(row.configured_props), this.bases.endpointUrl(row.endpoint_id)),
+      configured_props: echoProps(info.props, JSON.parse(row.configured_props), this.bases.endpointUrl(row.endpoint_id), this.settings.clock.now()),
       active: row.active === 1,
       created_at: row.created_at,
       updated_at: row.updated_at,

@@ -367,7 +367,9 @@ export class WorkflowService {
     const shown: WorkflowView['steps'] = [];
     for (const step of steps) {
       const component = await this.components.byId(step.component_id);
-      const props = component ? echoProps(withAdditionalProps(componentInfo(component).props, step.additional_props), step.configured_props, undefined) : {};
+      const props = component
+        ? echoProps(withAdditionalProps(componentInfo(component).props, step.additional_props), step.configured_props, undefined, this.settings.clock.now())
+        : {};
       // Templates are shown as written.
       for (const [name, value] of Object.entries(step.configured_props)) if (isTemplate(value)) props[name] = value;
       shown.push({ name: step.name, component_id: step.component_id, configured_props: props });

@@ -107,3 +107,37 @@ describe.each(DIALECTS)('cron timers across a fall-back on %s', (dialect) => {
     expect(await nextDueMs(hourly)).toBe(at('2026-11-01T08:00:00Z'));
   });
 });
+
+describe.each(DIALECTS)("a cron timer's echoed interval_seconds on %s", (dialect) => {
+  let server: TestServer;
+  // Moscow set its clocks back an hour for good at 02:00 on 26 October 2014; it has not changed them since, so no
+  // system time after that reads a day of 25 hours there.
+  const clock = new ManualClock(at('2014-10-25T06:00:00.000Z'));
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, { minTimerInterval: 1 }, { clock });
+    api = client(server.url, (await server.createUser({ plan: 'paid' })).apiKey);
+  });
+  afterAll(() => server?.destroy());
+
+  it('is read on the server clock, and counts both readings of a repeated hour', async () => {
+    const deploy = async (cron: string, timezone: string) => {
+      const res = await api.post('/v1/sources', { component_code: TICKER, configured_props: { timer: { cron, timezone } } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.data as { id: string; configured_props: Record<string, unknown> };
+    };
+    // 12:00 on the 25th is 08:00Z, on the 26th 09:00Z: 25 hours apart.
+    const daily = await deploy('0 12 * * *', 'Europe/Moscow');
+    expect(daily.configured_props.timer).toEqual({ cron: '0 12 * * *', interval_seconds: 90000, timezone: 'Europe/Moscow' });
+    expect((await api.get(`/v1/sources/${daily.id}`)).body.data.configured_props.timer).toEqual({
+      cron: '0 12 * * *',
+      interval_seconds: 90000,
+      timezone: 'Europe/Moscow',
+    });
+    // Half an hour before the repeated 01:00-02:00: the next runs are 01:00 at +4 and 01:00 at +3, an hour apart.
+    clock.set(at('2014-10-25T20:30:00.000Z'));
+    const hourly = await deploy('0 * * * *', 'Europe/Moscow');
+    expect(hourly.configured_props.timer).toEqual({ cron: '0 * * * *', interval_seconds: 3600, timezone: 'Europe/Moscow' });
+  });
+});
