@@ -21,9 +21,12 @@ function preview(summary: EventSummary): string {
   return text === undefined ? '' : text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
-/** `openId`: an event to open once its row is in the table (a link to it). */
-export function EventsTable(props: { sourceId: string; stream: Stream; openId?: string | undefined }) {
-  const { sourceId, stream, openId } = props;
+/**
+ * `openId`: an event to open once its row is in the table (a link to it); `openDepth`: how many of the newest events
+ * reach it, read at once when it is older than the first page.
+ */
+export function EventsTable(props: { sourceId: string; stream: Stream; openId?: string | undefined; openDepth?: number | undefined }) {
+  const { sourceId, stream, openId, openDepth } = props;
   const notify = useNotify();
   const [rows, setRows] = useState<EventSummary[]>([]);
   const [held, setHeld] = useState<EventSummary[]>([]);
@@ -104,11 +107,11 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
 
   // Reads again every page shown and the next one, from the newest (not from the last row's cursor: rows that live
   // events pushed out, or deletions, would leave a gap); rows that came live since the read began stay on top.
-  const loadOlder = async () => {
+  const loadOlder = async (atLeast = 0) => {
     if (loadingOlder.current) return;
     loadingOlder.current = true;
     try {
-      const span = await getFirst<EventSummary>(path, rows.length + RETAINED, { expand: 'event' });
+      const span = await getFirst<EventSummary>(path, Math.max(rows.length + RETAINED, atLeast), { expand: 'event' });
       const newest = span.items[0]?.id;
       setRows((r) => {
         const merged = [...r.filter((row) => newest !== undefined && compareIds(row.id, newest) > 0), ...span.items];
@@ -144,14 +147,19 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
     }
   };
 
-  // Opened once, when its row arrives: closing it afterwards keeps it closed.
+  // Opened once, when its row arrives: closing it afterwards keeps it closed. An older one is read once, down to it.
   const linkedOpened = useRef<string | undefined>(undefined);
+  const linkedRead = useRef<string | undefined>(undefined);
   useEffect(() => {
-    if (openId && linkedOpened.current !== openId && rows.some((row) => row.id === openId)) {
+    if (!openId || linkedOpened.current === openId) return;
+    if (rows.some((row) => row.id === openId)) {
       linkedOpened.current = openId;
       setSelected(openId);
+    } else if (more && openDepth !== undefined && openDepth > rows.length && linkedRead.current !== openId) {
+      linkedRead.current = openId;
+      void loadOlder(openDepth);
     }
-  }, [openId, rows]);
+  }, [openId, openDepth, rows, more]);
 
   const open = rows.find((row) => row.id === selected);
   const detail = useRef<HTMLDivElement>(null);

@@ -1,6 +1,6 @@
 // One source: its state and endpoint, activate / deactivate, a manual run, its props to edit, deletion, and its streams.
 import { useEffect, useState } from 'preact/hooks';
-import { del, describeError, get, type Page, patch, post } from './api';
+import { del, describeError, get, type Page, patch, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { EventsTable, type Stream } from './events-table';
@@ -22,12 +22,31 @@ const TABS: Array<[Stream, string]> = [
   ['$errors', '$errors'],
 ];
 
-/** Which stream of the source holds event `eventId` among its 100 newest (the most a live table shows), or null. */
-async function streamOf(sourceId: string, eventId: string): Promise<Stream | null> {
+/** Where a linked event stands: the stream that holds it, and how many of that stream's newest events reach it. */
+interface Linked {
+  stream: Stream;
+  depth: number;
+}
+
+/**
+ * Where event `eventId` stands among all the events the source keeps, or null. Not the newest 100 only: with a
+ * larger retention an older event is still there, one Load more away, and its link must open it.
+ */
+async function findLinked(sourceId: string, eventId: string): Promise<Linked | null> {
   for (const [stream] of TABS) {
-    const prefix = stream === 'emit' ? '' : `${stream}/`;
-    const page = await get<Page<Pick<EventSummary, 'id'>>>(`/sources/${encodeURIComponent(sourceId)}/${prefix}event_summaries?limit=100&include=id`);
-    if (page.data.some((summary) => summary.id === eventId)) return stream;
+    const path = `/sources/${encodeURIComponent(sourceId)}/${stream === 'emit' ? '' : `${stream}/`}event_summaries`;
+    let after: string | undefined;
+    let depth = 0;
+    for (;;) {
+      const page = await get<Page<Pick<EventSummary, 'id'>>>(`${path}${query({ limit: 100, include: 'id', after })}`);
+      const at = page.data.findIndex((summary) => summary.id === eventId);
+      if (at >= 0) return { stream, depth: depth + at + 1 };
+      depth += page.data.length;
+      const last = page.data[page.data.length - 1];
+      // Newest first: once a page reaches events older than the id, the rest of this stream cannot hold it.
+      if (!last || compareIds(last.id, eventId) < 0 || depth >= page.page_info.total_count) break;
+      after = page.page_info.end_cursor;
+    }
   }
   return null;
 }
@@ -118,8 +137,8 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
   const [run, setRun] = useState<QueuedRun | undefined>(undefined);
   // One PATCH per press: a double click of Activate would send it twice.
   const activation = useBusy();
-  const linked = useLoad(() => (props.eventId ? streamOf(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
-  const linkedStream = linked.data ?? undefined;
+  const linked = useLoad(() => (props.eventId ? findLinked(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
+  const linkedStream = linked.data?.stream;
   useEffect(() => {
     if (linkedStream) setTab(linkedStream);
   }, [linkedStream, props.eventId]);
@@ -246,11 +265,17 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
       </div>
       {props.eventId && linked.data === null && (
         <p class="error" role="alert">
-          Event <code>{props.eventId}</code> is not among the newest events of this source: it was deleted, or newer events have replaced it.
+          Event <code>{props.eventId}</code> is not among the events this source keeps: it was deleted, or newer events have replaced it.
         </p>
       )}
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`}>
-        <EventsTable sourceId={source.id} stream={tab} key={tab} openId={linkedStream === tab ? props.eventId : undefined} />
+        <EventsTable
+          sourceId={source.id}
+          stream={tab}
+          key={tab}
+          openId={linkedStream === tab ? props.eventId : undefined}
+          openDepth={linkedStream === tab ? linked.data?.depth : undefined}
+        />
       </div>
 
       {deleting && (

@@ -161,4 +161,31 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
     await page.getByRole('heading', { name: `Event ${ids.at(-1)}` }).waitFor();
     await finish();
   });
+
+  it("opens a link to a source's event older than the newest 100, down the table", async () => {
+    const { user, api } = await newAccount(server);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'linked far back' })).body.data;
+    for (let i = 0; i < 130; i += 10) {
+      const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
+      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
+    }
+    const newest = await waitFor(
+      async () => (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100`)).body,
+      (body) => body.page_info.total_count === 130,
+      { what: 'every event emitted' },
+    );
+    const older = (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100&after=${newest.page_info.end_cursor}&expand=event`)).body.data;
+    expect(older).toHaveLength(30);
+    const oldest = older.at(-1);
+
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}/events/${oldest.id}`, user.apiKey);
+    await page.getByRole('heading', { name: `Event ${oldest.id}` }).waitFor();
+    await page.getByRole('tab', { name: 'Events', selected: true }).waitFor();
+    expect(await page.getByRole('figure', { name: 'Event JSON' }).textContent()).toContain(`"n": ${oldest.event.n}`);
+    const rows = page.locator('table.events-table tbody tr');
+    expect(await rows.count()).toBe(130);
+    expect(await rows.last().getAttribute('data-event-id')).toBe(oldest.id);
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await finish();
+  });
 });
