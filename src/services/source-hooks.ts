@@ -103,8 +103,9 @@ export class SourceHooks {
       // every later update and the delete too, since each runs it first. Its failure is kept on $errors, its writes not.
       if (outcome.error && method === 'deactivate' && defined.length === 1) return failedDeactivate(outcome);
       if (outcome.error) {
+        // Its console lines go with the refusal: nothing of the change is committed, so no $logs event keeps them.
         throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [
-          { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack } },
+          { hook: method, error: { name: outcome.error.name, message: outcome.error.message, stack: outcome.error.stack }, logs: outcome.logs },
         ]);
       }
       outcomes.push({ outcome, context: { invocationId, trigger: method, event: null } });

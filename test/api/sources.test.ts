@@ -619,6 +619,40 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(await recordedCalls(id)).toEqual(['deploy:none', 'activate:none']);
   });
 
+  it("answers a refused deploy or update with the failed hook's console lines, those it sent while running too", async () => {
+    const code = (failIn: string) => `
+      export default {
+        name: "loud hooks",
+        version: "0.0.1",
+        hooks: {
+          async deploy() { console.log("deploying"); },
+          async activate() {
+            console.log("activating");
+            // Long enough for the first line to be sent on its own while the hook runs.
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            console.warn("still activating");
+            if (${JSON.stringify(failIn)} === "activate") throw new Error("no webhook for you");
+          },
+        },
+        async run() {},
+      };`;
+    const expected = {
+      hook: 'activate',
+      error: { name: 'Error', message: 'no webhook for you', stack: expect.stringContaining('no webhook for you') },
+      logs: [
+        { k: 'log', ts: expect.any(Number), msg: 'activating' },
+        { k: 'warn', ts: expect.any(Number), msg: 'still activating' },
+      ],
+    };
+    const refused = await api.post('/v1/sources', { component_code: code('activate') });
+    expect([refused.status, refused.body.code, refused.body.error]).toEqual([422, 'hook_failed', 'activate() hook failed: Error: no webhook for you']);
+    expect(refused.body.details).toEqual([expected]);
+    const id = (await api.post('/v1/sources', { component_code: code('') })).body.data.id;
+    const update = await api.put(`/v1/sources/${id}`, { component_code: code('activate') });
+    expect([update.status, update.body.code]).toEqual([422, 'hook_failed']);
+    expect(update.body.details).toEqual([expected]);
+  });
+
   it('goes on when deactivate() throws: switching off, replacing and deleting the source stay possible, its error on $errors', async () => {
     const id = (await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deactivate' } })).body.data.id;
     const errorMessages = async () =>
