@@ -97,6 +97,7 @@ export class Dispatcher {
     const { soleConsumer, leaseMs, retention, router, clock, outages, metrics } = options;
     const runnerOptions = { soleConsumer, leaseMs, owner: this.owner, dialect: store.dialect, retention, router, clock, outages, metrics };
     this.runner = new BatchRunner(store, runtime, this.cache, bases, transactions, this.responders, runnerOptions, logger);
+    // Here, built on every role, not in start(): an `api` node runs no batches but runs hooks, whose leftover timers throw there too.
     recordStrayErrors(runtime, store, transactions, locks, runnerOptions, logger);
   }
 

@@ -2,6 +2,7 @@
 // committed while its node's connection to the database was lost.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { client } from '../helpers/client.js';
 import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { account, emitsOf, openStream } from './helpers.js';
@@ -83,6 +84,36 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
       );
     } finally {
       there.source.close();
+    }
+  });
+
+  it("an api node records an error a hook's leftover timer threw on the source's $errors, as a worker node does", async () => {
+    // An api node runs deploy hooks, not runs: the activate() timer throws in the api node's worker, and only there.
+    const apiNode = await startTestServer('postgres', { role: 'api', databaseUrl: first.databaseUrl });
+    try {
+      expect(apiNode.running.config.role).toBe('api');
+      const user = await apiNode.createUser();
+      const api = client(apiNode.url, user.apiKey);
+      const deployed = await api.post('/v1/sources', {
+        component_code: `module.exports = { name: "late activate", version: "0.0.1",
+          hooks: { async activate() { setTimeout(() => { throw new Error("after activate"); }, 1); } },
+          async run() {} };`,
+      });
+      expect(deployed.status).toBe(200);
+      const errors = await waitFor(
+        () => api.get(`/v1/sources/${deployed.body.data.id}/$errors/event_summaries?expand=event`),
+        (res) => res.body.data.length > 0,
+        { what: "the hook's late error" },
+      );
+      expect(errors.body.data.map((e: { event: unknown }) => e.event)).toEqual([
+        {
+          error: { name: 'Error', message: 'after activate', stack: expect.stringContaining('Error: after activate'), code: 'Error' },
+          original_event: null,
+          original_context: { id: expect.stringMatching(/^hi_/), ts: expect.any(String), source_id: deployed.body.data.id, trigger: 'after_run' },
+        },
+      ]);
+    } finally {
+      await apiNode.stop();
     }
   });
 
