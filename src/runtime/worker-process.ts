@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
-import { workerEntry } from './locations.js';
+import { crashMessage } from './crash-message.js';
+import { packageRoot, workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import type { EgressPolicy } from './worker/egress-rules.js';
 import type { WorkerUser } from './worker-user.js';
@@ -379,8 +380,8 @@ export class WorkerProcess {
       return ['process_exit', `the component called process.exit(${shown})`];
     }
     const how = signal ? `signal ${signal}` : `exit code ${String(code)}`;
-    const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
-    return ['crashed', `the worker exited unexpectedly (${how})${tail ? `: ${tail.slice(0, 500)}` : ''}`];
+    // The server's install folder and where it keeps the account's code are no business of the component's author.
+    return ['crashed', crashMessage(how, this.stderrTail, [packageRoot(), ...this.spec.allowRead])];
   }
 }
 

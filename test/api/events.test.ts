@@ -1,4 +1,5 @@
 // Runs and their events: manual runs, event summaries, truncation, deletion, $logs, $errors, dedupe, restarts.
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import type { client } from '../helpers/client.js';
@@ -344,6 +345,23 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       async run(event) { this.$emit(event.n); } };`);
     const [error] = await me.eventsOf(id, 1, '/$errors');
     expect([error.event.error.message, error.event.original_context.trigger]).toEqual(['before the commit', 'after_run']);
+  });
+
+  it("reports a worker the component crashed through the server's own code without the server's paths", async () => {
+    // Replacing JSON.stringify breaks the worker's own sending of the outcome: the worker dies with its stack on stderr.
+    const id = await deploy(`module.exports = { name: "breaks the worker", version: "0.0.1",
+      async run() { JSON.stringify = () => { throw new Error("no json"); }; } };`);
+    const run = await api.post(`/v1/sources/${id}/run`, {});
+    expect(run.status).toBe(202);
+    const [error] = await me.eventsOf(id, 1, '/$errors');
+    expect([error.event.error.name, error.event.error.code, error.event.original_context.trigger]).toEqual(['WorkerCrashError', 'worker_crashed', 'manual']);
+    const { message } = error.event.error;
+    // Three frames, each naming the component's bundle or the worker's file from the package root, nothing above.
+    const frame = String.raw` {4}at [\w.<> ]+ \((?:component\.js|dist/runtime/worker/[\w-]+\.js):\d+:\d+\)`;
+    expect(message).toMatch(new RegExp(String.raw`^the worker exited unexpectedly \(exit code 70\): ${frame} \| ${frame} \| ${frame}$`));
+    expect(message).toContain('(dist/runtime/worker/invoke.js:');
+    expect(message).not.toContain(server.dataDir);
+    expect(message).not.toContain(path.resolve(import.meta.dirname, '../..'));
   });
 
   it('reports an error that throws when read, thrown late or in a run, without ending the worker or failing another run', async () => {
