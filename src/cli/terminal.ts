@@ -1,7 +1,7 @@
 // The terminal side of client commands: questions (hidden for secrets), and what an error prints and exits with.
 import readline from 'node:readline/promises';
 import { Writable } from 'node:stream';
-import { ApiError, detailLine } from '../client/api.js';
+import { ApiError, detailLines } from '../client/api.js';
 import { BundleError } from '../client/bundle.js';
 import { ProfileError } from '../client/profiles.js';
 import type { Ask } from '../client/props-input.js';
@@ -61,7 +61,7 @@ const HINTS: Record<string, string> = {
 export function describeFailure(error: unknown): { lines: string[]; code: number } | undefined {
   if (error instanceof ApiError) {
     const lines = [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`];
-    for (const detail of error.details) lines.push(`  ${detailLine(detail)}`);
+    for (const detail of error.details) lines.push(...detailLines(detail));
     const hint = HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);
     const code =

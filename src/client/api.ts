@@ -30,6 +30,28 @@ export function detailLine(detail: unknown): string {
     .join(', ');
 }
 
+interface HookFailure {
+  hook: string;
+  error: { stack: string };
+  logs: Array<{ k: string; msg: string }>;
+}
+
+function isHookFailure(detail: unknown): detail is HookFailure {
+  const d = detail as Partial<HookFailure> | null;
+  return typeof d?.hook === 'string' && typeof d.error?.stack === 'string' && Array.isArray(d.logs);
+}
+
+/**
+ * A detail as the lines a terminal shows, indented: a failed hook's stack and the console lines it logged (nothing
+ * else keeps them: the change was refused), each on its own line; any other detail as `detailLine` gives it.
+ */
+export function detailLines(detail: unknown): string[] {
+  if (!isHookFailure(detail)) return [`  ${detailLine(detail)}`];
+  const stack = detail.error.stack.split('\n').map((line) => `  ${line}`);
+  if (!detail.logs.length) return [...stack, `  ${detail.hook}() logged nothing`];
+  return [...stack, `  ${detail.hook}() logged:`, ...detail.logs.map((line) => `    ${line.k.padEnd(5)}  ${line.msg}`)];
+}
+
 export interface ServerAddress {
   /** Base URL of the server, e.g. http://localhost:3000. */
   url: string;

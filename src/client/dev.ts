@@ -1,7 +1,7 @@
 // `tributary dev <file>`: deploys a development source, follows its events, logs and errors, and on every save of the
 // file (or a file it imports) re-bundles it and updates the source in place: same id, same endpoint URL.
 import { context, type BuildResult, type Plugin } from 'esbuild';
-import { ApiError, type ApiClient, detailLine } from './api.js';
+import { ApiError, type ApiClient, detailLines } from './api.js';
 import { bundleOptions, checkComponentFile, finishBundle, messageLine } from './bundle.js';
 import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
 import { showStream } from './follow.js';
@@ -20,7 +20,7 @@ export interface DevOptions extends DeployOptions {
 /** The lines of a failed deploy or update: the server's message, then each detail (an invalid prop, a load error). */
 export function failureLines(error: unknown): string[] {
   if (!(error instanceof ApiError)) return [`error: ${(error as Error).message}`];
-  return [`error: ${error.message} (${error.status} ${error.code})`, ...error.details.map((detail) => `  ${detailLine(detail)}`)];
+  return [`error: ${error.message} (${error.status} ${error.code})`, ...error.details.flatMap(detailLines)];
 }
 
 export async function runDev(api: ApiClient, file: string, options: DevOptions): Promise<SourceData | undefined> {

@@ -503,6 +503,25 @@ describe('tributary client commands', () => {
     expect(threw.stderr).toContain('(422 component_invalid)\n  reason: load_failed\n');
   });
 
+  it('prints the stack and console lines of a hook that refused a deploy, one a line, not as JSON', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'hook-fails.mjs'),
+      [
+        'export default {',
+        '  name: "hook fails", version: "0.0.1",',
+        '  hooks: { async activate() { console.log("registering"); console.warn("no token"); throw new Error("cannot register"); } },',
+        '  async run() {},',
+        '};',
+        '',
+      ].join('\n'),
+    );
+    const refused = await tributary(['deploy', 'hook-fails.mjs']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /\nerror: activate\(\) hook failed: Error: cannot register \(422 hook_failed\)\n {2}Error: cannot register\n( {6}at .+\n)+ {2}activate\(\) logged:\n {4}log {4}registering\n {4}warn {3}no token\n$/,
+    );
+  });
+
   it("shows a workflow's events, errors and its runs' step logs", async () => {
     const step = path.join(dir, 'step.mjs');
     fs.writeFileSync(
