@@ -12,6 +12,20 @@ export interface ErrorDetail {
   field?: string;
   message?: string;
   reason?: string;
+  /** A 422 `hook_failed`'s: the hook and the console lines it logged, which nothing else keeps (the change was refused). */
+  hook?: string;
+  logs?: Array<{ k: string; msg: string }>;
+}
+
+/** The hook lines shown: the last, where it failed; a hook may log thousands. */
+const SHOWN_HOOK_LINES = 20;
+
+/** A failed hook's console lines as one sentence (`activate() logged: a · b`), or undefined when it logged none. */
+export function hookLogText(detail: ErrorDetail): string | undefined {
+  if (!detail.hook || !Array.isArray(detail.logs) || !detail.logs.length) return undefined;
+  const shown = detail.logs.slice(-SHOWN_HOOK_LINES).map((line) => line.msg);
+  const earlier = detail.logs.length - shown.length;
+  return `${detail.hook}() logged: ${earlier ? `(${earlier} earlier lines) ` : ''}${shown.join(' · ')}`;
 }
 
 export class ApiError extends Error {
@@ -142,7 +156,10 @@ export function query(params: Record<string, string | number | undefined>): stri
 export const UNREACHABLE = 'Cannot reach the server: it may be stopped or restarting, or the network is down. Try again in a moment.';
 
 export function describeError(error: unknown): string {
-  if (error instanceof ApiError) return error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;
+  if (error instanceof ApiError) {
+    const said = error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;
+    return [said, ...error.details.map(hookLogText).filter((text) => text !== undefined)].join(' — ');
+  }
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -1,6 +1,6 @@
 // A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
 import { useState } from 'preact/hooks';
-import { ApiError, describeError, post } from './api';
+import { ApiError, describeError, hookLogText, post } from './api';
 import { type Choice, ChoiceSelect, linesOf, toChoice } from './choice-select';
 import { minTimerInterval, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
@@ -146,6 +146,10 @@ export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fie
   for (const detail of error.details) {
     const prop = props.find((p) => p.name === detail.prop);
     if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
+    else if (detail.hook) {
+      const logged = hookLogText(detail);
+      if (logged) rest.push(logged);
+    }
     // A 400's details repeat what its message says already: said once.
     else if (!(detail.message && error.message.includes(detail.message))) rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
   }

@@ -286,4 +286,20 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('heading', { name: /^Configure / }).waitFor();
     await finish();
   });
+  it('shows the console lines of a hook that refused the deploy beside its error, as nothing else keeps them', async () => {
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(`export default { name: "Hook fails", version: "1.0.0",
+      hooks: { async activate() { console.log("registering"); console.warn("no token"); throw new Error("cannot register"); } },
+      async run() {} };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Hook fails/ }).waitFor();
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    const summary = page.locator('form[aria-labelledby="configure-title"] > p.field-error');
+    await waitForText(summary, /hook failed/);
+    expect(await summary.textContent()).toBe('activate() hook failed: Error: cannot register: activate() logged: registering · no token');
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+    await finish();
+  });
 });
