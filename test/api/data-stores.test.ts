@@ -129,6 +129,29 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect([byName.status, byName.body.data?.keys]).toEqual([200, ['k']]);
   });
 
+  /** A source running `event.code` on its store, emitting what it returned or the message of what it threw. */
+  const TRY_SOURCE = `
+    module.exports = {
+      name: "store try", version: "1.0.0",
+      props: { store: { type: "data_store" } },
+      async run(event) {
+        const s = this.store;
+        try { this.$emit({ result: await new Function("s", "return (async () => { " + event.code + " })()")(s) }); }
+        catch (e) { this.$emit({ threw: e.name + ": " + e.message }); }
+      },
+    };`;
+
+  it('refuses a key holding an unpaired surrogate, which would come back as another key', async () => {
+    const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'surrogates' } });
+    const id = res.body.data.id;
+    const refused = 'TypeError: data store keys may not contain an unpaired UTF-16 surrogate';
+    expect(await run(api, id, { code: 'await s.set("a\\ud800", 1)' })).toEqual({ threw: refused });
+    expect(await run(api, id, { code: 'return s.get("\\udc00b")' })).toEqual({ threw: refused });
+    expect(await run(api, id, { code: 'await s.set("pair \\ud83d\\ude00", 1); return s.keys()' })).toEqual({ result: ['pair 😀'] });
+    expect(await run(api, id, { code: 'return [await s.get("pair 😀"), await s.keys()]' })).toEqual({ result: [1, ['pair 😀']] });
+    expect((await api.get('/v1/data_stores/surrogates/keys')).body.data.keys).toEqual(['pair 😀']);
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

@@ -18,9 +18,14 @@ export interface DataStore {
   [Symbol.asyncIterator](): AsyncGenerator<[string, unknown]>;
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
   if (key.includes('\0')) throw new TypeError('data store keys may not contain the NUL character');
+  // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
+  if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('data store keys may not contain an unpaired UTF-16 surrogate');
   if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
   return key;
 }
