@@ -152,6 +152,25 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect((await api.get('/v1/data_stores/surrogates/keys')).body.data.keys).toEqual(['pair 😀']);
   });
 
+  it('takes a key of 1,024 characters or 2,048 bytes, whichever comes first, alike on both databases', async () => {
+    const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'long-keys' } });
+    const id = res.body.data.id;
+    // Varied CJK characters (3 bytes each), which PostgreSQL's index cannot compress below its 2,704-byte limit.
+    const cjk = (n: number) => `let k = ""; for (let i = 0; i < ${n}; i++) k += String.fromCharCode(0x4e00 + ((i * 7919) % 20000));`;
+    expect(await run(api, id, { code: `${cjk(1024)} await s.set(k, 1)` })).toEqual({
+      threw: 'RangeError: data store keys may have at most 2048 bytes of UTF-8; this one has 3072',
+    });
+    expect(await run(api, id, { code: `${cjk(682)} await s.set(k, 1); await s.set("a".repeat(1024), 2); return (await s.keys()).length` })).toEqual({
+      result: 2,
+    });
+    expect(
+      await run(api, id, { code: `${cjk(682)} return [await s.get(k), await s.get("a".repeat(1024)), (await s.keys()).map((key) => key.length)]` }),
+    ).toEqual({
+      result: [1, 2, [1024, 682]],
+    });
+    expect(await run(api, id, { code: 'await s.set("a".repeat(1025), 1)' })).toEqual({ threw: 'RangeError: data store keys may have at most 1024 characters' });
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

@@ -2,7 +2,7 @@
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DB_BYTES_PER_CALL, MAX_DB_VALUE_BYTES } from './limits.js';
+import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DB_BYTES_PER_CALL, MAX_DB_VALUE_BYTES } from './limits.js';
 import type { CallScope, StoreChanges } from './scope.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
@@ -27,6 +27,9 @@ function checkKey(key: unknown): string {
   // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
   if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('data store keys may not contain an unpaired UTF-16 surrogate');
   if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
+  const bytes = jsonBytes(key);
+  if (bytes > MAX_DATA_STORE_KEY_BYTES)
+    throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_BYTES} bytes of UTF-8; this one has ${bytes}`);
   return key;
 }
 

@@ -31,6 +31,11 @@ export const MAX_DB_TOTAL_BYTES = 16 * 1024 * 1024;
 export const MAX_DATA_STORE_BYTES = 4 * 1024 * 1024;
 /** Longest data store key, in characters. */
 export const MAX_DATA_STORE_KEY_CHARS = 1024;
+/**
+ * Longest data store key, in bytes of UTF-8: PostgreSQL refuses an index entry past 2,704 bytes, which 1,024
+ * characters of CJK text (3 bytes each) pass, so such a key would fail its run there only.
+ */
+export const MAX_DATA_STORE_KEY_BYTES = 2048;
 /** Choices one `options()` call may return, and their size as JSON. */
 export const MAX_OPTIONS = 10_000;
 export const MAX_OPTIONS_BYTES = 4 * 1024 * 1024;
