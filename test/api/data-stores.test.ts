@@ -171,6 +171,23 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(await run(api, id, { code: 'await s.set("a".repeat(1025), 1)' })).toEqual({ threw: 'RangeError: data store keys may have at most 1024 characters' });
   });
 
+  it('takes a ttl of up to 100 years, alike on both databases', async () => {
+    const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'long-ttl' } });
+    const id = res.body.data.id;
+    const refused = 'RangeError: a data store ttl may be at most 3153600000 seconds (100 years; null for none), not 10000000000000000';
+    expect(await run(api, id, { code: 'await s.set("far", 1, { ttl: 1e16 })' })).toEqual({ threw: refused });
+    expect(await run(api, id, { code: 'await s.set("far", 1, { ttl: 3153600000 }); return s.setTtl("far", 1e16)' })).toEqual({ threw: refused });
+    expect(await run(api, id, { code: 'await s.set("far", 1, { ttl: 3153600000 }); await s.set("near", 2); return s.setTtl("near", 3153600000)' })).toEqual({
+      result: true,
+    });
+    expect(await run(api, id, { code: 'return s.entries()' })).toEqual({
+      result: [
+        ['far', 1],
+        ['near', 2],
+      ],
+    });
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

@@ -2,7 +2,14 @@
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DB_BYTES_PER_CALL, MAX_DB_VALUE_BYTES } from './limits.js';
+import {
+  MAX_DATA_STORE_BYTES,
+  MAX_DATA_STORE_KEY_BYTES,
+  MAX_DATA_STORE_KEY_CHARS,
+  MAX_DATA_STORE_TTL_SECONDS,
+  MAX_DB_BYTES_PER_CALL,
+  MAX_DB_VALUE_BYTES,
+} from './limits.js';
 import type { CallScope, StoreChanges } from './scope.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
@@ -38,6 +45,10 @@ function checkTtl(ttl: unknown): number | null {
   if (ttl === undefined || ttl === null) return null;
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
     throw new TypeError(`a data store ttl is a positive number of seconds (or null for none), not ${JSON.stringify(ttl) ?? String(ttl)}`);
+  }
+  // A longer one would overflow PostgreSQL's bigint expiry (past about 9e15 s) and fail the run there only; null says never.
+  if (ttl > MAX_DATA_STORE_TTL_SECONDS) {
+    throw new RangeError(`a data store ttl may be at most ${MAX_DATA_STORE_TTL_SECONDS} seconds (100 years; null for none), not ${ttl}`);
   }
   return ttl;
 }

@@ -36,6 +36,8 @@ export const MAX_DATA_STORE_KEY_CHARS = 1024;
  * characters of CJK text (3 bytes each) pass, so such a key would fail its run there only.
  */
 export const MAX_DATA_STORE_KEY_BYTES = 2048;
+/** Longest data store ttl: 100 years, far past any record's use, and well within an epoch-ms bigint. */
+export const MAX_DATA_STORE_TTL_SECONDS = 100 * 365 * 24 * 60 * 60;
 /** Choices one `options()` call may return, and their size as JSON. */
 export const MAX_OPTIONS = 10_000;
 export const MAX_OPTIONS_BYTES = 4 * 1024 * 1024;
