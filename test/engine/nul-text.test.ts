@@ -43,6 +43,18 @@ describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) 
     expect((await a.eventsOf(id, 1)).map((e) => e.event)).toEqual([{ ok: true }]);
   });
 
+  it('fails a run that writes a db key holding an unpaired surrogate, which would come back as another key', async () => {
+    const a = await account(server);
+    const id = await a.deploy(source('this.db.set("k\\ud800", 1);'));
+    await a.runAndWait(id, { body: {} });
+    const [error] = await a.eventsOf(id, 1, '/$errors');
+    expect(error.event.error).toMatchObject({ name: 'TypeError', message: '$.service.db keys may not contain an unpaired UTF-16 surrogate' });
+    const paired = await a.deploy(source('const seen = this.db.get("k\\ud83d\\ude00") ?? null; this.db.set("k\\ud83d\\ude00", 1); this.$emit({ seen });'));
+    await a.runAndWait(paired, { body: {} });
+    await a.runAndWait(paired, { body: {} });
+    expect((await a.eventsOf(paired, 2)).map((e) => e.event)).toEqual([{ seen: 1 }, { seen: null }]);
+  });
+
   it.runIf(dialect === 'postgres')('fails a batch whose results the database refuses, once, and runs the next', async () => {
     const a = await account(server);
     // The worker's own check is undone by the component, so the key reaches the database as written.

@@ -8,9 +8,14 @@ export interface Db {
   set(key: string, value: unknown): void;
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new TypeError('$.service.db keys must be strings');
   if (key.includes('\0')) throw new TypeError('$.service.db keys may not contain the NUL character');
+  // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
+  if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('$.service.db keys may not contain an unpaired UTF-16 surrogate');
   return key;
 }
 
