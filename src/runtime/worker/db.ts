@@ -1,6 +1,6 @@
 // `$.service.db`: a synchronous key-value store over the source's data, whose writes count only if the call succeeds.
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_DB_BYTES_PER_CALL, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
+import { MAX_DB_BYTES_PER_CALL, MAX_DB_KEY_BYTES, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
 import type { CallScope } from './scope.js';
 
 export interface Db {
@@ -16,6 +16,8 @@ function checkKey(key: unknown): string {
   if (key.includes('\0')) throw new TypeError('$.service.db keys may not contain the NUL character');
   // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
   if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('$.service.db keys may not contain an unpaired UTF-16 surrogate');
+  const bytes = jsonBytes(key);
+  if (bytes > MAX_DB_KEY_BYTES) throw new RangeError(`$.service.db keys may have at most ${MAX_DB_KEY_BYTES} bytes of UTF-8; this one has ${bytes}`);
   return key;
 }
 

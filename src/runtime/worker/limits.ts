@@ -22,6 +22,8 @@ export const MAX_STEP_DELAY_MS = 365 * 24 * 60 * 60 * 1000;
 export const MAX_DB_BYTES_PER_CALL = 8 * 1024 * 1024;
 /** One `$.service.db` value, as JSON. */
 export const MAX_DB_VALUE_BYTES = 1024 * 1024;
+/** One `$.service.db` key, in bytes of UTF-8: as a data store key, within PostgreSQL's 2,704-byte index entries. */
+export const MAX_DB_KEY_BYTES = 2048;
 /** All of a source's `$.service.db`, keys and values as JSON, after a write. */
 export const MAX_DB_TOTAL_BYTES = 16 * 1024 * 1024;
 /**
