@@ -188,6 +188,19 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     });
   });
 
+  it("takes a step's data store named by a template as { name }, as a configured one", async () => {
+    const step =
+      'export default defineComponent({ props: { store: { type: "data_store" } }, async run() { await this.store.set("k", 1); return this.store.keys(); } });';
+    const workflow = await create({
+      name: 'templated store',
+      steps: [{ name: 'write', component_code: step, configured_props: { store: '{{ steps.trigger.event.body.store }}' } }],
+    });
+    await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store: { name: 'templated' } } });
+    const [done] = await finishedRuns(workflow.id, 1);
+    expect([done.status, done.steps[0].$return_value], JSON.stringify(done)).toEqual(['succeeded', ['k']]);
+    expect((await api.get('/v1/data_stores/templated/keys')).body.data.keys).toEqual(['k']);
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

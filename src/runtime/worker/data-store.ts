@@ -69,8 +69,10 @@ export class DataStores {
     for (const store of contents ?? []) this.committed.set(store.name, new Map(store.entries));
   }
 
-  /** The prop's value for a store named `name`; undefined when the prop names no store (an optional one left out). */
-  handle(scope: CallScope, name: unknown): DataStore | undefined {
+  /** The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop left out). */
+  handle(scope: CallScope, value: unknown): DataStore | undefined {
+    // `{ name }` as the server reads it (model/props.ts): a step's template may give one, which the server loaded.
+    const name = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { name?: unknown }).name : value;
     if (typeof name !== 'string') return undefined;
     const committed = this.committed.get(name);
     return committed ? this.open(scope, name, committed) : unavailable(scope, name);
