@@ -201,6 +201,22 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect((await api.get('/v1/data_stores/templated/keys')).body.data.keys).toEqual(['k']);
   });
 
+  it("says what is wrong with a step's data store name a template gave, rather than that it was not loaded", async () => {
+    const step =
+      'export default defineComponent({ props: { store: { type: "data_store" } }, async run() { try { await this.store.set("k", 1); } catch (e) { return e.name + ": " + e.message; } } });';
+    const workflow = await create({
+      name: 'misnamed store',
+      steps: [{ name: 'write', component_code: step, configured_props: { store: '{{ steps.trigger.event.body.store }}' } }],
+    });
+    for (const store of ['', 'x'.repeat(201), 42]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
+    const runs = await finishedRuns(workflow.id, 3);
+    const refused = 'TypeError: a data store is named by a string of 1 to 200 characters (not blank, without control characters) or { name }, not ';
+    expect(runs.map((r: any) => r.steps[0].$return_value).sort()).toEqual(
+      [`${refused}""`, `${refused}"${'x'.repeat(99)}… (203 characters)`, `${refused}42`].sort(),
+    );
+    expect((await api.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).not.toContain('');
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

@@ -6,6 +6,7 @@ import {
   MAX_DATA_STORE_BYTES,
   MAX_DATA_STORE_KEY_BYTES,
   MAX_DATA_STORE_KEY_CHARS,
+  MAX_DATA_STORE_NAME_CHARS,
   MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_BYTES_PER_CALL,
   MAX_DB_VALUE_BYTES,
@@ -73,7 +74,9 @@ export class DataStores {
   handle(scope: CallScope, value: unknown): DataStore | undefined {
     // `{ name }` as the server reads it (model/props.ts): a step's template may give one, which the server loaded.
     const name = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { name?: unknown }).name : value;
-    if (typeof name !== 'string') return undefined;
+    if (value === undefined || value === null) return undefined;
+    // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
+    if (typeof name !== 'string' || !isStoreName(name)) return refusing(misnamed(value));
     const committed = this.committed.get(name);
     return committed ? this.open(scope, name, committed) : unavailable(scope, name);
   }
@@ -199,13 +202,24 @@ export class DataStores {
   }
 }
 
-/**
- * A store the server did not load for this call: every use says so. The server loads every store the props name, so
- * this is a request that left one out (a fault of the caller, not of the component).
- */
-function unavailable(scope: CallScope, name: string): DataStore {
+/** As the server reads a name (model/props.ts): 1 to 200 characters, not blank, without control characters. */
+function isStoreName(name: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
+  return name.trim() !== '' && name.length <= MAX_DATA_STORE_NAME_CHARS && !/[\u0000-\u001f\u007f]/.test(name);
+}
+
+function misnamed(value: unknown): TypeError {
+  const json = JSON.stringify(value) ?? String(value);
+  const shown = json.length > 100 ? `${json.slice(0, 100)}… (${json.length} characters)` : json;
+  return new TypeError(
+    `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters) or { name }, not ${shown}`,
+  );
+}
+
+/** A store every use of which fails with `error`. */
+function refusing(error: Error): DataStore {
   const refuse = async (): Promise<never> => {
-    throw new Error(`data store "${name}" was not loaded for this ${scope.method} call`);
+    throw error;
   };
   return {
     get: refuse,
@@ -220,4 +234,12 @@ function unavailable(scope: CallScope, name: string): DataStore {
       yield await refuse();
     },
   };
+}
+
+/**
+ * A store the server did not load for this call: every use says so. The server loads every store the props name, so
+ * this is a request that left one out (a fault of the caller, not of the component).
+ */
+function unavailable(scope: CallScope, name: string): DataStore {
+  return refusing(new Error(`data store "${name}" was not loaded for this ${scope.method} call`));
 }
