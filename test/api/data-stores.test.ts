@@ -217,6 +217,13 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect((await api.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).not.toContain('');
   });
 
+  it("refuses a bare ttl in place of set()'s { ttl } options, which would keep the record for ever", async () => {
+    const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'bare-ttl' } });
+    const id = res.body.data.id;
+    expect(await run(api, id, { code: 'await s.set("k", 1, 60)' })).toEqual({ threw: 'TypeError: data store set() takes its options as { ttl }, not 60' });
+    expect(await run(api, id, { code: 'await s.set("k", 1, null); await s.set("j", 2, { ttl: 60 }); return s.keys()' })).toEqual({ result: ['k', 'j'] });
+  });
+
   it('refuses a data_store prop without a store name in the one 422 of the deploy', async () => {
     const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 42 } });
     expect(res.status).toBe(422);

@@ -151,6 +151,10 @@ export class DataStores {
           return;
         }
         writable('set');
+        // A bare ttl (set(key, value, 60)) would otherwise be read as no ttl, and the record kept for ever.
+        if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+          throw new TypeError(`data store set() takes its options as { ttl }, not ${JSON.stringify(options) ?? String(options)}`);
+        }
         const ttlSeconds = checkTtl(options?.ttl);
         const json = jsonCopy(value, `the value for data store key "${key}"`);
         const size = jsonBytes(json.json);
