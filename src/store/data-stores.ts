@@ -21,6 +21,17 @@ function chunks<T>(items: T[]): T[][] {
 }
 
 /**
+ * Rows in the order of their keys' characters (code points, as SQLite's binary collation and UTF-8 bytes order them),
+ * sorted here: PostgreSQL's ORDER BY follows the database's collation, which a locale ('en': `_`, a, A, b, B) changes.
+ */
+function inKeyOrder<T extends { key: string }>(rows: T[]): T[] {
+  return rows
+    .map((row) => ({ row, bytes: Buffer.from(row.key, 'utf8') }))
+    .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
+    .map(({ row }) => row);
+}
+
+/**
  * The records of the account's stores named `names` that have not expired at `nowMs`, each store's in key order; a
  * store that does not exist yet is empty (it is made by its first write).
  */
@@ -34,10 +45,9 @@ export async function readDataStores(db: Db, userId: string, names: string[], no
     .where('data_stores.user_id', '=', userId)
     .where('data_stores.name', 'in', unique)
     .where((eb) => eb.or([eb('data_store_records.expires_ms', 'is', null), eb('data_store_records.expires_ms', '>', nowMs)]))
-    .orderBy('data_store_records.key')
     .execute();
   const byName = new Map<string, Array<[string, unknown]>>(unique.map((name) => [name, []]));
-  for (const row of rows) byName.get(row.name)!.push([row.key, JSON.parse(row.value)]);
+  for (const row of inKeyOrder(rows)) byName.get(row.name)!.push([row.key, JSON.parse(row.value)]);
   return unique.map((name) => ({ name, entries: byName.get(name)! }));
 }
 
@@ -134,7 +144,6 @@ export async function dataStoreKeys(db: Db, storeId: string, nowMs: number): Pro
     .select('key')
     .where('store_id', '=', storeId)
     .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
-    .orderBy('key')
     .execute();
-  return rows.map((row) => row.key);
+  return inKeyOrder(rows).map((row) => row.key);
 }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleCode } from '../../src/client/bundle.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { createTestDatabase, DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { workflowCalls } from '../helpers/workflows.js';
 
@@ -401,5 +401,34 @@ describe.each(DIALECTS)('data store records with a ttl on %s', (dialect) => {
     clock.advance(61_000);
     expect((await api.get('/v1/data_stores/cache/keys')).body.data.keys).toEqual(['long']);
     expect((await api.get('/v1/data_stores')).body.data[0].key_count).toBe(1);
+  });
+});
+
+describe.runIf(DIALECTS.includes('postgres'))('data store keys on a PostgreSQL database that sorts text by locale', () => {
+  it('come in the order of their characters, as on SQLite, not in the order the locale reads them', async () => {
+    const database = await createTestDatabase({ icuLocale: 'en' });
+    const server = await startTestServer('postgres', { databaseUrl: database.url });
+    try {
+      const api = client(server.url, (await server.createUser()).apiKey);
+      const res = await api.post('/v1/sources', { component_code: STORE_SOURCE, configured_props: { store: 'sorted' } });
+      const id = res.body.data.id;
+      expect((await api.post(`/v1/sources/${id}/run`, { set: { b: 1, B: 2, a: 3, A: 4, _: 5 } })).status).toBe(202);
+      const listed = await waitFor(
+        () => api.get('/v1/data_stores/sorted/keys'),
+        (r) => r.body.data?.keys.length === 5,
+        { what: 'the five keys' },
+      );
+      expect(listed.body.data.keys).toEqual(['A', 'B', '_', 'a', 'b']);
+      expect((await api.post(`/v1/sources/${id}/run`, {})).status).toBe(202);
+      const [seen] = await waitFor(
+        async () => (await api.get(`/v1/sources/${id}/event_summaries?limit=10&expand=event`)).body.data,
+        (data) => data.length === 2,
+        { what: 'the second run' },
+      );
+      expect(seen.event.keys).toEqual(['A', 'B', '_', 'a', 'b']);
+    } finally {
+      await server.destroy();
+      await database.drop();
+    }
   });
 });

@@ -26,12 +26,14 @@ export async function dropLeftoverDatabases(): Promise<string[]> {
 }
 
 /** Creates an empty PostgreSQL database on the test server and returns its URL and a function that drops it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/** `icuLocale`: the database sorts text by that ICU locale ('en') rather than the server's default collation. */
+export async function createTestDatabase(options: { icuLocale?: string } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
   if (!TEST_DATABASE_URL) throw new Error('TRIBUTARY_TEST_DATABASE_URL is not set');
   const name = `trb_test_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
-  await admin.query(`create database ${name}`);
+  const locale = options.icuLocale ? ` template template0 locale_provider icu icu_locale '${options.icuLocale}'` : '';
+  await admin.query(`create database ${name}${locale}`);
   await admin.end();
   undropped.add(name);
   const url = new URL(TEST_DATABASE_URL);
