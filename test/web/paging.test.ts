@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from '../helpers/client.js';
+import { type client, request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { BROWSER_SUITE, evaluate, newAccount, openSignedIn, waitForFocus, withServerAndBrowser } from './browser.js';
@@ -13,6 +13,22 @@ const HTTP_SOURCE = `module.exports = {
   name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
   async run(event) { this.$emit(event.body); },
 };`;
+
+/** A source that emitted 130 events ({ n: 0 } to { n: 129 }): its newest 100 summaries, then the 30 older ones in full. */
+async function sourceWith130Events(api: ReturnType<typeof client>, name: string) {
+  const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name })).body.data;
+  for (let i = 0; i < 130; i += 10) {
+    const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
+    expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
+  }
+  const newest = await waitFor(
+    async () => (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100`)).body,
+    (body) => body.page_info.total_count === 130,
+    { what: 'every event emitted' },
+  );
+  const older = (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100&after=${newest.page_info.end_cursor}&expand=event`)).body.data;
+  return { source, newest, older };
+}
 
 const STEP = `export default defineComponent({ async run({ steps }) { return steps.trigger.event.n; } });`;
 
@@ -119,17 +135,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
 
   it("pages back through a source's events past the newest 100, and new live events stay on top", async () => {
     const { user, api } = await newAccount(server);
-    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'many events' })).body.data;
-    for (let i = 0; i < 130; i += 10) {
-      const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
-      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
-    }
-    const newest = await waitFor(
-      async () => (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100`)).body,
-      (body) => body.page_info.total_count === 130,
-      { what: 'every event emitted' },
-    );
-    const older = (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100&after=${newest.page_info.end_cursor}`)).body.data;
+    const { source, newest, older } = await sourceWith130Events(api, 'many events');
     const ids = [...newest.data, ...older].map((e: any) => e.id);
     expect(ids).toHaveLength(130);
 
@@ -164,17 +170,7 @@ describe.each(DIALECTS)('web console: paging (%s)', BROWSER_SUITE, (dialect) => 
 
   it("opens a link to a source's event older than the newest 100, down the table", async () => {
     const { user, api } = await newAccount(server);
-    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'linked far back' })).body.data;
-    for (let i = 0; i < 130; i += 10) {
-      const sent = await Promise.all(Array.from({ length: 10 }, (_, j) => request('POST', source.configured_props.http.endpoint_url, { body: { n: i + j } })));
-      expect(sent.map((res) => res.status)).toEqual(sent.map(() => 200));
-    }
-    const newest = await waitFor(
-      async () => (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100`)).body,
-      (body) => body.page_info.total_count === 130,
-      { what: 'every event emitted' },
-    );
-    const older = (await api.get(`/v1/sources/${source.id}/event_summaries?limit=100&after=${newest.page_info.end_cursor}&expand=event`)).body.data;
+    const { source, older } = await sourceWith130Events(api, 'linked far back');
     expect(older).toHaveLength(30);
     const oldest = older.at(-1);
 
