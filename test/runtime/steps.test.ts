@@ -12,6 +12,7 @@ import {
 import { WorkerExitError } from '../../src/runtime/errors.js';
 import { invokeIn } from '../../src/runtime/invocation.js';
 import { type CallResult, type FromWorker, ProtocolError, type ToWorker } from '../../src/runtime/protocol.js';
+import { StrayErrors } from '../../src/runtime/stray-errors.js';
 import type { WorkerProcess } from '../../src/runtime/worker-process.js';
 import { createRuntime, request, type TestRuntime } from './helpers.js';
 
@@ -515,6 +516,7 @@ describe("the server's checks on step outcomes", () => {
     const sent: ToWorker[] = [];
     const worker = {
       lastCallCpuMs: 0,
+      strays: new StrayErrors(undefined),
       nextRequestId: () => 1,
       extendTimeout() {},
       async call(message: ToWorker, handle: (m: FromWorker) => boolean) {
