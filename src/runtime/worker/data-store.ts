@@ -1,7 +1,7 @@
 // `data_store` props: the account's key-value stores, read from what the server loaded for the request and written
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
-import { jsonBytes, jsonCopy } from './json.js';
+import { hasUnpairedSurrogate, jsonBytes, jsonCopy } from './json.js';
 import {
   MAX_DATA_STORE_BYTES,
   MAX_DATA_STORE_KEY_BYTES,
@@ -26,14 +26,11 @@ export interface DataStore {
   [Symbol.asyncIterator](): AsyncGenerator<[string, unknown]>;
 }
 
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
   if (key.includes('\0')) throw new TypeError('data store keys may not contain the NUL character');
-  // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
-  if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('data store keys may not contain an unpaired UTF-16 surrogate');
+  // The key would come back as another.
+  if (hasUnpairedSurrogate(key)) throw new TypeError('data store keys may not contain an unpaired UTF-16 surrogate');
   if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
   const bytes = jsonBytes(key);
   if (bytes > MAX_DATA_STORE_KEY_BYTES)

@@ -1,5 +1,5 @@
 // `$.service.db`: a synchronous key-value store over the source's data, whose writes count only if the call succeeds.
-import { jsonBytes, jsonCopy } from './json.js';
+import { hasUnpairedSurrogate, jsonBytes, jsonCopy } from './json.js';
 import { MAX_DB_BYTES_PER_CALL, MAX_DB_KEY_BYTES, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
 import type { CallScope } from './scope.js';
 
@@ -8,14 +8,11 @@ export interface Db {
   set(key: string, value: unknown): void;
 }
 
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new TypeError('$.service.db keys must be strings');
   if (key.includes('\0')) throw new TypeError('$.service.db keys may not contain the NUL character');
-  // Neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite): the key would come back as another.
-  if (UNPAIRED_SURROGATE.test(key)) throw new TypeError('$.service.db keys may not contain an unpaired UTF-16 surrogate');
+  // The key would come back as another.
+  if (hasUnpairedSurrogate(key)) throw new TypeError('$.service.db keys may not contain an unpaired UTF-16 surrogate');
   const bytes = jsonBytes(key);
   if (bytes > MAX_DB_KEY_BYTES) throw new RangeError(`$.service.db keys may have at most ${MAX_DB_KEY_BYTES} bytes of UTF-8; this one has ${bytes}`);
   return key;

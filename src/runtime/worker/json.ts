@@ -29,6 +29,17 @@ export function jsonCopy(value: unknown, what: string): JsonCopy {
   return { json, value: JSON.parse(json) };
 }
 
+/**
+ * A high surrogate not followed by a low one, or a low one not preceded by a high one. model/storable-text.ts has its
+ * twin: the worker cannot import the server's modules.
+ */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `text` holds an unpaired UTF-16 surrogate: neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite). */
+export function hasUnpairedSurrogate(text: string): boolean {
+  return UNPAIRED_SURROGATE.test(text);
+}
+
 export function jsonBytes(json: string): number {
   return Buffer.byteLength(json, 'utf8');
 }
