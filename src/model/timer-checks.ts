@@ -28,6 +28,7 @@ function cronGapProblems(cron: Cron, expression: string, minSeconds: number): st
  */
 export function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules, kept = false): string[] {
   if (!schedule) return ["needs { intervalSeconds } or { cron }, in configured_props or as the prop's default"];
+  const minSeconds = kept ? 1 : rules.minTimerIntervalSeconds;
   // An interval runs every N seconds whatever the zone: a time zone beside it would be silently ignored.
   if (schedule.cron === undefined && schedule.timezone !== undefined && !kept) {
     return ['timezone applies to a cron schedule only: an intervalSeconds timer runs every N seconds in any zone, so leave timezone out'];
@@ -59,11 +60,11 @@ export function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules
       next = null;
     }
     if (!next) return [`cron expression ${quote(schedule.cron)} never comes due`];
-    return cronGapProblems(cron, schedule.cron, kept ? 1 : rules.minTimerIntervalSeconds);
+    return cronGapProblems(cron, schedule.cron, minSeconds);
   }
   const interval = schedule.intervalSeconds;
   if (typeof interval !== 'number' || !Number.isInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];
-  if (interval < (kept ? 1 : rules.minTimerIntervalSeconds)) return [`intervalSeconds must be at least ${rules.minTimerIntervalSeconds}, got ${interval}`];
+  if (interval < minSeconds) return [`intervalSeconds must be at least ${minSeconds}, got ${interval}`];
   if (interval > MAX_TIMER_INTERVAL_SECONDS) return [`intervalSeconds must be at most ${MAX_TIMER_INTERVAL_SECONDS} (365 days), got ${interval}`];
   return [];
 }
