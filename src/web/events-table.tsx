@@ -15,6 +15,11 @@ import type { EventSummary } from './types';
 export type Stream = 'emit' | '$logs' | '$errors';
 const RETAINED = 100;
 
+/** The API path of one stream's event summaries of a source. */
+export function summariesPath(sourceId: string, stream: Stream): string {
+  return `/sources/${encodeURIComponent(sourceId)}/${stream === 'emit' ? '' : `${stream}/`}event_summaries`;
+}
+
 function preview(summary: EventSummary): string {
   if (summary.metadata.summary) return summary.metadata.summary;
   const text = JSON.stringify(summary.event);
@@ -48,7 +53,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const keep = useRef(RETAINED);
   const loadingOlder = useRef(false);
   const table = useRef<HTMLElement>(null);
-  const path = `/sources/${encodeURIComponent(sourceId)}/${stream === 'emit' ? '' : `${stream}/`}event_summaries`;
+  const path = summariesPath(sourceId, stream);
 
   useEffect(() => {
     const abort = new AbortController();

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { del, describeError, get, type Page, patch, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
-import { EventsTable, type Stream } from './events-table';
+import { EventsTable, type Stream, summariesPath } from './events-table';
 import { compareIds, endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
@@ -34,7 +34,7 @@ interface Linked {
  */
 async function findLinked(sourceId: string, eventId: string): Promise<Linked | null> {
   for (const [stream] of TABS) {
-    const path = `/sources/${encodeURIComponent(sourceId)}/${stream === 'emit' ? '' : `${stream}/`}event_summaries`;
+    const path = summariesPath(sourceId, stream);
     let after: string | undefined;
     let depth = 0;
     for (;;) {
