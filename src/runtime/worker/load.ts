@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ComponentInfo, PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
+import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
 
 export type Component = Record<string, unknown>;
@@ -150,30 +151,6 @@ function checkNames(props: PropDescriptor[], methods: unknown, isSource: boolean
 
 /** The folders of the bundles this worker loaded (each with its trailing separator). */
 const bundleDirs = new Set<string>();
-
-/** A `node_modules` folder in a path: where the server keeps an account's npm packages. */
-const NODE_MODULES = /[\\/]node_modules[\\/]/g;
-/** What ends a path in a message or a stack line. */
-const PATH_END = /[\s()'"]/;
-
-/**
- * Each path up to its last `node_modules` folder as `node_modules/`. Linear in the text: the regular expression it
- * replaces (`[^\s()'"]*[\\/]node_modules[\\/]`) backtracked over every long word, so that an error message of
- * 200 KB without a slash (component code of one long identifier) kept the worker busy past its load timeout.
- */
-function withoutPackagePaths(text: string): string {
-  let out = '';
-  let last = 0;
-  for (const match of text.matchAll(NODE_MODULES)) {
-    let start = match.index;
-    while (start > last && !PATH_END.test(text[start - 1]!)) start--;
-    // The same path as the previous match (a nested node_modules): that one's `node_modules/` stands for both.
-    const samePath = start === last && last > 0 && !PATH_END.test(text[last - 1]!);
-    out += samePath ? '' : `${text.slice(last, start)}node_modules/`;
-    last = match.index + match[0].length;
-  }
-  return out + text.slice(last);
-}
 
 /**
  * `text` (a stack or a message) naming the files of loaded bundles as `component.js:3:9` and those of npm packages

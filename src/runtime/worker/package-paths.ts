@@ -1,0 +1,25 @@
+// Names an npm package's files from `node_modules/` in a stack or a message, not by where the server installed them.
+
+/** A `node_modules` folder in a path: where the server keeps an account's npm packages. */
+const NODE_MODULES = /[\\/]node_modules[\\/]/g;
+/** What ends a path in a message or a stack line. */
+const PATH_END = /[\s()'"]/;
+
+/**
+ * Each path up to its last `node_modules` folder as `node_modules/`. Linear in the text: the regular expression it
+ * replaces (`[^\s()'"]*[\\/]node_modules[\\/]`) backtracked over every long word, so that an error message of
+ * 200 KB without a slash (component code of one long identifier) kept the worker busy past its load timeout.
+ */
+export function withoutPackagePaths(text: string): string {
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(NODE_MODULES)) {
+    let start = match.index;
+    while (start > last && !PATH_END.test(text[start - 1]!)) start--;
+    // The same path as the previous match (a nested node_modules): that one's `node_modules/` stands for both.
+    const samePath = start === last && last > 0 && !PATH_END.test(text[last - 1]!);
+    out += samePath ? '' : `${text.slice(last, start)}node_modules/`;
+    last = match.index + match[0].length;
+  }
+  return out + text.slice(last);
+}
