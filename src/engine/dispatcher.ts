@@ -55,7 +55,8 @@ export interface DispatcherOptions extends IntakeOptions {
 const HELD_ELSEWHERE_RECHECK_MS = 1000;
 
 export class Dispatcher {
-  private readonly owner = `node-${randomUUID()}`;
+  /** This node's name on the invocation leases it holds. */
+  readonly owner = `node-${randomUUID()}`;
   private readonly running = new Set<string>();
   /** Sources known to have queued work, waiting for a free slot. */
   private readonly ready = new Set<string>();

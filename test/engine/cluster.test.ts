@@ -255,6 +255,17 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     await nodeA?.destroy();
   });
 
+  /**
+   * The node running the source (holding the lease of its invocation) and the other one. Either may claim the
+   * source's first run: an ingest wakes its own node, and the deploy's signal makes the other look at the queue too.
+   */
+  async function runningNode(sourceId: string): Promise<{ runner: TestServer; other: TestServer }> {
+    const owners = await leaseOwners(nodeA.databaseUrl!, sourceId);
+    const runner = [nodeA, nodeB].find((node) => owners.includes(node.running.services.dispatcher.owner));
+    if (owners.length !== 1 || !runner) throw new Error(`expected one node to hold the source's lease, found ${JSON.stringify(owners)}`);
+    return { runner, other: runner === nodeA ? nodeB : nodeA };
+  }
+
   it('work queued on the node that finds the source running elsewhere is handed to the node running it, and the first node readies the source', async () => {
     const gatekeeper = await startGatekeeper();
     cleanups(gatekeeper.close);
@@ -267,32 +278,34 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     const { id } = deployed.body.data;
     const endpointB: string = deployed.body.data.configured_props.http.endpoint_url;
-    const endpointA = endpointB.replace(nodeB.url, nodeA.url);
-    const workersOfA = () => nodeA.running.services.runtime.workerStates();
-    // Node A's readiness check keeps a worker of an account of its own.
-    const idleBefore = workersOfA().idle;
+    const idleWorkers = (node: TestServer) => node.running.services.runtime.workerStates().idle;
+    // Each node's readiness check keeps a worker of an account of its own.
+    const idleBefore = new Map([nodeA, nodeB].map((node) => [node, idleWorkers(node)]));
 
     const signals = await watchSignals(nodeA.databaseUrl!);
     try {
-      // Node B runs the first event and holds its lease while the run waits at the gate.
+      // One node runs the first event and holds its lease while the run waits at the gate.
       expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
       await waitFor(
         async () => gatekeeper.hits.get('/gate') ?? 0,
         (n) => n === 1,
         { what: 'the first run to wait at the gate' },
       );
-      // Queued on node A, which finds the source held by B and tells the cluster instead of waiting for the lease.
-      expect((await request('POST', endpointA, { body: { n: 2 } })).status).toBe(200);
+      const { other } = await runningNode(id);
+      // Queued on the other node, which finds the source held and tells the cluster instead of waiting for the lease.
+      expect((await request('POST', endpointB.replace(nodeB.url, other.url), { body: { n: 2 } })).status).toBe(200);
       await waitFor(
         async () => signals.seen.some((m) => m.k === 'invocations' && m.i?.includes(id)),
         (seen) => seen,
-        { what: 'node A to signal the source it found running on node B' },
+        { what: 'the other node to signal the source it found running elsewhere' },
       );
-      // Readied while it waits: a worker of the account, with the bundle loaded, for when node A takes the source over.
+      // Readied while it waits: a worker of the account, with the bundle loaded, for when the other node takes the
+      // source over. Node B loaded one for the deploy, which serves; node A starts one.
+      const readied = idleBefore.get(other)! + (other === nodeA ? 1 : 0);
       await waitFor(
-        async () => workersOfA(),
-        (states) => states.idle === idleBefore + 1,
-        { what: "node A to start a worker of the source's account" },
+        async () => idleWorkers(other),
+        (idle) => idle === readied,
+        { what: "the other node to keep a worker of the source's account" },
       );
     } finally {
       await signals.end();
@@ -317,22 +330,23 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     const { id } = deployed.body.data;
     const endpointB: string = deployed.body.data.configured_props.http.endpoint_url;
-    // Node B runs the event and holds its lease while the run waits at the gate.
+    // One node runs the event and holds its lease while the run waits at the gate.
     expect((await request('POST', endpointB, { body: { n: 1, gate: `${gatekeeper.url}/gate` } })).status).toBe(200);
     await waitFor(
       async () => gatekeeper.hits.get('/gate') ?? 0,
       (n) => n === 1,
-      { what: 'the run to wait at the gate on node B' },
+      { what: 'the run to wait at the gate' },
     );
-    expect((await invocationLeases(nodeA.databaseUrl!, id)).leased).toBe(1);
-    const off = await client(nodeA.url, key).patch(`/v1/sources/${id}`, { active: false });
+    // Through the node running it, the switch-off would wait for the run (the gate opens only after it answers).
+    const { other } = await runningNode(id);
+    const off = await client(other.url, key).patch(`/v1/sources/${id}`, { active: false });
     expect(off.status, JSON.stringify(off.body)).toBe(200);
     gatekeeper.open();
-    // The run ends and node B tries its commit: it was committed (the row gone), or turned away (the row queued again).
+    // The run ends and its node tries the commit: it was committed (the row gone), or turned away (the row queued again).
     const after = await waitFor(
       () => invocationLeases(nodeA.databaseUrl!, id),
       (leases) => leases.leased === 0,
-      { what: "node B's run to end and its commit to be tried" },
+      { what: 'the run to end and its commit to be tried' },
     );
     const events = () => client(nodeA.url, key).get(`/v1/sources/${id}/event_summaries?expand=event`);
     // The run started before the switch-off; committed after it, its event came from a source that was off.
@@ -359,9 +373,11 @@ describe.skipIf(!DIALECTS.includes('postgres'))('two `all` nodes and one source 
     await waitFor(
       async () => gatekeeper.hits.get('/gate') ?? 0,
       (n) => n === 1,
-      { what: 'the run of the old code to wait at the gate on node B' },
+      { what: 'the run of the old code to wait at the gate' },
     );
-    const updated = await client(nodeA.url, key).patch(`/v1/sources/${id}`, { component_code: code(2) });
+    // Through the node running it, the update would wait for the run (the gate opens only after it answers).
+    const { other } = await runningNode(id);
+    const updated = await client(other.url, key).patch(`/v1/sources/${id}`, { component_code: code(2) });
     expect(updated.status, JSON.stringify(updated.body)).toBe(200);
     gatekeeper.open();
     const events = await waitFor(
@@ -418,8 +434,19 @@ function node(args: string[]): Promise<{ child: ChildProcess; url: string | unde
   });
 }
 
-/** Invocations of a source leased to some node right now, read straight from the database. */
 /** The source's queued invocations, and how many of them a node holds. */
+/** The nodes holding leases on the source's invocations, by their lease owner names. */
+async function leaseOwners(databaseUrl: string, sourceId: string): Promise<string[]> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query('select distinct lease_owner from invocations where source_id = $1 and lease_owner is not null', [sourceId]);
+    return rows.map((row: { lease_owner: string }) => row.lease_owner);
+  } finally {
+    await db.end();
+  }
+}
+
 async function invocationLeases(databaseUrl: string, sourceId: string): Promise<{ queued: number; leased: number }> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
