@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from './startup/logger.js';
 import { withListeningPort, type Config } from './config.js';
-import { openStore, type Store } from './store/database.js';
-import { lockDataDir } from './store/data-dir-lock.js';
+import type { Store } from './store/database.js';
+import { openServerStore } from './startup/open-server-store.js';
 import { resolveWorkerUser } from './runtime/worker-user.js';
 import { ComponentRuntime } from './runtime/index.js';
 import { UserService, type NewAccount } from './services/users.js';
@@ -77,7 +77,6 @@ export interface RunningTributary {
   close(): Promise<void>;
 }
 
-const CHECKPOINTS_STOPPED = 'background checkpoints stopped; commits checkpoint the log again';
 /** The folder that holds package.json; registry/ and dist/ are found from it. */
 export const PACKAGE_ROOT = (() => {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -95,22 +94,9 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   const config = reserved ? withListeningPort(givenConfig, reserved.port, options.publicUrlGiven ?? false) : givenConfig;
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
-  // On SQLite this process is the queue's only consumer; a second server on the same file would run work twice.
-  const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
   // A database outage met by background work (work loops, the checkpoints, the cluster's connections) is logged once.
   const outages = new DatabaseOutageLog(logger);
-  let store: Store;
-  try {
-    store = await openStore({
-      dataDir: config.dataDir,
-      databaseUrl: config.databaseUrl,
-      backgroundCheckpoints: { onFailure: (error) => outages.absorb(error) || logger.error({ err: error }, CHECKPOINTS_STOPPED) },
-      queryTimeoutMs: options.queryTimeoutMs,
-    });
-  } catch (error) {
-    lock?.release();
-    throw error;
-  }
+  const { store, lock } = await openServerStore(config, { logger, outages, queryTimeoutMs: options.queryTimeoutMs });
   const runtime = new ComponentRuntime({
     dataDir: config.dataDir,
     workerMemoryMb: config.workerMemory,

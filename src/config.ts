@@ -49,6 +49,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** What this node does in a cluster: answer HTTP and queue (`api`), claim and run work (`worker`), or both. */
   readonly role: NodeRole;
+  /** Seconds `serve` waits at start for a PostgreSQL it cannot reach before it gives up. */
+  readonly databaseWait: number;
   /** Port of the Prometheus metrics listener (`GET /metrics`); undefined: no listener. */
   readonly metricsPort: number | undefined;
   /** Interface the metrics listener binds to. */
@@ -169,6 +171,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: 'all',
     parse: nodeRole,
   },
+  { key: 'databaseWait', flag: '--database-wait', description: 'seconds serve waits for PostgreSQL at start', defaultValue: 60, parse: integer(0, 86400) },
   {
     key: 'metricsPort',
     flag: '--metrics-port',
@@ -200,13 +203,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultValue: undefined,
     parse: optionalText,
   },
-  {
-    key: 'logLevel',
-    flag: '--log-level',
-    description: `log level: ${LOG_LEVELS.join(', ')}`,
-    defaultValue: 'info',
-    parse: logLevel,
-  },
+  { key: 'logLevel', flag: '--log-level', description: `log level: ${LOG_LEVELS.join(', ')}`, defaultValue: 'info', parse: logLevel },
   {
     key: 'logFormat',
     flag: '--log-format',
@@ -222,7 +219,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   {
     key: 'workerNice',
     flag: '--worker-nice',
-    description: 'scheduling niceness of worker processes, 0 (as the server) to 19 (lowest)',
+    description: 'niceness of worker processes, 0 (as the server) to 19 (lowest)',
     defaultValue: 10,
     parse: integer(0, 19),
   },
