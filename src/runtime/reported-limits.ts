@@ -3,8 +3,11 @@ import type { CallResult } from './protocol.js';
 import type { InvocationRequest } from './types.js';
 import {
   MAX_DATA_STORE_BYTES,
+  MAX_DATA_STORE_KEY_BYTES,
   MAX_DATA_STORE_KEY_CHARS,
+  MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_BYTES_PER_CALL,
+  MAX_DB_KEY_BYTES,
   MAX_DB_TOTAL_BYTES,
   MAX_DB_VALUE_BYTES,
   MAX_EMIT_BYTES_PER_CALL,
@@ -17,6 +20,7 @@ import {
   MAX_STEP_SENDS_PER_CALL,
 } from './worker/limits.js';
 import { emitBytes } from './worker/json.js';
+import { keyProblem } from './worker/key-rules.js';
 
 /** UTF-8 takes at most 3 bytes per UTF-16 unit: JSON text of this many units or fewer holds no value past `bytes`. */
 function fitsSurely(textChars: number | undefined, bytes: number): boolean {
@@ -102,6 +106,10 @@ export class ReportedLimits {
   private dbExcess(writes: Record<string, unknown>, removals: string[], textChars: number | undefined): string | undefined {
     const keys = Object.keys(writes);
     if (!keys.length && !removals.length) return undefined;
+    for (const key of [...keys, ...removals]) {
+      const problem = keyProblem(key, '$.service.db', MAX_DB_KEY_BYTES);
+      if (problem) return problem.message;
+    }
     const sizes = keys.map((key) => [key, Buffer.byteLength(key, 'utf8'), jsonSize(writes[key])] as const);
     if (!fitsSurely(textChars, MAX_DB_VALUE_BYTES)) {
       let bytes = 0;
@@ -135,6 +143,11 @@ export class ReportedLimits {
       let total = change.cleared ? 0 : this.storeTotals.get(change.name)!;
       for (const write of change.writes) {
         if (write.key.length > MAX_DATA_STORE_KEY_CHARS) return `a data store key may be at most ${MAX_DATA_STORE_KEY_CHARS} characters`;
+        const problem = keyProblem(write.key, 'data store', MAX_DATA_STORE_KEY_BYTES);
+        if (problem) return problem.message;
+        if (typeof write.ttlSeconds === 'number' && write.ttlSeconds > MAX_DATA_STORE_TTL_SECONDS) {
+          return `a data store ttl may be at most ${MAX_DATA_STORE_TTL_SECONDS} seconds (100 years; null for none), not ${write.ttlSeconds}`;
+        }
         if (write.op === 'ttl') continue;
         total -= sizeOf(write.key);
         sizes.set(write.key, 0);

@@ -171,6 +171,37 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(await run(api, id, { code: 'await s.set("a".repeat(1025), 1)' })).toEqual({ threw: 'RangeError: data store keys may have at most 1024 characters' });
   });
 
+  it('holds store keys and ttls to the rules even when the component rewrites what its worker reports', async () => {
+    // JSON.stringify turns the worker's report into text: a component that patches it edits its writes after the
+    // worker's checks, so the server checks them again (as hostile.test.ts does for events and $.service.db).
+    const rewriting = (edit: string) => `module.exports = { name: "rewrite", version: "1.0.0", props: { store: { type: "data_store" } },
+      async run() {
+        const stringify = JSON.stringify;
+        JSON.stringify = function (value, ...rest) {
+          if (value && value.t === "outcomes" && value.results.length && value.results[0].dataStores) {
+            JSON.stringify = stringify;
+            const write = value.results[0].dataStores[0].writes[0];
+            ${edit}
+          }
+          return stringify.call(this, value, ...rest);
+        };
+        await this.store.set("k", 1, { ttl: 60 });
+        this.$emit("wrote");
+      } };`;
+    const cases: Array<[string, string]> = [
+      ['write.key = "中".repeat(1000);', 'data store keys may have at most 2048 bytes of UTF-8; this one has 3000'],
+      ['write.key = "a\\uD800";', 'data store keys may not contain an unpaired UTF-16 surrogate'],
+      ['write.ttlSeconds = 1e16;', 'a data store ttl may be at most 3153600000 seconds'],
+    ];
+    for (const [edit, message] of cases) {
+      const created = await api.post('/v1/sources', { component_code: rewriting(edit), configured_props: { store: 'rewritten' } });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      expect(await run(api, created.body.data.id, {}), edit).toEqual({ error: expect.stringContaining(message) });
+    }
+    // Nothing of the rewritten writes was kept: the store was never made.
+    expect((await api.get('/v1/data_stores/rewritten/keys')).status).toBe(404);
+  });
+
   it('takes a ttl of up to 100 years, alike on both databases', async () => {
     const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'long-ttl' } });
     const id = res.body.data.id;

@@ -602,6 +602,10 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       ['result.outcome.logs = Array.from({ length: 40 }, () => ({ k: "log", ts: 0, msg: "w".repeat(60000) }));', 'log output of one call'],
       ['result.outcome.logs = Array.from({ length: 20000 }, () => ({ k: "log", ts: 0, msg: "" }));', 'at most 10000 lines'],
       ['result.outcome.emits = [{ event: "forged", name: "$errors" }];', '$emit name "$errors" is reserved'],
+      // Keys the worker refuses as they are written: too long for PostgreSQL's index, or stored as another key.
+      ['result.dbWrites = { ["k".repeat(3000)]: 1 };', '$.service.db keys may have at most 2048 bytes of UTF-8; this one has 3000'],
+      ['result.dbRemovals = ["k".repeat(3000)];', '$.service.db keys may have at most 2048 bytes of UTF-8; this one has 3000'],
+      ['result.dbWrites = { ["a\\uD800b"]: 1 };', '$.service.db keys may not contain an unpaired UTF-16 surrogate'],
     ];
     for (const [edit, message] of cases) {
       const result = await rewrite(edit);

@@ -1,7 +1,8 @@
 // `data_store` props: the account's key-value stores, read from what the server loaded for the request and written
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
-import { hasUnpairedSurrogate, jsonBytes, jsonCopy } from './json.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { assertKey } from './key-rules.js';
 import {
   MAX_DATA_STORE_BYTES,
   MAX_DATA_STORE_KEY_BYTES,
@@ -28,13 +29,8 @@ export interface DataStore {
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
-  if (key.includes('\0')) throw new TypeError('data store keys may not contain the NUL character');
-  // The key would come back as another.
-  if (hasUnpairedSurrogate(key)) throw new TypeError('data store keys may not contain an unpaired UTF-16 surrogate');
   if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
-  const bytes = jsonBytes(key);
-  if (bytes > MAX_DATA_STORE_KEY_BYTES)
-    throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_BYTES} bytes of UTF-8; this one has ${bytes}`);
+  assertKey(key, 'data store', MAX_DATA_STORE_KEY_BYTES);
   return key;
 }
 

@@ -1,5 +1,6 @@
 // `$.service.db`: a synchronous key-value store over the source's data, whose writes count only if the call succeeds.
-import { hasUnpairedSurrogate, jsonBytes, jsonCopy } from './json.js';
+import { jsonBytes, jsonCopy } from './json.js';
+import { assertKey } from './key-rules.js';
 import { MAX_DB_BYTES_PER_CALL, MAX_DB_KEY_BYTES, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
 import type { CallScope } from './scope.js';
 
@@ -10,11 +11,7 @@ export interface Db {
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new TypeError('$.service.db keys must be strings');
-  if (key.includes('\0')) throw new TypeError('$.service.db keys may not contain the NUL character');
-  // The key would come back as another.
-  if (hasUnpairedSurrogate(key)) throw new TypeError('$.service.db keys may not contain an unpaired UTF-16 surrogate');
-  const bytes = jsonBytes(key);
-  if (bytes > MAX_DB_KEY_BYTES) throw new RangeError(`$.service.db keys may have at most ${MAX_DB_KEY_BYTES} bytes of UTF-8; this one has ${bytes}`);
+  assertKey(key, '$.service.db', MAX_DB_KEY_BYTES);
   return key;
 }
 
