@@ -24,14 +24,20 @@ describe.skipIf(!DIALECTS.includes('postgres'))('serve waits for PostgreSQL at s
   const children = killedAfterAll();
   const cleanups = cleanupsAfterAll();
 
-  it('waits while the database refuses connections, says so with the cause, and starts once it answers', async () => {
+  /** `serve` on a fresh database behind a proxy that refuses every connection, as a PostgreSQL that is down. */
+  async function serveOnUnreachable(wait: string) {
     const database = await createTestDatabase();
     cleanups(database.drop);
     const { proxy, url } = await proxyInFrontOf(database.url);
     cleanups(() => proxy.close());
     proxy.cut();
-    const server = serveOn(url, '60');
+    const server = serveOn(url, wait);
     children.push(server.child);
+    return { proxy, server };
+  }
+
+  it('waits while the database refuses connections, says so with the cause, and starts once it answers', async () => {
+    const { proxy, server } = await serveOnUnreachable('60');
     const waiting = await waitFor(
       async () => server.output(),
       (output) => output.includes('waiting for it'),
@@ -58,29 +64,14 @@ describe.skipIf(!DIALECTS.includes('postgres'))('serve waits for PostgreSQL at s
     expect(await server.exited).toBe(0);
   });
 
-  it('with --database-wait 0 gives up at once: error: on one line, exit code 1', async () => {
-    const database = await createTestDatabase();
-    cleanups(database.drop);
-    const { proxy, url } = await proxyInFrontOf(database.url);
-    cleanups(() => proxy.close());
-    proxy.cut();
-    const server = serveOn(url, '0');
-    children.push(server.child);
+  it.each([
+    ['0', 'gives up at once'],
+    ['1', 'gives up once that time has passed'],
+  ])('with --database-wait %s, %s: error: on one line, exit code 1', async (wait) => {
+    const { server } = await serveOnUnreachable(wait);
     expect(await server.exited).toBe(1);
-    expect(server.output()).not.toContain('waiting for it');
-    expect(server.output()).toMatch(/^error: cannot open the database at postgres:\/\/postgres@127\.0\.0\.1:\d+\/\S+: /m);
-  });
-
-  it('gives up once --database-wait has passed', async () => {
-    const database = await createTestDatabase();
-    cleanups(database.drop);
-    const { proxy, url } = await proxyInFrontOf(database.url);
-    cleanups(() => proxy.close());
-    proxy.cut();
-    const server = serveOn(url, '1');
-    children.push(server.child);
-    expect(await server.exited).toBe(1);
-    expect(server.output()).toContain('giving up in 1 s');
+    if (wait === '0') expect(server.output()).not.toContain('waiting for it');
+    else expect(server.output()).toContain('giving up in 1 s');
     expect(server.output()).toMatch(/^error: cannot open the database at postgres:\/\/postgres@127\.0\.0\.1:\d+\/\S+: /m);
   });
 });
