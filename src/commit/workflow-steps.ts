@@ -57,9 +57,17 @@ export type ErroredRun = Pick<WorkflowRunRow, 'id' | 'workflow_id' | 'user_id' |
 
 /**
  * The spec's workflow error event: `{ original_event, original_context, error }`, plus the error's name and message.
- * `stepName` is the step that failed (`trigger` when the run was refused before any step).
+ * `stepName` is the step that failed (`trigger` when the run was refused before any step). `afterStep`: thrown by code
+ * the step left behind (a timer) after it ended, marked `original_context.trigger: "after_step"` as a source's is
+ * `"after_run"`; the spec's `source_type` there already names what started the run.
  */
-export function workflowErrorEvent(run: ErroredRun, stepName: string, error: NonNullable<InvocationOutcome['error']>, nowMs: number): PendingEvent {
+export function workflowErrorEvent(
+  run: ErroredRun,
+  stepName: string,
+  error: NonNullable<InvocationOutcome['error']>,
+  nowMs: number,
+  afterStep = false,
+): PendingEvent {
   const ts = new Date(nowMs).toISOString();
   return {
     stream: '$errors',
@@ -76,6 +84,7 @@ export function workflowErrorEvent(run: ErroredRun, stepName: string, error: Non
         verified: false,
         owner_id: run.user_id,
         platform_version: PLATFORM_VERSION,
+        ...(afterStep && { trigger: 'after_step' }),
       },
       error: { code: error.code ?? error.name, cellId: stepName, ts, stack: error.stack, name: error.name, message: error.message },
     },

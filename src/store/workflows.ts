@@ -110,6 +110,16 @@ export function findRun(db: Db, workflowId: string, runId: string): Promise<Work
   return db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).where('workflow_id', '=', workflowId).executeTakeFirst();
 }
 
+/**
+ * A run of the workflow, read in a transaction that writes for it after its step ended: on PostgreSQL its row stays
+ * share-locked until the transaction ends, so a delete (which takes the run along) either waits for that transaction
+ * and deletes what it wrote, or went first and leaves no run to find.
+ */
+export function holdRun(db: Db, dialect: DialectName, workflowId: string, runId: string): Promise<WorkflowRunRow | undefined> {
+  const query = db.selectFrom('workflow_runs').selectAll().where('id', '=', runId).where('workflow_id', '=', workflowId);
+  return (dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
+}
+
 /** A workflow's runs, newest first; only those with `status` when given. */
 export function listRuns(db: Kysely<Database>, workflowId: string, page: PageRequest, status?: WorkflowRunStatus): Promise<Page<WorkflowRunRow>> {
   const base = db

@@ -1,5 +1,7 @@
 // Runs and their events: manual runs, event summaries, truncation, deletion, $logs, $errors, dedupe, restarts.
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import type { client } from '../helpers/client.js';
@@ -20,9 +22,17 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
   let server: TestServer;
   let api: Api;
   let me: Awaited<ReturnType<typeof account>>;
+  /** What the server logged at warn level or above. */
+  const logged: Array<{ level: number; msg: string; workflowId?: string }> = [];
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, { eventRetention: 100 });
+    const collect = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) logged.push(JSON.parse(line));
+        done();
+      },
+    });
+    server = await startTestServer(dialect, { eventRetention: 100 }, { logger: pino({ level: 'warn' }, collect) });
     me = await account(server);
     api = me.api;
   });
@@ -345,6 +355,106 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       async run(event) { this.$emit(event.n); } };`);
     const [error] = await me.eventsOf(id, 1, '/$errors');
     expect([error.event.error.message, error.event.original_context.trigger]).toEqual(['before the commit', 'after_run']);
+  });
+
+  it("records an error a workflow step's timer threw after the step ended on the workflow's $errors, naming run and step, failing nothing", async () => {
+    const created = await api.post('/v1/workflows', {
+      name: 'late step',
+      steps: [
+        { name: 'leaves', component_code: 'module.exports = { async run() { setTimeout(() => { throw new Error("late"); }, 10); return 1; } };' },
+        { name: 'after', component_code: 'module.exports = { async run() { return 2; } };' },
+      ],
+    });
+    expect(created.status).toBe(200);
+    const workflowId: string = created.body.data.id;
+    const started = await api.post(`/v1/workflows/${workflowId}/run`, { n: 1 });
+    expect(started.status).toBe(202);
+    const errors = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/$errors/event_summaries?expand=event`),
+      (r) => r.body.data?.length >= 1,
+      { what: "the late error on the workflow's $errors" },
+    );
+    const runId: string = started.body.data.id;
+    const run = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/runs/${runId}`),
+      (r) => r.body.data?.status === 'succeeded' || r.body.data?.status === 'failed',
+      { what: `run ${runId} to finish` },
+    );
+    expect(errors.body.data).toEqual([
+      {
+        id: expect.stringMatching(/^\d{13}-\d+$/),
+        indexed_at_ms: expect.any(Number),
+        event: {
+          original_event: { n: 1 },
+          original_context: {
+            id: runId,
+            ts: new Date(run.body.data.created_at_ms).toISOString(),
+            workflow_id: workflowId,
+            deployment_id: `d_${workflowId.slice(2)}`,
+            source_type: 'MANUAL',
+            verified: false,
+            owner_id: expect.stringMatching(/^u_/),
+            platform_version: '1.0.0',
+            trigger: 'after_step',
+          },
+          error: {
+            code: 'Error',
+            cellId: 'leaves',
+            ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+            stack: expect.stringContaining('Error: late'),
+            name: 'Error',
+            message: 'late',
+          },
+        },
+        metadata: { emitter_id: workflowId, emit_id: expect.any(String), name: '$errors', summary: 'Error: late' },
+      },
+    ]);
+    // The run had ended its step: it went on and succeeded, and stays so.
+    expect(run.body.data.status).toBe('succeeded');
+    expect(run.body.data.steps.map((step: { name: string; status: string }) => [step.name, step.status])).toEqual([
+      ['leaves', 'succeeded'],
+      ['after', 'succeeded'],
+    ]);
+    expect(logged.filter((line) => line.workflowId === workflowId)).toEqual([]);
+  });
+
+  it('records nothing, and logs nothing, for an error a step left behind that lands after its workflow was deleted', async () => {
+    // A fresh account: its one worker runs both workflows' steps (the same code, one bundle), so that a run of the
+    // second can set off the timer the first one's step left behind, and wait until it threw.
+    const other = await account(server);
+    const step = `module.exports = { async run({ steps }) {
+      const until = (ready) => new Promise((resolve) => { const t = setInterval(() => { if (ready()) { clearInterval(t); resolve(); } }, 5); });
+      if (!steps.trigger.event.go) { until(() => globalThis.go).then(() => { globalThis.thrown = true; throw new Error("late after delete"); }); return; }
+      globalThis.go = true;
+      await until(() => globalThis.thrown);
+    } };`;
+    const create = async (name: string) => {
+      const res = await other.api.post('/v1/workflows', { name, steps: [{ name: 'only', component_code: step }] });
+      expect(res.status).toBe(200);
+      return res.body.data.id as string;
+    };
+    const finished = async (workflowId: string, body: object) => {
+      const started = await other.api.post(`/v1/workflows/${workflowId}/run`, body);
+      expect(started.status).toBe(202);
+      const run = await waitFor(
+        () => other.api.get(`/v1/workflows/${workflowId}/runs/${started.body.data.id}`),
+        (r) => r.body.data?.status === 'succeeded' || r.body.data?.status === 'failed',
+        { what: `run of ${workflowId} to finish` },
+      );
+      expect(run.body.data.status).toBe('succeeded');
+    };
+    const deleted = await create('deleted before its error lands');
+    const survivor = await create('sets the timer off');
+    await finished(deleted, {});
+    expect((await other.api.delete(`/v1/workflows/${deleted}`)).status).toBe(204);
+    await finished(survivor, { go: true });
+    // The error reached the server before the survivor's run ended (one worker, in order); it is not the survivor's.
+    expect((await other.api.get(`/v1/workflows/${survivor}/$errors/event_summaries`)).body.data).toEqual([]);
+    const gone = await other.api.get(`/v1/workflows/${deleted}/$errors/event_summaries`);
+    expect([gone.status, gone.body]).toEqual([404, { error: `workflow "${deleted}" not found`, code: 'not_found' }]);
+    const rows = await server.running.services.store.db.selectFrom('events').select('emit_id').where('emitter_id', '=', deleted).execute();
+    expect(rows).toEqual([]);
+    expect(logged.filter((line) => line.workflowId === deleted || line.workflowId === survivor)).toEqual([]);
   });
 
   it("reports a worker the component crashed through the server's own code without the server's paths", async () => {
