@@ -37,6 +37,11 @@ export type { RuntimeLogger, RuntimeOptions } from './options.js';
 
 /** The account the readiness check starts a worker for: no real account id looks like it. */
 const READINESS_ACCOUNT = '-readiness';
+/**
+ * A worker's own start (Node booting the sandbox, before any component code) may take this long whatever the load
+ * timeout: on a loaded machine a boot can pass a lowered --load-timeout, and the call waiting on it got a 503.
+ */
+const MIN_WORKER_START_TIMEOUT_MS = 10_000;
 
 export class ComponentRuntime {
   private readonly options: Readonly<RuntimeOptions>;
@@ -78,7 +83,7 @@ export class ComponentRuntime {
           extraCaFile: checked.extraCaFile,
           user: users.userFor(accountId),
           nice: checked.workerNice ?? 0,
-          startTimeoutMs: checked.loadTimeoutMs,
+          startTimeoutMs: Math.max(checked.loadTimeoutMs, MIN_WORKER_START_TIMEOUT_MS),
           logger: checked.logger,
           onStrayError: (origin, index, error) => this.strayListener?.(origin, index, error),
           onExit: (worker) => {
