@@ -11,8 +11,13 @@ export interface CallOrigin {
 
 export type StrayErrorListener = (origin: CallOrigin, index: number, error: InvocationError) => void;
 
-/** Requests remembered, newest: a timer left behind seldom outlives this many later requests of its worker. */
-const MAX_ORIGINS = 256;
+/**
+ * Requests remembered, newest first: at least this many, and more while they hold few calls, so that a timer left
+ * behind outlives later requests of a busy worker (one event each at 500/s: 20 s, not half a second) without large
+ * batches' ids taking much memory (about 40 bytes a call).
+ */
+const MIN_ORIGINS = 256;
+const MAX_REMEMBERED_CALLS = 10_000;
 
 /**
  * One per worker: the worker names the request by its id, which only this side can tie to a source. At most one error
@@ -21,13 +26,19 @@ const MAX_ORIGINS = 256;
  */
 export class StrayErrors {
   private readonly origins = new Map<number, { origin: CallOrigin; calls: number; reported: Set<number> }>();
+  private rememberedCalls = 0;
 
   constructor(private readonly listener: StrayErrorListener | undefined) {}
 
   /** `calls`: how many calls the request makes (events, or one hook or step). */
   note(requestId: number, origin: CallOrigin, calls: number): void {
     this.origins.set(requestId, { origin, calls, reported: new Set() });
-    if (this.origins.size > MAX_ORIGINS) this.origins.delete(this.origins.keys().next().value!);
+    this.rememberedCalls += calls;
+    while (this.origins.size > MIN_ORIGINS && this.rememberedCalls > MAX_REMEMBERED_CALLS) {
+      const [oldest, request] = this.origins.entries().next().value!;
+      this.origins.delete(oldest);
+      this.rememberedCalls -= request.calls;
+    }
   }
 
   report(message: StrayErrorMessage): void {

@@ -321,6 +321,24 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(events.body.data.map((e: { event: number }) => e.event)).toEqual([3, 2, 1]);
   });
 
+  it('records a late error after many later requests of its busy worker (one event each)', async () => {
+    // The run of event 0 leaves a timer that throws once a later run sets the flag: 300 requests later (more than 256).
+    const id = await deploy(`module.exports = { name: "long leftover", version: "0.0.1",
+      async run(event) {
+        if (event.n === 0) { const t = setInterval(() => { if (globalThis.fire) { clearInterval(t); throw new Error("left by run 0"); } }, 5); }
+        if (event.fire) globalThis.fire = true;
+        this.$emit(event.n);
+      } };`);
+    const first = await api.post(`/v1/sources/${id}/run`, { n: 0 });
+    expect(first.status).toBe(202);
+    for (let n = 1; n <= 300; n++) await runAndWait(id, { n, fire: n === 300 });
+    const [error] = await me.eventsOf(id, 1, '/$errors');
+    expect([error.event.error.message, error.event.original_context]).toEqual([
+      'left by run 0',
+      { id: first.body.data.id, ts: expect.any(String), source_id: id, trigger: 'after_run' },
+    ]);
+  });
+
   it("records late errors of one source however many another left before it in the account's worker", async () => {
     const late = (name: string) => `module.exports = { name: "${name}", version: "0.0.1",
       async run(event) { setTimeout(() => { throw new Error("${name} " + event.n); }, 1); this.$emit(event.n); } };`;
