@@ -334,7 +334,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     metrics?.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled });
     const scrapes =
       metrics && config.metricsPort !== undefined
-        ? await (await import('./metrics/listener.js')).listenForScrapes(metrics, config.metricsHost, config.metricsPort, (error) =>
+        ? await (await import('./metrics/listener.js')).listenForScrapes(metrics, health, { host: config.metricsHost, port: config.metricsPort }, (error) =>
             logger.warn({ err: error }, 'metrics could not be collected'),
           )
         : undefined;

@@ -175,7 +175,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
   {
     key: 'metricsPort',
     flag: '--metrics-port',
-    description: 'port of a separate listener serving Prometheus metrics at /metrics (0 picks a free one); off when unset',
+    description: 'port of a separate listener serving Prometheus metrics at /metrics, and /healthz and /readyz (0 picks a free one); off when unset',
     defaultValue: undefined,
     defaultText: '(off)',
     parse: optionalInteger(0, 65535),

@@ -1,6 +1,8 @@
-// The metrics listener: `GET /metrics` in Prometheus text format on its own address, apart from the API and its keys.
+// The metrics listener: `GET /metrics` in Prometheus text format on its own address, apart from the API and its keys,
+// and the health probes, which a worker node (no API port) answers only here.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { HealthService, ProbeAnswer } from '../services/health.js';
 import type { Metrics } from './metrics.js';
 
 export interface MetricsListener {
@@ -9,24 +11,55 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export async function listenForScrapes(metrics: Metrics, host: string, port: number, onError: (error: unknown) => void): Promise<MetricsListener> {
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+
+function sendProbeAnswer<Body>(response: http.ServerResponse, answer: ProbeAnswer<Body>): void {
+  const headers = answer.retryAfterSeconds === undefined ? JSON_TYPE : { ...JSON_TYPE, 'retry-after': String(answer.retryAfterSeconds) };
+  response.writeHead(answer.status, headers).end(JSON.stringify(answer.body));
+}
+
+export async function listenForScrapes(
+  metrics: Metrics,
+  health: HealthService,
+  at: { host: string; port: number },
+  onError: (error: unknown) => void,
+): Promise<MetricsListener> {
   const server = http.createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
-    if (request.method !== 'GET' || path !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'only GET /metrics is served here', code: 'not_found' }));
+    const get = request.method === 'GET';
+    const probe: Promise<ProbeAnswer<object>> | undefined = !get
+      ? undefined
+      : path === '/healthz'
+        ? health.livenessAnswer()
+        : path === '/readyz'
+          ? health.readinessAnswer()
+          : undefined;
+    if (!get || (path !== '/metrics' && !probe)) {
+      const body = { error: 'only GET /metrics, /healthz and /readyz are served here', code: 'not_found' };
+      response.writeHead(404, JSON_TYPE).end(JSON.stringify(body));
+      return;
+    }
+    if (probe) {
+      probe.then(
+        (answer) => sendProbeAnswer(response, answer),
+        (error: unknown) => {
+          onError(error);
+          sendProbeAnswer(response, { status: 503, body: { error: 'the check could not be made', code: 'unavailable' }, retryAfterSeconds: 5 });
+        },
+      );
       return;
     }
     metrics.registry.metrics().then(
       (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
       (error: unknown) => {
         onError(error);
-        response.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'metrics could not be collected', code: 'unavailable' }));
+        response.writeHead(503, JSON_TYPE).end(JSON.stringify({ error: 'metrics could not be collected', code: 'unavailable' }));
       },
     );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.listen(at.port, at.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;

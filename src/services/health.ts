@@ -25,6 +25,19 @@ export interface Readiness {
   failing: string[];
 }
 
+/** A health probe's answer: its status, its body, and (on 503) the seconds of its Retry-After. */
+export interface ProbeAnswer<Body> {
+  status: 200 | 503;
+  body: Body;
+  retryAfterSeconds?: number;
+}
+
+/**
+ * Seconds a 503 of a probe tells a client to wait, as the API's own 503s do: a probe or a script that honours
+ * Retry-After does not hammer a node whose database is away.
+ */
+const PROBE_RETRY_AFTER_SECONDS = 5;
+
 /** A worker check's answer is kept this long: starting a worker costs tens of milliseconds, and probes come every few seconds. */
 const WORKER_CHECK_TTL_MS = 5000;
 
@@ -53,6 +66,22 @@ export class HealthService {
 
   isStopping(): boolean {
     return this.stopping;
+  }
+
+  /** `GET /healthz`, on the API port and on the metrics listener (a worker node's only port). */
+  async livenessAnswer(): Promise<ProbeAnswer<{ status: 'ok'; database: 'ok' } | { status: 'error'; database: 'unreachable' }>> {
+    if (await this.databaseReachable()) return { status: 200, body: { status: 'ok', database: 'ok' } };
+    return { status: 503, body: { status: 'error', database: 'unreachable' }, retryAfterSeconds: PROBE_RETRY_AFTER_SECONDS };
+  }
+
+  /** `GET /readyz`, on the API port and on the metrics listener. */
+  async readinessAnswer(): Promise<
+    ProbeAnswer<{ status: 'ready'; checks: ReadinessChecks } | { status: 'not_ready'; not_ready: string[]; checks: ReadinessChecks }>
+  > {
+    const readiness = await this.readiness();
+    if (readiness.ready) return { status: 200, body: { status: 'ready', checks: readiness.checks } };
+    const body = { status: 'not_ready' as const, not_ready: readiness.failing, checks: readiness.checks };
+    return { status: 503, body, retryAfterSeconds: PROBE_RETRY_AFTER_SECONDS };
   }
 
   async readiness(): Promise<Readiness> {

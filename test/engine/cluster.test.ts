@@ -51,7 +51,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
   });
 
   const startWorker = async () => {
-    const worker = await startTestServer('postgres', { role: 'worker', secretKey: SECRET, databaseUrl: api1.databaseUrl, minTimerInterval: 1 });
+    const worker = await startTestServer('postgres', { role: 'worker', secretKey: SECRET, databaseUrl: api1.databaseUrl, minTimerInterval: 1, metricsPort: 0 });
     workers.push(worker);
     return worker;
   };
@@ -236,6 +236,16 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     const times = ticks.body.data.map((e: { event: { at: number } }) => e.event.at);
     expect(new Set(times).size).toBe(times.length);
     await api.delete(`/v1/sources/${timer.body.data.id}`);
+  });
+
+  it('a worker node, which listens on no API port, answers its health probes on its metrics listener', async () => {
+    const worker = workers[0] ?? (await startWorker());
+    expect(worker.running.services.config.role).toBe('worker');
+    const live = await fetch(worker.running.metricsUrl!.replace('/metrics', '/healthz'));
+    expect([live.status, await live.json()]).toEqual([200, { status: 'ok', database: 'ok' }]);
+    const ready = await fetch(worker.running.metricsUrl!.replace('/metrics', '/readyz'));
+    const checks = { database: 'ok', migrations: 'ok', worker: 'ok', disk: 'unchecked', stopping: false };
+    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready', checks }]);
   });
 });
 

@@ -109,10 +109,22 @@ describe.each(DIALECTS)('metrics on %s', (dialect) => {
     expect(after.samples.get('tributary_sse_clients')).toBe(0);
   });
 
-  it('serves only GET /metrics there, and nothing of it on the API port', async () => {
+  it('serves only GET /metrics, /healthz and /readyz there, and no metrics on the API port', async () => {
+    const notFound = [404, { error: 'only GET /metrics, /healthz and /readyz are served here', code: 'not_found' }];
     const other = await fetch(server.running.metricsUrl!.replace('/metrics', '/v1/users/me'));
-    expect([other.status, await other.json()]).toEqual([404, { error: 'only GET /metrics is served here', code: 'not_found' }]);
+    expect([other.status, await other.json()]).toEqual(notFound);
+    const posted = await fetch(server.running.metricsUrl!.replace('/metrics', '/healthz'), { method: 'POST' });
+    expect([posted.status, await posted.json()]).toEqual(notFound);
     const onApi = await fetch(`${server.url}/metrics`);
     expect(onApi.status).toBe(404);
+  });
+
+  it('answers the health probes as the API port does, for a worker node, which has no other port', async () => {
+    for (const path of ['/healthz', '/readyz']) {
+      const [here, onApi] = await Promise.all([fetch(server.running.metricsUrl!.replace('/metrics', path)), fetch(`${server.url}${path}`)]);
+      const body = await here.json();
+      expect([here.status, here.headers.get('content-type'), body], path).toEqual([200, 'application/json; charset=utf-8', await onApi.json()]);
+    }
+    expect(await (await fetch(server.running.metricsUrl!.replace('/metrics', '/healthz'))).json()).toEqual({ status: 'ok', database: 'ok' });
   });
 });

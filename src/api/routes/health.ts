@@ -1,13 +1,12 @@
 // GET /healthz (liveness and database reachability) and GET /readyz (readiness), without a key, for load balancers and supervisors.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import type { HealthService } from '../../services/health.js';
+import type { HealthService, ProbeAnswer } from '../../services/health.js';
 
-/**
- * Seconds a 503 here tells a client to wait, as the API's own 503s do: a probe or a script that honours Retry-After
- * does not hammer a node whose database is away.
- */
-const RETRY_AFTER_SECONDS = '5';
+function sendProbeAnswer<Body>(reply: FastifyReply, answer: ProbeAnswer<Body>): FastifyReply {
+  if (answer.retryAfterSeconds !== undefined) reply.header('retry-after', String(answer.retryAfterSeconds));
+  return reply.status(answer.status).send(answer.body);
+}
 
 export function healthRoutes(services: { health: HealthService }): FastifyPluginAsync {
   return async (app) => {
@@ -24,13 +23,7 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
           },
         },
       },
-      async (_request, reply) => {
-        if (await services.health.databaseReachable()) return { status: 'ok' as const, database: 'ok' as const };
-        return reply
-          .status(503)
-          .header('retry-after', RETRY_AFTER_SECONDS)
-          .send({ status: 'error' as const, database: 'unreachable' as const });
-      },
+      async (_request, reply) => sendProbeAnswer(reply, await services.health.livenessAnswer()),
     );
 
     const checks = Type.Object({
@@ -57,14 +50,7 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
           },
         },
       },
-      async (_request, reply) => {
-        const readiness = await services.health.readiness();
-        if (readiness.ready) return { status: 'ready' as const, checks: readiness.checks };
-        return reply
-          .status(503)
-          .header('retry-after', RETRY_AFTER_SECONDS)
-          .send({ status: 'not_ready' as const, not_ready: readiness.failing, checks: readiness.checks });
-      },
+      async (_request, reply) => sendProbeAnswer(reply, await services.health.readinessAnswer()),
     );
   };
 }
