@@ -53,10 +53,11 @@ async function openStoreWaiting(options: OpenStoreOptions, waitSeconds: number, 
   let retryMs = FIRST_RETRY_MS;
   let reportedAt: number | undefined;
   let tries = 0;
+  const failedTries = () => `${tries} failed ${tries === 1 ? 'try' : 'tries'}`;
   for (;;) {
     try {
       const store = await openStore(options);
-      if (reportedAt !== undefined) logger.info(`the database answered after ${tries} failed tries; starting`);
+      if (reportedAt !== undefined) logger.info(`the database answered after ${failedTries()}; starting`);
       return store;
     } catch (error) {
       tries++;
@@ -66,7 +67,7 @@ async function openStoreWaiting(options: OpenStoreOptions, waitSeconds: number, 
       if (reportedAt === undefined || now - reportedAt >= REPORT_EVERY_MS) {
         reportedAt = now;
         const left = Math.ceil((giveUpAt - now) / 1000);
-        logger.warn(`${(error as Error).message}; waiting for it (${tries} failed tries, giving up in ${left} s; --database-wait sets how long)`);
+        logger.warn(`${(error as Error).message}; waiting for it (${failedTries()}, giving up in ${left} s; --database-wait sets how long)`);
       }
       await new Promise((resolve) => setTimeout(resolve, retryMs));
       retryMs = Math.min(retryMs * 2, LONGEST_RETRY_MS);

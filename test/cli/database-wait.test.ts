@@ -46,7 +46,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('serve waits for PostgreSQL at s
     const warning = JSON.parse(waiting.split('\n').find((line) => line.includes('waiting for it'))!);
     expect(warning.level).toBe(40);
     expect(warning.msg).toMatch(
-      /^cannot open the database at postgres:\/\/postgres@127\.0\.0\.1:\d+\/\S+: .+; waiting for it \(1 failed tries, giving up in (60|59) s; --database-wait sets how long\)$/,
+      /^cannot open the database at postgres:\/\/postgres@127\.0\.0\.1:\d+\/\S+: .+; waiting for it \(1 failed try, giving up in (60|59) s; --database-wait sets how long\)$/,
     );
     expect(server.output()).not.toContain('listening at');
 
@@ -56,7 +56,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('serve waits for PostgreSQL at s
       (output) => /listening at (http:\/\/\S+) /.test(output),
       { what: 'serve to start once the database answers' },
     );
-    expect(started).toMatch(/"msg":"the database answered after \d+ failed tries; starting"/);
+    expect(started).toMatch(/"msg":"the database answered after \d+ failed tr(y|ies); starting"/);
     const key = /API key \(shown once, store it now\): (\S+)/.exec(started)?.[1];
     const me = await request('GET', `${/listening at (http:\/\/\S+) /.exec(started)![1]}/v1/users/me`, { key: key! });
     expect(me.status).toBe(200);
