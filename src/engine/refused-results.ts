@@ -1,6 +1,7 @@
 // Results the database refuses (not fails to take), or keeps failing to take: their runs fail instead of being
 // retried for ever.
 import { codeOf } from '../model/outages.js';
+import { DataStoreFullError } from '../store/data-stores.js';
 import type { InvocationOutcome } from '../runtime/types.js';
 import { MAX_COMMIT_ATTEMPTS } from './commit-attempts.js';
 
@@ -12,8 +13,12 @@ import { MAX_COMMIT_ATTEMPTS } from './commit-attempts.js';
  */
 const REFUSED_DATA_CODES = new Set(['22021', '22P05', '22001', '54000', 'SQLITE_TOOBIG']);
 
-/** True when the database refused the data written, not failed: writing the same again would be refused again. */
+/**
+ * True when the database refused the data written, not failed: writing the same again would be refused again. So is
+ * a data store that these writes would take past its limit (DataStoreFullError).
+ */
 export function isRefusedData(error: unknown): boolean {
+  if (error instanceof DataStoreFullError) return true;
   const code = codeOf(error);
   return code !== undefined && REFUSED_DATA_CODES.has(code);
 }

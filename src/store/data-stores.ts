@@ -1,6 +1,8 @@
 // Queries on data stores and their records: loading what a call reads, committing what it wrote, listing them.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DataStoreChange, DataStoreContents } from '../runtime/types.js';
+import { MAX_DATA_STORE_BYTES } from '../runtime/worker/limits.js';
+import { ServiceError } from '../model/errors.js';
 import { newId } from '../model/ids.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, DataStoresTable } from './schema.js';
@@ -67,6 +69,32 @@ async function touchStore(trx: Transaction<Database>, userId: string, name: stri
  * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
  * Records that expired are deleted here too, so that they do not pile up in a store that is written.
  */
+/**
+ * A data store would pass its size limit once these writes commit: the runs writing it at the same time each fitted
+ * what they loaded, not what the others wrote. A 409 for a request; a batch of runs fails with ResultsRefusedError.
+ */
+export class DataStoreFullError extends ServiceError {
+  override name = 'DataStoreFullError';
+
+  constructor(storeName: string, bytes: number) {
+    super(
+      'conflict',
+      `data store "${storeName}" would hold ${bytes} bytes, past its limit of ${MAX_DATA_STORE_BYTES}: runs that wrote it meanwhile filled it; nothing was changed`,
+    );
+  }
+}
+
+/** Keys and values of the store's live records, in bytes of UTF-8, as the worker counts them (octet_length on both databases). */
+async function storeBytes(trx: Transaction<Database>, storeId: string, nowMs: number): Promise<number> {
+  const row = await trx
+    .selectFrom('data_store_records')
+    .select(sql<number | string | null>`sum(octet_length(key) + octet_length(value))`.as('bytes'))
+    .where('store_id', '=', storeId)
+    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
+    .executeTakeFirst();
+  return Number(row?.bytes ?? 0);
+}
+
 export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<void> {
   for (const change of changes ?? []) {
     const storeId = await touchStore(trx, userId, change.name, Math.floor(nowMs / 1000));
@@ -93,6 +121,11 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
         .where('store_id', '=', storeId)
         .where('key', '=', write.key)
         .execute();
+    }
+    // Only a set can grow a store; what it now holds includes what runs committed since this one loaded it.
+    if (sets.length) {
+      const bytes = await storeBytes(trx, storeId, nowMs);
+      if (bytes > MAX_DATA_STORE_BYTES) throw new DataStoreFullError(change.name, bytes);
     }
   }
 }
