@@ -2,8 +2,20 @@
 // and the health probes, which a worker node (no API port) answers only here.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HealthService, ProbeAnswer } from '../services/health.js';
 import type { Metrics } from './metrics.js';
+
+/** A health probe's answer, as HealthService gives it (declared here so that metrics, which the engine uses, needs no service). */
+interface ProbeAnswer {
+  status: number;
+  body: object;
+  retryAfterSeconds?: number;
+}
+
+/** The health probes the API port answers too (HealthService). */
+export interface HealthProbes {
+  livenessAnswer(): Promise<ProbeAnswer>;
+  readinessAnswer(): Promise<ProbeAnswer>;
+}
 
 export interface MetricsListener {
   /** http://host:port/metrics */
@@ -13,21 +25,21 @@ export interface MetricsListener {
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
-function sendProbeAnswer<Body>(response: http.ServerResponse, answer: ProbeAnswer<Body>): void {
+function sendProbeAnswer(response: http.ServerResponse, answer: ProbeAnswer): void {
   const headers = answer.retryAfterSeconds === undefined ? JSON_TYPE : { ...JSON_TYPE, 'retry-after': String(answer.retryAfterSeconds) };
   response.writeHead(answer.status, headers).end(JSON.stringify(answer.body));
 }
 
 export async function listenForScrapes(
   metrics: Metrics,
-  health: HealthService,
+  health: HealthProbes,
   at: { host: string; port: number },
   onError: (error: unknown) => void,
 ): Promise<MetricsListener> {
   const server = http.createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     const get = request.method === 'GET';
-    const probe: Promise<ProbeAnswer<object>> | undefined = !get
+    const probe: Promise<ProbeAnswer> | undefined = !get
       ? undefined
       : path === '/healthz'
         ? health.livenessAnswer()
