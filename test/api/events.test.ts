@@ -436,6 +436,36 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(logged.filter((line) => line.workflowId === workflowId)).toEqual([]);
   });
 
+  it("records a rejection a workflow step left unhandled after it ended on the workflow's $errors, failing nothing", async () => {
+    const created = await api.post('/v1/workflows', {
+      name: 'late rejection',
+      steps: [
+        {
+          name: 'floats',
+          component_code: 'module.exports = { async run() { setTimeout(() => { Promise.reject(new RangeError("rejected late")); }, 10); return 1; } };',
+        },
+      ],
+    });
+    expect(created.status).toBe(200);
+    const workflowId: string = created.body.data.id;
+    const started = await api.post(`/v1/workflows/${workflowId}/run`, { n: 2 });
+    expect(started.status).toBe(202);
+    const errors = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/$errors/event_summaries?expand=event`),
+      (r) => r.body.data?.length >= 1,
+      { what: "the late rejection on the workflow's $errors" },
+    );
+    const [error] = errors.body.data;
+    expect([error.event.error.name, error.event.error.message, error.event.error.cellId]).toEqual(['RangeError', 'rejected late', 'floats']);
+    expect([error.event.original_context.id, error.event.original_context.trigger]).toEqual([started.body.data.id, 'after_step']);
+    const run = await waitFor(
+      () => api.get(`/v1/workflows/${workflowId}/runs/${started.body.data.id}`),
+      (r) => r.body.data?.status === 'succeeded' || r.body.data?.status === 'failed',
+      { what: 'the run to finish' },
+    );
+    expect(run.body.data.status).toBe('succeeded');
+  });
+
   it('records nothing, and logs nothing, for an error a step left behind that lands after its workflow was deleted', async () => {
     // A fresh account: its one worker runs both workflows' steps (the same code, one bundle), so that a run of the
     // second can set off the timer the first one's step left behind, and wait until it threw.
