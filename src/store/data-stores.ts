@@ -11,7 +11,7 @@ import { paginateById } from './paginate.js';
 type Db = Kysely<Database> | Transaction<Database>;
 
 export type DataStoreRow = Selectable<DataStoresTable>;
-export type DataStoreListRow = DataStoreRow & { key_count: number };
+export type DataStoreListRow = Omit<DataStoreRow, 'bytes'> & { key_count: number };
 
 /** Rows per statement: well under both databases' limits on bound parameters. */
 const CHUNK = 500;
@@ -65,11 +65,6 @@ async function touchStore(trx: Transaction<Database>, userId: string, name: stri
 }
 
 /**
- * Commits calls' data store changes inside the caller's transaction: each store is made on its first write, a clear
- * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
- * Records that expired are deleted here too, so that they do not pile up in a store that is written.
- */
-/**
  * A data store would pass its size limit once these writes commit: the runs writing it at the same time each fitted
  * what they loaded, not what the others wrote. A 409 for a request; a batch of runs fails with ResultsRefusedError.
  */
@@ -84,35 +79,47 @@ export class DataStoreFullError extends ServiceError {
   }
 }
 
-/** Keys and values of the store's live records, in bytes of UTF-8, as the worker counts them (octet_length on both databases). */
-async function storeBytes(trx: Transaction<Database>, storeId: string, nowMs: number): Promise<number> {
-  const row = await trx
-    .selectFrom('data_store_records')
-    .select(sql<number | string | null>`sum(octet_length(key) + octet_length(value))`.as('bytes'))
-    .where('store_id', '=', storeId)
-    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
-    .executeTakeFirst();
-  return Number(row?.bytes ?? 0);
-}
+/** A record's size as its store's count has it: key and value in bytes of UTF-8, as the worker counts them. */
+const recordBytes = sql<number>`octet_length(key) + octet_length(value)`.as('bytes');
 
+const total = (rows: Array<{ bytes: number | string }>) => rows.reduce((sum, row) => sum + Number(row.bytes), 0);
+
+/**
+ * Commits calls' data store changes inside the caller's transaction: each store is made on its first write, a clear
+ * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
+ * Records that expired are deleted here too, so that they do not pile up in a store that is written. Each statement
+ * says how many bytes it added or removed, and the store's count (`data_stores.bytes`) moves by the sum: a commit
+ * that sets keys checks the 4 MB limit against that count, without reading the store's other records.
+ */
 export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<void> {
   for (const change of changes ?? []) {
+    // On PostgreSQL this holds the store's row until the commit: writers of one store go one at a time, so each
+    // one's additions and removals, and its check, start from what the one before it left.
     const storeId = await touchStore(trx, userId, change.name, Math.floor(nowMs / 1000));
+    let added = 0;
     if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
-    else await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).execute();
+    else
+      added -= total(
+        await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).returning(recordBytes).execute(),
+      );
     const expiry = (ttlSeconds: number | null | undefined) => (typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null);
     const sets = change.writes.filter((w) => w.op === 'set');
     for (const part of chunks(sets)) {
-      await trx
+      const keys = part.map((w) => w.key);
+      added -= total(await trx.selectFrom('data_store_records').select(recordBytes).where('store_id', '=', storeId).where('key', 'in', keys).execute());
+      const written = await trx
         .insertInto('data_store_records')
         .values(part.map((w) => ({ store_id: storeId, key: w.key, value: JSON.stringify(w.value ?? null), expires_ms: expiry(w.ttlSeconds) })))
         .onConflict((oc) =>
           oc.columns(['store_id', 'key']).doUpdateSet((eb) => ({ value: eb.ref('excluded.value'), expires_ms: eb.ref('excluded.expires_ms') })),
         )
+        .returning(recordBytes)
         .execute();
+      added += total(written);
     }
     const deletes = change.writes.filter((w) => w.op === 'delete').map((w) => w.key);
-    for (const part of chunks(deletes)) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).execute();
+    for (const part of chunks(deletes))
+      added -= total(await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute());
     for (const write of change.writes) {
       if (write.op !== 'ttl') continue;
       await trx
@@ -122,11 +129,21 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
         .where('key', '=', write.key)
         .execute();
     }
-    // Only a set can grow a store; what it now holds includes what runs committed since this one loaded it.
-    if (sets.length) {
-      const bytes = await storeBytes(trx, storeId, nowMs);
-      if (bytes > MAX_DATA_STORE_BYTES) throw new DataStoreFullError(change.name, bytes);
-    }
+    // A ttl of under half a millisecond expires as it is written: gone now, as the worker's next load would find it.
+    const expired = change.writes.filter((w) => w.op !== 'delete' && (expiry(w.ttlSeconds) ?? Number.POSITIVE_INFINITY) <= nowMs).map((w) => w.key);
+    for (const part of chunks(expired))
+      added -= total(await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute());
+    // A set that leaves the count as it was is still checked: a store filled past the limit before commits checked
+    // it stays closed to sets.
+    if (!change.cleared && !sets.length && added === 0) continue;
+    const { bytes } = await trx
+      .updateTable('data_stores')
+      .set((eb) => ({ bytes: change.cleared ? added : eb('bytes', '+', added) }))
+      .where('id', '=', storeId)
+      .returning('bytes')
+      .executeTakeFirstOrThrow();
+    // Only a set can grow a store; its count includes what runs committed since this one loaded it.
+    if (sets.length && bytes > MAX_DATA_STORE_BYTES) throw new DataStoreFullError(change.name, bytes);
   }
 }
 

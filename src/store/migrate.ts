@@ -20,6 +20,7 @@ import { migration014 } from './migrations/014-step-duration-precision.js';
 import { migration015 } from './migrations/015-timer-run-prop.js';
 import { migration016 } from './migrations/016-timer-run-pending-index.js';
 import { migration017 } from './migrations/017-claim-skips-inactive.js';
+import { migration018 } from './migrations/018-data-store-bytes.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '015-timer-run-prop': migration015,
   '016-timer-run-pending-index': migration016,
   '017-claim-skips-inactive': migration017,
+  '018-data-store-bytes': migration018,
 };
 
 /** Every migration this build knows, in the order they run. */

@@ -1,4 +1,5 @@
 // Row types of every table, shared by both dialects (JSON is stored as text, booleans as 0/1, times as integers).
+import type { Generated } from 'kysely';
 import type { StoredEvent, StreamKind, TriggerKind } from '../model/events.js';
 
 export type { StreamKind, TriggerKind };
@@ -252,6 +253,8 @@ export interface DataStoresTable {
   created_at: number;
   /** Epoch seconds of the last commit that wrote to it. */
   updated_at: number;
+  /** Keys and values of its records, expired ones too, in bytes of UTF-8: what its 4 MB limit is checked against. */
+  bytes: Generated<number>;
 }
 
 /** One record of a data store: the value as JSON, and when it expires (epoch ms; null: never). */

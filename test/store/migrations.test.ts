@@ -1,8 +1,10 @@
-// Upgrading a database that has queued invocations: migration 005 keys the queue by (source_id, id) and keeps every row.
+// Upgrading a database that has queued invocations (migration 005 keys the queue by (source_id, id) and keeps every
+// row) or data stores (018 counts each store's bytes).
 import { describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { migrateTo } from '../../src/store/migrate.js';
 import { completeInvocations, oldestInvocations } from '../../src/store/invocations.js';
+import { writeDataStores } from '../../src/store/data-stores.js';
 import { DIALECTS } from '../helpers/server.js';
 import { freshStoreEach } from '../helpers/stores.js';
 
@@ -48,5 +50,41 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       const { rows: indexes } = await sql<{ indexdef: string }>`select indexdef from pg_indexes where tablename = 'invocations'`.execute(store.db);
       expect(indexes.map((i) => i.indexdef)).toEqual([expect.stringMatching(/invocations_pkey .*\(source_id, id\)/)]);
     }
+  });
+
+  it('018 counts the bytes of each store of a 017 database, expired records too until a write deletes them', async () => {
+    const store = await openFresh({ migrate: false });
+    await migrateTo(store.db, dialect, '017-claim-skips-inactive');
+    await store.db
+      .insertInto('users')
+      .values({ id: 'u_1', username: 'one', email: 'one@example.com', plan: 'paid', api_key_hash: 'h', created_at: 1, updated_at: 1 })
+      .execute();
+    await store.db
+      .insertInto('data_stores')
+      .values(['ds_1', 'ds_2'].map((id) => ({ id, user_id: 'u_1', name: id, created_at: 1, updated_at: 1 })))
+      .execute();
+    // 5 + 10 bytes (é and ü are two each) in ds_1, the 5 of them expired at 1000; ds_2 empty.
+    await store.db
+      .insertInto('data_store_records')
+      .values([
+        { store_id: 'ds_1', key: 'a', value: '"xx"', expires_ms: 1000 },
+        { store_id: 'ds_1', key: 'é', value: '"üüü"', expires_ms: null },
+      ])
+      .execute();
+
+    await migrateTo(store.db, dialect, 'latest');
+
+    const counts = async () => (await store.db.selectFrom('data_stores').select(['id', 'bytes']).orderBy('id').execute()).map((r) => [r.id, Number(r.bytes)]);
+    expect(await counts()).toEqual([
+      ['ds_1', 15],
+      ['ds_2', 0],
+    ]);
+    await store.db
+      .transaction()
+      .execute((trx) => writeDataStores(trx, 'u_1', [{ name: 'ds_1', cleared: false, writes: [{ key: 'b', op: 'set', value: 1 }] }], 2000));
+    expect(await counts()).toEqual([
+      ['ds_1', 10 + 2],
+      ['ds_2', 0],
+    ]);
   });
 });
