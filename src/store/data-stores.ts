@@ -84,6 +84,11 @@ const recordBytes = sql<number>`octet_length(key) + octet_length(value)`.as('byt
 
 const total = (rows: Array<{ bytes: number | string }>) => rows.reduce((sum, row) => sum + Number(row.bytes), 0);
 
+/** Deletes the store's records expired at `nowMs`, each one's size returned; it reads the index of migration 018. */
+export function expiredRecordsSweep(db: Db, storeId: string, nowMs: number) {
+  return db.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).returning(recordBytes);
+}
+
 /**
  * Commits calls' data store changes inside the caller's transaction: each store is made on its first write, a clear
  * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
@@ -98,10 +103,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     const storeId = await touchStore(trx, userId, change.name, Math.floor(nowMs / 1000));
     let added = 0;
     if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
-    else
-      added -= total(
-        await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).returning(recordBytes).execute(),
-      );
+    else added -= total(await expiredRecordsSweep(trx, storeId, nowMs).execute());
     const expiry = (ttlSeconds: number | null | undefined) => (typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null);
     const sets = change.writes.filter((w) => w.op === 'set');
     for (const part of chunks(sets)) {

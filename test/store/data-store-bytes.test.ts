@@ -1,8 +1,9 @@
 // Each data store's byte count (data_stores.bytes), which a commit that sets keys checks the 4 MB limit against, stays
-// the sum of its live records through overwrites, deletes, expiry and clears, in bytes of UTF-8.
+// the sum of its live records through overwrites, deletes, expiry and clears, in bytes of UTF-8; expired records are
+// found through their index.
 import { describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
-import { DataStoreFullError, writeDataStores } from '../../src/store/data-stores.js';
+import { CompiledQuery, sql } from 'kysely';
+import { DataStoreFullError, expiredRecordsSweep, writeDataStores } from '../../src/store/data-stores.js';
 import type { Store } from '../../src/store/database.js';
 import { MAX_DATA_STORE_BYTES } from '../../src/runtime/worker/limits.js';
 import type { DataStoreWrite } from '../../src/runtime/types.js';
@@ -105,5 +106,25 @@ describe.each(DIALECTS)('the data store byte count on %s', (dialect) => {
     await first;
     await expect(second).rejects.toThrow(new DataStoreFullError('st', (MAX_DATA_STORE_BYTES / 4) * 6));
     expect(await sizes(store, T0)).toEqual({ count: (MAX_DATA_STORE_BYTES / 4) * 3, summed: (MAX_DATA_STORE_BYTES / 4) * 3 });
+  });
+});
+
+describe.each(DIALECTS)('the sweep of expired data store records on %s', (dialect) => {
+  const openFresh = freshStoreEach(dialect);
+
+  it('reads data_store_records_expiry, not every record of the store', async () => {
+    const store = await openFresh();
+    const query = expiredRecordsSweep(store.db, 'ds_1', T0).compile();
+    const plan = await store.db.transaction().execute(async (trx) => {
+      if (dialect === 'sqlite') {
+        const { rows } = await trx.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+        return rows.map((r) => r.detail).join('\n');
+      }
+      // An empty table is read whole rather than through any index: the question is which index a real one takes.
+      await trx.executeQuery(CompiledQuery.raw('set local enable_seqscan = off'));
+      const { rows } = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]));
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toContain('data_store_records_expiry');
   });
 });
