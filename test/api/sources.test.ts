@@ -568,6 +568,31 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(renamed.body.data.updated_at).toBeGreaterThan(1_000_000_000);
   });
 
+  it('refuses a PATCH field it does not know with 400 naming it, changing nothing, and takes back what a GET shows', async () => {
+    const created = await api.post('/v1/sources', { component_code: emitterSource(), name: 'patch fields' });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    const before = (await api.get(`/v1/sources/${id}`)).body.data;
+    for (const [body, field] of [
+      [{ actve: false }, 'actve'],
+      [{ configured_prop: {} }, 'configured_prop'],
+    ] as const) {
+      const refused = await api.patch(`/v1/sources/${id}`, body);
+      expect([refused.status, refused.body]).toEqual([
+        400,
+        {
+          error: `invalid body: must not have the field "${field}"`,
+          code: 'invalid_request',
+          details: [{ in: 'body', message: `must not have the field "${field}"` }],
+        },
+      ]);
+    }
+    expect((await api.get(`/v1/sources/${id}`)).body.data).toEqual(before);
+    // The whole of a GET, and of the create answer (user_id), goes back with a change.
+    const echoed = await api.patch(`/v1/sources/${id}`, { ...created.body.data, active: false });
+    expect([echoed.status, echoed.body.data.active, echoed.body.data.name]).toEqual([200, false, 'patch fields']);
+  });
+
   it('gives a registry-deployed source a component_id usable wherever a component id is taken', async () => {
     const created = await api.post('/v1/sources', { key: 'schedule-custom-interval', configured_props: { timer: { intervalSeconds: 60 } } });
     expect(created.status).toBe(200);

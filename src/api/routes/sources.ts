@@ -18,6 +18,15 @@ const sourceBody = {
   ...fieldParams,
 };
 
+/** What a GET shows and a client may send back with its changes (GET, edit, PATCH): taken and ignored. */
+const readOnlyEchoes = {
+  id: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+  user_id: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+  name_slug: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+  created_at: Type.Optional(Type.Integer({ description: 'read-only: ignored' })),
+  updated_at: Type.Optional(Type.Integer({ description: 'read-only: ignored' })),
+};
+
 export function sourceRoutes(services: { sources: SourceService; runs: RunService }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
@@ -75,6 +84,9 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
       async (request) => ({ data: await services.sources.update(request.account.id, request.params.id, request.body, 'replace') }),
     );
 
+    // PATCH is Tributary's own, so it need not keep the specification's lenient reading of POST and PUT: a misspelt
+    // `actve` or `configured_prop` would answer 200 having changed nothing. What a GET shows may still come back.
+    const patchBody = Type.Object({ ...updateBody.properties, ...readOnlyEchoes }, { additionalProperties: false });
     app.patch(
       '/sources/:id',
       {
@@ -82,7 +94,7 @@ export function sourceRoutes(services: { sources: SourceService; runs: RunServic
           tags: ['sources', 'extensions'],
           summary: 'Change only the given fields of a source (code, props, name, active); omitted fields keep their values',
           params: sourceIdParams,
-          body: updateBody,
+          body: patchBody,
           response: { 200: dataOf(sourceSchema) },
         },
       },
