@@ -185,6 +185,18 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     const noKey = (await owner.post('/v1/components', { component_code: 'module.exports = { name: "k", version: "1.0.0", run() {} };' })).body.data;
     expect((await owner.post(`/v1/components/${noKey.id}/publish`, {})).body.details).toEqual([{ reason: 'not_publishable' }]);
 
+    // The version is the code's own: a body naming another is refused, and nothing is published.
+    const versioned = await owner.post(`/v1/components/${(await save('1.0.5')).id}/publish`, { version: '3.0.0' });
+    expect([versioned.status, versioned.body]).toEqual([
+      400,
+      {
+        error: 'invalid body: must not have the field "version"',
+        code: 'invalid_request',
+        details: [{ in: 'body', message: 'must not have the field "version"' }],
+      },
+    ]);
+    expect((await owner.get('/v1/components/registry/acme-pinger')).body.data.version).toBe('1.0.0');
+
     const v11 = await save('1.1.0');
     // With no body at all, as a POST that has nothing to say is usually sent.
     expect((await owner.post(`/v1/components/${v11.id}/publish`)).status).toBe(200);

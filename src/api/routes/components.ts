@@ -166,7 +166,11 @@ export function componentRoutes(services: { components: ComponentService; propCo
           tags: ['components', 'extensions'],
           summary: "Publish a saved component under its key in the account's registry (semantic version, greater than the last)",
           params: Type.Object({ id: Type.String() }),
-          body: Type.Optional(Type.Object(fieldParams)),
+          // The version published is the code's own: a `{"version": "2.0.0"}` would otherwise answer 200 having published
+          // another, so any field but include / exclude is refused.
+          body: Type.Optional(
+            Type.Object(fieldParams, { additionalProperties: false, description: "none, or only include / exclude: the version is the code's own" }),
+          ),
           response,
         },
         preValidation: absentBodyAsEmpty,
