@@ -173,6 +173,13 @@ export function installErrorHandling(app: FastifyInstance, databaseReached: () =
       const instead = sent === undefined ? ' (this request has no Content-Type)' : `, not ${quote(sent)}`;
       body.error = `a request body must be JSON, sent with Content-Type: application/json${instead}`;
     }
+    // Nor do theirs for a body over the limit ("Request body is too large"): which limit, and whose setting it is.
+    if (body.code === 'payload_too_large') {
+      const limit = request.routeOptions.bodyLimit;
+      body.error = request.url.startsWith('/v1')
+        ? `the request body is over ${limit} bytes, the most this server takes (its --body-limit)`
+        : `the request body is over ${limit} bytes, the most an endpoint takes`;
+    }
     if (status === 401) reply.header('www-authenticate', 'Bearer');
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(status).send(body);

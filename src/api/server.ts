@@ -73,13 +73,13 @@ export interface ApiServices {
 // A random prefix per process and a counter: unique enough to follow a request through the logs, and cheap.
 const requestIdPrefix = randomUUID().slice(0, 8);
 let requestCount = 0;
-/** Whether text is JSON as JSON.parse reads it (which takes a "__proto__" key as an ordinary one). */
-function isJson(text: string): boolean {
+/** Where text stops being JSON, in JSON.parse's words (which take a "__proto__" key as an ordinary one); undefined for JSON. */
+function jsonSyntaxError(text: string): string | undefined {
   try {
     JSON.parse(text);
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
   }
 }
 
@@ -249,10 +249,15 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
           return;
         }
         parseJson(request, body, (error, parsed) => {
-          // The parser refuses a "__proto__" key (and "constructor": { "prototype" }) as it refuses broken JSON, in the
-          // same words; said as what it is when the text itself is JSON.
-          if (error && isJson(body)) done(invalid('the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts'));
-          else done(error, parsed);
+          if (!error) {
+            done(null, parsed);
+            return;
+          }
+          // The parser refuses a "__proto__" key (and "constructor": { "prototype" }) as it refuses broken JSON, and in
+          // words that say neither which nor where: said as what it is, broken JSON with where it breaks.
+          const syntax = jsonSyntaxError(body);
+          if (syntax === undefined) done(invalid('the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts'));
+          else done(invalid(`the body sent as application/json is not JSON: ${syntax}`));
         });
       });
       // An empty body of another type is no body either (`curl -X POST -d ''` sends one as form data); any other is a 415.

@@ -5,12 +5,14 @@ import { client, request, type ApiResponse } from '../helpers/client.js';
 import { Ajv } from 'ajv';
 import { emitterSource } from '../helpers/components.js';
 
+const BODY_LIMIT = 2048;
+
 describe.each(DIALECTS)('API conventions on %s', (dialect) => {
   let server: TestServer;
   let key: string;
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, { bodyLimit: 2048, rateLimit: 50 });
+    server = await startTestServer(dialect, { bodyLimit: BODY_LIMIT, rateLimit: 50 });
     key = (await server.createUser()).apiKey;
   });
   afterAll(() => server?.destroy());
@@ -103,9 +105,22 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     }
     expect((await api.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
     const broken = await request('POST', `${server.url}/v1/components`, { key, raw: { body: '{"__proto__": ', contentType: 'application/json' } });
+    // Broken JSON is said as such, with where it breaks in JSON.parse's words (which this Node's are).
+    const where = (text: string) => {
+      try {
+        JSON.parse(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
     expect([broken.status, broken.body]).toEqual([
       400,
-      { error: "Body is not valid JSON but content-type is set to 'application/json'", code: 'invalid_request' },
+      { error: `the body sent as application/json is not JSON: ${where('{"__proto__": ')}`, code: 'invalid_request' },
+    ]);
+    const misspelt = await request('POST', `${server.url}/v1/components`, { key, raw: { body: "{'component_code': 1}", contentType: 'application/json' } });
+    expect([misspelt.status, misspelt.body]).toEqual([
+      400,
+      { error: `the body sent as application/json is not JSON: ${where("{'component_code': 1}")}`, code: 'invalid_request' },
     ]);
   });
 
@@ -144,8 +159,10 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
 
   it('answers 413 to a body over the limit', async () => {
     const res = await client(server.url, key).post('/v1/components', { component_code: 'x'.repeat(4096) });
-    expect(res.status).toBe(413);
-    expect(res.body.code).toBe('payload_too_large');
+    expect([res.status, res.body]).toEqual([
+      413,
+      { error: `the request body is over ${BODY_LIMIT} bytes, the most this server takes (its --body-limit)`, code: 'payload_too_large' },
+    ]);
   });
 
   it('applies include and exclude to the data of a response', async () => {

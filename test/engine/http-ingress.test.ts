@@ -118,7 +118,10 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     expect(unknown.body).toEqual({ error: 'no active source or workflow at this endpoint', code: 'not_found' });
     const { id, url } = await deployHttp({ key: 'http-new-requests' });
     const tooBig = await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024 + 1), contentType: 'text/plain' } });
-    expect(tooBig.status).toBe(413);
+    expect([tooBig.status, tooBig.body]).toEqual([
+      413,
+      { error: 'the request body is over 524288 bytes, the most an endpoint takes', code: 'payload_too_large' },
+    ]);
     expect((await request('POST', url, { raw: { body: 'x'.repeat(512 * 1024), contentType: 'text/plain' } })).status).toBe(200);
     await api.patch(`/v1/sources/${id}`, { active: false });
     expect((await request('POST', url, { body: {} })).status).toBe(404);
