@@ -47,6 +47,9 @@ interface PendingCall {
   timer?: NodeJS.Timeout;
 }
 
+/** Node's exit code when its handler of uncaught exceptions throws ("Internal Exception Handler Run-Time Failure"). */
+const NODE_HANDLER_FAILED = 7;
+
 /** Enough of stderr to find V8's out-of-memory report or our exit marker, which come last. */
 const STDERR_TAIL_CHARS = 16 * 1024;
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
@@ -379,7 +382,13 @@ export class WorkerProcess {
       const shown = this.stderrTail.slice(exit + EXIT_MARKER.length + 1).split(')')[0];
       return ['process_exit', `the component called process.exit(${shown})`];
     }
-    const how = signal ? `signal ${signal}` : `exit code ${String(code)}`;
+    // Node exits with 7 when its own handling of an uncaught exception fails: its internals call some built-ins
+    // (Function.prototype.apply) as component code left them, which the worker's code cannot keep from them.
+    const how = signal
+      ? `signal ${signal}`
+      : code === NODE_HANDLER_FAILED
+        ? `exit code 7: Node's own handling of an uncaught exception failed, as when component code replaces a built-in Node relies on, such as Function.prototype.apply`
+        : `exit code ${String(code)}`;
     // The server's install folder and where it keeps the account's code are no business of the component's author.
     return ['crashed', crashMessage(how, this.stderrTail, [packageRoot(), ...this.spec.allowRead])];
   }

@@ -172,19 +172,19 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
   });
 
   it('holds store keys and ttls to the rules even when the component rewrites what its worker reports', async () => {
-    // JSON.stringify turns the worker's report into text: a component that patches it edits its writes after the
-    // worker's checks, so the server checks them again (as hostile.test.ts does for events and $.service.db).
+    // JSON.stringify turns the worker's report into text, calling any `toJSON` on Object.prototype: a component that puts
+    // one there edits its writes after the worker's checks, so the server checks them again (as hostile.test.ts does).
     const rewriting = (edit: string) => `module.exports = { name: "rewrite", version: "1.0.0", props: { store: { type: "data_store" } },
       async run() {
-        const stringify = JSON.stringify;
-        JSON.stringify = function (value, ...rest) {
-          if (value && value.t === "outcomes" && value.results.length && value.results[0].dataStores) {
-            JSON.stringify = stringify;
+        Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+          const value = this;
+          if (value.t === "outcomes" && value.results.length && value.results[0].dataStores) {
+            delete Object.prototype.toJSON;
             const write = value.results[0].dataStores[0].writes[0];
             ${edit}
           }
-          return stringify.call(this, value, ...rest);
-        };
+          return value;
+        } });
         await this.store.set("k", 1, { ttl: 60 });
         this.$emit("wrote");
       } };`;

@@ -506,17 +506,20 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
   });
 
   it("reports a worker the component crashed through the server's own code without the server's paths", async () => {
-    // Replacing JSON.stringify breaks the worker's own sending of the outcome: the worker dies with its stack on stderr.
+    // A `toJSON` on Object.prototype that throws breaks the worker's own sending of the outcome (a replaced built-in no
+    // longer does: replaced-builtins.test.ts): the worker dies with its stack and the fault on stderr.
     const id = await deploy(`module.exports = { name: "breaks the worker", version: "0.0.1",
-      async run() { JSON.stringify = () => { throw new Error("no json"); }; } };`);
+      async run() { Object.defineProperty(Object.prototype, "toJSON", { value() { throw new Error("no json"); } }); } };`);
     const run = await api.post(`/v1/sources/${id}/run`, {});
     expect(run.status).toBe(202);
     const [error] = await me.eventsOf(id, 1, '/$errors');
     expect([error.event.error.name, error.event.error.code, error.event.original_context.trigger]).toEqual(['WorkerCrashError', 'worker_crashed', 'manual']);
     const { message } = error.event.error;
-    // Three frames, each naming the component's bundle or the worker's file from the package root, nothing above.
-    const frame = String.raw` {4}at [\w.<> ]+ \((?:component\.js|dist/runtime/worker/[\w-]+\.js):\d+:\d+\)`;
-    expect(message).toMatch(new RegExp(String.raw`^the worker exited unexpectedly \(exit code 70\): ${frame} \| ${frame} \| ${frame}$`));
+    // Two frames, each naming the component's bundle or the worker's file from the package root, nothing above; then
+    // what broke.
+    const frame = String.raw` {4}at (?:async )?[\w.<> ]+ \((?:component\.js|dist/runtime/worker/[\w-]+\.js):\d+:\d+\)`;
+    const fault = String.raw`tributary worker fault \(the worker's own code failed; component code may have replaced a built-in it relies on\): Error: no json`;
+    expect(message).toMatch(new RegExp(String.raw`^the worker exited unexpectedly \(exit code 70\): ${frame} \| ${frame} \| ${fault}$`));
     expect(message).toContain('(dist/runtime/worker/invoke.js:');
     expect(message).not.toContain(server.dataDir);
     expect(message).not.toContain(path.resolve(import.meta.dirname, '../..'));

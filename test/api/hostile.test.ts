@@ -412,10 +412,9 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
   it('pollutes only its own worker when it changes shared prototypes', async () => {
     const result = await attack('Object.prototype.polluted = "yes"; this.$emit({ mine: ({}).polluted });');
     expect(result.emitted).toEqual([{ mine: 'yes' }]);
-    // Breaking the built-ins the runtime itself uses breaks only the attacker's own worker and run.
+    // Replacing built-ins the runtime itself uses breaks nothing of the runtime's (replaced-builtins.test.ts).
     const broken = await attack('Array.prototype.push = () => 0; JSON.stringify = () => "{"; this.$emit(1);');
-    expect(broken.emitted).toEqual([]);
-    expect(broken.error).toBeDefined();
+    expect(broken).toEqual({ emitted: [1], error: undefined });
     await victimUnharmed();
   });
 
@@ -580,14 +579,14 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
   });
 
   it('cannot pass the limits by rewriting what its worker reports', async () => {
-    // JSON.stringify turns the worker's report into text: a component that patches it edits its own outcome after the
-    // worker's checks, so the server checks again.
+    // The worker's report is turned into text by JSON.stringify, which calls any `toJSON` on Object.prototype: a component
+    // that puts one there edits its own outcome after the worker's checks, so the server checks again.
     const rewrite = (edit: string) =>
-      attack(`const stringify = JSON.stringify;
-        JSON.stringify = function (value, ...rest) {
-          if (value && value.t === "outcomes" && value.results.length) { JSON.stringify = stringify; const result = value.results[0]; ${edit} }
-          return stringify.call(this, value, ...rest);
-        };
+      attack(`Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+          const value = this;
+          if (value.t === "outcomes" && value.results.length) { delete Object.prototype.toJSON; const result = value.results[0]; ${edit} }
+          return value;
+        } });
         this.$emit("small");`);
     const cases: Array<[string, string]> = [
       ['result.outcome.emits = [{ event: "x".repeat(2 * 1024 * 1024) }];', 'an event may be at most 1048576 bytes'],

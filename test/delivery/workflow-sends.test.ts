@@ -290,18 +290,19 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     const { api, email } = await account(configured);
     const secret = path.join(tempDir('tributary-server-file-'), 'secret.txt');
     fs.writeFileSync(secret, 'server secret');
-    // JSON.stringify turns the worker's report into text: a step that patches it edits its sends after the checks.
+    // JSON.stringify turns the worker's report into text, calling any `toJSON` on Object.prototype: a step that puts one
+    // there edits its sends after the checks.
     // nodemailer reads `{ path }` bodies from the disk and `{ href }` ones from the network.
-    const code = `const stringify = JSON.stringify;
-      JSON.stringify = function (value, ...rest) {
-        if (value && value.t === "outcomes" && value.results.length) {
-          JSON.stringify = stringify;
+    const code = `Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+        const value = this;
+        if (value.t === "outcomes" && value.results.length) {
+          delete Object.prototype.toJSON;
           const payload = value.results[0].outcome.step.sends[0].payload;
           payload.text = { path: ${JSON.stringify(secret)} };
           payload.html = { path: ${JSON.stringify(secret)} };
         }
-        return stringify.call(this, value, ...rest);
-      };
+        return value;
+      } });
       $.send.email({ subject: "forged", text: "checked" });`;
     const { run } = await runOnce(api, code, {});
     expect(run.status).toBe('succeeded');
@@ -370,12 +371,13 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
 
   it("fails a $.send.s3 whose prefix component code rewrote after its worker's checks, at once and in the account's folder only", async () => {
     const { api } = await account(configured);
-    // JSON.stringify turns the worker's report into text: a step that patches it edits its sends after the checks.
-    const forged = (prefix: string) => `const stringify = JSON.stringify;
-      JSON.stringify = function (value, ...rest) {
-        if (value && value.t === "outcomes" && value.results.length) { JSON.stringify = stringify; value.results[0].outcome.step.sends[0].payload.prefix = ${prefix}; }
-        return stringify.call(this, value, ...rest);
-      };
+    // JSON.stringify turns the worker's report into text, calling any `toJSON` on Object.prototype: a step that puts one
+    // there edits its sends after the checks.
+    const forged = (prefix: string) => `Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+        const value = this;
+        if (value.t === "outcomes" && value.results.length) { delete Object.prototype.toJSON; value.results[0].outcome.step.sends[0].payload.prefix = ${prefix}; }
+        return value;
+      } });
       $.send.s3({ bucket: "${BUCKET}", prefix: "checked/", payload: 1 });`;
     for (const [prefix, error] of [
       ['5', 'prefix: a string is needed'],

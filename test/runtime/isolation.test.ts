@@ -291,8 +291,14 @@ describe('runaway code', () => {
   });
 
   it('kills a worker that speaks out of protocol and reports it', async () => {
-    // The worker's own clock, tampered with, puts a string where the protocol wants a duration.
-    const outcome = await contained(() => hostile('performance.now = () => "forged";'));
+    // A `toJSON` on Object.prototype, which the worker's JSON.stringify of its report calls, puts a string where the
+    // protocol wants a duration.
+    const outcome = await contained(() =>
+      hostile(`Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+        if (this.t === "outcomes") { delete Object.prototype.toJSON; this.results[0].outcome.durationMs = "forged"; }
+        return this;
+      } });`),
+    );
     expect(outcome.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
   });
 });

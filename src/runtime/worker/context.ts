@@ -8,6 +8,7 @@ import type { LoadedComponent } from './load.js';
 import { isPlainObject } from './props.js';
 import { makeRespond } from './respond.js';
 import type { CallScope } from './scope.js';
+import { FunctionPrototypeBind, ObjectHasOwn, ObjectKeys, ReflectDefineProperty } from './primordials.js';
 
 export interface ComponentThis extends Record<string, unknown> {
   /** Absent in a step: actions do not emit (a step hands on data by returning it, exporting it or `$.send.emit`). */
@@ -17,8 +18,10 @@ export interface ComponentThis extends Record<string, unknown> {
 /** Functions found on an object; other values are copied as they are. */
 function bindMethods(target: Record<string, unknown>, methods: unknown): void {
   if (!isPlainObject(methods)) return;
-  for (const [name, fn] of Object.entries(methods)) {
-    if (typeof fn === 'function') target[name] = fn.bind(target);
+  const names = ObjectKeys(methods);
+  for (let index = 0; index < names.length; index++) {
+    const fn = methods[names[index]!];
+    if (typeof fn === 'function') target[names[index]!] = FunctionPrototypeBind(fn as (...args: never[]) => unknown, target);
   }
 }
 
@@ -50,7 +53,8 @@ export function buildThis(
   const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
   const self: ComponentThis = scope.method === 'step' ? {} : { $emit: makeEmit(scope, loaded.info.dedupe) };
   let db: Db | undefined;
-  for (const prop of loaded.props) {
+  for (let index = 0; index < loaded.props.length; index++) {
+    const prop = loaded.props[index]!;
     const configured = values[prop.name];
     switch (prop.type) {
       case '$.service.db':
@@ -65,24 +69,26 @@ export function buildThis(
         break;
       case 'app': {
         const app = declared[prop.name];
-        self[prop.name] = appThis(isPlainObject(app) ? app : {}, (Object.hasOwn(request.auths, prop.name) ? request.auths[prop.name] : undefined) ?? {});
+        self[prop.name] = appThis(isPlainObject(app) ? app : {}, (ObjectHasOwn(request.auths, prop.name) ? request.auths[prop.name] : undefined) ?? {});
         break;
       }
       case 'data_store':
-        self[prop.name] = request.stores.handle(scope, Object.hasOwn(values, prop.name) ? configured : prop.default);
+        self[prop.name] = request.stores.handle(scope, ObjectHasOwn(values, prop.name) ? configured : prop.default);
         break;
       default:
-        self[prop.name] = Object.hasOwn(values, prop.name) ? configured : prop.default;
+        self[prop.name] = ObjectHasOwn(values, prop.name) ? configured : prop.default;
     }
   }
-  for (const [name, value] of Object.entries(values)) {
+  const names = ObjectKeys(values);
+  for (let index = 0; index < names.length; index++) {
+    const name = names[index]!;
     // Defined, not assigned: a value named "__proto__" must not become the prototype.
-    if (!Object.hasOwn(self, name)) Object.defineProperty(self, name, { value, writable: true, enumerable: true, configurable: true });
+    if (!ObjectHasOwn(self, name)) ReflectDefineProperty(self, name, { value: values[name], writable: true, enumerable: true, configurable: true });
   }
   if (db) {
     // Older registry components keep their state in `this.$checkpoint`, which is the db's "$checkpoint" key.
     const checkpointDb = db;
-    Object.defineProperty(self, '$checkpoint', {
+    ReflectDefineProperty(self, '$checkpoint', {
       get: () => checkpointDb.get('$checkpoint'),
       set: (value: unknown) => checkpointDb.set('$checkpoint', value),
       enumerable: false,

@@ -13,6 +13,7 @@ import {
   MAX_DB_VALUE_BYTES,
 } from './limits.js';
 import type { CallScope, StoreChanges } from './scope.js';
+import { ArrayPrototypePush, MapPrototypeClear, MapPrototypeDelete, MapPrototypeForEach, MapPrototypeGet, MapPrototypeSet, SafeMap } from './primordials.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
 export interface DataStore {
@@ -53,14 +54,19 @@ function entryBytes(key: string, value: unknown): number {
 
 /** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
 export class DataStores {
-  private readonly committed = new Map<string, Map<string, unknown>>();
+  private readonly committed: Map<string, Map<string, unknown>> = new SafeMap();
 
   /** `readOnly`: configure calls (options, additionalProps) may read stores but not write them. */
   constructor(
     contents: DataStoreContents[] | undefined,
     private readonly readOnly = false,
   ) {
-    for (const store of contents ?? []) this.committed.set(store.name, new Map(store.entries));
+    for (let index = 0; index < (contents?.length ?? 0); index++) {
+      const store = contents![index]!;
+      const entries: Map<string, unknown> = new SafeMap();
+      for (let at = 0; at < store.entries.length; at++) MapPrototypeSet(entries, store.entries[at]![0], store.entries[at]![1]);
+      MapPrototypeSet(this.committed, store.name, entries);
+    }
   }
 
   /** The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop left out). */
@@ -70,7 +76,7 @@ export class DataStores {
     if (value === undefined || value === null) return undefined;
     // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
     if (typeof name !== 'string' || !isStoreName(name)) return refusing(misnamed(value));
-    const committed = this.committed.get(name);
+    const committed = MapPrototypeGet(this.committed, name);
     return committed ? this.open(scope, name, committed) : unavailable(scope, name);
   }
 
@@ -78,23 +84,23 @@ export class DataStores {
   commit(scope: CallScope): { changes: DataStoreChange[]; bytes: number } {
     const changes: DataStoreChange[] = [];
     let bytes = 0;
-    for (const [name, pending] of scope.dataStoreWrites) {
-      const committed = this.committed.get(name)!;
-      if (pending.cleared) committed.clear();
+    MapPrototypeForEach(scope.dataStoreWrites, (pending, name) => {
+      const committed = MapPrototypeGet(this.committed, name)!;
+      if (pending.cleared) MapPrototypeClear(committed);
       const writes: DataStoreWrite[] = [];
-      for (const [key, write] of pending.writes) {
+      MapPrototypeForEach(pending.writes, (write, key) => {
         const out: DataStoreWrite = { key, op: write.op };
         if (write.op === 'set') {
           out.value = write.value;
-          committed.set(key, write.value);
-        } else if (write.op === 'delete') committed.delete(key);
+          MapPrototypeSet(committed, key, write.value);
+        } else if (write.op === 'delete') MapPrototypeDelete(committed, key);
         // A set without a ttl makes the record permanent; a ttl change says null to make it so.
         if (write.op === 'ttl' || (write.op === 'set' && typeof write.ttlSeconds === 'number')) out.ttlSeconds = write.ttlSeconds ?? null;
-        writes.push(out);
-      }
-      changes.push({ name, cleared: pending.cleared, writes });
+        ArrayPrototypePush(writes, out);
+      });
+      ArrayPrototypePush(changes, { name, cleared: pending.cleared, writes });
       bytes += pending.bytes;
-    }
+    });
     return { changes, bytes };
   }
 

@@ -4,6 +4,7 @@ import { emitBytes, jsonBytes, jsonCopy } from './json.js';
 import { MAX_CHANNEL_NAME_CHARS, MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
+import { ArrayPrototypePush, codePointCount, NumberIsFinite, NumberIsNaN, NumberIsSafeInteger } from './primordials.js';
 
 export type Emit = (event?: unknown, meta?: unknown) => void;
 
@@ -25,7 +26,7 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
     const emitted: EmittedEvent = { event: null };
     if (id === undefined || id === null) {
       if (dedupe !== undefined) throw new Error(`$emit needs an id when dedupe is "${dedupe}"`);
-    } else if (typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))) {
+    } else if (typeof id === 'string' || (typeof id === 'number' && NumberIsFinite(id))) {
       emitted.id = id;
     } else {
       throw new TypeError('$emit id must be a string or a number');
@@ -35,7 +36,7 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       // Subscriptions select these streams by name; a channel of the same name would be delivered as one of them.
       if (name === '$errors' || name === '$logs') throw new TypeError(`$emit name "${name}" is reserved for the source's ${name} stream`);
       // Counted as the API counts an event_name (code points): a longer channel could be neither subscribed to nor streamed.
-      if ([...name].length > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$emit name (the channel) may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
+      if (codePointCount(name) > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$emit name (the channel) may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
       emitted.name = name;
     }
     if (summary !== undefined && summary !== null) {
@@ -44,8 +45,8 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
     }
     // NaN is taken as no ts, as the reference service does: it is what `Date.parse()` gives for a value it cannot read,
     // and registry sources pass `ts: Date.parse(event.created)` where `created` is epoch seconds (Stripe's webhooks).
-    if (ts !== undefined && ts !== null && !Number.isNaN(ts)) {
-      if (!Number.isSafeInteger(ts)) throw new TypeError('$emit ts must be an integer (epoch milliseconds)');
+    if (ts !== undefined && ts !== null && !NumberIsNaN(ts)) {
+      if (!NumberIsSafeInteger(ts)) throw new TypeError('$emit ts must be an integer (epoch milliseconds)');
       emitted.ts = ts as number;
     }
     const copy = jsonCopy(event === undefined ? null : event, 'the emitted event');
@@ -59,6 +60,6 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
     if (scope.emits.length >= MAX_EMITS_PER_CALL) overLimit(scope, `one call may emit at most ${MAX_EMITS_PER_CALL} events`);
     emitted.event = copy.value;
     scope.emitBytes += bytes;
-    scope.emits.push(emitted);
+    ArrayPrototypePush(scope.emits, emitted);
   };
 }

@@ -2,7 +2,6 @@
 import { setImmediate as originalSetImmediate, setTimeout as originalSetTimeout } from 'node:timers';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { HttpResponse, InvocationError, LogLine } from '../types.js';
 import type { CallResult, InvokeRequest, LogsMessage, OutcomesMessage } from '../protocol.js';
@@ -12,6 +11,19 @@ import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { LOG_STREAM_MS, MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent, withoutServerPaths } from './load.js';
+import {
+  ArrayPrototypePush,
+  ArrayPrototypeSlice,
+  JSONParse,
+  JSONStringify,
+  MapPrototypeForEach,
+  MapPrototypeSet,
+  ObjectKeys,
+  PerformanceNow,
+  ReflectApply,
+  SafeMap,
+  StringPrototypeSlice,
+} from './primordials.js';
 import { CallScope } from './scope.js';
 import { StepCall, stepInput } from './step.js';
 
@@ -44,10 +56,10 @@ function streamLogs(): void {
   if (!call || call.scope.closed || call.scope.logs.length === call.scope.sentLogs) return;
   call.batch.flush(false);
   const { scope } = call;
-  const message: LogsMessage = { t: 'logs', id: call.requestId, index: scope.index, lines: scope.logs.slice(scope.sentLogs) };
-  call.send(JSON.stringify(message));
+  const message: LogsMessage = { t: 'logs', id: call.requestId, index: scope.index, lines: ArrayPrototypeSlice(scope.logs, scope.sentLogs) };
+  call.send(JSONStringify(message));
   scope.sentLogs = scope.logs.length;
-  call.sentAt = performance.now();
+  call.sentAt = PerformanceNow();
 }
 
 // One timer for the worker's life, re-armed by the first unsent line of a call: no timer per call on the fast path.
@@ -62,7 +74,7 @@ export function logToCurrentCall(k: LogLine['k'], msg: string): void {
   const call = live;
   if (call?.scope !== scope || scope.logs.length === before) return;
   // A run that logs in a synchronous loop never lets the timer fire: it sends as it goes, at most every LOG_STREAM_MS.
-  if (performance.now() - call.sentAt >= LOG_STREAM_MS) streamLogs();
+  if (PerformanceNow() - call.sentAt >= LOG_STREAM_MS) streamLogs();
   else if (before === scope.sentLogs) logTimer.refresh();
 }
 
@@ -97,7 +109,7 @@ function withoutOwnFrames(stack: string): string {
 }
 
 function cut(text: string): string {
-  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… [cut]` : text;
+  return text.length > MAX_ERROR_CHARS ? `${StringPrototypeSlice(text, 0, MAX_ERROR_CHARS)}… [cut]` : text;
 }
 
 /**
@@ -135,24 +147,35 @@ function readError(error: unknown): InvocationError {
   }
   let message: string;
   try {
-    message = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
+    message = typeof error === 'string' ? error : (JSONStringify(error) ?? String(error));
   } catch {
     message = String(error);
   }
   return { name: 'Error', message: cut(message), stack: cut(`Error: ${message}`) };
 }
 
+/**
+ * The component's function in the call's async context; settles through `resolve` and `reject`, never by its own
+ * promise. The await takes the component's (native) promise without looking up the `then` its code may have replaced.
+ */
+async function runIn(fn: () => unknown, resolve: () => void, reject: (error: unknown) => void): Promise<void> {
+  try {
+    await fn();
+    resolve();
+  } catch (error) {
+    reject(error);
+  }
+}
+
 /** Runs `fn` as the call of `scope`: errors it throws anywhere, even outside its promise, fail it. */
 export async function call(scope: CallScope, fn: () => unknown): Promise<void> {
   active = scope;
   try {
-    const running = calls.run(scope, async () => fn());
-    // When a failure wins the race, the component's promise may still reject later; that belongs to no one.
-    running.catch(() => undefined);
-    await Promise.race([running, scope.failed]);
+    // A failure ends the wait at once: the component's promise may never settle.
+    await scope.until((resolve, reject) => calls.run(scope, () => runIn(fn, resolve, reject)));
     // Node reports a floating rejected promise only once the microtask queue drains: give it that chance
     // while the call is still open, so the rejection fails the call it came from.
-    await Promise.race([new Promise((resolve) => setImmediate(resolve)), scope.failed]);
+    await scope.until((resolve) => setImmediate(resolve));
   } finally {
     active = undefined;
   }
@@ -165,12 +188,12 @@ function callFor(loaded: LoadedComponent, request: InvokeRequest, self: Record<s
     // A source without run emits each triggering event unchanged.
     if (typeof component.run !== 'function') return () => (self.$emit as (e: unknown) => void)(event);
     const run = component.run as (this: unknown, event: unknown) => unknown;
-    return () => run.call(self, event);
+    return () => ReflectApply(run, self, [event]);
   }
   const hooks = component.hooks as Record<string, unknown> | undefined;
   const hook = hooks?.[request.method];
   if (typeof hook !== 'function') return () => undefined;
-  return () => (hook as (this: unknown) => unknown).call(self);
+  return () => ReflectApply(hook as (this: unknown) => unknown, self, []);
 }
 
 /**
@@ -182,7 +205,7 @@ class OutcomeBatch {
   private results: CallResult[] = [];
   private firstIndex = 0;
   private bytes = 0;
-  private sentAt = performance.now();
+  private sentAt = PerformanceNow();
 
   constructor(
     private readonly requestId: number,
@@ -190,19 +213,19 @@ class OutcomeBatch {
   ) {}
 
   add(result: CallResult, bytes: number): void {
-    this.results.push(result);
+    ArrayPrototypePush(this.results, result);
     this.bytes += bytes;
-    if (this.bytes >= OUTCOME_FLUSH_BYTES || performance.now() - this.sentAt >= OUTCOME_FLUSH_MS) this.flush(false);
+    if (this.bytes >= OUTCOME_FLUSH_BYTES || PerformanceNow() - this.sentAt >= OUTCOME_FLUSH_MS) this.flush(false);
   }
 
   flush(done: boolean): void {
     if (!this.results.length && !done) return;
     const message: OutcomesMessage = { t: 'outcomes', id: this.requestId, index: this.firstIndex, results: this.results, done };
-    this.send(JSON.stringify(message));
+    this.send(JSONStringify(message));
     this.firstIndex += this.results.length;
     this.results = [];
     this.bytes = 0;
-    this.sentAt = performance.now();
+    this.sentAt = PerformanceNow();
   }
 }
 
@@ -211,14 +234,17 @@ function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFail
   const stack = `ComponentLoadError: ${failure.message}`;
   const error: InvocationError = { name: 'ComponentLoadError', message: failure.message, stack, code: failure.code };
   const results: CallResult[] = [];
-  for (let index = 0; index < count; index++) results.push({ outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} });
+  for (let index = 0; index < count; index++) ArrayPrototypePush(results, { outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} });
   const message: OutcomesMessage = { t: 'outcomes', id: request.id, index: 0, results, done: true };
-  send(JSON.stringify(message));
+  send(JSONStringify(message));
 }
 
 export async function invoke(request: InvokeRequest, send: Send): Promise<void> {
   const isStep = request.method === 'step';
-  const inputs = request.method === 'run' || isStep ? request.events.map((json) => JSON.parse(json) as unknown) : [undefined];
+  const inputs: unknown[] = request.method === 'run' || isStep ? [] : [undefined];
+  if (request.method === 'run' || isStep) {
+    for (let index = 0; index < request.events.length; index++) inputs[index] = JSONParse(request.events[index]!);
+  }
   let loaded: LoadedComponent;
   try {
     loaded = loadComponent(request.artifactPath, isStep);
@@ -227,7 +253,9 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     failedOutcomes(request, inputs.length, error, send);
     return;
   }
-  const committed = new Map(Object.entries(request.db));
+  const committed = new SafeMap<string, unknown>();
+  const dbKeys = ObjectKeys(request.db);
+  for (let index = 0; index < dbKeys.length; index++) MapPrototypeSet(committed, dbKeys[index]!, request.db[dbKeys[index]!]);
   const inputsOfThis: ThisInputs = {
     httpEndpoint: request.httpEndpoint,
     customResponse: request.customResponse,
@@ -241,7 +269,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     scope.origin = request.id;
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
     const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
-    const started = performance.now();
+    const started = PerformanceNow();
     live = { scope, requestId: request.id, batch, send, sentAt: started };
     let error: unknown;
     let failed = false;
@@ -266,26 +294,25 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     if (failed && step?.endedByExit(error) && (scope.failure === undefined || step.endedByExit(scope.failure))) failed = false;
     live = undefined;
     scope.closed = true;
-    const written: Array<[string, unknown]> = [];
+    // Without a prototype, so that a key such as "__proto__" stays an ordinary key.
+    const dbWrites = { __proto__: null } as unknown as Record<string, unknown>;
     const removed: string[] = [];
     let dbBytes = 0;
     if (!failed) {
-      for (const [key, write] of scope.dbWrites) {
-        if (write.value === undefined) removed.push(key);
-        else written.push([key, write.value]);
-        committed.set(key, write.value);
+      MapPrototypeForEach(scope.dbWrites, (write, key) => {
+        if (write.value === undefined) ArrayPrototypePush(removed, key);
+        else dbWrites[key] = write.value;
+        MapPrototypeSet(committed, key, write.value);
         dbBytes += write.bytes;
-      }
+      });
     }
-    // Built with fromEntries so that a key such as "__proto__" stays an ordinary key.
-    const dbWrites: Record<string, unknown> = Object.fromEntries(written);
     const stores = failed ? undefined : inputsOfThis.stores.commit(scope);
     if (stores) dbBytes += stores.bytes;
     const outcome: CallResult['outcome'] = {
       // A step has no $emit; what it hands on travels in `step`.
       emits: failed || step ? [] : scope.emits,
-      logs: scope.sentLogs ? scope.logs.slice(scope.sentLogs) : scope.logs,
-      durationMs: performance.now() - started,
+      logs: scope.sentLogs ? ArrayPrototypeSlice(scope.logs, scope.sentLogs) : scope.logs,
+      durationMs: PerformanceNow() - started,
     };
     let stepBytes = 0;
     if (failed) outcome.error = toInvocationError(error);

@@ -1,4 +1,5 @@
 // Turns component data into JSON strictly, so data that JSON would silently mangle is refused where it is produced.
+import { BufferByteLength, JSONParse, JSONStringify, matches } from './primordials.js';
 
 export interface JsonCopy {
   /** The data as JSON text (what its size is measured on). */
@@ -15,7 +16,7 @@ export function jsonCopy(value: unknown, what: string): JsonCopy {
   if (value === undefined) throw new TypeError(`${what} is not JSON-serialisable: undefined`);
   let json: string | undefined;
   try {
-    json = JSON.stringify(value, (key, v: unknown) => {
+    json = JSONStringify(value, (key, v: unknown) => {
       if (typeof v === 'function' || typeof v === 'symbol') {
         throw new TypeError(`a ${typeof v}${key === '' ? '' : ` at key "${key}"`}`);
       }
@@ -26,7 +27,7 @@ export function jsonCopy(value: unknown, what: string): JsonCopy {
     throw new TypeError(`${what} is not JSON-serialisable: ${reason}`);
   }
   if (json === undefined) throw new TypeError(`${what} is not JSON-serialisable`);
-  return { json, value: JSON.parse(json) };
+  return { json, value: JSONParse(json) };
 }
 
 /**
@@ -37,11 +38,11 @@ const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBF
 
 /** Whether `text` holds an unpaired UTF-16 surrogate: neither database keeps one as sent (U+FFFD on PostgreSQL, other bytes on SQLite). */
 export function hasUnpairedSurrogate(text: string): boolean {
-  return UNPAIRED_SURROGATE.test(text);
+  return matches(UNPAIRED_SURROGATE, text);
 }
 
 export function jsonBytes(json: string): number {
-  return Buffer.byteLength(json, 'utf8');
+  return BufferByteLength(json, 'utf8');
 }
 
 /**
@@ -49,6 +50,6 @@ export function jsonBytes(json: string): number {
  * count against the same limits as the event, or a summary of any size would ride on a small event.
  */
 export function emitBytes(eventJsonBytes: number, meta: { id?: string | number | undefined; summary?: string | undefined }): number {
-  const id = typeof meta.id === 'string' ? Buffer.byteLength(meta.id, 'utf8') : 0;
-  return eventJsonBytes + id + (meta.summary === undefined ? 0 : Buffer.byteLength(meta.summary, 'utf8'));
+  const id = typeof meta.id === 'string' ? BufferByteLength(meta.id, 'utf8') : 0;
+  return eventJsonBytes + id + (meta.summary === undefined ? 0 : BufferByteLength(meta.summary, 'utf8'));
 }

@@ -1,5 +1,6 @@
 // What a `$.service.db` or data store key may hold: checked in the worker as it is written, and again by the server.
 import { hasUnpairedSurrogate, jsonBytes } from './json.js';
+import { StringPrototypeIndexOf } from './primordials.js';
 
 /** Why a key is refused: `type` for what it holds (a TypeError in the worker), `range` for its length (a RangeError). */
 export interface KeyProblem {
@@ -21,7 +22,7 @@ export function keyProblem(key: string, what: string, maxBytes: number): KeyProb
 
 /** In the worker, as a key is written: keyProblem's rules, and no NUL, thrown as the error each names. */
 export function assertKey(key: string, what: string, maxBytes: number): void {
-  if (key.includes('\0')) throw new TypeError(`${what} keys may not contain the NUL character`);
+  if (StringPrototypeIndexOf(key, '\0') !== -1) throw new TypeError(`${what} keys may not contain the NUL character`);
   const problem = keyProblem(key, what, maxBytes);
   if (problem) throw problem.kind === 'type' ? new TypeError(problem.message) : new RangeError(problem.message);
 }

@@ -5,6 +5,16 @@ import type { ComponentInfo, PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
 import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
+import {
+  MapPrototypeGet,
+  MapPrototypeSet,
+  SafeMap,
+  SafeSet,
+  SetPrototypeAdd,
+  SetPrototypeForEach,
+  StringPrototypeIndexOf,
+  StringPrototypeSlice,
+} from './primordials.js';
 
 export type Component = Record<string, unknown>;
 
@@ -21,7 +31,7 @@ const STEP_NAME = 'code step';
 const STEP_VERSION = '0.0.0';
 const require = createRequire(import.meta.url);
 /** Keyed by `artifactPath` plus how it was loaded: the same bundle is described differently as a step. */
-const loaded = new Map<string, LoadedComponent>();
+const loaded: Map<string, LoadedComponent> = new SafeMap();
 
 /**
  * Pipedream code steps call `defineComponent(…)` without importing it. An identity function, fixed before any
@@ -149,8 +159,19 @@ function checkNames(props: PropDescriptor[], methods: unknown, isSource: boolean
   }
 }
 
+/** `text` without any `part` in it. */
+function withoutAll(text: string, part: string): string {
+  let out = '';
+  let from = 0;
+  for (let at = StringPrototypeIndexOf(text, part); at !== -1; at = StringPrototypeIndexOf(text, part, from)) {
+    out += StringPrototypeSlice(text, from, at);
+    from = at + part.length;
+  }
+  return from === 0 ? text : out + StringPrototypeSlice(text, from);
+}
+
 /** The folders of the bundles this worker loaded (each with its trailing separator). */
-const bundleDirs = new Set<string>();
+const bundleDirs: Set<string> = new SafeSet();
 
 /**
  * `text` (a stack or a message) naming the files of loaded bundles as `component.js:3:9` and those of npm packages
@@ -158,7 +179,9 @@ const bundleDirs = new Set<string>();
  */
 export function withoutServerPaths(text: string): string {
   let out = text;
-  for (const dir of bundleDirs) out = out.replaceAll(dir, '');
+  SetPrototypeForEach(bundleDirs, (dir) => {
+    out = withoutAll(out, dir);
+  });
   return withoutPackagePaths(out);
 }
 
@@ -168,10 +191,10 @@ export function withoutServerPaths(text: string): string {
  */
 export function loadComponent(artifactPath: string, asStep = false): LoadedComponent {
   const cacheKey = `${asStep ? 'step' : 'component'}:${artifactPath}`;
-  const cached = loaded.get(cacheKey);
+  const cached = MapPrototypeGet(loaded, cacheKey);
   if (cached) return cached;
   let exports: unknown;
-  bundleDirs.add(path.dirname(artifactPath) + path.sep);
+  SetPrototypeAdd(bundleDirs, path.dirname(artifactPath) + path.sep);
   try {
     exports = require(artifactPath);
   } catch (error) {
@@ -185,7 +208,7 @@ export function loadComponent(artifactPath: string, asStep = false): LoadedCompo
     if (error instanceof LoadFailure) throw error;
     throw new LoadFailure('load_failed', `the component threw while its export was read: ${thrown(error)}`);
   }
-  loaded.set(cacheKey, result);
+  MapPrototypeSet(loaded, cacheKey, result);
   return result;
 }
 

@@ -1,4 +1,5 @@
 // Entry of a worker process: answers the server's load, invoke and configure requests, one at a time, by running component code.
+import fs from 'node:fs';
 import type { InitMessage, ToWorker } from '../protocol.js';
 import type { EgressPolicy } from './egress-rules.js';
 import { captureConsole } from './console.js';
@@ -10,6 +11,7 @@ import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { MAX_PENDING_TIMERS } from './limits.js';
 import { refuseListening } from './listen-guard.js';
 import { installDefineComponent, loadComponent } from './load.js';
+import { ArrayPrototypePush, ArrayPrototypeShift, JSONParse, StringPrototypeIndexOf, StringPrototypeSlice } from './primordials.js';
 import { capPendingTimers } from './timer-cap.js';
 
 // Source maps from here on: component bundles carry theirs inline, and the worker's own files (loaded above) need none,
@@ -18,7 +20,7 @@ process.setSourceMapsEnabled(true);
 const channel = harden();
 const { exit } = channel;
 // The server passes the egress policy as the first argument (JSON); a worker started without one allows nothing internal.
-const egress: EgressPolicy = process.argv[2] ? (JSON.parse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
+const egress: EgressPolicy = process.argv[2] ? (JSONParse(process.argv[2]) as EgressPolicy) : { allowPrivateNetwork: false, allow: [] };
 // Before the egress guard: both find the handle classes through the original net.Socket.prototype.connect.
 refuseListening((message) => logToCurrentCall('error', message));
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
@@ -30,9 +32,28 @@ process.on('unhandledRejection', failCurrentCall);
 // Without the server there is no one to answer to.
 process.on('disconnect', () => exit(0));
 
-/** Internal faults (not the component's) end the worker; the server reports the exit. */
+const writeSync = fs.writeSync;
+
+/**
+ * Internal faults (not the component's) end the worker; the server reports the exit with the last lines written here.
+ * The fault comes last, on one line: the lines above it (the stack) locate it, and it says what broke. Read defensively:
+ * what was thrown may be the component's, from a built-in it replaced.
+ */
 function die(error: unknown): void {
-  process.stderr.write(`tributary worker fault: ${error instanceof Error ? error.stack : String(error)}\n`);
+  let text: string;
+  let headline: string;
+  try {
+    text = error instanceof Error && typeof error.stack === 'string' ? error.stack : String(error);
+    const end = StringPrototypeIndexOf(text, '\n');
+    headline = end === -1 ? text : StringPrototypeSlice(text, 0, end);
+  } catch {
+    text = headline = 'a value that cannot be shown';
+  }
+  try {
+    writeSync(2, `${text}\ntributary worker fault (the worker's own code failed; component code may have replaced a built-in it relies on): ${headline}\n`);
+  } catch {
+    // stderr closed: the exit alone is reported.
+  }
   exit(70);
 }
 
@@ -57,15 +78,31 @@ function handle(message: ToWorker, send: Send): void | Promise<void> {
   }
 }
 
-let queue: Promise<void> = Promise.resolve();
+/** Requests not yet handled, oldest first. The server sends one at a time; the queue keeps the order even if it did not. */
+const pending: ToWorker[] = [];
+let draining = false;
+
+/**
+ * Handles the pending requests one after the other. Awaiting the worker's own (native) promises looks nothing up
+ * that component code could replace, where chaining them with `then` and `catch` would call whatever it put there.
+ */
+async function drain(send: Send): Promise<void> {
+  draining = true;
+  try {
+    for (let message = ArrayPrototypeShift(pending); message !== undefined; message = ArrayPrototypeShift(pending)) await handle(message, send);
+  } catch (error) {
+    die(error);
+  }
+  draining = false;
+}
 
 // The server's first message gives the token every message of ours carries; no component code has run yet.
 process.once('message', (init: InitMessage) => {
   if (init?.t !== 'init' || typeof init.token !== 'string') return die(new Error('the first message from the server was not init'));
   const send: Send = (message) => channel.send([init.token, message]);
   process.on('message', (message: ToWorker) => {
-    // The server sends one request at a time; chaining keeps the order even if it did not.
-    queue = queue.then(() => handle(message, send)).catch(die);
+    ArrayPrototypePush(pending, message);
+    if (!draining) void drain(send);
   });
   send({ t: 'ready' });
 });

@@ -2,6 +2,7 @@
 import type { PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
 import { jsonCopy } from './json.js';
+import { ArrayIsArray } from './primordials.js';
 
 const BASE_TYPES = ['app', 'boolean', 'integer', 'string', 'object'];
 const KNOWN_TYPES: ReadonlySet<string> = new Set([
@@ -23,7 +24,7 @@ type Obj = Record<string, unknown>;
 const ALERT_TYPES: ReadonlySet<string> = new Set(['info', 'neutral', 'warning', 'error']);
 
 export function isPlainObject(value: unknown): value is Obj {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !ArrayIsArray(value);
 }
 
 /** What kind of value this is, for messages: `an object`, `an array`, `a number`, `null`, `undefined`. */

@@ -4,16 +4,24 @@ import { jsonCopy } from './json.js';
 import { MAX_RESPONSE_BODY_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
+import { ArrayIsArray, JSONStringify, matches, ObjectKeys, StringPrototypeToLowerCase } from './primordials.js';
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
+const STATUS_TEXT = /^[1-5][0-9]{2}$/;
+
+function hasContentType(headers: Record<string, unknown>): boolean {
+  const names = ObjectKeys(headers);
+  for (let index = 0; index < names.length; index++) if (StringPrototypeToLowerCase(names[index]!) === 'content-type') return true;
+  return false;
+}
 
 function headerText(name: string, value: unknown): string {
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw new TypeError(`respond(): header "${name}" must be a string`);
   }
   const result = String(value);
-  if (HEADER_VALUE_FORBIDDEN.test(result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
+  if (matches(HEADER_VALUE_FORBIDDEN, result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
   return result;
 }
 
@@ -22,7 +30,10 @@ function headerText(name: string, value: unknown): string {
  * Oct 2026 07:28:00 GMT", "b=2"]` would be one cookie no browser can read.
  */
 function headerValue(name: string, value: unknown): string | string[] {
-  return Array.isArray(value) ? value.map((item) => headerText(name, item)) : headerText(name, value);
+  if (!ArrayIsArray(value)) return headerText(name, value);
+  const texts: string[] = [];
+  for (let index = 0; index < value.length; index++) texts[index] = headerText(name, value[index]);
+  return texts;
 }
 
 /**
@@ -31,9 +42,9 @@ function headerValue(name: string, value: unknown): string | string[] {
  * digits written as a string ("200", nothing around them) are read as that integer; any other string is refused.
  */
 function status(value: unknown): number {
-  const number = typeof value === 'string' && /^[1-5][0-9]{2}$/.test(value) ? Number(value) : value;
+  const number = typeof value === 'string' && matches(STATUS_TEXT, value) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isInteger(number) || number < 100 || number > 599) {
-    throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSON.stringify(value) ?? String(value)}`);
+    throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSONStringify(value) ?? String(value)}`);
   }
   return number;
 }
@@ -44,8 +55,12 @@ export function normalizeResponse(input: unknown): HttpResponse {
   const headers: Record<string, string | string[]> = {};
   if (input.headers !== undefined && input.headers !== null) {
     if (!isPlainObject(input.headers)) throw new TypeError('respond(): headers must be an object');
-    for (const [name, value] of Object.entries(input.headers)) {
-      if (!HEADER_NAME.test(name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
+    const given = input.headers;
+    const names = ObjectKeys(given);
+    for (let index = 0; index < names.length; index++) {
+      const name = names[index]!;
+      const value = given[name];
+      if (!matches(HEADER_NAME, name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
       headers[name] = headerValue(name, value);
     }
   }
@@ -57,7 +72,7 @@ export function normalizeResponse(input: unknown): HttpResponse {
   else if (raw instanceof ArrayBuffer) body = Buffer.from(raw);
   else {
     body = jsonCopy(raw, 'the response body').json;
-    if (!Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (!hasContentType(headers)) headers['content-type'] = 'application/json';
   }
   const size = body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (size > MAX_RESPONSE_BODY_BYTES) {

@@ -1,6 +1,7 @@
 // What one call of `run`, a step or a hook collects (emits, log lines, db writes, the HTTP response) and how it is failed from outside.
 import type { DataStoreWrite, EmittedEvent, HttpResponse, InvocationMethod, LogLine } from '../types.js';
 import { MAX_LOG_CHARS_PER_CALL, MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_CALL } from './limits.js';
+import { ArrayPrototypePush, DateNow, SafeError, SafeMap, SafePromise, StringPrototypeSlice } from './primordials.js';
 
 /** What a call runs: an invocation's method, or `configure` (a prop's `options()` or `additionalProps()`). */
 export type CallMethod = InvocationMethod | 'configure';
@@ -27,18 +28,17 @@ export class CallScope {
   readonly emits: EmittedEvent[] = [];
   readonly logs: LogLine[] = [];
   /** Keys written during this call; they reach the batch's db only if the call succeeds. */
-  readonly dbWrites = new Map<string, { value: unknown; bytes: number }>();
+  readonly dbWrites: Map<string, { value: unknown; bytes: number }> = new SafeMap();
   /** Changes to data stores by store name; like db writes, they count only if the call succeeds. */
-  readonly dataStoreWrites = new Map<string, StoreChanges>();
+  readonly dataStoreWrites: Map<string, StoreChanges> = new SafeMap();
   emitBytes = 0;
   response?: HttpResponse;
   /** Set once the call has ended: late effects of stray callbacks are dropped. */
   closed = false;
   /** The first error that fails the call regardless of what the component does with it. */
   failure?: unknown;
-  /** Rejects on `fail`, ending the wait for the component's promise (which may never settle). */
-  readonly failed: Promise<never>;
-  private rejectFailed!: (reason: unknown) => void;
+  /** Rejects the promise of the current `until` on `fail`, ending the wait for what may never settle. */
+  private wake?: (reason: unknown) => void;
   /** The invoke request the call belongs to (undefined for configure calls), and whether an error after its end was sent. */
   origin?: number;
   strayReported = false;
@@ -51,25 +51,31 @@ export class CallScope {
   constructor(
     readonly method: CallMethod,
     readonly index: number,
-  ) {
-    this.failed = new Promise<never>((_, reject) => {
-      this.rejectFailed = reject;
+  ) {}
+
+  /**
+   * Resolves when `start` calls its `resolve`, rejects with the call's failure as soon as it fails (at once if it has).
+   * One promise per wait, with no `then` or `race` that component code could have replaced.
+   */
+  until(start: (resolve: () => void, reject: (reason: unknown) => void) => void): Promise<void> {
+    return new SafePromise<void>((resolve, reject) => {
+      if (this.failure !== undefined) return reject(this.failure);
+      this.wake = reject;
+      start(resolve, reject);
     });
-    // Nobody awaits `failed` once the call has ended; that must not count as an unhandled rejection.
-    this.failed.catch(() => undefined);
   }
 
   /** Fails the call: an uncaught error of the component, or a breach of the contract it may have caught. */
   fail(error: unknown): void {
     if (this.closed || this.failure !== undefined) return;
-    this.failure = error ?? new Error('the component failed with an empty error');
-    this.rejectFailed(this.failure);
+    this.failure = error ?? new SafeError('the component failed with an empty error');
+    this.wake?.(this.failure);
   }
 
   log(k: LogLine['k'], msg: string): void {
     if (this.closed || this.logsDropped) return;
     if (msg.length > MAX_LOG_LINE_CHARS) {
-      msg = `${msg.slice(0, MAX_LOG_LINE_CHARS)}… [${msg.length - MAX_LOG_LINE_CHARS} more characters cut]`;
+      msg = `${StringPrototypeSlice(msg, 0, MAX_LOG_LINE_CHARS)}… [${msg.length - MAX_LOG_LINE_CHARS} more characters cut]`;
     }
     this.logChars += msg.length;
     if (this.logChars > MAX_LOG_CHARS_PER_CALL) {
@@ -82,6 +88,6 @@ export class CallScope {
       msg = `log output of this call passed ${MAX_LOG_LINES_PER_CALL} lines; later lines are dropped`;
       k = 'warn';
     }
-    this.logs.push({ k, ts: Date.now(), msg });
+    ArrayPrototypePush(this.logs, { k, ts: DateNow(), msg });
   }
 }

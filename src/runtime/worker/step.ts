@@ -6,6 +6,16 @@ import type { Component } from './load.js';
 import { isPlainObject } from './props.js';
 import { makeRespond, type Respond } from './respond.js';
 import type { CallScope } from './scope.js';
+import {
+  ArrayPrototypePush,
+  JSONStringify,
+  MapPrototypeForEach,
+  MapPrototypeGet,
+  MapPrototypeSet,
+  ObjectFreeze,
+  ReflectApply,
+  SafeMap,
+} from './primordials.js';
 
 /** What `$.flow.delay()` gives back: Tributary has no resume or cancel links, so both are undefined. */
 export interface DelayHandle {
@@ -33,7 +43,7 @@ class StepExit extends Error {
   override name = 'StepExit';
 }
 
-const DELAY_HANDLE: DelayHandle = Object.freeze({ resume_url: undefined, cancel_url: undefined });
+const DELAY_HANDLE: DelayHandle = ObjectFreeze({ resume_url: undefined, cancel_url: undefined });
 
 const HTTP_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
@@ -92,7 +102,7 @@ export function stepInput(input: unknown): StepInput {
 export class StepCall {
   readonly $: StepDollar;
   // A Map, so that an export named "__proto__" stays an ordinary name.
-  private readonly exports = new Map<string, { value: unknown; bytes: number }>();
+  private readonly exports: Map<string, { value: unknown; bytes: number }> = new SafeMap();
   private readonly sends: StepSend[] = [];
   private returned?: { value: unknown; bytes: number };
   private exit?: { reason?: string };
@@ -107,12 +117,12 @@ export class StepCall {
     sendResponse: (response: HttpResponse) => void,
   ) {
     const respond = makeRespond(scope, customResponse, sendResponse);
-    this.$ = Object.freeze({
+    this.$ = ObjectFreeze({
       export: (name: string, value: unknown) => this.export(name, value),
       respond: (response: unknown) => {
         if (this.usable()) respond(response);
       },
-      flow: Object.freeze({
+      flow: ObjectFreeze({
         exit: (reason?: unknown): never => this.exitNow(reason),
         delay: (ms: unknown) => this.delay(ms),
         // Ported steps call it for polling and retries; "$.flow.rerun is not a function" did not say it is missing by design.
@@ -124,7 +134,7 @@ export class StepCall {
           throw error;
         },
       }),
-      send: Object.freeze({
+      send: ObjectFreeze({
         http: (config: unknown) => this.send('http', config),
         email: (config: unknown) => this.send('email', config),
         s3: (config: unknown) => this.send('s3', config),
@@ -138,7 +148,7 @@ export class StepCall {
   body(component: Component, self: Record<string, unknown>, steps: Record<string, unknown>): () => Promise<void> {
     const run = component.run as (this: unknown, context: { steps: Record<string, unknown>; $: StepDollar }) => unknown;
     return async () => {
-      this.recordReturn(await run.call(self, { steps, $: this.$ }));
+      this.recordReturn(await ReflectApply(run, self, [{ steps, $: this.$ }]));
     };
   }
 
@@ -149,7 +159,11 @@ export class StepCall {
 
   /** What the step did, for a call that succeeded, and its size as JSON. */
   outcome(): { step: StepOutcome; bytes: number } {
-    const exports = Object.fromEntries([...this.exports].map(([name, { value }]) => [name, value]));
+    // Without a prototype, so that an export named "__proto__" stays an ordinary name.
+    const exports = { __proto__: null } as unknown as Record<string, unknown>;
+    MapPrototypeForEach(this.exports, ({ value }, name) => {
+      exports[name] = value;
+    });
     const step: StepOutcome = { exports, sends: this.sends };
     if (this.returned) step.returnValue = this.returned.value;
     if (this.exit) step.exit = this.exit;
@@ -190,17 +204,17 @@ export class StepCall {
     if (name === '$summary' && value !== undefined && typeof value !== 'string') {
       throw new TypeError(`$.export("$summary", …) takes a string, not ${value === null ? 'null' : typeof value}`);
     }
-    const previous = this.exports.get(name);
+    const previous = MapPrototypeGet(this.exports, name);
     if (value === undefined) {
       if (previous) this.bytes -= previous.bytes;
       this.exports.delete(name);
       return;
     }
     const copy = jsonCopy(value, `the value exported as "${name}"`);
-    const bytes = jsonBytes(JSON.stringify(name)) + jsonBytes(copy.json);
+    const bytes = jsonBytes(JSONStringify(name)) + jsonBytes(copy.json);
     this.reserve(bytes - (previous?.bytes ?? 0));
     this.bytes += bytes - (previous?.bytes ?? 0);
-    this.exports.set(name, { value: copy.value, bytes });
+    MapPrototypeSet(this.exports, name, { value: copy.value, bytes });
   }
 
   private send(kind: StepSend['kind'], argument: unknown): void {
@@ -216,7 +230,7 @@ export class StepCall {
     }
     this.reserve(bytes);
     this.bytes += bytes;
-    this.sends.push({ kind, payload: copy.value });
+    ArrayPrototypePush(this.sends, { kind, payload: copy.value });
   }
 
   /**

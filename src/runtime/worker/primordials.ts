@@ -1,0 +1,65 @@
+// The built-ins the worker's own code calls, taken as this module loads, before any component code can replace them.
+//
+// Component code shares the worker's globals: a component that replaces `JSON.stringify` or `Array.prototype.push` must
+// break only its own code, not the protocol that reports its runs and those of the account's other components (Node's
+// own "primordials" do the same for Node's internals). Methods are "uncurried": `ArrayPrototypePush(list, item)` calls
+// the original `push` through a bound original `call`, so neither a replaced method nor a replaced
+// `Function.prototype.call` is ever looked up. Each is one call, as the method call it stands for.
+
+const { apply, defineProperty } = Reflect;
+const { bind, call } = Function.prototype;
+
+/** `fn` as a function taking its `this` as its first argument. */
+function uncurryThis<T, A extends unknown[], R>(fn: (this: T, ...args: A) => R): (self: T, ...args: A) => R {
+  return apply(bind, call, [fn]) as (self: T, ...args: A) => R;
+}
+
+export const ReflectApply = apply;
+export const ReflectDefineProperty = defineProperty;
+
+export const JSONStringify = JSON.stringify;
+export const JSONParse = JSON.parse;
+
+export const { freeze: ObjectFreeze, hasOwn: ObjectHasOwn, keys: ObjectKeys } = Object;
+export const { isArray: ArrayIsArray } = Array;
+export const { isFinite: NumberIsFinite, isNaN: NumberIsNaN, isSafeInteger: NumberIsSafeInteger } = Number;
+export const { now: DateNow } = Date;
+export const { byteLength: BufferByteLength } = Buffer;
+export const SafeStructuredClone = structuredClone;
+export const SafePromise = Promise;
+export const SafeMap = Map;
+export const SafeSet = Set;
+export const SafeError = Error;
+
+export const ArrayPrototypePush = uncurryThis(Array.prototype.push) as <T>(list: T[], ...items: T[]) => number;
+export const ArrayPrototypeShift = uncurryThis(Array.prototype.shift) as <T>(list: T[]) => T | undefined;
+export const ArrayPrototypeSlice = uncurryThis(Array.prototype.slice) as <T>(list: readonly T[], start?: number, end?: number) => T[];
+export const FunctionPrototypeBind = uncurryThis(Function.prototype.bind) as <F extends (...args: never[]) => unknown>(fn: F, self: unknown) => F;
+export const MapPrototypeGet = uncurryThis(Map.prototype.get) as <K, V>(map: ReadonlyMap<K, V>, key: K) => V | undefined;
+export const MapPrototypeSet = uncurryThis(Map.prototype.set) as <K, V>(map: Map<K, V>, key: K, value: V) => Map<K, V>;
+export const MapPrototypeDelete = uncurryThis(Map.prototype.delete) as <K, V>(map: Map<K, V>, key: K) => boolean;
+export const MapPrototypeClear = uncurryThis(Map.prototype.clear) as <K, V>(map: Map<K, V>) => void;
+export const MapPrototypeForEach = uncurryThis(Map.prototype.forEach) as <K, V>(map: ReadonlyMap<K, V>, fn: (value: V, key: K) => void) => void;
+export const SetPrototypeAdd = uncurryThis(Set.prototype.add) as <T>(set: Set<T>, value: T) => Set<T>;
+export const SetPrototypeForEach = uncurryThis(Set.prototype.forEach) as <T>(set: ReadonlySet<T>, fn: (value: T) => void) => void;
+export const RegExpPrototypeExec = uncurryThis(RegExp.prototype.exec);
+export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+export const StringPrototypeCodePointAt = uncurryThis(String.prototype.codePointAt);
+export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
+export const StringPrototypeToLowerCase = uncurryThis(String.prototype.toLowerCase);
+export const PerformanceNow = FunctionPrototypeBind(performance.now, performance);
+
+/** Whether `pattern` matches `text`: `test` looks `exec` up on the pattern, where component code could replace it. */
+export function matches(pattern: RegExp, text: string): boolean {
+  return RegExpPrototypeExec(pattern, text) !== null;
+}
+
+/** The code points in `text` (what `[...text].length` counts, without the string iterator component code could replace). */
+export function codePointCount(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    count++;
+    if (StringPrototypeCodePointAt(text, i)! > 0xffff) i++;
+  }
+  return count;
+}
