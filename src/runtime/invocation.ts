@@ -115,6 +115,8 @@ export async function invokeIn(
   let reportedAt = startedAt;
   // Lines the call in progress (index outcomes.length) sent ahead of its outcome.
   let streamed: LogLine[] = [];
+  /** Characters of `streamed`, so that each logs message checks only its own lines against the call's bounds. */
+  let streamedChars = 0;
   const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
   const message: InvokeRequest = {
     t: 'invoke',
@@ -149,9 +151,12 @@ export async function invokeIn(
           }
           case 'logs': {
             if (m.index !== outcomes.length || m.index >= count || !m.lines.length) throw new ProtocolError(`unexpected logs of event ${m.index}`);
-            for (const line of m.lines) streamed.push(line);
-            const excess = limits.logsExcess(streamed);
+            const excess = limits.logsExcess(m.lines, streamed.length, streamedChars);
             if (excess) throw new ProtocolError(excess);
+            for (const line of m.lines) {
+              streamed.push(line);
+              streamedChars += line.msg.length;
+            }
             // Not progress: a message of logs cannot buy a run more time.
             return false;
           }
@@ -163,6 +168,7 @@ export async function invokeIn(
             if (first && streamed.length) {
               first.outcome.logs = [...streamed, ...first.outcome.logs];
               streamed = [];
+              streamedChars = 0;
             }
             if (
               m.results.some(

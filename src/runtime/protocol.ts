@@ -139,7 +139,7 @@ export type OutcomesMessage = Static<typeof OutcomesMessageSchema>;
 
 /**
  * Log lines of the call `index` still running, sent ahead of its outcome (which then carries only the lines after
- * them) once it has held them LOG_STREAM_MS (worker/limits.ts): a call stopped at its time limit keeps what it logged.
+ * them) as they are logged: a call stopped at its time limit, even in a synchronous loop, keeps what it logged.
  */
 const LogsMessageSchema = ExactObject({ t: Type.Literal('logs'), id: Type.Integer(), index: Type.Integer(), lines: Type.Array(LogLineSchema) });
 export type LogsMessage = Static<typeof LogsMessageSchema>;

@@ -79,12 +79,15 @@ export class ReportedLimits {
     return undefined;
   }
 
-  /** Also for the lines a call sends ahead of its outcome. */
-  logsExcess(logs: CallResult['outcome']['logs']): string | undefined {
+  /**
+   * Also for the lines a call sends ahead of its outcome, one message a line: `earlierLines` and `earlierChars` count
+   * those it sent before (checked then), so that each line is measured once rather than the call's whole output again.
+   */
+  logsExcess(logs: CallResult['outcome']['logs'], earlierLines = 0, earlierChars = 0): string | undefined {
     // The worker cuts a line past MAX_LOG_LINE_CHARS (adding a note) and drops lines past MAX_LOG_CHARS_PER_CALL (one note).
-    if (logs.length > MAX_LOG_LINES_PER_CALL + 1) return `the log output of one call may be at most ${MAX_LOG_LINES_PER_CALL} lines`;
+    if (earlierLines + logs.length > MAX_LOG_LINES_PER_CALL + 1) return `the log output of one call may be at most ${MAX_LOG_LINES_PER_CALL} lines`;
     const lineBound = MAX_LOG_LINE_CHARS + 100;
-    let total = 0;
+    let total = earlierChars;
     for (const { msg } of logs) {
       if (msg.length > lineBound) return `a log line may be at most ${MAX_LOG_LINE_CHARS} characters`;
       total += msg.length;

@@ -1,5 +1,5 @@
 // Runs an invoke request in the worker: each event, StepInput or the hook in order, its outcomes sent back in few messages.
-import { setImmediate as originalSetImmediate, setTimeout as originalSetTimeout } from 'node:timers';
+import { setImmediate as originalSetImmediate } from 'node:timers';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import { buildThis, type ThisInputs } from './context.js';
 import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
-import { LOG_STREAM_MS, MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
+import { MAX_ERROR_CHARS, OUTCOME_FLUSH_BYTES, OUTCOME_FLUSH_MS } from './limits.js';
 import { loadComponent, type LoadedComponent, withoutServerPaths } from './load.js';
 import {
   ArrayPrototypePush,
@@ -39,14 +39,12 @@ function currentScope(): CallScope | undefined {
   return calls.getStore() ?? active;
 }
 
-/** The call of an invoke request now running, whose log lines go ahead of its outcome once it runs long. */
+/** The call of an invoke request now running, whose log lines go ahead of its outcome as they are logged. */
 interface LiveCall {
   scope: CallScope;
   requestId: number;
   batch: OutcomeBatch;
   send: Send;
-  /** When its last lines were sent (or it started). */
-  sentAt: number;
 }
 let live: LiveCall | undefined;
 
@@ -59,23 +57,17 @@ function streamLogs(): void {
   const message: LogsMessage = { t: 'logs', id: call.requestId, index: scope.index, lines: ArrayPrototypeSlice(scope.logs, scope.sentLogs) };
   call.send(JSONStringify(message));
   scope.sentLogs = scope.logs.length;
-  call.sentAt = PerformanceNow();
 }
-
-// One timer for the worker's life, re-armed by the first unsent line of a call: no timer per call on the fast path.
-const logTimer = originalSetTimeout(streamLogs, LOG_STREAM_MS);
-logTimer.unref();
 
 export function logToCurrentCall(k: LogLine['k'], msg: string): void {
   const scope = currentScope();
   if (!scope) return;
   const before = scope.logs.length;
   scope.log(k, msg);
-  const call = live;
-  if (call?.scope !== scope || scope.logs.length === before) return;
-  // A run that logs in a synchronous loop never lets the timer fire: it sends as it goes, at most every LOG_STREAM_MS.
-  if (PerformanceNow() - call.sentAt >= LOG_STREAM_MS) streamLogs();
-  else if (before === scope.sentLogs) logTimer.refresh();
+  if (live?.scope !== scope || scope.logs.length === before) return;
+  // The channel writes to the pipe at once when nothing waits before it: a line sent now outlives a synchronous
+  // loop right after it, which no timer could fire in.
+  streamLogs();
 }
 
 /** Where errors thrown after their call ended are reported: the channel, once a request has given it. */
@@ -270,7 +262,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
     const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
     const started = PerformanceNow();
-    live = { scope, requestId: request.id, batch, send, sentAt: started };
+    live = { scope, requestId: request.id, batch, send };
     let error: unknown;
     let failed = false;
     try {

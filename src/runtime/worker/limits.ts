@@ -63,10 +63,5 @@ export const MAX_ERROR_CHARS = 16 * 1024;
  * long call adds its own length). The server's kill timer therefore allows this much on top of a call's timeout.
  */
 export const OUTCOME_FLUSH_MS = 10;
-/**
- * A call still running sends the log lines it has held this long (when it logs again, or from a timer while it
- * waits), so that they outlive a worker killed at the call's time limit; quicker calls send theirs with their outcome.
- */
-export const LOG_STREAM_MS = 100;
 /** A worker sends the outcomes it holds once their emitted events, db writes and logs pass this many bytes. */
 export const OUTCOME_FLUSH_BYTES = 1024 * 1024;
