@@ -25,6 +25,11 @@ export interface AutoSubscriptionView {
   event_name: string;
 }
 
+/** An auto-subscription as its list shows it: when it was made tells what a cleanup may remove. */
+export interface ListedAutoSubscriptionView extends AutoSubscriptionView {
+  created_at: number;
+}
+
 function toView(row: subscriptions.SubscriptionRow): SubscriptionView {
   return { id: row.id, emitter_id: row.emitter_id, listener_id: row.listener_id, event_name: row.event_name };
 }
@@ -103,6 +108,13 @@ export class SubscriptionService {
       });
     });
     return { id: row.id, listener_id: row.listener_id, event_name: row.event_name };
+  }
+
+  /** The account's own auto-subscriptions, newest first (not paginated, as the subscriptions' list). */
+  async listAuto(accountId: string): Promise<ListedAutoSubscriptionView[]> {
+    const rows = await subscriptions.listAutoSubscriptions(this.store.db, accountId, 'desc');
+    // PostgreSQL's bigint comes back as a string.
+    return rows.map((row) => ({ id: row.id, listener_id: row.listener_id, event_name: row.event_name, created_at: Number(row.created_at) }));
   }
 
   async deleteAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<void> {

@@ -111,8 +111,9 @@ export async function deleteAutoSubscription(db: Db, userId: string, listenerId:
   return Number(result.numDeletedRows);
 }
 
-export function listAutoSubscriptions(db: Db, userId: string): Promise<AutoSubscriptionRow[]> {
-  return db.selectFrom('auto_subscriptions').selectAll().where('user_id', '=', userId).orderBy('id', 'asc').execute();
+/** Oldest first by default (the order a new emitter's subscriptions are made in); the API lists newest first, as every list. */
+export function listAutoSubscriptions(db: Db, userId: string, order: 'asc' | 'desc' = 'asc'): Promise<AutoSubscriptionRow[]> {
+  return db.selectFrom('auto_subscriptions').selectAll().where('user_id', '=', userId).orderBy('id', order).execute();
 }
 
 /** The account's active sources among `ids` (listeners of a commit); a deleted or inactive one is skipped. */

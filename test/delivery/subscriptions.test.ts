@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
+import { request } from '../helpers/client.js';
 import { MAX_LISTENER_DEPTH } from '../../src/commit/router.js';
 import { account, emitsOf, startReceiver, type Receiver } from './helpers.js';
 
@@ -211,6 +212,61 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     expect((await a.api.delete(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).status).toBe(204);
     await a.deploy();
     expect((await a.api.get('/v1/users/me/subscriptions')).body.data).toHaveLength(1);
+  });
+
+  it("lists the account's auto-subscriptions, newest first, and none of another account's; GET /users/me/subscriptions is unchanged", async () => {
+    const a = await account(server);
+    const other = await account(server);
+    expect(await a.api.get('/v1/users/me/auto_subscriptions')).toMatchObject({ status: 200, body: { data: [] } });
+    const hook = await a.createWebhook(`${receiver.url}/listed-${dialect}`);
+    const workflow = (await a.api.post('/v1/workflows', { name: 'listener', steps: [{ name: 'emit', component_code: EMIT_OR_FAIL_STEP }] })).body.data.id;
+    const first = (await a.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${hook.id}`)).body.data;
+    const second = (await a.api.post(`/v1/auto_subscriptions?event_name=$errors&listener_id=${workflow}`)).body.data;
+    const theirs = await other.createWebhook(`${receiver.url}/theirs-${dialect}`);
+    expect((await other.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${theirs.id}`)).status).toBe(200);
+
+    const listed = await a.api.get('/v1/users/me/auto_subscriptions');
+    expect(listed.status).toBe(200);
+    // What POST answered, and when it was made.
+    const made = { created_at: expect.any(Number) };
+    expect(listed.body).toEqual({
+      data: [
+        { ...second, ...made },
+        { ...first, ...made },
+      ],
+    });
+    expect(listed.body.data[0].created_at).toBeGreaterThan(1_700_000_000);
+    expect(listed.body.data[0].created_at).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    // The specified list shows subscriptions only: none has been made from these yet.
+    expect((await a.api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+    expect((await other.api.get('/v1/users/me/auto_subscriptions')).body).toEqual({
+      data: [{ id: expect.stringMatching(/^sub_/), listener_id: theirs.id, event_name: 'default', created_at: expect.any(Number) }],
+    });
+    // Fields are selected as on every list.
+    expect((await a.api.get('/v1/users/me/auto_subscriptions?include=id')).body).toEqual({ data: [{ id: second.id }, { id: first.id }] });
+
+    // What the list shows is what DELETE takes: cleaning up from it empties it.
+    for (const item of listed.body.data) {
+      const query = new URLSearchParams({ event_name: item.event_name, listener_id: item.listener_id });
+      expect((await a.api.delete(`/v1/auto_subscriptions?${query}`)).status).toBe(204);
+    }
+    expect((await a.api.get('/v1/users/me/auto_subscriptions')).body).toEqual({ data: [] });
+    expect((await other.api.get('/v1/users/me/auto_subscriptions')).body.data).toHaveLength(1);
+    // Deleting a listener removes its auto-subscriptions, and the list says so.
+    expect((await other.api.delete(`/v1/webhooks/${theirs.id}`)).status).toBe(204);
+    expect((await other.api.get('/v1/users/me/auto_subscriptions')).body).toEqual({ data: [] });
+  });
+
+  it('documents GET /users/me/auto_subscriptions in the OpenAPI document as an extension', async () => {
+    const doc = (await request('GET', `${server.url}/v1/openapi.json`)).body;
+    const operation = doc.paths['/v1/users/me/auto_subscriptions'].get;
+    expect(operation.tags).toEqual(['subscriptions', 'extensions']);
+    expect(operation.responses['200'].content['application/json'].schema.properties.data.items.required).toEqual([
+      'id',
+      'listener_id',
+      'event_name',
+      'created_at',
+    ]);
   });
 
   it('auto-subscriptions apply to workflows created after them: their emitted events and $errors reach the webhook', async () => {

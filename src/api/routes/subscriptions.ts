@@ -20,6 +20,12 @@ const autoSubscriptionSchema = Type.Object({
   event_name: Type.String(),
 });
 
+// Tributary's own: what POST answers, and when it was made.
+const listedAutoSubscriptionSchema = Type.Object({
+  ...autoSubscriptionSchema.properties,
+  created_at: Type.Integer({ description: 'Unix seconds' }),
+});
+
 const eventName = Type.String({
   maxLength: MAX_CHANNEL_NAME_CHARS,
   description: 'Stream: "" or "default" (default stream), "$errors", "$logs", or a custom channel name',
@@ -103,6 +109,19 @@ export function subscriptionRoutes(services: { subscriptions: SubscriptionServic
       async (request) => ({
         data: await services.subscriptions.createAuto(request.account.id, { listenerId: request.query.listener_id, eventName: request.query.event_name }),
       }),
+    );
+
+    app.get(
+      '/users/me/auto_subscriptions',
+      {
+        schema: {
+          tags: ['subscriptions', 'extensions'],
+          summary: 'Every auto-subscription of the account, newest first (not paginated); GET /users/me/subscriptions lists only the subscriptions they made',
+          querystring: Type.Object(fieldParams),
+          response: { 200: Type.Object({ data: Type.Array(listedAutoSubscriptionSchema) }) },
+        },
+      },
+      async (request) => ({ data: await services.subscriptions.listAuto(request.account.id) }),
     );
 
     app.delete(
