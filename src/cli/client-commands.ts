@@ -8,7 +8,7 @@ import { deployWorkflowFile } from '../client/deploy-workflow.js';
 import { runDev } from '../client/dev.js';
 import { showStream, type Stream } from '../client/follow.js';
 import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl, type ServerChoice } from '../client/profiles.js';
-import { endpointUrl, formatTable, kindNamed, kindOfId } from '../client/resources.js';
+import { endpointUrl, formatTable, KINDS, kindNamed, kindOfId } from '../client/resources.js';
 import { UsageError } from '../client/usage-error.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
 
@@ -167,10 +167,10 @@ function addCommands(program: Command): void {
     });
 
   serverOptions(program.command('list [kind]'))
-    .description("list the account's sources (default), workflows, webhooks, subscriptions, components or accounts")
+    .description(`list the account's ${listedKinds()}`)
     .option('--json', 'one JSON object per line')
     .action(async (plural: string | undefined, flags: ServerFlags) => {
-      const kind = kindNamed(plural ?? 'sources');
+      const kind = kindNamed(plural ?? KINDS[0]!.plural);
       const { items: rows, total } = await apiFor(flags).all<Record<string, unknown>>(kind.listPath);
       // Said on standard error, so that --json output stays one object per line.
       if (total > rows.length) say(`the newest ${rows.length} of ${total} ${kind.plural}`);
@@ -266,6 +266,12 @@ function addCommands(program: Command): void {
       // Deleted meanwhile (tributary delete, the console): the cleanup is done, not a failure with a 404 and exit 3.
       else say(`${source.id} was already deleted`);
     });
+}
+
+/** "sources (default), workflows, … or accounts": every kind `list` takes, the first its default. */
+function listedKinds(): string {
+  const [first, ...others] = KINDS.map((kind) => kind.plural);
+  return `${first} (default), ${others.slice(0, -1).join(', ')} or ${others.at(-1)}`;
 }
 
 /** Deletes what `path` names; false when it is gone already (404), any other failure thrown on. */

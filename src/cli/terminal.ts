@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { ApiError, detailLines } from '../client/api.js';
 import { BundleError } from '../client/bundle.js';
 import { ProfileError } from '../client/profiles.js';
+import { KINDS } from '../client/resources.js';
 import type { Ask } from '../client/props-input.js';
 import { UsageError } from '../client/usage-error.js';
 import { WorkflowFileError } from '../client/workflow-file.js';
@@ -48,7 +49,8 @@ export function isInteractive(): boolean {
 
 const HINTS: Record<string, string> = {
   unauthorized: 'the key was refused: check it, or log in again with tributary login --url … --key …',
-  not_found: 'see what the account has with tributary list <sources|workflows|webhooks|components|accounts>',
+  // Every kind `list` takes, from its own table: a kind added there is named here too.
+  not_found: `see what the account has with tributary list <${KINDS.map((kind) => kind.plural).join('|')}>`,
   unreachable: 'is the server running there? check the URL with tributary whoami, or pass --url',
   rate_limited: 'too many requests: wait a little and try again',
   quota_exceeded: "the account's quota is used up for now: see tributary whoami",

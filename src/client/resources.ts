@@ -105,6 +105,19 @@ export const KINDS: readonly ResourceKind[] = [
     ],
   },
   {
+    plural: 'auto-subscriptions',
+    prefix: undefined,
+    listPath: '/v1/users/me/auto_subscriptions',
+    itemPath: undefined,
+    deletable: false,
+    columns: [
+      ['ID', (r) => r.id],
+      ['LISTENER', (r) => r.listener_id],
+      ['EVENTS', (r) => r.event_name || 'default'],
+      ['CREATED', (r) => when(r.created_at)],
+    ],
+  },
+  {
     plural: 'components',
     prefix: 'sc_',
     listPath: '/v1/users/me/components',

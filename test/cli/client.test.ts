@@ -11,6 +11,7 @@ import { ApiClient } from '../../src/client/api.js';
 import { missingProps, typedValue } from '../../src/client/props-input.js';
 import { UsageError } from '../../src/client/usage-error.js';
 import { client, request } from '../helpers/client.js';
+import { emitterSource } from '../helpers/components.js';
 import { BIN, createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { createTestDatabase, DIALECTS, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
@@ -344,6 +345,63 @@ describe('tributary client commands', () => {
     expect([bounded.items.length, bounded.total]).toEqual([100, 105]);
     const whole = await reader.all<{ id: string }>('/v1/users/me/sources');
     expect([whole.items.length, whole.total, new Set(whole.items.map((s) => s.id)).size]).toEqual([105, 105, 105]);
+  });
+
+  it('lists auto-subscriptions as a table and as JSON lines, so that they can be seen and removed', async () => {
+    // An account of its own: an auto-subscription would subscribe the sources other tests create.
+    const own = (await server.createUser()).apiKey;
+    const calls = client(server.url, own);
+    const listener = (await calls.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    const as = { TRIBUTARY_KEY: own };
+    const none = await tributary(['list', 'auto-subscriptions'], as);
+    expect(none).toEqual({ code: 0, stdout: '', stderr: 'no auto-subscriptions\n' });
+    const made: Array<{ id: string }> = [];
+    for (const eventName of ['default', '$errors']) {
+      const res = await calls.post(`/v1/auto_subscriptions?event_name=${eventName}&listener_id=${listener}`);
+      expect(res.status).toBe(200);
+      made.push(res.body.data);
+    }
+    const table = await tributary(['list', 'auto-subscriptions'], as);
+    expect(table.code, table.stderr).toBe(0);
+    const [header, ...rows] = table.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^ID {2,}LISTENER {2,}EVENTS {2,}CREATED$/);
+    const created = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+    expect(rows.map((row) => row.split(/ {2,}/))).toEqual([
+      [made[1]!.id, listener, '$errors', expect.stringMatching(created)],
+      [made[0]!.id, listener, 'default', expect.stringMatching(created)],
+    ]);
+    // Aligned: each column starts where its header does.
+    for (const row of rows) expect(row.indexOf(listener)).toBe(header!.indexOf('LISTENER'));
+    const json = await tributary(['list', 'auto-subscriptions', '--json'], as);
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual((await calls.get('/v1/users/me/auto_subscriptions')).body.data);
+    expect(await tributary(['list', 'subscriptions'], as)).toEqual({ code: 0, stdout: '', stderr: 'no subscriptions\n' });
+    for (const eventName of ['default', '$errors']) {
+      expect((await calls.delete(`/v1/auto_subscriptions?event_name=${eventName}&listener_id=${listener}`)).status).toBe(204);
+    }
+    expect(await tributary(['list', 'auto-subscriptions'], as)).toEqual({ code: 0, stdout: '', stderr: 'no auto-subscriptions\n' });
+  });
+
+  it("a 404's hint names every kind list takes, and list takes every kind the hint names", async () => {
+    const ghost = await tributary(['describe', 'dc_00000000000000000000000000']);
+    expect(ghost.code).toBe(3);
+    const hint = /^hint: see what the account has with tributary list <([^>]+)>$/m.exec(ghost.stderr);
+    expect(hint, ghost.stderr).not.toBeNull();
+    const named = hint![1]!.split('|');
+    expect(named).toEqual(['sources', 'workflows', 'webhooks', 'subscriptions', 'auto-subscriptions', 'components', 'accounts']);
+    // The kinds list itself accepts, in its own words.
+    const refused = await tributary(['list', 'gadgets']);
+    expect(refused.stderr).toBe(`error: unknown kind "gadgets": one of ${named.join(', ')}\n`);
+    for (const kind of named) {
+      const listed = await tributary(['list', kind, '--json']);
+      expect([kind, listed.code, listed.stderr]).toEqual([kind, 0, expect.not.stringContaining('error')]);
+    }
+    const help = (await tributary(['list', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(help).toContain(`list the account's sources (default), ${named.slice(1, -1).join(', ')} or accounts`);
   });
 
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
