@@ -2,7 +2,8 @@
 // commands (client-commands.ts) talk to any running server over its REST API.
 import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, settingOptions, SETTINGS, ConfigError, type Config } from '../config.js';
-import type { NewAccount, Plan, UserService } from '../services/users.js';
+import type { Account, NewAccount, Plan, UserService } from '../services/users.js';
+import { type Columns, formatTable, when } from '../client/resources.js';
 import type { Store } from '../store/database.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
@@ -14,6 +15,16 @@ import { OpsError } from '../ops/ops-error.js';
 import { NewerDatabaseError } from '../store/newer-database-error.js';
 import { describeFailure, EXIT } from './terminal.js';
 import { DatabaseLockedError, sayingWhoseLock } from './locked-database.js';
+
+/** `users list`'s table, as `tributary list` prints its kinds. */
+const ACCOUNT_COLUMNS: Columns<Account> = [
+  ['ID', (a) => a.id],
+  ['USERNAME', (a) => a.username],
+  ['EMAIL', (a) => a.email],
+  ['PLAN', (a) => a.plan],
+  // PostgreSQL's bigint comes back as a string.
+  ['CREATED', (a) => when(Number(a.createdAt))],
+];
 
 /** Settings the `users` commands need: where the database is. */
 const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
@@ -151,14 +162,12 @@ export function buildProgram(): Command {
   for (const option of storageOptions()) list.addOption(option);
   list.action(async (options: Record<string, unknown>) => {
     const accounts = await withUsers(options, 'existing', (service) => service.list());
-    for (const a of accounts) {
-      console.log(
-        options.json
-          ? JSON.stringify({ id: a.id, username: a.username, email: a.email, plan: a.plan, created_at: a.createdAt })
-          : `${a.id}  ${a.username}  ${a.email}  ${a.plan}`,
-      );
-    }
-    if (!options.json && accounts.length === 0) console.log('no accounts');
+    if (options.json) {
+      for (const a of accounts) console.log(JSON.stringify({ id: a.id, username: a.username, email: a.email, plan: a.plan, created_at: a.createdAt }));
+    } else if (accounts.length === 0) {
+      // On standard error, as `tributary list` says it: standard output holds only the table.
+      console.error('no accounts');
+    } else console.log(formatTable({ columns: ACCOUNT_COLUMNS }, accounts));
   });
 
   const rotate = users

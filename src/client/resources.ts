@@ -12,8 +12,7 @@ export interface ResourceKind {
   /** GET and DELETE of one; undefined when the API has none. */
   itemPath: ((id: string) => string) | undefined;
   deletable: boolean;
-  /** Table columns: header and how to show the row's value. */
-  columns: Array<[header: string, value: (row: Row) => unknown]>;
+  columns: Columns;
 }
 
 /**
@@ -22,7 +21,8 @@ export interface ResourceKind {
  */
 export const segment = (id: string) => encodeURIComponent(id);
 
-const when = (seconds: unknown) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString().replace('.000Z', 'Z') : '');
+/** Unix seconds as an ISO time to the second. */
+export const when = (seconds: unknown) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString().replace('.000Z', 'Z') : '');
 
 /** `n` and the noun it counts, in the plural unless `n` is 1: "1 step", "3 steps". */
 export function counted(n: number, noun: string): string {
@@ -162,10 +162,13 @@ export function kindOfId(id: string): ResourceKind {
   return kind;
 }
 
-/** Rows as a table with a header, columns padded to their widest value. */
-export function formatTable(kind: ResourceKind, rows: Row[]): string {
-  const cells = rows.map((row) => kind.columns.map(([, value]) => String(value(row) ?? '')));
-  const headers = kind.columns.map(([header]) => header);
+/** Table columns: header and how to show the row's value. */
+export type Columns<T = Row> = Array<[header: string, value: (row: T) => unknown]>;
+
+/** Rows as a table with a header, columns padded to their widest value: every list the CLI prints (`users list` too). */
+export function formatTable<T>(table: { columns: Columns<T> }, rows: T[]): string {
+  const cells = rows.map((row) => table.columns.map(([, value]) => String(value(row) ?? '')));
+  const headers = table.columns.map(([header]) => header);
   const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((c) => c[i]!.length)));
   const line = (values: string[]) =>
     values

@@ -107,6 +107,10 @@ describe('tributary CLI', () => {
 
   it('creates, lists and rotates accounts, storing only key hashes', async () => {
     const dataDir = tempDir();
+    await tributary(['migrate', '--data-dir', dataDir]);
+    // None yet: said on standard error, as tributary list says it, so that standard output holds only rows.
+    expect(await tributary(['users', 'list', '--data-dir', dataDir])).toEqual({ stdout: '', stderr: 'no accounts\n' });
+    expect(await tributary(['users', 'list', '--json', '--data-dir', dataDir])).toEqual({ stdout: '', stderr: '' });
     const { stdout } = await tributary([
       'users',
       'create',
@@ -127,6 +131,38 @@ describe('tributary CLI', () => {
     // The variable works as the flag does.
     const listed = await tributary(['users', 'list', '--json'], { TRIBUTARY_DATA_DIR: dataDir });
     expect(JSON.parse(listed.stdout.trim())).toMatchObject({ id: created.id, username: 'ada', plan: 'paid' });
+
+    // A table with a header, each column as wide as its widest value, as tributary list prints; --json as it was.
+    const grace = JSON.parse(
+      (await tributary(['users', 'create', '--username', 'grace-hopper', '--email', 'g@example.test', '--json', '--data-dir', dataDir])).stdout,
+    );
+    const table = await tributary(['users', 'list', '--data-dir', dataDir]);
+    expect(table.stderr).toBe('');
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID {2,}USERNAME {2,}EMAIL {2,}PLAN {2,}CREATED$/);
+    const created_ = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.split(/ {2,}/))
+        .sort((x, y) => x[1]!.localeCompare(y[1]!)),
+    ).toEqual([
+      [created.id, 'ada', 'ada@example.test', 'paid', expect.stringMatching(created_)],
+      [grace.id, 'grace-hopper', 'g@example.test', 'free', expect.stringMatching(created_)],
+    ]);
+    for (const header of ['USERNAME', 'EMAIL', 'PLAN', 'CREATED']) {
+      const at = lines[0]!.indexOf(header);
+      for (const line of lines.slice(1)) expect(line[at - 1], `${header} in ${line}`).toBe(' ');
+      for (const line of lines.slice(1)) expect(line[at], `${header} in ${line}`).not.toBe(' ');
+    }
+    const json = (await tributary(['users', 'list', '--json', '--data-dir', dataDir])).stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(json.map((account) => Object.keys(account))).toEqual([
+      ['id', 'username', 'email', 'plan', 'created_at'],
+      ['id', 'username', 'email', 'plan', 'created_at'],
+    ]);
 
     const duplicate = await tributary(['users', 'create', '--username', 'ada', '--email', 'a@b.c', '--data-dir', dataDir]).catch((e) => e);
     expect(duplicate.code).toBe(2);
@@ -204,7 +240,7 @@ describe('tributary CLI', () => {
     expect(fs.existsSync(missing)).toBe(false);
     expect(fs.readdirSync(empty)).toEqual([]);
     await tributary(['users', 'create', '--username', 'first', '--email', 'first@example.test', '--data-dir', missing]);
-    expect((await tributary(['users', 'list', '--data-dir', missing])).stdout).toContain('  first  first@example.test  free');
+    expect((await tributary(['users', 'list', '--data-dir', missing])).stdout).toMatch(/\n\S+ {2,}first {2,}first@example\.test {2,}free {2,}\S+\n$/);
   });
 
   it.skipIf(!process.env.TRIBUTARY_TEST_DATABASE_URL)(
@@ -236,7 +272,9 @@ describe('tributary CLI', () => {
         await client.end();
         expect(tables.rows[0]).toEqual({ n: 0 });
         await tributary(['users', 'create', '--username', 'first', '--email', 'first@example.test', '--database-url', database.url]);
-        expect((await tributary(['users', 'list', '--database-url', database.url])).stdout).toContain('  first  first@example.test  free');
+        expect((await tributary(['users', 'list', '--database-url', database.url])).stdout).toMatch(
+          /\n\S+ {2,}first {2,}first@example\.test {2,}free {2,}\d{4}-\S+Z\n$/,
+        );
       } finally {
         await database.drop();
       }
