@@ -11,7 +11,7 @@ import { UsageError } from './usage-error.js';
 
 export interface DevOptions extends DeployOptions {
   json: boolean;
-  /** Output lines: events, logs, errors (standard output). */
+  /** Output lines: the source deployed or updated (unless json), events, logs, errors (standard output). */
   print: (line: string) => void;
   /** Ends the session (Ctrl-C); dev resolves with the source once it fires. */
   signal: AbortSignal;
@@ -35,6 +35,10 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   let fatal: Error | undefined;
   let endSession = () => {};
 
+  // What the session made, on standard output as deploy and update print it; with --json that output is events, logs
+  // and errors as JSON lines only, so it is said with the progress then.
+  const outcome = (line: string) => (options.json ? options.progress : options.print)(line);
+
   const deployBuild = async (result: BuildResult) => {
     if (result.errors.length) {
       for (const message of result.errors) options.progress(`error: ${messageLine(message)}`);
@@ -47,10 +51,10 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
       if (source === undefined) {
         source = await createSource(api, component, options);
         const endpoint = endpointUrl(source);
-        options.progress(`deployed ${source.id} "${source.name}"${endpoint ? `; endpoint: ${endpoint}` : ''}`);
+        outcome(`deployed ${source.id} "${source.name}"${endpoint ? `; endpoint: ${endpoint}` : ''}`);
       } else {
         source = await replaceCode(api, source.id, component, { ...options, props: [], propsFile: undefined, name: undefined });
-        options.progress(`updated ${source.id} in place (same id and endpoint)`);
+        outcome(`updated ${source.id} in place (same id and endpoint)`);
       }
     } catch (error) {
       // Stopped meanwhile (Ctrl-C during a question, say): what failed because of it is no news.

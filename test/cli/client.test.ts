@@ -503,7 +503,9 @@ describe('tributary client commands', () => {
       `export default { name: "dev source", version: "0.0.1", props: { http: "$.interface.http" },\n  async run(event) { console.log("seen ${tag}"); this.$emit({ tag: "${tag}", body: event.body }); } };\n`;
     fs.writeFileSync(file, version('one'));
     const dev = start(['dev', 'dev-source.mjs', '--delete-on-exit']);
-    const [, id, endpoint] = await dev.waitForOutput(/deployed (dc_\w+) "dev-source-dev"; endpoint: (\S+)/, 'stderr');
+    // The result on standard output, as deploy prints it; the progress on standard error.
+    const [, id, endpoint] = await dev.waitForOutput(/^deployed (dc_\w+) "dev-source-dev"; endpoint: (\S+)$/m);
+    expect(dev.stderr()).not.toContain('deployed');
     // The progress line names the source being made, not the component it runs.
     expect(dev.stderr()).toMatch(/^deploying dev-source-dev …$/m);
     await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
@@ -512,7 +514,8 @@ describe('tributary client commands', () => {
     await dev.waitForOutput(/log +seen one/);
 
     fs.writeFileSync(file, version('two'));
-    await dev.waitForOutput(new RegExp(`updated ${id} in place`), 'stderr');
+    await dev.waitForOutput(new RegExp(`^updated ${id} in place \\(same id and endpoint\\)$`, 'm'));
+    expect(dev.stderr()).not.toContain(`updated ${id}`);
     await request('POST', endpoint!, { body: { n: 2 } });
     await dev.waitForOutput(/\{"tag":"two","body":\{"n":2\}\}/);
 
@@ -532,13 +535,15 @@ describe('tributary client commands', () => {
       path.join(dir, 'gone-source.mjs'),
       'export default { name: "gone", version: "0.0.1", props: { http: "$.interface.http" }, async run() {} };\n',
     );
-    const dev = start(['dev', 'gone-source.mjs', '--delete-on-exit']);
+    const dev = start(['dev', 'gone-source.mjs', '--delete-on-exit', '--json']);
+    // With --json standard output holds JSON lines only: the source made is said with the progress.
     const [, id] = await dev.waitForOutput(/deployed (dc_\w+) "gone-source-dev"/, 'stderr');
     await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
     expect((await api().delete(`/v1/sources/${id}`)).status).toBe(204);
     expect(await dev.exit, dev.stderr()).toBe(3);
     expect(dev.stderr()).toContain(`error: the live stream of ${id} answered 404: no source ${id} (deleted while followed, or never this account's)`);
     expect(dev.stderr()).not.toContain('stopped following');
+    expect(dev.stdout()).toBe('');
   });
 
   it('prints each detail of a refusal as a line naming its field or prop, not as raw JSON', async () => {
