@@ -199,10 +199,13 @@ export class ApiClient {
     let after: string | null = null;
     const separator = path.includes('?') ? '&' : '?';
     do {
-      const page: PageBody<T> = await this.get(`${path}${separator}limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+      const page: Omit<PageBody<T>, 'page_info'> & Partial<Pick<PageBody<T>, 'page_info'>> = await this.get(
+        `${path}${separator}limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+      );
       items.push(...page.data);
       total ??= page.page_info?.total_count;
-      after = page.data.length === 100 ? page.page_info.end_cursor : null;
+      // A list without pages (subscriptions) answers all at once: 100 of them is the whole list, not a full page.
+      after = page.data.length === 100 && page.page_info ? page.page_info.end_cursor : null;
     } while (after && items.length < at_most);
     return { items, total: Math.max(total ?? 0, items.length) };
   }

@@ -384,6 +384,11 @@ describe('tributary client commands', () => {
       expect((await calls.delete(`/v1/auto_subscriptions?event_name=${eventName}&listener_id=${listener}`)).status).toBe(204);
     }
     expect(await tributary(['list', 'auto-subscriptions'], as)).toEqual({ code: 0, stdout: '', stderr: 'no auto-subscriptions\n' });
+
+    // A list without pages (no page_info) of exactly 100, one full page's worth: read once, not followed to a cursor.
+    for (let i = 0; i < 100; i++) expect((await calls.post(`/v1/auto_subscriptions?event_name=c${i}&listener_id=${listener}`)).status).toBe(200);
+    const hundred = await tributary(['list', 'auto-subscriptions', '--json'], as);
+    expect([hundred.code, hundred.stderr, hundred.stdout.trim().split('\n').length]).toEqual([0, '', 100]);
   });
 
   it("a 404's hint names every kind list takes, and list takes every kind the hint names", async () => {
