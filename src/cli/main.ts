@@ -22,8 +22,7 @@ const ACCOUNT_COLUMNS: Columns<Account> = [
   ['USERNAME', (a) => a.username],
   ['EMAIL', (a) => a.email],
   ['PLAN', (a) => a.plan],
-  // PostgreSQL's bigint comes back as a string.
-  ['CREATED', (a) => when(Number(a.createdAt))],
+  ['CREATED', (a) => when(a.createdAt)],
 ];
 
 /** Settings the `users` commands need: where the database is. */

@@ -113,8 +113,7 @@ export class SubscriptionService {
   /** The account's own auto-subscriptions, newest first (not paginated, as the subscriptions' list). */
   async listAuto(accountId: string): Promise<ListedAutoSubscriptionView[]> {
     const rows = await subscriptions.listAutoSubscriptions(this.store.db, accountId, 'desc');
-    // PostgreSQL's bigint comes back as a string.
-    return rows.map((row) => ({ id: row.id, listener_id: row.listener_id, event_name: row.event_name, created_at: Number(row.created_at) }));
+    return rows.map((row) => ({ id: row.id, listener_id: row.listener_id, event_name: row.event_name, created_at: row.created_at }));
   }
 
   async deleteAuto(accountId: string, request: { listenerId: string; eventName: string }): Promise<void> {
