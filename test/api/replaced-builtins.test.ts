@@ -29,6 +29,8 @@ const TARGETS = [
   'Array.prototype.filter',
   'Array.prototype.join',
   'Array.prototype.some',
+  'Array.prototype.find',
+  'Array.prototype.includes',
   'Object.keys',
   'Object.entries',
   'Object.fromEntries',
@@ -52,6 +54,7 @@ const TARGETS = [
   'String.prototype.replaceAll',
   'String.prototype.includes',
   'String.prototype.startsWith',
+  'String.prototype.trim',
   'RegExp.prototype.test',
   'RegExp.prototype.exec',
   'Number.isFinite',
@@ -68,11 +71,15 @@ const TARGETS = [
 ];
 
 /**
- * Built-ins that reading a component's export (its name, props, methods) calls: replaced by the module as it loads,
- * the deploy is refused with the component's own error, and the worker goes on.
+ * Built-ins that reading a component's export (its name, key, props, options, propDefinitions, methods) calls: a module
+ * that replaces one as it loads is still described as it would be with the originals.
  */
 const READ_AT_LOAD = [
   'Array.prototype.map',
+  'Array.prototype.filter',
+  'Array.prototype.find',
+  'Array.prototype.includes',
+  'Array.prototype.push',
   'Object.keys',
   'Object.entries',
   'Set.prototype.has',
@@ -80,6 +87,39 @@ const READ_AT_LOAD = [
   'RegExp.prototype.test',
   'RegExp.prototype.exec',
   'Array.isArray',
+  'String.prototype.trim',
+  'String.prototype.split',
+  'JSON.stringify',
+];
+
+/** A component whose description takes every branch READ_AT_LOAD's built-ins are called on. */
+const DESCRIBED = `
+const github = { type: "app", app: "github", propDefinitions: { repo: { type: "string", label: "Repository" } } };
+module.exports = {
+  key: "described-source",
+  name: "Described",
+  version: "1.0.0",
+  dedupe: "unique",
+  props: {
+    github,
+    http: "$.interface.http",
+    repo: { propDefinition: [github, "repo"], optional: true },
+    mode: { type: "string", options: ["a", { label: "B", value: "b" }], default: "a" },
+    note: { type: "alert", alertType: "warning", content: "read me" },
+    tags: "string[]",
+  },
+  methods: { helper() { return 1; }, notAMethod: 2 },
+  async run() {},
+};`;
+
+/** How DESCRIBED is described with the originals in place. */
+const DESCRIBED_PROPS = [
+  { name: 'github', type: 'app', app: 'github' },
+  { name: 'http', type: '$.interface.http' },
+  { name: 'repo', type: 'string', label: 'Repository', optional: true, propDefinition: ['github', 'repo'] },
+  { name: 'mode', type: 'string', options: ['a', { label: 'B', value: 'b' }], default: 'a' },
+  { name: 'note', type: 'alert', alertType: 'warning', content: 'read me', optional: true },
+  { name: 'tags', type: 'string[]' },
 ];
 
 /** What Node's own internals call (its events and its channel's serializer): the worker cannot go on (README, Security model). */
@@ -152,15 +192,62 @@ describe.each(DIALECTS)('replaced built-ins on %s', (dialect) => {
     expectContained(await scenario('', `${replaced(target)} this.$emit({ done: true });`));
   });
 
-  it.each(TARGETS.filter((target) => !READ_AT_LOAD.includes(target)))('at load: %s', async (target) => {
+  it.each(TARGETS)('at load: %s', async (target) => {
     expectContained(await scenario(replaced(target), 'this.$emit({ done: true });'));
   });
 
-  it.each(READ_AT_LOAD)('at load, refused with its own error: %s', async (target) => {
-    const result = await scenario(replaced(target), 'this.$emit({ done: true });');
+  it.each(READ_AT_LOAD)('describes a component that replaced %s at load as with the original', async (target) => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const saved = await api.post('/v1/components', { component_code: `${replaced(target)}\n${DESCRIBED}` });
+    expect({ status: saved.status, name: saved.body.data?.name, props: saved.body.data?.configurable_props }).toEqual({
+      status: 200,
+      name: 'Described',
+      props: DESCRIBED_PROPS,
+    });
+  });
+
+  it.each(READ_AT_LOAD)("refuses a component that replaced %s at load with the worker's own words for what is wrong", async (target) => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const clash = `${replaced(target)}
+      module.exports = { name: "clash", version: "1.0.0", props: { token: "string" }, methods: { token() {} }, async run() {} };`;
+    const saved = await api.post('/v1/components', { component_code: clash });
+    expect({ status: saved.status, body: saved.body }).toEqual({
+      status: 422,
+      body: {
+        error: `prop "token" and method "token" share a name: this.token would be the method, and the prop's value would be lost`,
+        code: 'component_invalid',
+        details: [{ reason: 'load_failed', prop: 'token' }],
+      },
+    });
+  });
+
+  it('fails a run with its own error when the component uses a replacement it made at load that is broken', async () => {
+    const result = await scenario(replaced('Array.prototype.map'), '[1].map((n) => n); this.$emit({ done: true });');
+    expect(result.deployed).toBe(200);
+    expect(result.run).toMatchObject({ emitted: [], error: { name: 'Error', message: 'replaced Array.prototype.map' } });
     const [before] = result.before.emitted as Array<{ pid: number; calls: number }>;
-    expect(result.deployed).toBe(422);
-    expect(result.deployError).toMatchObject({ code: 'component_invalid', error: expect.stringContaining(`Error: replaced ${target}`) });
+    expect(result.after).toEqual({ emitted: [{ pid: before!.pid, calls: 2 }, before], error: undefined });
+  });
+
+  it('words what it refuses to emit as it would with the original String.prototype.split', async () => {
+    const result = await scenario(replaced('String.prototype.split'), 'this.$emit({ f() {} });');
+    expect(result.run).toMatchObject({
+      emitted: [],
+      error: { name: 'TypeError', message: 'the emitted event is not JSON-serialisable: a function at key "f"' },
+    });
+  });
+
+  it("refuses with the component's own error when its own top-level code uses a broken replacement", async () => {
+    const result = await scenario(`${replaced('Array.prototype.map')} [1].map((n) => n);`, 'this.$emit({ done: true });');
+    expect({ deployed: result.deployed, deployError: result.deployError }).toEqual({
+      deployed: 422,
+      deployError: {
+        error: 'the component threw while loading: Error: replaced Array.prototype.map',
+        code: 'component_invalid',
+        details: [{ reason: 'load_failed' }],
+      },
+    });
+    const [before] = result.before.emitted as Array<{ pid: number; calls: number }>;
     expect(result.after).toEqual({ emitted: [{ pid: before!.pid, calls: 2 }, before], error: undefined });
   });
 

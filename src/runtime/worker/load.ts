@@ -6,14 +6,23 @@ import { LoadFailure } from './failure.js';
 import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
 import {
+  ArrayPrototypeFilter,
+  ArrayPrototypeIncludes,
+  ArrayPrototypeMap,
+  JSONStringify,
   MapPrototypeGet,
   MapPrototypeSet,
+  matches,
+  ObjectKeys,
   SafeMap,
   SafeSet,
   SetPrototypeAdd,
   SetPrototypeForEach,
+  SetPrototypeHas,
   StringPrototypeIndexOf,
   StringPrototypeSlice,
+  StringPrototypeTrim,
+  safeSetOf,
 } from './primordials.js';
 
 export type Component = Record<string, unknown>;
@@ -51,7 +60,7 @@ export function installDefineComponent(): void {
 /** `export default` arrives as `.default` of the CommonJS module the bundler produced; `module.exports = …` as itself. */
 function exportedComponent(exports: unknown): Component {
   const candidate = isPlainObject(exports) && isPlainObject(exports.default) ? exports.default : exports;
-  if (!isPlainObject(candidate) || Object.keys(candidate).length === 0) {
+  if (!isPlainObject(candidate) || ObjectKeys(candidate).length === 0) {
     throw new LoadFailure('no_component_exported', 'the module exports no component: use `module.exports = {…}` or `export default {…}`');
   }
   return candidate;
@@ -61,7 +70,7 @@ function exportedComponent(exports: unknown): Component {
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 function isNamed(value: unknown): value is string {
-  return typeof value === 'string' && value.trim() !== '';
+  return typeof value === 'string' && StringPrototypeTrim(value) !== '';
 }
 
 /**
@@ -85,24 +94,28 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     const given = typeof key !== 'string' ? describeValue(key) : key === '' ? 'an empty string' : 'only whitespace';
     throw new LoadFailure('load_failed', `key must be a non-empty string, not ${given}`);
   }
-  for (const [field, text] of [
+  // Indexed, not destructured in a for…of: the array iterator is component code's to replace.
+  const named = [
     ['name', name],
     ['version', version],
     ['key', key],
-  ] as const) {
-    if (typeof text === 'string' && CONTROL_CHARACTER.test(text)) {
-      throw new LoadFailure('load_failed', `${field} ${JSON.stringify(text)} holds control characters, which names and keys may not`);
+  ] as const;
+  for (let i = 0; i < named.length; i++) {
+    const field = named[i]![0];
+    const text = named[i]![1];
+    if (typeof text === 'string' && matches(CONTROL_CHARACTER, text)) {
+      throw new LoadFailure('load_failed', `${field} ${JSONStringify(text)} holds control characters, which names and keys may not`);
     }
   }
   if (!asStep && type !== undefined && type !== 'action' && type !== 'source') {
     throw new LoadFailure(
       'load_failed',
-      `type must be "action", or "source" (the same as no type), not ${typeof type === 'string' ? JSON.stringify(type) : describeValue(type)}`,
+      `type must be "action", or "source" (the same as no type), not ${typeof type === 'string' ? JSONStringify(type) : describeValue(type)}`,
     );
   }
   if (run !== undefined && typeof run !== 'function') throw new LoadFailure('load_failed', `run must be a method, not ${describeValue(run)}`);
-  if (dedupe !== undefined && (typeof dedupe !== 'string' || !DEDUPE.has(dedupe))) {
-    throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${JSON.stringify(dedupe)}`);
+  if (dedupe !== undefined && (typeof dedupe !== 'string' || !SetPrototypeHas(DEDUPE, dedupe))) {
+    throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${JSONStringify(dedupe)}`);
   }
   if (hooks !== undefined && !isPlainObject(hooks)) throw new LoadFailure('load_failed', 'hooks must be an object of functions');
   if (component.methods !== undefined && !isPlainObject(component.methods)) {
@@ -126,7 +139,8 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   if (typeof description === 'string') info.description = description;
   if (typeof dedupe === 'string') info.dedupe = dedupe as ComponentInfo['dedupe'];
   if (typeof component.additionalProps === 'function') info.additionalProps = true;
-  for (const hook of HOOKS) {
+  for (let i = 0; i < HOOKS.length; i++) {
+    const hook = HOOKS[i]!;
     if (hooks?.[hook] !== undefined && typeof hooks[hook] !== 'function') {
       throw new LoadFailure('load_failed', `hooks.${hook} must be a function`);
     }
@@ -139,22 +153,23 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
  * configured value, and a prop or method named `$emit` would hide (or be hidden by) the emitter, each silently.
  */
 function checkNames(props: PropDescriptor[], methods: unknown, isSource: boolean): void {
-  const methodNames = isPlainObject(methods) ? Object.keys(methods).filter((name) => typeof methods[name] === 'function') : [];
-  const propNames = new Set(props.map((p) => p.name));
-  for (const name of methodNames) {
-    if (propNames.has(name)) {
+  const methodNames = isPlainObject(methods) ? ArrayPrototypeFilter(ObjectKeys(methods), (name) => typeof methods[name] === 'function') : [];
+  const propNames = safeSetOf(ArrayPrototypeMap(props, (p) => p.name));
+  for (let i = 0; i < methodNames.length; i++) {
+    const name = methodNames[i]!;
+    if (SetPrototypeHas(propNames, name)) {
       throw new LoadFailure(
         'load_failed',
-        `prop ${JSON.stringify(name)} and method ${JSON.stringify(name)} share a name: this.${name} would be the method, and the prop's value would be lost`,
+        `prop ${JSONStringify(name)} and method ${JSONStringify(name)} share a name: this.${name} would be the method, and the prop's value would be lost`,
         { prop: name },
       );
     }
   }
   if (!isSource) return;
-  if (propNames.has('$emit')) {
+  if (SetPrototypeHas(propNames, '$emit')) {
     throw new LoadFailure('load_failed', 'prop "$emit" has a reserved name: this.$emit is the function that emits events', { prop: '$emit' });
   }
-  if (methodNames.includes('$emit')) {
+  if (ArrayPrototypeIncludes(methodNames, '$emit')) {
     throw new LoadFailure('load_failed', 'method "$emit" has a reserved name: this.$emit is the function that emits events');
   }
 }

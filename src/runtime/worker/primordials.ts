@@ -20,7 +20,7 @@ export const ReflectDefineProperty = defineProperty;
 export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
 
-export const { freeze: ObjectFreeze, hasOwn: ObjectHasOwn, keys: ObjectKeys } = Object;
+export const { entries: ObjectEntries, freeze: ObjectFreeze, hasOwn: ObjectHasOwn, keys: ObjectKeys } = Object;
 export const { isArray: ArrayIsArray } = Array;
 export const { isFinite: NumberIsFinite, isNaN: NumberIsNaN, isSafeInteger: NumberIsSafeInteger } = Number;
 export const { now: DateNow } = Date;
@@ -34,6 +34,10 @@ export const SafeError = Error;
 export const ArrayPrototypePush = uncurryThis(Array.prototype.push) as <T>(list: T[], ...items: T[]) => number;
 export const ArrayPrototypeShift = uncurryThis(Array.prototype.shift) as <T>(list: T[]) => T | undefined;
 export const ArrayPrototypeSlice = uncurryThis(Array.prototype.slice) as <T>(list: readonly T[], start?: number, end?: number) => T[];
+export const ArrayPrototypeMap = uncurryThis(Array.prototype.map) as <T, U>(list: readonly T[], fn: (item: T) => U) => U[];
+export const ArrayPrototypeFilter = uncurryThis(Array.prototype.filter) as <T>(list: readonly T[], fn: (item: T) => boolean) => T[];
+export const ArrayPrototypeFind = uncurryThis(Array.prototype.find) as <T>(list: readonly T[], fn: (item: T) => boolean) => T | undefined;
+export const ArrayPrototypeIncludes = uncurryThis(Array.prototype.includes) as <T>(list: readonly T[], item: T) => boolean;
 export const FunctionPrototypeBind = uncurryThis(Function.prototype.bind) as <F extends (...args: never[]) => unknown>(fn: F, self: unknown) => F;
 export const MapPrototypeGet = uncurryThis(Map.prototype.get) as <K, V>(map: ReadonlyMap<K, V>, key: K) => V | undefined;
 export const MapPrototypeSet = uncurryThis(Map.prototype.set) as <K, V>(map: Map<K, V>, key: K, value: V) => Map<K, V>;
@@ -41,17 +45,29 @@ export const MapPrototypeDelete = uncurryThis(Map.prototype.delete) as <K, V>(ma
 export const MapPrototypeClear = uncurryThis(Map.prototype.clear) as <K, V>(map: Map<K, V>) => void;
 export const MapPrototypeForEach = uncurryThis(Map.prototype.forEach) as <K, V>(map: ReadonlyMap<K, V>, fn: (value: V, key: K) => void) => void;
 export const SetPrototypeAdd = uncurryThis(Set.prototype.add) as <T>(set: Set<T>, value: T) => Set<T>;
+export const SetPrototypeHas = uncurryThis(Set.prototype.has) as <T>(set: ReadonlySet<T>, value: T) => boolean;
 export const SetPrototypeForEach = uncurryThis(Set.prototype.forEach) as <T>(set: ReadonlySet<T>, fn: (value: T) => void) => void;
 export const RegExpPrototypeExec = uncurryThis(RegExp.prototype.exec);
 export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
 export const StringPrototypeCodePointAt = uncurryThis(String.prototype.codePointAt);
 export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 export const StringPrototypeToLowerCase = uncurryThis(String.prototype.toLowerCase);
+export const StringPrototypeTrim = uncurryThis(String.prototype.trim);
 export const PerformanceNow = FunctionPrototypeBind(performance.now, performance);
 
 /** Whether `pattern` matches `text`: `test` looks `exec` up on the pattern, where component code could replace it. */
 export function matches(pattern: RegExp, text: string): boolean {
   return RegExpPrototypeExec(pattern, text) !== null;
+}
+
+/**
+ * A set of `values`, filled through the original `add`: `new Set(values)` looks `add` up on `Set.prototype` and walks
+ * `values` with the array iterator, both of which component code could replace.
+ */
+export function safeSetOf<T>(values: readonly T[]): Set<T> {
+  const set: Set<T> = new SafeSet();
+  for (let i = 0; i < values.length; i++) SetPrototypeAdd(set, values[i]!);
+  return set;
 }
 
 /** The code points in `text` (what `[...text].length` counts, without the string iterator component code could replace). */

@@ -2,7 +2,16 @@
 import type { PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
 import { jsonCopy } from './json.js';
-import { ArrayIsArray } from './primordials.js';
+import {
+  ArrayIsArray,
+  ArrayPrototypeFind,
+  ArrayPrototypeMap,
+  ArrayPrototypePush,
+  ObjectEntries,
+  ObjectKeys,
+  SetPrototypeHas,
+  StringPrototypeTrim,
+} from './primordials.js';
 
 const BASE_TYPES = ['app', 'boolean', 'integer', 'string', 'object'];
 const KNOWN_TYPES: ReadonlySet<string> = new Set([
@@ -30,7 +39,7 @@ export function isPlainObject(value: unknown): value is Obj {
 /** What kind of value this is, for messages: `an object`, `an array`, `a number`, `null`, `undefined`. */
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  if (ArrayIsArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `${typeof value === 'undefined' ? '' : 'a '}${typeof value}`;
 }
 
@@ -50,11 +59,12 @@ function jsonOrUndefined(value: unknown): unknown {
 
 function staticOptions(options: unknown[]): PropDescriptor['options'] {
   const out: NonNullable<PropDescriptor['options']> = [];
-  for (const option of options) {
+  for (let i = 0; i < options.length; i++) {
+    const option = options[i];
     if (typeof option === 'string' || typeof option === 'number' || typeof option === 'boolean') {
-      out.push(option);
+      ArrayPrototypePush(out, option);
     } else if (isPlainObject(option) && 'value' in option) {
-      out.push({ label: String(option.label ?? option.value), value: jsonOrUndefined(option.value) ?? null });
+      ArrayPrototypePush(out, { label: String(option.label ?? option.value), value: jsonOrUndefined(option.value) ?? null });
     }
   }
   return out;
@@ -62,11 +72,14 @@ function staticOptions(options: unknown[]): PropDescriptor['options'] {
 
 /** Follows `propDefinition: [app, name, inputValues?]` to the app's definition, the instance's own fields winning. */
 function resolvePropDefinition(name: string, prop: Obj, props: Obj): { definition: Obj; ref: [string, string] } {
-  const [app, definitionName] = Array.isArray(prop.propDefinition) ? prop.propDefinition : [];
+  // Indexed, not destructured: the array iterator is component code's to replace.
+  const reference: unknown[] = ArrayIsArray(prop.propDefinition) ? prop.propDefinition : [];
+  const app = reference[0];
+  const definitionName = reference[1];
   if (!isApp(app) || typeof definitionName !== 'string') {
     throw new LoadFailure('load_failed', `prop "${name}": propDefinition must be [app, "definitionName", inputValues?]`, { prop: name });
   }
-  const appPropName = Object.keys(props).find((key) => props[key] === app);
+  const appPropName = ArrayPrototypeFind(ObjectKeys(props), (key) => props[key] === app);
   if (appPropName === undefined) {
     throw new LoadFailure('load_failed', `prop "${name}": the app of its propDefinition is not one of the component's props`, {
       prop: name,
@@ -93,7 +106,7 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
       { prop: name },
     );
   }
-  if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) {
+  if (typeof type !== 'string' || !SetPrototypeHas(KNOWN_TYPES, type)) {
     const shown = typeof type === 'string' ? `"${type}"` : 'no type';
     throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${shown}`, { prop: name });
   }
@@ -114,13 +127,13 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
     throw new LoadFailure('load_failed', `prop "${name}": min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
   }
-  if (Array.isArray(prop.options)) d.options = staticOptions(prop.options);
+  if (ArrayIsArray(prop.options)) d.options = staticOptions(prop.options);
   else if (typeof prop.options === 'function') d.remoteOptions = true;
   else if (prop.options !== undefined) {
     throw new LoadFailure('load_failed', `prop "${name}": options must be an array or an async method`, { prop: name });
   }
   if (type === 'app') {
-    if (typeof prop.app !== 'string' || prop.app.trim() === '') {
+    if (typeof prop.app !== 'string' || StringPrototypeTrim(prop.app) === '') {
       throw new LoadFailure('load_failed', `prop "${name}": an app prop needs \`app\`, the app's name slug`, { prop: name });
     }
     d.app = prop.app;
@@ -138,7 +151,7 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   }
   if (type === 'alert') {
     // One of the four kinds the reference service knows; anything else would reach the console's markup as given.
-    d.alertType = typeof prop.alertType === 'string' && ALERT_TYPES.has(prop.alertType) ? prop.alertType : 'info';
+    d.alertType = typeof prop.alertType === 'string' && SetPrototypeHas(ALERT_TYPES, prop.alertType) ? prop.alertType : 'info';
     if (typeof prop.content === 'string') d.content = prop.content;
     d.optional = true;
   }
@@ -150,7 +163,9 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
 export function normalizeProps(props: unknown): PropDescriptor[] {
   if (props === undefined || props === null) return [];
   if (!isPlainObject(props)) throw new LoadFailure('load_failed', 'props must be an object');
-  return Object.entries(props).map(([name, value]) => {
+  return ArrayPrototypeMap(ObjectEntries(props), (entry) => {
+    const name = entry[0];
+    const value = entry[1];
     if (typeof value === 'string') return describe(name, { type: value });
     if (!isPlainObject(value)) {
       throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${typeof value}`, { prop: name });
