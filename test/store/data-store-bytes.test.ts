@@ -2,13 +2,13 @@
 // the sum of its live records through overwrites, deletes, expiry and clears, in bytes of UTF-8; expired records are
 // found through their index.
 import { describe, expect, it } from 'vitest';
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { DataStoreFullError, expiredRecordsSweep, writeDataStores } from '../../src/store/data-stores.js';
 import type { Store } from '../../src/store/database.js';
 import { MAX_DATA_STORE_BYTES } from '../../src/runtime/worker/limits.js';
 import type { DataStoreWrite } from '../../src/runtime/types.js';
 import { DIALECTS } from '../helpers/server.js';
-import { freshStoreEach } from '../helpers/stores.js';
+import { freshStoreEach, queryPlan } from '../helpers/stores.js';
 
 const T0 = 1_700_000_000_000;
 /** A value whose record (a 2-character key and the value's JSON) is `bytes` long. */
@@ -114,17 +114,7 @@ describe.each(DIALECTS)('the sweep of expired data store records on %s', (dialec
 
   it('reads data_store_records_expiry, not every record of the store', async () => {
     const store = await openFresh();
-    const query = expiredRecordsSweep(store.db, 'ds_1', T0).compile();
-    const plan = await store.db.transaction().execute(async (trx) => {
-      if (dialect === 'sqlite') {
-        const { rows } = await trx.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
-        return rows.map((r) => r.detail).join('\n');
-      }
-      // An empty table is read whole rather than through any index: the question is which index a real one takes.
-      await trx.executeQuery(CompiledQuery.raw('set local enable_seqscan = off'));
-      const { rows } = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]));
-      return rows.map((r) => r['QUERY PLAN']).join('\n');
-    });
+    const plan = await queryPlan(store, dialect, expiredRecordsSweep(store.db, 'ds_1', T0).compile());
     expect(plan).toContain('data_store_records_expiry');
   });
 });
