@@ -30,6 +30,18 @@ export function WebhookDeliveries(props: { id: string }) {
     return () => clearTimeout(timer);
   }, [next, deliveries.loading, deliveries.reload]);
 
+  // No such webhook (deleted, a mistyped address): a Refresh and an empty log would say there is one, never called.
+  if (webhook.missing) {
+    return (
+      <section aria-labelledby="deliveries-title">
+        <p class="crumbs">
+          <a href={href('webhooks')}>Webhooks</a> /
+        </p>
+        <h1 id="deliveries-title">Deliveries of {props.id}</h1>
+        <LoadError loads={[webhook]} />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="deliveries-title">
       <p class="crumbs">

@@ -71,6 +71,19 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
 
   const selected = listed.find((run) => run.id === props.runId);
   const shown = workflow.data?.data;
+  // No such workflow (deleted, a mistyped address): a Delete, a status filter and an empty runs table would say
+  // there is one, with no runs; the reason and the way back are all there is to show.
+  if (workflow.missing) {
+    return (
+      <section aria-labelledby="workflow-title">
+        <p class="crumbs">
+          <a href={href('workflows')}>Workflows</a> /
+        </p>
+        <h1 id="workflow-title">{props.id}</h1>
+        <LoadError loads={[workflow]} />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="workflow-title">
       <p class="crumbs">

@@ -214,6 +214,25 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await finish();
   });
 
+  it('says a workflow or a webhook opened by an address it no longer has is not found, with no runs or deliveries under it', async () => {
+    const { user, api } = await newAccount(server);
+    const workflow = (await api.post('/v1/workflows', { name: 'gone', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=gone`)).body.data;
+    expect((await api.delete(`/v1/workflows/${workflow.id}`)).status).toBe(204);
+    expect((await api.delete(`/v1/webhooks/${hook.id}`)).status).toBe(204);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/workflows/${workflow.id}`, user.apiKey);
+    await waitForText(page.getByRole('alert'), `workflow "${workflow.id}" not found (404 not_found)`);
+    // A Delete button, a status filter, Refresh and an empty runs table stood under the 404, as if the workflow were there.
+    await page.getByRole('link', { name: 'Workflows' }).last().waitFor();
+    expect(await page.locator('main button, main select, main table').count()).toBe(0);
+
+    await page.goto(`${server.url}/#/webhooks/${hook.id}`);
+    await waitForText(page.getByRole('alert'), `webhook "${hook.id}" not found (404 not_found)`);
+    await page.getByRole('heading', { name: `Deliveries of ${hook.id}` }).waitFor();
+    expect(await page.locator('main button, main select, main table').count()).toBe(0);
+    await finish();
+  });
+
   it("reads a webhook's delivery log again while an attempt shown is pending, and shows its outcome", async () => {
     const { user, api } = await newAccount(server);
     const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'feed' })).body.data;
