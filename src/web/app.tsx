@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
 import { useFocusKeeper } from './focus-keeper';
-import { NoticeProvider } from './notices';
+import { type Notice, NoticeProvider } from './notices';
 import { href, useRoute } from './router';
 import { clearKey, storedKey } from './session';
 import { SignIn } from './sign-in';
@@ -27,13 +27,14 @@ const SECTIONS = [
 
 export function App() {
   const [signedIn, setSignedIn] = useState(() => storedKey() !== null);
-  const [message, setMessage] = useState<string | undefined>(undefined);
+  // Why the sign-in page shows: a refused key (an error) or the user's own sign-out (not one).
+  const [message, setMessage] = useState<Notice | undefined>(undefined);
   const route = useRoute();
   useFocusKeeper();
 
   useEffect(() => {
     whenUnauthorized((text) => {
-      setMessage(text);
+      setMessage({ kind: 'error', text });
       setSignedIn(false);
     });
   }, []);
@@ -54,7 +55,7 @@ export function App() {
 
   const signOut = () => {
     clearKey();
-    setMessage('Signed out.');
+    setMessage({ kind: 'ok', text: 'Signed out.' });
     setSignedIn(false);
   };
   const section = route[0] ?? 'sources';

@@ -1,10 +1,13 @@
 // Sign-in: checks the API key with GET /v1/users/me before keeping it in session storage.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, describeError } from './api';
+import type { Notice } from './notices';
 import { storeKey } from './session';
 
-export function SignIn(props: { message?: string; onSignedIn: () => void }) {
+export function SignIn(props: { message?: Notice; onSignedIn: () => void }) {
   const [key, setKey] = useState('');
+  // Why this page shows is about the session that ended: once another key is tried, what is said is about that one.
+  const [tried, setTried] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const field = useRef<HTMLInputElement>(null);
@@ -20,6 +23,7 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
     }
     if (busy) return;
     setBusy(true);
+    setTried(true);
     try {
       await api('GET', '/users/me', undefined, trimmed);
       storeKey(trimmed);
@@ -41,9 +45,9 @@ export function SignIn(props: { message?: string; onSignedIn: () => void }) {
           Sign in with an API key (<code>trb_…</code>, printed by <code>tributary serve</code> or <code>tributary users create</code>). It is kept in this tab's
           session storage only, and sent to this server as a Bearer header.
         </p>
-        {props.message && (
-          <p class="error" role="alert">
-            {props.message}
+        {props.message && !tried && (
+          <p class={props.message.kind === 'error' ? 'error' : 'ok'} role={props.message.kind === 'error' ? 'alert' : 'status'}>
+            {props.message.text}
           </p>
         )}
         <label for="api-key">API key</label>

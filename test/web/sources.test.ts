@@ -108,6 +108,21 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await finish();
   });
 
+  it('says Signed out as news rather than as an error, and drops it once another key is tried', async () => {
+    const user = await server.createUser();
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // It was a red alert, as a refused key is, and stayed above the next key's own refusal.
+    await waitForText(page.getByRole('status'), 'Signed out.');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await page.locator('.sign-in .error').count()).toBe(0);
+    await page.getByLabel('API key').fill('trb_not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await waitForText(page.locator('#api-key-error'), 'That key was not accepted: invalid API key.');
+    expect(await page.getByText('Signed out.').count()).toBe(0);
+    await finish();
+  });
+
   it('gives the key field the focus back when a key pressed in from the Sign in button is refused', async () => {
     const user = await server.createUser();
     const { page, finish } = await openConsole(browser, server.url);
