@@ -1,5 +1,5 @@
 // The console's frame: sign-in or the signed-in layout (navigation, sign-out) around the page the URL names.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
 import { useFocusKeeper } from './focus-keeper';
@@ -39,6 +39,20 @@ export function App() {
     });
   }, []);
 
+  const section = route[0] ?? 'sources';
+  const sections = useRef<HTMLUListElement>(null);
+  // On a phone the sections scroll sideways: the current one (Account, the last) was past the edge, so the page did
+  // not show where it was. Scrolled into the strip's view, not the page's: the page keeps its own scroll.
+  useEffect(() => {
+    const strip = sections.current;
+    const current = strip?.querySelector('[aria-current="page"]');
+    if (!strip || !current) return;
+    const box = strip.getBoundingClientRect();
+    const link = current.getBoundingClientRect();
+    if (link.right > box.right) strip.scrollLeft += link.right - box.right;
+    else if (link.left < box.left) strip.scrollLeft -= box.left - link.left;
+  }, [section, signedIn]);
+
   if (!signedIn) {
     return (
       <SignIn
@@ -58,7 +72,6 @@ export function App() {
     setMessage({ kind: 'ok', text: 'Signed out.' });
     setSignedIn(false);
   };
-  const section = route[0] ?? 'sources';
 
   return (
     <>
@@ -70,7 +83,7 @@ export function App() {
           Tributary
         </a>
         <nav aria-label="Sections">
-          <ul>
+          <ul ref={sections}>
             {SECTIONS.map(([id, label]) => (
               <li key={id}>
                 <a href={href(id)} aria-current={section === id ? 'page' : undefined}>

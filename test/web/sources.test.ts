@@ -824,6 +824,35 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.context().close();
   });
 
+  it("shows the current section in the phone's sideways strip of sections, also the last one, Account", async () => {
+    const user = await server.createUser();
+    const { page, finish } = await openConsole(browser, `${server.url}/#/account`, { width: 375 });
+    await signIn(page, user.apiKey);
+    await page.getByRole('heading', { name: 'Account', level: 1 }).waitFor();
+    const strip = page.getByRole('navigation', { name: 'Sections' }).getByRole('list');
+    // Is the link that says where the page is inside the strip's visible part?
+    const inView = async (name: string) => {
+      const box = (await strip.boundingBox())!;
+      const link = (await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name }).boundingBox())!;
+      return link.x >= box.x && link.x + link.width <= box.x + box.width;
+    };
+    // Account lay past the strip's right edge: the page did not show which section it was.
+    expect(await page.getByRole('link', { name: 'Account' }).getAttribute('aria-current')).toBe('page');
+    await waitFor(
+      () => inView('Account'),
+      (shown) => shown,
+      { what: 'Account in the strip' },
+    );
+    await page.goto(`${server.url}/#/sources`);
+    await page.getByRole('heading', { name: 'Sources', level: 1 }).waitFor();
+    await waitFor(
+      () => inView('Sources'),
+      (shown) => shown,
+      { what: 'Sources in the strip, scrolled back' },
+    );
+    await finish();
+  });
+
   it('fits a phone-width screen (375 px) without sideways scrolling of the page', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'a-source-with-a-rather-long-name-for-a-phone' });
