@@ -39,8 +39,10 @@ export function DeleteRangeForm(props: {
   const field = (name: 'start' | 'end', label: string, placeholder: string) => {
     const id = `range-${name}-${props.sourceId}`;
     const error = errors.fields[name];
+    // One box for the label and its field: on a phone the row wrapped between them, leaving "To id" at the end of a
+    // line and its field alone on the next.
     return (
-      <>
+      <span class="pair">
         <label for={id}>{label}</label>
         <input
           id={id}
@@ -54,7 +56,7 @@ export function DeleteRangeForm(props: {
             errors.edited(name);
           }}
         />
-      </>
+      </span>
     );
   };
   return (

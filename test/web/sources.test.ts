@@ -853,6 +853,22 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await finish();
   });
 
+  it('keeps each id field of Delete events on the line of its label on a phone', async () => {
+    const user = await server.createUser();
+    const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'ranges' });
+    const { page, finish } = await openConsole(browser, `${server.url}/#/sources/${source.id}`, { width: 375 });
+    await signIn(page, user.apiKey);
+    for (const label of ['From id', 'To id']) {
+      const field = (await page.getByLabel(label).boundingBox())!;
+      const name = (await page.locator('label', { hasText: label }).boundingBox())!;
+      // "To id" ended the first line and its field began the next.
+      const middle = name.y + name.height / 2;
+      expect(middle, label).toBeGreaterThan(field.y);
+      expect(middle, label).toBeLessThan(field.y + field.height);
+    }
+    await finish();
+  });
+
   it('fits a phone-width screen (375 px) without sideways scrolling of the page', async () => {
     const user = await server.createUser();
     const source = await deploy(user.apiKey, { component_code: HTTP_SOURCE, name: 'a-source-with-a-rather-long-name-for-a-phone' });
