@@ -214,6 +214,17 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await finish();
   });
 
+  it("sets a workflow's Status label on the line of its select, centred with it", async () => {
+    const { user, api } = await newAccount(server);
+    const workflow = (await api.post('/v1/workflows', { name: 'aligned', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/workflows/${workflow.id}`, user.apiKey);
+    const select = (await page.getByLabel('Status').boundingBox())!;
+    const label = (await page.locator('label[for="run-status"]').boundingBox())!;
+    // The label's bottom margin (0.2rem), there to space it from a field under it, set it above the select's middle.
+    expect(Math.round(label.y + label.height / 2 - (select.y + select.height / 2))).toBe(0);
+    await finish();
+  });
+
   it('says a workflow or a webhook opened by an address it no longer has is not found, with no runs or deliveries under it', async () => {
     const { user, api } = await newAccount(server);
     const workflow = (await api.post('/v1/workflows', { name: 'gone', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
