@@ -58,6 +58,9 @@ export function SubscriptionsPage() {
   // One POST per press: a double click of Subscribe sent two, and said "Subscribed" twice.
   const subscribing = useBusy();
 
+  // By name as the table shows them: two bare ids said nothing of which webhook gets which source's events.
+  const called = (id: string) => (names.has(id) ? `${names.get(id)} (${id})` : id);
+
   const create = async (event: Event) => {
     event.preventDefault();
     // Read now: the event's currentTarget is gone once the request has been awaited.
@@ -76,7 +79,7 @@ export function SubscriptionsPage() {
           'POST',
           `/subscriptions${query({ emitter_id: form.emitter_id.trim(), listener_id: form.listener_id.trim(), event_name: form.event_name.trim() || undefined })}`,
         );
-        notify({ kind: 'ok', text: `Subscribed ${form.listener_id.trim()} to ${form.emitter_id.trim()}.` });
+        notify({ kind: 'ok', text: `Subscribed ${called(form.listener_id.trim())} to ${called(form.emitter_id.trim())}.` });
         setForm({ emitter_id: '', listener_id: '', event_name: '' });
         await list.reload();
       } catch (failure) {
@@ -99,7 +102,7 @@ export function SubscriptionsPage() {
       const { emitter_id, listener_id, event_name } = subscription;
       // event_name is sent even when empty: that names the subscription made without one.
       await api('DELETE', `/subscriptions?${new URLSearchParams({ emitter_id, listener_id, event_name }).toString()}`);
-      notify({ kind: 'ok', text: 'Subscription deleted.' });
+      notify({ kind: 'ok', text: `Unsubscribed ${called(listener_id)} from ${called(emitter_id)}${event_name ? ` (${event_name})` : ''}.` });
       await list.reload();
     } catch (failure) {
       notify({ kind: 'error', text: describeError(failure) });

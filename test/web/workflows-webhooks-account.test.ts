@@ -214,6 +214,25 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await finish();
   });
 
+  it('names the webhook and the source it subscribed or unsubscribed, not only their ids', async () => {
+    const { user, api } = await newAccount(server);
+    const hook = (await api.post(`/v1/webhooks?url=${encodeURIComponent(`${receiverUrl}/ok`)}&name=orders%20hook`)).body.data;
+    const source = (await api.post('/v1/sources', { name: 'orders', component_code: HTTP_SOURCE })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/subscriptions`, user.apiKey);
+    // The pickers' names are read: the notice names what they name.
+    await page.locator(`#sub-listeners option[value="${hook.id}"]`).waitFor({ state: 'attached' });
+    await page.getByLabel('Emitter').fill(source.id);
+    await page.getByLabel('Listener').fill(hook.id);
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    // It said "Subscribed wh_… to dc_…".
+    await waitForText(page.locator('.notice'), `Subscribed orders hook (${hook.id}) to orders (${source.id}).`);
+    await page.getByRole('button', { name: `Delete subscription of ${hook.id} to ${source.id}, stream default` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete subscription' }).click();
+    // It said "Subscription deleted.", of whichever of several.
+    await waitForText(page.locator('.notice'), `Unsubscribed orders hook (${hook.id}) from orders (${source.id}).`);
+    await finish();
+  });
+
   it("sets a workflow's Status label on the line of its select, centred with it", async () => {
     const { user, api } = await newAccount(server);
     const workflow = (await api.post('/v1/workflows', { name: 'aligned', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
