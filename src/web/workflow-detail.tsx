@@ -153,7 +153,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
             {runs.data && listed.length === 0 && (
               <tr>
                 <td colSpan={5} class="muted">
-                  No runs{status ? ` with status ${status}` : ''}.
+                  {status ? `No runs with status ${status}.` : `No runs yet: ${howRunsStart(shown)}.`}
                 </td>
               </tr>
             )}
@@ -170,6 +170,15 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       )}
     </section>
   );
+}
+
+/** How a run of this workflow comes about, for its empty list: a bare "No runs." left the user to guess. */
+function howRunsStart(workflow: Workflow | undefined): string {
+  const type = workflow?.trigger?.type;
+  if (type === 'http') return 'a request to its endpoint starts one, or start one by hand above';
+  if (type === 'timer') return 'its timer starts one on its schedule, or start one by hand above';
+  if (type === 'source') return "an event of its source's stream starts one, or start one by hand above";
+  return 'start one by hand above, or subscribe it to a source';
 }
 
 /** What starts the workflow: its trigger, the HTTP endpoint to call or the timer's schedule, and its steps. */

@@ -233,6 +233,19 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await finish();
   });
 
+  it("says how a workflow's first run comes about while it has none, by its trigger", async () => {
+    const { user, api } = await newAccount(server);
+    const hooked = (await api.post('/v1/workflows', { name: 'hooked', trigger: { type: 'http' }, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body
+      .data;
+    const manual = (await api.post('/v1/workflows', { name: 'manual', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/workflows/${hooked.id}`, user.apiKey);
+    // Both said only "No runs.".
+    await waitForText(page.locator('table.runs'), 'No runs yet: a request to its endpoint starts one, or start one by hand above.');
+    await page.goto(`${server.url}/#/workflows/${manual.id}`);
+    await waitForText(page.locator('table.runs'), 'No runs yet: start one by hand above, or subscribe it to a source.');
+    await finish();
+  });
+
   it("sets a workflow's Status label on the line of its select, centred with it", async () => {
     const { user, api } = await newAccount(server);
     const workflow = (await api.post('/v1/workflows', { name: 'aligned', trigger: null, steps: [{ name: 'parse', component_code: PARSE_STEP }] })).body.data;
