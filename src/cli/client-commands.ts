@@ -9,6 +9,7 @@ import { runDev } from '../client/dev.js';
 import { showStream, type Stream } from '../client/follow.js';
 import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl, type ServerChoice } from '../client/profiles.js';
 import { endpointUrl, formatTable, KINDS, kindNamed, kindOfId } from '../client/resources.js';
+import { streamName, subscribe, type SubscriptionTarget, unsubscribe } from '../client/subscriptions.js';
 import { UsageError } from '../client/usage-error.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
 
@@ -214,6 +215,36 @@ function addCommands(program: Command): void {
       out(`queued a run of ${id}${answer?.data?.id ? ` (${answer.data.id})` : ''}; see it with tributary events ${id} or tributary logs ${id}`);
     });
 
+  for (const auto of [false, true]) {
+    const what = auto ? 'every source and workflow created from now on (an auto-subscription)' : "an emitter's stream";
+    const ids = auto ? '<listener_id>' : '<emitter_id> <listener_id>';
+    const eventOption = ['--event <name>', 'the stream: default (when not given), $errors, $logs or a channel name'] as const;
+    serverOptions(program.command(`${auto ? 'auto-' : ''}subscribe ${ids}`))
+      .description(`deliver the events of ${what} to a source, workflow or webhook${auto ? '' : ' (the emitter may be dc_* or p_*: all of them)'}`)
+      .option(...eventOption)
+      .option('--json', "the subscription as JSON (the API's answer)")
+      .action(async (...args: unknown[]) => {
+        const { target, flags } = subscriptionArgs(auto, args);
+        const made = await subscribe(apiFor(flags), target);
+        if (flags.json) out(JSON.stringify(made));
+        else
+          out(
+            `subscribed ${made.listener_id} to ${streamName(made.event_name)} of ${made.emitter_id ?? 'every source and workflow created from now on'} (${made.id})`,
+          );
+      });
+    serverOptions(program.command(`${auto ? 'auto-' : ''}unsubscribe ${ids}`))
+      .description(auto ? 'stop subscribing the listener to sources and workflows created from now on (subscriptions made stay)' : 'remove a subscription')
+      .option(...eventOption)
+      .option('--json', 'what was removed as JSON')
+      .action(async (...args: unknown[]) => {
+        const { target, flags } = subscriptionArgs(auto, args);
+        const event = await unsubscribe(apiFor(flags), target);
+        if (flags.json)
+          out(JSON.stringify({ ...(target.emitter !== undefined && { emitter_id: target.emitter }), listener_id: target.listener, event_name: event }));
+        else out(`unsubscribed ${target.listener} from ${streamName(event)} of ${target.emitter ?? 'sources and workflows created from now on'}`);
+      });
+  }
+
   for (const [name, stream, description] of [
     ['events', 'events', "a source's or workflow's recent events, then new ones live with -f"],
     ['logs', '$logs', "a source's console output (a workflow's: its runs' step logs), then new lines live with -f"],
@@ -266,6 +297,13 @@ function addCommands(program: Command): void {
       // Deleted meanwhile (tributary delete, the console): the cleanup is done, not a failure with a 404 and exit 3.
       else say(`${source.id} was already deleted`);
     });
+}
+
+/** A (auto-)subscribe command's ids and flags, as commander passes them. */
+function subscriptionArgs(auto: boolean, args: unknown[]): { target: SubscriptionTarget; flags: ServerFlags & { event?: string } } {
+  const [emitter, listener] = (auto ? [undefined, args[0]] : args.slice(0, 2)) as [string | undefined, string];
+  const flags = args[auto ? 1 : 2] as ServerFlags & { event?: string };
+  return { target: { emitter, listener, event: flags.event ?? '' }, flags };
 }
 
 /** "sources (default), workflows, … or accounts": every kind `list` takes, the first its default. */

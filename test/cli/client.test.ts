@@ -1,6 +1,6 @@
 // The client commands of the real `tributary` binary against a real server: login and profiles, deploy (props typed,
-// asked for, or listed as missing), update in place, list, describe, run, delete, events and logs (-f live over SSE),
-// dev (a save updates the source in place), and the exit codes scripts rely on.
+// asked for, or listed as missing), update in place, list, describe, run, delete, (auto-)subscribe and unsubscribe,
+// events and logs (-f live over SSE), dev (a save updates the source in place), and the exit codes scripts rely on.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -389,6 +389,118 @@ describe('tributary client commands', () => {
     for (let i = 0; i < 100; i++) expect((await calls.post(`/v1/auto_subscriptions?event_name=c${i}&listener_id=${listener}`)).status).toBe(200);
     const hundred = await tributary(['list', 'auto-subscriptions', '--json'], as);
     expect([hundred.code, hundred.stderr, hundred.stdout.trim().split('\n').length]).toEqual([0, '', 100]);
+  });
+
+  it('subscribes and unsubscribes: list shows it, the default stream under either spelling, the API refusals with their exit codes', async () => {
+    // An account of its own: its subscriptions are the only ones list shows.
+    const own = (await server.createUser()).apiKey;
+    const calls = client(server.url, own);
+    const emitter = (await calls.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    const listener = (await calls.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    const as = { TRIBUTARY_KEY: own };
+    const listed = async () => (await calls.get('/v1/users/me/subscriptions')).body.data;
+
+    const made = await tributary(['subscribe', emitter, listener], as);
+    expect(made.code, made.stderr).toBe(0);
+    const [first] = await listed();
+    expect(first).toEqual({ id: expect.stringMatching(/^sub_/), emitter_id: emitter, listener_id: listener, event_name: '' });
+    expect([made.stdout, made.stderr]).toEqual([`subscribed ${listener} to the default stream of ${emitter} (${first.id})\n`, '']);
+    const table = await tributary(['list', 'subscriptions'], as);
+    expect(table.stdout.trimEnd().split('\n')[1]!.split(/ {2,}/)).toEqual([first.id, emitter, listener, 'default']);
+
+    // --json: the API's answer; a glob emitter and a $ stream go through the query intact.
+    const json = await tributary(['subscribe', 'dc_*', listener, '--event', '$errors', '--json'], as);
+    expect(json.code, json.stderr).toBe(0);
+    const glob = JSON.parse(json.stdout);
+    expect(glob).toEqual({ id: expect.stringMatching(/^sub_/), emitter_id: 'dc_*', listener_id: listener, event_name: '$errors' });
+    expect(await listed()).toEqual(expect.arrayContaining([first, glob]));
+
+    // "default" as the table shows it removes the one stored as "", and the reverse.
+    const removed = await tributary(['unsubscribe', emitter, listener, '--event', 'default'], as);
+    expect(removed).toEqual({ code: 0, stdout: `unsubscribed ${listener} from the default stream of ${emitter}\n`, stderr: '' });
+    expect(await listed()).toEqual([glob]);
+    expect((await tributary(['subscribe', emitter, listener, '--event', 'default'], as)).code).toBe(0);
+    const removedJson = await tributary(['unsubscribe', emitter, listener, '--json'], as);
+    expect([removedJson.code, JSON.parse(removedJson.stdout)]).toEqual([0, { emitter_id: emitter, listener_id: listener, event_name: 'default' }]);
+    const globRemoved = await tributary(['unsubscribe', 'dc_*', listener, '--event', '$errors'], as);
+    expect(globRemoved).toEqual({ code: 0, stdout: `unsubscribed ${listener} from stream "$errors" of dc_*\n`, stderr: '' });
+    expect(await listed()).toEqual([]);
+
+    // The API's refusals, as every client command shows them.
+    const ghost = 'wh_00000000000000000000000000';
+    const missing = await tributary(['subscribe', emitter, ghost], as);
+    expect([missing.code, missing.stdout, missing.stderr.split('\n')[0]]).toEqual([3, '', `error: listener "${ghost}" not found (404 not_found)`]);
+    expect(missing.stderr).toContain('hint: see what the account has with tributary list');
+    const globListener = await tributary(['subscribe', emitter, 'dc_*'], as);
+    expect([globListener.code, globListener.stdout, globListener.stderr]).toEqual([
+      2,
+      '',
+      'error: listener_id must be one source (dc_), workflow (p_) or webhook (wh_), not the glob "dc_*" (400 invalid_request)\n',
+    ]);
+    const gone = await tributary(['unsubscribe', emitter, listener, '--event', 'orders'], as);
+    expect([gone.code, gone.stderr.split('\n')[0]]).toEqual([
+      3,
+      `error: subscription of "${listener}" to "${emitter}" with event_name "orders" not found (404 not_found)`,
+    ]);
+    // Neither spelling of the default stream: the refusal names what was asked for.
+    const goneDefault = await tributary(['unsubscribe', emitter, listener], as);
+    expect([goneDefault.code, goneDefault.stderr.split('\n')[0]]).toEqual([
+      3,
+      `error: subscription of "${listener}" to "${emitter}" with event_name "" not found (404 not_found)`,
+    ]);
+    expect((await tributary(['subscribe', emitter], as)).code).toBe(2);
+    expect(await listed()).toEqual([]);
+  });
+
+  it('auto-subscribes a listener to the sources created afterwards, and auto-unsubscribes it', async () => {
+    const own = (await server.createUser()).apiKey;
+    const calls = client(server.url, own);
+    const listener = (await calls.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    const as = { TRIBUTARY_KEY: own };
+
+    const made = await tributary(['auto-subscribe', listener, '--event', 'orders'], as);
+    expect(made.code, made.stderr).toBe(0);
+    const [auto] = (await calls.get('/v1/users/me/auto_subscriptions')).body.data;
+    expect(auto).toEqual({ id: expect.stringMatching(/^sub_/), listener_id: listener, event_name: 'orders', created_at: expect.any(Number) });
+    expect(made.stdout).toBe(`subscribed ${listener} to stream "orders" of every source and workflow created from now on (${auto.id})\n`);
+    const json = await tributary(['auto-subscribe', listener, '--json'], as);
+    expect(JSON.parse(json.stdout)).toEqual({ id: expect.stringMatching(/^sub_/), listener_id: listener, event_name: '' });
+    const table = await tributary(['list', 'auto-subscriptions'], as);
+    expect(
+      table.stdout
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((row) => row.split(/ {2,}/).slice(0, 3)),
+    ).toEqual([
+      [JSON.parse(json.stdout).id, listener, 'default'],
+      [auto.id, listener, 'orders'],
+    ]);
+
+    // What it is for: a source created now is subscribed.
+    const later = (await calls.post('/v1/sources', { component_code: emitterSource() })).body.data.id;
+    expect(
+      (await calls.get('/v1/users/me/subscriptions')).body.data.map((s: { emitter_id: string; event_name: string }) => [s.emitter_id, s.event_name]),
+    ).toEqual(
+      expect.arrayContaining([
+        [later, 'orders'],
+        [later, ''],
+      ]),
+    );
+
+    const removed = await tributary(['auto-unsubscribe', listener, '--event', 'orders'], as);
+    expect(removed).toEqual({ code: 0, stdout: `unsubscribed ${listener} from stream "orders" of sources and workflows created from now on\n`, stderr: '' });
+    expect((await tributary(['auto-unsubscribe', listener, '--event', 'default', '--json'], as)).stdout).toBe(
+      `${JSON.stringify({ listener_id: listener, event_name: '' })}\n`,
+    );
+    expect(await tributary(['list', 'auto-subscriptions'], as)).toEqual({ code: 0, stdout: '', stderr: 'no auto-subscriptions\n' });
+    const again = await tributary(['auto-unsubscribe', listener, '--event', 'orders'], as);
+    expect([again.code, again.stderr.split('\n')[0]]).toEqual([
+      3,
+      `error: auto-subscription of "${listener}" with event_name "orders" not found (404 not_found)`,
+    ]);
+    const ghost = await tributary(['auto-subscribe', 'p_00000000000000000000000000'], as);
+    expect([ghost.code, ghost.stderr.split('\n')[0]]).toEqual([3, 'error: listener "p_00000000000000000000000000" not found (404 not_found)']);
   });
 
   it("a 404's hint names every kind list takes, and list takes every kind the hint names", async () => {
