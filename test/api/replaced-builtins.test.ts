@@ -122,6 +122,76 @@ const DESCRIBED_PROPS = [
   { name: 'tags', type: 'string[]' },
 ];
 
+/**
+ * Built-ins that answering a prop's `options()` or a reload (`additionalProps()`) calls: a component that replaces one at
+ * its top level is answered as with the originals.
+ */
+const READ_TO_CONFIGURE = [
+  'Object.entries',
+  'Object.fromEntries',
+  'Object.keys',
+  'Object.hasOwn',
+  'Array.prototype.map',
+  'Array.prototype.find',
+  'Array.prototype.push',
+  'Array.isArray',
+  'JSON.stringify',
+  'JSON.parse',
+  'String.prototype.slice',
+  'String.prototype.split',
+  'Number.isFinite',
+  'Buffer.byteLength',
+  'Function.prototype.call',
+  'Function.prototype.bind',
+  'Reflect.apply',
+];
+
+/**
+ * A component whose options() and additionalProps() take every branch READ_TO_CONFIGURE's built-ins are called on; its
+ * own code calls none of them.
+ */
+const CONFIGURED = `
+const forge = {
+  type: "app",
+  app: "forge",
+  propDefinitions: { branch: { type: "string", label: "Branch", async options({ repo }) { return [{ label: repo + " main", value: repo + "#main" }]; } } },
+};
+module.exports = {
+  name: "configured",
+  version: "1.0.0",
+  props: {
+    forge,
+    repo: {
+      type: "string",
+      async options({ page }) { return { options: ["alpha", { label: "Beta", value: "b" }, { value: 3 }, 4], context: { nextPageToken: "p" + page } }; },
+    },
+    branch: { propDefinition: [forge, "branch", (c) => ({ repo: c.repo })] },
+    size: { type: "string", options: ["s", { label: "Large", value: "l" }] },
+    broken: { type: "string", optional: true, async options() { return "nope"; } },
+    mode: { type: "string", reloadProps: true },
+  },
+  async additionalProps(previous) {
+    previous.size.label = "Size";
+    if (this.mode === "fail") throw new RangeError("no mode " + this.mode);
+    if (this.mode === "wide") return { width: { type: "integer", label: "Width", options: [1, { label: "Two", value: 2 }] } };
+    return null;
+  },
+  async run() {},
+};`;
+
+/** How CONFIGURED's declared props are listed with the originals in place (what a failed reload answers). */
+const CONFIGURED_PROPS = [
+  { name: 'forge', type: 'app', app: 'forge' },
+  { name: 'repo', type: 'string', remoteOptions: true },
+  { name: 'branch', type: 'string', label: 'Branch', remoteOptions: true, propDefinition: ['forge', 'branch'] },
+  { name: 'size', type: 'string', options: ['s', { label: 'Large', value: 'l' }] },
+  { name: 'broken', type: 'string', optional: true, remoteOptions: true },
+  { name: 'mode', type: 'string', reloadProps: true },
+];
+
+/** The declared props as a reload lists them: with the label its additionalProps() gave `size` on its copy. */
+const RELOADED_PROPS = CONFIGURED_PROPS.map((prop) => (prop.name === 'size' ? { ...prop, label: 'Size' } : prop));
+
 /** What Node's own internals call (its events and its channel's serializer): the worker cannot go on (README, Security model). */
 const NODE_RELIES_ON = ['Array.prototype[Symbol.iterator]', 'Object.getPrototypeOf([][Symbol.iterator]()).next', 'Function.prototype.apply'];
 
@@ -218,6 +288,66 @@ describe.each(DIALECTS)('replaced built-ins on %s', (dialect) => {
         code: 'component_invalid',
         details: [{ reason: 'load_failed', prop: 'token' }],
       },
+    });
+  });
+
+  it.each(READ_TO_CONFIGURE)('answers options() and reloads of a component that replaced %s at load as with the original', async (target) => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const saved = await api.post('/v1/components', { component_code: `${replaced(target)}\n${CONFIGURED}` });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const id = saved.body.data.id;
+    const ask = async (path: string, body: object) => {
+      const res = await api.post(`/v1/components/${id}/props/${path}`, body);
+      return { status: res.status, body: res.body };
+    };
+    const answered = (data: object) => ({ status: 200, body: { data } });
+    const none = { options: [], context: null };
+    expect({
+      repo: await ask('repo/options', { page: 1 }),
+      branch: await ask('branch/options', { configured_props: { repo: 'ada' } }),
+      size: await ask('size/options', {}),
+      width: await ask('width/options', { configured_props: { mode: 'wide' } }),
+      broken: await ask('broken/options', {}),
+      unknown: await ask('nope/options', {}),
+      wide: await ask('reload', { configured_props: { mode: 'wide' } }),
+      narrow: await ask('reload', { configured_props: { mode: 'narrow' } }),
+      failing: await ask('reload', { configured_props: { mode: 'fail' } }),
+    }).toEqual({
+      repo: answered({
+        options: [
+          { label: 'alpha', value: 'alpha' },
+          { label: 'Beta', value: 'b' },
+          { label: '3', value: 3 },
+          { label: '4', value: 4 },
+        ],
+        context: { nextPageToken: 'p1' },
+        errors: [],
+      }),
+      branch: answered({ options: [{ label: 'ada main', value: 'ada#main' }], context: null, errors: [] }),
+      size: answered({
+        options: [
+          { label: 's', value: 's' },
+          { label: 'Large', value: 'l' },
+        ],
+        context: null,
+        errors: [],
+      }),
+      width: answered({
+        options: [
+          { label: '1', value: 1 },
+          { label: 'Two', value: 2 },
+        ],
+        context: null,
+        errors: [],
+      }),
+      broken: answered({ ...none, errors: ['TypeError: options() must return an array, or { options, context }, not a string'] }),
+      unknown: answered({ ...none, errors: ['"nope" is not a prop of this component'] }),
+      wide: answered({
+        configurable_props: [...RELOADED_PROPS, { name: 'width', type: 'integer', label: 'Width', options: [1, { label: 'Two', value: 2 }] }],
+        errors: [],
+      }),
+      narrow: answered({ configurable_props: RELOADED_PROPS, errors: [] }),
+      failing: answered({ configurable_props: CONFIGURED_PROPS, errors: ['RangeError: no mode fail'] }),
     });
   });
 

@@ -1,5 +1,6 @@
 // Answers configure requests in the worker: one prop's choices from its `options()`, or the full prop list with what
-// `additionalProps()` returns, with `this` bound as in `run` to the configured values.
+// `additionalProps()` returns, with `this` bound as in `run` to the configured values. Built-ins come from
+// primordials.ts, and arrays are walked by index: component code may have replaced the originals and the array iterator.
 import type { ConfigureMessage } from '../protocol.js';
 import type { PropDescriptor, PropOption } from '../types.js';
 import { buildThis, type ComponentThis } from './context.js';
@@ -10,6 +11,19 @@ import { call } from './invoke.js';
 import { jsonBytes, jsonCopy } from './json.js';
 import { MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
 import { type Component, loadComponent, type LoadedComponent } from './load.js';
+import {
+  ArrayIsArray,
+  ArrayPrototypeFind,
+  ArrayPrototypeMap,
+  JSONStringify,
+  NumberIsFinite,
+  ObjectEntries,
+  ObjectHasOwn,
+  ObjectKeys,
+  ReflectApply,
+  ReflectDefineProperty,
+  StringPrototypeSlice,
+} from './primordials.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
 import { CallScope } from './scope.js';
 
@@ -37,7 +51,11 @@ function ownCopy(item: unknown): unknown {
 function copyProp(prop: unknown): unknown {
   if (!isPlainObject(prop) || prop.type === 'app') return prop;
   const copy: Obj = {};
-  for (const [key, value] of Object.entries(prop)) copy[key] = Array.isArray(value) ? value.map(ownCopy) : ownCopy(value);
+  const entries = ObjectEntries(prop);
+  for (let index = 0; index < entries.length; index++) {
+    const value = entries[index]![1];
+    copy[entries[index]![0]] = ArrayIsArray(value) ? ArrayPrototypeMap(value, ownCopy) : ownCopy(value);
+  }
   return copy;
 }
 
@@ -47,8 +65,14 @@ async function withAdditional(component: Component, self: ComponentThis, scope: 
   if (typeof additional !== 'function') return undefined;
   // The registry's components change the props they are given (`props.username.hidden = false`) and return {}: each
   // call gets its own copies, so that what one call changed is in its answer and never in the next call's.
-  const declared = Object.fromEntries(Object.entries(isPlainObject(component.props) ? component.props : {}).map(([name, prop]) => [name, copyProp(prop)]));
-  const returned = await callForResult(scope, () => (additional as (this: unknown, previous: Obj) => unknown).call(self, declared));
+  const declared: Obj = {};
+  const entries = ObjectEntries(isPlainObject(component.props) ? component.props : {});
+  for (let index = 0; index < entries.length; index++) {
+    // Defined, not assigned (as Object.fromEntries does): a prop named "__proto__" must not become the prototype.
+    const value = copyProp(entries[index]![1]);
+    ReflectDefineProperty(declared, entries[index]![0], { value, writable: true, enumerable: true, configurable: true });
+  }
+  const returned = await callForResult(scope, () => ReflectApply(additional as (this: unknown, previous: Obj) => unknown, self, [declared]));
   if (returned === undefined || returned === null) return { ...declared };
   if (!isPlainObject(returned)) throw new TypeError(`additionalProps() must return an object of props, not ${describeValue(returned)}`);
   return { ...declared, ...returned };
@@ -68,10 +92,10 @@ async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: Ca
 
 /** One choice as the API gives it: a plain value, or `{ label, value }` with a string label. */
 function toOption(option: unknown, index: number): PropOption {
-  if (typeof option === 'string' || typeof option === 'boolean' || (typeof option === 'number' && Number.isFinite(option))) return option;
+  if (typeof option === 'string' || typeof option === 'boolean' || (typeof option === 'number' && NumberIsFinite(option))) return option;
   if (isPlainObject(option) && 'value' in option) {
     const value = option.value === undefined ? null : jsonCopy(option.value, `the value of option ${index}`).value;
-    const label = typeof option.label === 'string' ? option.label : typeof value === 'string' ? value : JSON.stringify(option.label ?? value);
+    const label = typeof option.label === 'string' ? option.label : typeof value === 'string' ? value : JSONStringify(option.label ?? value);
     return { label, value };
   }
   throw new TypeError(`option ${index} must be a string, a number, a boolean or { label, value }, not ${describeValue(option)}`);
@@ -81,18 +105,18 @@ function toOption(option: unknown, index: number): PropOption {
 function toOptions(returned: unknown): { options: PropOption[]; context: Obj | null } {
   let list = returned;
   let context: unknown = null;
-  if (isPlainObject(returned) && Array.isArray(returned.options)) {
+  if (isPlainObject(returned) && ArrayIsArray(returned.options)) {
     list = returned.options;
     context = returned.context ?? null;
   }
-  if (!Array.isArray(list)) throw new TypeError(`options() must return an array, or { options, context }, not ${describeValue(returned)}`);
+  if (!ArrayIsArray(list)) throw new TypeError(`options() must return an array, or { options, context }, not ${describeValue(returned)}`);
   if (list.length > MAX_OPTIONS) throw new RangeError(`options() may return at most ${MAX_OPTIONS} choices, not ${list.length}`);
-  const options = list.map(toOption);
+  const options = ArrayPrototypeMap(list, toOption);
   if (context !== null && !isPlainObject(context)) {
     throw new TypeError(`the context options() returned must be an object such as { nextPageToken }, not ${describeValue(context)}`);
   }
   const copied = context === null ? null : (jsonCopy(context, 'the context options() returned').value as Obj);
-  const bytes = jsonBytes(JSON.stringify({ options, context: copied }));
+  const bytes = jsonBytes(JSONStringify({ options, context: copied }));
   if (bytes > MAX_OPTIONS_BYTES) throw new RangeError(`options() may return at most ${MAX_OPTIONS_BYTES} bytes of JSON, not ${bytes}`);
   return { options, context: copied };
 }
@@ -103,15 +127,19 @@ function toOptions(returned: unknown): { options: PropOption[]; context: Obj | n
  * (an object, or a function of the configured props) among its arguments.
  */
 function optionsOf(props: Obj, propName: string, self: ComponentThis): { options: unknown; thisArg: unknown; inputs: Obj } {
-  const prop = Object.hasOwn(props, propName) ? props[propName] : undefined;
+  const prop = ObjectHasOwn(props, propName) ? props[propName] : undefined;
   if (prop === undefined) throw new Unanswerable(`"${propName}" is not a prop of this component`);
   if (!isPlainObject(prop)) return { options: undefined, thisArg: self, inputs: {} };
-  if (prop.options !== undefined || !Array.isArray(prop.propDefinition)) return { options: prop.options, thisArg: self, inputs: {} };
-  const [app, definitionName, inputValues] = prop.propDefinition as unknown[];
+  if (prop.options !== undefined || !ArrayIsArray(prop.propDefinition)) return { options: prop.options, thisArg: self, inputs: {} };
+  // Indexed, not destructured: the array iterator is component code's to replace.
+  const reference = prop.propDefinition as unknown[];
+  const app = reference[0];
+  const definitionName = reference[1];
+  const inputValues = reference[2];
   const definitions = isPlainObject(app) && isPlainObject(app.propDefinitions) ? app.propDefinitions : {};
-  const definition = typeof definitionName === 'string' && Object.hasOwn(definitions, definitionName) ? definitions[definitionName] : undefined;
-  const appPropName = Object.keys(props).find((key) => props[key] === app);
-  const inputs = typeof inputValues === 'function' ? (inputValues as (configured: unknown) => unknown).call(self, self) : inputValues;
+  const definition = typeof definitionName === 'string' && ObjectHasOwn(definitions, definitionName) ? definitions[definitionName] : undefined;
+  const appPropName = ArrayPrototypeFind(ObjectKeys(props), (key) => props[key] === app);
+  const inputs = typeof inputValues === 'function' ? ReflectApply(inputValues as (configured: unknown) => unknown, self, [self]) : inputValues;
   return {
     options: isPlainObject(definition) ? definition.options : undefined,
     thisArg: appPropName === undefined ? app : self[appPropName],
@@ -122,21 +150,21 @@ function optionsOf(props: Obj, propName: string, self: ComponentThis): { options
 async function propOptions(loaded: LoadedComponent, what: Extract<ConfigureMessage['what'], { kind: 'options' }>, self: ComponentThis, scope: CallScope) {
   const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
   // A prop that only `additionalProps()` declares has choices too; it is asked only when the name is not a static prop.
-  const props = Object.hasOwn(declared, what.prop) ? declared : ((await withAdditional(loaded.component, self, scope)) ?? declared);
+  const props = ObjectHasOwn(declared, what.prop) ? declared : ((await withAdditional(loaded.component, self, scope)) ?? declared);
   const found = optionsOf(props, what.prop, self);
-  if (Array.isArray(found.options)) return toOptions(found.options);
+  if (ArrayIsArray(found.options)) return toOptions(found.options);
   if (typeof found.options !== 'function') throw new Unanswerable(`prop "${what.prop}" has no options`);
   const fn = found.options as (this: unknown, args: Obj) => unknown;
   const args: Obj = { ...found.inputs, page: what.page, prevContext: what.prevContext };
   if (what.query !== undefined) args.query = what.query;
-  return toOptions(await callForResult(scope, () => fn.call(found.thisArg, args)));
+  return toOptions(await callForResult(scope, () => ReflectApply(fn, found.thisArg, [args])));
 }
 
 function messageOf(error: unknown): string {
   if (error instanceof Unanswerable) return error.message;
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   try {
-    return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
+    return typeof error === 'string' ? error : (JSONStringify(error) ?? String(error));
   } catch {
     return String(error);
   }
@@ -159,10 +187,10 @@ export async function configure(request: ConfigureMessage, send: Send): Promise<
       send({ t: 'props', id: request.id, props: await fullProps(loaded, self, scope) });
     } else {
       const { options, context } = await propOptions(loaded, request.what, self, scope);
-      send(JSON.stringify({ t: 'options', id: request.id, options, context }));
+      send(JSONStringify({ t: 'options', id: request.id, options, context }));
     }
   } catch (error) {
-    send({ t: 'configure_failed', id: request.id, message: messageOf(error).slice(0, 4096) });
+    send({ t: 'configure_failed', id: request.id, message: StringPrototypeSlice(messageOf(error), 0, 4096) });
   } finally {
     scope.closed = true;
   }

@@ -34,7 +34,7 @@ export const SafeError = Error;
 export const ArrayPrototypePush = uncurryThis(Array.prototype.push) as <T>(list: T[], ...items: T[]) => number;
 export const ArrayPrototypeShift = uncurryThis(Array.prototype.shift) as <T>(list: T[]) => T | undefined;
 export const ArrayPrototypeSlice = uncurryThis(Array.prototype.slice) as <T>(list: readonly T[], start?: number, end?: number) => T[];
-export const ArrayPrototypeMap = uncurryThis(Array.prototype.map) as <T, U>(list: readonly T[], fn: (item: T) => U) => U[];
+export const ArrayPrototypeMap = uncurryThis(Array.prototype.map) as <T, U>(list: readonly T[], fn: (item: T, index: number) => U) => U[];
 export const ArrayPrototypeFilter = uncurryThis(Array.prototype.filter) as <T>(list: readonly T[], fn: (item: T) => boolean) => T[];
 export const ArrayPrototypeFind = uncurryThis(Array.prototype.find) as <T>(list: readonly T[], fn: (item: T) => boolean) => T | undefined;
 export const ArrayPrototypeIncludes = uncurryThis(Array.prototype.includes) as <T>(list: readonly T[], item: T) => boolean;
