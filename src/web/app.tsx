@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
+import { DataStorePage, DataStoresList } from './data-stores';
 import { useFocusKeeper } from './focus-keeper';
 import { type Notice, NoticeProvider } from './notices';
 import { href, useRoute } from './router';
@@ -22,6 +23,7 @@ const SECTIONS = [
   ['workflows', 'Workflows'],
   ['webhooks', 'Webhooks'],
   ['subscriptions', 'Subscriptions'],
+  ['data-stores', 'Data stores'],
   ['account', 'Account'],
 ] as const;
 
@@ -121,6 +123,8 @@ function Page(props: { route: string[] }) {
       return id ? <WebhookDeliveries id={id} key={id} /> : <WebhooksPage />;
     case 'subscriptions':
       return <SubscriptionsPage />;
+    case 'data-stores':
+      return id ? <DataStorePage id={id} key={id} /> : <DataStoresList />;
     case 'account':
       return <AccountPage />;
     default:

@@ -139,3 +139,20 @@ export interface InstallStep {
   elapsed_ms: number;
   workflow_step?: string;
 }
+
+/** One of the account's key-value stores, made by the first write to its name from a `data_store` prop. */
+export interface DataStore {
+  id: string;
+  name: string;
+  /** Records that have not expired. */
+  key_count: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A store's keys (not their values: the API does not give them), in key order. */
+export interface DataStoreKeys {
+  id: string;
+  name: string;
+  keys: string[];
+}

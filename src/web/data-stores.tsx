@@ -1,0 +1,148 @@
+// The data stores pages: the account's key-value stores, and one store's keys (the API lists keys, not values).
+import { useRef, useState } from 'preact/hooks';
+import { get } from './api';
+import { formatTime } from './format';
+import { href } from './router';
+import type { DataStore, DataStoreKeys } from './types';
+import { useLoad } from './use-load';
+import { usePages } from './use-pages';
+import { LoadMore } from './load-more';
+import { LoadError } from './load-error';
+
+const PAGE = 50;
+/** A store may hold tens of thousands of keys, which the API gives at once: drawn this many at a time. */
+const KEYS_SHOWN = 200;
+
+export function DataStoresList() {
+  const pages = usePages<DataStore>('/data_stores', PAGE);
+  const { items: stores, page } = pages;
+  const rows = useRef<HTMLDivElement>(null);
+  return (
+    <section aria-labelledby="data-stores-title">
+      <h1 id="data-stores-title">Data stores</h1>
+      <p class="hint">Key-value stores that the account's sources and workflow steps share by name, newest first.</p>
+      <LoadError loads={[page]} />
+      {page.data && stores.length === 0 && (
+        // Nothing here makes a store: the empty page says what does, so that it is not taken for a missing button.
+        <p>
+          No data stores yet. A store is made by the first write to its name from a component's <code>data_store</code> prop: a source or workflow step with{' '}
+          <code>props: {'{ store: { type: "data_store" } }'}</code>, configured as <code>{'{ "store": "orders" }'}</code>, that runs{' '}
+          <code>await this.store.set(key, value)</code>.
+        </p>
+      )}
+      {stores.length > 0 && (
+        <div class="table-wrap" ref={rows}>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Id</th>
+                <th scope="col">Keys</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stores.map((store) => (
+                <tr key={store.id}>
+                  <th scope="row">
+                    <a href={href('data-stores', store.id)} title={store.name}>
+                      {store.name}
+                    </a>
+                  </th>
+                  <td>
+                    <code>{store.id}</code>
+                  </td>
+                  <td>{store.key_count}</td>
+                  <td>{formatTime(store.updated_at * 1000)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <LoadMore pages={pages} rows={rows} />
+    </section>
+  );
+}
+
+/** One store, by the id (or the name: the API takes either) in the address. */
+export function DataStorePage(props: { id: string }) {
+  const store = useLoad(() => get<{ data: DataStoreKeys }>(`/data_stores/${encodeURIComponent(props.id)}/keys`), [props.id]);
+  const [shown, setShown] = useState(KEYS_SHOWN);
+  const rows = useRef<HTMLDivElement>(null);
+  const data = store.data?.data;
+
+  // No such store (never written, another account's, a mistyped address): its 404 and nothing else, no empty keys table.
+  if (store.missing || !data) {
+    return (
+      <section aria-labelledby="data-store-title">
+        <p class="crumbs">
+          <a href={href('data-stores')}>Data stores</a> /
+        </p>
+        <h1 id="data-store-title" class="wrap">
+          Data store {props.id}
+        </h1>
+        <LoadError loads={[store]} />
+      </section>
+    );
+  }
+  const keys = data.keys;
+  // The keys came in one answer: the rows past those drawn are a Load more away, as a paged list's are.
+  const pages = {
+    items: keys.slice(0, shown),
+    more: shown < keys.length,
+    loadMore: () => setShown(shown + KEYS_SHOWN),
+    page: { error: store.error },
+  };
+  return (
+    <section aria-labelledby="data-store-title">
+      <p class="crumbs">
+        <a href={href('data-stores')}>Data stores</a> /
+      </p>
+      <h1 id="data-store-title" class="wrap">
+        {data.name}
+      </h1>
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd>
+          <code>{data.id}</code>
+        </dd>
+        <dt>Keys</dt>
+        <dd>{keys.length}</dd>
+      </dl>
+      <p class="hint">
+        The API lists a store's keys, not their values: a component reads one with <code>await this.store.get(key)</code>.
+      </p>
+      <LoadError loads={[store]} />
+      <div class="toolbar">
+        <button type="button" onClick={() => store.reload()}>
+          Refresh
+        </button>
+      </div>
+      {keys.length === 0 ? (
+        <p class="muted">This store holds no keys: its records were deleted, cleared or expired.</p>
+      ) : (
+        <div class="table-wrap" ref={rows}>
+          <table class="keys">
+            <caption class="sr-only">Keys, in key order</caption>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+              </tr>
+            </thead>
+            <tbody>
+              {pages.items.map((key) => (
+                <tr key={key}>
+                  <th scope="row">
+                    <code>{key}</code>
+                  </th>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <LoadMore pages={pages} rows={rows} />
+    </section>
+  );
+}
