@@ -186,11 +186,11 @@ describe('tributary shows npm installs as the server takes them', () => {
     const dev = startCli(['dev', 'dev-odd.mjs', '--delete-on-exit'], { env, cwd: dir });
     try {
       await dev.waitForOutput(/^ {2}is-odd@3\.0\.1 \(1\/1\) is already installed\n/m, 'stderr');
-      const [, id] = await dev.waitForOutput(/deployed (dc_\w+) "dev-odd-dev"/, 'stderr');
+      const [, id] = await dev.waitForOutput(/deployed (dc_\w+) "dev-odd-dev"/);
       await dev.waitForOutput(/following dc_\w+: events, logs and errors/, 'stderr');
 
       fs.writeFileSync(file, code('import isOdd from "is-odd@3.0.1";\nimport isNumber from "is-number@7.0.0";\n', '[isOdd(e.body.n), isNumber(e.body.n)]'));
-      await dev.waitForOutput(new RegExp(`updated ${id} in place`), 'stderr');
+      await dev.waitForOutput(new RegExp(`updated ${id} in place`));
       const saved = dev.stderr().slice(dev.stderr().indexOf('change seen'));
       expect(saved).toMatch(
         new RegExp(

@@ -11,6 +11,17 @@ const step = (run: string) =>
 const source = (run: string) =>
   `module.exports = { name: "nul", version: "1", props: { db: "$.service.db" }, async run(event) { if (event.body && event.body.ok) { this.$emit({ ok: true }); return; } ${run} } };`;
 
+/**
+ * Code that edits the first result of its worker's next report after the worker's checks: JSON.stringify calls any
+ * `toJSON` on Object.prototype (as hostile.test.ts does), so NUL reaches the server, whose database refuses it.
+ */
+const rewriteReport = (edit: string) =>
+  `Object.defineProperty(Object.prototype, "toJSON", { configurable: true, writable: true, value: function () {
+    const value = this;
+    if (value.t === "outcomes" && value.results.length) { delete Object.prototype.toJSON; const result = value.results[0]; ${edit} }
+    return value;
+  } });`;
+
 describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) => {
   let server: TestServer;
 
@@ -57,8 +68,8 @@ describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) 
 
   it.runIf(dialect === 'postgres')('fails a batch whose results the database refuses, once, and runs the next', async () => {
     const a = await account(server);
-    // The worker's own check is undone by the component, so the key reaches the database as written.
-    const id = await a.deploy(source('String.prototype.includes = function () { return false; }; this.db.set("k\\u0000", 1);'));
+    // The worker refuses the key as it is written, so the component edits its worker's report after the checks.
+    const id = await a.deploy(source(`${rewriteReport('result.dbWrites = { "k\\u0000": 1 };')} this.db.set("k", 1);`));
     await a.runAndWait(id, { body: {} });
     const [error] = await a.eventsOf(id, 1, '/$errors');
     expect(error.event.error.name).toBe('ResultsRefusedError');
@@ -82,7 +93,7 @@ describe.each(DIALECTS)('NUL characters in what a run produces (%s)', (dialect) 
   it.runIf(dialect === 'postgres')('fails a workflow step whose results the database refuses, once, and runs the next', async () => {
     const a = await account(server);
     const { create, finishedRuns } = workflowCalls(() => a.api);
-    const code = step('String.prototype.includes = function () { return false; }; await this.store.set("k\\u0000", 1);');
+    const code = step(`${rewriteReport('result.dataStores[0].writes[0].key = "k\\u0000";')} await this.store.set("k", 1);`);
     const workflow = await create({ name: 'refused', steps: [{ name: 'write', component_code: code, configured_props: { store: 'w' } }] });
     await a.api.post(`/v1/workflows/${workflow.id}/run`, {});
     const [failed] = await finishedRuns(workflow.id, 1);
