@@ -94,9 +94,11 @@ export function expiredRecordsSweep(db: Db, storeId: string, nowMs: number) {
  * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
  * Records that expired are deleted here too, so that they do not pile up in a store that is written. Each statement
  * says how many bytes it added or removed, and the store's count (`data_stores.bytes`) moves by the sum: a commit
- * that sets keys checks the 4 MB limit against that count, without reading the store's other records.
+ * that sets keys checks the 4 MB limit against that count, without reading the store's other records. Answers how
+ * many records the changes' deletes removed (not those a clear or an expiry did): a delete from the API is a 404 at 0.
  */
-export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<void> {
+export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<number> {
+  let deletedRecords = 0;
   for (const change of changes ?? []) {
     // On PostgreSQL this holds the store's row until the commit: writers of one store go one at a time, so each
     // one's additions and removals, and its check, start from what the one before it left.
@@ -120,8 +122,11 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
       added += total(written);
     }
     const deletes = change.writes.filter((w) => w.op === 'delete').map((w) => w.key);
-    for (const part of chunks(deletes))
-      added -= total(await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute());
+    for (const part of chunks(deletes)) {
+      const removed = await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute();
+      deletedRecords += removed.length;
+      added -= total(removed);
+    }
     for (const write of change.writes) {
       if (write.op !== 'ttl') continue;
       await trx
@@ -147,6 +152,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     // Only a set can grow a store; its count includes what runs committed since this one loaded it.
     if (sets.length && bytes > MAX_DATA_STORE_BYTES) throw new DataStoreFullError(change.name, bytes);
   }
+  return deletedRecords;
 }
 
 /** The account's stores, newest first, each with the number of its records that have not expired. */
@@ -198,4 +204,15 @@ export async function dataStoreKeys(db: Db, storeId: string, nowMs: number): Pro
     .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
     .execute();
   return inKeyOrder(rows).map((row) => row.key);
+}
+
+/** One record of a store that has not expired at `nowMs`, its value as stored (JSON text); undefined when there is none. */
+export function dataStoreRecord(db: Db, storeId: string, key: string, nowMs: number) {
+  return db
+    .selectFrom('data_store_records')
+    .select(['key', 'value', 'expires_ms'])
+    .where('store_id', '=', storeId)
+    .where('key', '=', key)
+    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
+    .executeTakeFirst();
 }

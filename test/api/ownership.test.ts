@@ -75,6 +75,7 @@ describe.each(DIALECTS)("another account's resources on %s", (dialect) => {
       '/v1/users/me/accounts?limit=100',
       '/v1/data_stores',
       `/v1/data_stores/${ids.dataStore}/keys`,
+      `/v1/data_stores/${ids.dataStore}/records?key=k`,
       `/v1/sources/${ids.source}/event_summaries?expand=event`,
       `/v1/workflows/${ids.workflow}/runs`,
       `/v1/webhooks/${ids.webhook}`,
@@ -148,6 +149,10 @@ describe.each(DIALECTS)("another account's resources on %s", (dialect) => {
       [['DELETE', `/v1/accounts/${account}?force=true`], notFound(`connected account "${account}"`)],
       [['GET', `/v1/data_stores/${dataStore}/keys`], notFound(`data store "${dataStore}"`)],
       [['GET', '/v1/data_stores/owned/keys'], notFound('data store "owned"')],
+      [['GET', `/v1/data_stores/${dataStore}/records?key=k`], notFound(`data store "${dataStore}"`)],
+      [['GET', '/v1/data_stores/owned/records?key=k'], notFound('data store "owned"')],
+      [['DELETE', `/v1/data_stores/${dataStore}/records?key=k`], notFound(`data store "${dataStore}"`)],
+      [['DELETE', '/v1/data_stores/owned/records?key=k'], notFound('data store "owned"')],
     ];
     for (const [[method, path, body], expected] of cases) {
       const res = await request(method, `${server.url}${path}`, { key: intruderKey, body });

@@ -21,7 +21,7 @@ async function withUser(store: Store): Promise<void> {
     .execute();
 }
 
-function write(store: Store, writes: DataStoreWrite[], nowMs: number, cleared = false): Promise<void> {
+function write(store: Store, writes: DataStoreWrite[], nowMs: number, cleared = false): Promise<number> {
   return store.db.transaction().execute((trx) => writeDataStores(trx, 'u_1', [{ name: 'st', cleared, writes }], nowMs));
 }
 

@@ -1,9 +1,11 @@
-// GET /data_stores (the account's key-value stores, paginated) and GET /data_stores/{name or id}/keys.
+// GET /data_stores (the account's key-value stores, paginated), GET /data_stores/{name or id}/keys, and one record's
+// GET and DELETE /data_stores/{name or id}/records?key=.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { DataStoreService } from '../../services/data-stores.js';
-import { dataOf, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
+import { MAX_DATA_STORE_KEY_CHARS } from '../../runtime/worker/limits.js';
+import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
 
 const dataStoreSchema = Type.Object({
@@ -12,6 +14,24 @@ const dataStoreSchema = Type.Object({
   key_count: Type.Integer({ description: 'records that have not expired' }),
   created_at: Type.Integer({ description: 'epoch seconds' }),
   updated_at: Type.Integer({ description: 'epoch seconds of the last commit that wrote to it' }),
+});
+
+const storeParams = Type.Object({ store: Type.String({ minLength: 1, description: 'the store by its name or id' }) });
+
+/**
+ * The key travels in the query, not the path: a key may be any text, and a path segment of `.` or `..` (or `%2E%2E`)
+ * is resolved away by browsers, fetch and curl before it is sent, so those keys could never be named there.
+ */
+const recordQuery = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: MAX_DATA_STORE_KEY_CHARS, description: "the record's key, percent-encoded as any query value" }),
+  ...fieldParams,
+});
+
+const recordSchema = Type.Object({
+  key: Type.String(),
+  value: Type.Unknown({ description: 'the JSON value the component stored' }),
+  expires_at: Type.Optional(Type.Integer({ description: 'only with a ttl: epoch seconds, rounded up' })),
+  expires_at_ms: Type.Optional(Type.Integer({ description: 'only with a ttl: epoch milliseconds' })),
 });
 
 export function dataStoreRoutes(services: { dataStores: DataStoreService }): FastifyPluginAsync {
@@ -43,6 +63,37 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
         },
       },
       async (request) => ({ data: await services.dataStores.keys(request.account.id, request.params.store) }),
+    );
+
+    app.get(
+      '/data_stores/:store/records',
+      {
+        schema: {
+          tags: ['data stores', 'extensions'],
+          summary: "One record of a data store: its key's value as the component stored it, and its expiry",
+          params: storeParams,
+          querystring: recordQuery,
+          response: { 200: dataOf(recordSchema) },
+        },
+      },
+      async (request) => ({ data: await services.dataStores.record(request.account.id, request.params.store, request.query.key) }),
+    );
+
+    app.delete(
+      '/data_stores/:store/records',
+      {
+        schema: {
+          tags: ['data stores', 'extensions'],
+          summary: "Delete one record of a data store, as a component's delete(key) would; 404 when it is not there",
+          params: storeParams,
+          querystring: recordQuery,
+          response: { 204: noBody },
+        },
+      },
+      async (request, reply) => {
+        await services.dataStores.deleteRecord(request.account.id, request.params.store, request.query.key);
+        return reply.status(204).send(null);
+      },
     );
   };
 }

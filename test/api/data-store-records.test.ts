@@ -1,0 +1,132 @@
+// One data store record over the API: GET and DELETE /v1/data_stores/{store}/records?key= read a key's value and remove
+// it for the store's account only, whatever the key holds, and a delete moves the store's byte count as a
+// component's delete does, so that a store filled to its 4 MB through a component takes writes again.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/lib/clock.js';
+import { client } from '../helpers/client.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Sets each key of `event.set` to its value, or with `event.fill` to that many "x" characters (a value the run makes,
+ * too large to send as an event), then emits the keys it sees; a write it is refused fails the run.
+ */
+const SOURCE = `module.exports = { name: "records", version: "1.0.0", props: { store: { type: "data_store" } },
+  async run(event) {
+    for (const [key, value] of Object.entries(event.set ?? {})) await this.store.set(key, value, event.ttl ? { ttl: event.ttl } : undefined);
+    for (const [key, size] of Object.entries(event.fill ?? {})) await this.store.set(key, "x".repeat(size));
+    this.$emit({ keys: await this.store.keys() });
+  } };`;
+
+const notFound = (what: string) => ({ error: `${what} not found`, code: 'not_found' });
+
+describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
+  const clock = new ManualClock(Date.UTC(2030, 0, 1));
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    server = await startTestServer(dialect, {}, { clock });
+    api = client(server.url, (await server.createUser({ plan: 'paid' })).apiKey);
+  });
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  async function deploy(store: string): Promise<string> {
+    const res = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data.id;
+  }
+
+  /** Runs the source with `event`: what it emitted, or the message of the error that failed it. */
+  async function run(sourceId: string, event: object): Promise<{ keys?: string[]; error?: string }> {
+    const count = async (stream: string) => (await api.get(`/v1/sources/${sourceId}${stream}/event_summaries?limit=100&expand=event`)).body.data;
+    const [before, errorsBefore] = [(await count('')).length, (await count('/$errors')).length];
+    expect((await api.post(`/v1/sources/${sourceId}/run`, event)).status).toBe(202);
+    const [emits, errors] = await waitFor(
+      () => Promise.all([count(''), count('/$errors')]),
+      ([e, r]) => e.length > before || r.length > errorsBefore,
+      { what: 'the run to finish' },
+    );
+    return emits.length > before ? emits[0].event : { error: errors[0].event.error.message };
+  }
+
+  const path = (store: string, key: string) => `/v1/data_stores/${encodeURIComponent(store)}/records?key=${encodeURIComponent(key)}`;
+
+  it('reads any key and deletes it (204), with 404 for a missing, deleted or expired key and for another account', async () => {
+    const source = await deploy('records');
+    // Keys a path segment could not carry (`/`, `%`, `.` and `..`, which clients resolve away), and query syntax.
+    const values: Record<string, unknown> = {
+      plain: { deep: [1, null, 'two'] },
+      'a/b/': 1,
+      '100%': '%41',
+      '.': 'dot',
+      '..': 'dots',
+      '?x=1&y=2#frag +': true,
+      'é 😀': null,
+    };
+    expect(await run(source, { set: values })).toEqual({ keys: expect.arrayContaining(Object.keys(values)) });
+    expect(await run(source, { set: { short: 'lived' }, ttl: 60 })).toEqual({ keys: expect.arrayContaining(['short']) });
+    for (const [key, value] of Object.entries(values)) {
+      const res = await api.get(path('records', key));
+      expect([res.status, res.body], key).toEqual([200, { data: { key, value } }]);
+    }
+    const expiresMs = Date.UTC(2030, 0, 1) + 60_000;
+    const short = await api.get(path('records', 'short'));
+    expect([short.status, short.body]).toEqual([200, { data: { key: 'short', value: 'lived', expires_at: expiresMs / 1000, expires_at_ms: expiresMs } }]);
+    const { id } = (await api.get('/v1/data_stores/records/keys')).body.data;
+    expect((await api.get(`/v1/data_stores/${id}/records?key=plain`)).body).toEqual({ data: { key: 'plain', value: values.plain } });
+
+    const missing = await api.get(path('records', 'nope'));
+    expect([missing.status, missing.body]).toEqual([404, notFound('key "nope" of data store "records"')]);
+    expect((await api.get(path('never-written', 'plain'))).body).toEqual(notFound('data store "never-written"'));
+    const noKey = await api.get('/v1/data_stores/records/records');
+    expect([noKey.status, noKey.body.code]).toEqual([400, 'invalid_request']);
+
+    // Another account names the store by id or by a name of its own: neither reaches this one's records.
+    const other = client(server.url, (await server.createUser()).apiKey);
+    for (const call of [other.get, other.delete])
+      for (const [store, what] of [
+        [id, `data store "${id}"`],
+        ['records', 'data store "records"'],
+      ]) {
+        const res = await call(path(store, '..'));
+        expect([res.status, res.body]).toEqual([404, notFound(what)]);
+      }
+
+    for (const key of ['..', 'a/b/', '100%']) {
+      const deleted = await api.delete(path('records', key));
+      expect([deleted.status, deleted.text], key).toEqual([204, '']);
+      const again = await api.delete(path('records', key));
+      expect([again.status, again.body], key).toEqual([404, notFound(`key ${JSON.stringify(key)} of data store "records"`)]);
+      expect((await api.get(path('records', key))).status, key).toBe(404);
+    }
+    expect((await api.get(path('records', '.'))).body.data.value).toBe('dot');
+    expect((await api.get('/v1/data_stores/records/keys')).body.data.keys).toEqual(['.', '?x=1&y=2#frag +', 'plain', 'short', 'é 😀']);
+    // A component sees what the API deleted gone.
+    expect((await run(source, {})).keys).toEqual(['.', '?x=1&y=2#frag +', 'plain', 'short', 'é 😀']);
+
+    clock.advance(61_000);
+    expect((await api.get(path('records', 'short'))).body).toEqual(notFound('key "short" of data store "records"'));
+    expect((await api.delete(path('records', 'short'))).status).toBe(404);
+    expect((await api.delete(path('records', 'nope'))).status).toBe(404);
+  });
+
+  it("moves the store's byte count: a store a component filled to its limit takes exactly what a deleted record held", async () => {
+    const source = await deploy('full');
+    // Four records of 1,000,004 bytes (a 2-byte key, a 1,000,002-byte JSON string) and one of 150,003: 4,150,019 bytes.
+    expect(await run(source, { fill: { f0: 1_000_000, f1: 1_000_000, f2: 1_000_000, f3: 1_000_000 } })).toEqual({ keys: ['f0', 'f1', 'f2', 'f3'] });
+    expect(await run(source, { fill: { g: 150_000 } })).toEqual({ keys: ['f0', 'f1', 'f2', 'f3', 'g'] });
+    // 50,003 bytes more would be 4,200,022, past 4,194,304.
+    expect((await run(source, { fill: { h: 50_000 } })).error).toMatch(/4194304/);
+
+    const deleted = await api.delete(path('full', 'f0'));
+    expect([deleted.status, deleted.text]).toEqual([204, '']);
+    // 3,150,015 bytes left: room for exactly 1,044,289 more, a 1-byte key and a 1,044,288-byte JSON string. The commit
+    // checks the store's count, not its records: a count the delete had not moved would refuse this write.
+    expect(await run(source, { fill: { h: 1_044_286 } })).toEqual({ keys: ['f1', 'f2', 'f3', 'g', 'h'] });
+    expect((await run(source, { fill: { i: 0 } })).error).toMatch(/4194304/);
+    expect((await api.get('/v1/data_stores/full/keys')).body.data.keys).toEqual(['f1', 'f2', 'f3', 'g', 'h']);
+  });
+});
