@@ -1,5 +1,5 @@
-// The data stores pages: the account's key-value stores, and one store's keys (the API lists keys, not values).
-import { useRef, useState } from 'preact/hooks';
+// The data stores pages: the account's key-value stores, and one store's keys, each opening its value or deleted.
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from './api';
 import { formatTime } from './format';
 import { href } from './router';
@@ -8,6 +8,7 @@ import { useLoad } from './use-load';
 import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
+import { RecordRow } from './data-store-record';
 
 const PAGE = 50;
 /** A store may hold tens of thousands of keys, which the API gives at once: drawn this many at a time. */
@@ -70,7 +71,18 @@ export function DataStorePage(props: { id: string }) {
   const store = useLoad(() => get<{ data: DataStoreKeys }>(`/data_stores/${encodeURIComponent(props.id)}/keys`), [props.id]);
   const [shown, setShown] = useState(KEYS_SHOWN);
   const rows = useRef<HTMLDivElement>(null);
+  const refresh = useRef<HTMLButtonElement>(null);
+  // Reloads of the keys, which open values follow; and the row whose key was deleted, where the keyboard goes next.
+  const [refreshed, setRefreshed] = useState(0);
+  const [refocus, setRefocus] = useState<number | undefined>(undefined);
   const data = store.data?.data;
+  useEffect(() => {
+    if (refocus === undefined || store.loading) return;
+    setRefocus(undefined);
+    // The row that took the deleted one's place, else the one before it, else Refresh: not the top of the page.
+    const keys = rows.current?.querySelectorAll<HTMLElement>('tbody th button');
+    (keys?.[refocus] ?? keys?.[refocus - 1] ?? refresh.current)?.focus();
+  }, [store.loading, refocus]);
 
   // No such store (never written, another account's, a mistyped address): its 404 and nothing else, no empty keys table.
   if (store.missing || !data) {
@@ -111,11 +123,18 @@ export function DataStorePage(props: { id: string }) {
         <dd>{keys.length}</dd>
       </dl>
       <p class="hint">
-        The API lists a store's keys, not their values: a component reads one with <code>await this.store.get(key)</code>.
+        Select a key to see its value as a component stored it. Deleting one is what a component's <code>await this.store.delete(key)</code> does.
       </p>
       <LoadError loads={[store]} />
       <div class="toolbar">
-        <button type="button" onClick={() => store.reload()}>
+        <button
+          type="button"
+          ref={refresh}
+          onClick={() => {
+            setRefreshed(refreshed + 1);
+            return store.reload();
+          }}
+        >
           Refresh
         </button>
       </div>
@@ -128,15 +147,25 @@ export function DataStorePage(props: { id: string }) {
             <thead>
               <tr>
                 <th scope="col">Key</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
-              {pages.items.map((key) => (
-                <tr key={key}>
-                  <th scope="row">
-                    <code>{key}</code>
-                  </th>
-                </tr>
+              {pages.items.map((key, index) => (
+                <RecordRow
+                  key={key}
+                  storeId={data.id}
+                  storeName={data.name}
+                  recordKey={key}
+                  index={index}
+                  refreshed={refreshed}
+                  onDeleted={() => {
+                    setRefocus(index);
+                    return store.reload();
+                  }}
+                />
               ))}
             </tbody>
           </table>

@@ -20,7 +20,8 @@ export function LoadMore<T>(props: {
     if (page.error) pressed.current = undefined;
     if (before === undefined || items.length <= before) return;
     pressed.current = undefined;
-    const row = props.rows.current?.querySelectorAll<HTMLElement>('tbody tr')[before];
+    // A row's opened detail (a store key's value) is a row of its own, not one of the list's.
+    const row = props.rows.current?.querySelectorAll<HTMLElement>('tbody tr:not(.row-detail)')[before];
     const target = row?.querySelector<HTMLElement>('a[href], button') ?? row;
     if (target === row) row?.setAttribute('tabindex', '-1');
     target?.focus();

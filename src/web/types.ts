@@ -151,6 +151,15 @@ export interface DataStore {
 }
 
 /** A store's keys (not their values: the API does not give them), in key order. */
+export interface DataStoreRecord {
+  key: string;
+  /** The JSON value the component stored. */
+  value: unknown;
+  /** Only for a record with a ttl. */
+  expires_at?: number;
+  expires_at_ms?: number;
+}
+
 export interface DataStoreKeys {
   id: string;
   name: string;

@@ -1,5 +1,5 @@
 // The console in Chromium: the account's data stores (a Load more past the first 50, what makes one when there are
-// none) and a store's keys, a store that is not there, and both pages at a phone's width.
+// none) and a store's keys, each key's value and its delete, a store that is not there, and both pages at a phone's width.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { type client, request } from '../helpers/client.js';
@@ -89,7 +89,7 @@ describe.each(DIALECTS)('web console: data stores (%s)', BROWSER_SUITE, (dialect
     await keys.first().waitFor();
     expect(await keys.allTextContents()).toEqual(['_c', 'a', 'b']);
     expect(await page.locator('.facts').textContent()).toBe(`Id${orders.id}Keys3`);
-    await waitForText(page.locator('main .hint'), 'not their values');
+    await waitForText(page.locator('main .hint'), 'Select a key to see its value');
 
     // A later run's key shows after Refresh; the store opens by its name as well.
     await writeThroughARun(api, 'orders', { d: 4 }, 4);
@@ -132,7 +132,61 @@ describe.each(DIALECTS)('web console: data stores (%s)', BROWSER_SUITE, (dialect
     await keys.nth(249).waitFor();
     expect(await keys.count()).toBe(250);
     expect(await keys.last().textContent()).toBe('k249');
-    await waitForFocus(page, 'table.keys tbody tr', /^k200$/);
+    await waitForFocus(page, 'table.keys tbody th button', /^k200$/);
+    await finish();
+  });
+
+  it('opens a key to its value as JSON, and deletes a key after a confirm, saying so', async () => {
+    const { user, api } = await newAccount(server);
+    const profile = await writeThroughARun(api, 'profile', { 'a/b%': { deep: [1, 'two'] }, '..': 'dots', keep: 1 }, 3);
+    expect(profile.keys).toEqual(['..', 'a/b%', 'keep']);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/data-stores/profile`, user.apiKey);
+    const keys = page.getByRole('table', { name: 'Keys, in key order' }).getByRole('rowheader');
+    await keys.nth(2).waitFor();
+    const row = (key: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: key, exact: true }) });
+
+    // A key whose characters a path would mangle opens on its value, folded and unfolded by the JSON view.
+    const toggle = row('a/b%').getByRole('button', { name: 'a/b%', exact: true });
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    await toggle.click();
+    const value = page.getByRole('figure', { name: 'Value of a/b%' });
+    await waitForText(value, '"two"');
+    expect((await value.textContent())?.replace(/\s+/g, '')).toBe('{1key"deep":[2items1"two"]}');
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    await waitForText(page.locator('tr.row-detail'), 'No expiry.');
+    await screenshot(page, 'data-store-value');
+    await toggle.click();
+    expect(await page.locator('tr.row-detail').count()).toBe(0);
+
+    // Delete asks first; Cancel keeps the key.
+    await row('..').getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this key?' });
+    await waitForText(dialog, 'are removed from data store profile');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await keys.allTextContents()).toEqual(['..', 'a/b%', 'keep']);
+    await row('..').getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByRole('button', { name: 'Delete key' }).click();
+    await waitForText(page.getByRole('status'), 'Deleted key ".." from data store profile.');
+    await waitFor(
+      () => keys.allTextContents(),
+      (shown) => shown.length === 2,
+      { what: 'the deleted key to leave the table' },
+    );
+    expect(await keys.allTextContents()).toEqual(['a/b%', 'keep']);
+    expect((await api.get('/v1/data_stores/profile/records?key=..')).status).toBe(404);
+    // The keyboard is on the key that took the deleted one's place.
+    await waitForFocus(page, 'table.keys tbody th button', /^a\/b%$/);
+
+    // A key deleted meanwhile (by a component, the API, another tab) says so, and leaves the table.
+    expect((await api.delete('/v1/data_stores/profile/records?key=keep')).status).toBe(204);
+    await row('keep').getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByRole('button', { name: 'Delete key' }).click();
+    await waitForText(page.getByRole('alert'), 'Key "keep" was not deleted: key "keep" of data store "profile" not found (404 not_found)');
+    await waitFor(
+      () => keys.allTextContents(),
+      (shown) => shown.length === 1,
+      { what: 'the key deleted meanwhile to leave the table' },
+    );
     await finish();
   });
 
