@@ -1,6 +1,7 @@
 // One data store record over the API: GET and DELETE /v1/data_stores/{store}/records?key= read a key's value and remove
 // it for the store's account only, whatever the key holds, and a delete moves the store's byte count as a
 // component's delete does, so that a store filled to its 4 MB through a component takes writes again.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { client } from '../helpers/client.js';
@@ -19,6 +20,7 @@ const SOURCE = `module.exports = { name: "records", version: "1.0.0", props: { s
   } };`;
 
 const notFound = (what: string) => ({ error: `${what} not found`, code: 'not_found' });
+const path = (store: string, key: string) => `/v1/data_stores/${encodeURIComponent(store)}/records?key=${encodeURIComponent(key)}`;
 
 describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
   const clock = new ManualClock(Date.UTC(2030, 0, 1));
@@ -51,8 +53,6 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     );
     return emits.length > before ? emits[0].event : { error: errors[0].event.error.message };
   }
-
-  const path = (store: string, key: string) => `/v1/data_stores/${encodeURIComponent(store)}/records?key=${encodeURIComponent(key)}`;
 
   it('reads any key and deletes it (204), with 404 for a missing, deleted or expired key and for another account', async () => {
     const source = await deploy('records');
@@ -128,5 +128,84 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     expect(await run(source, { fill: { h: 1_044_286 } })).toEqual({ keys: ['f1', 'f2', 'f3', 'g', 'h'] });
     expect((await run(source, { fill: { i: 0 } })).error).toMatch(/4194304/);
     expect((await api.get('/v1/data_stores/full/keys')).body.data.keys).toEqual(['f1', 'f2', 'f3', 'g', 'h']);
+  });
+});
+
+describe.runIf(DIALECTS.includes('postgres'))('a data store record deleted over the API beside a commit writing the store (PostgreSQL)', () => {
+  let server: TestServer;
+  let api: ReturnType<typeof client>;
+  let db: pg.Client;
+
+  beforeAll(async () => {
+    server = await startTestServer('postgres');
+    api = client(server.url, (await server.createUser()).apiKey);
+    db = new pg.Client({ connectionString: server.databaseUrl });
+    await db.connect();
+  });
+  afterAll(async () => {
+    await db?.end();
+    await server?.destroy();
+  });
+
+  /** The store's count, and its records summed as the database measures them. */
+  async function sizes(storeId: string) {
+    const { rows } = await db.query(
+      'select bytes, (select coalesce(sum(octet_length(key) + octet_length(value)), 0) from data_store_records where store_id = $1) as summed from data_stores where id = $1',
+      [storeId],
+    );
+    return { count: Number(rows[0].bytes), summed: Number(rows[0].summed) };
+  }
+
+  /**
+   * Holds the store's row as a commit writing it does, starts the API's delete of `key`, and once that waits on the
+   * row runs `meanwhile` in the holding transaction and commits it: what the delete then answers.
+   */
+  async function deleteBehindACommit(storeId: string, key: string, meanwhile: () => Promise<void>) {
+    await db.query('begin');
+    await db.query('select id from data_stores where id = $1 for update', [storeId]);
+    const pending = api.delete(path('held', key));
+    await waitFor(
+      async () => {
+        // Sessions that this transaction holds up: the delete's, on the store's row, and nothing else of the server's.
+        const waiting = await db.query('select count(*) as n from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))');
+        return Number(waiting.rows[0].n);
+      },
+      (waiting) => waiting === 1,
+      { what: "the delete to wait on the store's row" },
+    );
+    await meanwhile();
+    await db.query('commit');
+    return pending;
+  }
+
+  it("takes its turn on the store's row, and counts from what the commit before it left", async () => {
+    const deployed = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store: 'held' } });
+    expect((await api.post(`/v1/sources/${deployed.body.data.id}/run`, { set: { a: 'aaaa', b: 'bb' } })).status).toBe(202);
+    const { id } = (
+      await waitFor(
+        () => api.get('/v1/data_stores/held/keys'),
+        (res) => res.body.data?.keys.length === 2,
+        { what: 'the run to write the store' },
+      )
+    ).body.data;
+    // a: 1 + 6 bytes, b: 1 + 4.
+    expect(await sizes(id)).toEqual({ count: 12, summed: 12 });
+
+    // A commit that deletes "a" first: the API's delete then finds it gone, a 404 that takes nothing off the count.
+    const late = await deleteBehindACommit(id, 'a', async () => {
+      await db.query("delete from data_store_records where store_id = $1 and key = 'a'", [id]);
+      await db.query('update data_stores set bytes = bytes - 7 where id = $1', [id]);
+    });
+    expect([late.status, late.body]).toEqual([404, notFound('key "a" of data store "held"')]);
+    expect(await sizes(id)).toEqual({ count: 5, summed: 5 });
+
+    // A commit that sets "c" (1 + 5 bytes) first: the delete of "b" counts from the store that commit left.
+    const after = await deleteBehindACommit(id, 'b', async () => {
+      await db.query(`insert into data_store_records (store_id, key, value) values ($1, 'c', '"ccc"')`, [id]);
+      await db.query('update data_stores set bytes = bytes + 6 where id = $1', [id]);
+    });
+    expect(after.status).toBe(204);
+    expect(await sizes(id)).toEqual({ count: 6, summed: 6 });
+    expect((await api.get('/v1/data_stores/held/keys')).body.data.keys).toEqual(['c']);
   });
 });
