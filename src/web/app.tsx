@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
+import { ComponentPage, ComponentsList } from './components';
 import { DataStorePage, DataStoresList } from './data-stores';
 import { useFocusKeeper } from './focus-keeper';
 import { type Notice, NoticeProvider } from './notices';
@@ -24,6 +25,7 @@ const SECTIONS = [
   ['webhooks', 'Webhooks'],
   ['subscriptions', 'Subscriptions'],
   ['data-stores', 'Data stores'],
+  ['components', 'Components'],
   ['account', 'Account'],
 ] as const;
 
@@ -51,8 +53,9 @@ export function App() {
     if (!strip || !current) return;
     const box = strip.getBoundingClientRect();
     const link = current.getBoundingClientRect();
-    if (link.right > box.right) strip.scrollLeft += link.right - box.right;
-    else if (link.left < box.left) strip.scrollLeft -= box.left - link.left;
+    // Whole pixels, rounded up: a scroll offset is rounded, and a fraction short left the link a sliver past the edge.
+    if (link.right > box.right) strip.scrollLeft += Math.ceil(link.right - box.right);
+    else if (link.left < box.left) strip.scrollLeft -= Math.ceil(box.left - link.left);
   }, [section, signedIn]);
 
   if (!signedIn) {
@@ -125,6 +128,8 @@ function Page(props: { route: string[] }) {
       return <SubscriptionsPage />;
     case 'data-stores':
       return id ? <DataStorePage id={id} key={id} /> : <DataStoresList />;
+    case 'components':
+      return id ? <ComponentPage id={id} key={id} /> : <ComponentsList />;
     case 'account':
       return <AccountPage />;
     default:

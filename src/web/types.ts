@@ -31,6 +31,15 @@ export interface Component {
   configurable_props: PropDescriptor[];
 }
 
+/** A component as `GET /v1/components/{id}` and the account's list give it: with its code and times. */
+export interface SavedComponent extends Component {
+  /** Left out of the list's answers (`exclude=code`): a page of components would otherwise carry all their code. */
+  code?: string;
+  code_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Source {
   id: string;
   component_id: string;
