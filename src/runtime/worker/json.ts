@@ -1,17 +1,11 @@
 // Turns component data into JSON strictly, so data that JSON would silently mangle is refused where it is produced.
-import { BufferByteLength, JSONParse, JSONStringify, matches, StringPrototypeIndexOf, StringPrototypeSlice } from './primordials.js';
+import { BufferByteLength, firstLine, JSONParse, JSONStringify, matches } from './primordials.js';
 
 export interface JsonCopy {
   /** The data as JSON text (what its size is measured on). */
   json: string;
   /** A fresh copy, so later mutation by the component cannot change what was recorded. */
   value: unknown;
-}
-
-/** `text` up to its first line break (what `split('\n')[0]` gives, without a `split` component code could replace). */
-function firstLine(text: string): string {
-  const end = StringPrototypeIndexOf(text, '\n');
-  return end === -1 ? text : StringPrototypeSlice(text, 0, end);
 }
 
 /**

@@ -11,7 +11,7 @@ import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { MAX_PENDING_TIMERS } from './limits.js';
 import { refuseListening } from './listen-guard.js';
 import { installDefineComponent, loadComponent } from './load.js';
-import { ArrayPrototypePush, ArrayPrototypeShift, JSONParse, StringPrototypeIndexOf, StringPrototypeSlice } from './primordials.js';
+import { ArrayPrototypePush, ArrayPrototypeShift, firstLine, JSONParse } from './primordials.js';
 import { capPendingTimers } from './timer-cap.js';
 
 // Source maps from here on: component bundles carry theirs inline, and the worker's own files (loaded above) need none,
@@ -44,8 +44,7 @@ function die(error: unknown): void {
   let headline: string;
   try {
     text = error instanceof Error && typeof error.stack === 'string' ? error.stack : String(error);
-    const end = StringPrototypeIndexOf(text, '\n');
-    headline = end === -1 ? text : StringPrototypeSlice(text, 0, end);
+    headline = firstLine(text);
   } catch {
     text = headline = 'a value that cannot be shown';
   }

@@ -79,3 +79,9 @@ export function codePointCount(text: string): number {
   }
   return count;
 }
+
+/** `text` up to its first line break (what `split('\n')[0]` gives, without a `split` component code could replace). */
+export function firstLine(text: string): string {
+  const end = StringPrototypeIndexOf(text, '\n');
+  return end === -1 ? text : StringPrototypeSlice(text, 0, end);
+}
