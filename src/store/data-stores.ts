@@ -1,5 +1,5 @@
 // Queries on data stores and their records: loading what a call reads, committing what it wrote, listing them.
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Kysely, type Selectable, type SqlBool, sql, type Transaction } from 'kysely';
 import type { DataStoreChange, DataStoreContents } from '../runtime/types.js';
 import { MAX_DATA_STORE_BYTES } from '../runtime/worker/limits.js';
 import { ServiceError } from '../model/errors.js';
@@ -9,6 +9,9 @@ import type { Database, DataStoresTable } from './schema.js';
 import { paginateById } from './paginate.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
+
+/** A record that has not expired at `nowMs` (no ttl, or one still ahead): what every read of a store sees. */
+const liveAt = (nowMs: number) => sql<SqlBool>`(data_store_records.expires_ms is null or data_store_records.expires_ms > ${nowMs})`;
 
 export type DataStoreRow = Selectable<DataStoresTable>;
 export type DataStoreListRow = Omit<DataStoreRow, 'bytes'> & { key_count: number };
@@ -46,7 +49,7 @@ export async function readDataStores(db: Db, userId: string, names: string[], no
     .select(['data_stores.name as name', 'data_store_records.key as key', 'data_store_records.value as value'])
     .where('data_stores.user_id', '=', userId)
     .where('data_stores.name', 'in', unique)
-    .where((eb) => eb.or([eb('data_store_records.expires_ms', 'is', null), eb('data_store_records.expires_ms', '>', nowMs)]))
+    .where(liveAt(nowMs))
     .execute();
   const byName = new Map<string, Array<[string, unknown]>>(unique.map((name) => [name, []]));
   for (const row of inKeyOrder(rows)) byName.get(row.name)!.push([row.key, JSON.parse(row.value)]);
@@ -107,6 +110,8 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
     else added -= total(await expiredRecordsSweep(trx, storeId, nowMs).execute());
     const expiry = (ttlSeconds: number | null | undefined) => (typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null);
+    const deleteKeys = (keys: string[]) =>
+      trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', keys).returning(recordBytes).execute();
     const sets = change.writes.filter((w) => w.op === 'set');
     for (const part of chunks(sets)) {
       const keys = part.map((w) => w.key);
@@ -123,7 +128,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     }
     const deletes = change.writes.filter((w) => w.op === 'delete').map((w) => w.key);
     for (const part of chunks(deletes)) {
-      const removed = await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute();
+      const removed = await deleteKeys(part);
       deletedRecords += removed.length;
       added -= total(removed);
     }
@@ -138,8 +143,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     }
     // A ttl of under half a millisecond expires as it is written: gone now, as the worker's next load would find it.
     const expired = change.writes.filter((w) => w.op !== 'delete' && (expiry(w.ttlSeconds) ?? Number.POSITIVE_INFINITY) <= nowMs).map((w) => w.key);
-    for (const part of chunks(expired))
-      added -= total(await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute());
+    for (const part of chunks(expired)) added -= total(await deleteKeys(part));
     // A set that leaves the count as it was is still checked: a store filled past the limit before commits checked
     // it stays closed to sets.
     if (!change.cleared && !sets.length && added === 0) continue;
@@ -165,7 +169,7 @@ export function listDataStores(db: Kysely<Database>, userId: string, page: PageR
         .selectFrom('data_store_records')
         .select((inner) => inner.fn.countAll<number>().as('n'))
         .whereRef('data_store_records.store_id', '=', 'data_stores.id')
-        .where((inner) => inner.or([inner('data_store_records.expires_ms', 'is', null), inner('data_store_records.expires_ms', '>', nowMs)]))
+        .where(liveAt(nowMs))
         .as('key_count'),
     )
     .where('user_id', '=', userId);
@@ -197,12 +201,7 @@ export function findDataStore(db: Db, userId: string, nameOrId: string, byId: bo
 
 /** The keys of a store that have not expired, in key order. */
 export async function dataStoreKeys(db: Db, storeId: string, nowMs: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('data_store_records')
-    .select('key')
-    .where('store_id', '=', storeId)
-    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
-    .execute();
+  const rows = await db.selectFrom('data_store_records').select('key').where('store_id', '=', storeId).where(liveAt(nowMs)).execute();
   return inKeyOrder(rows).map((row) => row.key);
 }
 
@@ -213,6 +212,6 @@ export function dataStoreRecord(db: Db, storeId: string, key: string, nowMs: num
     .select(['key', 'value', 'expires_ms'])
     .where('store_id', '=', storeId)
     .where('key', '=', key)
-    .where((eb) => eb.or([eb('expires_ms', 'is', null), eb('expires_ms', '>', nowMs)]))
+    .where(liveAt(nowMs))
     .executeTakeFirst();
 }
