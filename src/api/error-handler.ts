@@ -40,12 +40,17 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const read = simplifyUnionErrors(fastifyError.validation as ValidationItem[]).map((v) => ({
-      path: shorten((v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')),
-      missing: (v.params as { missingProperty?: string })?.missingProperty,
-      message: validationMessage(v),
-    }));
-    const details = read.map(({ path, missing, message }) => ({ in: fastifyError.validationContext, field: path || missing, message }));
+    const read = simplifyUnionErrors(fastifyError.validation as ValidationItem[]).map((v) => {
+      const params = v.params as { missingProperty?: string; additionalProperty?: string } | undefined;
+      // A field refused at the top level is named as a missing one is: an unknown one is the client's own, so shortened.
+      const unknown = v.keyword === 'additionalProperties' && typeof params?.additionalProperty === 'string' ? shorten(params.additionalProperty) : undefined;
+      return {
+        path: shorten((v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')),
+        named: params?.missingProperty ?? unknown,
+        message: validationMessage(v),
+      };
+    });
+    const details = read.map(({ path, named, message }) => ({ in: fastifyError.validationContext, field: path || named, message }));
     // Said of the value at a path; a missing property is named by the message itself.
     const said = read.map(({ path, message }) => (path ? `${path} ${message}` : message));
     return {

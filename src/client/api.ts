@@ -22,7 +22,7 @@ export class ApiError extends Error {
 export function detailLine(detail: unknown): string {
   if (typeof detail !== 'object' || detail === null) return String(detail);
   const d = detail as { prop?: string; field?: string; message?: string };
-  // A 400's `field` is absent when the message names it.
+  // A 400's `field` is absent when the whole body or query is refused (`must be object`).
   const named = d.prop ?? d.field;
   if (typeof d.message === 'string') return named ? `${named}: ${d.message}` : d.message;
   return Object.entries(detail)

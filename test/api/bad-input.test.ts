@@ -81,6 +81,24 @@ describe('bad input', () => {
     );
   });
 
+  it("names the field in a schema refusal's detail: a missing one, an unknown one, and the object an unknown one is in", async () => {
+    const detailsOf = async (res: Promise<{ status: number; body: { details?: unknown[] } }>) => {
+      const { status, body } = await res;
+      return [status, body.details];
+    };
+    expect(await detailsOf(api.post('/v1/webhooks'))).toEqual([400, [{ in: 'querystring', field: 'url', message: "must have required property 'url'" }]]);
+    // An unknown field's detail had no `field` at all, though its message named it.
+    expect(await detailsOf(api.post('/v1/users/me/api_key', { api_key: 'chosen' }))).toEqual([
+      400,
+      [{ in: 'body', field: 'api_key', message: 'must not have the field "api_key"' }],
+    ]);
+    const steps = [{ name: 'a', component_code: 'module.exports = { async run() {} };' }];
+    expect(await detailsOf(api.post('/v1/workflows', { name: 'x', trigger: { type: 'timer', cron: '0 9 * * *', tz: 'UTC' }, steps }))).toEqual([
+      400,
+      [{ in: 'body', field: 'trigger', message: 'must not have the field "tz"' }],
+    ]);
+  });
+
   it('says what the schema refused in words: the field, and the values allowed', async () => {
     const said = async (res: Promise<{ status: number; body: { error: string } }>) => {
       const { status, body } = await res;

@@ -192,7 +192,7 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       {
         error: 'invalid body: must not have the field "version"',
         code: 'invalid_request',
-        details: [{ in: 'body', message: 'must not have the field "version"' }],
+        details: [{ in: 'body', field: 'version', message: 'must not have the field "version"' }],
       },
     ]);
     expect((await owner.get('/v1/components/registry/acme-pinger')).body.data.version).toBe('1.0.0');

@@ -260,7 +260,7 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     const unknown = (field: string) => ({
       error: `invalid querystring: must not have the field "${field}"`,
       code: 'invalid_request',
-      details: [{ in: 'querystring', message: `must not have the field "${field}"` }],
+      details: [{ in: 'querystring', field, message: `must not have the field "${field}"` }],
     });
     const answers = [
       await api.post(`/v1/subscriptions?${triple}&event_nme=orders`),

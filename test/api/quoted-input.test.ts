@@ -72,6 +72,10 @@ describe('long input in error messages', () => {
     const field = await api.post('/v1/workflows', { name: 'x', steps: [{ name: 'a', component_code: STEP }], ['f'.repeat(LONG)]: 1 });
     expect(field.status).toBe(400);
     expect(field.body.error).toBe(`invalid body: must not have the field "${head('f')}"… (${LONG} characters)`);
+    // The detail's field is the name shortened as the message's is, not the whole of what the client sent.
+    expect(field.body.details).toEqual([
+      { in: 'body', field: `${head('f')}… (${LONG} characters)`, message: `must not have the field "${head('f')}"… (${LONG} characters)` },
+    ]);
   });
 
   it("a long key on the path to a NUL, and a long action's name", async () => {

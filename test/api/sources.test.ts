@@ -583,7 +583,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
         {
           error: `invalid body: must not have the field "${field}"`,
           code: 'invalid_request',
-          details: [{ in: 'body', message: `must not have the field "${field}"` }],
+          details: [{ in: 'body', field, message: `must not have the field "${field}"` }],
         },
       ]);
     }

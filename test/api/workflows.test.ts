@@ -624,7 +624,7 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect((await api.get('/v1/users/me/workflows?limit=100')).body.page_info.total_count).toBe(before);
     const kept = await create({ name: 'kept on a typo', steps: [{ name: 'a', component_code: ECHO_STEP }] });
     const typo = await api.put(`/v1/workflows/${kept.id}`, { actve: false });
-    expect([typo.status, typo.body.details]).toEqual([400, [{ in: 'body', message: 'must not have the field "actve"' }]]);
+    expect([typo.status, typo.body.details]).toEqual([400, [{ in: 'body', field: 'actve', message: 'must not have the field "actve"' }]]);
     // An update names a step at fault as a create does.
     const badProp = await api.put(`/v1/workflows/${kept.id}`, {
       steps: [
