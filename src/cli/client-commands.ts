@@ -7,36 +7,13 @@ import { deploySource, type DeployOptions, updateSource } from '../client/deploy
 import { deployWorkflowFile } from '../client/deploy-workflow.js';
 import { runDev } from '../client/dev.js';
 import { showStream, type Stream } from '../client/follow.js';
-import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl, type ServerChoice } from '../client/profiles.js';
-import { endpointUrl, formatTable, KINDS, kindNamed, kindOfId } from '../client/resources.js';
+import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl } from '../client/profiles.js';
+import { endpointUrl, KINDS, kindNamed, kindOfId } from '../client/resources.js';
 import { streamName, subscribe, type SubscriptionTarget, unsubscribe } from '../client/subscriptions.js';
 import { UsageError } from '../client/usage-error.js';
+import { apiFor, out, printList, say, type ServerFlags, serverOptions } from './client-common.js';
+import { addDataStoreCommands } from './data-store-commands.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
-
-interface ServerFlags extends ServerChoice {
-  json?: boolean;
-}
-
-/** Progress and notices: standard error, so that standard output stays what scripts read. */
-function say(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
-function out(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
-
-/** --profile, --url and --key on every client command. */
-function serverOptions(command: Command): Command {
-  return command
-    .option('--profile <name>', 'a profile saved by tributary login (default: the last one logged in; TRIBUTARY_PROFILE)')
-    .option('--url <url>', "the server's URL, over the profile's (TRIBUTARY_URL)")
-    .option('--key <key>', "an API key, over the profile's (TRIBUTARY_KEY)");
-}
-
-/** The client of the server the flags name; `signal` (a command's Ctrl-C) ends its calls in flight. */
-function apiFor(flags: ServerFlags, signal?: AbortSignal): ApiClient {
-  return new ApiClient(resolveServer(flags), signal);
-}
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
@@ -171,13 +148,7 @@ function addCommands(program: Command): void {
     .description(`list the account's ${listedKinds()}`)
     .option('--json', 'one JSON object per line')
     .action(async (plural: string | undefined, flags: ServerFlags) => {
-      const kind = kindNamed(plural ?? KINDS[0]!.plural);
-      const { items: rows, total } = await apiFor(flags).all<Record<string, unknown>>(kind.listPath);
-      // Said on standard error, so that --json output stays one object per line.
-      if (total > rows.length) say(`the newest ${rows.length} of ${total} ${kind.plural}`);
-      if (flags.json) for (const row of rows) out(JSON.stringify(row));
-      else if (rows.length === 0) say(`no ${kind.plural}`);
-      else out(formatTable(kind, rows));
+      await printList(kindNamed(plural ?? KINDS[0]!.plural), flags);
     });
 
   serverOptions(program.command('describe <id>'))
@@ -297,6 +268,8 @@ function addCommands(program: Command): void {
       // Deleted meanwhile (tributary delete, the console): the cleanup is done, not a failure with a 404 and exit 3.
       else say(`${source.id} was already deleted`);
     });
+
+  addDataStoreCommands(program);
 }
 
 /** A (auto-)subscribe command's ids and flags, as commander passes them. */

@@ -64,7 +64,7 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
   if (error instanceof ApiError) {
     const lines = [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`];
     for (const detail of error.details) lines.push(...detailLines(detail));
-    const hint = HINTS[error.code];
+    const hint = error.hint ?? HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);
     const code =
       // Unreachable, unavailable, or asked to wait (429): each says "try again later", not "fix the command".

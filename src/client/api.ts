@@ -10,6 +10,8 @@ export class ApiError extends Error {
     message: string,
     /** The error body's `details` (a 422's invalid props, …). */
     readonly details: unknown[] = [],
+    /** What to do about it, when the command knows better than the code's usual hint (a data store's 404). */
+    readonly hint?: string,
   ) {
     super(message);
   }

@@ -144,6 +144,20 @@ export const KINDS: readonly ResourceKind[] = [
       ['HEALTHY', (r) => (r.healthy ? 'yes' : 'no')],
     ],
   },
+  {
+    // Named by name or id (not a prefix `describe` takes): `tributary data-stores keys|get|delete` reads them.
+    plural: 'data-stores',
+    prefix: undefined,
+    listPath: '/v1/data_stores',
+    itemPath: undefined,
+    deletable: false,
+    columns: [
+      ['ID', (r) => r.id],
+      ['NAME', (r) => r.name],
+      ['KEYS', (r) => r.key_count],
+      ['UPDATED', (r) => when(r.updated_at)],
+    ],
+  },
 ];
 
 export function kindNamed(plural: string): ResourceKind {

@@ -509,7 +509,7 @@ describe('tributary client commands', () => {
     const hint = /^hint: see what the account has with tributary list <([^>]+)>$/m.exec(ghost.stderr);
     expect(hint, ghost.stderr).not.toBeNull();
     const named = hint![1]!.split('|');
-    expect(named).toEqual(['sources', 'workflows', 'webhooks', 'subscriptions', 'auto-subscriptions', 'components', 'accounts']);
+    expect(named).toEqual(['sources', 'workflows', 'webhooks', 'subscriptions', 'auto-subscriptions', 'components', 'accounts', 'data-stores']);
     // The kinds list itself accepts, in its own words.
     const refused = await tributary(['list', 'gadgets']);
     expect(refused.stderr).toBe(`error: unknown kind "gadgets": one of ${named.join(', ')}\n`);
@@ -518,7 +518,7 @@ describe('tributary client commands', () => {
       expect([kind, listed.code, listed.stderr]).toEqual([kind, 0, expect.not.stringContaining('error')]);
     }
     const help = (await tributary(['list', '--help'])).stdout.replace(/\s+/g, ' ');
-    expect(help).toContain(`list the account's sources (default), ${named.slice(1, -1).join(', ')} or accounts`);
+    expect(help).toContain(`list the account's sources (default), ${named.slice(1, -1).join(', ')} or data-stores`);
   });
 
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {

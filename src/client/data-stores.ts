@@ -1,0 +1,81 @@
+// The data store calls of the CLI: a store's keys, one record read or deleted, and how a key is printed on a line.
+import { type ApiClient, ApiError } from './api.js';
+import { segment } from './resources.js';
+import { UsageError } from './usage-error.js';
+
+/** What GET /v1/data_stores/{store}/records?key= answers (`data`). */
+export interface DataStoreRecord {
+  key: string;
+  value: unknown;
+  expires_at?: number;
+  expires_at_ms?: number;
+}
+
+/** A 404 of these routes is a store or a key the account has not: the hint says where to see both. */
+const NOT_FOUND_HINT = "see the account's data stores with tributary data-stores list, and a store's keys with tributary data-stores keys <store>";
+
+/** Runs a call of a store's route, its 404 given the data stores' hint instead of the one for ids. */
+async function naming<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) throw new ApiError(error.status, error.code, error.message, error.details, NOT_FOUND_HINT);
+    throw error;
+  }
+}
+
+/**
+ * The store as one path segment. A store named `.` or `..` cannot be one: fetch resolves such a segment away (even
+ * sent as `%2E%2E`), and `GET /v1/data_stores/../keys` would be another route; such a store is found by its name in
+ * the list and named by its id.
+ */
+async function storeSegment(api: ApiClient, store: string): Promise<string> {
+  if (store !== '.' && store !== '..') return segment(store);
+  const { items } = await api.all<{ id: string; name: string }>('/v1/data_stores');
+  const found = items.find((item) => item.name === store);
+  if (!found) throw new ApiError(404, 'not_found', `data store ${JSON.stringify(store)} not found`, [], NOT_FOUND_HINT);
+  return segment(found.id);
+}
+
+function required(what: 'store' | 'key', value: string, usage: string): void {
+  if (value === '') throw new UsageError(`the ${what} may not be empty: ${usage}`);
+}
+
+/** The keys of a store (by name or id), in key order. */
+export async function storeKeys(api: ApiClient, store: string): Promise<string[]> {
+  required('store', store, 'tributary data-stores keys <store>');
+  return naming(async () => (await api.get<{ data: { keys: string[] } }>(`/v1/data_stores/${await storeSegment(api, store)}/keys`)).data.keys);
+}
+
+const recordPath = async (api: ApiClient, store: string, key: string) =>
+  `/v1/data_stores/${await storeSegment(api, store)}/records?key=${encodeURIComponent(key)}`;
+
+/** One record of a store: its key, value and expiry. */
+export async function readRecord(api: ApiClient, store: string, key: string): Promise<DataStoreRecord> {
+  required('store', store, 'tributary data-stores get <store> <key>');
+  required('key', key, 'tributary data-stores get <store> <key>');
+  return naming(async () => (await api.get<{ data: DataStoreRecord }>(await recordPath(api, store, key))).data);
+}
+
+/** Deletes one record, as a component's delete(key) would. */
+export async function deleteRecord(api: ApiClient, store: string, key: string): Promise<void> {
+  required('store', store, 'tributary data-stores delete <store> <key>');
+  required('key', key, 'tributary data-stores delete <store> <key>');
+  await naming(async () => api.call('DELETE', await recordPath(api, store, key)));
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what would break a line or the terminal.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** Text as a JSON string with every control character escaped: JSON.stringify leaves DEL, C1 and U+2028/9 as they are. */
+export function quoted(text: string): string {
+  return JSON.stringify(text).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A key as a line of `keys`: as it is, unless it holds a line break or another control character, which would split
+ * it across lines or reach the terminal as a command; such a key is printed as its JSON string (`"a\nb"`).
+ */
+export function keyLine(key: string): string {
+  return CONTROL.test(key) ? quoted(key) : key;
+}
