@@ -187,6 +187,18 @@ describe('tributary data-stores', () => {
       stdout: '',
       stderr: 'error: the store may not be empty: tributary data-stores keys <store>\n',
     });
+    // The help says each command and how a key with a leading dash is given.
+    const help = (await tributary(['data-stores', '--help'])).stdout.replace(/\s+/g, ' ');
+    for (const said of [
+      'list [options] list the data stores with their key counts, newest first (the same as tributary list data-stores)',
+      "keys [options] <store> a store's keys in key order, one a line",
+      "get [options] <store> <key> a record's value as JSON (indented); when it has a ttl, standard error says when it expires",
+      "delete [options] <store> <key> delete a record, as a component's delete(key) would",
+      'put -- before arguments that begin with a dash',
+    ]) {
+      expect(help).toContain(said);
+    }
+    expect((await tributary(['--help'])).stdout).toMatch(/^ {2}data-stores {2,}the account's data stores/m);
     const unknown = await tributary(['data-stores', 'set', 'orders', 'k']);
     expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, "error: unknown command 'set'"]);
     // A key past what a store takes is the server's 400, exit 2, naming the parameter.
