@@ -13,7 +13,23 @@ import {
   MAX_DB_VALUE_BYTES,
 } from './limits.js';
 import type { CallScope, StoreChanges } from './scope.js';
-import { ArrayPrototypePush, MapPrototypeClear, MapPrototypeDelete, MapPrototypeForEach, MapPrototypeGet, MapPrototypeSet, SafeMap } from './primordials.js';
+import {
+  ArrayIsArray,
+  ArrayPrototypePush,
+  JSONStringify,
+  MapPrototypeClear,
+  MapPrototypeDelete,
+  MapPrototypeForEach,
+  MapPrototypeGet,
+  MapPrototypeHas,
+  MapPrototypeSet,
+  matches,
+  NumberIsFinite,
+  SafeMap,
+  SafeStructuredClone,
+  StringPrototypeSlice,
+  StringPrototypeTrim,
+} from './primordials.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
 export interface DataStore {
@@ -38,8 +54,8 @@ function checkKey(key: unknown): string {
 /** A time to live in seconds: a positive finite number, or null/undefined for none. */
 function checkTtl(ttl: unknown): number | null {
   if (ttl === undefined || ttl === null) return null;
-  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
-    throw new TypeError(`a data store ttl is a positive number of seconds (or null for none), not ${JSON.stringify(ttl) ?? String(ttl)}`);
+  if (typeof ttl !== 'number' || !NumberIsFinite(ttl) || ttl <= 0) {
+    throw new TypeError(`a data store ttl is a positive number of seconds (or null for none), not ${shown(ttl)}`);
   }
   // A longer one would overflow PostgreSQL's bigint expiry (past about 9e15 s) and fail the run there only; null says never.
   if (ttl > MAX_DATA_STORE_TTL_SECONDS) {
@@ -49,7 +65,12 @@ function checkTtl(ttl: unknown): number | null {
 }
 
 function entryBytes(key: string, value: unknown): number {
-  return jsonBytes(key) + jsonBytes(JSON.stringify(value));
+  return jsonBytes(key) + jsonBytes(JSONStringify(value));
+}
+
+/** A value as an error message shows it: its JSON, else its text (a symbol, a function). */
+function shown(value: unknown): string {
+  return JSONStringify(value) ?? String(value);
 }
 
 /** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
@@ -72,7 +93,7 @@ export class DataStores {
   /** The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop left out). */
   handle(scope: CallScope, value: unknown): DataStore | undefined {
     // `{ name }` as the server reads it (model/props.ts): a step's template may give one, which the server loaded.
-    const name = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { name?: unknown }).name : value;
+    const name = typeof value === 'object' && value !== null && !ArrayIsArray(value) ? (value as { name?: unknown }).name : value;
     if (value === undefined || value === null) return undefined;
     // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
     if (typeof name !== 'string' || !isStoreName(name)) return refusing(misnamed(value));
@@ -89,7 +110,8 @@ export class DataStores {
       if (pending.cleared) MapPrototypeClear(committed);
       const writes: DataStoreWrite[] = [];
       MapPrototypeForEach(pending.writes, (write, key) => {
-        const out: DataStoreWrite = { key, op: write.op };
+        // Without a prototype: a setter component code put on Object.prototype would swallow `value` or `ttlSeconds`.
+        const out = { __proto__: null, key, op: write.op } as unknown as DataStoreWrite;
         if (write.op === 'set') {
           out.value = write.value;
           MapPrototypeSet(committed, key, write.value);
@@ -104,26 +126,40 @@ export class DataStores {
     return { changes, bytes };
   }
 
+  /**
+   * Every Map, array and JSON operation here goes through the built-ins taken at start: these methods run inside the
+   * component's call, after its code may have replaced `Map.prototype.set`, the iterators or `JSON.stringify`, and
+   * what they record is sent to the server as the call's writes.
+   */
   private open(scope: CallScope, name: string, committed: Map<string, unknown>): DataStore {
     const changes = (): StoreChanges => {
-      let pending = scope.dataStoreWrites.get(name);
+      let pending = MapPrototypeGet(scope.dataStoreWrites, name);
       if (!pending) {
-        pending = { cleared: false, writes: new Map(), bytes: 0 };
-        scope.dataStoreWrites.set(name, pending);
+        pending = { cleared: false, writes: new SafeMap(), bytes: 0, total: undefined };
+        MapPrototypeSet(scope.dataStoreWrites, name, pending);
       }
       return pending;
     };
     const lookup = (key: string): { found: boolean; value?: unknown } => {
-      const pending = scope.dataStoreWrites.get(name);
-      const write = pending?.writes.get(key);
+      const pending = MapPrototypeGet(scope.dataStoreWrites, name);
+      const write = pending ? MapPrototypeGet(pending.writes, key) : undefined;
       if (write?.op === 'set') return { found: true, value: write.value };
       if (write?.op === 'delete' || pending?.cleared) return { found: false };
-      return committed.has(key) ? { found: true, value: committed.get(key) } : { found: false };
+      return MapPrototypeHas(committed, key) ? { found: true, value: MapPrototypeGet(committed, key) } : { found: false };
     };
     const keys = (): string[] => {
-      const pending = scope.dataStoreWrites.get(name);
-      const out = pending?.cleared ? [] : [...committed.keys()].filter((key) => pending?.writes.get(key)?.op !== 'delete');
-      for (const [key, write] of pending?.writes ?? []) if (write.op === 'set' && (pending?.cleared || !committed.has(key))) out.push(key);
+      const pending = MapPrototypeGet(scope.dataStoreWrites, name);
+      const out: string[] = [];
+      if (!pending?.cleared) {
+        MapPrototypeForEach(committed, (_value, key) => {
+          if ((pending ? MapPrototypeGet(pending.writes, key) : undefined)?.op !== 'delete') ArrayPrototypePush(out, key);
+        });
+      }
+      if (pending) {
+        MapPrototypeForEach(pending.writes, (write, key) => {
+          if (write.op === 'set' && (pending.cleared || !MapPrototypeHas(committed, key))) ArrayPrototypePush(out, key);
+        });
+      }
       return out;
     };
     const writable = (what: string): void => {
@@ -135,13 +171,26 @@ export class DataStores {
       scope.fail(error);
       throw error;
     };
-    const measured = (pending: StoreChanges): number => (pending.total ??= keys().reduce((sum, key) => sum + entryBytes(key, lookup(key).value), 0));
-    const copy = (value: unknown) => (value === undefined ? undefined : structuredClone(value));
+    const measured = (pending: StoreChanges): number => {
+      if (pending.total === undefined) {
+        const all = keys();
+        let sum = 0;
+        for (let index = 0; index < all.length; index++) sum += entryBytes(all[index]!, lookup(all[index]!).value);
+        pending.total = sum;
+      }
+      return pending.total;
+    };
+    const copy = (value: unknown) => (value === undefined ? undefined : SafeStructuredClone(value));
     const store: DataStore = {
       get: async (key) => copy(lookup(checkKey(key)).value),
       has: async (key) => lookup(checkKey(key)).found,
       keys: async () => keys(),
-      entries: async () => keys().map((key) => [key, copy(lookup(key).value)] as [string, unknown]),
+      entries: async () => {
+        const all = keys();
+        const out: Array<[string, unknown]> = [];
+        for (let index = 0; index < all.length; index++) out[index] = [all[index]!, copy(lookup(all[index]!).value)];
+        return out;
+      },
       async set(key, value, options) {
         checkKey(key);
         // Setting undefined deletes the key, as the reference service's first data store API did.
@@ -151,8 +200,8 @@ export class DataStores {
         }
         writable('set');
         // A bare ttl (set(key, value, 60)) would otherwise be read as no ttl, and the record kept for ever.
-        if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
-          throw new TypeError(`data store set() takes its options as { ttl }, not ${JSON.stringify(options) ?? String(options)}`);
+        if (options !== undefined && options !== null && (typeof options !== 'object' || ArrayIsArray(options))) {
+          throw new TypeError(`data store set() takes its options as { ttl }, not ${shown(options)}`);
         }
         const ttlSeconds = checkTtl(options?.ttl);
         const json = jsonCopy(value, `the value for data store key "${key}"`);
@@ -165,7 +214,7 @@ export class DataStores {
         if (total > MAX_DATA_STORE_BYTES) overLimit(`data store "${name}" may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`);
         pending.bytes += size;
         pending.total = total;
-        pending.writes.set(key, { op: 'set', value: json.value, ttlSeconds, bytes: size });
+        MapPrototypeSet(pending.writes, key, { op: 'set', value: json.value, ttlSeconds, bytes: size });
       },
       async setTtl(key, ttl) {
         checkKey(key);
@@ -173,9 +222,9 @@ export class DataStores {
         const ttlSeconds = checkTtl(ttl);
         if (!lookup(key).found) return false;
         const pending = changes();
-        const write = pending.writes.get(key);
+        const write = MapPrototypeGet(pending.writes, key);
         if (write?.op === 'set') write.ttlSeconds = ttlSeconds;
-        else pending.writes.set(key, { op: 'ttl', ttlSeconds, bytes: 0 });
+        else MapPrototypeSet(pending.writes, key, { op: 'ttl', ttlSeconds, bytes: 0 });
         return true;
       },
       async delete(key) {
@@ -184,20 +233,21 @@ export class DataStores {
         const before = lookup(key);
         const pending = changes();
         if (before.found && pending.total !== undefined) pending.total -= entryBytes(key, before.value);
-        pending.writes.set(key, { op: 'delete', bytes: 0 });
+        MapPrototypeSet(pending.writes, key, { op: 'delete', bytes: 0 });
         return before.found;
       },
       async clear() {
         writable('clear');
         const pending = changes();
         pending.cleared = true;
-        pending.writes.clear();
+        MapPrototypeClear(pending.writes);
         pending.total = 0;
       },
       async *[Symbol.asyncIterator]() {
-        for (const key of keys()) {
-          const { found, value } = lookup(key);
-          if (found) yield [key, copy(value)] as [string, unknown];
+        const all = keys();
+        for (let index = 0; index < all.length; index++) {
+          const { found, value } = lookup(all[index]!);
+          if (found) yield [all[index]!, copy(value)] as [string, unknown];
         }
       },
     };
@@ -205,17 +255,19 @@ export class DataStores {
   }
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 /** As the server reads a name (model/props.ts): 1 to 200 characters, not blank, without control characters. */
 function isStoreName(name: string): boolean {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
-  return name.trim() !== '' && name.length <= MAX_DATA_STORE_NAME_CHARS && !/[\u0000-\u001f\u007f]/.test(name);
+  return StringPrototypeTrim(name) !== '' && name.length <= MAX_DATA_STORE_NAME_CHARS && !matches(CONTROL_CHARACTER, name);
 }
 
 function misnamed(value: unknown): TypeError {
-  const json = JSON.stringify(value) ?? String(value);
-  const shown = json.length > 100 ? `${json.slice(0, 100)}… (${json.length} characters)` : json;
+  const json = shown(value);
+  const text = json.length > 100 ? `${StringPrototypeSlice(json, 0, 100)}… (${json.length} characters)` : json;
   return new TypeError(
-    `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters) or { name }, not ${shown}`,
+    `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters) or { name }, not ${text}`,
   );
 }
 

@@ -132,10 +132,8 @@ function readError(error: unknown): InvocationError {
     } catch {
       stack = `${name}: ${message}`;
     }
-    const result: InvocationError = { name: cut(name), message: cut(message), stack: cut(stack) };
     const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' || typeof code === 'number') result.code = String(code);
-    return result;
+    return { name: cut(name), message: cut(message), stack: cut(stack), code: typeof code === 'string' || typeof code === 'number' ? `${code}` : undefined };
   }
   let message: string;
   try {
@@ -300,23 +298,24 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     }
     const stores = failed ? undefined : inputsOfThis.stores.commit(scope);
     if (stores) dbBytes += stores.bytes;
+    const done = !failed && step ? step.outcome() : undefined;
+    // Every field in the literal (JSON leaves out those undefined): assigned later, a field would meet any setter
+    // component code put on Object.prototype under its name, and a failed call could be reported as a success.
     const outcome: CallResult['outcome'] = {
       // A step has no $emit; what it hands on travels in `step`.
       emits: failed || step ? [] : scope.emits,
       logs: scope.sentLogs ? ArrayPrototypeSlice(scope.logs, scope.sentLogs) : scope.logs,
       durationMs: PerformanceNow() - started,
+      error: failed ? toInvocationError(error) : undefined,
+      step: done?.step,
     };
-    let stepBytes = 0;
-    if (failed) outcome.error = toInvocationError(error);
-    else if (step) {
-      const done = step.outcome();
-      outcome.step = done.step;
-      stepBytes = done.bytes;
-    }
-    const result: CallResult = { outcome, dbWrites };
-    if (removed.length) result.dbRemovals = removed;
-    if (stores?.changes.length) result.dataStores = stores.changes;
-    batch.add(result, scope.emitBytes + dbBytes + scope.logChars + stepBytes);
+    const result: CallResult = {
+      outcome,
+      dbWrites,
+      dbRemovals: removed.length ? removed : undefined,
+      dataStores: stores?.changes.length ? stores.changes : undefined,
+    };
+    batch.add(result, scope.emitBytes + dbBytes + scope.logChars + (done?.bytes ?? 0));
   }
   batch.flush(true);
 }

@@ -6,6 +6,8 @@
 // the original `push` through a bound original `call`, so neither a replaced method nor a replaced
 // `Function.prototype.call` is ever looked up. Each is one call, as the method call it stands for.
 
+import { types } from 'node:util';
+
 const { apply, defineProperty } = Reflect;
 const { bind, call } = Function.prototype;
 
@@ -22,9 +24,12 @@ export const JSONParse = JSON.parse;
 
 export const { entries: ObjectEntries, freeze: ObjectFreeze, hasOwn: ObjectHasOwn, keys: ObjectKeys } = Object;
 export const { isArray: ArrayIsArray } = Array;
-export const { isFinite: NumberIsFinite, isNaN: NumberIsNaN, isSafeInteger: NumberIsSafeInteger } = Number;
+export const { isFinite: NumberIsFinite, isInteger: NumberIsInteger, isNaN: NumberIsNaN, isSafeInteger: NumberIsSafeInteger } = Number;
+export const { min: MathMin } = Math;
+export const { canParse: URLCanParse } = URL;
+export const { isArrayBuffer: IsArrayBuffer, isUint8Array: IsUint8Array } = types;
 export const { now: DateNow } = Date;
-export const { byteLength: BufferByteLength } = Buffer;
+export const { byteLength: BufferByteLength, from: BufferFrom } = Buffer;
 export const SafeStructuredClone = structuredClone;
 export const SafePromise = Promise;
 export const SafeMap = Map;
@@ -39,6 +44,7 @@ export const ArrayPrototypeFilter = uncurryThis(Array.prototype.filter) as <T>(l
 export const ArrayPrototypeFind = uncurryThis(Array.prototype.find) as <T>(list: readonly T[], fn: (item: T) => boolean) => T | undefined;
 export const ArrayPrototypeIncludes = uncurryThis(Array.prototype.includes) as <T>(list: readonly T[], item: T) => boolean;
 export const FunctionPrototypeBind = uncurryThis(Function.prototype.bind) as <F extends (...args: never[]) => unknown>(fn: F, self: unknown) => F;
+export const MapPrototypeHas = uncurryThis(Map.prototype.has) as <K, V>(map: ReadonlyMap<K, V>, key: K) => boolean;
 export const MapPrototypeGet = uncurryThis(Map.prototype.get) as <K, V>(map: ReadonlyMap<K, V>, key: K) => V | undefined;
 export const MapPrototypeSet = uncurryThis(Map.prototype.set) as <K, V>(map: Map<K, V>, key: K, value: V) => Map<K, V>;
 export const MapPrototypeDelete = uncurryThis(Map.prototype.delete) as <K, V>(map: Map<K, V>, key: K) => boolean;
@@ -52,7 +58,15 @@ export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
 export const StringPrototypeCodePointAt = uncurryThis(String.prototype.codePointAt);
 export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 export const StringPrototypeToLowerCase = uncurryThis(String.prototype.toLowerCase);
+export const StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 export const StringPrototypeTrim = uncurryThis(String.prototype.trim);
+// Typed arrays' and ArrayBuffers' accessors sit on prototypes component code may redefine (harden.ts pins only `length`).
+const TypedArrayPrototype = Reflect.getPrototypeOf(Uint8Array.prototype) as object;
+const getter = (target: object, name: string) => uncurryThis(Reflect.getOwnPropertyDescriptor(target, name)!.get as (this: unknown) => number);
+export const TypedArrayPrototypeGetByteLength = getter(TypedArrayPrototype, 'byteLength') as (view: Uint8Array) => number;
+export const TypedArrayPrototypeGetByteOffset = getter(TypedArrayPrototype, 'byteOffset') as (view: Uint8Array) => number;
+export const TypedArrayPrototypeGetBuffer = getter(TypedArrayPrototype, 'buffer') as unknown as (view: Uint8Array) => ArrayBuffer;
+export const ArrayBufferPrototypeGetByteLength = getter(ArrayBuffer.prototype, 'byteLength') as (buffer: ArrayBuffer) => number;
 export const PerformanceNow = FunctionPrototypeBind(performance.now, performance);
 
 /** Whether `pattern` matches `text`: `test` looks `exec` up on the pattern, where component code could replace it. */

@@ -4,7 +4,22 @@ import { jsonCopy } from './json.js';
 import { MAX_RESPONSE_BODY_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
-import { ArrayIsArray, JSONStringify, matches, ObjectKeys, StringPrototypeToLowerCase } from './primordials.js';
+import {
+  ArrayBufferPrototypeGetByteLength,
+  ArrayIsArray,
+  BufferByteLength,
+  BufferFrom,
+  IsArrayBuffer,
+  IsUint8Array,
+  JSONStringify,
+  matches,
+  NumberIsInteger,
+  ObjectKeys,
+  StringPrototypeToLowerCase,
+  TypedArrayPrototypeGetBuffer,
+  TypedArrayPrototypeGetByteLength,
+  TypedArrayPrototypeGetByteOffset,
+} from './primordials.js';
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
@@ -20,7 +35,7 @@ function headerText(name: string, value: unknown): string {
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
     throw new TypeError(`respond(): header "${name}" must be a string`);
   }
-  const result = String(value);
+  const result = `${value}`;
   if (matches(HEADER_VALUE_FORBIDDEN, result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
   return result;
 }
@@ -42,8 +57,8 @@ function headerValue(name: string, value: unknown): string | string[] {
  * digits written as a string ("200", nothing around them) are read as that integer; any other string is refused.
  */
 function status(value: unknown): number {
-  const number = typeof value === 'string' && matches(STATUS_TEXT, value) ? Number(value) : value;
-  if (typeof number !== 'number' || !Number.isInteger(number) || number < 100 || number > 599) {
+  const number = typeof value === 'string' && matches(STATUS_TEXT, value) ? +value : value;
+  if (typeof number !== 'number' || !NumberIsInteger(number) || number < 100 || number > 599) {
     throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSONStringify(value) ?? String(value)}`);
   }
   return number;
@@ -52,7 +67,8 @@ function status(value: unknown): number {
 /** Turns what the component passed into an HttpResponse; throws a TypeError or RangeError explaining what is wrong. */
 export function normalizeResponse(input: unknown): HttpResponse {
   if (!isPlainObject(input)) throw new TypeError('respond() takes an object: { status, headers, body }');
-  const headers: Record<string, string | string[]> = {};
+  // Without a prototype: a setter component code put on Object.prototype under a header's name would swallow it.
+  const headers = { __proto__: null } as unknown as Record<string, string | string[]>;
   if (input.headers !== undefined && input.headers !== null) {
     if (!isPlainObject(input.headers)) throw new TypeError('respond(): headers must be an object');
     const given = input.headers;
@@ -66,15 +82,24 @@ export function normalizeResponse(input: unknown): HttpResponse {
   }
   const raw = input.body;
   let body: HttpResponse['body'];
+  let size = 0;
+  // Brand checks and accessors taken at start: `instanceof`, `Buffer.byteLength` and a view's `byteLength` are all
+  // component code's to redefine, and a body measured through them could pass the limit.
   if (raw === undefined || raw === null) body = null;
-  else if (typeof raw === 'string' || Buffer.isBuffer(raw)) body = raw;
-  else if (raw instanceof Uint8Array) body = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-  else if (raw instanceof ArrayBuffer) body = Buffer.from(raw);
-  else {
+  else if (typeof raw === 'string') {
+    body = raw;
+    size = BufferByteLength(raw, 'utf8');
+  } else if (IsUint8Array(raw)) {
+    size = TypedArrayPrototypeGetByteLength(raw);
+    body = BufferFrom(TypedArrayPrototypeGetBuffer(raw), TypedArrayPrototypeGetByteOffset(raw), size);
+  } else if (IsArrayBuffer(raw)) {
+    size = ArrayBufferPrototypeGetByteLength(raw);
+    body = BufferFrom(raw);
+  } else {
     body = jsonCopy(raw, 'the response body').json;
+    size = BufferByteLength(body, 'utf8');
     if (!hasContentType(headers)) headers['content-type'] = 'application/json';
   }
-  const size = body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (size > MAX_RESPONSE_BODY_BYTES) {
     throw new RangeError(`respond(): the body is ${size} bytes; it may be at most ${MAX_RESPONSE_BODY_BYTES} bytes`);
   }
