@@ -8,13 +8,23 @@ import { makeRespond, type Respond } from './respond.js';
 import type { CallScope } from './scope.js';
 import {
   ArrayPrototypePush,
+  codePointCount,
   JSONStringify,
+  MapPrototypeDelete,
   MapPrototypeForEach,
   MapPrototypeGet,
+  MathMin,
+  matches,
+  NumberIsFinite,
   MapPrototypeSet,
   ObjectFreeze,
   ReflectApply,
   SafeMap,
+  SetPrototypeHas,
+  StringPrototypeSlice,
+  StringPrototypeToUpperCase,
+  safeSetOf,
+  URLCanParse,
 } from './primordials.js';
 
 /** What `$.flow.delay()` gives back: Tributary has no resume or cancel links, so both are undefined. */
@@ -45,17 +55,23 @@ class StepExit extends Error {
 
 const DELAY_HANDLE: DelayHandle = ObjectFreeze({ resume_url: undefined, cancel_url: undefined });
 
-const HTTP_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+// The checks below run in the step's call, after its code may have replaced `RegExp.prototype.test`, `String.prototype`
+// methods or the iterators: they use the built-ins taken at start, or a check could pass what the server cannot send.
+const HTTP_METHOD_LIST = 'GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS';
+const HTTP_METHODS = safeSetOf(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+const HTTP_URL = /^https?:\/\//i;
+/** A "." or ".." segment of a "/"-separated prefix. */
+const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 
 /** Checks the argument of `$.send.<kind>()`: a TypeError naming the method says what is wrong. */
 const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) => void> = {
   http({ url, method, headers, params }) {
     if (typeof url !== 'string' || url === '') throw new TypeError('$.send.http() needs config.url, a non-empty string');
     // Checked here, so that the step fails at once instead of its send failing later where nobody looks.
-    if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
-      throw new TypeError(`$.send.http(): config.url must be an http or https URL, got ${JSON.stringify(url.slice(0, 200))}`);
-    if (method !== undefined && (typeof method !== 'string' || !HTTP_METHODS.has(method.toUpperCase()))) {
-      throw new TypeError(`$.send.http(): config.method must be one of ${[...HTTP_METHODS].join(', ')}, got ${JSON.stringify(method)}`);
+    if (!matches(HTTP_URL, url) || !URLCanParse(url))
+      throw new TypeError(`$.send.http(): config.url must be an http or https URL, got ${JSONStringify(StringPrototypeSlice(url, 0, 200))}`);
+    if (method !== undefined && (typeof method !== 'string' || !SetPrototypeHas(HTTP_METHODS, StringPrototypeToUpperCase(method)))) {
+      throw new TypeError(`$.send.http(): config.method must be one of ${HTTP_METHOD_LIST}, got ${JSONStringify(method)}`);
     }
     if (headers !== undefined && !isPlainObject(headers)) throw new TypeError('$.send.http(): config.headers must be an object');
     if (params !== undefined && !isPlainObject(params)) throw new TypeError('$.send.http(): config.params must be an object');
@@ -69,7 +85,7 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   s3({ bucket, prefix, payload }) {
     if (typeof bucket !== 'string' || bucket === '') throw new TypeError('$.send.s3() needs a bucket (a non-empty string)');
     if (prefix !== undefined && typeof prefix !== 'string') throw new TypeError('$.send.s3(): prefix must be a string');
-    if (prefix?.split('/').some((segment) => segment === '.' || segment === '..')) throw new TypeError('$.send.s3(): prefix may not hold "." or ".." segments');
+    if (typeof prefix === 'string' && matches(DOT_SEGMENT, prefix)) throw new TypeError('$.send.s3(): prefix may not hold "." or ".." segments');
     if (payload === undefined) throw new TypeError('$.send.s3() needs a payload');
   },
   emit({ raw_event }) {
@@ -77,7 +93,7 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   },
   sse({ channel, payload }) {
     if (typeof channel !== 'string' || channel === '') throw new TypeError('$.send.sse() needs a channel (a non-empty string)');
-    if ([...channel].length > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$.send.sse(): channel may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
+    if (codePointCount(channel) > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$.send.sse(): channel may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
     if (payload === undefined) throw new TypeError('$.send.sse() needs a payload');
   },
 };
@@ -164,10 +180,8 @@ export class StepCall {
     MapPrototypeForEach(this.exports, ({ value }, name) => {
       exports[name] = value;
     });
-    const step: StepOutcome = { exports, sends: this.sends };
-    if (this.returned) step.returnValue = this.returned.value;
-    if (this.exit) step.exit = this.exit;
-    if (this.delayMs !== undefined) step.delayMs = this.delayMs;
+    // Every field in the literal (JSON leaves out those undefined), where no setter on Object.prototype can take one.
+    const step: StepOutcome = { exports, sends: this.sends, returnValue: this.returned?.value, exit: this.exit, delayMs: this.delayMs };
     return { step, bytes: this.bytes + (this.returned?.bytes ?? 0) };
   }
 
@@ -207,7 +221,7 @@ export class StepCall {
     const previous = MapPrototypeGet(this.exports, name);
     if (value === undefined) {
       if (previous) this.bytes -= previous.bytes;
-      this.exports.delete(name);
+      MapPrototypeDelete(this.exports, name);
       return;
     }
     const copy = jsonCopy(value, `the value exported as "${name}"`);
@@ -241,7 +255,7 @@ export class StepCall {
     if (this.usable()) {
       const text = reason === undefined ? undefined : typeof reason === 'string' ? reason : jsonCopy(reason, 'the $.flow.exit() reason').json;
       // Counted like a return value (which it stands in for: what run returns after an exit is not kept).
-      if (text !== undefined) this.reserve(jsonBytes(JSON.stringify(text)), 'the $.flow.exit() reason');
+      if (text !== undefined) this.reserve(jsonBytes(JSONStringify(text)), 'the $.flow.exit() reason');
       this.exit = text === undefined ? {} : { reason: text };
     }
     throw this.exitSignal;
@@ -250,12 +264,12 @@ export class StepCall {
   /** The step goes on; the next one runs `ms` later (the last call wins), at most MAX_STEP_DELAY_MS. */
   private delay(ms: unknown): DelayHandle {
     if (!this.usable()) return DELAY_HANDLE;
-    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-      const shown = typeof ms === 'number' ? String(ms) : typeof ms === 'string' ? JSON.stringify(ms) : ms === null ? 'null' : typeof ms;
+    if (typeof ms !== 'number' || !NumberIsFinite(ms) || ms < 0) {
+      const shown = typeof ms === 'number' ? `${ms}` : typeof ms === 'string' ? JSONStringify(ms) : ms === null ? 'null' : typeof ms;
       throw new TypeError(`$.flow.delay() takes a number of milliseconds (finite, at least 0), not ${shown}`);
     }
     if (ms > MAX_STEP_DELAY_MS) this.scope.log('warn', `$.flow.delay(${ms}) was cut to ${MAX_STEP_DELAY_MS} ms (365 days), the longest delay`);
-    this.delayMs = Math.min(ms, MAX_STEP_DELAY_MS);
+    this.delayMs = MathMin(ms, MAX_STEP_DELAY_MS);
     return DELAY_HANDLE;
   }
 
