@@ -163,6 +163,27 @@ describe.each(DIALECTS)('replaced built-ins and effects on %s', (dialect) => {
     });
   });
 
+  it.each([
+    'String.prototype.split',
+    'Array.prototype.filter',
+    'Array.prototype.join',
+    'Array.prototype.some',
+    'String.prototype.includes',
+    'RegExp.prototype.test',
+  ])("reports a failed run's stack, without the worker's frames, after %s was replaced", async (target) => {
+    const result = await scenario(`${replaced(target)} throw new RangeError("mine");`);
+    expect({ error: result.run.error, sameWorker: result.sameWorker }).toEqual({
+      error: {
+        name: 'RangeError',
+        message: 'mine',
+        code: 'RangeError',
+        stack: expect.stringMatching(/^RangeError: mine\n {4}at Object\.run \(component\.js:\d+:\d+\)/),
+      },
+      sameWorker: true,
+    });
+    expect(result.run.error.stack).not.toContain('runtime/worker');
+  });
+
   it('records a failure as one when Object.prototype has setters named as the outcome fields', async () => {
     const hooks = ['error', 'code', 'step', 'dbRemovals', 'dataStores']
       .map((name) => `Object.defineProperty(Object.prototype, "${name}", { __proto__: null, set() {}, configurable: true });`)

@@ -70,6 +70,9 @@ describe('parseFromWorker', () => {
     ['an unknown log kind', outcome({ outcome: { emits: [], logs: [{ k: 'shout', ts: 1, msg: '' }], durationMs: 0 } })],
     ['db writes that are not JSON', outcome({ dbWrites: { k: new Set() } })],
     ['a status out of range', { t: 'respond', id: 1, index: 0, response: { status: 700, headers: {}, body: null } }],
+    // The worker measures the body with built-ins taken at start; this is the server's own check, should one get by.
+    ['a text body past 8 MB', { t: 'respond', id: 1, index: 0, response: { status: 200, headers: {}, body: 'x'.repeat(8 * 1024 * 1024 + 1) } }],
+    ['a byte body past 8 MB', { t: 'respond', id: 1, index: 0, response: { status: 200, headers: {}, body: new Uint8Array(8 * 1024 * 1024 + 1) } }],
     ['a load failure code that does not exist', { t: 'load_failed', id: 1, code: 'oops', message: 'x' }],
     ['a field the protocol does not know', { t: 'ready', pid: 1 }],
     ['an unknown field on the message', { ...outcome(), extra: 'x' }],

@@ -18,10 +18,12 @@ import {
   JSONStringify,
   MapPrototypeForEach,
   MapPrototypeSet,
+  matches,
   ObjectKeys,
   PerformanceNow,
   ReflectApply,
   SafeMap,
+  StringPrototypeIndexOf,
   StringPrototypeSlice,
 } from './primordials.js';
 import { CallScope } from './scope.js';
@@ -93,11 +95,28 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** The worker's own files, built and (through source maps) as written: frames in them are machinery, not the component's. */
 const OWN_FILES = [here, path.resolve(here, '../../../src/runtime/worker')].map((dir) => dir + path.sep);
 
+const FRAME = /^\s+at /;
+
+/** Whether a stack line is a frame of the worker's own machinery. */
+function isOwnFrame(line: string): boolean {
+  if (!matches(FRAME, line)) return false;
+  if (StringPrototypeIndexOf(line, 'AsyncLocalStorage.run') !== -1) return true;
+  for (let index = 0; index < OWN_FILES.length; index++) if (StringPrototypeIndexOf(line, OWN_FILES[index]!) !== -1) return true;
+  return false;
+}
+
+/** Line by line with the built-ins taken at start: a failed call's stack is read after its code may have replaced `split`. */
 function withoutOwnFrames(stack: string): string {
-  return stack
-    .split('\n')
-    .filter((line) => !(/^\s+at /.test(line) && (OWN_FILES.some((dir) => line.includes(dir)) || line.includes('AsyncLocalStorage.run'))))
-    .join('\n');
+  let out: string | undefined;
+  let start = 0;
+  while (start <= stack.length) {
+    const end = StringPrototypeIndexOf(stack, '\n', start);
+    const line = StringPrototypeSlice(stack, start, end === -1 ? stack.length : end);
+    if (!isOwnFrame(line)) out = out === undefined ? line : `${out}\n${line}`;
+    if (end === -1) break;
+    start = end + 1;
+  }
+  return out ?? '';
 }
 
 function cut(text: string): string {
