@@ -105,6 +105,7 @@ function safeJson(text: string): unknown {
 export const get = <T>(path: string) => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body);
 export const patch = <T>(path: string, body?: unknown) => api<T>('PATCH', path, body);
+export const put = <T>(path: string, body?: unknown) => api<T>('PUT', path, body);
 export const del = <T = void>(path: string) => api<T>('DELETE', path);
 
 /** Most of a list the pickers read: past this many they are suggestions to search, not the list (an id still types in). */

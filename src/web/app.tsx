@@ -3,6 +3,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
 import { ComponentPage, ComponentsList } from './components';
+import { ConnectedAccountPage } from './connected-account';
+import { ConnectedAccountsList } from './connected-accounts';
 import { DataStorePage, DataStoresList } from './data-stores';
 import { useFocusKeeper } from './focus-keeper';
 import { type Notice, NoticeProvider } from './notices';
@@ -26,6 +28,7 @@ const SECTIONS = [
   ['subscriptions', 'Subscriptions'],
   ['data-stores', 'Data stores'],
   ['components', 'Components'],
+  ['connected-accounts', 'Connected accounts'],
   ['account', 'Account'],
 ] as const;
 
@@ -130,6 +133,8 @@ function Page(props: { route: string[] }) {
       return id ? <DataStorePage id={id} key={id} /> : <DataStoresList />;
     case 'components':
       return id ? <ComponentPage id={id} key={id} /> : <ComponentsList />;
+    case 'connected-accounts':
+      return id ? <ConnectedAccountPage id={id} key={id} /> : <ConnectedAccountsList />;
     case 'account':
       return <AccountPage />;
     default:

@@ -174,3 +174,15 @@ export interface DataStoreKeys {
   name: string;
   keys: string[];
 }
+
+/** An app's credentials kept for app props (`this.<app>.$auth`): the API gives their field names, never their values. */
+export interface ConnectedAccount {
+  id: string;
+  app: string;
+  name: string;
+  fields: string[];
+  /** False after an OAuth token refresh failed, until one succeeds or the credentials are replaced. */
+  healthy: boolean;
+  created_at: number;
+  updated_at: number;
+}

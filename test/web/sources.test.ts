@@ -802,10 +802,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
       Workflows: () => page.getByText('No workflows yet').waitFor(),
       Webhooks: () => page.getByText('No webhooks yet').waitFor(),
       Subscriptions: () => page.getByText('No subscriptions yet').waitFor(),
+      'Connected accounts': () => page.getByText('No connected accounts yet').waitFor(),
       Account: () => page.getByRole('button', { name: 'Rotate API key' }).waitFor(),
     };
     for (const [section, ready] of Object.entries(loaded)) {
-      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
+      // Exact: "Account" is also in "Connected accounts".
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section, exact: true }).click();
       await ready();
       expect(await unlabelled(), section).toEqual([]);
     }
@@ -833,11 +835,11 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     // Is the link that says where the page is inside the strip's visible part?
     const inView = async (name: string) => {
       const box = (await strip.boundingBox())!;
-      const link = (await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name }).boundingBox())!;
+      const link = (await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name, exact: true }).boundingBox())!;
       return link.x >= box.x && link.x + link.width <= box.x + box.width;
     };
     // Account lay past the strip's right edge: the page did not show which section it was.
-    expect(await page.getByRole('link', { name: 'Account' }).getAttribute('aria-current')).toBe('page');
+    expect(await page.getByRole('link', { name: 'Account', exact: true }).getAttribute('aria-current')).toBe('page');
     await waitFor(
       () => inView('Account'),
       (shown) => shown,
@@ -883,8 +885,8 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await page.getByRole('region', { name: 'Events of this source' }).getByRole('row').filter({ hasText: 'xxxx' }).waitFor();
     expect(await overflow()).toBe(0);
     await screenshot(page, 'phone-source');
-    for (const section of ['Workflows', 'Webhooks', 'Subscriptions', 'Account']) {
-      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
+    for (const section of ['Workflows', 'Webhooks', 'Subscriptions', 'Connected accounts', 'Account']) {
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section, exact: true }).click();
       await page.getByRole('heading', { name: section, level: 1 }).waitFor();
       expect(await overflow(), section).toBe(0);
     }

@@ -648,7 +648,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     );
 
     const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
-    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Account', exact: true }).click();
     expect(await page.locator('#plan').textContent()).toBe('Free');
     const invocations = page.getByRole('meter', { name: /Invocations/ });
     await invocations.waitFor();
