@@ -119,7 +119,8 @@ function Page(props: { route: string[] }) {
   const [section = 'sources', id, sub, subId] = props.route;
   switch (section) {
     case 'sources':
-      if (id === 'new') return <SourceCreate />;
+      // `#/sources/new/<component id>`: the form with that saved component chosen (a component's Deploy as source).
+      if (id === 'new') return <SourceCreate componentId={sub} key={sub ?? ''} />;
       // `#/sources/<id>/events/<event id>` opens that event on the source's page (a webhook's delivery links there).
       return id ? <SourceDetail id={id} eventId={sub === 'events' ? subId : undefined} key={id} /> : <SourcesList />;
     case 'workflows':

@@ -111,6 +111,12 @@ export function ComponentPage(props: { id: string }) {
         <dd>{formatTime(component.updated_at * 1000)}</dd>
       </dl>
       <LoadError loads={[loaded]} />
+      <div class="toolbar">
+        {/* The new-source form with this component chosen and its props loaded: no id to copy across. */}
+        <a class="button" href={href('sources', 'new', component.id)}>
+          Deploy as source
+        </a>
+      </div>
       <h2 id="component-props">Props</h2>
       {shown.length === 0 ? <p class="muted">This component declares no props.</p> : <PropsTable props={shown} />}
       <h2 id="component-code">Code</h2>

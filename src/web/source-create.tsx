@@ -1,4 +1,4 @@
-// Deploying a source: from pasted code or a registry key, then a form generated from the component's props.
+// Deploying a source: from pasted code, a registry key or a saved component, then a form generated from the component's props.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describeErrorWithDetails, get, post } from './api';
 import { InstallProgressView, useInstallProgress } from './install-progress';
@@ -13,11 +13,15 @@ import type { Component, Source } from './types';
 // The components `registry/` publishes at start; any other key of the registry can be typed in.
 const REGISTRY_SUGGESTIONS = ['http-new-requests', 'schedule-custom-interval', 'json_feed-new-items'];
 
-export function SourceCreate() {
+type Origin = 'code' | 'registry' | 'saved';
+
+/** `componentId`: a saved component to deploy (a component page's Deploy as source), chosen and its props loaded at once. */
+export function SourceCreate(props: { componentId?: string | undefined }) {
   const notify = useNotify();
-  const [origin, setOrigin] = useState<'code' | 'registry'>('code');
+  const [origin, setOrigin] = useState<Origin>(props.componentId ? 'saved' : 'code');
   const [code, setCode] = useState('');
   const [registryKey, setRegistryKey] = useState('');
+  const [savedId, setSavedId] = useState(props.componentId ?? '');
   const [component, setComponent] = useState<Component | undefined>(undefined);
   const [loadError, setLoadError] = useState<string | undefined>(undefined);
   const [name, setName] = useState('');
@@ -30,7 +34,7 @@ export function SourceCreate() {
   const progress = useInstallProgress();
   const configureTitle = useRef<HTMLHeadingElement>(null);
   // Why the code or the key was refused is about that field: marked, pointing at the reason, which goes once it is edited.
-  const pick = (from: 'code' | 'registry') => {
+  const pick = (from: Origin) => {
     setOrigin(from);
     setLoadError(undefined);
   };
@@ -41,8 +45,8 @@ export function SourceCreate() {
     if (component) configureTitle.current?.focus();
   }, [component?.id]);
 
-  const loadComponent = async (event: Event) => {
-    event.preventDefault();
+  const loadComponent = async (event?: Event) => {
+    event?.preventDefault();
     if (busy) return;
     setBusy('loading');
     setLoadError(undefined);
@@ -52,7 +56,9 @@ export function SourceCreate() {
       const answer =
         origin === 'code'
           ? await saveWithProgress<{ data: Component }>('POST', '/components', { component_code: code }, progress.onStep)
-          : await get<{ data: Component }>(`/components/registry/${encodeURIComponent(registryKey.trim())}`);
+          : origin === 'registry'
+            ? await get<{ data: Component }>(`/components/registry/${encodeURIComponent(registryKey.trim())}`)
+            : await get<{ data: Component }>(`/components/${encodeURIComponent(savedId.trim())}`);
       setComponent(answer.data);
       setRaw(initialValues(answer.data.configurable_props));
       errors.show({}, undefined, '');
@@ -63,6 +69,11 @@ export function SourceCreate() {
       progress.done();
     }
   };
+
+  // Opened for a saved component: its props are what the user came for, loaded without a press of Load props.
+  useEffect(() => {
+    if (props.componentId) loadComponent();
+  }, []);
 
   const deploy = async (event: Event) => {
     event.preventDefault();
@@ -109,6 +120,8 @@ export function SourceCreate() {
             <label for="origin-code">Paste code</label>
             <input type="radio" id="origin-registry" name="origin" checked={origin === 'registry'} onChange={() => pick('registry')} />
             <label for="origin-registry">Registry component</label>
+            <input type="radio" id="origin-saved" name="origin" checked={origin === 'saved'} onChange={() => pick('saved')} />
+            <label for="origin-saved">Saved component</label>
           </div>
         </fieldset>
         {origin === 'code' ? (
@@ -126,6 +139,24 @@ export function SourceCreate() {
                 setLoadError(undefined);
               }}
             />
+          </div>
+        ) : origin === 'saved' ? (
+          <div class="field">
+            <label for="saved-component">Component id or key</label>
+            <input
+              id="saved-component"
+              spellcheck={false}
+              placeholder="sc_…"
+              value={savedId}
+              {...aboutSource}
+              onInput={(e) => {
+                setSavedId(e.currentTarget.value);
+                setLoadError(undefined);
+              }}
+            />
+            <p class="hint">
+              One of the account's <a href={href('components')}>components</a>: its id, or the <code>key</code> in its code.
+            </p>
           </div>
         ) : (
           <div class="field">
@@ -154,7 +185,7 @@ export function SourceCreate() {
         <InstallProgressView progress={progress} working="Saving the component: installing the npm packages its code imports…" />
         {/* While busy, aria-disabled rather than disabled: a disabled button loses the focus to the document, where a
             refusal left it (the next Tab started again from the top). */}
-        <button type="submit" disabled={origin === 'code' ? !code.trim() : !registryKey.trim()} aria-disabled={busy ? 'true' : undefined}>
+        <button type="submit" disabled={!{ code, registry: registryKey, saved: savedId }[origin].trim()} aria-disabled={busy ? 'true' : undefined}>
           {busy === 'loading' ? 'Loading props…' : 'Load props'}
         </button>
       </form>

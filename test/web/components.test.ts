@@ -95,6 +95,39 @@ describe.each(DIALECTS)('web console: components (%s)', BROWSER_SUITE, (dialect)
     await finish();
   });
 
+  it('deploys a component as a source from its page: the new-source form opens with it chosen and its props loaded', async () => {
+    const { user, api } = await newAccount(server);
+    const greeter = await save(api, GREETER);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/components/greeter`, user.apiKey);
+    await page.getByRole('heading', { name: 'Greeter', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Deploy as source' }).click();
+    // The form is for this component (by its id, though the page was opened by its key), its props given the focus.
+    await waitForFocus(page, '#configure-title', /^Configure Greeter/);
+    expect(await evaluate(page, 'location.hash')).toBe(`#/sources/new/${greeter.id}`);
+    expect(await page.getByLabel('Saved component').isChecked()).toBe(true);
+    expect(await page.getByLabel('Component id or key').inputValue()).toBe(greeter.id);
+    await page.getByLabel('Who').fill('Ada');
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page.getByRole('heading', { name: 'Greeter', level: 1 }).waitFor();
+    const sources = (await api.get('/v1/users/me/sources')).body.data;
+    expect(sources.map((source: any) => [source.component_id, source.configured_props.who])).toEqual([[greeter.id, 'Ada']]);
+    expect(await evaluate(page, 'location.hash')).toBe(`#/sources/${sources[0].id}`);
+    // Nothing was saved again: the source runs the saved component.
+    expect((await api.get('/v1/users/me/components')).body.page_info.total_count).toBe(1);
+
+    // A saved component can be chosen by hand too, and one that is not there is said on its field.
+    await page.goto(`${server.url}/#/sources/new`);
+    await page.getByLabel('Saved component').check();
+    await page.getByLabel('Component id or key').fill('sc_nothere');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForText(page.locator('#component-error'), 'not found (404 not_found)');
+    expect(await page.getByLabel('Component id or key').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Component id or key').fill('greeter');
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForFocus(page, '#configure-title', /^Configure Greeter/);
+    await finish();
+  });
+
   it('lists the first 50 components and the rest a Load more away, reading their code only on their own page', async () => {
     const { user, api } = await newAccount(server);
     for (let i = 0; i < 51; i++) await save(api, plain(`c${String(i).padStart(2, '0')}`));
