@@ -1,7 +1,8 @@
 // The server's end of a worker's IPC channel, framed here rather than by Node, so that a frame's announced length is checked before its bytes are kept.
 // Node's own reader (fork's 'ipc') keeps every byte of a frame until it is whole, whatever length its header announces
 // (up to 4 GB), and component code can write a header to the channel's descriptor itself: one run held gigabytes of the
-// server's memory that way. The worker keeps Node's channel (NODE_CHANNEL_FD); only the server's end is read by hand.
+// server's memory that way. The worker reads through Node's channel (NODE_CHANNEL_FD) and writes Node's frames to it by
+// hand (worker/channel-writer.ts).
 import type { Readable, Writable } from 'node:stream';
 import v8 from 'node:v8';
 

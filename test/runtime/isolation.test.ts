@@ -474,6 +474,10 @@ describe('unforgeable IPC and accounting', () => {
       // Shadowing the length a Buffer reports would hand over each serialized message.
       try { Object.defineProperty(Buffer.prototype, "length", { get() { return 0; } }); } catch {}
       result.bufferLength = Buffer.from("abc").length === 3 ? "unchanged" : "patched";
+      // So would its byteLength, which fs.writeSync reads as the worker writes each frame to the channel.
+      try { Object.defineProperty(Buffer.prototype, "byteLength", { get() { return 0; } }); } catch {}
+      try { Object.defineProperty(Object.getPrototypeOf(Uint8Array.prototype), "byteLength", { get() { return 0; } }); } catch {}
+      result.bufferByteLength = Buffer.from("abc").byteLength === 3 ? "unchanged" : "patched";
       try { require("async_hooks").createHook({ init() {} }).enable(); result.asyncHook = "installed"; } catch (error) { result.asyncHook = error.code; }
       this.$emit(result);`);
     expect(outcome.emits).toEqual([
@@ -484,6 +488,7 @@ describe('unforgeable IPC and accounting', () => {
           typedArray: 'unchanged',
           buffer: 'unchanged',
           bufferLength: 'unchanged',
+          bufferByteLength: 'unchanged',
           asyncHook: 'ERR_ACCESS_DENIED',
         },
       },

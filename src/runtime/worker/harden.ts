@@ -5,6 +5,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import traceEvents from 'node:trace_events';
 import v8 from 'node:v8';
+import { channelWriter } from './channel-writer.js';
 import { sealHeapInspection } from './seal-heap.js';
 
 /** What the server reads on stderr to tell a component's `process.exit` from a crash. */
@@ -26,12 +27,11 @@ export interface WorkerChannel {
 export function harden(): WorkerChannel {
   if (typeof process.send !== 'function') throw new Error('the worker must be started with an IPC channel');
   const proc = process as unknown as Record<string, unknown>;
-  // `process.send` looks `_send` up on each call, so code that replaced `_send` would see and forge our messages:
-  // keep the real one, and take both away.
-  const rawSend = (proc._send as (message: object | string, handle: undefined, options: object) => boolean).bind(process);
-  const send: Send = (message) => {
-    if (process.connected) rawSend(message, undefined, { swallowErrors: false });
-  };
+  const rawExit = process.exit.bind(process);
+  // The worker writes its frames to the channel's descriptor itself (channel-writer.ts); Node's channel only reads.
+  // Neither `process.send` nor `_send` (which it looks up on each call) is left: libraries that find them would
+  // speak our protocol by accident, and code that replaced `_send` would see and forge our messages.
+  const send: Send = channelWriter((process.channel as unknown as { fd: number }).fd, () => rawExit(0));
   proc.send = undefined;
   proc._send = undefined;
   proc.disconnect = undefined;
@@ -74,7 +74,6 @@ export function harden(): WorkerChannel {
   });
   syncBuiltinESMExports();
 
-  const rawExit = process.exit.bind(process);
   process.exit = ((code?: number | string | null) => {
     const shown = code ?? process.exitCode ?? 0;
     try {
@@ -89,11 +88,12 @@ export function harden(): WorkerChannel {
 
 /**
  * Every message (and the token beside it) passes through the V8 serializer and, as a Buffer, through a typed
- * array's `set` and `length` on its way out. Those are pinned where component code could patch or shadow them
- * (the serializer classes whole; `set` and `length` on the typed-array prototypes Buffers inherit from), so the
- * token cannot be read on the way. Freezing the whole Buffer prototype would pin them too, but puts it in V8's
- * slow dictionary mode: 4 µs more worker CPU per event in the ingest benchmark. Async hooks would hand component
- * code the write request, which holds the bytes, so they are not available to components either.
+ * array's `length` and `byteLength` on its way out (channel-writer.ts, and `fs.writeSync` in it); Node's own channel
+ * used `set` too. Those are pinned where component code could patch or shadow them (the serializer classes whole;
+ * the accessors and `set` on the typed-array prototypes Buffers inherit from), so the token cannot be read on the
+ * way. Freezing the whole Buffer prototype would pin them too, but puts it in V8's slow dictionary mode: 4 µs more
+ * worker CPU per event in the ingest benchmark. Async hooks would hand component code the requests of Node's own
+ * channel, which hold what they carry, so they are not available to components either.
  */
 function sealChannelPath(): void {
   // The pipe handle itself is out of reach: `process.channel` is a wrapper that keeps it in a private field.
@@ -101,9 +101,11 @@ function sealChannelPath(): void {
   const typedArray = Object.getPrototypeOf(Uint8Array.prototype) as object;
   const set = Object.getOwnPropertyDescriptor(typedArray, 'set')!;
   const length = Object.getOwnPropertyDescriptor(typedArray, 'length')!;
+  const byteLength = Object.getOwnPropertyDescriptor(typedArray, 'byteLength')!;
   for (const target of [typedArray, Uint8Array.prototype, Buffer.prototype]) {
     Object.defineProperty(target, 'set', { ...set, writable: false, configurable: false });
     Object.defineProperty(target, 'length', { ...length, configurable: false });
+    Object.defineProperty(target, 'byteLength', { ...byteLength, configurable: false });
   }
   Object.defineProperty(asyncHooks, 'createHook', {
     value: () => {
