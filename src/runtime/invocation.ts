@@ -35,7 +35,7 @@ export interface WorkerReport {
 }
 
 /** Time for a worker's message to be written, read and checked, beyond a run's own timeout. */
-const DELIVERY_GRACE_MS = 250;
+export const DELIVERY_GRACE_MS = 250;
 
 const ERROR_NAMES: Record<string, { name: string; code: string }> = {
   timeout: { name: 'TimeoutError', code: 'timeout' },

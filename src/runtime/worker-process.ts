@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { WorkerExitError, type WorkerExitReason } from './errors.js';
 import { crashMessage } from './crash-message.js';
+import { CpuClock, residentBytes } from './process-usage.js';
 import { packageRoot, workerEntry } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import type { EgressPolicy } from './worker/egress-rules.js';
@@ -56,50 +57,15 @@ const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
 const MB = 1024 * 1024;
 const MEMORY_CHECK_MS = 100;
 
-/** Resident memory of a process from /proc (Linux); undefined where it cannot be read. */
-function residentBytes(pid: number): number | undefined {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * CPU time a process's main thread (where component code runs) has used, in ms, as the kernel counts it
- * (`/proc/<pid>/schedstat`, nanoseconds). The file stays open and is read again from its start on each reading:
- * 1 µs instead of the 3.5 µs of opening it each time, once per call of every batch.
+ * Deaths the server causes under a call whose last messages may still be in the pipe (the console lines a run logged
+ * before it blocked): the call hears what the pipe holds, to its end, before it fails (or completes, if its outcome was
+ * in there too). Not a protocol error (what the worker sends is no longer believed), nor a stop of the runtime or of
+ * an idle worker.
  */
-class CpuClock {
-  private fd: number | undefined;
-  private readonly buffer = Buffer.alloc(64);
-
-  constructor(pid: number | undefined) {
-    try {
-      this.fd = pid === undefined ? undefined : fs.openSync(`/proc/${pid}/schedstat`, 'r');
-    } catch {
-      this.fd = undefined; // Not Linux: calls are billed by their wall time instead.
-    }
-  }
-
-  /** Undefined where the time cannot be read (not Linux, or the process is gone). */
-  readMs(): number | undefined {
-    if (this.fd === undefined) return undefined;
-    try {
-      const length = fs.readSync(this.fd, this.buffer, 0, this.buffer.length, 0);
-      const nanoseconds = Number(this.buffer.toString('latin1', 0, length).split(' ', 1)[0]);
-      return Number.isFinite(nanoseconds) ? nanoseconds / 1e6 : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  close(): void {
-    if (this.fd !== undefined) fs.closeSync(this.fd);
-    this.fd = undefined;
-  }
-}
+const READ_TO_THE_END: ReadonlySet<WorkerExitReason> = new Set(['timeout', 'out_of_memory']);
+/** How long a killed worker's pipe may take to end; the kernel holds a few hundred KB of it at most. */
+const PIPE_END_LIMIT_MS = 5000;
 
 /**
  * The permission model's switch: `--permission` since Node 22.13 (where it became stable; Node 24 dropped the old
@@ -141,6 +107,8 @@ export class WorkerProcess {
   private stderrTail = '';
   private current?: PendingCall;
   private exitError?: WorkerExitError;
+  /** Killed under the current call, whose messages still in the pipe are read before it fails (READ_TO_THE_END). */
+  private readingToEnd = false;
   private lastId = 0;
   /** Beside every message the worker sends; only the runtime's side of the worker knows it (see InitMessage). */
   private readonly token = randomBytes(18).toString('base64url');
@@ -216,6 +184,8 @@ export class WorkerProcess {
       this.child.on('close', (code, signal) => {
         clearInterval(memoryWatch);
         this.die(...this.classifyExit(code, signal));
+        // Every stdio stream has ended by now: the pipe has given all it held.
+        if (this.readingToEnd) this.settle(this.exitError);
         this.cpuClock.close();
         resolve();
       });
@@ -331,14 +301,16 @@ export class WorkerProcess {
     const call = this.current;
     if (!call) return;
     this.current = undefined;
-    this.takeCpuReading();
+    // A call read to the end of its pipe had its CPU time read as its worker was killed, while the clock was readable.
+    if (!this.readingToEnd) this.takeCpuReading();
+    this.readingToEnd = false;
     clearTimeout(call.timer);
     if (error) call.reject(error);
     else call.resolve();
   }
 
   private onMessage(raw: unknown): void {
-    if (this.exitError) return;
+    if (this.exitError && !this.readingToEnd) return;
     try {
       const message = parseFromWorker(raw, this.token);
       // Outside the call protocol: it may come while idle or during another request.
@@ -356,6 +328,7 @@ export class WorkerProcess {
         this.spec.logger.error({ err: error, accountId: this.accountId }, 'worker call handler failed');
       }
       this.kill('protocol_error', text);
+      if (this.readingToEnd) this.settle(this.exitError);
     }
   }
 
@@ -368,7 +341,15 @@ export class WorkerProcess {
       if (now !== undefined) this.unbilledCpu = Math.max(0, now - this.cpuAtLastReading);
     }
     this.exitError = new WorkerExitError(reason, message);
-    this.settle(this.exitError);
+    const call = this.current;
+    if (call && READ_TO_THE_END.has(reason)) {
+      this.takeCpuReading();
+      this.readingToEnd = true;
+      clearTimeout(call.timer);
+      call.timer = setTimeout(() => this.settle(this.exitError), PIPE_END_LIMIT_MS);
+    } else {
+      this.settle(this.exitError);
+    }
     this.spec.onExit(this);
     return true;
   }

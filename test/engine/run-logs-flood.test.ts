@@ -1,7 +1,12 @@
 // A run that logs hundreds of KB at once and then hangs until its time limit keeps every line it logged, in order, up to
 // the per-run console limit (and the line saying where the limit cut), beside its TimeoutError: the lines still on their
-// way to the server when the worker is killed are not lost with it: the worker writes each to its pipe before going on.
+// way to the server when the worker is killed are not lost with it, neither those the worker had not yet written to
+// its pipe nor those the pipe held, unread by a busy server, when the time limit came.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DELIVERY_GRACE_MS } from '../../src/runtime/invocation.js';
+import { OUTCOME_FLUSH_MS } from '../../src/runtime/worker/limits.js';
 import { account } from '../helpers/account.js';
 import type { client } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -76,5 +81,41 @@ describe('console lines of a run flooded and then stopped at its time limit', ()
       ...Array.from({ length: 5242 }, (_, i) => ({ k: 'log', msg: line(i + 1) })),
       { k: 'warn', msg: 'log output of this call passed 1048576 characters; later lines are dropped' },
     ]);
+  });
+});
+
+describe('console lines a busy server had not read when the time limit killed the run', () => {
+  let server: TestServer;
+  let signal: http.Server;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite', { runTimeout: RUN_TIMEOUT, eventRetention: 20_000, allowPrivateNetwork: true });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await new Promise((resolve) => signal?.close(resolve));
+  });
+
+  it('are read from the pipe after the kill and kept, in order, beside the TimeoutError', async () => {
+    // The run asks this server (in the process of Tributary's) before it logs; as it answers, the process stops
+    // reading anything until the run's kill timer is due, so the run's lines wait in the pipe, unread, when it fires.
+    const busyMs = RUN_TIMEOUT * 1000 + OUTCOME_FLUSH_MS + DELIVERY_GRACE_MS + 100;
+    signal = http.createServer((_request, response) => {
+      response.on('finish', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, busyMs));
+      response.end('go');
+    });
+    await new Promise<void>((resolve) => signal.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(signal.address() as AddressInfo).port}/`;
+    const user = await account(server);
+    const sourceId = await user.deploy(
+      flooder(5000, 'for (;;) {}').replace('async run() {', `async run() { await (await fetch(${JSON.stringify(url)})).text();`),
+    );
+    await user.runAndWait(sourceId, {});
+    const errors = await user.eventsOf(sourceId, 1, '/$errors');
+    expect(errors.map(({ event }) => ({ name: event.error.name, message: event.error.message }))).toEqual([TIMEOUT_ERROR]);
+    // The run was still writing (waiting on the full pipe) when it was killed: the lines it had written are kept.
+    const logs = await allLogs(user.api, sourceId);
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs).toEqual(Array.from({ length: logs.length }, (_, i) => ({ k: 'log', msg: line(i + 1) })));
   });
 });
