@@ -1,12 +1,15 @@
 // Data stores: the account's key-value stores as the API shows them (listed, their keys, a record); they are made
-// and written by the runs of data_store props, and a record deleted here goes through the same commit path.
+// and written by the runs of data_store props, and a record set or deleted here goes through the same commit path.
 import type { Clock } from '../lib/clock.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import type { Store } from '../store/database.js';
 import * as stores from '../store/data-stores.js';
 import { isId } from '../model/ids.js';
-import { notFound } from '../model/errors.js';
+import { invalid, notFound } from '../model/errors.js';
+import { dataStoreName } from '../model/props.js';
+import { MAX_DATA_STORE_NAME_CHARS } from '../runtime/worker/limits.js';
+import { dataStoreKeyProblem, dataStoreTtlProblem, storeTooLarge, valueTooLarge } from '../runtime/worker/data-store-rules.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { quote } from '../model/quote.js';
 import { retryingDeadlocks } from '../store/deadlocks.js';
@@ -75,12 +78,68 @@ export class DataStoreService {
     );
   }
 
+  /**
+   * PUT /data_stores/{name or id}/records?key=: sets the record as a component's `set(key, value, { ttl })` commits it
+   * (writeDataStores: the store's byte count, its expired records swept, on PostgreSQL its turn on the store's row),
+   * refused with the messages that set() throws. A store named that the account does not have is made, as a
+   * component's first write makes it; an id names only a store that exists. Nothing is cached of a store (each run
+   * reads it when loaded), so there is nothing else to tell. Answers the record as GET shows it.
+   */
+  async setRecord(accountId: string, nameOrId: string, key: string, value: unknown, ttl: number | null | undefined): Promise<DataStoreRecordView> {
+    const keyProblem = dataStoreKeyProblem(key);
+    if (keyProblem) throw refused('querystring', 'key', keyProblem.message);
+    const ttlProblem = dataStoreTtlProblem(ttl);
+    if (ttlProblem) throw refused('body', 'ttl', ttlProblem.message);
+    const json = JSON.stringify(value);
+    const tooLarge = valueTooLarge(key, Buffer.byteLength(json, 'utf8'));
+    if (tooLarge) throw refused('body', 'value', tooLarge);
+    const nowMs = this.clock.now();
+    await retryingDeadlocks(() =>
+      this.store.db.transaction().execute(async (trx) => {
+        const name = (await this.findOrName(trx, accountId, nameOrId)).name;
+        const change = { name, cleared: false, writes: [{ op: 'set' as const, key, value, ttlSeconds: ttl ?? null }] };
+        try {
+          await stores.writeDataStores(trx, accountId, [change], nowMs);
+        } catch (error) {
+          // Unlike a run's, this check starts from the store as committed (its row is held), so it is the set()'s.
+          if (error instanceof stores.DataStoreFullError) throw refused('body', 'value', storeTooLarge(name));
+          throw error;
+        }
+      }),
+    );
+    const expiresMs = stores.expiryAt(nowMs, ttl);
+    const expiry = expiresMs === null ? {} : { expires_at: Math.ceil(expiresMs / 1000), expires_at_ms: expiresMs };
+    return { key, value: JSON.parse(json), ...expiry };
+  }
+
+  /** The store to write: one of the account's, else a name for a new one; 404 for an id, 400 for no store name. */
+  private async findOrName(trx: Transaction<Database>, accountId: string, nameOrId: string): Promise<{ name: string }> {
+    const row = await this.lookup(trx, accountId, nameOrId);
+    if (row) return row;
+    if (isId(nameOrId, 'ds')) throw notFound(`data store ${quote(nameOrId)}`);
+    if (dataStoreName(nameOrId) === undefined) {
+      const message = `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters), not ${quote(nameOrId)}`;
+      throw refused('params', 'store', message);
+    }
+    return { name: nameOrId };
+  }
+
   /** A store of the account by id or, failing that, by name (a store may be named like an id). */
   private async find(db: Kysely<Database> | Transaction<Database>, accountId: string, nameOrId: string): Promise<stores.DataStoreRow> {
-    const row =
-      (isId(nameOrId, 'ds') ? await stores.findDataStore(db, accountId, nameOrId, true) : undefined) ??
-      (await stores.findDataStore(db, accountId, nameOrId, false));
+    const row = await this.lookup(db, accountId, nameOrId);
     if (!row) throw notFound(`data store ${quote(nameOrId)}`);
     return row;
   }
+
+  private async lookup(db: Kysely<Database> | Transaction<Database>, accountId: string, nameOrId: string): Promise<stores.DataStoreRow | undefined> {
+    return (
+      (isId(nameOrId, 'ds') ? await stores.findDataStore(db, accountId, nameOrId, true) : undefined) ??
+      (await stores.findDataStore(db, accountId, nameOrId, false))
+    );
+  }
+}
+
+/** A 400 naming the part of the request and the field that a rule refused, in the words of set(). */
+function refused(part: 'params' | 'querystring' | 'body', field: string, message: string) {
+  return invalid(message, [{ in: part, field, message }]);
 }

@@ -92,6 +92,11 @@ export function expiredRecordsSweep(db: Db, storeId: string, nowMs: number) {
   return db.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).returning(recordBytes);
 }
 
+/** The epoch millisecond a record written at `nowMs` with a ttl of `ttlSeconds` expires at; null without a ttl. */
+export function expiryAt(nowMs: number, ttlSeconds: number | null | undefined): number | null {
+  return typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null;
+}
+
 /**
  * Commits calls' data store changes inside the caller's transaction: each store is made on its first write, a clear
  * removes every record first, then each key is set, deleted or given its new expiry (a ttl counts from `nowMs`).
@@ -109,7 +114,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     let added = 0;
     if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
     else added -= total(await expiredRecordsSweep(trx, storeId, nowMs).execute());
-    const expiry = (ttlSeconds: number | null | undefined) => (typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null);
+    const expiry = (ttlSeconds: number | null | undefined) => expiryAt(nowMs, ttlSeconds);
     const deleteKeys = (keys: string[]) =>
       trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', keys).returning(recordBytes).execute();
     const sets = change.writes.filter((w) => w.op === 'set');

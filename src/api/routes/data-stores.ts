@@ -1,5 +1,5 @@
 // GET /data_stores (the account's key-value stores, paginated), GET /data_stores/{name or id}/keys, and one record's
-// GET and DELETE /data_stores/{name or id}/records?key=.
+// GET, PUT and DELETE /data_stores/{name or id}/records?key=.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -26,6 +26,28 @@ const recordQuery = Type.Object({
   key: Type.String({ minLength: 1, maxLength: MAX_DATA_STORE_KEY_CHARS, description: "the record's key, percent-encoded as any query value" }),
   ...fieldParams,
 });
+
+/**
+ * A write's key, without the read's length bounds: the service refuses a key in the words a component's set() is
+ * refused in. Any other parameter is refused, as on the routes that create: a misspelt `tll=60` is not ignored.
+ */
+const writeQuery = Type.Object(
+  { key: Type.String({ description: "the record's key, percent-encoded as any query value" }), ...fieldParams },
+  { additionalProperties: false },
+);
+
+const writeBody = Type.Object(
+  {
+    value: Type.Unknown({ description: "any JSON value, stored as a component's set(key, value) stores it (null too)" }),
+    ttl: Type.Optional(
+      Type.Union([Type.Number(), Type.Null()], {
+        description: 'seconds until the record expires (up to 100 years), counted from the write; null or left out: never, as set() without a ttl',
+      }),
+    ),
+    ...fieldParams,
+  },
+  { additionalProperties: false },
+);
 
 const recordSchema = Type.Object({
   key: Type.String(),
@@ -77,6 +99,25 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
         },
       },
       async (request) => ({ data: await services.dataStores.record(request.account.id, request.params.store, request.query.key) }),
+    );
+
+    app.put(
+      '/data_stores/:store/records',
+      {
+        schema: {
+          tags: ['data stores', 'extensions'],
+          summary:
+            "Set one record of a data store, as a component's set(key, value, { ttl }) would: same limits and messages; a store named that the account has not is made (an unknown id is a 404)",
+          params: storeParams,
+          querystring: writeQuery,
+          body: writeBody,
+          response: { 200: dataOf(recordSchema) },
+        },
+      },
+      async (request) => {
+        const { store } = request.params;
+        return { data: await services.dataStores.setRecord(request.account.id, store, request.query.key, request.body.value, request.body.ttl) };
+      },
     );
 
     app.delete(

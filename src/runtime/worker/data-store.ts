@@ -2,16 +2,8 @@
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { assertKey } from './key-rules.js';
-import {
-  MAX_DATA_STORE_BYTES,
-  MAX_DATA_STORE_KEY_BYTES,
-  MAX_DATA_STORE_KEY_CHARS,
-  MAX_DATA_STORE_NAME_CHARS,
-  MAX_DATA_STORE_TTL_SECONDS,
-  MAX_DB_BYTES_PER_CALL,
-  MAX_DB_VALUE_BYTES,
-} from './limits.js';
+import { dataStoreKeyProblem, dataStoreTtlProblem, shown, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
+import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_NAME_CHARS, MAX_DB_BYTES_PER_CALL } from './limits.js';
 import type { CallScope, StoreChanges } from './scope.js';
 import {
   ArrayIsArray,
@@ -24,7 +16,6 @@ import {
   MapPrototypeHas,
   MapPrototypeSet,
   matches,
-  NumberIsFinite,
   SafeMap,
   SafeStructuredClone,
   StringPrototypeSlice,
@@ -45,32 +36,23 @@ export interface DataStore {
 }
 
 function checkKey(key: unknown): string {
-  if (typeof key !== 'string' || key === '') throw new TypeError('data store keys must be non-empty strings');
-  if (key.length > MAX_DATA_STORE_KEY_CHARS) throw new RangeError(`data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters`);
-  assertKey(key, 'data store', MAX_DATA_STORE_KEY_BYTES);
-  return key;
+  raise(dataStoreKeyProblem(key));
+  return key as string;
 }
 
 /** A time to live in seconds: a positive finite number, or null/undefined for none. */
 function checkTtl(ttl: unknown): number | null {
-  if (ttl === undefined || ttl === null) return null;
-  if (typeof ttl !== 'number' || !NumberIsFinite(ttl) || ttl <= 0) {
-    throw new TypeError(`a data store ttl is a positive number of seconds (or null for none), not ${shown(ttl)}`);
-  }
-  // A longer one would overflow PostgreSQL's bigint expiry (past about 9e15 s) and fail the run there only; null says never.
-  if (ttl > MAX_DATA_STORE_TTL_SECONDS) {
-    throw new RangeError(`a data store ttl may be at most ${MAX_DATA_STORE_TTL_SECONDS} seconds (100 years; null for none), not ${ttl}`);
-  }
-  return ttl;
+  raise(dataStoreTtlProblem(ttl));
+  return (ttl as number | null | undefined) ?? null;
+}
+
+/** Throws a rule's problem as the error its kind names. */
+function raise(problem: WriteProblem | undefined): void {
+  if (problem) throw problem.kind === 'type' ? new TypeError(problem.message) : new RangeError(problem.message);
 }
 
 function entryBytes(key: string, value: unknown): number {
   return jsonBytes(key) + jsonBytes(JSONStringify(value));
-}
-
-/** A value as an error message shows it: its JSON, else its text (a symbol, a function). */
-function shown(value: unknown): string {
-  return JSONStringify(value) ?? String(value);
 }
 
 /** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
@@ -206,12 +188,13 @@ export class DataStores {
         const ttlSeconds = checkTtl(options?.ttl);
         const json = jsonCopy(value, `the value for data store key "${key}"`);
         const size = jsonBytes(json.json);
-        if (size > MAX_DB_VALUE_BYTES) overLimit(`a data store value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`);
+        const tooLarge = valueTooLarge(key, size);
+        if (tooLarge) overLimit(tooLarge);
         const pending = changes();
         if (pending.bytes + size > MAX_DB_BYTES_PER_CALL) overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to data stores`);
         const before = lookup(key);
         const total = measured(pending) - (before.found ? entryBytes(key, before.value) : 0) + jsonBytes(key) + size;
-        if (total > MAX_DATA_STORE_BYTES) overLimit(`data store "${name}" may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`);
+        if (total > MAX_DATA_STORE_BYTES) overLimit(storeTooLarge(name));
         pending.bytes += size;
         pending.total = total;
         MapPrototypeSet(pending.writes, key, { op: 'set', value: json.value, ttlSeconds, bytes: size });
