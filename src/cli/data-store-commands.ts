@@ -1,21 +1,24 @@
-// `tributary data-stores`: the account's data stores (list), a store's keys, and one record read or deleted.
+// `tributary data-stores`: the account's data stores (list), a store's keys, and one record read, written or deleted.
 import type { Command } from 'commander';
-import { deleteRecord, keyLine, quoted, readRecord, storeKeys } from '../client/data-stores.js';
+import { deleteRecord, jsonValue, keyLine, quoted, readRecord, storeKeys, ttlSeconds, writeRecord } from '../client/data-stores.js';
 import { kindNamed } from '../client/resources.js';
 import { apiFor, out, printList, say, type ServerFlags, serverOptions } from './client-common.js';
 
 const EXAMPLES = `
 A store is named by its name or its id (ds_…). A key is any text; quote it for the shell, and put -- before
-arguments that begin with a dash:
+arguments that begin with a dash (a key, or a negative number as the value). A value is JSON, a string in its quotes:
   tributary data-stores list
   tributary data-stores keys orders
   tributary data-stores get orders 'customer 42' | jq .total
+  tributary data-stores set orders 'customer 42' '{"total": 3}'
+  tributary data-stores set --ttl 3600 sessions token '"abc"'
+  tributary data-stores set orders -- -draft -1
   tributary data-stores delete orders -- -draft`;
 
 export function addDataStoreCommands(program: Command): void {
   const group = program
     .command('data-stores')
-    .description("the account's data stores (the key-value stores data_store props share): list them, their keys, read or delete a record")
+    .description("the account's data stores (the key-value stores data_store props share): list them, their keys, read, write or delete a record")
     .addHelpText('after', EXAMPLES);
 
   serverOptions(group.command('list'))
@@ -44,6 +47,15 @@ export function addDataStoreCommands(program: Command): void {
       }
       out(JSON.stringify(record.value, null, 2));
       if (record.expires_at_ms !== undefined) say(`expires at ${new Date(record.expires_at_ms).toISOString()}`);
+    });
+
+  serverOptions(group.command('set <store> <key> <json-value>'))
+    .description("write a record, as a component's set(key, value, { ttl }) would (a store named for the first time is made)")
+    .option('--ttl <seconds>', 'expire the record this many seconds after the write (default: never, as set() without a ttl)')
+    .action(async (store: string, key: string, text: string, flags: ServerFlags & { ttl?: string }) => {
+      const record = await writeRecord(apiFor(flags), store, key, jsonValue(text), ttlSeconds(flags.ttl));
+      const expiry = record.expires_at_ms === undefined ? '' : `, expiring at ${new Date(record.expires_at_ms).toISOString()}`;
+      out(`set key ${quoted(key)} of data store ${quoted(store)}${expiry}`);
     });
 
   serverOptions(group.command('delete <store> <key>'))

@@ -1,4 +1,4 @@
-// The data store calls of the CLI: a store's keys, one record read or deleted, and how a key is printed on a line.
+// The data store calls of the CLI: a store's keys, one record read, written or deleted, and how a key is printed on a line.
 import { type ApiClient, ApiError } from './api.js';
 import { segment } from './resources.js';
 import { UsageError } from './usage-error.js';
@@ -55,6 +55,37 @@ export async function readRecord(api: ApiClient, store: string, key: string): Pr
   required('store', store, 'tributary data-stores get <store> <key>');
   required('key', key, 'tributary data-stores get <store> <key>');
   return naming(async () => (await api.get<{ data: DataStoreRecord }>(await recordPath(api, store, key))).data);
+}
+
+const SET_USAGE = 'tributary data-stores set <store> <key> <json-value> [--ttl seconds]';
+
+/**
+ * The value of `set` as the JSON it is given: a bare word would otherwise be sent as a string by a guess, and a
+ * mistyped object (`{a: 1}`) stored as its text.
+ */
+export function jsonValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new UsageError(`the value is not JSON (${reason}); a string goes in double quotes, as '"text"': ${SET_USAGE}`);
+  }
+}
+
+/** `--ttl` as a number of seconds; whether the server takes it (positive, at most 100 years) is the server's to say. */
+export function ttlSeconds(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const seconds = text.trim() === '' ? Number.NaN : Number(text);
+  if (!Number.isFinite(seconds)) throw new UsageError(`--ttl takes a number of seconds, not ${quoted(text)}: ${SET_USAGE}`);
+  return seconds;
+}
+
+/** Writes one record, as a component's set(key, value, { ttl }) would; a store named for the first time is made. */
+export async function writeRecord(api: ApiClient, store: string, key: string, value: unknown, ttl: number | undefined): Promise<DataStoreRecord> {
+  required('store', store, SET_USAGE);
+  required('key', key, SET_USAGE);
+  const body = ttl === undefined ? { value } : { value, ttl };
+  return naming(async () => (await api.call<{ data: DataStoreRecord }>('PUT', await recordPath(api, store, key), body)).data);
 }
 
 /** Deletes one record, as a component's delete(key) would. */

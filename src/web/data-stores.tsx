@@ -28,7 +28,8 @@ export function DataStoresList() {
         <p>
           No data stores yet. A store is made by the first write to its name from a component's <code>data_store</code> prop: a source or workflow step with{' '}
           <code>props: {'{ store: { type: "data_store" } }'}</code>, configured as <code>{'{ "store": "orders" }'}</code>, that runs{' '}
-          <code>await this.store.set(key, value)</code>.
+          <code>await this.store.set(key, value)</code>; or by a record written to it by hand, with{' '}
+          <code>{`tributary data-stores set orders key '"value"'`}</code> or <code>PUT /v1/data_stores/orders/records?key=…</code>.
         </p>
       )}
       {stores.length > 0 && (

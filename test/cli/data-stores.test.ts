@@ -1,5 +1,6 @@
 // `tributary data-stores` against a real server: the account's stores (as `list data-stores` too), a store's keys, a
-// record read as JSON and deleted, by name or id, whatever the key holds; and the refusals with their exit codes.
+// record read as JSON, written from JSON and deleted, by name or id, whatever the key holds; and the refusals with
+// their exit codes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,8 +44,8 @@ describe('tributary data-stores', () => {
       cwd: dir,
     });
 
-  /** A source writing the store `store`, run once with `event`, to its emit. */
-  async function write(store: string, event: object): Promise<void> {
+  /** A source writing the store `store`, run once with `event`, to its emit: its id. */
+  async function write(store: string, event: object): Promise<string> {
     const created = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store } });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const id = created.body.data.id;
@@ -54,6 +55,7 @@ describe('tributary data-stores', () => {
       (res) => res.body.data.length === 1,
       { what: `the write to ${store}` },
     );
+    return id;
   }
 
   it('lists none yet, then the stores with their key counts, as a table and as JSON lines', async () => {
@@ -165,6 +167,75 @@ describe('tributary data-stores', () => {
     expect(await tributary(['data-stores', 'get', 'doomed', 'kept'])).toEqual({ code: 0, stdout: '2\n', stderr: '' });
   });
 
+  it('writes a record from its JSON value, with --ttl, by name or id, a key or negative value after --; a component reads it', async () => {
+    const set = (store: string, key: string) => `set key ${JSON.stringify(key)} of data store ${JSON.stringify(store)}\n`;
+    expect(await tributary(['data-stores', 'set', 'written', 'customer 42', '{"total": 3, "items": ["a", null]}'])).toEqual({
+      code: 0,
+      stdout: set('written', 'customer 42'),
+      stderr: '',
+    });
+    expect((await api.get('/v1/data_stores/written/records?key=customer%2042')).body).toEqual({
+      data: { key: 'customer 42', value: { total: 3, items: ['a', null] } },
+    });
+    expect(await tributary(['data-stores', 'set', '--ttl', '60', 'written', 'token', '"abc"'])).toEqual({
+      code: 0,
+      stdout: 'set key "token" of data store "written", expiring at 2030-01-01T00:01:00.000Z\n',
+      stderr: '',
+    });
+    expect(await tributary(['data-stores', 'get', 'written', 'token'])).toEqual({
+      code: 0,
+      stdout: '"abc"\n',
+      stderr: 'expires at 2030-01-01T00:01:00.000Z\n',
+    });
+    expect(await tributary(['data-stores', 'set', 'written', '--', '-draft', '-1'])).toEqual({ code: 0, stdout: set('written', '-draft'), stderr: '' });
+    const { id } = (await api.get('/v1/data_stores/written/keys')).body.data;
+    expect(await tributary(['data-stores', 'set', id, 'nothing', 'null'])).toEqual({ code: 0, stdout: set(id, 'nothing'), stderr: '' });
+    expect(await tributary(['data-stores', 'keys', 'written'])).toEqual({ code: 0, stdout: '-draft\ncustomer 42\nnothing\ntoken\n', stderr: '' });
+    // A run of a component that names the store reads what the CLI wrote.
+    const source = await write('written', {});
+    const [emitted] = (await api.get(`/v1/sources/${source}/event_summaries?expand=event`)).body.data;
+    expect(emitted.event).toEqual({ keys: ['-draft', 'customer 42', 'nothing', 'token'] });
+    expect(await tributary(['data-stores', 'get', 'written', '--', '-draft'])).toEqual({ code: 0, stdout: '-1\n', stderr: '' });
+  });
+
+  it("refuses a value that is not JSON or a --ttl that is no number before any request, and says the server's refusals", async () => {
+    const usage = 'tributary data-stores set <store> <key> <json-value> [--ttl seconds]';
+    const reason = (text: string) => {
+      try {
+        JSON.parse(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    for (const text of ['abc', '{a: 1}', '']) {
+      expect(await tributary(['data-stores', 'set', 'refused', 'k', text]), text).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `error: the value is not JSON (${reason(text)}); a string goes in double quotes, as '"text"': ${usage}\n`,
+      });
+    }
+    expect(await tributary(['data-stores', 'set', '--ttl', 'soon', 'refused', 'k', '1'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: --ttl takes a number of seconds, not "soon": ${usage}\n`,
+    });
+    expect(await tributary(['data-stores', 'set', 'refused', '', '1'])).toEqual({ code: 2, stdout: '', stderr: `error: the key may not be empty: ${usage}\n` });
+    const missing = await tributary(['data-stores', 'set', 'refused', 'k']);
+    expect([missing.code, missing.stderr.split('\n')[0]]).toEqual([2, "error: missing required argument 'json-value'"]);
+    const ttl = 'a data store ttl is a positive number of seconds (or null for none), not 0';
+    expect(await tributary(['data-stores', 'set', '--ttl', '0', 'refused', 'k', '1'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: ${ttl} (400 invalid_request)\n  ttl: ${ttl}\n`,
+    });
+    expect(await tributary(['data-stores', 'set', 'ds_01jzzzzzzzzzzzzzzzzzzzzzzz', 'k', '1'])).toEqual({
+      code: 3,
+      stdout: '',
+      stderr: `error: data store "ds_01jzzzzzzzzzzzzzzzzzzzzzzz" not found (404 not_found)\n${HINT}`,
+    });
+    expect((await api.get('/v1/data_stores/refused/keys')).status).toBe(404);
+  });
+
   it('refuses missing or empty arguments with a usage line and exit 2, before any request', async () => {
     const missing = await tributary(['data-stores', 'get', 'orders']);
     expect([missing.code, missing.stdout, missing.stderr.split('\n').slice(0, 3)]).toEqual([
@@ -193,14 +264,15 @@ describe('tributary data-stores', () => {
       'list [options] list the data stores with their key counts, newest first (the same as tributary list data-stores)',
       "keys [options] <store> a store's keys in key order, one a line",
       "get [options] <store> <key> a record's value as JSON (indented); when it has a ttl, standard error says when it expires",
+      "set [options] <store> <key> <json-value> write a record, as a component's set(key, value, { ttl }) would",
       "delete [options] <store> <key> delete a record, as a component's delete(key) would",
       'put -- before arguments that begin with a dash',
     ]) {
       expect(help).toContain(said);
     }
     expect((await tributary(['--help'])).stdout).toMatch(/^ {2}data-stores {2,}the account's data stores/m);
-    const unknown = await tributary(['data-stores', 'set', 'orders', 'k']);
-    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, "error: unknown command 'set'"]);
+    const unknown = await tributary(['data-stores', 'put', 'orders', 'k']);
+    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, "error: unknown command 'put'"]);
     // A key past what a store takes is the server's 400, exit 2, naming the parameter.
     expect(await tributary(['data-stores', 'get', 'orders', 'k'.repeat(1025)])).toEqual({
       code: 2,

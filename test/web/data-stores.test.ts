@@ -54,13 +54,16 @@ describe.each(DIALECTS)('web console: data stores (%s)', BROWSER_SUITE, (dialect
     browser = launched;
   });
 
-  it('says, with no store yet, that a data_store prop writing to a name makes one', async () => {
+  it('says, with no store yet, that a data_store prop writing to a name makes one, as does a record written by hand', async () => {
     const { user } = await newAccount(server);
     const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Data stores' }).click();
     await page.getByRole('heading', { name: 'Data stores', level: 1 }).waitFor();
     await waitForText(page.locator('main p'), 'No data stores yet. A store is made by the first write to its name');
     expect(await page.locator('main').textContent()).toContain('data_store');
+    expect(await page.locator('main p').last().textContent()).toContain(
+      `or by a record written to it by hand, with tributary data-stores set orders key '"value"' or PUT /v1/data_stores/orders/records?key=….`,
+    );
     expect(await page.locator('main table, main button').count()).toBe(0);
     await finish();
   });
