@@ -43,31 +43,40 @@ const APP_SLUG_RE = new RegExp(APP_SLUG);
 const CREDENTIAL_FIELD_RE = new RegExp(CREDENTIAL_FIELD);
 
 /**
+ * The 400 of a value of a POST or PUT /accounts body that its schema let through: `<field> <reason>` as the message and,
+ * as a schema's refusal has, a detail naming the field (`credentials.expires_at`), so that a client marks that field
+ * without reading the message.
+ */
+function refused(field: string, reason: string): ServiceError {
+  return invalid(`${field} ${reason}`, [{ in: 'body', field, message: reason }]);
+}
+
+/**
  * A flat object of strings, numbers and booleans, within the limits, with a usable `expires_at` and token URL.
  * Messages name fields, never values: a value in an error body or a log line would be a leaked secret.
  */
 export function checkCredentials(given: unknown): Credentials {
-  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalid('credentials must be an object of fields');
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw refused('credentials', 'must be an object of fields');
   const entries = Object.entries(given);
-  if (!entries.length) throw invalid('credentials must hold at least one field');
-  if (entries.length > MAX_CREDENTIAL_FIELDS) throw invalid(`credentials may hold at most ${MAX_CREDENTIAL_FIELDS} fields, not ${entries.length}`);
+  if (!entries.length) throw refused('credentials', 'must hold at least one field');
+  if (entries.length > MAX_CREDENTIAL_FIELDS) throw refused('credentials', `may hold at most ${MAX_CREDENTIAL_FIELDS} fields, not ${entries.length}`);
   for (const [name, value] of entries) {
-    if (!CREDENTIAL_FIELD_RE.test(name) || name === '__proto__') throw invalid(`credentials field names are 1 to 64 of A-Z a-z 0-9 _ . -`);
+    if (!CREDENTIAL_FIELD_RE.test(name) || name === '__proto__') throw refused('credentials', 'field names are 1 to 64 of A-Z a-z 0-9 _ . -');
     const scalar = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
-    if (!scalar) throw invalid(`credentials.${name} must be a string, a number or a boolean`);
+    if (!scalar) throw refused(`credentials.${name}`, 'must be a string, a number or a boolean');
   }
   const bytes = Buffer.byteLength(JSON.stringify(given));
-  if (bytes > MAX_CREDENTIAL_BYTES) throw invalid(`credentials may take at most ${MAX_CREDENTIAL_BYTES} bytes of JSON, not ${bytes}`);
+  if (bytes > MAX_CREDENTIAL_BYTES) throw refused('credentials', `may take at most ${MAX_CREDENTIAL_BYTES} bytes of JSON, not ${bytes}`);
   const credentials = given as Credentials;
   if (credentials.expires_at !== undefined && expiresAtMs(credentials) === undefined) {
-    throw invalid('credentials.expires_at must be epoch seconds or an ISO 8601 date');
+    throw refused('credentials.expires_at', 'must be epoch seconds or an ISO 8601 date');
   }
   if (credentials.oauth_token_url !== undefined && !isHttpUrl(credentials.oauth_token_url)) {
-    throw invalid('credentials.oauth_token_url must be an http or https URL');
+    throw refused('credentials.oauth_token_url', 'must be an http or https URL');
   }
   // Anything else was read as basic: a typo ("Body", "post") sent the client secret the way the server refuses.
   if (credentials.oauth_client_auth !== undefined && credentials.oauth_client_auth !== 'basic' && credentials.oauth_client_auth !== 'body') {
-    throw invalid('credentials.oauth_client_auth must be "basic" or "body"');
+    throw refused('credentials.oauth_client_auth', 'must be "basic" or "body"');
   }
   return credentials;
 }
@@ -83,7 +92,7 @@ function isHttpUrl(value: unknown): boolean {
 }
 
 function checkName(name: string): string {
-  if (name.trim() === '') throw invalid('name must be a non-empty string');
+  if (name.trim() === '') throw refused('name', 'must be a non-empty string');
   return name;
 }
 
@@ -112,7 +121,7 @@ export class ConnectedAccountService {
   ) {}
 
   async create(ownerId: string, request: ConnectedAccountRequest): Promise<ConnectedAccountView> {
-    if (!APP_SLUG_RE.test(request.app)) throw invalid('app must be an app name slug: 1 to 64 of a-z 0-9 _');
+    if (!APP_SLUG_RE.test(request.app)) throw refused('app', 'must be an app name slug: 1 to 64 of a-z 0-9 _');
     const credentials = checkCredentials(request.credentials);
     const now = nowSeconds();
     const row: accounts.ConnectedAccountRow = {

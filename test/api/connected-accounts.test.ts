@@ -132,6 +132,29 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     }
   });
 
+  it("names the refused credential or name in the 400's details, as a schema's refusal does, on POST and PUT", async () => {
+    const acme = await connect(user.api, { api_key: 'kept key' }, 'acme', 'details');
+    const refusal = (field: string, message: string) => ({
+      error: `${field} ${message}`,
+      code: 'invalid_request',
+      details: [{ in: 'body', field, message }],
+    });
+    const expiresAt = refusal('credentials.expires_at', 'must be epoch seconds or an ISO 8601 date');
+    const created = await user.api.post('/v1/accounts', { app: 'acme', name: 'x', credentials: { expires_at: 'soon' } });
+    expect([created.status, created.body]).toEqual([400, expiresAt]);
+    const replaced = await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { oauth_access_token: 'a', expires_at: 'soon' } });
+    expect([replaced.status, replaced.body]).toEqual([400, expiresAt]);
+    const url = await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { oauth_token_url: 'ftp://x' } });
+    expect([url.status, url.body]).toEqual([400, refusal('credentials.oauth_token_url', 'must be an http or https URL')]);
+    const auth = await user.api.post('/v1/accounts', { app: 'acme', name: 'x', credentials: { oauth_client_auth: 'post' } });
+    expect([auth.status, auth.body]).toEqual([400, refusal('credentials.oauth_client_auth', 'must be "basic" or "body"')]);
+    const big = await user.api.post('/v1/accounts', { app: 'acme', name: 'x', credentials: { a: 'v'.repeat(9000), b: 'v'.repeat(9000) } });
+    expect([big.status, big.body]).toEqual([400, refusal('credentials', 'may take at most 16384 bytes of JSON, not 18015')]);
+    const blank = await user.api.put(`/v1/accounts/${acme.id}`, { name: '  ' });
+    expect([blank.status, blank.body]).toEqual([400, refusal('name', 'must be a non-empty string')]);
+    expect((await user.api.get(`/v1/accounts/${acme.id}`)).body.data).toEqual(acme);
+  });
+
   it('refuses a field it does not take with a 400 naming it, and changes nothing', async () => {
     const acme = await connect(user.api, { api_key: 'unchanged key' }, 'acme', 'typo');
     const created = await user.api.post('/v1/accounts', { app: 'acme', name: 'x', credentials: { api_key: 'k' }, healthy: false });
