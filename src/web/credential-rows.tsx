@@ -45,22 +45,23 @@ export function collectCredentials(rows: CredentialRow[]): { credentials: Record
 }
 
 /**
- * A 400 on the fields it is about: a detail naming `name` or `app` on that field; the service's reasons about the
- * credentials (which name a field, `credentials.expires_at must be …`, never a value) on that field's value, else
- * under the rows. What names none of them is the form's line above its button.
+ * A 400 on the fields its details name: `name` or `app` on that field (when the form has it), `credentials` under the
+ * rows, and `credentials.<field>` (the service's reasons about a value, never the value) on that field's value, else
+ * under the rows. A refusal that names none of them is the form's line above its button.
  */
 export function refusalOnFields(failure: unknown, rows: CredentialRow[], fields: readonly string[]): { fields: FieldErrors; general: string | undefined } {
   if (!(failure instanceof ApiError) || failure.status !== 400) return { fields: {}, general: describeError(failure) };
   const found: FieldErrors = {};
-  for (const detail of failure.details) {
-    if (detail.field && fields.includes(detail.field)) found[detail.field] = `${detail.field} ${detail.message ?? 'is invalid'}`;
-    else if (detail.field === 'credentials') found.credentials = `credentials ${detail.message ?? 'are invalid'}`;
+  for (const { field, message } of failure.details) {
+    if (!field) continue;
+    if (fields.includes(field)) found[field] = `${field} ${message ?? 'is invalid'}`;
+    else if (field === 'credentials') found.credentials = `credentials ${message ?? 'are invalid'}`;
+    else if (field.startsWith('credentials.')) {
+      const row = rows.find((r) => `credentials.${r.name.trim()}` === field);
+      found[row ? rowField(row, 'value') : 'credentials'] = `${field} ${message ?? 'is invalid'}`;
+    }
   }
   if (Object.keys(found).length) return { fields: found, general: undefined };
-  const about = /^credentials\.([A-Za-z0-9_.-]+) /.exec(failure.message);
-  const row = about && rows.find((r) => r.name.trim() === about[1]);
-  if (row) return { fields: { [rowField(row, 'value')]: failure.message }, general: undefined };
-  if (failure.message.startsWith('credentials')) return { fields: { credentials: failure.message }, general: undefined };
   return { fields: {}, general: describeError(failure) };
 }
 

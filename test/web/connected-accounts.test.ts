@@ -149,7 +149,17 @@ describe.each(DIALECTS)('web console: connected accounts (%s)', BROWSER_SUITE, (
     await waitForText(replace.getByRole('alert').first(), 'Type the value of api_key.');
     await waitForText(replace.locator('.field-error'), 'Type the value of site.');
     await replace.getByLabel('Field 1 value').fill(second);
-    await replace.getByRole('button', { name: 'Remove field 2 (site)' }).click();
+    // A value the server refuses: the field its 400's details name is marked, with the reason, and nothing is replaced.
+    await replace.getByLabel('Field 2 name').fill('oauth_token_url');
+    await replace.getByLabel('Field 2 value').fill('ftp://files.example');
+    await replace.getByRole('button', { name: 'Replace credentials' }).click();
+    await waitForText(
+      replace.getByRole('alert').filter({ hasText: 'credentials.oauth_token_url' }),
+      'credentials.oauth_token_url must be an http or https URL',
+    );
+    expect(await replace.getByLabel('Field 2 value').getAttribute('aria-invalid')).toBe('true');
+    expect((await user.api.get(`/v1/accounts/${id}`)).body.data.fields).toEqual(['api_key', 'site']);
+    await replace.getByRole('button', { name: 'Remove field 2 (oauth_token_url)' }).click();
     await replace.getByRole('button', { name: 'Replace credentials' }).click();
     await waitForText(page.getByRole('status'), 'Replaced the credentials of Acme staging: api_key.');
     await waitForText(page.locator('.facts'), 'Fieldsapi_keyHealth');
