@@ -1,67 +1,45 @@
 // The components pages: the account's saved components, and one component's facts, props and code.
-import { useRef } from 'preact/hooks';
 import { get } from './api';
 import { CopyButton } from './copy-button';
 import { formatTime } from './format';
 import { LoadError } from './load-error';
-import { LoadMore } from './load-more';
 import { href } from './router';
 import type { PropDescriptor, SavedComponent } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
+import { NameCell, PagedTable, Table } from './table';
 
 const PAGE = 50;
 
 export function ComponentsList() {
   // The list is for finding a component: its code, which may be long, is read on its own page only.
   const pages = usePages<SavedComponent>('/users/me/components', PAGE, { exclude: 'code' });
-  const { items: components, page } = pages;
-  const rows = useRef<HTMLDivElement>(null);
   return (
     <section aria-labelledby="components-title">
       <h1 id="components-title">Components</h1>
       <p class="hint">The account's saved components, newest first: each save of code is one, a source's and a workflow step's too.</p>
-      <LoadError loads={[page]} />
-      {page.data && components.length === 0 && (
-        // Nothing on this page saves one: the empty page says what does, so that it is not taken for a missing button.
-        <p>
-          No components yet. A component is saved from its code with <code>POST /v1/components</code> or <code>tributary deploy</code>, or by deploying pasted
-          code from <a href={href('sources', 'new')}>New source</a>.
-        </p>
-      )}
-      {components.length > 0 && (
-        <div class="table-wrap" ref={rows}>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Version</th>
-                <th scope="col">Id</th>
-                <th scope="col">Created</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {components.map((component) => (
-                <tr key={component.id}>
-                  <th scope="row">
-                    <a href={href('components', component.id)} title={component.name}>
-                      {component.name}
-                    </a>
-                  </th>
-                  <td>{component.version}</td>
-                  <td>
-                    <code>{component.id}</code>
-                  </td>
-                  <td>{formatTime(component.created_at * 1000)}</td>
-                  <td>{formatTime(component.updated_at * 1000)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <LoadMore pages={pages} rows={rows} />
+      <PagedTable
+        pages={pages}
+        columns={['Name', 'Version', 'Id', 'Created', 'Updated']}
+        row={(component) => (
+          <tr key={component.id}>
+            <NameCell href={href('components', component.id)} name={component.name} />
+            <td>{component.version}</td>
+            <td>
+              <code>{component.id}</code>
+            </td>
+            <td>{formatTime(component.created_at * 1000)}</td>
+            <td>{formatTime(component.updated_at * 1000)}</td>
+          </tr>
+        )}
+        // Nothing on this page saves one: the empty page says what does.
+        empty={
+          <>
+            No components yet. A component is saved from its code with <code>POST /v1/components</code> or <code>tributary deploy</code>, or by deploying pasted
+            code from <a href={href('sources', 'new')}>New source</a>.
+          </>
+        }
+      />
     </section>
   );
 }
@@ -131,35 +109,25 @@ export function ComponentPage(props: { id: string }) {
 /** The props a deploy configures, as the code declares them (those `additionalProps()` adds depend on the values). */
 function PropsTable(props: { props: PropDescriptor[] }) {
   return (
-    <div class="table-wrap">
-      <table aria-labelledby="component-props">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Type</th>
-            <th scope="col">Required</th>
-            <th scope="col">Default</th>
-            <th scope="col">About</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.props.map((prop) => (
-            <tr key={prop.name}>
-              <th scope="row">
-                <code>{prop.name}</code>
-              </th>
-              <td>
-                {prop.type}
-                {prop.secret && <span class="muted"> (secret)</span>}
-              </td>
-              {/* An alert is a note to whoever configures it: it takes no value. */}
-              <td>{prop.type === 'alert' ? '' : prop.optional ? 'optional' : 'required'}</td>
-              <td>{prop.default === undefined ? '' : <code>{JSON.stringify(prop.default)}</code>}</td>
-              <td class="about">{[prop.label, prop.description ?? prop.content].filter(Boolean).join(': ')}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table
+      labelledBy="component-props"
+      columns={['Name', 'Type', 'Required', 'Default', 'About']}
+      items={props.props}
+      row={(prop) => (
+        <tr key={prop.name}>
+          <th scope="row">
+            <code>{prop.name}</code>
+          </th>
+          <td>
+            {prop.type}
+            {prop.secret && <span class="muted"> (secret)</span>}
+          </td>
+          {/* An alert is a note to whoever configures it: it takes no value. */}
+          <td>{prop.type === 'alert' ? '' : prop.optional ? 'optional' : 'required'}</td>
+          <td>{prop.default === undefined ? '' : <code>{JSON.stringify(prop.default)}</code>}</td>
+          <td class="about">{[prop.label, prop.description ?? prop.content].filter(Boolean).join(': ')}</td>
+        </tr>
+      )}
+    />
   );
 }

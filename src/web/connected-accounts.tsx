@@ -1,17 +1,16 @@
 // The connected accounts page: the account's apps' credentials (their field names, never their values) and a form to connect one.
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { post } from './api';
 import { CredentialRows, type CredentialRow, collectCredentials, newRow, refusalOnFields } from './credential-rows';
 import { FIX_MARKED, REFUSED_MARKED, type FormErrors, useFormErrors } from './field-errors';
 import { formatTime } from './format';
-import { LoadError } from './load-error';
-import { LoadMore } from './load-more';
 import { useNotify } from './notices';
 import { focusFirstInvalid } from './prop-form';
 import { href } from './router';
 import type { ConnectedAccount } from './types';
 import { useBusy } from './use-busy';
 import { usePages } from './use-pages';
+import { NameCell, PagedTable } from './table';
 
 const PAGE = 50;
 /** The API's pattern of an app's name slug (services/connected-accounts.ts, APP_SLUG). */
@@ -21,8 +20,6 @@ const FIELDS = ['app', 'name'] as const;
 
 export function ConnectedAccountsList() {
   const pages = usePages<ConnectedAccount>('/users/me/accounts', PAGE);
-  const { items: accounts, page } = pages;
-  const rows = useRef<HTMLDivElement>(null);
   return (
     <section aria-labelledby="connected-accounts-title">
       <h1 id="connected-accounts-title">Connected accounts</h1>
@@ -30,46 +27,26 @@ export function ConnectedAccountsList() {
         The credentials of apps (an API key, OAuth tokens) that components read as <code>this.&lt;app&gt;.$auth</code>, newest first. A source or workflow step
         names one in its app prop, as <code>{'{ "authProvisionId": "apn_…" }'}</code>. Their values are never shown: only the names of their fields.
       </p>
-      <LoadError loads={[page]} />
-      {page.data && accounts.length === 0 && <p>No connected accounts yet. Connect one below with the app's name and its credentials.</p>}
-      {accounts.length > 0 && (
-        <div class="table-wrap" ref={rows}>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">App</th>
-                <th scope="col">Fields</th>
-                <th scope="col">Health</th>
-                <th scope="col">Created</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {accounts.map((account) => (
-                <tr key={account.id}>
-                  <th scope="row">
-                    <a href={href('connected-accounts', account.id)} title={account.name}>
-                      {account.name}
-                    </a>
-                  </th>
-                  <td>
-                    <code>{account.app}</code>
-                  </td>
-                  <td class="fields">{account.fields.join(', ')}</td>
-                  <td>
-                    <Health account={account} />
-                  </td>
-                  <td>{formatTime(account.created_at * 1000)}</td>
-                  <td>{formatTime(account.updated_at * 1000)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <LoadMore pages={pages} rows={rows} />
-      <NewConnectedAccount onCreated={page.reload} />
+      <PagedTable
+        pages={pages}
+        columns={['Name', 'App', 'Fields', 'Health', 'Created', 'Updated']}
+        row={(account) => (
+          <tr key={account.id}>
+            <NameCell href={href('connected-accounts', account.id)} name={account.name} />
+            <td>
+              <code>{account.app}</code>
+            </td>
+            <td class="fields">{account.fields.join(', ')}</td>
+            <td>
+              <Health account={account} />
+            </td>
+            <td>{formatTime(account.created_at * 1000)}</td>
+            <td>{formatTime(account.updated_at * 1000)}</td>
+          </tr>
+        )}
+        empty="No connected accounts yet. Connect one below with the app's name and its credentials."
+      />
+      <NewConnectedAccount onCreated={pages.page.reload} />
     </section>
   );
 }

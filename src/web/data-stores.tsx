@@ -9,6 +9,7 @@ import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RecordRow } from './data-store-record';
+import { NameCell, PagedTable, Table } from './table';
 
 const PAGE = 50;
 /** A store may hold tens of thousands of keys, which the API gives at once: drawn this many at a time. */
@@ -16,53 +17,33 @@ const KEYS_SHOWN = 200;
 
 export function DataStoresList() {
   const pages = usePages<DataStore>('/data_stores', PAGE);
-  const { items: stores, page } = pages;
-  const rows = useRef<HTMLDivElement>(null);
   return (
     <section aria-labelledby="data-stores-title">
       <h1 id="data-stores-title">Data stores</h1>
       <p class="hint">Key-value stores that the account's sources and workflow steps share by name, newest first.</p>
-      <LoadError loads={[page]} />
-      {page.data && stores.length === 0 && (
-        // Nothing here makes a store: the empty page says what does, so that it is not taken for a missing button.
-        <p>
-          No data stores yet. A store is made by the first write to its name from a component's <code>data_store</code> prop: a source or workflow step with{' '}
-          <code>props: {'{ store: { type: "data_store" } }'}</code>, configured as <code>{'{ "store": "orders" }'}</code>, that runs{' '}
-          <code>await this.store.set(key, value)</code>; or by a record written to it by hand, with{' '}
-          <code>{`tributary data-stores set orders key '"value"'`}</code> or <code>PUT /v1/data_stores/orders/records?key=…</code>.
-        </p>
-      )}
-      {stores.length > 0 && (
-        <div class="table-wrap" ref={rows}>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Id</th>
-                <th scope="col">Keys</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stores.map((store) => (
-                <tr key={store.id}>
-                  <th scope="row">
-                    <a href={href('data-stores', store.id)} title={store.name}>
-                      {store.name}
-                    </a>
-                  </th>
-                  <td>
-                    <code>{store.id}</code>
-                  </td>
-                  <td>{store.key_count}</td>
-                  <td>{formatTime(store.updated_at * 1000)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <LoadMore pages={pages} rows={rows} />
+      <PagedTable
+        pages={pages}
+        columns={['Name', 'Id', 'Keys', 'Updated']}
+        row={(store) => (
+          <tr key={store.id}>
+            <NameCell href={href('data-stores', store.id)} name={store.name} />
+            <td>
+              <code>{store.id}</code>
+            </td>
+            <td>{store.key_count}</td>
+            <td>{formatTime(store.updated_at * 1000)}</td>
+          </tr>
+        )}
+        // Nothing here makes a store: the empty page says what does.
+        empty={
+          <>
+            No data stores yet. A store is made by the first write to its name from a component's <code>data_store</code> prop: a source or workflow step with{' '}
+            <code>props: {'{ store: { type: "data_store" } }'}</code>, configured as <code>{'{ "store": "orders" }'}</code>, that runs{' '}
+            <code>await this.store.set(key, value)</code>; or by a record written to it by hand, with{' '}
+            <code>{`tributary data-stores set orders key '"value"'`}</code> or <code>PUT /v1/data_stores/orders/records?key=…</code>.
+          </>
+        }
+      />
     </section>
   );
 }
@@ -142,35 +123,27 @@ export function DataStorePage(props: { id: string }) {
       {keys.length === 0 ? (
         <p class="muted">This store holds no keys: its records were deleted, cleared or expired.</p>
       ) : (
-        <div class="table-wrap" ref={rows}>
-          <table class="keys">
-            <caption class="sr-only">Keys, in key order</caption>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {pages.items.map((key, index) => (
-                <RecordRow
-                  key={key}
-                  storeId={data.id}
-                  storeName={data.name}
-                  recordKey={key}
-                  index={index}
-                  refreshed={refreshed}
-                  onDeleted={() => {
-                    setRefocus(index);
-                    return store.reload();
-                  }}
-                />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          wrap={rows}
+          class="keys"
+          caption="Keys, in key order"
+          columns={['Key', { hidden: 'Actions' }]}
+          items={pages.items}
+          row={(key, index) => (
+            <RecordRow
+              key={key}
+              storeId={data.id}
+              storeName={data.name}
+              recordKey={key}
+              index={index}
+              refreshed={refreshed}
+              onDeleted={() => {
+                setRefocus(index);
+                return store.reload();
+              }}
+            />
+          )}
+        />
       )}
       <LoadMore pages={pages} rows={rows} />
     </section>

@@ -1,5 +1,4 @@
 // The sources page: every source with its kind, state, last event and a sparkline of its events per minute.
-import { useRef } from 'preact/hooks';
 import { get, type Page } from './api';
 import { eventTime, formatAgo, sourceKind } from './format';
 import { href } from './router';
@@ -7,16 +6,12 @@ import { perMinute, Sparkline } from './sparkline';
 import type { EventSummary, Source } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
-import { LoadMore } from './load-more';
-import { LoadError } from './load-error';
+import { NameCell, PagedTable } from './table';
 
 const PAGE = 50;
 
 export function SourcesList() {
   const pages = usePages<Source>('/users/me/sources', PAGE);
-  const { items: sources, page } = pages;
-  const rows = useRef<HTMLDivElement>(null);
-
   return (
     <section aria-labelledby="sources-title">
       <div class="title-row">
@@ -25,33 +20,17 @@ export function SourcesList() {
           New source
         </a>
       </div>
-      <LoadError loads={[page]} />
-      {page.data && sources.length === 0 && (
-        <p>
-          No sources yet. <a href={href('sources', 'new')}>Deploy one</a> from code or from the registry.
-        </p>
-      )}
-      {sources.length > 0 && (
-        <div class="table-wrap" ref={rows}>
-          <table class="sources">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Active</th>
-                <th scope="col">Last event</th>
-                <th scope="col">Events per minute</th>
-              </tr>
-            </thead>
-            <tbody>
-              {sources.map((source) => (
-                <SourceRow source={source} key={source.id} />
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <LoadMore pages={pages} rows={rows} />
+      <PagedTable
+        pages={pages}
+        class="sources"
+        columns={['Name', 'Type', 'Active', 'Last event', 'Events per minute']}
+        row={(source) => <SourceRow source={source} key={source.id} />}
+        empty={
+          <>
+            No sources yet. <a href={href('sources', 'new')}>Deploy one</a> from code or from the registry.
+          </>
+        }
+      />
     </section>
   );
 }
@@ -64,11 +43,7 @@ function SourceRow(props: { source: Source }) {
   const last = times.length ? Math.max(...times) : undefined;
   return (
     <tr>
-      <th scope="row">
-        <a href={href('sources', source.id)} title={source.name}>
-          {source.name}
-        </a>
-      </th>
+      <NameCell href={href('sources', source.id)} name={source.name} />
       <td>{sourceKind(source.configured_props)}</td>
       <td>{source.active ? 'Active' : <span class="muted">Inactive</span>}</td>
       {/* A failed read says so (its reason on hover), rather than the "…" of a read still on its way, forever. */}

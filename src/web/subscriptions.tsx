@@ -6,6 +6,7 @@ import { useNotify } from './notices';
 import type { Source, Subscription, Webhook, Workflow } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { Table } from './table';
 import { useFormErrors } from './field-errors';
 import { focusFirstInvalid } from './prop-form';
 import { useBusy } from './use-busy';
@@ -114,55 +115,37 @@ export function SubscriptionsPage() {
       <h1 id="subscriptions-title">Subscriptions</h1>
       <LoadError loads={[list]} />
       {list.data && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Emitter</th>
-                <th scope="col">Stream</th>
-                <th scope="col">Listener</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((s) => (
-                <tr key={s.id}>
-                  <td>
-                    <IdWithName id={s.emitter_id} names={names} />
-                  </td>
-                  <td>
-                    <span class="cut" title={s.event_name || 'default'}>
-                      {s.event_name || 'default'}
-                    </span>
-                  </td>
-                  <td>
-                    <IdWithName id={s.listener_id} names={names} />
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => setDeleting(s)}
-                      // The stream too: the same emitter and listener may be subscribed on several streams.
-                      aria-label={`Delete subscription of ${s.listener_id} to ${s.emitter_id}, stream ${s.event_name || 'default'}`}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-              {list.data.data.length === 0 && (
-                <tr>
-                  <td colSpan={4} class="muted">
-                    No subscriptions yet.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          columns={['Emitter', 'Stream', 'Listener', { hidden: 'Actions' }]}
+          items={list.data.data}
+          row={(s) => (
+            <tr key={s.id}>
+              <td>
+                <IdWithName id={s.emitter_id} names={names} />
+              </td>
+              <td>
+                <span class="cut" title={s.event_name || 'default'}>
+                  {s.event_name || 'default'}
+                </span>
+              </td>
+              <td>
+                <IdWithName id={s.listener_id} names={names} />
+              </td>
+              <td>
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => setDeleting(s)}
+                  // The stream too: the same emitter and listener may be subscribed on several streams.
+                  aria-label={`Delete subscription of ${s.listener_id} to ${s.emitter_id}, stream ${s.event_name || 'default'}`}
+                >
+                  Delete
+                </button>
+              </td>
+            </tr>
+          )}
+          empty="No subscriptions yet."
+        />
       )}
       <form class="panel" onSubmit={create} noValidate aria-labelledby="new-subscription-title">
         <h2 id="new-subscription-title">New subscription</h2>

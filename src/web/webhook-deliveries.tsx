@@ -8,6 +8,7 @@ import { useLoad } from './use-load';
 import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
+import { Table } from './table';
 
 const PAGE = 100;
 
@@ -59,55 +60,38 @@ export function WebhookDeliveries(props: { id: string }) {
           Refresh
         </button>
       </div>
-      <div class="table-wrap" ref={rows}>
-        <table class="deliveries">
-          <caption class="sr-only">Delivery attempts, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Attempted</th>
-              <th scope="col">Event</th>
-              <th scope="col">Attempt</th>
-              <th scope="col">State</th>
-              <th scope="col">Status</th>
-              <th scope="col">Error</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Next retry</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((d) => (
-              <tr key={d.id}>
-                <td>{formatTime(d.attempted_at_ms)}</td>
-                <td>
-                  {/* A source's event opens on its page; a workflow's emits have no page in the console to open on. */}
-                  {d.emitter_id.startsWith('dc_') ? (
-                    <a href={href('sources', d.emitter_id, 'events', d.event_id)} aria-label={`Event ${d.event_id} of source ${d.emitter_id}`}>
-                      <code>{d.event_id}</code>
-                    </a>
-                  ) : (
-                    <code>{d.event_id}</code>
-                  )}
-                </td>
-                <td>{d.attempt}</td>
-                <td>
-                  <span class={`badge ${d.state}`}>{d.state}</span>
-                </td>
-                <td class="status-code">{d.status_code ?? '—'}</td>
-                <td class="summary">{failureOf(d)}</td>
-                <td>{formatDuration(d.duration_ms)}</td>
-                <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
-              </tr>
-            ))}
-            {deliveries.data && items.length === 0 && (
-              <tr>
-                <td colSpan={8} class="muted">
-                  Nothing delivered yet.
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      {/* Not a PagedTable: the log stands from the first read, beside its Refresh, and an empty one is a row of it. */}
+      <Table
+        wrap={rows}
+        class="deliveries"
+        caption="Delivery attempts, newest first"
+        columns={['Attempted', 'Event', 'Attempt', 'State', 'Status', 'Error', 'Duration', 'Next retry']}
+        items={items}
+        row={(d) => (
+          <tr key={d.id}>
+            <td>{formatTime(d.attempted_at_ms)}</td>
+            <td>
+              {/* A source's event opens on its page; a workflow's emits have no page in the console to open on. */}
+              {d.emitter_id.startsWith('dc_') ? (
+                <a href={href('sources', d.emitter_id, 'events', d.event_id)} aria-label={`Event ${d.event_id} of source ${d.emitter_id}`}>
+                  <code>{d.event_id}</code>
+                </a>
+              ) : (
+                <code>{d.event_id}</code>
+              )}
+            </td>
+            <td>{d.attempt}</td>
+            <td>
+              <span class={`badge ${d.state}`}>{d.state}</span>
+            </td>
+            <td class="status-code">{d.status_code ?? '—'}</td>
+            <td class="summary">{failureOf(d)}</td>
+            <td>{formatDuration(d.duration_ms)}</td>
+            <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
+          </tr>
+        )}
+        empty={deliveries.data ? 'Nothing delivered yet.' : undefined}
+      />
       <LoadMore pages={pages} rows={rows} />
     </section>
   );

@@ -9,6 +9,7 @@ import { href } from './router';
 import type { Webhook } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
+import { Table } from './table';
 import { type FormErrors, useFormErrors } from './field-errors';
 import { focusFirstInvalid } from './prop-form';
 import { useBusy } from './use-busy';
@@ -77,47 +78,28 @@ export function WebhooksPage() {
       </p>
       <LoadError loads={[list]} />
       {list.data && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">URL</th>
-                <th scope="col">Active</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((webhook) => (
-                <tr key={webhook.id}>
-                  <th scope="row">
-                    <a href={href('webhooks', webhook.id)}>{webhook.name || webhook.id}</a>
-                  </th>
-                  <td class="url" title={webhook.url}>
-                    {webhook.url}
-                  </td>
-                  <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
-                  <td>{formatTime(webhook.created_at * 1000)}</td>
-                  <td>
-                    <button type="button" class="danger" onClick={() => setDeleting(webhook)} aria-label={`Delete webhook ${webhook.name || webhook.id}`}>
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-              {list.data.length === 0 && (
-                <tr>
-                  <td colSpan={5} class="muted">
-                    No webhooks yet.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          columns={['Name', 'URL', 'Active', 'Created', { hidden: 'Actions' }]}
+          items={list.data}
+          row={(webhook) => (
+            <tr key={webhook.id}>
+              <th scope="row">
+                <a href={href('webhooks', webhook.id)}>{webhook.name || webhook.id}</a>
+              </th>
+              <td class="url" title={webhook.url}>
+                {webhook.url}
+              </td>
+              <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
+              <td>{formatTime(webhook.created_at * 1000)}</td>
+              <td>
+                <button type="button" class="danger" onClick={() => setDeleting(webhook)} aria-label={`Delete webhook ${webhook.name || webhook.id}`}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          )}
+          empty="No webhooks yet."
+        />
       )}
 
       {created?.secret && (
