@@ -4,7 +4,7 @@ import { whenUnauthorized } from './api';
 import { AccountPage } from './account';
 import { ComponentPage, ComponentsList } from './components';
 import { ConnectedAccountPage } from './connected-account';
-import { ConnectedAccountsList } from './connected-accounts';
+import { ConnectedAccountsList } from './connected-accounts-list';
 import { DataStorePage, DataStoresList } from './data-stores';
 import { useFocusKeeper } from './focus-keeper';
 import { type Notice, NoticeProvider } from './notices';

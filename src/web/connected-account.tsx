@@ -1,7 +1,7 @@
 // One connected account's page: its facts, a rename, a replacement of its credentials, and its deletion after a confirm.
 import { useState } from 'preact/hooks';
 import { ApiError, del, describeError, get, put } from './api';
-import { AccountField, Health } from './connected-accounts';
+import { AccountField, Health } from './connected-accounts-list';
 import { ConfirmDialog } from './confirm-dialog';
 import { CredentialRows, type CredentialRow, collectCredentials, newRow, refusalOnFields } from './credential-rows';
 import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
