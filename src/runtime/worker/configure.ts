@@ -50,7 +50,9 @@ function ownCopy(item: unknown): unknown {
 /** A prop's own copy, its option lists and objects one level down included; apps and functions (async options) stay themselves. */
 function copyProp(prop: unknown): unknown {
   if (!isPlainObject(prop) || prop.type === 'app') return prop;
-  const copy: Obj = {};
+  // Spread, then assigned only over its own keys: a setter component code put on Object.prototype under a field's name
+  // (`type`, `label`) would take an assignment of a key the copy does not have yet.
+  const copy: Obj = { ...prop };
   const entries = ObjectEntries(prop);
   for (let index = 0; index < entries.length; index++) {
     const value = entries[index]![1];
@@ -70,7 +72,8 @@ async function withAdditional(component: Component, self: ComponentThis, scope: 
   for (let index = 0; index < entries.length; index++) {
     // Defined, not assigned (as Object.fromEntries does): a prop named "__proto__" must not become the prototype.
     const value = copyProp(entries[index]![1]);
-    ReflectDefineProperty(declared, entries[index]![0], { value, writable: true, enumerable: true, configurable: true });
+    // The descriptor without a prototype: an inherited `get` or `value` would make it invalid.
+    ReflectDefineProperty(declared, entries[index]![0], { __proto__: null, value, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
   }
   const returned = await callForResult(scope, () => ReflectApply(additional as (this: unknown, previous: Obj) => unknown, self, [declared]));
   if (returned === undefined || returned === null) return { ...declared };

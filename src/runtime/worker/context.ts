@@ -82,17 +82,21 @@ export function buildThis(
   const names = ObjectKeys(values);
   for (let index = 0; index < names.length; index++) {
     const name = names[index]!;
-    // Defined, not assigned: a value named "__proto__" must not become the prototype.
-    if (!ObjectHasOwn(self, name)) ReflectDefineProperty(self, name, { value: values[name], writable: true, enumerable: true, configurable: true });
+    // Defined, not assigned: a value named "__proto__" must not become the prototype. Each descriptor here has no
+    // prototype: a `get` or `value` component code put on Object.prototype would make it invalid (and fail every call).
+    if (!ObjectHasOwn(self, name)) {
+      ReflectDefineProperty(self, name, { __proto__: null, value: values[name], writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+    }
   }
   if (db) {
     // Older registry components keep their state in `this.$checkpoint`, which is the db's "$checkpoint" key.
     const checkpointDb = db;
     ReflectDefineProperty(self, '$checkpoint', {
+      __proto__: null,
       get: () => checkpointDb.get('$checkpoint'),
       set: (value: unknown) => checkpointDb.set('$checkpoint', value),
       enumerable: false,
-    });
+    } as PropertyDescriptor);
   }
   bindMethods(self, loaded.component.methods);
   return self;

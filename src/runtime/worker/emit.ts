@@ -23,11 +23,14 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       throw new TypeError('$emit metadata must be an object: { id, name, summary, ts }');
     }
     const { id, name, summary, ts } = (meta ?? {}) as Record<string, unknown>;
-    const emitted: EmittedEvent = { event: null };
+    let emittedId: EmittedEvent['id'];
+    let emittedName: string | undefined;
+    let emittedSummary: string | undefined;
+    let emittedTs: number | undefined;
     if (id === undefined || id === null) {
       if (dedupe !== undefined) throw new Error(`$emit needs an id when dedupe is "${dedupe}"`);
     } else if (typeof id === 'string' || (typeof id === 'number' && NumberIsFinite(id))) {
-      emitted.id = id;
+      emittedId = id;
     } else {
       throw new TypeError('$emit id must be a string or a number');
     }
@@ -37,19 +40,22 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       if (name === '$errors' || name === '$logs') throw new TypeError(`$emit name "${name}" is reserved for the source's ${name} stream`);
       // Counted as the API counts an event_name (code points): a longer channel could be neither subscribed to nor streamed.
       if (codePointCount(name) > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$emit name (the channel) may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
-      emitted.name = name;
+      emittedName = name;
     }
     if (summary !== undefined && summary !== null) {
       if (typeof summary !== 'string') throw new TypeError('$emit summary must be a string');
-      emitted.summary = summary;
+      emittedSummary = summary;
     }
     // NaN is taken as no ts, as the reference service does: it is what `Date.parse()` gives for a value it cannot read,
     // and registry sources pass `ts: Date.parse(event.created)` where `created` is epoch seconds (Stripe's webhooks).
     if (ts !== undefined && ts !== null && !NumberIsNaN(ts)) {
       if (!NumberIsSafeInteger(ts)) throw new TypeError('$emit ts must be an integer (epoch milliseconds)');
-      emitted.ts = ts as number;
+      emittedTs = ts as number;
     }
     const copy = jsonCopy(event === undefined ? null : event, 'the emitted event');
+    // Every field in the literal (JSON leaves out those undefined): assigned later, a field would meet any setter
+    // component code put on Object.prototype under its name, and the event would be recorded without its id.
+    const emitted: EmittedEvent = { event: copy.value, id: emittedId, name: emittedName, summary: emittedSummary, ts: emittedTs };
     const bytes = emitBytes(jsonBytes(copy.json), emitted);
     if (bytes > MAX_EVENT_BYTES) {
       overLimit(scope, `the emitted event is ${bytes} bytes of JSON, id and summary; an event may be at most ${MAX_EVENT_BYTES} bytes`);
@@ -58,7 +64,6 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
       overLimit(scope, `the events emitted by one call may total at most ${MAX_EMIT_BYTES_PER_CALL} bytes of JSON`);
     }
     if (scope.emits.length >= MAX_EMITS_PER_CALL) overLimit(scope, `one call may emit at most ${MAX_EMITS_PER_CALL} events`);
-    emitted.event = copy.value;
     scope.emitBytes += bytes;
     ArrayPrototypePush(scope.emits, emitted);
   };

@@ -114,8 +114,15 @@ export function guardRawHandles(rules: EgressRules, refuse: (message: string) =>
           const port: unknown = server[2];
           const why = refusal(address, port === 0 ? 53 : port);
           if (why !== undefined) throw refuse(why);
-          // Defined, not assigned: an index setter on Array.prototype would take an assignment instead.
-          defineProperty(checked, i, { value: [family, address, port], writable: true, enumerable: true, configurable: true });
+          // Defined, not assigned: an index setter on Array.prototype would take an assignment instead. The descriptor
+          // has no prototype: an inherited `get` would make it invalid.
+          defineProperty(checked, i, {
+            __proto__: null,
+            value: [family, address, port],
+            writable: true,
+            enumerable: true,
+            configurable: true,
+          } as PropertyDescriptor);
         }
         return apply(original, this, [checked]);
       },

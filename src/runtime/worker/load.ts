@@ -123,7 +123,9 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   }
   const props = normalizeProps(component.props);
   checkNames(props, component.methods, !asStep && type !== 'action');
-  const info: ComponentInfo = {
+  // Without a prototype, like each prop's description (props.ts): the fields below are assigned.
+  const info = {
+    __proto__: null,
     name,
     version,
     props,
@@ -133,7 +135,7 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
       deactivate: typeof hooks?.deactivate === 'function',
     },
     hasRun: typeof run === 'function',
-  };
+  } as unknown as ComponentInfo;
   if (typeof key === 'string') info.key = key;
   if (asStep || type === 'action') info.type = 'action';
   if (typeof description === 'string') info.description = description;

@@ -110,7 +110,9 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     const shown = typeof type === 'string' ? `"${type}"` : 'no type';
     throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${shown}`, { prop: name });
   }
-  const d: PropDescriptor = { name, type };
+  // Without a prototype: a setter component code put on Object.prototype under a field's name (`secret`, `label`)
+  // would take the assignments below, and the prop would be described without it.
+  const d = { __proto__: null, name, type } as unknown as PropDescriptor;
   if (typeof prop.label === 'string') d.label = prop.label;
   if (typeof prop.description === 'string') d.description = prop.description;
   const def = jsonOrUndefined(prop.default);
