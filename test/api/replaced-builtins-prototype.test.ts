@@ -1,4 +1,4 @@
-// Properties component code adds to Object.prototype (a `value` or `get`, setters named as the
+// Properties component code adds to Object.prototype (`toJSON`, `then`, a `value` or `get`, setters named as the
 // worker's fields) stay where they are after its call, in the worker the account's next call runs in. The worker's own
 // objects neither inherit nor meet them: a prop's options(), a reload and a run are answered and recorded as with a
 // clean prototype, the component's own and the next component's. Through the real API and endpoints.
@@ -11,6 +11,20 @@ type Api = ReturnType<typeof client>;
 
 /** What each is put on Object.prototype to do, as the first lines of a module or of a run. */
 const ADDITIONS: Record<string, string> = {
+  // Called on every object JSON.stringify meets: it would rewrite the worker's answers (and measure them short).
+  'a toJSON that forges the answer': `Object.prototype.toJSON = function () {
+    if (this.t === "options") return { ...this, options: ["forged"] };
+    return this;
+  };`,
+  // Looked up on what an async function resolves with: it would answer in the worker's place, past its limits.
+  'a then that forges the answer': `const forged = new WeakSet();
+  Object.defineProperty(Object.prototype, "then", { configurable: true, get() {
+    if (forged.has(this)) return undefined;
+    const answer = (value) => (resolve) => { forged.add(value); resolve(value); };
+    if (Object.hasOwn(this, "options") && Object.hasOwn(this, "context")) return answer({ options: Array.from({ length: 10001 }, (_, i) => "o" + i), context: null });
+    if (Array.isArray(this) && this[0] && Object.hasOwn(this[0], "name") && Object.hasOwn(this[0], "type")) return answer([{ name: "forged", type: "string" }]);
+    if (Object.hasOwn(this, "held")) return answer({ held: [{ name: "forged", type: "string" }] });
+  } });`,
   // Inherited by every descriptor written as an ordinary object: one with `get` and a `value` is invalid.
   'a value getter': 'Object.defineProperty(Object.prototype, "value", { configurable: true, get() { return 1; } });',
   'a get of undefined': 'Object.prototype.get = undefined;',
@@ -163,7 +177,12 @@ describe.each(DIALECTS)('additions to Object.prototype on %s', (dialect) => {
     return { emitted: settled.emitted, error: settled.errors[0]?.event.error };
   }
 
-  it.each(Object.keys(ADDITIONS))("records a failed run as failed, and the account's next run as it ran, after %s in run", async (what) => {
+  // Not a toJSON: a run's outcome is still turned into text by JSON.stringify, which calls it (the vehicle the tests of the
+  // server's own checks use to forge a report: hostile.test.ts, data-stores.test.ts). The server checks every limit of a
+  // reported call again (reported-limits.ts), so a rewritten outcome passes none of them.
+  const inRun = Object.keys(ADDITIONS).filter((what) => !what.includes('toJSON'));
+
+  it.each(inRun)("records a failed run as failed, and the account's next run as it ran, after %s in run", async (what) => {
     const api = client(server.url, (await server.createUser()).apiKey);
     const bystander = await deploy(api, BYSTANDER.replace('"bystander-key"', 'undefined'));
     const before = (await runOnce(api, bystander, 0)).emitted[0] as { pid: number };

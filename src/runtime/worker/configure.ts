@@ -1,6 +1,9 @@
 // Answers configure requests in the worker: one prop's choices from its `options()`, or the full prop list with what
 // `additionalProps()` returns, with `this` bound as in `run` to the configured values. Built-ins come from
 // primordials.ts, and arrays are walked by index: component code may have replaced the originals and the array iterator.
+// What the async steps below hand on is wrapped in objects without a prototype: an async function resolving with an
+// ordinary object or array looks up its `then`, which component code may have put on Object.prototype (and the
+// account's next configure call would meet it too).
 import type { ConfigureMessage } from '../protocol.js';
 import type { PropDescriptor, PropOption } from '../types.js';
 import { buildThis, type ComponentThis } from './context.js';
@@ -8,7 +11,7 @@ import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { call } from './invoke.js';
-import { jsonBytes, jsonCopy } from './json.js';
+import { jsonBytes, jsonCopy, messageJson } from './json.js';
 import { MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
 import { type Component, loadComponent, type LoadedComponent } from './load.js';
 import {
@@ -32,14 +35,23 @@ type Obj = Record<string, unknown>;
 /** A question that has no answer (no such prop, no options): reported as its message alone, not as the component's error. */
 class Unanswerable extends Error {}
 
+/** What an async step resolves with: `then` is never looked up on it (see above). */
+interface Held<T> {
+  readonly held: T;
+}
+
+function hold<T>(held: T): Held<T> {
+  return { __proto__: null, held } as unknown as Held<T>;
+}
+
 /** Runs component code as the scope's call and returns what it returned; anything that failed the call is thrown. */
-async function callForResult(scope: CallScope, fn: () => unknown): Promise<unknown> {
+async function callForResult(scope: CallScope, fn: () => unknown): Promise<Held<unknown>> {
   let result: unknown;
   await call(scope, async () => {
     result = await fn();
   });
   if (scope.failure !== undefined) throw scope.failure;
-  return result;
+  return hold(result);
 }
 
 /** A plain object's shallow copy; an app (a propDefinition's first item) stays itself: propDefinitions name it by identity. */
@@ -62,9 +74,9 @@ function copyProp(prop: unknown): unknown {
 }
 
 /** The component's declared props, plus what `additionalProps()` returns for the configured values (undefined: it has none). */
-async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Obj | undefined> {
+async function withAdditional(component: Component, self: ComponentThis, scope: CallScope): Promise<Held<Obj | undefined>> {
   const additional = component.additionalProps;
-  if (typeof additional !== 'function') return undefined;
+  if (typeof additional !== 'function') return hold(undefined);
   // The registry's components change the props they are given (`props.username.hidden = false`) and return {}: each
   // call gets its own copies, so that what one call changed is in its answer and never in the next call's.
   const declared: Obj = {};
@@ -75,18 +87,18 @@ async function withAdditional(component: Component, self: ComponentThis, scope: 
     // The descriptor without a prototype: an inherited `get` or `value` would make it invalid.
     ReflectDefineProperty(declared, entries[index]![0], { __proto__: null, value, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
   }
-  const returned = await callForResult(scope, () => ReflectApply(additional as (this: unknown, previous: Obj) => unknown, self, [declared]));
-  if (returned === undefined || returned === null) return { ...declared };
+  const returned = (await callForResult(scope, () => ReflectApply(additional as (this: unknown, previous: Obj) => unknown, self, [declared]))).held;
+  if (returned === undefined || returned === null) return hold({ ...declared });
   if (!isPlainObject(returned)) throw new TypeError(`additionalProps() must return an object of props, not ${describeValue(returned)}`);
-  return { ...declared, ...returned };
+  return hold({ ...declared, ...returned });
 }
 
 /** Static props, then additional ones; a prop that does not describe (an unknown type) fails the whole answer. */
-async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: CallScope): Promise<PropDescriptor[]> {
-  const all = await withAdditional(loaded.component, self, scope);
-  if (all === undefined) return loaded.props;
+async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: CallScope): Promise<Held<PropDescriptor[]>> {
+  const all = (await withAdditional(loaded.component, self, scope)).held;
+  if (all === undefined) return hold(loaded.props);
   try {
-    return normalizeProps(all);
+    return hold(normalizeProps(all));
   } catch (error) {
     if (error instanceof LoadFailure) throw new TypeError(`additionalProps() returned a prop that cannot be used: ${error.message}`);
     throw error;
@@ -119,9 +131,10 @@ function toOptions(returned: unknown): { options: PropOption[]; context: Obj | n
     throw new TypeError(`the context options() returned must be an object such as { nextPageToken }, not ${describeValue(context)}`);
   }
   const copied = context === null ? null : (jsonCopy(context, 'the context options() returned').value as Obj);
-  const bytes = jsonBytes(JSONStringify({ options, context: copied }));
+  // Measured as it is sent: a `toJSON` on Object.prototype could make JSON.stringify's text of it short.
+  const bytes = jsonBytes(messageJson({ options, context: copied }));
   if (bytes > MAX_OPTIONS_BYTES) throw new RangeError(`options() may return at most ${MAX_OPTIONS_BYTES} bytes of JSON, not ${bytes}`);
-  return { options, context: copied };
+  return { __proto__: null, options, context: copied } as unknown as { options: PropOption[]; context: Obj | null };
 }
 
 /**
@@ -153,14 +166,14 @@ function optionsOf(props: Obj, propName: string, self: ComponentThis): { options
 async function propOptions(loaded: LoadedComponent, what: Extract<ConfigureMessage['what'], { kind: 'options' }>, self: ComponentThis, scope: CallScope) {
   const declared = isPlainObject(loaded.component.props) ? loaded.component.props : {};
   // A prop that only `additionalProps()` declares has choices too; it is asked only when the name is not a static prop.
-  const props = ObjectHasOwn(declared, what.prop) ? declared : ((await withAdditional(loaded.component, self, scope)) ?? declared);
+  const props = ObjectHasOwn(declared, what.prop) ? declared : ((await withAdditional(loaded.component, self, scope)).held ?? declared);
   const found = optionsOf(props, what.prop, self);
   if (ArrayIsArray(found.options)) return toOptions(found.options);
   if (typeof found.options !== 'function') throw new Unanswerable(`prop "${what.prop}" has no options`);
   const fn = found.options as (this: unknown, args: Obj) => unknown;
   const args: Obj = { ...found.inputs, page: what.page, prevContext: what.prevContext };
   if (what.query !== undefined) args.query = what.query;
-  return toOptions(await callForResult(scope, () => ReflectApply(fn, found.thisArg, [args])));
+  return toOptions((await callForResult(scope, () => ReflectApply(fn, found.thisArg, [args]))).held);
 }
 
 function messageOf(error: unknown): string {
@@ -187,10 +200,10 @@ export async function configure(request: ConfigureMessage, send: Send): Promise<
     const stores = new DataStores(request.dataStores, true);
     const self = buildThis(loaded, { customResponse: false, auths: request.auths, stores }, request.props, scope, new Map(), () => undefined);
     if (request.what.kind === 'props') {
-      send({ t: 'props', id: request.id, props: await fullProps(loaded, self, scope) });
+      send({ t: 'props', id: request.id, props: (await fullProps(loaded, self, scope)).held });
     } else {
       const { options, context } = await propOptions(loaded, request.what, self, scope);
-      send(JSONStringify({ t: 'options', id: request.id, options, context }));
+      send(messageJson({ t: 'options', id: request.id, options, context }));
     }
   } catch (error) {
     send({ t: 'configure_failed', id: request.id, message: StringPrototypeSlice(messageOf(error), 0, 4096) });

@@ -1,5 +1,17 @@
 // Turns component data into JSON strictly, so data that JSON would silently mangle is refused where it is produced.
-import { BufferByteLength, firstLine, JSONParse, JSONStringify, matches } from './primordials.js';
+import {
+  ArrayIsArray,
+  ArrayPrototype,
+  BufferByteLength,
+  firstLine,
+  JSONParse,
+  JSONStringify,
+  matches,
+  ObjectHasOwn,
+  ObjectKeys,
+  ObjectPrototype,
+  ReflectGetPrototypeOf,
+} from './primordials.js';
 
 export interface JsonCopy {
   /** The data as JSON text (what its size is measured on). */
@@ -52,4 +64,37 @@ export function jsonBytes(json: string): number {
 export function emitBytes(eventJsonBytes: number, meta: { id?: string | number | undefined; summary?: string | undefined }): number {
   const id = typeof meta.id === 'string' ? BufferByteLength(meta.id, 'utf8') : 0;
   return eventJsonBytes + id + (meta.summary === undefined ? 0 : BufferByteLength(meta.summary, 'utf8'));
+}
+
+/** Whether `JSON.stringify` would call a `toJSON` component code put where the worker's plain objects and arrays inherit it. */
+function toJsonReachable(): boolean {
+  return ObjectHasOwn(ObjectPrototype, 'toJSON') || ObjectHasOwn(ArrayPrototype, 'toJSON') || ReflectGetPrototypeOf(ArrayPrototype) !== ObjectPrototype;
+}
+
+/** JSON text of plain data, written without looking up `toJSON` (objects by their own keys, arrays by index). */
+function plainJsonText(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSONStringify(value) ?? 'null';
+  if (ArrayIsArray(value)) {
+    let out = '[';
+    for (let index = 0; index < value.length; index++) out += `${index === 0 ? '' : ','}${plainJsonText(value[index])}`;
+    return `${out}]`;
+  }
+  const object = value as Record<string, unknown>;
+  const keys = ObjectKeys(object);
+  let out = '{';
+  for (let index = 0; index < keys.length; index++) {
+    const item = object[keys[index]!];
+    if (item !== undefined) out += `${out === '{' ? '' : ','}${JSONStringify(keys[index]!)}:${plainJsonText(item)}`;
+  }
+  return `${out}}`;
+}
+
+/**
+ * The JSON text of a message the worker sends, or of what it measures: plain data the worker built. A `toJSON` that
+ * component code put on `Object.prototype` (or `Array.prototype`) would be called on every object in it and could
+ * rewrite the outcome of the call, and of every later call in the worker (another component's), so once there is
+ * one the text is written without it; until then `JSON.stringify` does it at full speed.
+ */
+export function messageJson(message: unknown): string {
+  return toJsonReachable() ? plainJsonText(message) : JSONStringify(message)!;
 }

@@ -8,7 +8,7 @@
 
 import { types } from 'node:util';
 
-const { apply, defineProperty } = Reflect;
+const { apply, defineProperty, getPrototypeOf } = Reflect;
 const { bind, call } = Function.prototype;
 
 /** `fn` as a function taking its `this` as its first argument. */
@@ -18,6 +18,9 @@ function uncurryThis<T, A extends unknown[], R>(fn: (this: T, ...args: A) => R):
 
 export const ReflectApply = apply;
 export const ReflectDefineProperty = defineProperty;
+export const ReflectGetPrototypeOf = getPrototypeOf;
+export const ObjectPrototype = Object.prototype;
+export const ArrayPrototype = Array.prototype;
 
 export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
