@@ -90,10 +90,11 @@ function plainJsonText(value: unknown): string {
 }
 
 /**
- * The JSON text of a message the worker sends, or of what it measures: plain data the worker built. A `toJSON` that
- * component code put on `Object.prototype` (or `Array.prototype`) would be called on every object in it and could
- * rewrite the outcome of the call, and of every later call in the worker (another component's), so once there is
- * one the text is written without it; until then `JSON.stringify` does it at full speed.
+ * The JSON text of a message the worker sends, or of what it measures: plain data the worker built (a prop's options,
+ * whose limits the server does not check again). A `toJSON` that component code put on `Object.prototype` (or
+ * `Array.prototype`) would be called on every object in it and could rewrite the answer, and every later one in the
+ * worker (another component's), so once there is one the text is written without it; until then `JSON.stringify`
+ * does it at full speed. Run outcomes still go through JSON.stringify: the server checks each reported call again.
  */
 export function messageJson(message: unknown): string {
   return toJsonReachable() ? plainJsonText(message) : JSONStringify(message)!;
