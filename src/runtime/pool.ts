@@ -124,6 +124,8 @@ export class WorkerPool {
     if (!this.slots.has(slot)) return;
     if (!slot.worker?.alive) {
       this.slots.delete(slot);
+    } else if (slot.worker.spoiled) {
+      this.retire(slot, 'its component code changed built-ins the next call would share');
     } else {
       slot.state = 'idle';
       slot.idleSince = Date.now();
@@ -150,9 +152,9 @@ export class WorkerPool {
 
   private idleFor(accountId: string, needs: string[]): Slot | undefined {
     for (const slot of this.slots) {
-      if (slot.state === 'idle' && slot.accountId === accountId && needs.every((p) => slot.allowed.has(p))) {
-        return slot;
-      }
+      // Spoiled while idle, by a timer a call left behind: it serves no further call.
+      if (slot.state === 'idle' && slot.worker?.spoiled) this.retire(slot, 'its component code changed built-ins the next call would share');
+      else if (slot.state === 'idle' && slot.accountId === accountId && needs.every((p) => slot.allowed.has(p))) return slot;
     }
     return undefined;
   }

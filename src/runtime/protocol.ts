@@ -151,6 +151,13 @@ export type LogsMessage = Static<typeof LogsMessageSchema>;
 const StrayErrorMessageSchema = ExactObject({ t: Type.Literal('stray'), id: Type.Integer(), index: Type.Integer(), error: InvocationErrorSchema });
 export type StrayErrorMessage = Static<typeof StrayErrorMessageSchema>;
 
+/**
+ * Component code changed the built-in prototypes the account's other components share (worker/pristine.ts): the worker
+ * is retired once the current call ends. Outside the call protocol, like `stray`.
+ */
+const SpoiledMessageSchema = ExactObject({ t: Type.Literal('spoiled') });
+export type SpoiledMessage = Static<typeof SpoiledMessageSchema>;
+
 /** A prop's choices: what `options()` returned, checked and copied. */
 const OptionsMessageSchema = ExactObject({
   t: Type.Literal('options'),
@@ -183,6 +190,7 @@ export type FromWorker =
   | OutcomesMessage
   | LogsMessage
   | StrayErrorMessage
+  | SpoiledMessage
   | OptionsMessage
   | PropsMessage
   | ConfigureFailedMessage;
@@ -200,6 +208,7 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   outcomes: Compile(OutcomesMessageSchema),
   logs: Compile(LogsMessageSchema),
   stray: Compile(StrayErrorMessageSchema),
+  spoiled: Compile(SpoiledMessageSchema),
   options: Compile(OptionsMessageSchema),
   props: Compile(PropsMessageSchema),
   configure_failed: Compile(ConfigureFailedMessageSchema),

@@ -119,6 +119,8 @@ export class WorkerProcess {
   /** The CPU clock as last read while no call ran: what a worker that dies idle had used by then. */
   private idleCpuReading: number | undefined;
   private unbilledCpu = 0;
+  /** Set when the worker said its component code changed shared built-ins: it serves no call after the current one. */
+  private spoiledFlag = false;
   /** Who made each recent request; see noteOrigin in invocation.ts. */
   readonly strays: StrayErrors;
 
@@ -199,6 +201,11 @@ export class WorkerProcess {
   /** Why the worker ended; undefined while it is alive. */
   get exit(): WorkerExitError | undefined {
     return this.exitError;
+  }
+
+  /** Whether the worker must not be lent again (a SpoiledMessage came): the pool retires it as its call ends. */
+  get spoiled(): boolean {
+    return this.spoiledFlag;
   }
 
   get pid(): number | undefined {
@@ -316,6 +323,10 @@ export class WorkerProcess {
       // Outside the call protocol: it may come while idle or during another request.
       if (message.t === 'stray') {
         this.strays.report(message);
+        return;
+      }
+      if (message.t === 'spoiled') {
+        this.spoiledFlag = true;
         return;
       }
       const call = this.current;

@@ -1,7 +1,8 @@
 // Properties component code adds to Object.prototype (`toJSON`, `then`, a `value` or `get`, setters named as the
-// worker's fields) stay where they are after its call, in the worker the account's next call runs in. The worker's own
-// objects neither inherit nor meet them: a prop's options(), a reload and a run are answered and recorded as with a
-// clean prototype, the component's own and the next component's. Through the real API and endpoints.
+// worker's fields) stay where they are until the end of its call; the worker then says it is spoiled, and the account's
+// next call gets a new one (worker/pristine.ts). Until then the worker's own objects neither inherit nor meet them: a
+// prop's options(), a reload and a run are answered and recorded as with a clean prototype, the component's own and
+// the next component's. Through the real API and endpoints.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, request } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -130,14 +131,14 @@ describe.each(DIALECTS)('additions to Object.prototype on %s', (dialect) => {
         },
       },
       next: {
-        // The same worker: its pid, and its count of calls on from the first answer's.
+        // A new worker (the addition spoiled the one it was made in; worker/pristine.ts): its count starts again.
         options: {
           status: 200,
           body: {
             data: {
               options: [
-                { label: 'pid', value: pid },
-                { label: '2', value: '2' },
+                { label: 'pid', value: next.options.body.data?.options[0].value },
+                { label: '1', value: '1' },
               ],
               context: null,
               errors: [],
@@ -152,6 +153,7 @@ describe.each(DIALECTS)('additions to Object.prototype on %s', (dialect) => {
       // Found by the key it declares.
       later: { id: later, props: BYSTANDER_PROPS },
     });
+    expect(next.options.body.data.options[0].value).not.toBe(pid);
   });
 
   async function deploy(api: Api, code: string): Promise<{ id: string; endpoint: string }> {
@@ -195,10 +197,12 @@ describe.each(DIALECTS)('additions to Object.prototype on %s', (dialect) => {
     const next = await runOnce(api, bystander, 1);
     expect({ failed, next: next.emitted }).toEqual({
       failed: { emitted: [], error: { name: 'TypeError', message: 'mine', code: 'TypeError', stack: expect.stringContaining('TypeError: mine') } },
+      // A new worker: the failed run spoiled the one it ran in.
       next: [
-        { pid: before.pid, calls: 2, checkpoint: 2 },
+        { pid: next.emitted[0]?.pid, calls: 1, checkpoint: 2 },
         { pid: before.pid, calls: 1, checkpoint: 1 },
       ],
     });
+    expect(next.emitted[0].pid).not.toBe(before.pid);
   });
 });

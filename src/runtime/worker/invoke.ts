@@ -27,6 +27,7 @@ import {
   StringPrototypeSlice,
 } from './primordials.js';
 import { CallScope } from './scope.js';
+import { reportIfSpoiled } from './pristine.js';
 import { StepCall, stepInput } from './step.js';
 
 // Taken before timer-cap.ts caps the globals: the runtime's own waits never count against components.
@@ -245,6 +246,7 @@ function failedOutcomes(request: InvokeRequest, count: number, failure: LoadFail
   const results: CallResult[] = [];
   for (let index = 0; index < count; index++) ArrayPrototypePush(results, { outcome: { emits: [], logs: [], error, durationMs: 0 }, dbWrites: {} });
   const message: OutcomesMessage = { t: 'outcomes', id: request.id, index: 0, results, done: true };
+  reportIfSpoiled(send);
   send(JSONStringify(message));
 }
 
@@ -336,5 +338,6 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     };
     batch.add(result, scope.emitBytes + dbBytes + scope.logChars + (done?.bytes ?? 0));
   }
+  reportIfSpoiled(send);
   batch.flush(true);
 }

@@ -12,6 +12,7 @@ import { MAX_PENDING_TIMERS } from './limits.js';
 import { refuseListening } from './listen-guard.js';
 import { installDefineComponent, loadComponent } from './load.js';
 import { ArrayPrototypePush, ArrayPrototypeShift, firstLine, JSONParse } from './primordials.js';
+import { recordPristineBuiltins, reportIfSpoiled } from './pristine.js';
 import { capPendingTimers } from './timer-cap.js';
 
 // Source maps from here on: component bundles carry theirs inline, and the worker's own files (loaded above) need none,
@@ -66,14 +67,22 @@ function load(request: Extract<ToWorker, { t: 'load' }>, send: Send): void {
   }
 }
 
+/** Sends the one message that ends a load or configure request, after saying whether its code spoiled the worker. */
+function lastMessage(send: Send): Send {
+  return (message) => {
+    reportIfSpoiled(send);
+    send(message);
+  };
+}
+
 function handle(message: ToWorker, send: Send): void | Promise<void> {
   switch (message.t) {
     case 'load':
-      return load(message, send);
+      return load(message, lastMessage(send));
     case 'invoke':
       return invoke(message, send);
     case 'configure':
-      return configure(message, send);
+      return configure(message, lastMessage(send));
   }
 }
 
@@ -98,6 +107,7 @@ async function drain(send: Send): Promise<void> {
 // The server's first message gives the token every message of ours carries; no component code has run yet.
 process.once('message', (init: InitMessage) => {
   if (init?.t !== 'init' || typeof init.token !== 'string') return die(new Error('the first message from the server was not init'));
+  recordPristineBuiltins();
   const send: Send = (message) => channel.send([init.token, message]);
   process.on('message', (message: ToWorker) => {
     ArrayPrototypePush(pending, message);
