@@ -79,22 +79,25 @@ describe('a step that replaced built-ins', () => {
   });
 
   it.each([
-    ['JSON.stringify', replaced('JSON.stringify'), '$.flow.exit("done");', { exports: {}, sends: [], exit: { reason: 'done' } }],
+    ['JSON.stringify', replaced('JSON.stringify'), '$.flow.exit("done");', { exports: {}, sends: [], exit: { reason: 'done' } }, true],
     [
       'Map.prototype.delete',
       replaced('Map.prototype.delete'),
       '$.export("a", 1); $.export("a", undefined); $.export("b", 2);',
       { exports: { b: 2 }, sends: [] },
+      true,
     ],
-    ['Math.min', 'Math.min = () => NaN;', '$.flow.delay(5);', { exports: {}, sends: [], delayMs: 5 }],
+    ['Math.min', 'Math.min = () => NaN;', '$.flow.delay(5);', { exports: {}, sends: [], delayMs: 5 }, true],
+    // Keys added to Object.prototype retire the worker after the call (worker/pristine.ts); the call itself still reports right.
     [
       'setters on Object.prototype',
       'for (const name of ["returnValue", "exit", "delayMs"]) Object.defineProperty(Object.prototype, name, { __proto__: null, set() {}, configurable: true });',
       '$.flow.delay(5); return { r: 1 };',
       { exports: {}, sends: [], delayMs: 5, returnValue: { r: 1 } },
+      false,
     ],
-  ])('reports what it did as with the originals after %s was replaced', async (_target, prelude, body, step) => {
+  ])('reports what it did as with the originals after %s was replaced', async (_target, prelude, body, step, kept) => {
     const { outcome, sameWorker } = await hostileStep(`${prelude} ${body}`);
-    expect({ error: outcome.error, step: outcome.step, sameWorker }).toEqual({ error: undefined, step, sameWorker: true });
+    expect({ error: outcome.error, step: outcome.step, sameWorker }).toEqual({ error: undefined, step, sameWorker: kept });
   });
 });
