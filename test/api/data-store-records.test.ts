@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { client } from '../helpers/client.js';
+import { deployStoreSource, recordPath, runStoreSource } from '../helpers/data-store-sources.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -20,7 +21,6 @@ const SOURCE = `module.exports = { name: "records", version: "1.0.0", props: { s
   } };`;
 
 const notFound = (what: string) => ({ error: `${what} not found`, code: 'not_found' });
-const path = (store: string, key: string) => `/v1/data_stores/${encodeURIComponent(store)}/records?key=${encodeURIComponent(key)}`;
 
 describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
   const clock = new ManualClock(Date.UTC(2030, 0, 1));
@@ -34,25 +34,8 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
   afterAll(async () => {
     await server?.destroy();
   });
-
-  async function deploy(store: string): Promise<string> {
-    const res = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.id;
-  }
-
-  /** Runs the source with `event`: what it emitted, or the message of the error that failed it. */
-  async function run(sourceId: string, event: object): Promise<{ keys?: string[]; error?: string }> {
-    const count = async (stream: string) => (await api.get(`/v1/sources/${sourceId}${stream}/event_summaries?limit=100&expand=event`)).body.data;
-    const [before, errorsBefore] = [(await count('')).length, (await count('/$errors')).length];
-    expect((await api.post(`/v1/sources/${sourceId}/run`, event)).status).toBe(202);
-    const [emits, errors] = await waitFor(
-      () => Promise.all([count(''), count('/$errors')]),
-      ([e, r]) => e.length > before || r.length > errorsBefore,
-      { what: 'the run to finish' },
-    );
-    return emits.length > before ? emits[0].event : { error: errors[0].event.error.message };
-  }
+  const deploy = (store: string) => deployStoreSource(api, SOURCE, store);
+  const run = (sourceId: string, event: object) => runStoreSource<{ keys?: string[] }>(api, sourceId, event);
 
   it('reads any key and deletes it (204), with 404 for a missing, deleted or expired key and for another account', async () => {
     const source = await deploy('records');
@@ -69,18 +52,18 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     expect(await run(source, { set: values })).toEqual({ keys: expect.arrayContaining(Object.keys(values)) });
     expect(await run(source, { set: { short: 'lived' }, ttl: 60 })).toEqual({ keys: expect.arrayContaining(['short']) });
     for (const [key, value] of Object.entries(values)) {
-      const res = await api.get(path('records', key));
+      const res = await api.get(recordPath('records', key));
       expect([res.status, res.body], key).toEqual([200, { data: { key, value } }]);
     }
     const expiresMs = Date.UTC(2030, 0, 1) + 60_000;
-    const short = await api.get(path('records', 'short'));
+    const short = await api.get(recordPath('records', 'short'));
     expect([short.status, short.body]).toEqual([200, { data: { key: 'short', value: 'lived', expires_at: expiresMs / 1000, expires_at_ms: expiresMs } }]);
     const { id } = (await api.get('/v1/data_stores/records/keys')).body.data;
     expect((await api.get(`/v1/data_stores/${id}/records?key=plain`)).body).toEqual({ data: { key: 'plain', value: values.plain } });
 
-    const missing = await api.get(path('records', 'nope'));
+    const missing = await api.get(recordPath('records', 'nope'));
     expect([missing.status, missing.body]).toEqual([404, notFound('key "nope" of data store "records"')]);
-    expect((await api.get(path('never-written', 'plain'))).body).toEqual(notFound('data store "never-written"'));
+    expect((await api.get(recordPath('never-written', 'plain'))).body).toEqual(notFound('data store "never-written"'));
     const noKey = await api.get('/v1/data_stores/records/records');
     expect([noKey.status, noKey.body.code]).toEqual([400, 'invalid_request']);
 
@@ -91,26 +74,26 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
         [id, `data store "${id}"`],
         ['records', 'data store "records"'],
       ]) {
-        const res = await call(path(store, '..'));
+        const res = await call(recordPath(store, '..'));
         expect([res.status, res.body]).toEqual([404, notFound(what)]);
       }
 
     for (const key of ['..', 'a/b/', '100%']) {
-      const deleted = await api.delete(path('records', key));
+      const deleted = await api.delete(recordPath('records', key));
       expect([deleted.status, deleted.text], key).toEqual([204, '']);
-      const again = await api.delete(path('records', key));
+      const again = await api.delete(recordPath('records', key));
       expect([again.status, again.body], key).toEqual([404, notFound(`key ${JSON.stringify(key)} of data store "records"`)]);
-      expect((await api.get(path('records', key))).status, key).toBe(404);
+      expect((await api.get(recordPath('records', key))).status, key).toBe(404);
     }
-    expect((await api.get(path('records', '.'))).body.data.value).toBe('dot');
+    expect((await api.get(recordPath('records', '.'))).body.data.value).toBe('dot');
     expect((await api.get('/v1/data_stores/records/keys')).body.data.keys).toEqual(['.', '?x=1&y=2#frag +', 'plain', 'short', 'é 😀']);
     // A component sees what the API deleted gone.
     expect((await run(source, {})).keys).toEqual(['.', '?x=1&y=2#frag +', 'plain', 'short', 'é 😀']);
 
     clock.advance(61_000);
-    expect((await api.get(path('records', 'short'))).body).toEqual(notFound('key "short" of data store "records"'));
-    expect((await api.delete(path('records', 'short'))).status).toBe(404);
-    expect((await api.delete(path('records', 'nope'))).status).toBe(404);
+    expect((await api.get(recordPath('records', 'short'))).body).toEqual(notFound('key "short" of data store "records"'));
+    expect((await api.delete(recordPath('records', 'short'))).status).toBe(404);
+    expect((await api.delete(recordPath('records', 'nope'))).status).toBe(404);
   });
 
   it("moves the store's byte count: a store a component filled to its limit takes exactly what a deleted record held", async () => {
@@ -119,14 +102,14 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     expect(await run(source, { fill: { f0: 1_000_000, f1: 1_000_000, f2: 1_000_000, f3: 1_000_000 } })).toEqual({ keys: ['f0', 'f1', 'f2', 'f3'] });
     expect(await run(source, { fill: { g: 150_000 } })).toEqual({ keys: ['f0', 'f1', 'f2', 'f3', 'g'] });
     // 50,003 bytes more would be 4,200,022, past 4,194,304.
-    expect((await run(source, { fill: { h: 50_000 } })).error).toMatch(/4194304/);
+    expect((await run(source, { fill: { h: 50_000 } })).error).toMatch(/^RangeError: .*4194304/);
 
-    const deleted = await api.delete(path('full', 'f0'));
+    const deleted = await api.delete(recordPath('full', 'f0'));
     expect([deleted.status, deleted.text]).toEqual([204, '']);
     // 3,150,015 bytes left: room for exactly 1,044,289 more, a 1-byte key and a 1,044,288-byte JSON string. The commit
     // checks the store's count, not its records: a count the delete had not moved would refuse this write.
     expect(await run(source, { fill: { h: 1_044_286 } })).toEqual({ keys: ['f1', 'f2', 'f3', 'g', 'h'] });
-    expect((await run(source, { fill: { i: 0 } })).error).toMatch(/4194304/);
+    expect((await run(source, { fill: { i: 0 } })).error).toMatch(/^RangeError: .*4194304/);
     expect((await api.get('/v1/data_stores/full/keys')).body.data.keys).toEqual(['f1', 'f2', 'f3', 'g', 'h']);
   });
 });
@@ -163,7 +146,7 @@ describe.runIf(DIALECTS.includes('postgres'))('a data store record deleted over 
   async function deleteBehindACommit(storeId: string, key: string, meanwhile: () => Promise<void>) {
     await db.query('begin');
     await db.query('select id from data_stores where id = $1 for update', [storeId]);
-    const pending = api.delete(path('held', key));
+    const pending = api.delete(recordPath('held', key));
     await waitFor(
       async () => {
         // Sessions that this transaction holds up: the delete's, on the store's row, and nothing else of the server's.

@@ -6,8 +6,8 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/model/ids.js';
 import { quote } from '../../src/model/quote.js';
 import { client } from '../helpers/client.js';
+import { deployStoreSource, recordPath, runStoreSource } from '../helpers/data-store-sources.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
-import { waitFor } from '../helpers/wait.js';
 
 /**
  * Sets each of `event.set` (`{ key, value }`, or `{ key, fill }` for that many "x" characters, with `ttl` as set()'s
@@ -22,7 +22,6 @@ const SOURCE = `module.exports = { name: "writer", version: "1.0.0", props: { st
   } };`;
 
 const NOW = Date.UTC(2030, 0, 1);
-const path = (store: string, key: string) => `/v1/data_stores/${encodeURIComponent(store)}/records?key=${encodeURIComponent(key)}`;
 const refused = (part: string, field: string, message: string) => ({ error: message, code: 'invalid_request', details: [{ in: part, field, message }] });
 
 describe.each(DIALECTS)('a data store record written over the API on %s', (dialect) => {
@@ -37,44 +36,25 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
   afterAll(async () => {
     await server?.destroy();
   });
-
-  async function deploy(store: string): Promise<string> {
-    const res = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.id;
-  }
-
-  /** Runs the source with `event`: what it emitted, or the error that failed it. */
-  async function run(sourceId: string, event: object): Promise<{ keys?: string[]; values?: Record<string, unknown>; error?: string }> {
-    const read = async (stream: string) => (await api.get(`/v1/sources/${sourceId}${stream}/event_summaries?limit=100&expand=event`)).body.data;
-    const [before, errorsBefore] = [(await read('')).length, (await read('/$errors')).length];
-    expect((await api.post(`/v1/sources/${sourceId}/run`, event)).status).toBe(202);
-    const [emits, errors] = await waitFor(
-      () => Promise.all([read(''), read('/$errors')]),
-      ([e, r]) => e.length > before || r.length > errorsBefore,
-      { what: 'the run to finish' },
-    );
-    if (emits.length > before) return emits[0].event;
-    const { name, message } = errors[0].event.error;
-    return { error: `${name}: ${message}` };
-  }
+  const deploy = (store: string) => deployStoreSource(api, SOURCE, store);
+  const run = (sourceId: string, event: object) => runStoreSource<{ keys?: string[]; values?: Record<string, unknown> }>(api, sourceId, event);
 
   it('writes a record a component then reads, answered as GET answers it, in a store it makes by name or finds by id', async () => {
     const values: Record<string, unknown> = { plain: { deep: [1, null, 'two'] }, 'a/b/': 1, '..': 'dots', '?x=1&y=2#f +': true, 'é 😀': null };
     for (const [key, value] of Object.entries(values)) {
-      const res = await api.put(path('seeded', key), { value });
+      const res = await api.put(recordPath('seeded', key), { value });
       expect([res.status, res.body], key).toEqual([200, { data: { key, value } }]);
-      const read = await api.get(path('seeded', key));
+      const read = await api.get(recordPath('seeded', key));
       expect([read.status, read.body], key).toEqual([200, { data: { key, value } }]);
     }
     const [store] = (await api.get('/v1/data_stores')).body.data;
     expect(store).toEqual({ id: expect.stringMatching(/^ds_/), name: 'seeded', key_count: 5, created_at: NOW / 1000, updated_at: NOW / 1000 });
 
     // By id, over a record: the new value, with a ttl.
-    const overwritten = await api.put(path(store.id, 'plain'), { value: [1, 2], ttl: 60 });
+    const overwritten = await api.put(recordPath(store.id, 'plain'), { value: [1, 2], ttl: 60 });
     const expiring = { key: 'plain', value: [1, 2], expires_at: NOW / 1000 + 60, expires_at_ms: NOW + 60_000 };
     expect([overwritten.status, overwritten.body]).toEqual([200, { data: expiring }]);
-    expect((await api.get(path('seeded', 'plain'))).body).toEqual({ data: expiring });
+    expect((await api.get(recordPath('seeded', 'plain'))).body).toEqual({ data: expiring });
 
     const source = await deploy('seeded');
     expect(await run(source, { get: Object.keys(values) })).toEqual({
@@ -82,23 +62,23 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
       values: { ...values, plain: [1, 2] },
     });
     // Set again without a ttl, it keeps for ever, as set() without one.
-    expect((await api.put(path('seeded', 'plain'), { value: 'kept', ttl: null })).body).toEqual({ data: { key: 'plain', value: 'kept' } });
+    expect((await api.put(recordPath('seeded', 'plain'), { value: 'kept', ttl: null })).body).toEqual({ data: { key: 'plain', value: 'kept' } });
     clock.advance(61_000);
-    expect((await api.get(path('seeded', 'plain'))).body).toEqual({ data: { key: 'plain', value: 'kept' } });
+    expect((await api.get(recordPath('seeded', 'plain'))).body).toEqual({ data: { key: 'plain', value: 'kept' } });
     // What a component wrote the API overwrites, and the component reads that.
     expect(await run(source, { set: [{ key: 'from-run', value: 1 }] })).toMatchObject({ keys: expect.arrayContaining(['from-run']) });
-    expect((await api.put(path('seeded', 'from-run'), { value: { by: 'api' } })).status).toBe(200);
+    expect((await api.put(recordPath('seeded', 'from-run'), { value: { by: 'api' } })).status).toBe(200);
     expect((await run(source, { get: ['from-run'] })).values).toEqual({ 'from-run': { by: 'api' } });
   });
 
   it('expires a record written with a ttl: no longer read, listed or seen by a component', async () => {
-    const res = await api.put(path('ttl', 'short'), { value: 'lived', ttl: 1.5 });
+    const res = await api.put(recordPath('ttl', 'short'), { value: 'lived', ttl: 1.5 });
     expect(res.body).toEqual({ data: { key: 'short', value: 'lived', expires_at: Math.ceil((clock.now() + 1500) / 1000), expires_at_ms: clock.now() + 1500 } });
-    expect((await api.put(path('ttl', 'long'), { value: 'stays' })).status).toBe(200);
+    expect((await api.put(recordPath('ttl', 'long'), { value: 'stays' })).status).toBe(200);
     const source = await deploy('ttl');
     expect((await run(source, { get: ['short'] })).values).toEqual({ short: 'lived' });
     clock.advance(1500);
-    expect((await api.get(path('ttl', 'short'))).body).toEqual({ error: 'key "short" of data store "ttl" not found', code: 'not_found' });
+    expect((await api.get(recordPath('ttl', 'short'))).body).toEqual({ error: 'key "short" of data store "ttl" not found', code: 'not_found' });
     expect((await api.get('/v1/data_stores/ttl/keys')).body.data.keys).toEqual(['long']);
     expect(await run(source, { get: ['short'] })).toEqual({ keys: ['long'], values: {} });
   });
@@ -117,66 +97,66 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
     for (const { key, value, fill, ttl, part, field } of cases) {
       const { error } = await run(source, { set: [{ key, value, fill, ttl }] });
       const message = error!.replace(/^(TypeError|RangeError): /, '');
-      const res = await api.put(path('rules', key), { value: fill === undefined ? value : 'x'.repeat(fill), ...(ttl === undefined ? {} : { ttl }) });
+      const res = await api.put(recordPath('rules', key), { value: fill === undefined ? value : 'x'.repeat(fill), ...(ttl === undefined ? {} : { ttl }) });
       expect([res.status, res.body], key.slice(0, 20)).toEqual([400, refused(part, field, message)]);
     }
     expect(await run(source, { set: [{ key: '', value: 1 }] })).toEqual({ error: 'TypeError: data store keys must be non-empty strings' });
-    expect((await api.put(path('rules', ''), { value: 1 })).body).toEqual(refused('querystring', 'key', 'data store keys must be non-empty strings'));
+    expect((await api.put(recordPath('rules', ''), { value: 1 })).body).toEqual(refused('querystring', 'key', 'data store keys must be non-empty strings'));
     // The messages are those of the rules: spelled out once here, so that a change of both is seen.
-    expect((await api.put(path('rules', 'big'), { value: 'x'.repeat(1_048_575) })).body.error).toBe(
+    expect((await api.put(recordPath('rules', 'big'), { value: 'x'.repeat(1_048_575) })).body.error).toBe(
       'a data store value may be at most 1048576 bytes of JSON; "big" would be 1048577',
     );
-    expect((await api.put(path('rules', euro), { value: 1 })).body.error).toBe('data store keys may have at most 2048 bytes of UTF-8; this one has 2100');
+    expect((await api.put(recordPath('rules', euro), { value: 1 })).body.error).toBe('data store keys may have at most 2048 bytes of UTF-8; this one has 2100');
     // A value of exactly 1 MiB of JSON, and a ttl of exactly 100 years, are taken.
-    expect((await api.put(path('rules', 'edge'), { value: 'x'.repeat(1_048_574), ttl: 3_153_600_000 })).status).toBe(200);
+    expect((await api.put(recordPath('rules', 'edge'), { value: 'x'.repeat(1_048_574), ttl: 3_153_600_000 })).status).toBe(200);
     expect((await api.get('/v1/data_stores/rules/keys')).body.data.keys).toEqual(['edge']);
   });
 
   it("counts the store's bytes as set() does, an overwrite taking off what the record held, to the byte of its 4 MB", async () => {
     const source = await deploy('full');
     // Four records of 1,000,004 bytes (a 2-byte key, a 1,000,002-byte JSON string): 4,000,016 bytes.
-    for (const key of ['f0', 'f1', 'f2', 'f3']) expect((await api.put(path('full', key), { value: 'x'.repeat(1_000_000) })).status).toBe(200);
+    for (const key of ['f0', 'f1', 'f2', 'f3']) expect((await api.put(recordPath('full', key), { value: 'x'.repeat(1_000_000) })).status).toBe(200);
     // f0 again, 10 characters shorter: 4,000,006 bytes, which leaves 194,298: a 1-byte key and 194,297 bytes of JSON.
-    expect((await api.put(path('full', 'f0'), { value: 'x'.repeat(999_990) })).status).toBe(200);
-    const over = await api.put(path('full', 'h'), { value: 'x'.repeat(194_296) });
+    expect((await api.put(recordPath('full', 'f0'), { value: 'x'.repeat(999_990) })).status).toBe(200);
+    const over = await api.put(recordPath('full', 'h'), { value: 'x'.repeat(194_296) });
     const { error } = await run(source, { set: [{ key: 'h', fill: 194_296 }] });
     expect(error).toBe('RangeError: data store "full" may hold at most 4194304 bytes of JSON');
     expect([over.status, over.body]).toEqual([400, refused('body', 'value', 'data store "full" may hold at most 4194304 bytes of JSON')]);
     expect((await api.get('/v1/data_stores/full/keys')).body.data.keys).toEqual(['f0', 'f1', 'f2', 'f3']);
     // One character less fits exactly, and the store is then full: a component's set of an empty string is refused.
-    const fits = await api.put(path('full', 'h'), { value: 'x'.repeat(194_295) });
+    const fits = await api.put(recordPath('full', 'h'), { value: 'x'.repeat(194_295) });
     expect([fits.status, fits.body.data.key]).toEqual([200, 'h']);
     expect(await run(source, { set: [{ key: 'i', value: '' }] })).toEqual({ error: 'RangeError: data store "full" may hold at most 4194304 bytes of JSON' });
-    expect((await api.put(path('full', 'i'), { value: '' })).body).toEqual(
+    expect((await api.put(recordPath('full', 'i'), { value: '' })).body).toEqual(
       refused('body', 'value', 'data store "full" may hold at most 4194304 bytes of JSON'),
     );
     // Deleting f1 (1,000,004 bytes) makes that much room, for the component and for the API alike.
-    expect((await api.delete(path('full', 'f1'))).status).toBe(204);
-    expect((await api.put(path('full', 'i'), { value: 'x'.repeat(999_999) })).status).toBe(200);
+    expect((await api.delete(recordPath('full', 'f1'))).status).toBe(204);
+    expect((await api.put(recordPath('full', 'i'), { value: 'x'.repeat(999_999) })).status).toBe(200);
     expect((await run(source, { set: [{ key: 'j', value: '' }] })).error).toBe('RangeError: data store "full" may hold at most 4194304 bytes of JSON');
-    expect((await api.put(path('full', 'i'), { value: 'x'.repeat(1_000_002) })).status).toBe(400);
+    expect((await api.put(recordPath('full', 'i'), { value: 'x'.repeat(1_000_002) })).status).toBe(400);
     expect((await run(source, { get: [] })).keys).toEqual(['f0', 'f2', 'f3', 'h', 'i']);
   });
 
   it("answers 404 for an id the account has not (another account's too), and writes its own store of a shared name", async () => {
-    expect((await api.put(path('mine', 'k'), { value: 'mine' })).status).toBe(200);
+    expect((await api.put(recordPath('mine', 'k'), { value: 'mine' })).status).toBe(200);
     const { id } = (await api.get('/v1/data_stores/mine/keys')).body.data;
     const other = client(server.url, (await server.createUser()).apiKey);
     const missing = newId('ds');
     for (const store of [id, missing]) {
-      const res = await other.put(path(store, 'k'), { value: 'theirs' });
+      const res = await other.put(recordPath(store, 'k'), { value: 'theirs' });
       expect([res.status, res.body]).toEqual([404, { error: `data store "${store}" not found`, code: 'not_found' }]);
     }
-    expect((await api.put(path(missing, 'k'), { value: 1 })).body).toEqual({ error: `data store "${missing}" not found`, code: 'not_found' });
+    expect((await api.put(recordPath(missing, 'k'), { value: 1 })).body).toEqual({ error: `data store "${missing}" not found`, code: 'not_found' });
     expect((await other.get('/v1/data_stores')).body.data).toEqual([]);
     // By name, another account makes a store of its own: the first one's record is not touched.
-    expect((await other.put(path('mine', 'k'), { value: 'theirs' })).body).toEqual({ data: { key: 'k', value: 'theirs' } });
+    expect((await other.put(recordPath('mine', 'k'), { value: 'theirs' })).body).toEqual({ data: { key: 'k', value: 'theirs' } });
     expect((await other.get('/v1/data_stores')).body.data.map((s: { id: string }) => s.id)).not.toContain(id);
-    expect((await api.get(path('mine', 'k'))).body).toEqual({ data: { key: 'k', value: 'mine' } });
+    expect((await api.get(recordPath('mine', 'k'))).body).toEqual({ data: { key: 'k', value: 'mine' } });
     // A name no data_store prop could give makes no store.
     for (const name of [' ', 'n'.repeat(201), 'tab\there']) {
       const message = `a data store is named by a string of 1 to 200 characters (not blank, without control characters), not ${quote(name)}`;
-      expect((await other.put(path(name, 'k'), { value: 1 })).body, JSON.stringify(name)).toEqual(refused('params', 'store', message));
+      expect((await other.put(recordPath(name, 'k'), { value: 1 })).body, JSON.stringify(name)).toEqual(refused('params', 'store', message));
     }
     expect((await other.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).toEqual(['mine']);
   });
@@ -188,12 +168,12 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
       details: [{ in: part, ...(field === undefined ? {} : { field }), message }],
     });
     const answers = [
-      await api.put(path('strict', 'k'), { value: 1, tll: 60 }),
-      await api.put(path('strict', 'k'), { ttl: 60 }),
-      await api.put(path('strict', 'k'), { value: 1, ttl: '60' }),
-      await api.put(`${path('strict', 'k')}&tll=60`, { value: 1 }),
+      await api.put(recordPath('strict', 'k'), { value: 1, tll: 60 }),
+      await api.put(recordPath('strict', 'k'), { ttl: 60 }),
+      await api.put(recordPath('strict', 'k'), { value: 1, ttl: '60' }),
+      await api.put(`${recordPath('strict', 'k')}&tll=60`, { value: 1 }),
       await api.put('/v1/data_stores/strict/records', { value: 1 }),
-      await api.put(path('strict', 'k'), [1]),
+      await api.put(recordPath('strict', 'k'), [1]),
     ];
     expect(answers.map((r) => [r.status, r.body])).toEqual([
       [400, schema('body', 'tll', 'must not have the field "tll"')],
