@@ -4,15 +4,15 @@ import { ApiError, del, describeError, get, put } from './api';
 import { AccountField, Health } from './connected-accounts-list';
 import { ConfirmDialog } from './confirm-dialog';
 import { CredentialRows, type CredentialRow, collectCredentials, newRow, refusalOnFields } from './credential-rows';
-import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
+import { sendChecked, useFormErrors } from './field-errors';
 import { formatTime } from './format';
 import { LoadError } from './load-error';
 import { useNotify } from './notices';
-import { focusFirstInvalid } from './prop-form';
 import { href, navigate } from './router';
 import type { ConnectedAccount } from './types';
 import { useBusy } from './use-busy';
 import { useLoad } from './use-load';
+import type { FieldErrors } from './prop-form';
 
 export function ConnectedAccountPage(props: { id: string }) {
   const notify = useNotify();
@@ -117,23 +117,20 @@ function RenameForm(props: { account: ConnectedAccount; onSaved: () => Promise<v
   const rename = (event: Event) => {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
-    return saving.run(async () => {
-      if (!name.trim()) {
-        errors.show({ name: 'Name the account, to tell it apart from the same app’s others.' }, undefined, FIX_MARKED);
-        focusFirstInvalid(formElement);
-        return;
-      }
-      errors.show({}, undefined, '');
-      try {
-        const answer = await put<{ data: ConnectedAccount }>(`/accounts/${encodeURIComponent(props.account.id)}`, { name: name.trim() });
-        notify({ kind: 'ok', text: `Renamed to ${answer.data.name}.` });
-        await props.onSaved();
-      } catch (failure) {
-        const refused = refusalOnFields(failure, [], ['name']);
-        errors.show(refused.fields, refused.general, REFUSED_MARKED);
-        focusFirstInvalid(formElement);
-      }
-    });
+    const found: FieldErrors = name.trim() ? {} : { name: 'Name the account, to tell it apart from the same app’s others.' };
+    return saving.run(() =>
+      sendChecked(
+        formElement,
+        errors,
+        found,
+        async () => {
+          const answer = await put<{ data: ConnectedAccount }>(`/accounts/${encodeURIComponent(props.account.id)}`, { name: name.trim() });
+          notify({ kind: 'ok', text: `Renamed to ${answer.data.name}.` });
+          await props.onSaved();
+        },
+        (failure) => refusalOnFields(failure, [], ['name']),
+      ),
+    );
   };
   return (
     <form class="panel" onSubmit={rename} noValidate aria-labelledby="rename-account-title">
@@ -159,26 +156,22 @@ function ReplaceForm(props: { account: ConnectedAccount; onSaved: () => Promise<
   const replace = (event: Event) => {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
-    return saving.run(async () => {
-      const { credentials, errors: found } = collectCredentials(rows);
-      if (Object.keys(found).length) {
-        errors.show(found, undefined, FIX_MARKED);
-        focusFirstInvalid(formElement);
-        return;
-      }
-      errors.show({}, undefined, '');
-      try {
-        const answer = await put<{ data: ConnectedAccount }>(`/accounts/${encodeURIComponent(props.account.id)}`, { credentials });
-        // The typed values leave the page: the rows start again from the saved fields' names, values empty.
-        setRows(answer.data.fields.map((field) => newRow(field)));
-        notify({ kind: 'ok', text: `Replaced the credentials of ${answer.data.name}: ${answer.data.fields.join(', ')}.` });
-        await props.onSaved();
-      } catch (failure) {
-        const refused = refusalOnFields(failure, rows, []);
-        errors.show(refused.fields, refused.general, REFUSED_MARKED);
-        focusFirstInvalid(formElement);
-      }
-    });
+    const { credentials, errors: found } = collectCredentials(rows);
+    return saving.run(() =>
+      sendChecked(
+        formElement,
+        errors,
+        found,
+        async () => {
+          const answer = await put<{ data: ConnectedAccount }>(`/accounts/${encodeURIComponent(props.account.id)}`, { credentials });
+          // The typed values leave the page: the rows start again from the saved fields' names, values empty.
+          setRows(answer.data.fields.map((field) => newRow(field)));
+          notify({ kind: 'ok', text: `Replaced the credentials of ${answer.data.name}: ${answer.data.fields.join(', ')}.` });
+          await props.onSaved();
+        },
+        (failure) => refusalOnFields(failure, rows, []),
+      ),
+    );
   };
   return (
     <form class="panel" onSubmit={replace} noValidate aria-labelledby="replace-credentials-title">

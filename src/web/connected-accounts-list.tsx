@@ -2,10 +2,9 @@
 import { useState } from 'preact/hooks';
 import { post } from './api';
 import { CredentialRows, type CredentialRow, collectCredentials, newRow, refusalOnFields } from './credential-rows';
-import { FIX_MARKED, REFUSED_MARKED, type FormErrors, useFormErrors } from './field-errors';
+import { type FormErrors, sendChecked, useFormErrors } from './field-errors';
 import { formatTime } from './format';
 import { useNotify } from './notices';
-import { focusFirstInvalid } from './prop-form';
 import { href } from './router';
 import type { ConnectedAccount } from './types';
 import { useBusy } from './use-busy';
@@ -74,24 +73,20 @@ function NewConnectedAccount(props: { onCreated: () => Promise<void> }) {
       const { credentials, errors: found } = collectCredentials(rows);
       if (!APP_SLUG.test(app)) found.app = 'The app is its name slug, as app props declare it: 1 to 64 of a-z 0-9 _ (github, google_sheets).';
       if (!name) found.name = 'Name the account, to tell it apart from the same app’s others.';
-      if (Object.keys(found).length) {
-        errors.show(found, undefined, FIX_MARKED);
-        focusFirstInvalid(formElement);
-        return;
-      }
-      errors.show({}, undefined, '');
-      try {
-        const answer = await post<{ data: ConnectedAccount }>('/accounts', { app, name, credentials });
-        // The values go from the page with the form's state: nothing typed stays in an input once saved.
-        setForm({ app: '', name: '' });
-        setRows([newRow()]);
-        notify({ kind: 'ok', text: `Connected ${answer.data.name} (${answer.data.app}, ${answer.data.id}).` });
-        await props.onCreated();
-      } catch (failure) {
-        const refused = refusalOnFields(failure, rows, FIELDS);
-        errors.show(refused.fields, refused.general, REFUSED_MARKED);
-        focusFirstInvalid(formElement);
-      }
+      await sendChecked(
+        formElement,
+        errors,
+        found,
+        async () => {
+          const answer = await post<{ data: ConnectedAccount }>('/accounts', { app, name, credentials });
+          // The values go from the page with the form's state: nothing typed stays in an input once saved.
+          setForm({ app: '', name: '' });
+          setRows([newRow()]);
+          notify({ kind: 'ok', text: `Connected ${answer.data.name} (${answer.data.app}, ${answer.data.id}).` });
+          await props.onCreated();
+        },
+        (failure) => refusalOnFields(failure, rows, FIELDS),
+      );
     });
   };
 

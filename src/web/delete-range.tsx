@@ -1,8 +1,7 @@
 // The form that asks to delete a range of a source's events: its ids are checked before the confirmation is asked for.
 import { useState } from 'preact/hooks';
 import { compareIds } from './format';
-import { useFormErrors } from './field-errors';
-import { focusFirstInvalid } from './prop-form';
+import { focusFirstInvalid, useFormErrors } from './field-errors';
 
 /** What the server takes as an event id (model/events.ts). */
 const EVENT_ID = /^\d{1,16}-\d{1,12}$/;

@@ -32,3 +32,40 @@ export function useFormErrors(): FormErrors {
 /** The pointers of a check before sending and of a server's refusal. */
 export const FIX_MARKED = 'Some values need fixing: see the marked fields.';
 export const REFUSED_MARKED = 'The server refused some values: see the marked fields.';
+
+/** A refusal read for a form: messages on the fields they name, and what names no field for the line above the button. */
+export interface Refusal {
+  fields: FieldErrors;
+  general: string | undefined;
+}
+
+/** Moves the keyboard to the first field marked invalid, once the marks are drawn, so that the user lands on the problem. */
+export function focusFirstInvalid(form: HTMLFormElement | null): void {
+  requestAnimationFrame(() => form?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+}
+
+/**
+ * One press of a form's button. Fields `found` wrong before sending are marked and nothing is sent; else the old marks
+ * go and `send` runs, and what it throws is marked where `refusal` places it. The keyboard lands on the first mark.
+ */
+export async function sendChecked(
+  form: HTMLFormElement,
+  errors: FormErrors,
+  found: FieldErrors,
+  send: () => Promise<void>,
+  refusal: (failure: unknown) => Refusal,
+): Promise<void> {
+  if (Object.keys(found).length) {
+    errors.show(found, undefined, FIX_MARKED);
+    focusFirstInvalid(form);
+    return;
+  }
+  errors.show({}, undefined, '');
+  try {
+    await send();
+  } catch (failure) {
+    const { fields, general } = refusal(failure);
+    errors.show(fields, general, REFUSED_MARKED);
+    focusFirstInvalid(form);
+  }
+}

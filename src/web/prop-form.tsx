@@ -133,11 +133,6 @@ function parseJson(text: string): unknown {
 
 const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Moves the keyboard to the first field marked invalid, once the marks are drawn, so that the user lands on the problem. */
-export function focusFirstInvalid(form: HTMLFormElement | null): void {
-  requestAnimationFrame(() => form?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
-}
-
 /** A 422's details on the fields they name; what names no field is returned for the form's own message. */
 export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fields: FieldErrors; general: string | undefined } {
   if (!(error instanceof ApiError) || error.details.length === 0) return { fields: {}, general: describeError(error) };

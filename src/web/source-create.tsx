@@ -3,8 +3,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, describeErrorWithDetails, get, post } from './api';
 import { InstallProgressView, useInstallProgress } from './install-progress';
 import { useNotify } from './notices';
-import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
-import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { sendChecked, useFormErrors } from './field-errors';
+import { collectValues, errorsFromServer, initialValues, PropFields, type RawValues } from './prop-form';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
@@ -81,29 +81,30 @@ export function SourceCreate(props: { componentId?: string | undefined }) {
     const form = event.currentTarget as HTMLFormElement;
     if (!component || busy) return;
     const { values, errors: found } = collectValues(propList.props, raw);
-    errors.show(found, undefined, FIX_MARKED);
-    if (Object.keys(found).length) {
-      focusFirstInvalid(form);
-      return;
-    }
-    setBusy('deploying');
-    try {
-      const body: Record<string, unknown> = { component_id: component.id, configured_props: values };
-      if (name.trim()) body.name = name.trim();
-      const answer = await post<{ data: Source }>('/sources', body);
-      notify({ kind: 'ok', text: `Deployed ${answer.data.name}.` });
-      navigate('sources', answer.data.id);
-    } catch (failure) {
-      // A 400 naming the body's `name` is about the Source name field, not a prop: shown there, which gets the focus.
-      const aboutName = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field === 'name') : undefined;
-      setNameError(aboutName ? `Source name ${aboutName.message ?? 'is invalid'}` : undefined);
-      const onlyName = aboutName !== undefined && (failure as ApiError).details.length === 1;
-      const { fields, general } = onlyName ? { fields: {}, general: undefined } : errorsFromServer(failure, propList.props);
-      errors.show(fields, general, REFUSED_MARKED);
-      focusFirstInvalid(form);
-    } finally {
-      setBusy(undefined);
-    }
+    await sendChecked(
+      form,
+      errors,
+      found,
+      async () => {
+        setBusy('deploying');
+        try {
+          const body: Record<string, unknown> = { component_id: component.id, configured_props: values };
+          if (name.trim()) body.name = name.trim();
+          const answer = await post<{ data: Source }>('/sources', body);
+          notify({ kind: 'ok', text: `Deployed ${answer.data.name}.` });
+          navigate('sources', answer.data.id);
+        } finally {
+          setBusy(undefined);
+        }
+      },
+      (failure) => {
+        // A 400 naming the body's `name` is about the Source name field, not a prop: shown there, which gets the focus.
+        const aboutName = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field === 'name') : undefined;
+        setNameError(aboutName ? `Source name ${aboutName.message ?? 'is invalid'}` : undefined);
+        const onlyName = aboutName !== undefined && (failure as ApiError).details.length === 1;
+        return onlyName ? { fields: {}, general: undefined } : errorsFromServer(failure, propList.props);
+      },
+    );
   };
 
   return (

@@ -6,8 +6,8 @@ import { CopyButton } from './copy-button';
 import { EventsTable, type Stream, summariesPath } from './events-table';
 import { compareIds, endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
-import { FIX_MARKED, REFUSED_MARKED, useFormErrors } from './field-errors';
-import { collectValues, errorsFromServer, focusFirstInvalid, initialValues, PropFields, type RawValues } from './prop-form';
+import { sendChecked, useFormErrors } from './field-errors';
+import { collectValues, errorsFromServer, initialValues, PropFields, type RawValues } from './prop-form';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, EventSummary, Source } from './types';
@@ -316,28 +316,24 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
     const form = event.currentTarget as HTMLFormElement;
     if (!descriptors || !values || saving.busy) return;
     const { values: configured, errors: found } = collectValues(descriptors, values);
-    errors.show(found, undefined, FIX_MARKED);
-    if (Object.keys(found).length) {
-      focusFirstInvalid(form);
-      return;
-    }
-    await saving.run(async () => {
-      try {
-        // The form leaves hidden props out, and a PATCH replaces every value: their stored values go back as they were.
-        const hidden = Object.fromEntries(
-          descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
-        );
-        const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
-        // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
-        setRaw(initialValues(descriptors, saved.data.configured_props));
-        notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
-        await props.onSaved();
-      } catch (failure) {
-        const { fields, general } = errorsFromServer(failure, descriptors);
-        errors.show(fields, general, REFUSED_MARKED);
-        focusFirstInvalid(form);
-      }
-    });
+    await sendChecked(
+      form,
+      errors,
+      found,
+      () =>
+        saving.run(async () => {
+          // The form leaves hidden props out, and a PATCH replaces every value: their stored values go back as they were.
+          const hidden = Object.fromEntries(
+            descriptors.filter((d) => d.hidden && Object.hasOwn(source.configured_props, d.name)).map((d) => [d.name, source.configured_props[d.name]]),
+          );
+          const saved = await patch<{ data: Source }>(`/sources/${encodeURIComponent(source.id)}`, { configured_props: { ...hidden, ...configured } });
+          // The form shows what was stored, secrets masked again, for every prop listed (the added ones too).
+          setRaw(initialValues(descriptors, saved.data.configured_props));
+          notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
+          await props.onSaved();
+        }),
+      (failure) => errorsFromServer(failure, descriptors),
+    );
   };
 
   return (

@@ -7,8 +7,7 @@ import type { Source, Subscription, Webhook, Workflow } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { Table } from './table';
-import { useFormErrors } from './field-errors';
-import { focusFirstInvalid } from './prop-form';
+import { focusFirstInvalid, useFormErrors } from './field-errors';
 import { useBusy } from './use-busy';
 
 /** What an id may name here, with the name to show (a webhook without a name shows its URL). */

@@ -10,8 +10,7 @@ import type { Webhook } from './types';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { Table } from './table';
-import { type FormErrors, useFormErrors } from './field-errors';
-import { focusFirstInvalid } from './prop-form';
+import { type FormErrors, focusFirstInvalid, useFormErrors } from './field-errors';
 import { useBusy } from './use-busy';
 
 /** The form's fields, as the API names them in a 400's `details`. */
