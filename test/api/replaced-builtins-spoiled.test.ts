@@ -64,7 +64,7 @@ describe.each(DIALECTS)('built-ins one component changes, on %s', (dialect) => {
    * has counted, awaited as an object, with its worker's pid and a per-worker run counter. Then a source of the same
    * account whose run is `body`, then the bystander again.
    */
-  async function scenario(body: string) {
+  async function scenario(body: string, topLevel = '') {
     const api = client(server.url, (await server.createUser()).apiKey);
     const bystander = await deploy(
       api,
@@ -82,12 +82,21 @@ describe.each(DIALECTS)('built-ins one component changes, on %s', (dialect) => {
     expect(before).toEqual({ runs: 0, pid: expect.any(Number), calls: 1 });
     const polluter = await deploy(
       api,
-      `module.exports = { name: "polluter", version: "1.0.0", props: { http: { type: "$.interface.http" } }, async run() { ${body} } };`,
+      `${topLevel}\nmodule.exports = { name: "polluter", version: "1.0.0", props: { http: { type: "$.interface.http" } }, async run() { ${body} } };`,
     );
     const own = await runOnce(api, polluter, 0);
     const after = await runOnce(api, bystander, 1);
-    return { own, after, before };
+    const logs = await api.get(`/v1/sources/${polluter.id}/$logs/event_summaries?expand=event`);
+    const warnings = logs.body.data.map((e: { event: { k: string; msg: string } }) => e.event).filter((line: { k: string }) => line.k === 'warn');
+    return { own, after, before, warnings };
   }
+
+  /** The line a call's logs get when it ends with the shared built-ins changed. */
+  const changedWarning = (change: string) => ({
+    k: 'warn',
+    ts: expect.any(Number),
+    msg: `tributary: built-ins the account's components share were changed by this call or code before it (${change}), so the worker that ran it is replaced and the account's next call starts a new one; code that changes them as its module loads starts a new worker for every call`,
+  });
 
   it.each([
     ['a toJSON on Object.prototype that forges outcomes', FORGED_OUTCOMES, { emitted: [{ forged: true }], errors: [] }],
@@ -102,8 +111,34 @@ describe.each(DIALECTS)('built-ins one component changes, on %s', (dialect) => {
     expect(after.emitted[0].pid).not.toBe(before.pid);
   });
 
+  it.each([
+    ['a method added to Array.prototype', 'Array.prototype.last = function () { return this[this.length - 1]; };', 'Array.prototype gained "last"'],
+    ['a stack formatter on Error', 'Error.prepareStackTrace = () => "forged";', `Error's "prepareStackTrace" was redefined`],
+    ['a symbol on Array', 'Array[Symbol.for("marker")] = 1;', 'Array gained [Symbol(marker)]'],
+    ['Object.prototype.valueOf replaced', 'Object.prototype.valueOf = function () { return 1; };', `Object.prototype's "valueOf" was redefined`],
+  ])('%s tells the run that made it, in its logs, why the next run gets a new worker', async (_what, body, change) => {
+    const { after, before, warnings } = await scenario(`${body} this.$emit({ polluted: true });`);
+    expect(warnings).toEqual([changedWarning(change)]);
+    expect(after.emitted[0]).toEqual({ runs: 1, pid: expect.any(Number), calls: 1 });
+    expect(after.emitted[0].pid).not.toBe(before.pid);
+  });
+
   it('keeps the worker for the next run when a run changed no built-in', async () => {
-    const { after, before } = await scenario('this.$emit({ polluted: false });');
+    const { after, before, warnings } = await scenario('this.$emit({ polluted: false });');
+    expect(after).toEqual({ emitted: [{ runs: 1, pid: before.pid, calls: 2 }, before], errors: [] });
+    expect(warnings).toEqual([]);
+  });
+
+  it('keeps the worker when a module polyfills static functions of the constructors as it loads, and when a run does', async () => {
+    const polyfills = `if (!Promise.withResolversShim) Promise.withResolversShim = function () {
+        let resolve; const promise = new Promise((r) => { resolve = r; }); return { promise, resolve }; };
+      Object.defineProperty(Object, "groupByShim", { value: (items, key) => items.map(key), writable: true, configurable: true });`;
+    const { own, after, before, warnings } = await scenario(
+      'Array.fromAsyncShim = (items) => Promise.all(items); this.$emit({ grouped: Object.groupByShim([1, 2], String), resolves: typeof Promise.withResolversShim().resolve });',
+      polyfills,
+    );
+    expect(own).toEqual({ emitted: [{ grouped: ['1', '2'], resolves: 'function' }], errors: [] });
+    expect(warnings).toEqual([]);
     expect(after).toEqual({ emitted: [{ runs: 1, pid: before.pid, calls: 2 }, before], errors: [] });
   });
 });

@@ -27,7 +27,7 @@ import {
   StringPrototypeSlice,
 } from './primordials.js';
 import { CallScope } from './scope.js';
-import { reportIfSpoiled } from './pristine.js';
+import { builtinsChangeWarning, reportIfSpoiled, reportSpoiled } from './pristine.js';
 import { StepCall, stepInput } from './step.js';
 
 // Taken before timer-cap.ts caps the globals: the runtime's own waits never count against components.
@@ -303,6 +303,9 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     }
     // `$.flow.exit()` ends a step by throwing: a success, unless something else failed the call first.
     if (failed && step?.endedByExit(error) && (scope.failure === undefined || step.endedByExit(scope.failure))) failed = false;
+    // The request's last call is checked, and told in its logs why the account's next call will start a new worker.
+    const warning = index === inputs.length - 1 ? builtinsChangeWarning() : undefined;
+    if (warning !== undefined) scope.log('warn', warning);
     live = undefined;
     scope.closed = true;
     // Without a prototype, so that a key such as "__proto__" stays an ordinary key.
@@ -338,6 +341,6 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     };
     batch.add(result, scope.emitBytes + dbBytes + scope.logChars + (done?.bytes ?? 0));
   }
-  reportIfSpoiled(send);
+  reportSpoiled(send);
   batch.flush(true);
 }
