@@ -99,8 +99,11 @@ export function buildProgram(): Command {
     tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
     const logger = createLogger(config, pretty ? (await import('./pretty-log.js')).prettyDestination() : undefined);
+    // A worker node serves no API: the key it printed would land in the log no one reads for it, and its `Try:` line
+    // would name an address it does not listen at. The first node serving the API makes the account instead.
+    const createInitialAccount = config.role !== 'worker';
     const running = await sayingWhoseLock(config, () =>
-      startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount: true }),
+      startTributary(config, { logger, publicUrlGiven: options.publicUrl !== undefined, createInitialAccount }),
     );
     let stopping = false;
     const stop = (signal: string) => {

@@ -1,0 +1,44 @@
+// The README's cluster started on an empty PostgreSQL database: the first account's key is printed by a node that
+// serves the API, not by whichever worker node happened to start first.
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
+import { client } from '../helpers/client.js';
+import { BIN } from '../helpers/processes.js';
+import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
+
+describe.skipIf(!DIALECTS.includes('postgres'))('a cluster started on an empty database (PostgreSQL)', () => {
+  const cleanups = cleanupsAfterAll();
+  const children = killedAfterAll();
+
+  /** `tributary serve` with `args`; resolves with its banner, which it writes in one piece ending with `storage: …`. */
+  async function start(databaseUrl: string, args: string[]): Promise<string> {
+    const storage = ['--data-dir', tempDir(), '--database-url', databaseUrl, '--secret-key', 'shared'];
+    const child = spawn(process.execPath, [BIN, 'serve', '--log-level', 'warn', ...storage, ...args], { env: { PATH: process.env.PATH ?? '' } });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    return waitFor(
+      async () => output,
+      (text) => text.includes('storage: ') || child.exitCode !== null,
+      { what: `the banner of serve ${args.join(' ')}` },
+    );
+  }
+
+  it('a worker node started first creates no account; the api node started after it does, and prints its key', async () => {
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const worker = await start(database.url, ['--role', 'worker']);
+    expect(worker).toContain('Tributary worker node is running');
+    expect(worker).not.toContain('API key');
+
+    const api = await start(database.url, ['--role', 'api', '--port', '0']);
+    expect(api).toContain('The database was empty, so an account was created:');
+    const url = /listening at (http:\/\/\S+) /.exec(api)![1]!;
+    const key = /API key \(shown once, store it now\): (\S+)/.exec(api)![1]!;
+    const me = await client(url, key).get('/v1/users/me');
+    expect([me.status, me.body.data.username]).toEqual([200, 'admin']);
+  });
+});
