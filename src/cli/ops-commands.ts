@@ -121,8 +121,16 @@ export function addOpsCommands(program: Command): void {
     .description('put a backup in place as the database of a data directory (the server must be stopped)')
     .requiredOption('--from <file>', 'backup file written by tributary backup')
     .option('--force', 'replace the database the data directory already holds')
-    .addOption(storageOption('--data-dir'));
+    .addOption(storageOption('--data-dir'))
+    .addOption(storageOption('--database-url'));
   restore.action(async (options: Record<string, unknown>) => {
+    // Nodes given a PostgreSQL database (TRIBUTARY_DATABASE_URL exported, as for a cluster) never read the data
+    // directory's SQLite file: a restore there would report success and change nothing they serve.
+    if (storage(options).databaseUrl) {
+      throw new OpsError(
+        'restore puts a SQLite backup in place in a data directory, but --database-url (TRIBUTARY_DATABASE_URL) names a PostgreSQL database, which it would not change: restore that with pg_restore, or restore the SQLite backup without --database-url and copy it with migrate-store; see Operating Tributary in the README',
+      );
+    }
     const { restoreDatabase } = await import('../ops/restore.js');
     const progress = progressLine('restore');
     const result = await stoppable((signal) =>

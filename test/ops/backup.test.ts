@@ -248,6 +248,25 @@ describe('backup and restore', () => {
     expect(fs.existsSync(`${folder}.partial`)).toBe(false);
   });
 
+  it('restore refuses PostgreSQL too (flag or variable, as a cluster exports it), pointing to pg_restore, and writes nothing', async () => {
+    const served = tempDir();
+    await createAccount(['--data-dir', served], 'restored');
+    const backup = path.join(tempDir(), 'b.db');
+    await tributary(['backup', '--out', backup, '--data-dir', served]);
+    const target = tempDir();
+    const restore = ['restore', '--from', backup, '--data-dir', target];
+    const byFlag = await refused([...restore, '--database-url', 'postgres://u@127.0.0.1/db']);
+    const byVariable = await run(process.execPath, [BIN, ...restore], { env: { ...process.env, TRIBUTARY_DATABASE_URL: 'postgres://u@127.0.0.1/db' } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    for (const answer of [byFlag, byVariable]) {
+      expect(answer.code).toBe(2);
+      expect(answer.stderr).toMatch(/^error: restore puts a SQLite backup in place in a data directory, but --database-url .*pg_restore.*\n$/);
+    }
+    expect(fs.existsSync(path.join(target, 'tributary.db'))).toBe(false);
+  });
+
   it("a backup stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and exits 130 or 143", async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'interrupted');
