@@ -45,11 +45,12 @@ export async function openServerStore(
 
 /**
  * openStore, tried again while PostgreSQL cannot be reached (a node started before its database, or during a
- * restart), for at most `waitSeconds`. Other errors (a wrong password, a database newer than this build) and
- * SQLite's fail at once, as does the last try once the time is up.
+ * restart), for `waitSeconds`, the last try at its end. Other errors (a wrong password, a database newer than this
+ * build) and SQLite's fail at once, as does that last try.
  */
 async function openStoreWaiting(options: OpenStoreOptions, waitSeconds: number, logger: Logger): Promise<Store> {
-  const giveUpAt = Date.now() + waitSeconds * 1000;
+  const startedAt = Date.now();
+  const giveUpAt = startedAt + waitSeconds * 1000;
   let retryMs = FIRST_RETRY_MS;
   let reportedAt: number | undefined;
   let tries = 0;
@@ -63,13 +64,17 @@ async function openStoreWaiting(options: OpenStoreOptions, waitSeconds: number, 
       tries++;
       const outage = options.databaseUrl ? outageOf(error) : undefined;
       const now = Date.now();
-      if (!outage || now + retryMs > giveUpAt) throw error;
+      if (outage && now >= giveUpAt && waitSeconds > 0) {
+        logger.warn(`gave up waiting for the database after ${((now - startedAt) / 1000).toFixed(1)} s and ${failedTries()}`);
+      }
+      if (!outage || now >= giveUpAt) throw error;
       if (reportedAt === undefined || now - reportedAt >= REPORT_EVERY_MS) {
         reportedAt = now;
         const left = Math.ceil((giveUpAt - now) / 1000);
         logger.warn(`${(error as Error).message}; waiting for it (${failedTries()}, giving up in ${left} s; --database-wait sets how long)`);
       }
-      await new Promise((resolve) => setTimeout(resolve, retryMs));
+      // The last try is made at the deadline, not before it: --database-wait 3 waits 3 s.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs, giveUpAt - now)));
       retryMs = Math.min(retryMs * 2, LONGEST_RETRY_MS);
     }
   }

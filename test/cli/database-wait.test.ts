@@ -67,11 +67,17 @@ describe.skipIf(!DIALECTS.includes('postgres'))('serve waits for PostgreSQL at s
   it.each([
     ['0', 'gives up at once'],
     ['1', 'gives up once that time has passed'],
+    ['3', 'gives up once that time has passed'],
   ])('with --database-wait %s, %s: error: on one line, exit code 1', async (wait) => {
     const { server } = await serveOnUnreachable(wait);
     expect(await server.exited).toBe(1);
+    if (wait !== '0') {
+      // Not sooner: the last try is made at the deadline (it once came up to a retry's length, 2 s, before it).
+      const gaveUp = /"msg":"gave up waiting for the database after (\d+\.\d) s and \d+ failed tries"/.exec(server.output());
+      expect(Number(gaveUp?.[1])).toBeGreaterThanOrEqual(Number(wait));
+    }
     if (wait === '0') expect(server.output()).not.toContain('waiting for it');
-    else expect(server.output()).toContain('giving up in 1 s');
+    else expect(server.output()).toContain(`giving up in ${wait} s`);
     expect(server.output()).toMatch(/^error: cannot open the database at postgres:\/\/postgres@127\.0\.0\.1:\d+\/\S+: /m);
   });
 });
