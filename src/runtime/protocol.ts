@@ -20,6 +20,7 @@ import {
   PropOptionSchema,
   StepOutcomeSchema,
 } from './types.js';
+import { MAX_COMPONENT_INFO_BYTES } from './worker/limits.js';
 
 /** Load a component and describe it (the answer is `loaded` or `load_failed`). */
 export interface LoadRequest {
@@ -86,7 +87,16 @@ export type LoadFailureCode = (typeof LOAD_FAILURE_CODES)[number];
 const ReadyMessageSchema = ExactObject({ t: Type.Literal('ready') });
 export type ReadyMessage = Static<typeof ReadyMessageSchema>;
 
-const LoadedMessageSchema = ExactObject({ t: Type.Literal('loaded'), id: Type.Integer(), info: ComponentInfoSchema });
+/** The worker measures it first (worker/load.ts); this is the server's own check, before the description is stored. */
+const LoadedMessageSchema = ExactObject({
+  t: Type.Literal('loaded'),
+  id: Type.Integer(),
+  info: Type.Refine(
+    ComponentInfoSchema,
+    (info) => Buffer.byteLength(JSON.stringify(info)) <= MAX_COMPONENT_INFO_BYTES,
+    () => `is past ${MAX_COMPONENT_INFO_BYTES} bytes of JSON`,
+  ),
+});
 export type LoadedMessage = Static<typeof LoadedMessageSchema>;
 
 const LoadFailedMessageSchema = ExactObject({
@@ -175,7 +185,15 @@ const OptionsMessageSchema = ExactObject({
 export type OptionsMessage = Static<typeof OptionsMessageSchema>;
 
 /** The full prop list: the static props, then those `additionalProps()` returned. */
-const PropsMessageSchema = ExactObject({ t: Type.Literal('props'), id: Type.Integer(), props: Type.Array(PropDescriptorSchema) });
+const PropsMessageSchema = ExactObject({
+  t: Type.Literal('props'),
+  id: Type.Integer(),
+  props: Type.Refine(
+    Type.Array(PropDescriptorSchema),
+    (props) => Buffer.byteLength(JSON.stringify(props)) <= MAX_COMPONENT_INFO_BYTES,
+    () => `are past ${MAX_COMPONENT_INFO_BYTES} bytes of JSON`,
+  ),
+});
 export type PropsMessage = Static<typeof PropsMessageSchema>;
 
 /** Why the component could not answer a configure request (it threw, returned something unusable, or has no such prop). */

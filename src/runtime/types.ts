@@ -2,7 +2,7 @@
 // Everything here is plain JSON-serialisable data except Buffers in HTTP responses. What a worker sends back is
 // declared once, as TypeBox schemas: protocol.ts checks messages against them and the types are their `Static<>`.
 import { type Static, type TObject, type TProperties, Type } from 'typebox';
-import { MAX_RESPONSE_BODY_BYTES } from './worker/limits.js';
+import { MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './worker/limits.js';
 
 /** Plain JSON data only: what reaches the store and the network must not be a Map, a Date or a typed array in disguise. */
 export function isJsonValue(value: unknown, depth = 0): boolean {
@@ -330,10 +330,27 @@ const ResponseBody = Type.Refine(
   () => `is not a string, a Buffer or null of at most ${MAX_RESPONSE_BODY_BYTES} bytes`,
 );
 
+/** Characters Node's `setHeader` refuses in a value; the worker refuses them and line breaks first. */
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** Whether `respond()`'s headers are within its limit and each value is one Node can write (worker/respond.ts checks first). */
+function headersFit(headers: Record<string, string | string[]>): boolean {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    for (const line of Array.isArray(value) ? value : [value]) {
+      bytes += name.length + line.length;
+      if (bytes > MAX_RESPONSE_HEADER_BYTES || INVALID_HEADER_VALUE.test(line)) return false;
+    }
+  }
+  return true;
+}
+
 export const HttpResponseSchema = ExactObject({
   status: Type.Integer({ minimum: 100, maximum: 599 }),
   /** A list (`set-cookie: [a, b]`) is sent as one header line per value, as Node sends it. */
-  headers: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])),
+  headers: Type.Refine(Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])), headersFit, () => {
+    return `are past ${MAX_RESPONSE_HEADER_BYTES} bytes or hold a character HTTP does not allow in a header`;
+  }),
   body: ResponseBody,
 });
 export type HttpResponse = Static<typeof HttpResponseSchema>;

@@ -639,6 +639,66 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
     await victimUnharmed();
   });
 
+  it("cannot hold the server's memory with the headers of its response, nor fail it with headers Node refuses", async () => {
+    // Nothing bounded respond()'s headers: 70 MB of them (past any client's limit) held ~370 MB of the server's memory
+    // for each response. A character outside Latin-1 made the server's own write of the answer fail with a bare 500.
+    const respondWith = async (headers: string) => {
+      const code = `module.exports = { name: "headers", version: "1.0.0", props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() { this.http.respond({ status: 200, headers: ${headers}, body: "hi" }); this.$emit("answered"); } };`;
+      const created = await attacker.post('/v1/sources', { component_code: code });
+      expect(created.status, created.text).toBe(200);
+      const answer = await request('POST', created.body.data.configured_props.http.endpoint_url, { body: {} });
+      const errors = await waitFor(
+        () => attacker.get(`/v1/sources/${created.body.data.id}/$errors/event_summaries?expand=event`),
+        (r) => r.body.data?.length > 0,
+        { what: 'the run to fail' },
+      );
+      const { name, message } = errors.body.data[0].event.error;
+      return { status: answer.status, body: answer.body, error: { name, message } };
+    };
+    const tooMany = 'respond(): the headers (names and values) may be at most 65536 bytes; these are more';
+    expect(await respondWith('Object.fromEntries(Array.from({ length: 100 }, (_, i) => ["x-" + i, "v".repeat(1000)]))')).toEqual({
+      status: 500,
+      body: { error: `the source failed before responding: ${tooMany}`, code: 'run_failed' },
+      error: { name: 'RangeError', message: tooMany },
+    });
+    expect((await respondWith('{ "set-cookie": Array.from({ length: 100 }, () => "c".repeat(1000)) }')).error).toEqual({
+      name: 'RangeError',
+      message: tooMany,
+    });
+    const invalid = 'respond(): header "x-a" holds a character HTTP does not allow in a header (tab, printable ASCII and Latin-1 only)';
+    expect(await respondWith('{ "x-a": "\u20ac" }')).toEqual({
+      status: 500,
+      body: { error: `the source failed before responding: ${invalid}`, code: 'run_failed' },
+      error: { name: 'TypeError', message: invalid },
+    });
+    await victimUnharmed();
+  });
+
+  it('cannot store a description of any size that its module builds as it loads', async () => {
+    // Code is at most 2 MB, but what it exports is built as it loads: a 30 MB name or 200,000 props were stored with the
+    // component and listed with it (~450 MB of the server's memory for one save).
+    const save = (exported: string) =>
+      attacker.post('/v1/components', { component_code: `module.exports = { version: "1.0.0", async run() {}, ${exported} };` });
+    const name = await save('name: "n".repeat(2 * 1024 * 1024)');
+    expect({ status: name.status, body: name.body }).toEqual({
+      status: 422,
+      body: {
+        error: "the component's description (name, version, key, description and props) is 2097267 bytes of JSON; it may be at most 1048576",
+        code: 'component_invalid',
+        details: [{ reason: 'load_failed' }],
+      },
+    });
+    const props = await save(
+      'name: "n", props: Object.fromEntries(Array.from({ length: 20000 }, (_, i) => ["p" + i, { type: "string", label: "l".repeat(100) }]))',
+    );
+    expect(props.status).toBe(422);
+    expect(props.body.error).toMatch(
+      /^the component's description \(name, version, key, description and props\) is \d+ bytes of JSON; it may be at most 1048576$/,
+    );
+    await victimUnharmed();
+  });
+
   it('cannot flood its worker with timers', async () => {
     const result = await attack('for (let i = 0; i < 5000; i++) setInterval(() => {}, 1e6);');
     expect(result.error).toMatchObject({ name: 'RangeError' });

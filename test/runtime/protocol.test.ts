@@ -73,6 +73,21 @@ describe('parseFromWorker', () => {
     // The worker measures the body with built-ins taken at start; this is the server's own check, should one get by.
     ['a text body past 8 MB', { t: 'respond', id: 1, index: 0, response: { status: 200, headers: {}, body: 'x'.repeat(8 * 1024 * 1024 + 1) } }],
     ['a byte body past 8 MB', { t: 'respond', id: 1, index: 0, response: { status: 200, headers: {}, body: new Uint8Array(8 * 1024 * 1024 + 1) } }],
+    // The same for respond()'s headers and a component's description, which the worker bounds first (worker/limits.ts).
+    [
+      'headers past 64 KB',
+      { t: 'respond', id: 1, index: 0, response: { status: 200, headers: { 'set-cookie': Array.from({ length: 65 }, () => 'c'.repeat(1010)) }, body: null } },
+    ],
+    ['a header value Node cannot write', { t: 'respond', id: 1, index: 0, response: { status: 200, headers: { a: '\u20ac' }, body: null } }],
+    [
+      'a component description past 1 MB',
+      {
+        t: 'loaded',
+        id: 1,
+        info: { name: 'n'.repeat(1024 * 1024), version: '1', props: [], hooks: { deploy: false, activate: false, deactivate: false }, hasRun: true },
+      },
+    ],
+    ['props past 1 MB', { t: 'props', id: 1, props: [{ name: 'a', type: 'string', description: 'd'.repeat(1024 * 1024) }] }],
     ['a load failure code that does not exist', { t: 'load_failed', id: 1, code: 'oops', message: 'x' }],
     ['a field the protocol does not know', { t: 'ready', pid: 1 }],
     ['an unknown field on the message', { ...outcome(), extra: 'x' }],

@@ -12,7 +12,7 @@ import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
 import { call } from './invoke.js';
 import { jsonBytes, jsonCopy, messageJson } from './json.js';
-import { MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
+import { MAX_COMPONENT_INFO_BYTES, MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
 import { type Component, loadComponent, type LoadedComponent } from './load.js';
 import {
   ArrayIsArray,
@@ -97,12 +97,18 @@ async function withAdditional(component: Component, self: ComponentThis, scope: 
 async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: CallScope): Promise<Held<PropDescriptor[]>> {
   const all = (await withAdditional(loaded.component, self, scope)).held;
   if (all === undefined) return hold(loaded.props);
+  let props: PropDescriptor[];
   try {
-    return hold(normalizeProps(all));
+    props = normalizeProps(all);
   } catch (error) {
     if (error instanceof LoadFailure) throw new TypeError(`additionalProps() returned a prop that cannot be used: ${error.message}`);
     throw error;
   }
+  // The same bound as a component's own description (load.ts): the API answers with all of them at once.
+  const bytes = jsonBytes(messageJson(props));
+  if (bytes > MAX_COMPONENT_INFO_BYTES)
+    throw new RangeError(`the props with additionalProps() are ${bytes} bytes of JSON; they may be at most ${MAX_COMPONENT_INFO_BYTES}`);
+  return hold(props);
 }
 
 /** One choice as the API gives it: a plain value, or `{ label, value }` with a string label. */

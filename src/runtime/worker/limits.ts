@@ -49,6 +49,16 @@ export const MAX_OPTIONS_BYTES = 4 * 1024 * 1024;
 export const MAX_PENDING_TIMERS = 1000;
 /** The body given to `respond()`. */
 export const MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * The headers given to `respond()`, each line's name and value counted: nothing the worker checks as it builds them
+ * bounded them, and the server held tens of MB for each response (no HTTP client reads past a few dozen KB of them).
+ */
+export const MAX_RESPONSE_HEADER_BYTES = 64 * 1024;
+/**
+ * A component's description as JSON (name, version, key, description, props): it is stored with the component and
+ * listed with its props, and code of 2 MB may build one of any size as it loads (a 30 MB name, 200,000 props).
+ */
+export const MAX_COMPONENT_INFO_BYTES = 1024 * 1024;
 /** One console line; longer lines are cut. */
 export const MAX_LOG_LINE_CHARS = 64 * 1024;
 /** All console output of one call; later lines are dropped. */

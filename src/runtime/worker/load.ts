@@ -3,6 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ComponentInfo, PropDescriptor } from '../types.js';
 import { LoadFailure } from './failure.js';
+import { jsonBytes, messageJson } from './json.js';
+import { MAX_COMPONENT_INFO_BYTES } from './limits.js';
 import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
 import {
@@ -146,6 +148,14 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     if (hooks?.[hook] !== undefined && typeof hooks[hook] !== 'function') {
       throw new LoadFailure('load_failed', `hooks.${hook} must be a function`);
     }
+  }
+  // Measured as it is sent: a `toJSON` component code put on Object.prototype could make JSON.stringify's text short.
+  const bytes = jsonBytes(messageJson(info));
+  if (bytes > MAX_COMPONENT_INFO_BYTES) {
+    throw new LoadFailure(
+      'load_failed',
+      `the component's description (name, version, key, description and props) is ${bytes} bytes of JSON; it may be at most ${MAX_COMPONENT_INFO_BYTES}`,
+    );
   }
   return { component, info, props };
 }

@@ -1,7 +1,7 @@
 // `respond()` of an HTTP interface prop and a step's `$.respond()`: checks the response and sends the first valid one at once.
 import type { HttpResponse } from '../types.js';
 import { jsonCopy } from './json.js';
-import { MAX_RESPONSE_BODY_BYTES } from './limits.js';
+import { MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
 import {
@@ -23,6 +23,8 @@ import {
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
+/** What Node's `setHeader` refuses (ERR_INVALID_CHAR) as the server writes the response, which then failed with a bare 500. */
+const HEADER_VALUE_INVALID = /[^\t\x20-\x7e\x80-\xff]/;
 const STATUS_TEXT = /^[1-5][0-9]{2}$/;
 
 function hasContentType(headers: Record<string, unknown>): boolean {
@@ -37,6 +39,9 @@ function headerText(name: string, value: unknown): string {
   }
   const result = `${value}`;
   if (matches(HEADER_VALUE_FORBIDDEN, result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
+  if (matches(HEADER_VALUE_INVALID, result)) {
+    throw new TypeError(`respond(): header "${name}" holds a character HTTP does not allow in a header (tab, printable ASCII and Latin-1 only)`);
+  }
   return result;
 }
 
@@ -73,11 +78,19 @@ export function normalizeResponse(input: unknown): HttpResponse {
     if (!isPlainObject(input.headers)) throw new TypeError('respond(): headers must be an object');
     const given = input.headers;
     const names = ObjectKeys(given);
+    let headerBytes = 0;
     for (let index = 0; index < names.length; index++) {
       const name = names[index]!;
       const value = given[name];
       if (!matches(HEADER_NAME, name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
-      headers[name] = headerValue(name, value);
+      const texts = headerValue(name, value);
+      headers[name] = texts;
+      // Each value is a line of its own, its name written again (Latin-1: one byte a character).
+      if (typeof texts === 'string') headerBytes += name.length + texts.length;
+      else for (let line = 0; line < texts.length; line++) headerBytes += name.length + texts[line]!.length;
+      if (headerBytes > MAX_RESPONSE_HEADER_BYTES) {
+        throw new RangeError(`respond(): the headers (names and values) may be at most ${MAX_RESPONSE_HEADER_BYTES} bytes; these are more`);
+      }
     }
   }
   const raw = input.body;
