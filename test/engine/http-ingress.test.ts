@@ -25,7 +25,7 @@ module.exports = {
       return;
     }
     if (q.mode === "interim") { this.http.respond({ status: Number(q.status), headers: { link: "</a.css>; rel=preload" }, body: "hello" }); return; }
-    if (q.mode === "cookies") { this.http.respond({ status: 200, headers: { "set-cookie": ["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2"], vary: ["origin", "accept"] } }); return; }
+    if (q.mode === "cookies") { this.http.respond({ status: 200, headers: { "set-cookie": ["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2", "c=3; Path=/; Domain=127.0.0.1; HttpOnly", "d=4;path=/e/other;secure"], vary: ["origin", "accept"] } }); return; }
     if (q.mode === "buffer") { this.http.respond({ status: 202, headers: { "content-type": "application/octet-stream" }, body: Buffer.from([1, 2, 3]) }); return; }
     this.http.respond({ status: 201, headers: { "x-source": "yes" }, body: { got: event.body, endpoint: this.http.endpoint } });
     this.http.respond({ status: 500, body: "second call is ignored" });
@@ -182,11 +182,18 @@ describe.each(DIALECTS)('HTTP endpoints on %s', (dialect) => {
     }
   });
 
-  it('sends a header given as a list as one line per value, so that each cookie stays whole', async () => {
+  it('sends a header given as a list as one line per value, so that each cookie stays whole, each for its endpoint only', async () => {
     const { url } = await deployHttp({ component_code: RESPONDER });
     const res = await fetch(`${url}?mode=cookies`, { method: 'POST' });
     expect(res.status).toBe(200);
-    expect(res.headers.getSetCookie()).toEqual(['a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT', 'b=2']);
+    // The origin is shared with the console and other accounts' endpoints: a cookie reaches only this endpoint's paths.
+    const path = new URL(url).pathname;
+    expect(res.headers.getSetCookie()).toEqual([
+      `a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=${path}`,
+      `b=2; Path=${path}`,
+      `c=3; HttpOnly; Path=${path}`,
+      `d=4;secure; Path=${path}`,
+    ]);
     expect(res.headers.get('vary')).toBe('origin, accept');
   });
 

@@ -30,11 +30,27 @@ const ORIGIN_HEADERS = new Set(['service-worker-allowed', 'clear-site-data']);
  */
 const SANDBOX_POLICY = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
 
-function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyReply {
+/**
+ * A cookie narrowed to its endpoint's own path (`Path` set to it, `Domain` dropped). Endpoints share one origin with the
+ * console and every other account's endpoints: a cookie for `/` would reach all of them, so that one account's
+ * endpoint could plant values another account's runs read, or fill the visitor's cookies past what a server takes.
+ */
+export function cookieForEndpoint(setCookie: string, endpointPath: string): string {
+  const [pair, ...attributes] = setCookie.split(';');
+  const kept = attributes.filter((attribute) => {
+    const name = attribute.split('=', 1)[0]!.trim().toLowerCase();
+    return name !== 'path' && name !== 'domain';
+  });
+  return [pair, ...kept, ` Path=${endpointPath}`].join(';');
+}
+
+function sendRunResponse(reply: FastifyReply, response: HttpResponse, endpointPath: string): FastifyReply {
   reply.status(response.status);
   for (const [name, value] of Object.entries(response.headers)) {
     const lower = name.toLowerCase();
-    if (!SERVER_HEADERS.has(lower) && !ORIGIN_HEADERS.has(lower)) reply.header(name, value);
+    if (lower === 'set-cookie') {
+      reply.header(name, Array.isArray(value) ? value.map((cookie) => cookieForEndpoint(cookie, endpointPath)) : cookieForEndpoint(value, endpointPath));
+    } else if (!SERVER_HEADERS.has(lower) && !ORIGIN_HEADERS.has(lower)) reply.header(name, value);
   }
   const policy = reply.getHeader('content-security-policy');
   reply.header('content-security-policy', policy === undefined ? SANDBOX_POLICY : `${String(policy)}, ${SANDBOX_POLICY}`);
@@ -48,6 +64,8 @@ function sendRunResponse(reply: FastifyReply, response: HttpResponse): FastifyRe
 }
 
 export function ingressRoutes(services: { ingress: IngressService }, settings: { publicUrl: string }) {
+  // Behind a proxy that serves Tributary under a path, the endpoints' paths start with it.
+  const basePath = new URL(settings.publicUrl).pathname.replace(/\/+$/, '');
   return async (app: FastifyInstance) => {
     // Endpoints take any content type; the event carries the raw body and a parsed one.
     app.removeAllContentTypeParsers();
@@ -76,7 +94,7 @@ export function ingressRoutes(services: { ingress: IngressService }, settings: {
         { clientIp: request.ip, url: `${settings.publicUrl}${request.url}` },
       );
       const response = await services.ingress.accept(target, event);
-      if (response) return sendRunResponse(reply, response);
+      if (response) return sendRunResponse(reply, response, `${basePath}/e/${request.params.endpointId}`);
       return reply.status(200).send({ success: true });
     };
 
