@@ -2,7 +2,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, ServiceError, type ErrorCode } from '../model/errors.js';
+import { ERRORS, MAX_LISTED_PROBLEMS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 import { quote, shorten } from '../model/quote.js';
@@ -35,12 +35,13 @@ function validationMessage(v: ValidationItem): string {
 function describe(error: FastifyError | ServiceError | Error): { status: number; body: ErrorBody } {
   if (error instanceof ServiceError) {
     const body: ErrorBody = { error: error.message, code: error.code };
-    if (error.details?.length) body.details = error.details;
+    if (error.details?.length) body.details = error.details.slice(0, MAX_LISTED_PROBLEMS);
     return { status: error.status, body };
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const read = simplifyUnionErrors(fastifyError.validation as ValidationItem[]).map((v) => {
+    const refused = simplifyUnionErrors(fastifyError.validation as ValidationItem[]);
+    const read = refused.slice(0, MAX_LISTED_PROBLEMS).map((v) => {
       const params = v.params as { missingProperty?: string; additionalProperty?: string } | undefined;
       // A field refused at the top level is named as a missing one is: an unknown one is the client's own, so shortened.
       const unknown = v.keyword === 'additionalProperties' && typeof params?.additionalProperty === 'string' ? shorten(params.additionalProperty) : undefined;
@@ -53,6 +54,8 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
     const details = read.map(({ path, named, message }) => ({ in: fastifyError.validationContext, field: path || named, message }));
     // Said of the value at a path; a missing property is named by the message itself.
     const said = read.map(({ path, message }) => (path ? `${path} ${message}` : message));
+    const more = refused.length - read.length;
+    if (more > 0) said.push(`and ${more} more`);
     return {
       status: 400,
       body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said.join('; ')}`, code: 'invalid_request', details },

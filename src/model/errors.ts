@@ -47,6 +47,19 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * The most problems one error answer names. A body of 200,000 unknown fields (or props) was answered with a complaint
+ * for each: 10 times its size, built and sent on the event loop that every account shares, for a second or more.
+ */
+export const MAX_LISTED_PROBLEMS = 100;
+
+/** The first MAX_LISTED_PROBLEMS problems in words, joined by "; ", then how many more there are. */
+export function listProblems<T>(problems: readonly T[], words: (problem: T) => string): string {
+  const listed = problems.slice(0, MAX_LISTED_PROBLEMS).map(words).join('; ');
+  const more = problems.length - MAX_LISTED_PROBLEMS;
+  return more > 0 ? `${listed}; and ${more} more` : listed;
+}
+
 export function notFound(what: string): ServiceError {
   return new ServiceError('not_found', `${what} not found`);
 }

@@ -1,6 +1,6 @@
 // Validates configured_props against a component's prop descriptors, seals secrets, and shapes the API echo.
 import type { PropDescriptor } from '../runtime/types.js';
-import { ServiceError } from './errors.js';
+import { listProblems, ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { cronIntervalSeconds, type TimerSchedule } from './schedules.js';
 import { checkTimer, type PropRules } from './timer-checks.js';
@@ -265,7 +265,7 @@ export function validateProps(
 
 /** The one 422 that lists every problem of a deploy's configured_props; `label` names where they are (a step). */
 export function propsInvalid(problems: PropProblem[], label = ''): ServiceError {
-  const summary = problems.map((p) => `${p.prop} ${p.message}`).join('; ');
+  const summary = listProblems(problems, (p) => `${p.prop} ${p.message}`);
   return new ServiceError('props_invalid', `${label}invalid configured_props: ${summary}`, problems);
 }
 

@@ -82,16 +82,17 @@ export class DeployPropsResolver {
       if (additional === undefined || reloadAnswersChanged(known, request.given, previous)) additional = await this.ask(request, known, given);
     }
     const props = withAdditionalProps(info.props, additional);
-    const problems: PropProblem[] = [];
+    let problems: PropProblem[] = [];
     let stored: Record<string, unknown> = {};
     try {
       const checked = props.filter((p) => !deferred.has(p.name));
       stored = validateProps(checked, given, previous, this.secrets, this.rules);
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'props_invalid') throw error;
-      problems.push(...((error.details ?? []) as PropProblem[]));
+      // Not spread into push: one problem per unknown prop, 150,000 of them overflowed the stack (a bare 500).
+      problems = (error.details ?? []) as PropProblem[];
     }
-    problems.push(...additionalPropProblems(additional ?? []));
+    problems = problems.concat(additionalPropProblems(additional ?? []));
     if (problems.length) throw propsInvalid(problems, request.label);
     return { stored, additional, props };
   }

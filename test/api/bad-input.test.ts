@@ -158,6 +158,33 @@ describe('bad input', () => {
     expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\ud83d\ude00b' }))).toEqual([200, undefined]);
   });
 
+  it('names at most 100 problems of a body with 150,000, and says how many more: not one each, nor a 500', async () => {
+    const names = Array.from({ length: 150_000 }, (_, i) => `k${i}`);
+    const listed = names.slice(0, 100);
+    const before = (await api.get(`/v1/sources/${sourceId}`)).body.data;
+    // 150,000 unknown props overflowed the stack as their problems were gathered (a bare 500); fewer were answered with a
+    // complaint each, ten times the body's size, built on the event loop every account shares.
+    const props = await api.patch(`/v1/sources/${sourceId}`, { configured_props: Object.fromEntries(names.map((name) => [name, 1])) });
+    expect([props.status, props.body]).toEqual([
+      422,
+      {
+        error: `invalid configured_props: ${listed.map((name) => `${name} is not a prop of this component`).join('; ')}; and 149900 more`,
+        code: 'props_invalid',
+        details: listed.map((name) => ({ prop: name, message: 'is not a prop of this component' })),
+      },
+    ]);
+    const fields = await api.patch(`/v1/sources/${sourceId}`, Object.fromEntries(names.map((name) => [name, 1])));
+    expect([fields.status, fields.body]).toEqual([
+      400,
+      {
+        error: `invalid body: ${listed.map((name) => `must not have the field "${name}"`).join('; ')}; and 149900 more`,
+        code: 'invalid_request',
+        details: listed.map((name) => ({ in: 'body', field: name, message: `must not have the field "${name}"` })),
+      },
+    ]);
+    expect((await api.get(`/v1/sources/${sourceId}`)).body.data).toEqual(before);
+  });
+
   it('refuses a JSON body that is not UTF-8 instead of storing U+FFFD in place of its bytes', async () => {
     const before = (await api.get(`/v1/sources/${sourceId}`)).body.data;
     // A Latin-1 é, a lone surrogate encoded as bytes (CESU-8), a truncated sequence: none is UTF-8.
