@@ -7,48 +7,15 @@ import type { EventBus } from './bus.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { Turns } from '../lib/turns.js';
 import { drainedOrClosed } from '../lib/drained.js';
-import { DEFAULT_SSE_OPTIONS, type RetainedAfter, type SseHubOptions, type StreamFilter, type StreamRequest } from './sse-requests.js';
-
-/** Live events of one commit held back for a client, with the event before them (see publish). */
-interface HeldBatch {
-  events: readonly EventSummary[];
-  after: EventKey | undefined;
-}
-
-interface Client {
-  readonly emitterId: string;
-  readonly filter: StreamFilter;
-  readonly response: ServerResponse;
-  readonly readAfter: StreamRequest['readAfter'];
-  /** See StreamRequest: a client that has had no event yet is owed those after it. */
-  readonly startsAfterId: string;
-  /** Id of the last event written, to skip events seen both in the replay and live. */
-  last: EventKey | undefined;
-  /**
-   * The newest event of the emitter this client was handed, written or not selected by its stream: a commit whose
-   * event before it is newer shows that something did not reach this client yet.
-   */
-  seen: EventKey;
-  /**
-   * Live events held back while a replay is read or sent, or while the bus may be missing events (then `last` stays
-   * where the gap began, so that what the gap hid is sent before them); null while the client is live.
-   */
-  queued: HeldBatch[] | null;
-  /** Events in `queued`. */
-  queuedCount: number;
-  /** Bytes of the frames held in `queued` for a replay (its stream's events only): they wait for the client too. */
-  queuedBytes: number;
-  /** A replay is being read or sent. */
-  replaying: boolean;
-  /** A gap in the bus ended while this client's replay was under way: read again once it is done. */
-  missedDuringReplay: boolean;
-  closed: boolean;
-}
+import { DEFAULT_SSE_OPTIONS, type RetainedAfter, type SseHubOptions, type StreamRequest } from './sse-requests.js';
+import { type Client, frameOf, type HeldBatch } from './sse-client.js';
 
 /** A replay that found the database unreachable is read again this much later. */
 const REPLAY_RETRY_MS = 1000;
 /** Replays read at once, at most: a catch-up of thousands of streams must not take every pooled connection. */
 const CONCURRENT_REPLAY_READS = 4;
+/** Events one replay read returns, at most: up to 1 MB each, so a page is what one read may hold in memory. */
+const REPLAY_PAGE = 16;
 
 /** What a hub needs besides the bus and its options. */
 export interface SseHubDependencies {
@@ -58,21 +25,6 @@ export interface SseHubDependencies {
 }
 
 const HANDSHAKE = ':sse-handshake\n\n';
-
-/** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
-export function sseFrame(summary: EventSummary): string {
-  return `id: ${summary.id}\ndata: ${JSON.stringify(summary)}\n\n`;
-}
-
-/** The frame of an event, serialised once per commit for all clients (`frames`). */
-function frameOf(summary: EventSummary, frames: Map<EventSummary, string> | null): string {
-  let frame = frames?.get(summary);
-  if (frame === undefined) {
-    frame = sseFrame(summary);
-    frames?.set(summary, frame);
-  }
-  return frame;
-}
 
 export class SseHub {
   private readonly clients = new Map<string, Set<Client>>();
@@ -174,31 +126,24 @@ export class SseHub {
   private async replay(client: Client, afterId: string): Promise<void> {
     client.queued ??= [];
     client.replaying = true;
-    let retained: RetainedAfter;
-    await this.replayReads.take();
-    try {
-      retained = await client.readAfter(afterId);
-      this.deps.outages.reached('read');
-    } catch (error) {
-      client.replaying = false;
-      if (client.closed) return;
-      // The database is away: live events wait with the missed ones (up to maxQueuedWhileReplaying) until it is back.
-      if (this.deps.outages.absorb(error)) return this.replayWhenBack(client);
-      // Any other failure: the client reconnects with its Last-Event-ID, perhaps to a node that can read it.
-      this.deps.logger.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
-      return this.cut(client);
-    } finally {
-      this.replayReads.give();
-    }
-    // The replay may be large (retained events up to 1 MB each): it waits for the client to drain as it goes.
-    for (const summary of retained.events) {
-      if (client.closed) break;
-      if (!this.send(client, summary, null)) await drainedOrClosed(client.response);
+    // The first read's: every event of the stream up to it is in that page or after it, which the next pages read.
+    let newestId: string | undefined;
+    let after = afterId;
+    for (;;) {
+      const page = await this.replayPage(client, after);
+      if (!page) return;
+      newestId ??= page.newestId;
+      after = page.after;
+      // Events are up to 1 MB each: a client that stops reading must not hold the rest of its page (a stream that never
+      // read held every retained event, 100 MB, until it closed, and one account may open 1,000). The page is let go
+      // while the client drains, and read on after the last event written once it has.
+      if (page.draining) await drainedOrClosed(client.response);
+      if (client.closed || (!page.draining && !page.full)) break;
     }
     client.replaying = false;
     if (client.closed) return;
     // Events of other streams up to the watermark count as had too, though this stream's read did not return them.
-    this.handedUpTo(client, parseEventId(retained.newestId));
+    this.handedUpTo(client, parseEventId(newestId));
     if (client.missedDuringReplay) {
       client.missedDuringReplay = false;
       return this.replayMissed(client);
@@ -219,6 +164,42 @@ export class SseHub {
       }
       this.sendBatch(client, batch, null);
     }
+  }
+
+  /**
+   * Reads one page of a replay after `afterId` and writes it until the socket wants a drain: where it stopped (`after`),
+   * and whether the page was full (more may follow). Undefined when the read failed, which it has dealt with.
+   */
+  private async replayPage(client: Client, afterId: string): Promise<{ newestId: string; after: string; draining: boolean; full: boolean } | undefined> {
+    let retained: RetainedAfter;
+    await this.replayReads.take();
+    try {
+      retained = await client.readAfter(afterId, REPLAY_PAGE);
+      this.deps.outages.reached('read');
+    } catch (error) {
+      client.replaying = false;
+      if (client.closed) return undefined;
+      // The database is away: live events wait with the missed ones (up to maxQueuedWhileReplaying) until it is back.
+      if (this.deps.outages.absorb(error)) {
+        this.replayWhenBack(client);
+        return undefined;
+      }
+      // Any other failure: the client reconnects with its Last-Event-ID, perhaps to a node that can read it.
+      this.deps.logger.error({ err: error, emitterId: client.emitterId }, 'live stream replay failed');
+      this.cut(client);
+      return undefined;
+    } finally {
+      this.replayReads.give();
+    }
+    const { events, newestId } = retained;
+    const full = events.length >= REPLAY_PAGE;
+    let after = afterId;
+    for (const summary of events) {
+      if (client.closed) break;
+      after = summary.id;
+      if (!this.send(client, summary, null)) return { newestId, after, draining: true, full };
+    }
+    return { newestId, after, draining: false, full };
   }
 
   /** The client has been handed the emitter's events up to `key` (written, or not selected by its stream). */

@@ -26,13 +26,13 @@ export interface StreamRequest {
   startsAfterId: string;
   /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
   replayFirst: boolean;
-  /** Retained events of the stream after an event id, oldest first: the replay, and the catch-up after a gap. */
-  readAfter: (afterId: string) => Promise<RetainedAfter>;
+  /** Retained events of the stream after an event id, oldest first, at most `limit`: the replay, and the catch-up after a gap. */
+  readAfter: (afterId: string, limit: number) => Promise<RetainedAfter>;
   /** Extra response headers (the request id). */
   headers?: Record<string, string>;
 }
 
-/** A replay's read: the stream's events, and the emitter's newest event id (any stream) as it was before them. */
+/** A replay's read: a page of the stream's events, and the emitter's newest event id (any stream) as it was before them. */
 export interface RetainedAfter {
   events: EventSummary[];
   /** Read before the events: every event of the stream up to it is among them. */

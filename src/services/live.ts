@@ -66,7 +66,7 @@ export class LiveStreams {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
     this.checkRoom(request.accountId);
     const { kind, filter } = streamOf(request.eventName);
-    const readAfter = (afterId: string) => this.events.after(source.id, kind, afterId);
+    const readAfter = (afterId: string, limit: number) => this.events.after(source.id, kind, afterId, limit);
     const start = await this.startOf(source.id, request.lastEventId);
     return this.counted(request, source.id, (response) =>
       this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers }),
@@ -155,7 +155,7 @@ export class LiveStreams {
     this.checkRoom(request.accountId);
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
-    const readAfter = (afterId: string) => this.events.after(workflow.id, '$sse', afterId);
+    const readAfter = (afterId: string, limit: number) => this.events.after(workflow.id, '$sse', afterId, limit);
     const start = await this.startOf(workflow.id, request.lastEventId);
     return this.counted(request, workflow.id, (response) =>
       this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers }),

@@ -197,8 +197,15 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
   return toPage(rows, view.count, eventIdOf, asked);
 }
 
-/** Retained events of the default stream and channels after `afterId` (oldest first), for SSE replay. */
-export async function eventsAfter(db: Kysely<Database>, emitterId: string, stream: StreamKind, after: EventKey, retention: number): Promise<EventRow[]> {
+/** Retained events of the default stream and channels after `afterId` (oldest first, at most `limit`), for SSE replay. */
+export async function eventsAfter(
+  db: Kysely<Database>,
+  emitterId: string,
+  stream: StreamKind,
+  after: EventKey,
+  retention: number,
+  limit: number,
+): Promise<EventRow[]> {
   const { hiddenThrough } = await retainedView(db, emitterId, stream, retention);
   if (hiddenThrough && compareKeys(hiddenThrough, after) > 0) after = hiddenThrough;
   return db
@@ -209,6 +216,7 @@ export async function eventsAfter(db: Kysely<Database>, emitterId: string, strea
     .where((eb) => eventKey(eb, '>', after))
     .orderBy('ms', 'asc')
     .orderBy('seq', 'asc')
+    .limit(limit)
     .execute();
 }
 

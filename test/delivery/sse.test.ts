@@ -1,5 +1,7 @@
 // Live streams: auth, the id/data format, Last-Event-ID replay, $logs and $errors, heartbeats, many and slow clients.
 import net from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/client.js';
@@ -17,6 +19,10 @@ module.exports = {
   },
 };
 `;
+
+setFlagsFromString('--expose-gc');
+/** A full garbage collection, so that the heap measured holds only what is still referenced. */
+const collectGarbage = runInNewContext('gc') as () => void;
 
 describe.each(DIALECTS)('live streams on %s', (dialect) => {
   let server: TestServer;
@@ -286,6 +292,50 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
       { what: 'the stalled client to be cut off' },
     );
     stalled.destroy();
+  });
+
+  it('holds no more than a page of a Last-Event-ID replay for clients that stop reading it', async () => {
+    const a = await account(server);
+    const source = await a.deploy(BULK_SOURCE);
+    server.running.services.sse.configure({ heartbeatMs: 3_600_000 });
+    // The 100 retained events, 1 MB each: a replay from the first holds them all if it reads them at once.
+    for (let run = 1; run <= 15; run++) await a.runAndWait(source, { count: 7, size: 1_000_000 });
+    const heapUsed = () => {
+      collectGarbage();
+      collectGarbage();
+      return process.memoryUsage().heapUsed;
+    };
+    const before = heapUsed();
+    // Four clients that read until their replay's first event arrives, then no more.
+    const { port, hostname } = new URL(server.url);
+    const stalled = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const socket = net.connect(Number(port), hostname);
+        await new Promise<void>((resolve) => socket.once('connect', resolve));
+        socket.write(`GET /sources/${source}/sse HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${a.key}\r\nLast-Event-ID: 0-0\r\n\r\n`);
+        let received = '';
+        await new Promise<void>((resolve) => {
+          const read = (chunk: Buffer) => {
+            received += chunk.toString('latin1');
+            if (!received.includes('\nid: ')) return;
+            socket.off('data', read);
+            socket.pause();
+            resolve();
+          };
+          socket.on('data', read);
+        });
+        return socket;
+      }),
+    );
+    // Each held its whole replay, 100 MB, for as long as it stayed connected: 400 MB here, 100 GB for the 1,000
+    // streams one account may open. What it has not read now waits in the database, not in the server's memory.
+    await waitFor(
+      async () => heapUsed() - before,
+      (grown) => grown < 64 * 1024 * 1024,
+      { what: "the server's heap to hold no stalled replay" },
+    );
+    expect(server.running.services.sse.clientCount(source)).toBe(4);
+    for (const socket of stalled) socket.destroy();
   });
 
   it('ends the streams of a deleted source', async () => {
