@@ -178,7 +178,12 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     });
     const subscriptions = new SubscriptionService(store, limiter);
     sources.onCreateInTransaction((trx, row) => subscriptions.materialise(trx, row));
-    const webhooks = new WebhookService(store, secrets, { allowPrivateNetwork: config.allowPrivateNetwork, onDeleted: webhookSender.retired }, limiter);
+    const webhooks = new WebhookService(
+      store,
+      secrets,
+      { allowPrivateNetwork: config.allowPrivateNetwork, publicUrl: config.publicUrl, onDeleted: webhookSender.retired },
+      limiter,
+    );
     const events = new EventService(store, config.eventRetention);
     const dispatcher = new Dispatcher(
       store,

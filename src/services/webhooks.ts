@@ -83,7 +83,7 @@ export class WebhookService {
   constructor(
     private readonly store: Store,
     private readonly secrets: SecretBox,
-    private readonly options: { allowPrivateNetwork: boolean; onDeleted?: (webhookId: string) => void },
+    private readonly options: { allowPrivateNetwork: boolean; publicUrl: string; onDeleted?: (webhookId: string) => void },
     private readonly limiter: AccountLimiter,
   ) {}
 
@@ -138,12 +138,33 @@ export class WebhookService {
     return row;
   }
 
+  /**
+   * Whether `url` names an endpoint of this server (`<public URL>/e/…`): a webhook there would feed a source's events
+   * back to a source over HTTP, where the hop count that stops subscription loops is lost.
+   */
+  private isOwnEndpoint(url: URL): boolean {
+    const own = new URL(this.options.publicUrl);
+    if (url.origin !== own.origin) return false;
+    let path = url.pathname;
+    try {
+      path = decodeURI(path);
+    } catch {
+      // Not decodable: the router would not match it as an endpoint either.
+    }
+    return path.startsWith(`${own.pathname.replace(/\/+$/, '')}/e/`);
+  }
+
   /** http or https with a host (port and path allowed); a literal private address is refused up front. */
   private checkUrl(raw: string): void {
     const url = parseHttpUrl(raw, 'url');
     // Never sent (the HTTP client drops them), and shown in every list: a password there would be a secret in the clear.
     if (url.username !== '' || url.password !== '') {
       throw invalid('url must not hold a user name or password (user:password@host): they are not sent; receivers check the webhook-signature header instead');
+    }
+    if (this.isOwnEndpoint(url)) {
+      throw invalid(
+        `url ${quote(raw)} is one of this server's own HTTP endpoints: each event delivered there would run its source again, a loop no hop limit stops; subscribe the source to the emitter instead (POST /v1/subscriptions)`,
+      );
     }
     try {
       assertPublicLiteral(url, this.options.allowPrivateNetwork);

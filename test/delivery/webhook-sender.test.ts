@@ -263,7 +263,7 @@ describe.each(DIALECTS)('webhook sender hand-over on %s', (dialect) => {
     const webhooks = new WebhookService(
       store,
       SecretBox.open(config.secretKey, config.dataDir),
-      { allowPrivateNetwork: true, onDeleted: sender.retired },
+      { allowPrivateNetwork: true, publicUrl: config.publicUrl, onDeleted: sender.retired },
       new AccountLimiter(store, config.accountLimits),
     );
     const [first, second, third] = [nextPath(), nextPath(), nextPath()];

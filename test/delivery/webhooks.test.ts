@@ -167,6 +167,22 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
   });
 
+  it("refuses this server's own HTTP endpoints, where each delivery would run a source again with no hop limit", async () => {
+    const a = await account(server);
+    const endpoint = `${server.url}/e/en0123456789abcdef`;
+    for (const url of [endpoint, `${endpoint}/deeper?x=1`, `${server.url}/%65/en0123456789abcdef`, `${server.url.replace('127.0.0.1', '127.0.0.1.')}/e/x`]) {
+      const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=loop`);
+      expect([res.status, res.body], url).toEqual([
+        400,
+        {
+          error: `url ${JSON.stringify(url)} is one of this server's own HTTP endpoints: each event delivered there would run its source again, a loop no hop limit stops; subscribe the source to the emitter instead (POST /v1/subscriptions)`,
+          code: 'invalid_request',
+        },
+      ]);
+    }
+    expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
+  });
+
   it('delivers the event summary with a signature that a Standard Webhooks receiver accepts', async () => {
     const a = await account(server);
     const at = nextPath();
