@@ -23,16 +23,17 @@ export interface FinishedStep {
   startedMs: number;
   /** The run owes its HTTP client a `$.respond()` (custom_response) and no step has given one yet. */
   awaitingResponse: boolean;
+  /** No step of the workflow is left that the run has not run: it succeeds after this one. */
+  last: boolean;
 }
 
 /** A batch of runs that ran the same step of one workflow in one worker call. */
 export interface FinishedBatch {
   workflowId: string;
   userId: string;
+  /** How many steps each run of the batch ran before this one: its step row's index (not its place in the list). */
   stepIndex: number;
   stepName: string;
-  /** Steps the workflow has: a run succeeds after the last one. */
-  stepCount: number;
   steps: FinishedStep[];
   /** The step's `$.service.db` writes of the batch's successful calls. */
   dbWrites: Record<string, unknown>;
@@ -101,7 +102,7 @@ function nextRunState(batch: FinishedBatch, step: FinishedStep, nowMs: number): 
     return { changes: { ...finished, status: 'failed', exit_reason: null, error }, verdict: 'finished' };
   }
   const exit = outcome.step?.exit;
-  if (exit || batch.stepIndex + 1 >= batch.stepCount) {
+  if (exit || step.last) {
     return { changes: { ...finished, status: 'succeeded', exit_reason: exit ? storableText(exit.reason ?? '') : null, error: null }, verdict: 'finished' };
   }
   const delayMs = outcome.step?.delayMs;

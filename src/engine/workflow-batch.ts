@@ -20,6 +20,7 @@ import { billUsage, ComputeCarry } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
 import { CommitAttempts } from './commit-attempts.js';
+import { nextStepPosition } from './workflow-run-data.js';
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, openedProps, resolveAuths } from './invocation-base.js';
 
@@ -98,12 +99,14 @@ export class StepBatchRunner {
   }
 
   /**
-   * Runs step `stepIndex` of `workflow` for every run of the batch in one worker call (one StepInput each, props
-   * evaluated per run) and commits the results in one transaction. `onRespond` gets a run's `$.respond()` at once.
+   * Runs the step at `position` of `workflow` for every run of the batch in one worker call (one StepInput each, props
+   * evaluated per run) and commits the results in one transaction, as each run's step number `stepIndex` (the steps it
+   * ran before: its row's index). `onRespond` gets a run's `$.respond()` at once.
    */
   async run(
     workflow: workflows.WorkflowRow,
     stepIndex: number,
+    position: number,
     batch: HeldRun[],
     onRespond: (runId: string, response: HttpResponse) => void,
     /** Whether a run's HTTP client has had its `$.respond()`, in this batch or an earlier one. */
@@ -113,7 +116,7 @@ export class StepBatchRunner {
     // Switched off: its runs wait, queued, until it is on again (no step of them runs meanwhile).
     if (workflow.active !== 1) return this.waitForSwitchOn(workflow.id, batch, 'before');
     const steps = JSON.parse(workflow.steps) as StoredStep[];
-    const step = steps[stepIndex]!;
+    const step = steps[position]!;
     const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
     const startedMs = clock.now();
     // The worker warns of a second `$.respond()` in one step only: it cannot know that an earlier step answered.
@@ -149,6 +152,7 @@ export class StepBatchRunner {
           outcome: committing[i]!,
           startedMs,
           awaitingResponse: custom && held.run.trigger === 'http' && !answered(held.run.id),
+          last: nextStepPosition(steps, { ...held.data, [step.name]: true }) === -1,
         }));
         const result = await commitSteps(
           trx,
@@ -157,7 +161,6 @@ export class StepBatchRunner {
             userId: workflow.user_id,
             stepIndex,
             stepName: step.name,
-            stepCount: steps.length,
             steps: finished,
             dbWrites: keepChanges ? dbWrites : {},
             dataStoreWrites: keepChanges ? dataStoreWrites : undefined,

@@ -17,7 +17,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import { stepData } from '../model/workflows.js';
 import { runRow, type NewRun } from '../commit/workflow-runs.js';
-import { answersHttp, triggerData } from './workflow-run-data.js';
+import { answersHttp, keepOneStep, triggerData } from './workflow-run-data.js';
 import type { EventRouter } from '../commit/routing.js';
 import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } from './workflow-batch.js';
 import type { CredentialSource } from './invocation-base.js';
@@ -314,10 +314,18 @@ export class WorkflowRunner {
     }
   }
 
+  /**
+   * Runs the next step of the batch's runs, each of which ran `stepIndex` steps. After a change of steps those may be
+   * different steps: only the runs of the first one stay in `batch` (so a failure hands back only them), the others go
+   * back to the head of their queue.
+   */
   private async runBatch(workflowId: string, stepIndex: number, batch: HeldRun[]): Promise<void> {
     const workflow = await this.workflowCache.get(workflowId);
-    if (!workflow || stepIndex >= (JSON.parse(workflow.steps) as unknown[]).length) {
-      // Deleted (its runs went with it), or changed to fewer steps: nothing is left for these runs to run.
+    const steps = workflow ? (JSON.parse(workflow.steps) as Array<{ name: string }>) : [];
+    const { position, others } = keepOneStep(steps, batch);
+    if (others.length) this.queues.get(`${workflowId}#${stepIndex}`)?.unshift(...others);
+    if (!workflow || position === -1) {
+      // Deleted (its runs went with it), or changed so that no step is left they have not run.
       const runIds = batch.map((held) => held.run.id);
       if (workflow) await workflows.finishRunsPastLastStep(this.store.db, runIds, stepIndex, this.owner, this.options.clock.now());
       for (const held of batch) this.finish(held.run.id, undefined, false);
@@ -326,6 +334,7 @@ export class WorkflowRunner {
     const result = await this.batches.run(
       workflow,
       stepIndex,
+      position,
       batch,
       (runId, response) => {
         this.answered.add(runId);
@@ -341,7 +350,7 @@ export class WorkflowRunner {
       this.wakeAt(this.options.clock.now() + HAND_BACK_DELAY_MS);
       return;
     }
-    const stepName = (JSON.parse(workflow.steps) as Array<{ name: string }>)[stepIndex]!.name;
+    const stepName = steps[position]!.name;
     let addedChars = 0;
     batch.forEach((held, i) => {
       const verdict = result.verdicts[i]!;

@@ -273,8 +273,8 @@ export async function advanceRun(db: Db, runId: string, stepIndex: number, owner
 }
 
 /**
- * Ends runs waiting for step `stepIndex` of a workflow that has no such step any more (changed to fewer steps while
- * they waited): they ran every step there is, so they succeeded, as a run past its last step does. Left as they were,
+ * Ends runs that ran `stepIndex` steps of a workflow that has no step left they have not run (changed while they
+ * waited): they ran every step there is, so they succeeded, as a run past its last step does. Left as they were,
  * they stayed `queued` or `delayed` for good, taken up again by every scan. Only runs `owner` holds (null: the only
  * runner) that are still at that step.
  */

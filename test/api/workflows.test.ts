@@ -365,6 +365,43 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     ]);
   });
 
+  it('goes on with the steps a run has not run after a change reorders or removes steps while it waits: none twice, none skipped', async () => {
+    const longDelay = `module.exports = { async run({ $ }) { $.flow.delay(1500); return "waited"; } };`;
+    const named = (name: string) => ({ name, component_code: `module.exports = { async run({ steps }) { return Object.keys(steps); } };` });
+    const wait = { name: 'wait', component_code: longDelay };
+    const reordered = await create({ name: 'reordered mid-run', steps: [named('first'), wait, named('after')] });
+    const shortened = await create({ name: 'shortened mid-run', steps: [named('first'), wait, named('after')] });
+    for (const workflow of [reordered, shortened]) await api.post(`/v1/workflows/${workflow.id}/run`, { n: 1 });
+    for (const workflow of [reordered, shortened])
+      await waitFor(
+        () => api.get(`/v1/workflows/${workflow.id}/runs`),
+        (r) => r.body.data[0]?.status === 'delayed',
+        { what: 'the run to reach its delay' },
+      );
+    // Both runs wait for "after", their third step. Counted by position, the reordered one ran "wait" again (its
+    // third step now) and never "after"; the shortened one had no third step left and ended without "after".
+    expect((await api.put(`/v1/workflows/${reordered.id}`, { steps: [named('after'), named('first'), wait] })).status).toBe(200);
+    expect((await api.put(`/v1/workflows/${shortened.id}`, { steps: [wait, named('after')] })).status).toBe(200);
+    const stepsOf = (run: any) => run.steps.map((s: any) => [s.name, s.status, s.$return_value]);
+    const [reorderedRun] = await finishedRuns(reordered.id, 1);
+    const [shortenedRun] = await finishedRuns(shortened.id, 1);
+    for (const run of [reorderedRun, shortenedRun]) {
+      expect(run.status).toBe('succeeded');
+      expect(stepsOf(run)).toEqual([
+        ['first', 'succeeded', ['trigger']],
+        ['wait', 'succeeded', 'waited'],
+        ['after', 'succeeded', ['trigger', 'first', 'wait']],
+      ]);
+    }
+    // A run started after the change runs the new list in its order.
+    await api.post(`/v1/workflows/${reordered.id}/run`, { n: 2 });
+    expect(stepsOf((await finishedRuns(reordered.id, 2))[0])).toEqual([
+      ['after', 'succeeded', ['trigger']],
+      ['first', 'succeeded', ['trigger', 'after']],
+      ['wait', 'succeeded', 'waited'],
+    ]);
+  });
+
   it("runs on a source's events (source trigger), and a second workflow receives the first one's errors", async () => {
     const source = await api.post('/v1/sources', { component_code: emitterSource() });
     const listening = await create({
