@@ -36,6 +36,8 @@ export interface RunView {
   finished_at_ms: number | null;
   /** Set when a step called `$.flow.exit` (the reason, or '' without one). */
   exit_reason?: string;
+  /** A delayed run: when its next step is due (a run delayed a day said only `delayed`). */
+  resumes_at_ms?: number;
   error?: unknown;
   replay_of?: string;
   steps: RunStepView[];
@@ -214,6 +216,7 @@ export class WorkflowRunService {
       }),
     };
     if (run.exit_reason !== null) view.exit_reason = run.exit_reason;
+    if (run.status === 'delayed' && run.due_ms !== null) view.resumes_at_ms = Number(run.due_ms);
     if (run.error !== null) view.error = JSON.parse(run.error);
     if (run.replay_of !== null) view.replay_of = run.replay_of;
     return view;

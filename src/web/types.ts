@@ -102,6 +102,7 @@ export interface WorkflowRun {
   created_at_ms: number;
   finished_at_ms: number | null;
   exit_reason?: string;
+  resumes_at_ms?: number;
   error?: unknown;
   replay_of?: string;
   steps: RunStep[];

@@ -251,6 +251,7 @@ function RunView(props: { run: WorkflowRun; onReplay: (run: WorkflowRun) => void
         {run.trigger}
         {run.replay_of ? ` of ${run.replay_of}` : ''}, {formatTime(run.created_at_ms)}
         {run.exit_reason ? `; exited: ${run.exit_reason}` : ''}
+        {run.status === 'delayed' && run.resumes_at_ms !== undefined ? `; next step due ${formatTime(run.resumes_at_ms)}` : ''}
       </p>
       <details>
         <summary>Triggering event</summary>

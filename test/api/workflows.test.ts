@@ -365,19 +365,24 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     ]);
   });
 
-  it('goes on with the steps a run has not run after a change reorders or removes steps while it waits: none twice, none skipped', async () => {
+  it('goes on with the steps a run has not run after a change reorders or removes steps while it waits (none twice, none skipped), saying when it resumes', async () => {
     const longDelay = `module.exports = { async run({ $ }) { $.flow.delay(1500); return "waited"; } };`;
     const named = (name: string) => ({ name, component_code: `module.exports = { async run({ steps }) { return Object.keys(steps); } };` });
     const wait = { name: 'wait', component_code: longDelay };
     const reordered = await create({ name: 'reordered mid-run', steps: [named('first'), wait, named('after')] });
     const shortened = await create({ name: 'shortened mid-run', steps: [named('first'), wait, named('after')] });
     for (const workflow of [reordered, shortened]) await api.post(`/v1/workflows/${workflow.id}/run`, { n: 1 });
-    for (const workflow of [reordered, shortened])
-      await waitFor(
+    for (const workflow of [reordered, shortened]) {
+      const delayed = await waitFor(
         () => api.get(`/v1/workflows/${workflow.id}/runs`),
         (r) => r.body.data[0]?.status === 'delayed',
         { what: 'the run to reach its delay' },
       );
+      // A delayed run says when its next step is due: the delay counts from the commit of the step that asked for it.
+      const [run] = delayed.body.data;
+      expect(run.resumes_at_ms).toBeGreaterThanOrEqual(run.steps[1].started_at_ms + 1500);
+      expect((await api.get(`/v1/workflows/${workflow.id}/runs/${run.id}`)).body.data.resumes_at_ms).toBe(run.resumes_at_ms);
+    }
     // Both runs wait for "after", their third step. Counted by position, the reordered one ran "wait" again (its
     // third step now) and never "after"; the shortened one had no third step left and ended without "after".
     expect((await api.put(`/v1/workflows/${reordered.id}`, { steps: [named('after'), named('first'), wait] })).status).toBe(200);
@@ -387,6 +392,7 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     const [shortenedRun] = await finishedRuns(shortened.id, 1);
     for (const run of [reorderedRun, shortenedRun]) {
       expect(run.status).toBe('succeeded');
+      expect(run).not.toHaveProperty('resumes_at_ms');
       expect(stepsOf(run)).toEqual([
         ['first', 'succeeded', ['trigger']],
         ['wait', 'succeeded', 'waited'],

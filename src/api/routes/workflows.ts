@@ -118,6 +118,7 @@ const runSchema = Type.Object({
   created_at_ms: Type.Integer(),
   finished_at_ms: Type.Union([Type.Integer(), Type.Null()]),
   exit_reason: Type.Optional(Type.String()),
+  resumes_at_ms: Type.Optional(Type.Integer({ description: 'a delayed run: when its next step is due' })),
   error: Type.Optional(Type.Unknown()),
   replay_of: Type.Optional(Type.String()),
   steps: Type.Array(runStepSchema),
