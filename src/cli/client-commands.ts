@@ -166,7 +166,19 @@ function addCommands(program: Command): void {
     .action(async (id: string, flags: ServerFlags & { force?: boolean }) => {
       const kind = kindOfId(id);
       if (!kind.deletable) throw new UsageError(`${kind.plural} cannot be deleted through the API`);
-      await apiFor(flags).call('DELETE', `${kind.itemPath!(id)}${flags.force ? '?force=true' : ''}`);
+      await apiFor(flags)
+        .call('DELETE', `${kind.itemPath!(id)}${flags.force ? '?force=true' : ''}`)
+        .catch((error: unknown) => {
+          // The server's message says "delete with force=true", a query parameter: the command's way is its flag.
+          if (!(error instanceof ApiError) || error.status !== 409 || flags.force) throw error;
+          throw new ApiError(
+            error.status,
+            error.code,
+            error.message,
+            error.details,
+            `tributary delete ${id} --force deactivates what uses it, then deletes it`,
+          );
+        });
       out(`deleted ${id}`);
     });
 
@@ -249,7 +261,8 @@ function addCommands(program: Command): void {
     .description('deploy a development source, follow its events and logs, and update it in place on every save')
     .option('--json', 'events, logs and errors as JSON lines')
     .option('--delete-on-exit', 'delete the source on Ctrl-C without asking')
-    .option('--keep', 'keep the source on Ctrl-C without asking')
+    // Both given, the source was deleted: --keep was dropped without a word.
+    .addOption(new Option('--keep', 'keep the source on Ctrl-C without asking').conflicts('deleteOnExit'))
     .action(async (file: string, flags: ServerFlags & DeployFlags & { deleteOnExit?: boolean; keep?: boolean }) => {
       const api = apiFor(flags);
       const name = flags.name ?? `${path.basename(file).replace(/\.[^.]+$/, '')}-dev`;

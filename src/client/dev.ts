@@ -20,7 +20,16 @@ export interface DevOptions extends DeployOptions {
 /** The lines of a failed deploy or update: the server's message, then each detail (an invalid prop, a load error). */
 export function failureLines(error: unknown): string[] {
   if (!(error instanceof ApiError)) return [`error: ${(error as Error).message}`];
-  return [`error: ${error.message} (${error.status} ${error.code})`, ...error.details.flatMap(detailLines)];
+  // A server that could not be reached has no status: "(0 unreachable)" read as a status code.
+  return [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`, ...error.details.flatMap(detailLines)];
+}
+
+/**
+ * Refusals of the first deploy that no save of the file can mend: the server out of reach or asking to wait, or the
+ * key refused. dev ends with them as deploy does (exit 5 or 4), instead of asking for a fix of a file that is fine.
+ */
+function endsTheFirstDeploy(error: unknown): error is ApiError {
+  return error instanceof ApiError && [0, 401, 403, 429, 503].includes(error.status);
 }
 
 export async function runDev(api: ApiClient, file: string, options: DevOptions): Promise<SourceData | undefined> {
@@ -59,8 +68,9 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
     } catch (error) {
       // Stopped meanwhile (Ctrl-C during a question, say): what failed because of it is no news.
       if (options.signal.aborted) return;
-      // No save of the file gives the first deploy a missing prop or retypes a --prop: the command exits 2, as deploy does.
-      if (source === undefined && error instanceof UsageError) {
+      // No save of the file gives the first deploy a missing prop or retypes a --prop (exit 2), reaches a server that is
+      // down or takes a refused key (exit 5 or 4): the command ends as deploy does.
+      if (source === undefined && (error instanceof UsageError || endsTheFirstDeploy(error))) {
         fatal = error;
         endSession();
         return;

@@ -102,6 +102,11 @@ export async function showStream(api: ApiClient, id: string, options: FollowOpti
 
 /** Answers to a stream's request that say "later", not "no": too many streams or requests, a server away or stopping. */
 const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
+/** Answers to a stream's request that end the command, with the API's code for them (and so its hint). */
+const STREAM_REFUSALS: Record<number, { code: string; why?: string }> = {
+  401: { code: 'unauthorized', why: 'the key was refused (rotated or deleted meanwhile?)' },
+  404: { code: 'not_found' },
+};
 /** The first wait after such an answer; each next one doubles, up to MAX_RETRY_MS. */
 const FIRST_RETRY_MS = 1000;
 const MAX_RETRY_MS = 10_000;
@@ -168,15 +173,14 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
           return;
         }
         // Any other answer (401, 404): the command ends. The library's message ("Non-200 status code") says nothing
-        // the code does not: a 404 after a stream is a source deleted meanwhile.
-        const why = error.code === 404 ? `no source ${sourceId} (deleted${connectedOnce ? ' while followed' : ''}, or never this account's)` : error.message;
-        reject(
-          new ApiError(
-            error.code,
-            error.code === 404 ? 'not_found' : 'http_error',
-            `the live stream of ${sourceId} answered ${error.code}${why ? `: ${why}` : ''}`,
-          ),
-        );
+        // the code does not: a 404 after a stream is a source deleted meanwhile, a 401 a key rotated meanwhile, whose
+        // code brings the hint to log in again.
+        const refusal = STREAM_REFUSALS[error.code];
+        const why =
+          error.code === 404
+            ? `no source ${sourceId} (deleted${connectedOnce ? ' while followed' : ''}, or never this account's)`
+            : (refusal?.why ?? error.message);
+        reject(new ApiError(error.code, refusal?.code ?? 'http_error', `the live stream of ${sourceId} answered ${error.code}${why ? `: ${why}` : ''}`));
       };
     };
     open();

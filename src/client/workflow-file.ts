@@ -2,7 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { BundleError, bundleCode } from './bundle.js';
+import { BundleError, bundleCode, checkComponentFile } from './bundle.js';
 
 /** A step as the file writes it: exactly one of `path` (a file of code), `component_id` or `component_key`. */
 interface FileStep {
@@ -37,7 +37,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** Parses and checks the file, reads and bundles every step file (paths relative to the workflow file). */
 export async function readWorkflowFile(file: string): Promise<WorkflowBody> {
   const text = await fs.readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new WorkflowFileError(`cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+    // A folder given (`--workflow steps`) said Node's `EISDIR: illegal operation on a directory, read`.
+    const why = error.code === 'ENOENT' ? 'no such file' : error.code === 'EISDIR' ? 'it is a folder, not a workflow file' : error.message;
+    throw new WorkflowFileError(`cannot read ${file}: ${why}`);
   });
   let parsed: unknown;
   try {
@@ -65,6 +67,13 @@ export async function readWorkflowFile(file: string): Promise<WorkflowBody> {
     const out: WorkflowBody['steps'][number] = { name: step.name };
     if (step.path !== undefined) {
       const stepFile = path.resolve(dir, step.path);
+      try {
+        // A step file that is not there: esbuild's `Could not resolve "/abs/path"` named a path nobody wrote.
+        checkComponentFile(stepFile);
+      } catch (error) {
+        if (!(error instanceof BundleError)) throw error;
+        throw new WorkflowFileError(`${where} ("${step.name}"): path ${error.lines[0]}`);
+      }
       try {
         out.component_code = await bundleCode(stepFile);
       } catch (error) {
