@@ -54,6 +54,16 @@ export function detailLines(detail: unknown): string[] {
   return [...stack, `  ${detail.hook}() logged:`, ...detail.logs.map((line) => `    ${line.k.padEnd(5)}  ${line.msg}`)];
 }
 
+/**
+ * Why a request got no answer, on one line: OpenSSL's own text for an https:// URL of a plain HTTP server was two
+ * lines of `…:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/…` naming no cause a user can act on.
+ */
+function whyUnreachable(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code === 'ERR_SSL_WRONG_VERSION_NUMBER') return 'it does not speak TLS there: is the server http://, not https://?';
+  return (cause?.message ?? (error as Error).message).trim().split('\n')[0]!;
+}
+
 export interface ServerAddress {
   /** Base URL of the server, e.g. http://localhost:3000. */
   url: string;
@@ -161,8 +171,7 @@ export class ApiClient {
       });
     } catch (error) {
       if (this.signal?.aborted) throw new InterruptedError(`${method} ${path} was stopped`);
-      const cause = (error as { cause?: { message?: string } }).cause?.message;
-      throw new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${cause ?? (error as Error).message}`);
+      throw new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${whyUnreachable(error)}`);
     }
   }
 

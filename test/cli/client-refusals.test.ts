@@ -150,4 +150,15 @@ describe('tributary client commands refused', () => {
     ]);
     expect((await client(server.url, key).get('/v1/users/me/workflows')).body.page_info.total_count).toBe(0);
   });
+
+  it("says an https:// URL of a plain HTTP server in one line that names the scheme, not in OpenSSL's words", async () => {
+    const tls = server.url.replace(/^http:/, 'https:');
+    const wrong = await tributary(['whoami'], { TRIBUTARY_URL: tls });
+    // Was two lines: "…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/…:" then " (unreachable)".
+    expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([
+      5,
+      '',
+      `error: cannot reach ${tls}: it does not speak TLS there: is the server http://, not https://? (unreachable)\nhint: is the server running there? check the URL with tributary whoami, or pass --url\n`,
+    ]);
+  });
 });
