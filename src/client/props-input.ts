@@ -174,6 +174,19 @@ async function choicesFor(api: ApiClient, componentId: string, prop: PropInfo, c
   return [];
 }
 
+/**
+ * The value an answer picks by number: `2` is the second choice, and for a list prop `1,3` the first and third (a
+ * single number a list of one: "2" of a string[] prop was sent as a string and refused). Undefined when the answer is
+ * not such numbers, and so a value.
+ */
+function chosen(prop: PropInfo, choices: Choice[], answer: string): unknown {
+  const list = prop.type.endsWith('[]');
+  const numbers = list ? answer.split(',').map((part) => part.trim()) : [answer];
+  if (!choices.length || !numbers.every((n) => /^\d+$/.test(n) && Number(n) >= 1 && Number(n) <= choices.length)) return undefined;
+  const values = numbers.map((n) => choices[Number(n) - 1]!.value);
+  return list ? values : values[0];
+}
+
 /** Asks for each missing prop in turn, offering its choices by number; values are typed as --prop values are. */
 export async function promptForProps(
   api: ApiClient,
@@ -194,13 +207,23 @@ export async function promptForProps(
         print(`${prop.name} is required`);
         continue;
       }
-      const index = /^\d+$/.test(answer) && choices.length ? Number(answer) - 1 : -1;
+      const shown = Math.min(choices.length, 50);
       try {
-        out[prop.name] = index >= 0 && index < Math.min(choices.length, 50) ? choices[index]!.value : typedValue(prop, answer);
+        const value = chosen(prop, choices.slice(0, shown), answer) ?? typedValue(prop, answer);
+        // A static option list is all the server takes: "9" of two choices was sent as the value "9" and refused with
+        // a 422 after every other question was answered.
+        const picked = prop.type.endsWith('[]') && Array.isArray(value) ? value : [value];
+        const offered = new Set(choices.map((choice) => JSON.stringify(choice.value)));
+        if (prop.options?.length && !picked.every((one) => offered.has(JSON.stringify(one)))) {
+          print(`"${answer}" is not one of the choices: answer 1 to ${shown}, or one of their values`);
+          continue;
+        }
+        out[prop.name] = value;
         break;
       } catch (error) {
         if (!(error instanceof UsageError)) throw error;
-        print(error.message);
+        // typedValue speaks of --prop name=value, which nobody typed here.
+        print(`"${answer}": ${error.message.replace(/^--prop [^:]*: /, '')}; try again`);
       }
     }
   }

@@ -161,4 +161,26 @@ describe('tributary client commands refused', () => {
       `error: cannot reach ${tls}: it does not speak TLS there: is the server http://, not https://? (unreachable)\nhint: is the server running there? check the URL with tributary whoami, or pass --url\n`,
     ]);
   });
+
+  it('asks again for an answer outside a static option list, and takes numbers for a list prop as a list', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'picky.mjs'),
+      'export default { name: "picky", version: "0.1.0", props: { channel: { type: "string", options: ["general", "random"] }, tags: { type: "string[]", options: ["a", "b", "c"] }, limit: "integer" }, async run() {} };\n',
+    );
+    // "9" of two choices was sent as the value "9", and "2" of a string[] prop as the string "b": both a 422 after
+    // every question was answered. "ten" was refused as "--prop limit=ten", a flag nobody typed.
+    const asked = await runCli(['deploy', 'picky.mjs', '--interactive', '--json'], { env, cwd: dir, input: '9\n2\nz\n1, 3\nten\n10\n' });
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(JSON.parse(asked.stdout).configured_props).toEqual({ channel: 'random', tags: ['a', 'c'], limit: 10 });
+    expect(asked.stderr.split('\n').filter((line) => line.startsWith('"'))).toEqual([
+      '"9" is not one of the choices: answer 1 to 2, or one of their values',
+      '"z" is not one of the choices: answer 1 to 3, or one of their values',
+      '"ten": limit is an integer; try again',
+    ]);
+    const one = await runCli(['deploy', 'picky.mjs', '--interactive', '--json'], { env, cwd: dir, input: 'general\n2\n1\n' });
+    expect(one.code, one.stderr).toBe(0);
+    expect(JSON.parse(one.stdout).configured_props).toEqual({ channel: 'general', tags: ['b'], limit: 1 });
+    for (const id of [JSON.parse(asked.stdout).id, JSON.parse(one.stdout).id])
+      expect((await client(server.url, key).delete(`/v1/sources/${id}`)).status).toBe(204);
+  });
 });
