@@ -129,13 +129,16 @@ describe('tributary deploy --workflow', () => {
         'name: x\nsteps:\n  - name: a\n    path: ./steps/echo.mjs\n    component_id: sc_x\n',
         /steps\[0\] \("a"\): give exactly one of path, component_id or component_key/,
       ],
-      ['broken.yaml', 'name: x\nsteps:\n  - name: a\n    path: ./steps/nope.mjs\n', /cannot bundle \.\/steps\/nope\.mjs/],
+      // A step file that is not there is named as deploy names a component file, not as esbuild's "Could not resolve".
+      ['missing-step.yaml', 'name: x\nsteps:\n  - name: a\n    path: ./steps/nope.mjs\n', /steps\[0\] \("a"\): path \S*steps\/nope\.mjs: no such file$/m],
+      ['broken.yaml', 'name: x\nsteps:\n  - name: a\n    path: ./steps/broken.mjs\n', /cannot bundle \.\/steps\/broken\.mjs: \S*broken\.mjs:1:\d+: /],
       [
         'refused.yaml',
         'name: x\nsteps:\n  - name: trigger\n    path: ./steps/echo.mjs\n    props: { label: y }\n',
         /may not be "trigger".*\(400 invalid_request\)/,
       ],
     ];
+    fs.writeFileSync(path.join(dir, 'steps', 'broken.mjs'), 'export default defineComponent({ async run() { return ( } });\n');
     // Two workflows of the name the file gives: which one to update is the user's to say.
     const api = client(server.url, key);
     for (let i = 0; i < 2; i++)
