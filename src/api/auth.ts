@@ -14,9 +14,22 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** How many Authorization headers the request carries: Node keeps the first and drops the others from `headers`. */
+function authorizationCount(rawHeaders: string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+  }
+  return count;
+}
+
 export function readBearerKey(request: FastifyRequest): string {
   const header = request.headers.authorization;
   if (!header) throw new ServiceError('unauthorized', 'missing Authorization header; send "Authorization: Bearer <api key>"');
+  // A proxy in front may read the last of several where Node reads the first: the request would act as two accounts.
+  const count = authorizationCount(request.raw.rawHeaders);
+  if (count > 1) throw new ServiceError('unauthorized', `${count} Authorization headers; send one, "Authorization: Bearer <api key>"`);
   const match = BEARER.exec(header);
   if (!match) throw new ServiceError('unauthorized', 'malformed Authorization header; expected "Bearer <api key>"');
   return match[1]!;

@@ -5,7 +5,7 @@
 export const ERRORS = {
   invalid_request: { status: 400, meaning: 'a malformed body, parameter or header, or a value the specification does not allow' },
   invalid_cursor: { status: 400, meaning: 'a `before`/`after` cursor that this list did not give out' },
-  unauthorized: { status: 401, meaning: 'no API key, a malformed Authorization header, or an unknown key (with `WWW-Authenticate: Bearer`)' },
+  unauthorized: { status: 401, meaning: 'no API key, a malformed Authorization header or more than one, or an unknown key (with `WWW-Authenticate: Bearer`)' },
   not_found: { status: 404, meaning: "an unknown id, another account's resource, an unknown route, or no active source or workflow at an endpoint" },
   method_not_allowed: { status: 405, meaning: 'a method the path does not answer (with `Allow` naming those it does; `OPTIONS` answers 204 with it)' },
   conflict: { status: 409, meaning: "the request contradicts the resource's state (for example, running an inactive source)" },

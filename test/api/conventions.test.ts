@@ -1,4 +1,5 @@
 // Conventions every endpoint shares: authentication, error bodies, content types, body limit, fields, rate limit.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request, type ApiResponse } from '../helpers/client.js';
@@ -32,6 +33,21 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     const unknown = await request('GET', `${server.url}/v1/users/me`, { key: 'trb_not-a-real-key' });
     expect(unknown.status).toBe(401);
     expect(unknown.body).toEqual({ error: 'invalid API key', code: 'unauthorized' });
+  });
+
+  it('answers 401 for two Authorization headers, which a proxy in front may read otherwise than the server', async () => {
+    const other = (await server.createUser()).apiKey;
+    const { hostname, port } = new URL(server.url);
+    const socket = net.connect(Number(port), hostname);
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.end(`GET /v1/users/me HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\nauthorization: Bearer ${other}\r\nConnection: close\r\n\r\n`);
+    let answer = '';
+    for await (const chunk of socket) answer += (chunk as Buffer).toString('utf8');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: '2 Authorization headers; send one, "Authorization: Bearer <api key>"',
+      code: 'unauthorized',
+    });
   });
 
   it('answers 404 with a JSON body for an unknown route', async () => {
