@@ -156,6 +156,16 @@ describe('bad input', () => {
       'body.name holds an unpaired UTF-16 surrogate, which is not text',
     ]);
     expect(await said(api.patch(`/v1/sources/${sourceId}`, { name: 'a\ud83d\ude00b' }))).toEqual([200, undefined]);
+    // Named where it is: a value by its path, a key by the object that holds it.
+    const nested = { configured_props: { list: ['ok', { deep: ['fine', 'x\u0000'] }] } };
+    expect(await said(api.patch(`/v1/sources/${sourceId}`, nested))).toEqual([
+      400,
+      'body.configured_props.list[1].deep[1] holds a NUL character (\\u0000), which no field accepts',
+    ]);
+    expect(await said(api.patch(`/v1/sources/${sourceId}`, { configured_props: { ok: 1, list: [{ 'k\udc00': 1 }] } }))).toEqual([
+      400,
+      'body.configured_props.list[0] holds an unpaired UTF-16 surrogate, which is not text',
+    ]);
   });
 
   it('names at most 100 problems of a body with 150,000, and says how many more: not one each, nor a 500', async () => {
