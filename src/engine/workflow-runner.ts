@@ -23,8 +23,9 @@ import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } fr
 import type { CredentialSource } from './invocation-base.js';
 import { holdStepData, StepBatches } from './step-batches.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
+import { RunAnswers, type RunResponder } from './run-answers.js';
 
-export type { StepOutbox };
+export type { RunResponder, StepOutbox };
 
 export interface WorkflowRunnerOptions {
   /** (workflow, step) queues drained at once, at most: each drain has one worker call or commit in flight. */
@@ -56,9 +57,6 @@ export interface WorkflowRunnerOptions {
   relayAnswer?: AnswerRelay;
 }
 
-/** Called when a run of an HTTP trigger with custom_response answers, or ends without answering (`response` undefined). */
-export type RunResponder = (response: HttpResponse | undefined, error?: InvocationError) => void;
-
 export class WorkflowRunner {
   private readonly owner: string | null;
   /** Runs this runner holds, by id: queued at a step or in a batch. A scan never takes them twice. */
@@ -67,9 +65,7 @@ export class WorkflowRunner {
   private readonly queues = new Map<string, HeldRun[]>();
   private readonly draining = new Set<string>();
   private readonly cutting = new StepBatches();
-  private readonly responders = new Map<string, RunResponder>();
-  /** Runs whose HTTP client has had a `$.respond()`; forgotten when the run ends here. */
-  private readonly answered = new Set<string>();
+  private readonly answers: RunAnswers;
   private readonly workflowCache: WorkflowCache;
   private readonly batches: StepBatchRunner;
   private readonly scanning = new CoalescingTask(() => this.scan());
@@ -100,6 +96,7 @@ export class WorkflowRunner {
     const batchOptions = { dialect, retention, router, clock, outbox, credentials, owner: this.owner };
     this.batches = new StepBatchRunner(store, runtime, secrets, transactions, batchOptions, logger);
     this.inserts = new RunInserts(transactions, dialect);
+    this.answers = new RunAnswers(options.relayAnswer);
   }
 
   async start(): Promise<void> {
@@ -160,7 +157,7 @@ export class WorkflowRunner {
 
   /** Receives the run's `$.respond()` (or its end without one); set before the run's row commits. */
   onResponse(runId: string, responder: RunResponder): void {
-    this.responders.set(runId, responder);
+    this.answers.wait(runId, responder);
   }
 
   /** Whether the database is unreachable (or its disk full) as the run loop last found it. */
@@ -169,7 +166,7 @@ export class WorkflowRunner {
   }
 
   forgetResponder(runId: string): void {
-    this.responders.delete(runId);
+    this.answers.forget(runId);
   }
 
   /** The workflow changed or was deleted: its next batch reads it again, and a scan takes up runs switching it on freed. */
@@ -336,13 +333,8 @@ export class WorkflowRunner {
       stepIndex,
       position,
       batch,
-      (runId, response) => {
-        this.answered.add(runId);
-        const responder = this.responders.get(runId);
-        if (responder) responder(response);
-        else if (answersHttp(workflow)) this.options.relayAnswer?.(runId, { response });
-      },
-      (runId) => this.answered.has(runId),
+      (runId, response) => this.answers.respond(runId, response, answersHttp(workflow)),
+      (runId) => this.answers.isAnswered(runId),
     );
     if (result.handedBack) {
       for (const held of batch) this.held.delete(held.run.id);
@@ -356,45 +348,30 @@ export class WorkflowRunner {
       const verdict = result.verdicts[i]!;
       const outcome = result.outcomes[i]!;
       if (verdict === 'lost') {
-        this.answered.delete(held.run.id);
+        this.answers.lost(held.run.id);
         return void this.held.delete(held.run.id);
       }
       addedChars = Math.max(addedChars, holdStepData(held, stepName, stepData(outcome.step?.returnValue, outcome.step?.exports ?? {})));
       if (verdict === 'finished') return this.finish(held.run.id, outcome.error, answersHttp(workflow));
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
-      // Delayed: its row has the due time; a scan takes it up again then (its HTTP client, if any, waits on).
+      // Delayed: its row has the due time; a scan takes it up again then. Its HTTP client, if any, hears of it.
       this.held.delete(held.run.id);
+      this.answers.delayed(held.run.id, outcome.step?.delayMs ?? 0, answersHttp(workflow));
       this.wakeAt(this.options.clock.now() + (outcome.step?.delayMs ?? 0));
     });
     const runMs = result.outcomes.reduce((sum, outcome) => sum + outcome.durationMs, 0);
     this.cutting.ran(`${workflowId}#${stepIndex}`, addedChars, batch.length, runMs);
   }
 
-  /**
-   * The run is over here: a waiting HTTP client that got no `$.respond()` hears so; with none waiting here, a
-   * custom-response run's end is relayed to the node whose client may wait.
-   */
+  /** The run is over here: see RunAnswers.finish. */
   private finish(runId: string, error: InvocationError | undefined, relay: boolean): void {
     this.held.delete(runId);
-    if (!this.answered.delete(runId)) {
-      const responder = this.responders.get(runId);
-      if (responder) responder(undefined, error);
-      else if (relay) this.options.relayAnswer?.(runId, { error: error && { name: error.name, message: error.message } });
-    }
-    this.responders.delete(runId);
+    this.answers.finish(runId, error, relay);
   }
 
   /** An answer relayed from the node that ran the run: the request waiting here (if any) gets it. */
   answerRelayed(runId: string, response: HttpResponse | undefined, failure: AnswerFailure | undefined): void {
-    const responder = this.responders.get(runId);
-    if (!responder) return;
-    if (response) {
-      responder(response);
-      this.responders.delete(runId);
-      return;
-    }
-    responder(undefined, failure && { ...failure, stack: '' });
-    this.responders.delete(runId);
+    this.answers.relayed(runId, response, failure);
   }
 }

@@ -8,6 +8,7 @@ import { type Page, type PageRequest, toPage } from '../model/pagination.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 import type { NewRun } from '../commit/workflow-runs.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
+import { FLOW_DELAYED } from '../engine/run-answers.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { QuotaService } from './quotas.js';
 import type { WorkflowService } from './workflows.js';
@@ -122,13 +123,19 @@ export class WorkflowRunService {
     // which a client sending again would run twice.
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
     const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
-    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number; deleted?: boolean };
+    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number; deleted?: boolean; delayedMs?: number };
     let settle!: (answer: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
     let runId = '';
+    const giveUpAt = performance.now() + waitMs;
     const queued = await this.runner.queue([run], ([row]) => {
       runId = row!.id;
-      this.runner.onResponse(runId, (response, error) => settle({ response, error }));
+      this.runner.onResponse(runId, (response, error) => {
+        if (error?.name !== FLOW_DELAYED) return settle({ response, error });
+        // A delay that ends while the request still waits may be followed by the answer: only a longer one is told.
+        const delayedMs = Number(error.message);
+        if (performance.now() + delayedMs >= giveUpAt) settle({ delayedMs });
+      });
     });
     if (!queued.length) {
       this.runner.forgetResponder(runId);
@@ -138,13 +145,19 @@ export class WorkflowRunService {
     const deleted = () => settle({ deleted: true });
     const waiters = this.waiting.get(workflowId) ?? new Set();
     this.waiting.set(workflowId, waiters.add(deleted));
-    const { response, error, waitedMs, deleted: wasDeleted } = await answered;
+    const { response, error, waitedMs, deleted: wasDeleted, delayedMs } = await answered;
     clearTimeout(timer);
     waiters.delete(deleted);
     if (!waiters.size && this.waiting.get(workflowId) === waiters) this.waiting.delete(workflowId);
     this.runner.forgetResponder(runId);
     if (response) return response;
     if (wasDeleted) throw new ServiceError('no_response', `the workflow was deleted before responding; run ${runId} was deleted with it`);
+    if (delayedMs !== undefined) {
+      throw new ServiceError(
+        'no_response',
+        `the workflow went into $.flow.delay for ${delayedMs / 1000} s before any step called $.respond(), past the ${waitMs / 1000} s a request waits (its timeout_seconds and 5 s); run ${runId} goes on then, and a later $.respond() reaches no one`,
+      );
+    }
     if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
     if (error) throw new ServiceError('no_response', `the workflow timed out before responding: ${error.message}`);
     if (waitedMs !== undefined && this.runner.databaseDown) throw awaitedThroughOutage(`run ${runId}`);

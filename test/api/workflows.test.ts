@@ -225,7 +225,7 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     });
   });
 
-  it('says why a custom-response run gave no answer: a run that timed out, and one still delayed when the client stops waiting', async () => {
+  it("says why a custom-response run gave no answer: a run that timed out, and one delayed past the client's wait, at once", async () => {
     // Both were answered "no step called $.respond()", though one step was cut off and the other responds later.
     const hangs = await create({
       name: 'hangs before responding',
@@ -250,18 +250,33 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     const [run] = (await api.get(`/v1/workflows/${delays.id}/runs`)).body.data;
     expect(run.status).toBe('delayed');
     expect(delayed.status).toBe(504);
+    // Told as the delay began (not after 6 s of waiting, which could not bring an answer an hour away).
     expect(delayed.body).toEqual({
-      error: `the workflow did not respond within 6 s (its timeout_seconds and 5 s); run ${run.id} goes on (delayed by $.flow.delay or still queued), and a later $.respond() reaches no one`,
+      error: `the workflow went into $.flow.delay for 3600 s before any step called $.respond(), past the 6 s a request waits (its timeout_seconds and 5 s); run ${run.id} goes on then, and a later $.respond() reaches no one`,
       code: 'no_response',
     });
+
+    // A delay that ends while the client still waits is waited out: the step after it answers.
+    const brief = await create({
+      name: 'responds after a brief delay',
+      timeout_seconds: 1,
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(1000); } };' },
+        { name: 'reply', component_code: RESPOND_STEP },
+      ],
+    });
+    const answered = await request('POST', brief.trigger.endpoint_url, { body: { n: 1 } });
+    expect([answered.status, answered.body]).toEqual([201, { echoed: { n: 1 } }]);
   });
 
   it('answers a client waiting on a delayed run at once when its workflow is deleted, saying so', async () => {
+    // A delay shorter than the client's wait (timeout_seconds 30 and 5 s): the client waits on.
     const delays = await create({
       name: 'deleted while delayed',
       trigger: { type: 'http', custom_response: true },
       steps: [
-        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
         { name: 'reply', component_code: RESPOND_STEP },
       ],
     });
