@@ -20,20 +20,14 @@ import { billUsage, ComputeCarry } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
 import { CommitAttempts } from './commit-attempts.js';
-import { nextStepPosition } from './workflow-run-data.js';
+import { type HeldRun, nextStepPosition } from './workflow-run-data.js';
+
+export type { HeldRun };
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, openedProps, resolveAuths } from './invocation-base.js';
 
 /** A batch the runtime could not take is due again after this long. */
 export const HAND_BACK_DELAY_MS = 1000;
-
-/** A run this runner holds, with the step data its next step sees (`steps.trigger`, `steps.<name>`). */
-export interface HeldRun {
-  run: workflows.WorkflowRunRow;
-  data: Record<string, unknown>;
-  /** The size of `data` as JSON characters, near enough: what bounds a batch (see step-batches.ts). */
-  dataChars: number;
-}
 
 /** Where committed sends go: the outbox sender (delivery/sends), reached through this so that engine/ stays below it. */
 export interface StepOutbox {

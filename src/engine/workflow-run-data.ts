@@ -1,6 +1,13 @@
 // What the workflow runner reads off a run and its workflow: the run's trigger data, whether a client waits for it, the step it goes on at.
 import type * as workflows from '../store/workflows.js';
-import type { HeldRun } from './workflow-batch.js';
+
+/** A run this runner holds, with the step data its next step sees (`steps.trigger`, `steps.<name>`). */
+export interface HeldRun {
+  run: workflows.WorkflowRunRow;
+  data: Record<string, unknown>;
+  /** The size of `data` as JSON characters, near enough: what bounds a batch (see step-batches.ts). */
+  dataChars: number;
+}
 
 /** `steps.trigger` of a run: its event and context. */
 export function triggerData(run: workflows.WorkflowRunRow): Record<string, unknown> {
