@@ -21,10 +21,10 @@ import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/w
 import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
 import { CommitAttempts } from './commit-attempts.js';
 import { type HeldRun, nextStepPosition } from './workflow-run-data.js';
-
-export type { HeldRun };
 import type { EventRouter } from '../commit/routing.js';
 import { CredentialError, credentialFailure, type CredentialSource, openedProps, resolveAuths } from './invocation-base.js';
+
+export type { HeldRun };
 
 /** A batch the runtime could not take is due again after this long. */
 export const HAND_BACK_DELAY_MS = 1000;
