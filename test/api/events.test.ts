@@ -109,6 +109,24 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(res.body.data[0].event).toEqual({ $truncated: true, size: 1202, preview: `"${'é'.repeat(511)}` });
   });
 
+  it('truncates at 1 KB of JSON, counted in bytes: 1024 bytes come whole, 1025 do not', async () => {
+    const id = await deploy();
+    // {"s":"…"} is 8 bytes around the text; 508 'é' are 1016 bytes (516 characters) and fit exactly.
+    const fits = { s: 'x'.repeat(1016) };
+    const over = { s: 'x'.repeat(1017) };
+    const fitsWide = { s: 'é'.repeat(508) };
+    const overWide = { s: 'é'.repeat(508) + 'x' };
+    await runAndWait(id, emitsOf([fits, over, fitsWide, overWide].map((event) => ({ event }))));
+    const res = await api.get(`/v1/sources/${id}/event_summaries?limit=4`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((e: { event: unknown }) => e.event)).toEqual([
+      { $truncated: true, size: 1025, preview: Buffer.from(JSON.stringify(overWide)).subarray(0, 1024).toString() },
+      fitsWide,
+      { $truncated: true, size: 1025, preview: JSON.stringify(over).slice(0, 1024) },
+      fits,
+    ]);
+  });
+
   it('keeps only the last 100 events', async () => {
     const id = await deploy();
     await runAndWait(id, emitsOf(Array.from({ length: 120 }, (_, i) => ({ event: i }))));
