@@ -161,6 +161,7 @@ export class WebhookService {
     if (url.username !== '' || url.password !== '') {
       throw invalid('url must not hold a user name or password (user:password@host): they are not sent; receivers check the webhook-signature header instead');
     }
+    if (url.port === '0') throw invalid(`url ${quote(raw)} names port 0, which nothing can be sent to`);
     if (this.isOwnEndpoint(url)) {
       throw invalid(
         `url ${quote(raw)} is one of this server's own HTTP endpoints: each event delivered there would run its source again, a loop no hop limit stops; subscribe the source to the emitter instead (POST /v1/subscriptions)`,

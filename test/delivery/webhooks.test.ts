@@ -164,6 +164,11 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
         code: 'invalid_request',
       });
     }
+    const portZero = await a.api.post(`/v1/webhooks?url=${encodeURIComponent('http://example.com:0/hook')}&name=x`);
+    expect([portZero.status, portZero.body]).toEqual([
+      400,
+      { error: 'url "http://example.com:0/hook" names port 0, which nothing can be sent to', code: 'invalid_request' },
+    ]);
     expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
   });
 
