@@ -10,7 +10,7 @@ import { buildThis, type ComponentThis } from './context.js';
 import { DataStores } from './data-store.js';
 import { LoadFailure } from './failure.js';
 import type { Send } from './harden.js';
-import { call } from './invoke.js';
+import { call, toInvocationError } from './invoke.js';
 import { jsonBytes, jsonCopy, messageJson } from './json.js';
 import { MAX_COMPONENT_INFO_BYTES, MAX_OPTIONS, MAX_OPTIONS_BYTES } from './limits.js';
 import { type Component, loadComponent, type LoadedComponent } from './load.js';
@@ -114,6 +114,8 @@ async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: Ca
 /** One choice as the API gives it: a plain value, or `{ label, value }` with a string label. */
 function toOption(option: unknown, index: number): PropOption {
   if (typeof option === 'string' || typeof option === 'boolean' || (typeof option === 'number' && NumberIsFinite(option))) return option;
+  // NaN is of type number: "must be … a number …, not a number" would contradict itself.
+  if (typeof option === 'number') throw new TypeError(`option ${index} must be a string, a finite number, a boolean or { label, value }, not ${option}`);
   if (isPlainObject(option) && 'value' in option) {
     const value = option.value === undefined ? null : jsonCopy(option.value, `the value of option ${index}`).value;
     const label = typeof option.label === 'string' ? option.label : typeof value === 'string' ? value : JSONStringify(option.label ?? value);
@@ -132,7 +134,10 @@ function toOptions(returned: unknown): { options: PropOption[]; context: Obj | n
   }
   if (!ArrayIsArray(list)) throw new TypeError(`options() must return an array, or { options, context }, not ${describeValue(returned)}`);
   if (list.length > MAX_OPTIONS) throw new RangeError(`options() may return at most ${MAX_OPTIONS} choices, not ${list.length}`);
-  const options = ArrayPrototypeMap(list, toOption);
+  // By index, not map(): map skips the holes of a sparse array (["a", , "c"]), which would reach the server as a
+  // message it refuses, ending the worker, instead of as this choice's error.
+  const options: PropOption[] = [];
+  for (let index = 0; index < list.length; index++) options[index] = toOption(list[index], index);
   if (context !== null && !isPlainObject(context)) {
     throw new TypeError(`the context options() returned must be an object such as { nextPageToken }, not ${describeValue(context)}`);
   }
@@ -182,14 +187,20 @@ async function propOptions(loaded: LoadedComponent, what: Extract<ConfigureMessa
   return toOptions((await callForResult(scope, () => ReflectApply(fn, found.thisArg, [args]))).held);
 }
 
+/**
+ * Read as a run's thrown value is (toInvocationError): a fetch's cause added, the server's paths left out, and a value
+ * whose fields or prototype throw when read (getters, proxies) reported as such; a throw here would end the worker.
+ */
 function messageOf(error: unknown): string {
-  if (error instanceof Unanswerable) return error.message;
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  let isError: boolean;
   try {
-    return typeof error === 'string' ? error : (JSONStringify(error) ?? String(error));
+    if (error instanceof Unanswerable) return error.message;
+    isError = error instanceof Error;
   } catch {
-    return String(error);
+    isError = false;
   }
+  const read = toInvocationError(error);
+  return isError ? `${read.name}: ${read.message}` : read.message;
 }
 
 export async function configure(request: ConfigureMessage, send: Send): Promise<void> {
