@@ -17,6 +17,7 @@ import { retryingDeadlocks } from '../store/deadlocks.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
+import { checkDataStoreNames } from './data-store-props.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, SECRET_PLACEHOLDER, withAdditionalProps } from '../model/props.js';
@@ -232,6 +233,7 @@ export class SourceService {
     const { stored } = props;
     const info = { ...deployed, props: props.props };
     await checkAuthProvisions(this.store, accountId, info.props, stored);
+    await checkDataStoreNames(this.store, accountId, info.props, stored);
     const name = request.name ?? slugify(info.name);
     if (typeof name !== 'string' || name.trim() === '') throw invalid('name must be a non-empty string');
     const now = nowSeconds();
@@ -302,6 +304,7 @@ export class SourceService {
     // accounts those props name (one a forced delete removed, say).
     const checksAccounts = active || request.configured_props !== undefined;
     if (checksAccounts) await checkAuthProvisions(this.store, accountId, info.props, stored);
+    if (request.configured_props !== undefined) await checkDataStoreNames(this.store, accountId, info.props, stored);
     const name = request.name ?? (mode === 'replace' ? slugify(info.name) : current.source.name);
     if (name.trim() === '') throw invalid('name must be a non-empty string');
     const next: sources.SourceRow = {

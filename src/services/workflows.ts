@@ -19,6 +19,7 @@ import { invalidTemplatePaths, isTemplate, unreadableTemplatePaths } from '../mo
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
+import { checkDataStoreNames } from './data-store-props.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 import { applyTrigger, checkTrigger, normalizeTrigger, type TriggerRequest } from './workflow-triggers.js';
 import { quote, shorten } from '../model/quote.js';
@@ -290,6 +291,7 @@ export class WorkflowService {
         new Set(requested.slice(0, i).map((s) => s.name)),
       );
       await checkAuthProvisions(this.store, accountId, props, configured, stepLabel(i, step.name));
+      await checkDataStoreNames(this.store, accountId, props, configured, stepLabel(i, step.name));
       steps.push({ name: step.name, component_id: component.id, configured_props: configured, ...(additional && { additional_props: additional }) });
     }
     return { steps, unsaved };
