@@ -79,8 +79,27 @@ function jsonSyntaxError(text: string): string | undefined {
     JSON.parse(text);
     return undefined;
   } catch (error) {
-    return (error as Error).message;
+    return withoutExcerpt((error as Error).message, text);
   }
+}
+
+/** V8's "Unexpected token" message: the token, then the body (21 characters or fewer) or 10 characters either side of it. */
+const UNEXPECTED_TOKEN = /^Unexpected token '.*?', (\.\.\.)?"(.*)"(\.\.\.)? is not valid JSON$/s;
+
+/**
+ * V8 quotes the body around an unexpected token, which may be a credential or a secret prop's value mistyped (an
+ * unquoted token): the 400 and the log line with it would repeat it. Said instead by position, which the excerpt
+ * gives (V8: the 10 characters before the token, unless it starts the body), when it can be found once.
+ */
+function withoutExcerpt(message: string, text: string): string {
+  const match = UNEXPECTED_TOKEN.exec(message);
+  if (!match) return message;
+  const [, before, excerpt = '', after] = match;
+  let position: number | undefined;
+  if (!before && after) position = excerpt.length - 10;
+  else if (before && !after) position = text.length - excerpt.length + 10;
+  else if (before && after && text.indexOf(excerpt) === text.lastIndexOf(excerpt)) position = text.indexOf(excerpt) + 10;
+  return position === undefined ? 'Unexpected token' : `Unexpected token in JSON at position ${position}`;
 }
 
 function nextRequestId(): string {
