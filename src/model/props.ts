@@ -297,7 +297,7 @@ export function additionalPropProblems(added: PropDescriptor[]): PropProblem[] {
     .filter((p) => p.type !== 'alert' && !SCALAR_TYPES.has(p.type.replace(/\[\]$/, '')))
     .map((p) => ({
       prop: p.name,
-      message: `is a ${p.type} prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts`,
+      message: `is a prop of type ${p.type} added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts`,
     }));
 }
 

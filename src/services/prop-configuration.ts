@@ -76,7 +76,7 @@ function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescript
   const were = (n: number) => `${n} of the choices options() gave ${n === 1 ? 'was' : 'were'} left out`;
   const said = [...errors];
   if (left) said.push(`${were(left)}: a value holds ${flaw}; a deploy refuses such a value`);
-  if (mistyped) said.push(`${were(mistyped)}: a value is not what a ${prop?.type} prop takes (${typeProblem}); a deploy refuses such a value`);
+  if (mistyped) said.push(`${were(mistyped)}: a value is not what a prop of type ${prop?.type} takes (${typeProblem}); a deploy refuses such a value`);
   if (options.every((option) => typeof option === 'string')) return { options: options as string[], errors: said };
   return { options: options.map((option) => (typeof option === 'object' ? option : { label: String(option), value: option })), errors: said };
 }

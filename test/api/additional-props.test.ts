@@ -152,7 +152,7 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
       {
         prop: 'store',
         message:
-          'is a data_store prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts',
+          'is a prop of type data_store added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts',
       },
     ]);
     expect((await api.post('/v1/sources', { component_code: ADDS_A_STORE, configured_props: { on: false } })).status).toBe(200);

@@ -202,7 +202,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       ],
       context: null,
       errors: [
-        '2 of the choices options() gave were left out: a value is not what a string prop takes (must be a string, got an object); a deploy refuses such a value',
+        '2 of the choices options() gave were left out: a value is not what a prop of type string takes (must be a string, got an object); a deploy refuses such a value',
       ],
     });
     const listed = await api.post(`/v1/components/${id}/props/tags/options`, {});
@@ -210,7 +210,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       options: [{ label: 'one', value: 'one' }],
       context: null,
       errors: [
-        '1 of the choices options() gave was left out: a value is not what a string[] prop takes (must be a string, got an array); a deploy refuses such a value',
+        '1 of the choices options() gave was left out: a value is not what a prop of type string[] takes (must be a string, got an array); a deploy refuses such a value',
       ],
     });
     // What was left out is what a deploy refuses; what is offered deploys.
@@ -234,7 +234,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
     const id = saved.body.data.id;
     const refusal =
-      'is a $.interface.http prop added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts';
+      'is a prop of type $.interface.http added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts';
     const reloaded = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'hook' } });
     expect(reloaded.status).toBe(200);
     expect(reloaded.body.data).toEqual({
