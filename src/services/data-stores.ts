@@ -47,6 +47,26 @@ export class DataStoreService {
     };
   }
 
+  /** GET /data_stores/{name or id}: the store as the list shows it; 404 for a store the account has not. */
+  async get(accountId: string, nameOrId: string): Promise<DataStoreView> {
+    const row = await this.find(this.store.db, accountId, nameOrId);
+    const keyCount = await stores.liveRecordCount(this.store.db, row.id, this.clock.now());
+    return { id: row.id, name: row.name, key_count: keyCount, created_at: row.created_at, updated_at: row.updated_at };
+  }
+
+  /**
+   * DELETE /data_stores/{name or id}: the store and all its records. A source or step whose data_store prop names it
+   * keeps running: its next write makes a new, empty store of that name, as a first write does.
+   */
+  async delete(accountId: string, nameOrId: string): Promise<void> {
+    await retryingDeadlocks(() =>
+      this.store.db.transaction().execute(async (trx) => {
+        const row = await this.find(trx, accountId, nameOrId);
+        await stores.deleteDataStore(trx, row.id);
+      }),
+    );
+  }
+
   /** GET /data_stores/{name or id}/keys: the keys that have not expired, in key order; 404 for a store the account has not. */
   async keys(accountId: string, nameOrId: string): Promise<{ id: string; name: string; keys: string[] }> {
     const row = await this.find(this.store.db, accountId, nameOrId);

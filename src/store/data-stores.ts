@@ -220,3 +220,20 @@ export function dataStoreRecord(db: Db, storeId: string, key: string, nowMs: num
     .where(liveAt(nowMs))
     .executeTakeFirst();
 }
+
+/** The number of a store's records that have not expired at `nowMs`. */
+export async function liveRecordCount(db: Db, storeId: string, nowMs: number): Promise<number> {
+  const row = await db
+    .selectFrom('data_store_records')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('store_id', '=', storeId)
+    .where(liveAt(nowMs))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Removes a store and all its records; a later write by its name makes a new, empty one. */
+export async function deleteDataStore(trx: Transaction<Database>, storeId: string): Promise<void> {
+  await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
+  await trx.deleteFrom('data_stores').where('id', '=', storeId).execute();
+}

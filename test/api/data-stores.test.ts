@@ -129,6 +129,36 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect([byName.status, byName.body.data?.keys]).toEqual([200, ['k']]);
   });
 
+  it('shows one store by name or id, and deletes it with its records: a source naming it starts a new, empty one', async () => {
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const source = await deploy(api, 'to-delete');
+    await run(api, source, { set: { a: 1, b: 2 } });
+    const [listed] = (await api.get('/v1/data_stores?limit=1')).body.data;
+    expect(listed).toMatchObject({ name: 'to-delete', key_count: 2 });
+    for (const store of ['to-delete', listed.id]) {
+      const shown = await api.get(`/v1/data_stores/${store}`);
+      expect([shown.status, shown.body], store).toEqual([200, { data: listed }]);
+    }
+    // Another account's store is not found, by id or by a name it does not have; nothing is deleted.
+    expect((await other.get(`/v1/data_stores/${listed.id}`)).body).toEqual({ error: `data store "${listed.id}" not found`, code: 'not_found' });
+    expect((await other.delete(`/v1/data_stores/${listed.id}`)).status).toBe(404);
+    expect((await other.delete('/v1/data_stores/to-delete')).status).toBe(404);
+    expect((await api.get('/v1/data_stores/to-delete/keys')).body.data.keys).toEqual(['a', 'b']);
+
+    const deleted = await api.delete(`/v1/data_stores/${listed.id}`);
+    expect([deleted.status, deleted.body]).toEqual([204, '']);
+    expect((await api.get('/v1/data_stores/to-delete')).body).toEqual({ error: 'data store "to-delete" not found', code: 'not_found' });
+    expect((await api.get('/v1/data_stores/to-delete/records?key=a')).status).toBe(404);
+    expect((await api.delete('/v1/data_stores/to-delete')).status).toBe(404);
+    expect((await api.get('/v1/data_stores')).body.data.map((store: { name: string }) => store.name)).not.toContain('to-delete');
+
+    // The source runs on: its store starts again, empty, with a new id.
+    expect((await run(api, source, { set: { c: 3 } })).keys).toEqual(['c']);
+    const again = (await api.get('/v1/data_stores/to-delete')).body.data;
+    expect(again).toMatchObject({ name: 'to-delete', key_count: 1 });
+    expect(again.id).not.toBe(listed.id);
+  });
+
   /** A source running `event.code` on its store, emitting what it returned or the message of what it threw. */
   const TRY_SOURCE = `
     module.exports = {

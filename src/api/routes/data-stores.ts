@@ -74,6 +74,36 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
     );
 
     app.get(
+      '/data_stores/:store',
+      {
+        schema: {
+          tags: ['data stores', 'extensions'],
+          summary: 'One data store (by its name or id), as the list shows it',
+          params: storeParams,
+          querystring: Type.Object(fieldParams),
+          response: { 200: dataOf(dataStoreSchema) },
+        },
+      },
+      async (request) => ({ data: await services.dataStores.get(request.account.id, request.params.store) }),
+    );
+
+    app.delete(
+      '/data_stores/:store',
+      {
+        schema: {
+          tags: ['data stores', 'extensions'],
+          summary: 'Delete a data store (by its name or id) and all its records; a data_store prop naming it makes a new, empty one at its next write',
+          params: storeParams,
+          response: { 204: noBody },
+        },
+      },
+      async (request, reply) => {
+        await services.dataStores.delete(request.account.id, request.params.store);
+        return reply.status(204).send(null);
+      },
+    );
+
+    app.get(
       '/data_stores/:store/keys',
       {
         schema: {
