@@ -161,7 +161,7 @@ function addCommands(program: Command): void {
     });
 
   serverOptions(program.command('delete <id>'))
-    .description('delete a source, workflow, webhook or connected account')
+    .description('delete a source, workflow, webhook, connected account, or data store with all its records')
     .option('--force', 'a connected account in use: deactivate what uses it, then delete it')
     .action(async (id: string, flags: ServerFlags & { force?: boolean }) => {
       const kind = kindOfId(id);

@@ -145,12 +145,12 @@ export const KINDS: readonly ResourceKind[] = [
     ],
   },
   {
-    // Named by name or id (not a prefix `describe` takes): `tributary data-stores keys|get|delete` reads them.
+    // Also named by name: `tributary data-stores keys|get|set|delete` take either; describe and delete take the id.
     plural: 'data-stores',
-    prefix: undefined,
+    prefix: 'ds_',
     listPath: '/v1/data_stores',
-    itemPath: undefined,
-    deletable: false,
+    itemPath: (id) => `/v1/data_stores/${segment(id)}`,
+    deletable: true,
     columns: [
       ['ID', (r) => r.id],
       ['NAME', (r) => r.name],

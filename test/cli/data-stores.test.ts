@@ -167,6 +167,17 @@ describe('tributary data-stores', () => {
     expect(await tributary(['data-stores', 'get', 'doomed', 'kept'])).toEqual({ code: 0, stdout: '2\n', stderr: '' });
   });
 
+  it('describes a store by its id, and deletes it with all its records (tributary delete ds_…)', async () => {
+    await write('whole', { set: { a: 1, b: 2 } });
+    const { id } = (await api.get('/v1/data_stores/whole')).body.data;
+    const described = await tributary(['describe', id, '--json']);
+    expect(described.code).toBe(0);
+    expect(JSON.parse(described.stdout)).toMatchObject({ id, name: 'whole', key_count: 2 });
+    expect(await tributary(['delete', id])).toEqual({ code: 0, stdout: `deleted ${id}\n`, stderr: '' });
+    expect((await tributary(['data-stores', 'keys', 'whole'])).stderr).toBe(`error: data store "whole" not found (404 not_found)\n${HINT}`);
+    expect((await tributary(['delete', id])).code).toBe(3);
+  });
+
   it('writes a record from its JSON value, with --ttl, by name or id, a key or negative value after --; a component reads it', async () => {
     const set = (store: string, key: string) => `set key ${JSON.stringify(key)} of data store ${JSON.stringify(store)}\n`;
     expect(await tributary(['data-stores', 'set', 'written', 'customer 42', '{"total": 3, "items": ["a", null]}'])).toEqual({
