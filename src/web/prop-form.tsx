@@ -42,7 +42,8 @@ export function initialValues(props: PropDescriptor[], configured: Record<string
     // A list of objects is edited as one JSON array: a line each would show "[object Object]" and send it as text.
     else if (prop.type === 'object[]' && Array.isArray(value)) raw[prop.name] = JSON.stringify(value, null, 2);
     else if (prop.type.endsWith('[]') && Array.isArray(value)) raw[prop.name] = value.map(String).join('\n');
-    else if (typeof value === 'object') raw[prop.name] = JSON.stringify(value, null, 2);
+    // An any prop is typed as JSON, a string too: shown bare, "str" was refused as not JSON, and "5" saved as a number.
+    else if (typeof value === 'object' || prop.type === 'any') raw[prop.name] = JSON.stringify(value, null, 2);
     else raw[prop.name] = String(value);
   }
   return raw;
