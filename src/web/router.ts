@@ -2,11 +2,19 @@
 import { useEffect, useState } from 'preact/hooks';
 
 export function currentRoute(): string[] {
-  return location.hash
-    .replace(/^#\/?/, '')
-    .split('/')
-    .filter(Boolean)
-    .map((part) => decodeURIComponent(part));
+  return location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodePart);
+}
+
+/**
+ * A part as typed: an address typed by hand may hold a bare `%` (`#/data-stores/50%`), which decodeURIComponent
+ * refuses with a URIError that left the whole console blank; such a part is taken as it stands.
+ */
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 export function useRoute(): string[] {
