@@ -145,11 +145,13 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
   const source = loaded.data?.data;
 
   if (loaded.error) {
+    // Headed by the id, as the other pages' 404s are: without a heading a screen reader's list of them was empty.
     return (
-      <section>
+      <section aria-labelledby="source-title">
         <p class="crumbs">
           <a href={href('sources')}>Sources</a> /
         </p>
+        <h1 id="source-title">{props.id}</h1>
         <LoadError loads={[loaded]} />
       </section>
     );

@@ -27,4 +27,14 @@ describe.each(DIALECTS)('web console: addresses (%s)', BROWSER_SUITE, (dialect) 
     await waitForText(page.getByRole('alert'), 'source "%" not found');
     await finish();
   });
+
+  it("heads a source's page that is not there with its id, as every other page that is not there is", async () => {
+    const { user } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.goto(`${server.url}/#/sources/dc_gone`);
+    await waitForText(page.getByRole('alert'), 'source "dc_gone" not found');
+    // It had the 404 alone, no heading: a screen reader's list of headings was empty.
+    await page.getByRole('region', { name: 'dc_gone' }).getByRole('heading', { level: 1, name: 'dc_gone' }).waitFor();
+    await finish();
+  });
 });
