@@ -1,7 +1,7 @@
 // "Run now": an event typed as JSON, checked before it is sent, and handed to the caller; a refusal shows under it,
 // and what became of the run, when the caller follows it, beside the button.
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { describeError } from './api';
 import { useBusy } from './use-busy';
 
@@ -14,6 +14,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
   const [error, setError] = useState<string | undefined>(undefined);
   // One run per press: a second press (a double click) before the first is queued would start a second run.
   const starting = useBusy();
+  const field = useRef<HTMLTextAreaElement>(null);
   const run = (event: Event) => {
     event.preventDefault();
     return starting.run(async () => {
@@ -22,6 +23,8 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         body = JSON.parse(text || '{}');
       } catch {
         setError('The event must be valid JSON.');
+        // The field to fix has the keyboard, as in every other form: it stayed on the button, away from the text.
+        field.current?.focus();
         return;
       }
       setError(undefined);
@@ -38,6 +41,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
       <form onSubmit={run} noValidate>
         <label for={props.id}>Event (JSON)</label>
         <textarea
+          ref={field}
           id={props.id}
           class="code"
           rows={4}
