@@ -3,15 +3,18 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { InstallStep } from './types';
 
+/** A package's latest step; `not installed` once the save ended before it was installed or found cached. */
+type ShownStep = Omit<InstallStep, 'step'> & { step: InstallStep['step'] | 'not installed' };
+
 /** A progress line: the latest step of each package, in install order. */
-function describeStep(step: InstallStep): string {
+function describeStep(step: ShownStep): string {
   const where = step.workflow_step ? ` (step ${step.workflow_step})` : '';
   return `${step.package}@${step.version}: ${step.step}${where} — ${step.index} of ${step.total}, ${(step.elapsed_ms / 1000).toFixed(1)} s`;
 }
 
 export interface InstallProgress {
   /** The latest step of each package, by `<workflow step>/<package>`, in the order first heard. */
-  steps: Map<string, InstallStep>;
+  steps: Map<string, ShownStep>;
   /** The last step heard, for the live line. */
   latest: string;
   /** When the save began (ms), while it runs. */
@@ -22,7 +25,7 @@ export interface InstallProgress {
 }
 
 export function useInstallProgress(): InstallProgress {
-  const [steps, setSteps] = useState<Map<string, InstallStep>>(new Map());
+  const [steps, setSteps] = useState<Map<string, ShownStep>>(new Map());
   const [latest, setLatest] = useState('');
   const [since, setSince] = useState<number | undefined>(undefined);
   return {
@@ -38,7 +41,19 @@ export function useInstallProgress(): InstallProgress {
       setSteps((seen) => new Map(seen).set(`${step.workflow_step ?? ''}/${step.package}`, step));
       setLatest(describeStep(step));
     },
-    done: () => setSince(undefined),
+    done: () => {
+      setSince(undefined);
+      // The server tells no failed step: a package whose install failed (or that a refusal stopped) stayed listed as
+      // "resolving" or "installing" under the refusal, as if npm were still at work.
+      setSteps((seen) => {
+        const unfinished = [...seen.values()].some((step) => step.step === 'resolving' || step.step === 'installing');
+        if (!unfinished) return seen;
+        const ended = [...seen].map(([key, step]): [string, ShownStep] =>
+          step.step === 'resolving' || step.step === 'installing' ? [key, { ...step, step: 'not installed' }] : [key, step],
+        );
+        return new Map(ended);
+      });
+    },
   };
 }
 

@@ -49,4 +49,20 @@ describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSE
     expect((await api.get('/v1/users/me/components')).body.data.map((c: any) => c.name)).toEqual(['Odd']);
     await finish();
   });
+
+  it('says a package whose install failed was not installed, rather than leave it resolving under the refusal', async () => {
+    const { user, api } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    const name = 'tributary-console-test-no-such-package';
+    await page.getByLabel('Component code').fill(`import x from "${name}";
+export default { name: "Missing", version: "0.1.0", props: {}, async run() { this.$emit(x); } };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await waitForText(page.locator('#component-error'), `could not install npm package "${name}"`);
+    const lines = page.getByRole('list', { name: 'Installing packages' }).getByRole('listitem');
+    // Its last step heard was "resolving", which it said for good.
+    expect(await lines.allTextContents()).toEqual([expect.stringMatching(new RegExp(`^${name}@latest: not installed — 1 of 1, \\d+\\.\\d s$`))]);
+    expect((await api.get('/v1/users/me/components')).body.data).toEqual([]);
+    await finish();
+  });
 });
