@@ -14,6 +14,7 @@ import type { Component, Source } from './types';
 const REGISTRY_SUGGESTIONS = ['http-new-requests', 'schedule-custom-interval', 'json_feed-new-items'];
 
 type Origin = 'code' | 'registry' | 'saved';
+const FIELD_OF: Record<Origin, string> = { code: 'component-code', registry: 'registry-key', saved: 'saved-component' };
 
 /** `componentId`: a saved component to deploy (a component page's Deploy as source), chosen and its props loaded at once. */
 export function SourceCreate(props: { componentId?: string | undefined }) {
@@ -38,7 +39,9 @@ export function SourceCreate(props: { componentId?: string | undefined }) {
     setOrigin(from);
     setLoadError(undefined);
   };
-  const aboutSource = { 'aria-invalid': loadError ? ('true' as const) : undefined, 'aria-describedby': 'component-error' };
+  // A reason that is not about the field (no answer, a 5xx) leaves it unmarked: the same code works once the server does.
+  const [loadErrorOnField, setLoadErrorOnField] = useState(false);
+  const aboutSource = { 'aria-invalid': loadError && loadErrorOnField ? ('true' as const) : undefined, 'aria-describedby': 'component-error' };
   const propList = usePropList(component?.id ?? '', component?.configurable_props ?? [], raw, setRaw);
   // Once the props are loaded, keyboard and screen-reader users land on the form they now fill in.
   useEffect(() => {
@@ -64,6 +67,10 @@ export function SourceCreate(props: { componentId?: string | undefined }) {
       errors.show({}, undefined, '');
     } catch (failure) {
       setLoadError(describeErrorWithDetails(failure));
+      const onField = failure instanceof ApiError && [400, 404, 422].includes(failure.status);
+      setLoadErrorOnField(onField);
+      // The field to fix has the keyboard, as in every form; a reason about no field leaves it on the button.
+      if (onField) document.getElementById(FIELD_OF[origin])?.focus();
     } finally {
       setBusy(undefined);
       progress.done();

@@ -1,5 +1,5 @@
-// The console in Chromium, used from the keyboard: after a check refuses what was typed, the keyboard is on the field
-// to fix.
+// The console in Chromium, used from the keyboard: after a check or the server refuses what was typed, the keyboard is
+// on the field to fix.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
@@ -40,6 +40,37 @@ describe.each(DIALECTS)('web console: keyboard (%s)', BROWSER_SUITE, (dialect) =
       await waitForFocus(page, 'textarea[aria-invalid="true"]');
       expect(await event.getAttribute('aria-invalid')).toBe('true');
     }
+    await finish();
+  });
+
+  it("New source's refused code, key or id gives the keyboard to its field; no answer from the server marks none", async () => {
+    const { user } = await newAccount(server);
+    const { page, problems, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.goto(`${server.url}/#/sources/new`);
+    await page.getByLabel('Component code').fill('export default { name: "x", version: "0.1.0", props: {}, async run() { this.$emit( } };');
+    await page.getByRole('button', { name: 'Load props' }).press('Enter');
+    await waitForText(page.getByRole('alert'), 'Unexpected "}"');
+    // It stayed on Load props, the marked code a Shift+Tab away.
+    await waitForFocus(page, '#component-code[aria-invalid="true"]');
+    await page.getByLabel('Saved component').check();
+    await page.getByLabel('Component id or key').fill('sc_gone');
+    await page.getByRole('button', { name: 'Load props' }).press('Enter');
+    await waitForText(page.getByRole('alert'), 'component "sc_gone" not found');
+    await waitForFocus(page, '#saved-component[aria-invalid="true"]');
+
+    // The server gone: the code is not at fault, and Try again is the same press.
+    await page.getByLabel('Paste code').check();
+    await page.getByLabel('Component code').fill(SOURCE);
+    await page.route('**/v1/components/stream', (route) => route.abort('connectionrefused'));
+    await page.getByRole('button', { name: 'Load props' }).press('Enter');
+    await waitForText(page.getByRole('alert'), 'Cannot reach the server');
+    await waitForFocus(page, 'button', /^Load props$/);
+    expect(await page.getByLabel('Component code').getAttribute('aria-invalid')).toBeNull();
+    // Chromium logs the refused connection, which this test made.
+    expect(problems.splice(0)).toEqual(['console: Failed to load resource: net::ERR_CONNECTION_REFUSED']);
+    await page.unroute('**/v1/components/stream');
+    await page.getByRole('button', { name: 'Load props' }).press('Enter');
+    await page.getByRole('heading', { name: /Configure Echo/ }).waitFor();
     await finish();
   });
 });
