@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, describeError, hookLogText, post } from './api';
 import { type Choice, ChoiceSelect, linesOf, toChoice } from './choice-select';
-import { minTimerInterval, TimerField } from './timer-field';
+import { minTimerInterval, minTimerIntervalText, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
 import { useBusy } from './use-busy';
 
@@ -15,7 +15,7 @@ const NO_INPUT = new Set(['$.interface.http', '$.service.db', 'alert']);
 const PLACEHOLDERS: Record<string, string> = { 'object[]': 'JSON array of objects', 'boolean[]': 'true or false, one a line' };
 
 function intervalRule(prop: PropDescriptor): string {
-  return `${labelOf(prop)} needs an interval of at least ${minTimerInterval()} seconds`;
+  return `${labelOf(prop)} needs an interval of at least ${minTimerIntervalText()}`;
 }
 
 function labelOf(prop: PropDescriptor): string {

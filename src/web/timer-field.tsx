@@ -10,6 +10,12 @@ export function minTimerInterval(): number {
   return Number.isSafeInteger(told) && told >= 1 ? told : 15;
 }
 
+/** The shortest interval in words: "15 seconds", "1 second". */
+export function minTimerIntervalText(): string {
+  const seconds = minTimerInterval();
+  return `${seconds} ${seconds === 1 ? 'second' : 'seconds'}`;
+}
+
 type Setter = (name: string, value: string | boolean, also?: Record<string, string | boolean>) => void;
 
 /** The timer's schedule, `<name>.mode` telling which of the two inputs holds it; `children` are its help and error lines. */
@@ -69,7 +75,7 @@ export function TimerField(props: {
             onInput={(e) => props.set(props.name, e.currentTarget.value)}
           />
           <p id={`${props.id}-min`} class="hint">
-            At least {minTimerInterval()} seconds: the server refuses shorter intervals.
+            At least {minTimerIntervalText()}: the server refuses shorter intervals.
           </p>
         </>
       )}

@@ -6,7 +6,7 @@ import { useNotify } from './notices';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
 import { InstallProgressView, useInstallProgress } from './install-progress';
-import { minTimerInterval } from './timer-field';
+import { minTimerInterval, minTimerIntervalText } from './timer-field';
 import type { Source, Workflow } from './types';
 import { useLoad } from './use-load';
 
@@ -122,7 +122,7 @@ export function WorkflowCreate() {
       source: { type: 'source', source_id: sourceId.trim(), event_name: eventName.trim() },
     };
     if (trigger === 'interval' && !(Number.isSafeInteger(Number(intervalSeconds)) && Number(intervalSeconds) >= minTimerInterval())) {
-      return { problem: `The timer needs an interval of at least ${minTimerInterval()} seconds.`, field: 'workflow-interval' };
+      return { problem: `The timer needs an interval of at least ${minTimerIntervalText()}.`, field: 'workflow-interval' };
     }
     if (trigger === 'source' && !sourceId.trim()) return { problem: 'Choose the source whose events start the workflow.', field: 'workflow-source' };
     return { body: { name: name.trim(), trigger: triggers[trigger], steps: built, timeout_seconds: Number(timeoutSeconds) } };
@@ -212,7 +212,7 @@ export function WorkflowCreate() {
                 onInput={(e) => setIntervalSeconds(e.currentTarget.value)}
               />
               <p id="workflow-interval-min" class="hint">
-                At least {minTimerInterval()} seconds: the server refuses shorter intervals.
+                At least {minTimerIntervalText()}: the server refuses shorter intervals.
               </p>
             </div>
           )}

@@ -2,7 +2,7 @@
 // the refusals shown beside the form, and the new workflow running as created.
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { BROWSER_SUITE, evaluate, newAccount, openSignedIn, screenshot, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
@@ -25,6 +25,24 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
   withServerAndBrowser(dialect, (started, launched) => {
     server = started;
     browser = launched;
+  });
+
+  it('says a shortest interval of one second in the singular (--min-timer-interval 1)', async () => {
+    const quick = await startTestServer(dialect, { minTimerInterval: 1 });
+    try {
+      const { user } = await newAccount(quick);
+      const { page } = await openSignedIn(browser, quick.url, user.apiKey);
+      await page.goto(`${quick.url}/#/workflows/new`);
+      await page.getByLabel('Workflow name').fill('every second');
+      await page.getByLabel('Starts on').selectOption('interval');
+      await waitForText(page.locator('#workflow-interval-min'), 'At least 1 second: the server refuses shorter intervals.');
+      await page.getByLabel('Every (seconds)').fill('0');
+      await page.getByRole('button', { name: 'Create workflow' }).click();
+      await waitForText(page.locator('p.field-error[role="alert"]'), 'The timer needs an interval of at least 1 second.');
+      await page.close();
+    } finally {
+      await quick.destroy();
+    }
   });
 
   it('creates an HTTP workflow of two steps put in order, then runs it', async () => {
