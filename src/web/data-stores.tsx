@@ -1,11 +1,14 @@
 // The data stores pages: the account's key-value stores, and one store's keys, each opening its value or deleted.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { get } from './api';
+import { del, describeError, get } from './api';
+import { ConfirmDialog } from './confirm-dialog';
+import { useNotify } from './notices';
 import { formatTime } from './format';
-import { href } from './router';
+import { href, navigate } from './router';
 import type { DataStore, DataStoreKeys } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
+import { useBusy } from './use-busy';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RecordRow } from './data-store-record';
@@ -119,6 +122,7 @@ export function DataStorePage(props: { id: string }) {
         >
           Refresh
         </button>
+        <DeleteStore id={data.id} name={data.name} keyCount={keys.length} />
       </div>
       {keys.length === 0 ? (
         <p class="muted">This store holds no keys: its records were deleted, cleared or expired.</p>
@@ -147,5 +151,38 @@ export function DataStorePage(props: { id: string }) {
       )}
       <LoadMore pages={pages} rows={rows} />
     </section>
+  );
+}
+
+/** The whole store and its records, after a confirmation; a data_store prop naming it starts a new, empty one. */
+function DeleteStore(props: { id: string; name: string; keyCount: number }) {
+  const notify = useNotify();
+  const [confirming, setConfirming] = useState(false);
+  const deleting = useBusy();
+  const remove = () =>
+    deleting.run(async () => {
+      setConfirming(false);
+      try {
+        await del(`/data_stores/${encodeURIComponent(props.id)}`);
+        notify({ kind: 'ok', text: `Deleted data store ${props.name} and its ${props.keyCount === 1 ? 'key' : 'keys'}.` });
+        navigate('data-stores');
+      } catch (failure) {
+        notify({ kind: 'error', text: `Data store ${props.name} was not deleted: ${describeError(failure)}` });
+      }
+    });
+  return (
+    <>
+      <button type="button" class="danger" aria-disabled={deleting.busy ? 'true' : undefined} onClick={() => setConfirming(true)}>
+        Delete store
+      </button>
+      {confirming && (
+        <ConfirmDialog title={`Delete data store ${props.name}?`} confirmLabel="Delete store" onCancel={() => setConfirming(false)} onConfirm={remove}>
+          <p class="wrap">
+            The store and its {props.keyCount} {props.keyCount === 1 ? 'key' : 'keys'} are removed. A source or workflow step whose <code>data_store</code> prop
+            names <strong>{props.name}</strong> keeps running, and its next write starts a new, empty store of that name.
+          </p>
+        </ConfirmDialog>
+      )}
+    </>
   );
 }

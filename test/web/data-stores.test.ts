@@ -193,6 +193,36 @@ describe.each(DIALECTS)('web console: data stores (%s)', BROWSER_SUITE, (dialect
     await finish();
   });
 
+  it('deletes a whole store after a confirm, saying so, and lists the stores without it', async () => {
+    const { user, api } = await newAccount(server);
+    await writeThroughARun(api, 'kept', { a: 1 }, 1);
+    const doomed = await writeThroughARun(api, 'doomed', { a: 1, b: 2 }, 2);
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/data-stores/${doomed.id}`, user.apiKey);
+    await page.getByRole('heading', { name: 'doomed', level: 1 }).waitFor();
+
+    // Asked first; Cancel keeps the store and gives the keyboard back to the button.
+    await page.getByRole('button', { name: 'Delete store' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete data store doomed?' });
+    await waitForText(dialog, 'The store and its 2 keys are removed.');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await waitForFocus(page, 'button.danger', /^Delete store$/);
+    expect((await api.get('/v1/data_stores/doomed')).status).toBe(200);
+
+    await page.getByRole('button', { name: 'Delete store' }).click();
+    await dialog.getByRole('button', { name: 'Delete store' }).click();
+    await waitForText(page.getByRole('status'), 'Deleted data store doomed and its keys.');
+    await page.getByRole('heading', { name: 'Data stores', level: 1 }).waitFor();
+    const names = page.getByRole('table').getByRole('rowheader');
+    await waitFor(
+      () => names.allTextContents(),
+      (shown) => shown.length === 1,
+      { what: 'the list without the deleted store' },
+    );
+    expect(await names.allTextContents()).toEqual(['kept']);
+    expect((await api.get('/v1/data_stores/doomed')).status).toBe(404);
+    await finish();
+  });
+
   it("says a store that is not there (never written, another account's) is not found, with no keys table", async () => {
     const { user } = await newAccount(server);
     const other = await newAccount(server);
