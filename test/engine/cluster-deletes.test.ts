@@ -71,13 +71,14 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
       name: 'deleted elsewhere',
       trigger: { type: 'http', custom_response: true },
       steps: [
-        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        // Shorter than the 35 s node A's client waits: it waits on for the reply (a longer one answers it at once).
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
         { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
       ],
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const workflow = created.body.data;
-    // Node A (api only) holds the request; node B runs the workflow, which delays for an hour.
+    // Node A (api only) holds the request; node B runs the workflow, which delays.
     const waiting = request('POST', workflow.trigger.endpoint_url, { body: {} });
     const delayed = await waitFor(
       () => client(nodeB.url, key).get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
@@ -90,6 +91,29 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
     expect([answer.status, answer.body]).toEqual([
       504,
       { error: `the workflow was deleted before responding; run ${delayed.body.data[0].id} was deleted with it`, code: 'no_response' },
+    ]);
+  }, 20_000);
+
+  it('a client waiting on node A for a run node B delays past its wait hears so as the delay begins', async () => {
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const created = await client(nodeA.url, key).post('/v1/workflows', {
+      name: 'delayed elsewhere',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(3600000); } };' },
+        { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    // Node B relays the delay to node A, whose client would otherwise wait 35 s, past this test's time.
+    const answer = await request('POST', created.body.data.trigger.endpoint_url, { body: {} });
+    const [run] = (await client(nodeB.url, key).get(`/v1/workflows/${created.body.data.id}/runs`)).body.data;
+    expect([answer.status, answer.body]).toEqual([
+      504,
+      {
+        error: `the workflow went into $.flow.delay for 3600 s before any step called $.respond(), past the 35 s a request waits (its timeout_seconds and 5 s); run ${run.id} goes on then, and a later $.respond() reaches no one`,
+        code: 'no_response',
+      },
     ]);
   }, 20_000);
 });

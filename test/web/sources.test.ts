@@ -771,12 +771,12 @@ describe.each(DIALECTS)('web console: sources (%s)', BROWSER_SUITE, (dialect) =>
     await signIn(page, user.apiKey);
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Registry component').check();
-    // A refusal keeps the keyboard on the button pressed (a disabled button had lost it to the document, where the
+    // A refusal gives the keyboard to the field refused (a disabled button had lost it to the document, where the
     // next Tab started again from the top of the page).
     await page.getByLabel('Registry key').fill('no-such-component');
     await page.getByRole('button', { name: 'Load props' }).click();
     await waitForText(page.getByRole('alert'), 'registry component "no-such-component" not found (404 not_found)');
-    await waitForFocus(page, 'button', /^Load props$/);
+    await waitForFocus(page, '#registry-key[aria-invalid="true"]');
     await page.getByLabel('Registry key').fill('http-new-requests');
     await page.getByRole('button', { name: 'Load props' }).click();
     await page.getByRole('heading', { name: /Configure New Requests/ }).waitFor();
