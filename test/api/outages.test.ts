@@ -483,7 +483,13 @@ describe('SQLite on a full disk under load', () => {
           (n) => n === acknowledged,
           { what: `all ${acknowledged} acknowledged events stored`, timeoutMs: 60_000 },
         );
-        expect(lines.filter((l) => l.msg.includes('requests are answered 507 until it recovers'))).toHaveLength(1);
+        // A line when refusals start and one when a write goes through again, not one per request. Near full, a write
+        // may find room freed by a checkpoint and end the outage before the next one starts: each start has its end.
+        const started = lines.filter((l) => l.msg.includes('requests are answered 507 until it recovers')).length;
+        const ended = lines.filter((l) => l.msg.startsWith('recovered: requests are answered again after')).length;
+        expect(started).toBeGreaterThanOrEqual(1);
+        expect(started).toBeLessThan(refused.length);
+        expect(ended).toBe(started);
       } finally {
         await server?.destroy();
         execFileSync('umount', ['-l', mountPoint]);
