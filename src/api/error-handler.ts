@@ -2,7 +2,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, MAX_LISTED_PROBLEMS, ServiceError, type ErrorCode } from '../model/errors.js';
+import { ERRORS, listProblems, MAX_LISTED_PROBLEMS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
 import { quote, shorten } from '../model/quote.js';
@@ -53,12 +53,10 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
     });
     const details = read.map(({ path, named, message }) => ({ in: fastifyError.validationContext, field: path || named, message }));
     // Said of the value at a path; a missing property is named by the message itself.
-    const said = read.map(({ path, message }) => (path ? `${path} ${message}` : message));
-    const more = refused.length - read.length;
-    if (more > 0) said.push(`and ${more} more`);
+    const said = listProblems(read, ({ path, message }) => (path ? `${path} ${message}` : message), refused.length);
     return {
       status: 400,
-      body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said.join('; ')}`, code: 'invalid_request', details },
+      body: { error: `invalid ${fastifyError.validationContext ?? 'request'}: ${said}`, code: 'invalid_request', details },
     };
   }
   const known = fastifyError.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;

@@ -5,6 +5,7 @@ import type { ComponentRow } from '../store/components.js';
 import type { SourceRow } from '../store/sources.js';
 import { type SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { runtimeProps } from '../model/props.js';
+import { endpointUrl } from '../model/endpoints.js';
 
 export type InvocationBase = Omit<InvocationRequest, 'method' | 'events' | 'db'>;
 
@@ -123,7 +124,7 @@ export class InvocationBases {
   ) {}
 
   endpointUrl(endpointId: string | null): string | undefined {
-    return endpointId ? `${this.settings.publicUrl}/e/${endpointId}` : undefined;
+    return endpointId ? endpointUrl(this.settings.publicUrl, endpointId) : undefined;
   }
 
   /** Everything the runtime needs to call code of this source, props decrypted; throws CredentialError. */

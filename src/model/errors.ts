@@ -53,10 +53,13 @@ export class ServiceError extends Error {
  */
 export const MAX_LISTED_PROBLEMS = 100;
 
-/** The first MAX_LISTED_PROBLEMS problems in words, joined by "; ", then how many more there are. */
-export function listProblems<T>(problems: readonly T[], words: (problem: T) => string): string {
+/**
+ * The first MAX_LISTED_PROBLEMS problems in words, joined by "; ", then how many more there are of `total` (by default
+ * as many as given: a caller that read only the first ones gives their count).
+ */
+export function listProblems<T>(problems: readonly T[], words: (problem: T) => string, total = problems.length): string {
   const listed = problems.slice(0, MAX_LISTED_PROBLEMS).map(words).join('; ');
-  const more = problems.length - MAX_LISTED_PROBLEMS;
+  const more = total - Math.min(problems.length, MAX_LISTED_PROBLEMS);
   return more > 0 ? `${listed}; and ${more} more` : listed;
 }
 

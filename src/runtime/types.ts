@@ -2,7 +2,7 @@
 // Everything here is plain JSON-serialisable data except Buffers in HTTP responses. What a worker sends back is
 // declared once, as TypeBox schemas: protocol.ts checks messages against them and the types are their `Static<>`.
 import { type Static, type TObject, type TProperties, Type } from 'typebox';
-import { MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './worker/limits.js';
+import { HEADER_VALUE_INVALID, MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './worker/limits.js';
 
 /** Plain JSON data only: what reaches the store and the network must not be a Map, a Date or a typed array in disguise. */
 export function isJsonValue(value: unknown, depth = 0): boolean {
@@ -330,16 +330,13 @@ const ResponseBody = Type.Refine(
   () => `is not a string, a Buffer or null of at most ${MAX_RESPONSE_BODY_BYTES} bytes`,
 );
 
-/** Characters Node's `setHeader` refuses in a value; the worker refuses them and line breaks first. */
-const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-
 /** Whether `respond()`'s headers are within its limit and each value is one Node can write (worker/respond.ts checks first). */
 function headersFit(headers: Record<string, string | string[]>): boolean {
   let bytes = 0;
   for (const [name, value] of Object.entries(headers)) {
     for (const line of Array.isArray(value) ? value : [value]) {
       bytes += name.length + line.length;
-      if (bytes > MAX_RESPONSE_HEADER_BYTES || INVALID_HEADER_VALUE.test(line)) return false;
+      if (bytes > MAX_RESPONSE_HEADER_BYTES || HEADER_VALUE_INVALID.test(line)) return false;
     }
   }
   return true;

@@ -10,6 +10,7 @@ import type { Page, PageRequest } from '../model/pagination.js';
 import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
 import type { SecretBox } from '../lib/secrets.js';
 import { quote } from '../model/quote.js';
+import { endpointPathPrefix } from '../model/endpoints.js';
 
 /** The spec's Webhook; `user_id` and `secret` only in the create response. */
 export interface WebhookView {
@@ -80,12 +81,17 @@ function toDeliveryView(row: DeliveryRow): DeliveryView {
 }
 
 export class WebhookService {
+  /** This server's endpoints: their origin and the path they start with (see isOwnEndpoint). */
+  private readonly ownEndpoints: { origin: string; pathPrefix: string };
+
   constructor(
     private readonly store: Store,
     private readonly secrets: SecretBox,
     private readonly options: { allowPrivateNetwork: boolean; publicUrl: string; onDeleted?: (webhookId: string) => void },
     private readonly limiter: AccountLimiter,
-  ) {}
+  ) {
+    this.ownEndpoints = { origin: new URL(options.publicUrl).origin, pathPrefix: endpointPathPrefix(options.publicUrl) };
+  }
 
   /** The only response that carries the secret; it is stored sealed, for signing. */
   async create(accountId: string, request: WebhookRequest): Promise<WebhookView> {
@@ -143,15 +149,14 @@ export class WebhookService {
    * back to a source over HTTP, where the hop count that stops subscription loops is lost.
    */
   private isOwnEndpoint(url: URL): boolean {
-    const own = new URL(this.options.publicUrl);
-    if (url.origin !== own.origin) return false;
+    if (url.origin !== this.ownEndpoints.origin) return false;
     let path = url.pathname;
     try {
       path = decodeURI(path);
     } catch {
       // Not decodable: the router would not match it as an endpoint either.
     }
-    return path.startsWith(`${own.pathname.replace(/\/+$/, '')}/e/`);
+    return path.startsWith(this.ownEndpoints.pathPrefix);
   }
 
   /** http or https with a host (port and path allowed); a literal private address is refused up front. */

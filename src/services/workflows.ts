@@ -12,6 +12,7 @@ import type { ComponentInfo } from '../runtime/types.js';
 import { replaceTimers } from '../store/timers.js';
 import { retryingDeadlocks } from '../store/deadlocks.js';
 import { isId, newEndpointId, newId, nowSeconds } from '../model/ids.js';
+import { endpointUrl } from '../model/endpoints.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, withAdditionalProps } from '../model/props.js';
@@ -380,7 +381,7 @@ export class WorkflowService {
       id: row.id,
       name: row.name,
       active: row.active === 1,
-      trigger: trigger?.type === 'http' ? { ...trigger, endpoint_url: `${this.settings.publicUrl}/e/${row.endpoint_id}` } : trigger,
+      trigger: trigger?.type === 'http' ? { ...trigger, endpoint_url: endpointUrl(this.settings.publicUrl, String(row.endpoint_id)) } : trigger,
       steps: shown,
       timeout_seconds: row.timeout_ms / 1000,
       created_at: row.created_at,

@@ -159,12 +159,13 @@ function DeleteStore(props: { id: string; name: string; keyCount: number }) {
   const notify = useNotify();
   const [confirming, setConfirming] = useState(false);
   const deleting = useBusy();
+  const noun = props.keyCount === 1 ? 'key' : 'keys';
   const remove = () =>
     deleting.run(async () => {
       setConfirming(false);
       try {
         await del(`/data_stores/${encodeURIComponent(props.id)}`);
-        notify({ kind: 'ok', text: `Deleted data store ${props.name} and its ${props.keyCount === 1 ? 'key' : 'keys'}.` });
+        notify({ kind: 'ok', text: `Deleted data store ${props.name} and its ${noun}.` });
         navigate('data-stores');
       } catch (failure) {
         notify({ kind: 'error', text: `Data store ${props.name} was not deleted: ${describeError(failure)}` });
@@ -178,8 +179,8 @@ function DeleteStore(props: { id: string; name: string; keyCount: number }) {
       {confirming && (
         <ConfirmDialog title={`Delete data store ${props.name}?`} confirmLabel="Delete store" onCancel={() => setConfirming(false)} onConfirm={remove}>
           <p class="wrap">
-            The store and its {props.keyCount} {props.keyCount === 1 ? 'key' : 'keys'} are removed. A source or workflow step whose <code>data_store</code> prop
-            names <strong>{props.name}</strong> keeps running, and its next write starts a new, empty store of that name.
+            The store and its {props.keyCount} {noun} are removed. A source or workflow step whose <code>data_store</code> prop names{' '}
+            <strong>{props.name}</strong> keeps running, and its next write starts a new, empty store of that name.
           </p>
         </ConfirmDialog>
       )}

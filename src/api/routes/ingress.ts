@@ -1,5 +1,6 @@
 // HTTP endpoints of sources: `/e/<endpoint_id>[/any/path]`, any method, durably queued before the answer.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { endpointPathPrefix } from '../../model/endpoints.js';
 import { httpEvent, type IngressService } from '../../services/ingress.js';
 import type { HttpResponse } from '../../runtime/types.js';
 
@@ -64,8 +65,7 @@ function sendRunResponse(reply: FastifyReply, response: HttpResponse, endpointPa
 }
 
 export function ingressRoutes(services: { ingress: IngressService }, settings: { publicUrl: string }) {
-  // Behind a proxy that serves Tributary under a path, the endpoints' paths start with it.
-  const basePath = new URL(settings.publicUrl).pathname.replace(/\/+$/, '');
+  const endpointPaths = endpointPathPrefix(settings.publicUrl);
   return async (app: FastifyInstance) => {
     // Endpoints take any content type; the event carries the raw body and a parsed one.
     app.removeAllContentTypeParsers();
@@ -94,7 +94,7 @@ export function ingressRoutes(services: { ingress: IngressService }, settings: {
         { clientIp: request.ip, url: `${settings.publicUrl}${request.url}` },
       );
       const response = await services.ingress.accept(target, event);
-      if (response) return sendRunResponse(reply, response, `${basePath}/e/${request.params.endpointId}`);
+      if (response) return sendRunResponse(reply, response, `${endpointPaths}${request.params.endpointId}`);
       return reply.status(200).send({ success: true });
     };
 

@@ -55,6 +55,11 @@ export const MAX_RESPONSE_BODY_BYTES = 8 * 1024 * 1024;
  */
 export const MAX_RESPONSE_HEADER_BYTES = 64 * 1024;
 /**
+ * A character Node's `setHeader` refuses in a header value (ERR_INVALID_CHAR: tab, printable ASCII and Latin-1 only),
+ * which failed the server's write of the response with a bare 500: the worker refuses it, and the server again.
+ */
+export const HEADER_VALUE_INVALID = /[^\t\x20-\x7e\x80-\xff]/;
+/**
  * A component's description as JSON (name, version, key, description, props): it is stored with the component and
  * listed with its props, and code of 2 MB may build one of any size as it loads (a 30 MB name, 200,000 props).
  */

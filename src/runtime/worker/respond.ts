@@ -1,7 +1,7 @@
 // `respond()` of an HTTP interface prop and a step's `$.respond()`: checks the response and sends the first valid one at once.
 import type { HttpResponse } from '../types.js';
 import { jsonCopy } from './json.js';
-import { MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './limits.js';
+import { HEADER_VALUE_INVALID, MAX_RESPONSE_BODY_BYTES, MAX_RESPONSE_HEADER_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
 import {
@@ -23,8 +23,6 @@ import {
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
-/** What Node's `setHeader` refuses (ERR_INVALID_CHAR) as the server writes the response, which then failed with a bare 500. */
-const HEADER_VALUE_INVALID = /[^\t\x20-\x7e\x80-\xff]/;
 const STATUS_TEXT = /^[1-5][0-9]{2}$/;
 
 function hasContentType(headers: Record<string, unknown>): boolean {
