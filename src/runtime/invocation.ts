@@ -79,6 +79,11 @@ function onlyEvent(request: InvocationRequest, index: number, db: Record<string,
   return only;
 }
 
+/** A failed step reports its exports (how far it got) and nothing that takes effect. */
+function onlyExports(step: NonNullable<InvocationOutcome['step']>): boolean {
+  return step.sends.length === 0 && step.returnValue === undefined && step.exit === undefined && step.delayMs === undefined;
+}
+
 /** The result as reported, or, past a limit, the call failed with a RangeError as the worker would have failed it. */
 function withinLimits(result: CallResult, limits: ReportedLimits, textChars: number | undefined): CallResult {
   // A failed call has no effects (checked above), but its logs are still kept.
@@ -175,7 +180,7 @@ export async function invokeIn(
                 ({ outcome, dbWrites: writes, dbRemovals, dataStores }) =>
                   outcome.error &&
                   (outcome.emits.length > 0 ||
-                    outcome.step !== undefined ||
+                    (outcome.step !== undefined && !onlyExports(outcome.step)) ||
                     Object.keys(writes).length > 0 ||
                     dbRemovals !== undefined ||
                     dataStores !== undefined),

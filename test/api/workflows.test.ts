@@ -110,6 +110,25 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     expect(one.body.data).toEqual(run);
   });
 
+  // The exports a step made before it threw say how far it got; they were dropped with the rest of its outcome.
+  it("keeps a failed step's exports in the run, and none of its sends or return value", async () => {
+    const partial = `module.exports = { async run({ $ }) {
+      $.export("fetched", 3); $.export("$summary", "fetched 3");
+      $.send.emit({ raw_event: { never: true } });
+      throw new Error("the third page failed");
+    } };`;
+    const workflow = await create({ name: 'half-done', steps: [{ name: 'fetch', component_code: partial }] });
+    expect((await api.post(`/v1/workflows/${workflow.id}/run`, { body: {} })).status).toBe(202);
+    const [run] = await finishedRuns(workflow.id, 1);
+    expect(run.status).toBe('failed');
+    expect(run.steps).toHaveLength(1);
+    expect(run.steps[0]).toMatchObject({ name: 'fetch', status: 'failed', exports: { fetched: 3, $summary: 'fetched 3' } });
+    expect(run.steps[0].error).toMatchObject({ name: 'Error', message: 'the third page failed' });
+    expect(run.steps[0].$return_value).toBeUndefined();
+    const events = await api.get(`/v1/workflows/${workflow.id}/event_summaries`);
+    expect(events.body.data).toEqual([]);
+  });
+
   it('fails a run at the step that throws, skips the rest, and reports it on $errors with the specification fields', async () => {
     const workflow = await create({
       name: 'fails',

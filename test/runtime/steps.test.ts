@@ -216,7 +216,8 @@ describe('run({ steps, $ })', () => {
     const outcome = await stepOutcome(
       step('const chunk = "x".repeat(900 * 1024); try { for (let i = 0; i < 10; i++) $.export("part" + i, chunk); } catch {} return "caught";'),
     );
-    expect(outcome.step).toBeUndefined();
+    // The exports that fit stay, to show how far it got.
+    expect(outcome.step).toEqual({ exports: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`part${i}`, 'x'.repeat(900 * 1024)])), sends: [] });
     expect(outcome.error).toMatchObject({
       name: 'RangeError',
       message: "a step's return value, exports, sends and $.flow.exit() reason may total at most 8388608 bytes of JSON per call",
@@ -225,7 +226,7 @@ describe('run({ steps, $ })', () => {
 
   it('fails the call on an exit reason past the size limit, naming the reason', async () => {
     const outcome = await stepOutcome(step('$.export("a", 1); try { $.flow.exit("x".repeat(9 * 1024 * 1024)); } catch {} return "caught";'));
-    expect(outcome.step).toBeUndefined();
+    expect(outcome.step).toEqual({ exports: { a: 1 }, sends: [] });
     expect(outcome.error).toMatchObject({
       name: 'RangeError',
       message: `the $.flow.exit() reason is ${9 * 1024 * 1024 + 2} bytes of JSON, past the limit: a step's return value, exports, sends and $.flow.exit() reason may total at most 8388608 bytes of JSON per call`,
@@ -406,7 +407,7 @@ describe('failures and db', () => {
     expect(result.dbWrites).toEqual({ n: 12 });
   });
 
-  it('reports a throwing step as an error with no step outcome and no db writes', async () => {
+  it('reports a throwing step as an error with its exports only, and no db writes', async () => {
     const result = await runStep(counting('$.send.emit({ raw_event: 1 }); if (steps.trigger.event.fail) throw new RangeError("bad input");'), [
       input({ fail: true }),
       input({}),
@@ -417,11 +418,12 @@ describe('failures and db', () => {
       logs: [],
       error: { name: 'RangeError', message: 'bad input', stack: expect.stringContaining('RangeError: bad input') },
       durationMs: expect.any(Number),
+      step: { exports: { n: 1 }, sends: [] },
     });
     expect(ok!.step).toEqual({ returnValue: 1, exports: { n: 1 }, sends: [{ kind: 'emit', payload: { raw_event: 1 } }] });
     expect(result.dbWrites).toEqual({ n: 1 });
     const alone = await runStep(counting('throw new Error("always");'));
-    expect(alone.outcomes[0]!.step).toBeUndefined();
+    expect(alone.outcomes[0]!.step).toEqual({ exports: { n: 1 }, sends: [] });
     expect(alone.dbWrites).toEqual({});
   });
 
@@ -550,10 +552,29 @@ describe("the server's checks on step outcomes", () => {
     expect(report.stopped).toBeUndefined();
   });
 
+  it('takes a failed step call that reports its exports and nothing else', async () => {
+    const failed = { ...stepOk, step: { exports: { got: 2 }, sends: [] }, error: { name: 'Error', message: 'x', stack: 'x' } };
+    const { worker } = fakeWorker([{ t: 'outcomes', id: 1, index: 0, results: [{ outcome: failed, dbWrites: {} }], done: true }]);
+    const report = await invokeIn(worker, stepRequest({ events: [input({})] }), '/x.cjs', undefined, quiet);
+    expect(report.outcomes).toEqual([failed]);
+    expect(report.stopped).toBeUndefined();
+  });
+
   it.each([
     ['a step outcome that also emits', 'step', { ...stepOk, emits: [{ event: 1 }] }, 'a step call reported no step outcome, or emits'],
     ['a successful step call without its outcome', 'step', { emits: [], logs: [], durationMs: 1 }, 'a step call reported no step outcome, or emits'],
-    ['a failed step call with a step outcome', 'step', { ...stepOk, error: { name: 'Error', message: 'x', stack: 'x' } }, 'a failed call reported effects'],
+    [
+      'a failed step call with sends',
+      'step',
+      { ...stepOk, step: { exports: {}, sends: [{ kind: 'emit', payload: { raw_event: 1 } }] }, error: { name: 'Error', message: 'x', stack: 'x' } },
+      'a failed call reported effects',
+    ],
+    [
+      'a failed step call with a return value',
+      'step',
+      { ...stepOk, step: { exports: {}, sends: [], returnValue: 1 }, error: { name: 'Error', message: 'x', stack: 'x' } },
+      'a failed call reported effects',
+    ],
     ['a run call with a step outcome', 'run', stepOk, 'a run call reported a step outcome'],
   ] satisfies Array<[string, 'run' | 'step', CallResult['outcome'], string]>)('refuses %s', async (_what, method, outcome, message) => {
     const { worker } = fakeWorker([{ t: 'outcomes', id: 1, index: 0, results: [{ outcome, dbWrites: {} }], done: true }]);

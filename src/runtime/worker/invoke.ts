@@ -322,7 +322,9 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     }
     const stores = failed ? undefined : inputsOfThis.stores.commit(scope);
     if (stores) dbBytes += stores.bytes;
-    const done = !failed && step ? step.outcome() : undefined;
+    const done = step?.outcome(failed);
+    // A failed call's outcome is there only to carry its exports.
+    const reported = done && (!failed || ObjectKeys(done.step.exports).length > 0) ? done : undefined;
     // Every field in the literal (JSON leaves out those undefined): assigned later, a field would meet any setter
     // component code put on Object.prototype under its name, and a failed call could be reported as a success.
     const outcome: CallResult['outcome'] = {
@@ -331,7 +333,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       logs: scope.sentLogs ? ArrayPrototypeSlice(scope.logs, scope.sentLogs) : scope.logs,
       durationMs: PerformanceNow() - started,
       error: failed ? toInvocationError(error) : undefined,
-      step: done?.step,
+      step: reported?.step,
     };
     const result: CallResult = {
       outcome,
@@ -339,7 +341,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
       dbRemovals: removed.length ? removed : undefined,
       dataStores: stores?.changes.length ? stores.changes : undefined,
     };
-    batch.add(result, scope.emitBytes + dbBytes + scope.logChars + (done?.bytes ?? 0));
+    batch.add(result, scope.emitBytes + dbBytes + scope.logChars + (reported?.bytes ?? 0));
   }
   reportSpoiled(send);
   batch.flush(true);

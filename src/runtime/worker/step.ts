@@ -173,16 +173,23 @@ export class StepCall {
     return error === this.exitSignal;
   }
 
-  /** What the step did, for a call that succeeded, and its size as JSON. */
-  outcome(): { step: StepOutcome; bytes: number } {
+  /**
+   * What the step did, and its size as JSON. A failed call keeps only its exports, shown in the run to tell how far it
+   * got: its sends, return value, exit and delay never take effect.
+   */
+  outcome(failed: boolean): { step: StepOutcome; bytes: number } {
     // Without a prototype, so that an export named "__proto__" stays an ordinary name.
     const exports = { __proto__: null } as unknown as Record<string, unknown>;
-    MapPrototypeForEach(this.exports, ({ value }, name) => {
+    let exportBytes = 0;
+    MapPrototypeForEach(this.exports, ({ value, bytes }, name) => {
       exports[name] = value;
+      exportBytes += bytes;
     });
     // Every field in the literal (JSON leaves out those undefined), where no setter on Object.prototype can take one.
-    const step: StepOutcome = { exports, sends: this.sends, returnValue: this.returned?.value, exit: this.exit, delayMs: this.delayMs };
-    return { step, bytes: this.bytes + (this.returned?.bytes ?? 0) };
+    const step: StepOutcome = failed
+      ? { exports, sends: [], returnValue: undefined, exit: undefined, delayMs: undefined }
+      : { exports, sends: this.sends, returnValue: this.returned?.value, exit: this.exit, delayMs: this.delayMs };
+    return { step, bytes: failed ? exportBytes : this.bytes + (this.returned?.bytes ?? 0) };
   }
 
   /**
