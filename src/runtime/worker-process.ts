@@ -327,6 +327,13 @@ export class WorkerProcess {
       }
       if (message.t === 'spoiled') {
         this.spoiledFlag = true;
+        // During a call, that call's logs say so; while idle it was a timer some call left, which nothing else tells.
+        if (!this.current) {
+          this.spec.logger.info(
+            { accountId: this.accountId, pid: this.child.pid },
+            "a timer left by a finished call changed built-ins the account's components share: the worker serves no further call",
+          );
+        }
         return;
       }
       const call = this.current;

@@ -92,6 +92,22 @@ export function failCurrentCall(error: unknown): void {
   strayTo({ t: 'stray', id: scope.origin, index: scope.index, error: toInvocationError(error) });
 }
 
+let leftoverCheckQueued = false;
+
+/**
+ * After a timer callback that ran with no call going (one a finished call left behind): whether it changed the shared
+ * built-ins, told to the server at once, so that the idle worker is retired before the account's next call meets the
+ * change. One check per turn of the event loop, however many such timers fired in it.
+ */
+export function checkAfterLeftoverTimer(): void {
+  if (live !== undefined || strayTo === undefined || leftoverCheckQueued) return;
+  leftoverCheckQueued = true;
+  setImmediate(() => {
+    leftoverCheckQueued = false;
+    if (live === undefined && strayTo !== undefined) reportIfSpoiled(strayTo);
+  });
+}
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The worker's own files, built and (through source maps) as written: frames in them are machinery, not the component's. */
 const OWN_FILES = [here, path.resolve(here, '../../../src/runtime/worker')].map((dir) => dir + path.sep);

@@ -7,7 +7,7 @@ import { configure } from './configure.js';
 import { installEgressGuard } from './egress-guard.js';
 import { LoadFailure } from './failure.js';
 import { harden, type Send } from './harden.js';
-import { failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
+import { checkAfterLeftoverTimer, failCurrentCall, invoke, logToCurrentCall } from './invoke.js';
 import { MAX_PENDING_TIMERS } from './limits.js';
 import { refuseListening } from './listen-guard.js';
 import { installDefineComponent, loadComponent } from './load.js';
@@ -26,7 +26,7 @@ const egress: EgressPolicy = process.argv[2] ? (JSONParse(process.argv[2]) as Eg
 refuseListening((message) => logToCurrentCall('error', message));
 installEgressGuard(egress, (message) => logToCurrentCall('error', message));
 captureConsole(logToCurrentCall);
-capPendingTimers(MAX_PENDING_TIMERS);
+capPendingTimers(MAX_PENDING_TIMERS, checkAfterLeftoverTimer);
 installDefineComponent();
 process.on('uncaughtException', failCurrentCall);
 process.on('unhandledRejection', failCurrentCall);

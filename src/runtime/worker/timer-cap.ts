@@ -8,8 +8,9 @@ type ClearFunction = (handle: unknown) => void;
  * From now on `setTimeout`, `setInterval` and `setImmediate` (global and from `node:timers`) throw a RangeError
  * while `max` of them are pending. A timeout or immediate stops counting when it fires or is cleared; an interval
  * when it is cleared. The worker's own code imports the originals from `node:timers` before this runs.
+ * `afterCallback` runs after each callback of theirs has run (or thrown).
  */
-export function capPendingTimers(max: number): void {
+export function capPendingTimers(max: number, afterCallback: () => void): void {
   let pending = 0;
   /** How to stop counting a timer, by its handle and by its numeric id (both can be cleared). */
   const release = new Map<unknown, () => void>();
@@ -37,12 +38,14 @@ export function capPendingTimers(max: number): void {
         release.delete(idOf(handle));
       };
       handle = set(
-        firesOnce
-          ? (...args: unknown[]) => {
-              stop();
-              return callback(...args);
-            }
-          : callback,
+        (...args: unknown[]) => {
+          if (firesOnce) stop();
+          try {
+            return callback(...args);
+          } finally {
+            afterCallback();
+          }
+        },
         ...rest,
       );
       release.set(handle, stop);
