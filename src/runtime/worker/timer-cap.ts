@@ -37,11 +37,12 @@ export function capPendingTimers(max: number, afterCallback: () => void): void {
         release.delete(handle);
         release.delete(idOf(handle));
       };
+      // A function, not an arrow: Node calls a timer's callback with the Timeout as `this`, which some code uses.
       handle = set(
-        (...args: unknown[]) => {
+        function (this: unknown, ...args: unknown[]) {
           if (firesOnce) stop();
           try {
-            return callback(...args);
+            return Reflect.apply(callback, this, args);
           } finally {
             afterCallback();
           }
