@@ -1,5 +1,6 @@
 // Caps the timers component code may leave pending, so that runs cannot pile up work that outlives them without end.
 import timers from 'node:timers';
+import { ReflectApply } from './primordials.js';
 
 type TimerFunction = (callback: (...args: unknown[]) => unknown, ...rest: unknown[]) => unknown;
 type ClearFunction = (handle: unknown) => void;
@@ -42,7 +43,7 @@ export function capPendingTimers(max: number, afterCallback: () => void): void {
         function (this: unknown, ...args: unknown[]) {
           if (firesOnce) stop();
           try {
-            return Reflect.apply(callback, this, args);
+            return ReflectApply(callback, this, args);
           } finally {
             afterCallback();
           }
