@@ -2,11 +2,11 @@
 // the component's or its worker's, into errors to answer with rather than to throw.
 import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import { type ConfigureMessage, ProtocolError } from './protocol.js';
-import type { PropDescriptor, PropOption } from './types.js';
+import type { PropDescriptor, PropOption, UnusableChoices } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
 
 export type ConfigureAnswer =
-  | { kind: 'options'; options: PropOption[]; context: Record<string, unknown> | null }
+  | { kind: 'options'; options: PropOption[]; context: Record<string, unknown> | null; unusable?: UnusableChoices | undefined }
   | { kind: 'props'; props: PropDescriptor[] }
   | { kind: 'failed'; error: string };
 
@@ -38,7 +38,7 @@ export async function configureIn(worker: WorkerProcess, message: ConfigureMessa
     await worker.call(
       message,
       (m) => {
-        if (m.t === 'options' && message.what.kind === 'options') answer = { kind: 'options', options: m.options, context: m.context };
+        if (m.t === 'options' && message.what.kind === 'options') answer = { kind: 'options', options: m.options, context: m.context, unusable: m.unusable };
         else if (m.t === 'props' && message.what.kind === 'props') answer = { kind: 'props', props: m.props };
         else if (m.t === 'configure_failed') answer = { kind: 'failed', error: m.message };
         else throw new ProtocolError(`unexpected ${m.t} message while configuring props`);

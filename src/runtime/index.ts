@@ -158,7 +158,10 @@ export class ComponentRuntime {
   async propOptions(request: ConfigureRequest, query: OptionsQuery): Promise<PropOptionsResult> {
     const answer = await this.configure(request, { kind: 'options', ...query });
     const { cpuMs } = answer;
-    if (answer.kind === 'options') return { options: answer.options, context: answer.context, errors: [], cpuMs };
+    if (answer.kind === 'options') {
+      const { options, context, unusable } = answer;
+      return unusable ? { options, context, errors: [], unusable, cpuMs } : { options, context, errors: [], cpuMs };
+    }
     return { options: [], context: null, errors: [answer.kind === 'failed' ? answer.error : 'the worker gave no options'], cpuMs };
   }
 

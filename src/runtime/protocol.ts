@@ -181,6 +181,8 @@ const OptionsMessageSchema = ExactObject({
       () => 'is not plain JSON data',
     ),
   ]),
+  // Entries options() gave that are no choice (null, an object without `value`): how many, and why the first is none.
+  unusable: Type.Optional(ExactObject({ count: Type.Integer({ minimum: 1 }), reason: Type.String({ maxLength: 1024 }) })),
 });
 export type OptionsMessage = Static<typeof OptionsMessageSchema>;
 

@@ -281,8 +281,15 @@ export interface PropOptionsResult {
   /** What the component returned beside its options (`{ nextPageToken }`), for the next page's `prevContext`. */
   context: Record<string, unknown> | null;
   errors: string[];
+  /** Entries of the list that are no choice at all (null, an object without `value`), left out: how many, and why the first. */
+  unusable?: UnusableChoices | undefined;
   /** CPU time the worker used for the call, as InvocationResult's (billed as compute like a run's). */
   cpuMs: number;
+}
+
+export interface UnusableChoices {
+  count: number;
+  reason: string;
 }
 
 /** The full prop list: the static props, then what `additionalProps()` returned; undefined, with `errors`, when it failed. */

@@ -5,7 +5,7 @@ import type { Store } from '../store/database.js';
 import { componentInfo, type ComponentRow } from '../store/components.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { ComponentRuntime } from '../runtime/index.js';
-import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption } from '../runtime/types.js';
+import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption, UnusableChoices } from '../runtime/types.js';
 import { additionalPropProblems, addedProps, choiceTypeProblem, dataStoreName, dataStoreNames } from '../model/props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
@@ -50,9 +50,10 @@ const noAuths: ConfigureAuths = async (_accountId, props) => Object.fromEntries(
 /**
  * A choice whose value holds text the API refuses (an unpaired surrogate, a NUL), or that the prop's type refuses (an
  * object for a `string` prop), could never be deployed: it is left out, and the answer says so, rather than offered to
- * fail at the deploy. `prop`: the prop when the server knows it (not one only additionalProps() declares).
+ * fail at the deploy. So were, in the worker, the entries that are no choice at all (`unusable`: a null among them).
+ * `prop`: the prop when the server knows it (not one only additionalProps() declares).
  */
-function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescriptor): Pick<PropOptionsView, 'options' | 'errors'> {
+function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescriptor, unusable?: UnusableChoices): Pick<PropOptionsView, 'options' | 'errors'> {
   const options: PropOption[] = [];
   let left = 0;
   let flaw: string | undefined;
@@ -75,6 +76,7 @@ function shapeOptions(given: PropOption[], errors: string[], prop?: PropDescript
   }
   const were = (n: number) => `${n} of the choices options() gave ${n === 1 ? 'was' : 'were'} left out`;
   const said = [...errors];
+  if (unusable) said.push(`${were(unusable.count)}: ${unusable.reason}`);
   if (left) said.push(`${were(left)}: a value holds ${flaw}; a deploy refuses such a value`);
   if (mistyped) said.push(`${were(mistyped)}: a value is not what a prop of type ${prop?.type} takes (${typeProblem}); a deploy refuses such a value`);
   if (options.every((option) => typeof option === 'string')) return { options: options as string[], errors: said };
@@ -125,7 +127,7 @@ export class PropConfigurationService {
     const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
     const result = await this.runtime.propOptions(request, query);
     await this.compute.bill(accountId, result.cpuMs);
-    return { ...shapeOptions(result.options, result.errors, prop), context: result.context };
+    return { ...shapeOptions(result.options, result.errors, prop, result.unusable), context: result.context };
   }
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */

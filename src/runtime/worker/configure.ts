@@ -111,21 +111,55 @@ async function fullProps(loaded: LoadedComponent, self: ComponentThis, scope: Ca
   return hold(props);
 }
 
-/** One choice as the API gives it: a plain value, or `{ label, value }` with a string label. */
-function toOption(option: unknown, index: number): PropOption {
+/** What `options()` gave in place of a choice, and so left out: why it is none. */
+interface NoChoice {
+  readonly noChoice: string;
+}
+
+const CHOICE_SHAPES = 'a string, a finite number, a boolean or { label, value }';
+
+function noChoice(reason: string): NoChoice {
+  return { noChoice: reason };
+}
+
+/**
+ * One choice as the API gives it: a plain value, or `{ label, value }` with a string label; or why it is none (null, a
+ * sparse array's hole, NaN, an object without `value`, a value that is not JSON). Such an entry is left out, not the
+ * whole list: an API's list with one null item among many still offers the others.
+ */
+function toOption(option: unknown, index: number): PropOption | NoChoice {
   if (typeof option === 'string' || typeof option === 'boolean' || (typeof option === 'number' && NumberIsFinite(option))) return option;
-  // NaN is of type number: "must be … a number …, not a number" would contradict itself.
-  if (typeof option === 'number') throw new TypeError(`option ${index} must be a string, a finite number, a boolean or { label, value }, not ${option}`);
+  // NaN is of type number: "not a number" would contradict "a finite number".
+  if (typeof option === 'number') return noChoice(`option ${index} must be ${CHOICE_SHAPES}, not ${option}`);
   if (isPlainObject(option) && 'value' in option) {
-    const value = option.value === undefined ? null : jsonCopy(option.value, `the value of option ${index}`).value;
+    const given = option.value;
+    let value: unknown = null;
+    try {
+      if (given !== undefined) value = jsonCopy(given, `the value of option ${index}`).value;
+    } catch (error) {
+      // jsonCopy throws only its own TypeError, saying what is not JSON (a function, a cycle, a BigInt).
+      return noChoice((error as Error).message);
+    }
     const label = typeof option.label === 'string' ? option.label : typeof value === 'string' ? value : JSONStringify(option.label ?? value);
     return { label, value };
   }
-  throw new TypeError(`option ${index} must be a string, a number, a boolean or { label, value }, not ${describeValue(option)}`);
+  const what = isPlainObject(option) ? 'an object without a value' : describeValue(option);
+  return noChoice(`option ${index} must be ${CHOICE_SHAPES}, not ${what}`);
+}
+
+function isNoChoice(option: PropOption | NoChoice): option is NoChoice {
+  return typeof option === 'object' && ObjectHasOwn(option, 'noChoice');
+}
+
+/** What `options()` returned, as the worker answers it: the choices, the context, and the entries that were none. */
+interface Choices {
+  options: PropOption[];
+  context: Obj | null;
+  unusable?: { count: number; reason: string };
 }
 
 /** What `options()` may return: an array, or `{ options, context }` (context: `{ nextPageToken }`, for the next page). */
-function toOptions(returned: unknown): { options: PropOption[]; context: Obj | null } {
+function toOptions(returned: unknown): Choices {
   let list = returned;
   let context: unknown = null;
   if (isPlainObject(returned) && ArrayIsArray(returned.options)) {
@@ -135,9 +169,15 @@ function toOptions(returned: unknown): { options: PropOption[]; context: Obj | n
   if (!ArrayIsArray(list)) throw new TypeError(`options() must return an array, or { options, context }, not ${describeValue(returned)}`);
   if (list.length > MAX_OPTIONS) throw new RangeError(`options() may return at most ${MAX_OPTIONS} choices, not ${list.length}`);
   // By index, not map(): map skips the holes of a sparse array (["a", , "c"]), which would reach the server as a
-  // message it refuses, ending the worker, instead of as this choice's error.
+  // message it refuses, ending the worker, instead of as an entry left out. Added by index: push is component code's to replace.
   const options: PropOption[] = [];
-  for (let index = 0; index < list.length; index++) options[index] = toOption(list[index], index);
+  let unusable = 0;
+  let reason = '';
+  for (let index = 0; index < list.length; index++) {
+    const option = toOption(list[index], index);
+    if (!isNoChoice(option)) options[options.length] = option;
+    else if (unusable++ === 0) reason = StringPrototypeSlice(option.noChoice, 0, 1024);
+  }
   if (context !== null && !isPlainObject(context)) {
     throw new TypeError(`the context options() returned must be an object such as { nextPageToken }, not ${describeValue(context)}`);
   }
@@ -145,7 +185,9 @@ function toOptions(returned: unknown): { options: PropOption[]; context: Obj | n
   // Measured as it is sent: a `toJSON` on Object.prototype could make JSON.stringify's text of it short.
   const bytes = jsonBytes(messageJson({ options, context: copied }));
   if (bytes > MAX_OPTIONS_BYTES) throw new RangeError(`options() may return at most ${MAX_OPTIONS_BYTES} bytes of JSON, not ${bytes}`);
-  return { __proto__: null, options, context: copied } as unknown as { options: PropOption[]; context: Obj | null };
+  const choices = { __proto__: null, options, context: copied } as unknown as Choices;
+  if (unusable) choices.unusable = { count: unusable, reason };
+  return choices;
 }
 
 /**
@@ -219,8 +261,8 @@ export async function configure(request: ConfigureMessage, send: Send): Promise<
     if (request.what.kind === 'props') {
       send({ t: 'props', id: request.id, props: (await fullProps(loaded, self, scope)).held });
     } else {
-      const { options, context } = await propOptions(loaded, request.what, self, scope);
-      send(messageJson({ t: 'options', id: request.id, options, context }));
+      const { options, context, unusable } = await propOptions(loaded, request.what, self, scope);
+      send(messageJson({ t: 'options', id: request.id, options, context, unusable }));
     }
   } catch (error) {
     send({ t: 'configure_failed', id: request.id, message: StringPrototypeSlice(messageOf(error), 0, 4096) });
