@@ -274,7 +274,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const live = new LiveStreams(store, { logger: logger.child({ module: 'sse' }), outages }, sources, workflows, events, sse, options.maxStreamsPerAccount);
     workflows.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.workflowId));
     const health = new HealthService(store, runtime);
-    const propConfiguration = new PropConfigurationService(store, components, runtime, clock);
+    const propConfiguration = new PropConfigurationService(store, components, runtime, clock, { minTimerIntervalSeconds: config.minTimerInterval });
     // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
     propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
     for (const deploys of [sources, workflows]) deploys.useAdditionalProps(propConfiguration);

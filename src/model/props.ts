@@ -26,14 +26,15 @@ function describeType(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-function checkScalar(type: string, value: unknown): string | undefined {
+/** `secret`: the value is never echoed (the message goes back to the caller and into the log), only its type. */
+function checkScalar(type: string, value: unknown, secret: boolean): string | undefined {
   switch (type) {
     case 'boolean':
       return typeof value === 'boolean' ? undefined : `must be a boolean, got ${describeType(value)}`;
     case 'integer':
       return typeof value === 'number' && Number.isSafeInteger(value)
         ? undefined
-        : `must be an integer, got ${typeof value === 'number' ? value : describeType(value)}`;
+        : `must be an integer, got ${typeof value === 'number' && !secret ? value : describeType(value)}`;
     case 'string':
       return typeof value === 'string' ? undefined : `must be a string, got ${describeType(value)}`;
     case 'any':
@@ -114,7 +115,7 @@ function itemTypeProblem(prop: PropDescriptor, base: string, item: unknown): str
   // A string prop whose choices come from its async options() takes a number too: registry apps give numeric ids
   // as option values (cal_com's bookingId), and the value picked from those choices reaches the run as it was.
   if (base === 'string' && prop.remoteOptions && typeof item === 'number' && Number.isFinite(item)) return undefined;
-  return checkScalar(base, item);
+  return checkScalar(base, item, prop.secret === true);
 }
 
 /** Why a deploy would refuse a choice `options()` offers, by the prop's type (a list prop's: as its item), if it would. */
@@ -146,13 +147,13 @@ function scheduleOf(source: unknown): TimerSchedule | undefined {
 /**
  * Validates `given` against the descriptors and returns the props to store (secrets sealed).
  * `stored` holds the previous values on update, so that a secret placeholder keeps the stored secret.
- * Every problem is reported in one 422.
+ * Every problem is reported in one 422. `secrets` seals what is stored (configured-values.ts stores nothing).
  */
 export function validateProps(
   descriptors: PropDescriptor[],
   given: Record<string, unknown>,
   stored: Record<string, unknown>,
-  secrets: SecretBox,
+  secrets: Pick<SecretBox, 'seal'>,
   rules: PropRules,
 ): Record<string, unknown> {
   const problems: PropProblem[] = [];

@@ -6,7 +6,10 @@ import { componentInfo, type ComponentRow } from '../store/components.js';
 import { readDataStores } from '../store/data-stores.js';
 import type { ComponentRuntime } from '../runtime/index.js';
 import type { ComponentInfo, ConfigureRequest, PropDescriptor, PropOption, UnusableChoices } from '../runtime/types.js';
-import { additionalPropProblems, addedProps, choiceTypeProblem, dataStoreName, dataStoreNames } from '../model/props.js';
+import { additionalPropProblems, addedProps, choiceTypeProblem, dataStoreName, dataStoreNames, type PropProblem, propsInvalid } from '../model/props.js';
+import { configuredValues } from '../model/configured-values.js';
+import type { PropRules } from '../model/timer-checks.js';
+import { checkDataStoreNames } from './data-store-props.js';
 import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
@@ -99,6 +102,8 @@ export class PropConfigurationService {
     private readonly components: ComponentService,
     private readonly runtime: ComponentRuntime,
     private readonly clock: Clock,
+    /** The operator's rules a deploy holds values to (--min-timer-interval): the values given here are held to them too. */
+    private readonly rules: PropRules,
   ) {
     this.compute = new ComputeBilling(store.db, clock);
   }
@@ -112,32 +117,59 @@ export class PropConfigurationService {
   async options(accountId: string, componentId: string, propName: string, body: ConfigureBody): Promise<PropOptionsView> {
     const row = await this.components.get(accountId, componentId);
     const info = componentInfo(row);
-    const fail = (error: string): PropOptionsView => ({ options: [], context: null, errors: [error] });
     const prop = info.props.find((p) => p.name === propName);
+    const configured = await this.checked(accountId, info, body.configured_props ?? {});
+    const fail = (error: string): PropOptionsView => ({ options: [], context: null, errors: [...configured.errors, error] });
     // A prop only additionalProps() declares is looked up in the worker.
     if (!prop && !info.additionalProps) return fail(`${quote(propName)} is not a prop of this component`);
     if (prop && !prop.remoteOptions) {
       // Static choices are in configurable_props already; they are answered here too, without a worker.
-      const problem = await this.accountProblem(accountId, info, body.configured_props ?? {});
+      const problem = await this.accountProblem(accountId, info, configured.values);
       if (problem) return fail(problem);
-      return prop.options ? { ...shapeOptions(prop.options, [], prop), context: null } : fail(`prop ${quote(propName)} has no options`);
+      return prop.options ? { ...shapeOptions(prop.options, configured.errors, prop), context: null } : fail(`prop ${quote(propName)} has no options`);
     }
-    const request = await this.request(accountId, row.code, info, body.configured_props ?? {});
+    const request = await this.request(accountId, row.code, info, configured.values);
     if (typeof request === 'string') return fail(request);
     const query = { prop: propName, page: body.page ?? 0, prevContext: prevContextOf(body.prev_context), query: body.query };
     const result = await this.runtime.propOptions(request, query);
     await this.compute.bill(accountId, result.cpuMs);
-    return { ...shapeOptions(result.options, result.errors, prop, result.unusable), context: result.context };
+    return { ...shapeOptions(result.options, [...configured.errors, ...result.errors], prop, result.unusable), context: result.context };
   }
 
   /** POST /components/{id}/props/reload: the static props, then what additionalProps() returns for these values. */
   async reload(accountId: string, componentId: string, body: ConfigureBody): Promise<ReloadPropsView> {
     const row = await this.components.get(accountId, componentId);
-    const answer = await this.reloadFor(accountId, row, body.configured_props ?? {});
+    const info = componentInfo(row);
+    const configured = await this.checked(accountId, info, body.configured_props ?? {});
+    const answer = await this.reloadFor(accountId, row, configured.values);
     // An added prop of a type a deploy refuses (an interface, a db, an app) is listed, and said to be refused, before
     // a form asks for a value no deploy takes.
-    const refused = additionalPropProblems(addedProps(componentInfo(row).props, answer.configurable_props));
-    return refused.length ? { ...answer, errors: [...answer.errors, ...refused.map((p) => `${quote(p.prop)} ${p.message}`)] } : answer;
+    const refused = additionalPropProblems(addedProps(info.props, answer.configurable_props)).map((p) => `${quote(p.prop)} ${p.message}`);
+    return { configurable_props: answer.configurable_props, errors: [...configured.errors, ...answer.errors, ...refused] };
+  }
+
+  /**
+   * The configured values options() and additionalProps() are given: those a deploy would take (configured-values.ts),
+   * and why the others were left out, in one entry worded as a deploy's 422. A data_store prop given the id of one of
+   * the account's stores is left out too, as a deploy refuses it: the code would read an empty store named after the id.
+   * Deploys ask reloadFor() with what they were given, and answer every problem in their own 422.
+   */
+  private async checked(
+    accountId: string,
+    info: ComponentInfo,
+    given: Record<string, unknown>,
+  ): Promise<{ values: Record<string, unknown>; errors: string[] }> {
+    const { values, problems } = configuredValues(info.props, given, this.rules, info.additionalProps === true);
+    try {
+      await checkDataStoreNames(this.store, accountId, info.props, values);
+    } catch (error) {
+      if (!(error instanceof ServiceError) || error.code !== 'props_invalid') throw error;
+      for (const problem of (error.details ?? []) as PropProblem[]) {
+        problems.push(problem);
+        delete values[problem.prop];
+      }
+    }
+    return { values, errors: problems.length ? [propsInvalid(problems).message] : [] };
   }
 
   /** As `reload`, for a component the caller already holds (deploys of sources and workflow steps). */

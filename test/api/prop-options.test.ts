@@ -3,6 +3,7 @@
 // POST /v1/components/{id}/props/reload lists what additionalProps() adds; deploys report every invalid prop at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
+import { recordPath } from '../helpers/data-store-sources.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Repositories in pages of two by `page`, and by a cursor in `prevContext`; an app whose propDefinition has options. */
@@ -249,6 +250,97 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     expect(deployed.body.error).toBe(`invalid configured_props: hook ${refusal}`);
     const fine = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'note' } });
     expect(fine.body.data.errors).toEqual([]);
+  });
+
+  it('checks configured_props as a deploy does: what it would refuse is named as its 422 names it, and the code sees it unset', async () => {
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = {
+  name: "checked values",
+  version: "1.0.0",
+  props: {
+    owner: { type: "string", default: "fallback" },
+    count: { type: "integer", min: 1, max: 5, optional: true },
+    size: { type: "string", options: ["s", "m"], optional: true },
+    token: { type: "integer", secret: true, optional: true },
+    pin: { type: "string", secret: true, options: ["1111", "2222"], optional: true },
+    key: { type: "string", secret: true, optional: true },
+    store: { type: "data_store", optional: true },
+    seen: {
+      type: "string",
+      optional: true,
+      async options() {
+        const { owner, count, size, token, pin, key, extra } = this;
+        return [JSON.stringify({ owner, count, size, token, pin, key, extra, keys: this.store ? await this.store.keys() : null })];
+      },
+    },
+    picked: { type: "string", optional: true, options: ["x"] },
+  },
+  async run() {},
+};`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const id = saved.body.data.id;
+    // What options() saw, in the order it writes it (values in the props' order, then the store's keys).
+    const seen = ({ keys = null, ...values }: { keys?: string[] | null; [name: string]: unknown }) => [JSON.stringify({ ...values, keys })];
+    const wrong = { owner: 7, count: 9, size: 'xl', token: 1.5, pin: '9876', extra: 'x' };
+    const refusal =
+      'invalid configured_props: extra is not a prop of this component; owner must be a string, got a number; count must be at most 5, got 9; ' +
+      'size must be one of "s", "m", got "xl"; token must be an integer, got a number; pin must be one of "1111", "2222"';
+    const res = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: wrong });
+    expect(res.status).toBe(200);
+    // JSON drops what is undefined: owner reads as its default, the rest as unset.
+    expect(res.body.data).toEqual({ options: seen({ owner: 'fallback' }), context: null, errors: [refusal] });
+    // A secret is never echoed, not even the number a secret integer prop was given.
+    expect(JSON.stringify(res.body)).not.toMatch(/9876|1\.5/);
+    // Worded as the deploy's 422 words the same values.
+    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: wrong });
+    expect([deployed.status, deployed.body.error]).toEqual([422, refusal]);
+    // A reload and static options say it too; null is unset and a secret's "********" (which keeps a stored secret a
+    // component's endpoints cannot see) reads as unset without a word, as for the console's Edit props.
+    const reload = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { count: 0, owner: null, key: '********' } });
+    expect([reload.status, reload.body.data.errors]).toEqual([200, ['invalid configured_props: count must be at least 1, got 0']]);
+    const picked = await api.post(`/v1/components/${id}/props/picked/options`, { configured_props: { nope: 1 } });
+    expect(picked.body.data).toEqual({ options: ['x'], context: null, errors: ['invalid configured_props: nope is not a prop of this component'] });
+    const masked = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { owner: null, key: '********' } });
+    expect(masked.body.data).toEqual({ options: seen({ owner: 'fallback' }), context: null, errors: [] });
+    // What a deploy takes is given as it is.
+    const fine = { owner: 'ada', count: 2, size: 'm', token: 42, pin: '1111', key: 'k' };
+    const right = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: fine });
+    expect(right.body.data).toEqual({ options: seen(fine), context: null, errors: [] });
+    // A data_store prop given the id of one of the account's stores, which a deploy refuses, is not read as a store
+    // named after the id.
+    expect((await api.put(recordPath('orders', 'a'), { value: 1 })).status).toBe(200);
+    const ordersId = (await api.get('/v1/data_stores/orders/keys')).body.data.id;
+    const byId = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { store: ordersId } });
+    expect(byId.body.data).toEqual({
+      options: seen({ owner: 'fallback' }),
+      context: null,
+      errors: [`invalid configured_props: store names data store ${ordersId} by its id; a data_store prop takes the store's name: "orders"`],
+    });
+    const byName = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { store: 'orders' } });
+    expect(byName.body.data).toEqual({ options: seen({ owner: 'fallback', keys: ['a'] }), context: null, errors: [] });
+  });
+
+  it('gives a component with additionalProps() the values of props it may add, and checks those of its static props', async () => {
+    const saved = await api.post('/v1/components', {
+      component_code: `module.exports = {
+  name: "adds an echo",
+  version: "1.0.0",
+  props: { mode: { type: "string", options: ["a", "b"], optional: true, reloadProps: true } },
+  async additionalProps() { return { echo: { type: "string", label: JSON.stringify({ mode: this.mode ?? null, added: this.added ?? null }) } }; },
+  async run() {},
+};`,
+    });
+    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
+    const res = await api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props: { mode: 'c', added: 'kept' } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      configurable_props: [
+        { name: 'mode', type: 'string', options: ['a', 'b'], optional: true, reloadProps: true },
+        { name: 'echo', type: 'string', label: '{"mode":null,"added":"kept"}' },
+      ],
+      errors: ['invalid configured_props: mode must be one of "a", "b", got "c"'],
+    });
   });
 
   it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
