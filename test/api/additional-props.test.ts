@@ -2,9 +2,9 @@
 // prop list for the answers given (every problem in one 422), runs see the added values in `this`, the API echoes
 // them (secrets masked, sealed at rest), and an update that changes a `reloadProps` answer recomputes the list.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { describe, expect, it } from 'vitest';
+import { componentServer } from '../helpers/prop-configuration.js';
+import { DIALECTS } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { workflowCalls } from '../helpers/workflows.js';
 
@@ -53,29 +53,15 @@ module.exports = {
 };`;
 
 describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
-  let server: TestServer;
-  let api: ReturnType<typeof client>;
-  let componentId: string;
-
-  beforeAll(async () => {
-    server = await startTestServer(dialect);
-    api = client(server.url, (await server.createUser()).apiKey);
-    const saved = await api.post('/v1/components', { component_code: SHAPED });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    componentId = saved.body.data.id;
-  });
-  afterAll(async () => {
-    await server?.destroy();
-  });
-
-  const { create, finishedRuns } = workflowCalls(() => api);
+  const t = componentServer(dialect, SHAPED);
+  const { create, finishedRuns } = workflowCalls(() => t.api);
 
   /** Runs the source by hand and returns what it emitted. */
   async function emitted(sourceId: string): Promise<any> {
-    const before = (await api.get(`/v1/sources/${sourceId}/event_summaries?limit=100`)).body.data.length;
-    expect((await api.post(`/v1/sources/${sourceId}/run`, {})).status).toBe(202);
+    const before = (await t.api.get(`/v1/sources/${sourceId}/event_summaries?limit=100`)).body.data.length;
+    expect((await t.api.post(`/v1/sources/${sourceId}/run`, {})).status).toBe(202);
     const res = await waitFor(
-      () => api.get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event`),
+      () => t.api.get(`/v1/sources/${sourceId}/event_summaries?limit=100&expand=event`),
       (r) => r.body.data.length > before,
       { what: 'the run to emit' },
     );
@@ -83,14 +69,14 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
   }
 
   it('deploys a source with values for added props: the run sees them, the API echoes them, secrets masked and sealed', async () => {
-    const res = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'circle', radius: 5, token: 'tok-circle-1' } });
+    const res = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'circle', radius: 5, token: 'tok-circle-1' } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.configured_props).toEqual({ shape: 'circle', radius: 5, token: '********' });
     const id = res.body.data.id;
-    expect((await api.get('/v1/users/me/sources')).body.data.find((s: { id: string }) => s.id === id).configured_props.token).toBe('********');
+    expect((await t.api.get('/v1/users/me/sources')).body.data.find((s: { id: string }) => s.id === id).configured_props.token).toBe('********');
     expect(await emitted(id)).toEqual({ shape: 'circle', radius: 5, token: 'tok-circle-1', side: null, color: null });
 
-    const db = server.running.services.store.db;
+    const db = t.server.running.services.store.db;
     const row = await db.selectFrom('sources').select(['configured_props', 'additional_props']).where('id', '=', id).executeTakeFirstOrThrow();
     expect(row.configured_props).not.toContain('tok-circle-1');
     expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v1:/);
@@ -102,51 +88,51 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
   });
 
   it('refuses wrong values for added props, and values for props the answers do not add, in one 422', async () => {
-    const wrong = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'circle', radius: 500, token: 7 } });
+    const wrong = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'circle', radius: 500, token: 7 } });
     expect(wrong.status).toBe(422);
     expect(wrong.body.code).toBe('props_invalid');
     expect(wrong.body.details).toEqual([
       { prop: 'radius', message: 'must be at most 100, got 500' },
       { prop: 'token', message: 'must be a string, got a number' },
     ]);
-    const foreign = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'square', side: 3, radius: 5 } });
+    const foreign = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'square', side: 3, radius: 5 } });
     expect(foreign.status).toBe(422);
     expect(foreign.body.details).toEqual([{ prop: 'radius', message: 'is not a prop of this component' }]);
-    const missing = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'square', color: 'green' } });
+    const missing = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'square', color: 'green' } });
     expect(missing.body.details).toEqual([
       { prop: 'side', message: 'is required' },
       { prop: 'color', message: 'must be one of "red", "blue", got "green"' },
     ]);
     // The placeholder keeps a stored secret; with none stored it is refused rather than becoming the secret.
-    const placeholder = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'circle', radius: 5, token: '********' } });
+    const placeholder = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'circle', radius: 5, token: '********' } });
     expect(placeholder.status).toBe(422);
     expect(placeholder.body.details).toEqual([{ prop: 'token', message: 'is "********", which keeps a stored secret, but none is stored: give the value' }]);
     // additionalProps() that throws for the answers given is the deploy's 422, with what it threw.
-    const thrown = await api.post('/v1/sources', { component_id: componentId, configured_props: {} });
+    const thrown = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: {} });
     expect(thrown.status).toBe(422);
     expect(thrown.body.details).toEqual([{ prop: 'additionalProps()', message: 'Error: choose a shape first' }]);
   });
 
   it('recomputes the added props when an update changes a reloadProps answer, and keeps them when it does not', async () => {
-    const res = await api.post('/v1/sources', { component_id: componentId, configured_props: { shape: 'circle', radius: 5, token: 'tok-circle-2' } });
+    const res = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'circle', radius: 5, token: 'tok-circle-2' } });
     const id = res.body.data.id;
     // The same answers: the secret's placeholder keeps it, the added props hold without asking the component.
-    const kept = await api.patch(`/v1/sources/${id}`, { configured_props: { shape: 'circle', radius: 9, token: '********' } });
+    const kept = await t.api.patch(`/v1/sources/${id}`, { configured_props: { shape: 'circle', radius: 9, token: '********' } });
     expect(kept.status, JSON.stringify(kept.body)).toBe(200);
     expect(await emitted(id)).toEqual({ shape: 'circle', radius: 9, token: 'tok-circle-2', side: null, color: null });
-    expect((await api.patch(`/v1/sources/${id}`, { active: false })).body.data.configured_props).toEqual({ shape: 'circle', radius: 9, token: '********' });
+    expect((await t.api.patch(`/v1/sources/${id}`, { active: false })).body.data.configured_props).toEqual({ shape: 'circle', radius: 9, token: '********' });
 
-    const squared = await api.put(`/v1/sources/${id}`, { component_id: componentId, configured_props: { shape: 'square', side: 4, color: 'blue' } });
+    const squared = await t.api.put(`/v1/sources/${id}`, { component_id: t.componentId, configured_props: { shape: 'square', side: 4, color: 'blue' } });
     expect(squared.status, JSON.stringify(squared.body)).toBe(200);
     expect(squared.body.data.configured_props).toEqual({ shape: 'square', side: 4, color: 'blue' });
     expect(await emitted(id)).toEqual({ shape: 'square', radius: null, token: null, side: 4, color: 'blue' });
-    const stale = await api.patch(`/v1/sources/${id}`, { configured_props: { shape: 'square', side: 4, radius: 9 } });
+    const stale = await t.api.patch(`/v1/sources/${id}`, { configured_props: { shape: 'square', side: 4, radius: 9 } });
     expect(stale.status).toBe(422);
     expect(stale.body.details).toEqual([{ prop: 'radius', message: 'is not a prop of this component' }]);
   });
 
   it('refuses an added prop that a run could not be given', async () => {
-    const res = await api.post('/v1/sources', { component_code: ADDS_A_STORE, configured_props: { on: true, store: 'orders' } });
+    const res = await t.api.post('/v1/sources', { component_code: ADDS_A_STORE, configured_props: { on: true, store: 'orders' } });
     expect(res.status).toBe(422);
     expect(res.body.details).toEqual([
       {
@@ -155,28 +141,28 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
           'is a prop of type data_store added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts',
       },
     ]);
-    expect((await api.post('/v1/sources', { component_code: ADDS_A_STORE, configured_props: { on: false } })).status).toBe(200);
+    expect((await t.api.post('/v1/sources', { component_code: ADDS_A_STORE, configured_props: { on: false } })).status).toBe(200);
   });
 
   it('deploys a workflow step with values for added props, templates included, and recomputes them on update', async () => {
     const fancy = { mode: 'fancy', decoration: '{{ steps.trigger.event.body.d }}', key: 'key-fancy-1' };
     const workflow = await create({ name: 'styled', steps: [{ name: 'style', component_code: STYLED_STEP, configured_props: fancy }] });
     expect(workflow.steps[0].configured_props).toEqual({ mode: 'fancy', decoration: '{{ steps.trigger.event.body.d }}', key: '********' });
-    const steps = await server.running.services.store.db.selectFrom('workflows').select('steps').where('id', '=', workflow.id).executeTakeFirstOrThrow();
+    const steps = await t.server.running.services.store.db.selectFrom('workflows').select('steps').where('id', '=', workflow.id).executeTakeFirstOrThrow();
     expect(steps.steps).not.toContain('key-fancy-1');
-    await api.post(`/v1/workflows/${workflow.id}/run`, { body: { d: 'stars' } });
+    await t.api.post(`/v1/workflows/${workflow.id}/run`, { body: { d: 'stars' } });
     const [first] = await finishedRuns(workflow.id, 1);
     expect(first.status, JSON.stringify(first)).toBe('succeeded');
     expect(first.steps[0].$return_value).toEqual({ mode: 'fancy', decoration: 'stars', key: 'key-fancy-1' });
 
     const styleStep = (configured_props: object) => ({ steps: [{ name: 'style', component_code: STYLED_STEP, configured_props }] });
-    const wrong = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'fancy', decoration: 5, key: '********' }));
+    const wrong = await t.api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'fancy', decoration: 5, key: '********' }));
     expect(wrong.status).toBe(422);
     expect(wrong.body.details).toEqual([{ prop: 'decoration', message: 'must be a string, got a number' }]);
     expect(wrong.body.error).toMatch(/^steps\[0\] \("style"\): invalid configured_props/);
-    const foreign = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', decoration: 'x' }));
+    const foreign = await t.api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', decoration: 'x' }));
     expect(foreign.body.details).toEqual([{ prop: 'decoration', message: 'is not a prop of this component' }]);
-    const templated = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', key: '{{ steps.trigger.event.body.d }}' }));
+    const templated = await t.api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain', key: '{{ steps.trigger.event.body.d }}' }));
     // Said as the other refusals are, with its detail (it had none, and another wording).
     expect([templated.status, templated.body.error, templated.body.details]).toEqual([
       422,
@@ -185,14 +171,14 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
     ]);
 
     // The placeholder keeps the secret while the answers stay; a new answer recomputes the list.
-    const kept = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'fancy', decoration: 'plain text', key: '********' }));
+    const kept = await t.api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'fancy', decoration: 'plain text', key: '********' }));
     expect(kept.status, JSON.stringify(kept.body)).toBe(200);
-    await api.post(`/v1/workflows/${workflow.id}/run`, { body: {} });
+    await t.api.post(`/v1/workflows/${workflow.id}/run`, { body: {} });
     expect((await finishedRuns(workflow.id, 2))[0].steps[0].$return_value).toEqual({ mode: 'fancy', decoration: 'plain text', key: 'key-fancy-1' });
-    const plain = await api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain' }));
+    const plain = await t.api.put(`/v1/workflows/${workflow.id}`, styleStep({ mode: 'plain' }));
     expect(plain.status, JSON.stringify(plain.body)).toBe(200);
     expect(plain.body.data.steps[0].configured_props).toEqual({ mode: 'plain' });
-    await api.post(`/v1/workflows/${workflow.id}/run`, { body: {} });
+    await t.api.post(`/v1/workflows/${workflow.id}/run`, { body: {} });
     expect((await finishedRuns(workflow.id, 3))[0].steps[0].$return_value).toEqual({ mode: 'plain', decoration: null, key: null });
   });
 });

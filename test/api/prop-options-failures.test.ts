@@ -2,9 +2,9 @@
 // a fetch that fails or a path of the server's in a message. Each is an entry of `errors`, worded as a run's $errors
 // event words it, and the worker that ran the call keeps serving. Entries of the list that are no choice (null, a sparse
 // array's hole, NaN, an object without `value`) are left out, the others kept, and `errors` says how many and why.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { describe, expect, it } from 'vitest';
+import { componentServer } from '../helpers/prop-configuration.js';
+import { DIALECTS } from '../helpers/server.js';
 
 /** Each prop's options() fails in its own way; additionalProps() throws what `mode` says. */
 const COMPONENT = `
@@ -46,22 +46,8 @@ module.exports = {
 };`;
 
 describe.each(DIALECTS)('options() and additionalProps() failures on %s', (dialect) => {
-  let server: TestServer;
-  let api: ReturnType<typeof client>;
-  let componentId: string;
-
-  beforeAll(async () => {
-    server = await startTestServer(dialect);
-    api = client(server.url, (await server.createUser()).apiKey);
-    const saved = await api.post('/v1/components', { component_code: COMPONENT });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    componentId = saved.body.data.id;
-  });
-  afterAll(async () => {
-    await server?.destroy();
-  });
-
-  const options = (prop: string) => api.post(`/v1/components/${componentId}/props/${prop}/options`, {});
+  const t = componentServer(dialect, COMPONENT);
+  const { options, reload } = t;
 
   it('answers an error that throws when read as such, instead of ending the worker with a "worker fault"', async () => {
     for (const prop of ['badName', 'badMessage', 'proxy']) {
@@ -70,9 +56,9 @@ describe.each(DIALECTS)('options() and additionalProps() failures on %s', (diale
       const expected = prop === 'proxy' ? 'the component threw a value that throws when read' : 'Error: the component threw a value that throws when read';
       expect(res.body.data, prop).toEqual({ options: [], context: null, errors: [expected] });
     }
-    const reload = await api.post(`/v1/components/${componentId}/props/reload`, { configured_props: { mode: 'unreadable' } });
-    expect(reload.status).toBe(200);
-    expect(reload.body.data.errors).toEqual(['Error: the component threw a value that throws when read']);
+    const reloaded = await reload({ configured_props: { mode: 'unreadable' } });
+    expect(reloaded.status).toBe(200);
+    expect(reloaded.body.data.errors).toEqual(['Error: the component threw a value that throws when read']);
     expect((await options('fine')).body.data).toEqual({ options: ['ok'], context: null, errors: [] });
   });
 
@@ -138,6 +124,6 @@ describe.each(DIALECTS)('options() and additionalProps() failures on %s', (diale
     expect((await options('fetched')).body.data.errors).toEqual(['TypeError: fetch failed: bad port']);
     const [message] = (await options('path')).body.data.errors;
     expect(message).toMatch(/^Error: at .*x\.js$/);
-    expect(message).not.toContain(server.dataDir);
+    expect(message).not.toContain(t.server.dataDir);
   });
 });

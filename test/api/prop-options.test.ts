@@ -1,10 +1,11 @@
 // Prop configuration over the API: POST /v1/components/{id}/props/{prop}/options runs a prop's options() in the
 // account's sandbox (paging by page and by prevContext, through an app's propDefinition), errors come back as data;
 // POST /v1/components/{id}/props/reload lists what additionalProps() adds; deploys report every invalid prop at once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { recordPath } from '../helpers/data-store-sources.js';
-import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { componentServer } from '../helpers/prop-configuration.js';
+import { DIALECTS } from '../helpers/server.js';
 
 /** Repositories in pages of two by `page`, and by a cursor in `prevContext`; an app whose propDefinition has options. */
 const COMPONENT = `
@@ -56,23 +57,9 @@ module.exports = {
 };`;
 
 describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
-  let server: TestServer;
-  let api: ReturnType<typeof client>;
-  let componentId: string;
-
-  beforeAll(async () => {
-    // A short load timeout: options() that never answer are cut off by it.
-    server = await startTestServer(dialect, { loadTimeout: 2 });
-    api = client(server.url, (await server.createUser()).apiKey);
-    const saved = await api.post('/v1/components', { component_code: COMPONENT });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    componentId = saved.body.data.id;
-  });
-  afterAll(async () => {
-    await server?.destroy();
-  });
-
-  const options = (prop: string, body: object = {}) => api.post(`/v1/components/${componentId}/props/${prop}/options`, body);
+  // A short load timeout: options() that never answer are cut off by it.
+  const t = componentServer(dialect, COMPONENT, { loadTimeout: 2 });
+  const { options, reload } = t;
 
   it('pages options by page, with this bound to configured_props', async () => {
     const pages = [];
@@ -117,7 +104,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
   });
 
   it('lists static options in configurable_props, and answers them here too', async () => {
-    const component = await api.get(`/v1/components/${componentId}`);
+    const component = await t.api.get(`/v1/components/${t.componentId}`);
     expect(component.body.data.configurable_props.find((p: { name: string }) => p.name === 'size').options).toEqual(['s', 'm', { label: 'Large', value: 'l' }]);
     expect((await options('size')).body.data).toEqual({
       options: [
@@ -147,8 +134,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
   });
 
   it('leaves out choices whose value holds an unpaired surrogate, which a deploy refuses, and says so', async () => {
-    const saved = await api.post('/v1/components', {
-      component_code: `module.exports = {
+    const id = await t.save(`module.exports = {
   name: "odd choices",
   version: "1.0.0",
   props: {
@@ -158,10 +144,8 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     },
   },
   async run() {},
-};`,
-    });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const res = await api.post(`/v1/components/${saved.body.data.id}/props/odd/options`, {});
+};`);
+    const res = await options('odd', {}, id);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
       options: [
@@ -172,14 +156,13 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       errors: ['2 of the choices options() gave were left out: a value holds an unpaired UTF-16 surrogate, which is not text; a deploy refuses such a value'],
     });
     // What it offers deploys.
-    const deployed = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { odd: 'fine' } });
+    const deployed = await t.api.post('/v1/sources', { component_id: id, configured_props: { odd: 'fine' } });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     expect(deployed.body.data.configured_props.odd).toBe('fine');
   });
 
   it("leaves out choices whose value the prop's type refuses (an object for a string prop), and says so", async () => {
-    const saved = await api.post('/v1/components', {
-      component_code: `module.exports = {
+    const id = await t.save(`module.exports = {
   name: "mistyped choices",
   version: "1.0.0",
   props: {
@@ -190,11 +173,8 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     tags: { type: "string[]", options: [{ label: "one", value: "one" }, { label: "two", value: ["two"] }] },
   },
   async run() {},
-};`,
-    });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const id = saved.body.data.id;
-    const res = await api.post(`/v1/components/${id}/props/repo/options`, {});
+};`);
+    const res = await options('repo', {}, id);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
       options: [
@@ -206,7 +186,7 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
         '2 of the choices options() gave were left out: a value is not what a prop of type string takes (must be a string, got an object); a deploy refuses such a value',
       ],
     });
-    const listed = await api.post(`/v1/components/${id}/props/tags/options`, {});
+    const listed = await options('tags', {}, id);
     expect(listed.body.data).toEqual({
       options: [{ label: 'one', value: 'one' }],
       context: null,
@@ -215,28 +195,24 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       ],
     });
     // What was left out is what a deploy refuses; what is offered deploys.
-    const refused = await api.post('/v1/sources', { component_id: id, configured_props: { repo: { id: 2 }, tags: ['one'] } });
+    const refused = await t.api.post('/v1/sources', { component_id: id, configured_props: { repo: { id: 2 }, tags: ['one'] } });
     expect(refused.status).toBe(422);
     expect(refused.body.error).toBe('invalid configured_props: repo must be a string, got an object');
-    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: { repo: 4, tags: ['one'] } });
+    const deployed = await t.api.post('/v1/sources', { component_id: id, configured_props: { repo: 4, tags: ['one'] } });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
   });
 
   it('says in a reload that a prop additionalProps() adds of a type no deploy takes would be refused, as the deploy says', async () => {
-    const saved = await api.post('/v1/components', {
-      component_code: `module.exports = {
+    const id = await t.save(`module.exports = {
   name: "adds an endpoint",
   version: "1.0.0",
   props: { mode: { type: "string", reloadProps: true } },
   async additionalProps() { return this.mode === "hook" ? { hook: { type: "$.interface.http" } } : { note: { type: "string" } }; },
   async run() {},
-};`,
-    });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const id = saved.body.data.id;
+};`);
     const refusal =
       'is a prop of type $.interface.http added by additionalProps(); props it adds may only be of types string, integer, boolean, object or any (or arrays of them), or alerts';
-    const reloaded = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'hook' } });
+    const reloaded = await reload({ configured_props: { mode: 'hook' } }, id);
     expect(reloaded.status).toBe(200);
     expect(reloaded.body.data).toEqual({
       configurable_props: [
@@ -245,16 +221,15 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       ],
       errors: [`"hook" ${refusal}`],
     });
-    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: { mode: 'hook' } });
+    const deployed = await t.api.post('/v1/sources', { component_id: id, configured_props: { mode: 'hook' } });
     expect(deployed.status).toBe(422);
     expect(deployed.body.error).toBe(`invalid configured_props: hook ${refusal}`);
-    const fine = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { mode: 'note' } });
+    const fine = await reload({ configured_props: { mode: 'note' } }, id);
     expect(fine.body.data.errors).toEqual([]);
   });
 
   it('checks configured_props as a deploy does: what it would refuse is named as its 422 names it, and the code sees it unset', async () => {
-    const saved = await api.post('/v1/components', {
-      component_code: `module.exports = {
+    const id = await t.save(`module.exports = {
   name: "checked values",
   version: "1.0.0",
   props: {
@@ -276,63 +251,57 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
     picked: { type: "string", optional: true, options: ["x"] },
   },
   async run() {},
-};`,
-    });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const id = saved.body.data.id;
+};`);
     // What options() saw, in the order it writes it (values in the props' order, then the store's keys).
     const seen = ({ keys = null, ...values }: { keys?: string[] | null; [name: string]: unknown }) => [JSON.stringify({ ...values, keys })];
     const wrong = { owner: 7, count: 9, size: 'xl', token: 1.5, pin: '9876', extra: 'x' };
     const refusal =
       'invalid configured_props: extra is not a prop of this component; owner must be a string, got a number; count must be at most 5, got 9; ' +
       'size must be one of "s", "m", got "xl"; token must be an integer, got a number; pin must be one of "1111", "2222"';
-    const res = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: wrong });
+    const res = await options('seen', { configured_props: wrong }, id);
     expect(res.status).toBe(200);
     // JSON drops what is undefined: owner reads as its default, the rest as unset.
     expect(res.body.data).toEqual({ options: seen({ owner: 'fallback' }), context: null, errors: [refusal] });
     // A secret is never echoed, not even the number a secret integer prop was given.
     expect(JSON.stringify(res.body)).not.toMatch(/9876|1\.5/);
     // Worded as the deploy's 422 words the same values.
-    const deployed = await api.post('/v1/sources', { component_id: id, configured_props: wrong });
+    const deployed = await t.api.post('/v1/sources', { component_id: id, configured_props: wrong });
     expect([deployed.status, deployed.body.error]).toEqual([422, refusal]);
     // A reload and static options say it too; null is unset and a secret's "********" (which keeps a stored secret a
     // component's endpoints cannot see) reads as unset without a word, as for the console's Edit props.
-    const reload = await api.post(`/v1/components/${id}/props/reload`, { configured_props: { count: 0, owner: null, key: '********' } });
-    expect([reload.status, reload.body.data.errors]).toEqual([200, ['invalid configured_props: count must be at least 1, got 0']]);
-    const picked = await api.post(`/v1/components/${id}/props/picked/options`, { configured_props: { nope: 1 } });
+    const reloaded = await reload({ configured_props: { count: 0, owner: null, key: '********' } }, id);
+    expect([reloaded.status, reloaded.body.data.errors]).toEqual([200, ['invalid configured_props: count must be at least 1, got 0']]);
+    const picked = await options('picked', { configured_props: { nope: 1 } }, id);
     expect(picked.body.data).toEqual({ options: ['x'], context: null, errors: ['invalid configured_props: nope is not a prop of this component'] });
-    const masked = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { owner: null, key: '********' } });
+    const masked = await options('seen', { configured_props: { owner: null, key: '********' } }, id);
     expect(masked.body.data).toEqual({ options: seen({ owner: 'fallback' }), context: null, errors: [] });
     // What a deploy takes is given as it is.
     const fine = { owner: 'ada', count: 2, size: 'm', token: 42, pin: '1111', key: 'k' };
-    const right = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: fine });
+    const right = await options('seen', { configured_props: fine }, id);
     expect(right.body.data).toEqual({ options: seen(fine), context: null, errors: [] });
     // A data_store prop given the id of one of the account's stores, which a deploy refuses, is not read as a store
     // named after the id.
-    expect((await api.put(recordPath('orders', 'a'), { value: 1 })).status).toBe(200);
-    const ordersId = (await api.get('/v1/data_stores/orders/keys')).body.data.id;
-    const byId = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { store: ordersId } });
+    expect((await t.api.put(recordPath('orders', 'a'), { value: 1 })).status).toBe(200);
+    const ordersId = (await t.api.get('/v1/data_stores/orders/keys')).body.data.id;
+    const byId = await options('seen', { configured_props: { store: ordersId } }, id);
     expect(byId.body.data).toEqual({
       options: seen({ owner: 'fallback' }),
       context: null,
       errors: [`invalid configured_props: store names data store ${ordersId} by its id; a data_store prop takes the store's name: "orders"`],
     });
-    const byName = await api.post(`/v1/components/${id}/props/seen/options`, { configured_props: { store: 'orders' } });
+    const byName = await options('seen', { configured_props: { store: 'orders' } }, id);
     expect(byName.body.data).toEqual({ options: seen({ owner: 'fallback', keys: ['a'] }), context: null, errors: [] });
   });
 
   it('gives a component with additionalProps() the values of props it may add, and checks those of its static props', async () => {
-    const saved = await api.post('/v1/components', {
-      component_code: `module.exports = {
+    const id = await t.save(`module.exports = {
   name: "adds an echo",
   version: "1.0.0",
   props: { mode: { type: "string", options: ["a", "b"], optional: true, reloadProps: true } },
   async additionalProps() { return { echo: { type: "string", label: JSON.stringify({ mode: this.mode ?? null, added: this.added ?? null }) } }; },
   async run() {},
-};`,
-    });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const res = await api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props: { mode: 'c', added: 'kept' } });
+};`);
+    const res = await reload({ configured_props: { mode: 'c', added: 'kept' } }, id);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
       configurable_props: [
@@ -345,39 +314,39 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
 
   it('refuses a field neither endpoint takes with a 400 naming it, instead of answering as if it were not there', async () => {
     const cases: Array<[string, object, string]> = [
-      [`/v1/components/${componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
-      [`/v1/components/${componentId}/props/repo/options`, { configuredProps: { owner: 'ada' } }, 'configuredProps'],
-      [`/v1/components/${componentId}/props/reload`, { configured_props: { extended: true }, props: {} }, 'props'],
+      [`/v1/components/${t.componentId}/props/cursorRepo/options`, { prevContext: { nextPageToken: '2' } }, 'prevContext'],
+      [`/v1/components/${t.componentId}/props/repo/options`, { configuredProps: { owner: 'ada' } }, 'configuredProps'],
+      [`/v1/components/${t.componentId}/props/reload`, { configured_props: { extended: true }, props: {} }, 'props'],
     ];
     for (const [path, body, field] of cases) {
-      const res = await api.post(path, body);
+      const res = await t.api.post(path, body);
       expect(res.status, field).toBe(400);
       expect(res.body).toMatchObject({ code: 'invalid_request', error: `invalid body: must not have the field "${field}"` });
     }
   });
 
   it("answers 404 for an unknown component and for another account's, and serves registry components", async () => {
-    expect((await api.post('/v1/components/sc_00000000000000000000000000/props/repo/options', {})).status).toBe(404);
-    const other = client(server.url, (await server.createUser()).apiKey);
-    const foreign = await other.post(`/v1/components/${componentId}/props/repo/options`, {});
+    expect((await t.api.post('/v1/components/sc_00000000000000000000000000/props/repo/options', {})).status).toBe(404);
+    const other = client(t.server.url, (await t.server.createUser()).apiKey);
+    const foreign = await other.post(`/v1/components/${t.componentId}/props/repo/options`, {});
     expect(foreign.status).toBe(404);
     expect(foreign.body.code).toBe('not_found');
-    expect((await other.post(`/v1/components/${componentId}/props/reload`, {})).status).toBe(404);
-    const registry = await api.get('/v1/components/registry/schedule-custom-interval');
+    expect((await other.post(`/v1/components/${t.componentId}/props/reload`, {})).status).toBe(404);
+    const registry = await t.api.get('/v1/components/registry/schedule-custom-interval');
     const timer = registry.body.data.configurable_props.find((p: { type: string }) => p.type === '$.interface.timer');
-    const res = await api.post(`/v1/components/${registry.body.data.id}/props/${timer.name}/options`, {});
+    const res = await t.api.post(`/v1/components/${registry.body.data.id}/props/${timer.name}/options`, {});
     expect(res.status).toBe(200);
     expect(res.body.data.errors).toEqual([`prop "${timer.name}" has no options`]);
   });
 
   it('reloads props: the static ones, then those additionalProps() returns for the configured values', async () => {
-    const plain = await api.post(`/v1/components/${componentId}/props/reload`, { configured_props: { extended: false } });
+    const plain = await reload({ configured_props: { extended: false } });
     expect(plain.status).toBe(200);
     expect(plain.body.data.errors).toEqual([]);
     const names = plain.body.data.configurable_props.map((p: { name: string }) => p.name);
     expect(names).toEqual(['app', 'owner', 'repo', 'cursorRepo', 'branch', 'size', 'count', 'throwing', 'slow', 'plain', 'extended']);
     expect(plain.body.data.configurable_props.at(-1)).toEqual({ name: 'extended', type: 'boolean', optional: true, reloadProps: true });
-    const extended = await api.post(`/v1/components/${componentId}/props/reload`, { configured_props: { extended: true } });
+    const extended = await reload({ configured_props: { extended: true } });
     expect(extended.body.data.configurable_props.slice(-2)).toEqual([
       { name: 'labels', type: 'string[]', label: 'Labels', options: ['bug', 'idea'] },
       { name: 'note', type: 'string', optional: true },
@@ -397,57 +366,56 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
           size: { type: "string", optional: true, options: ["s", "m"] } },
         async additionalProps(props) { props.size.options.push("xl"); if (this.customize) { props.username.hidden = false; props.icon.hidden = false; } return {}; },
         async run() { return this.username ?? null; } };`;
-    const saved = await api.post('/v1/components', { component_code: code });
+    const saved = await t.api.post('/v1/components', { component_code: code });
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
     const byName = (props: { name: string }[]) => Object.fromEntries(props.map((p) => [p.name, p]));
     const listed = byName(saved.body.data.configurable_props);
     expect(listed.text).toMatchObject({ useQuery: true, remoteOptions: true });
     expect(listed.sent).toMatchObject({ disabled: true });
     expect(listed.username).toMatchObject({ hidden: true, label: 'Bot Username', propDefinition: ['app', 'username'] });
-    const reload = async (customize: boolean) => {
-      const res = await api.post(`/v1/components/${saved.body.data.id}/props/reload`, { configured_props: { customize } });
+    const reloaded = async (customize: boolean) => {
+      const res = await reload({ configured_props: { customize } }, saved.body.data.id);
       expect(res.body.data.errors).toEqual([]);
       return byName(res.body.data.configurable_props);
     };
-    expect((await reload(true)).username).toMatchObject({ hidden: false });
-    expect((await reload(true)).icon).toMatchObject({ hidden: false });
+    expect((await reloaded(true)).username).toMatchObject({ hidden: false });
+    expect((await reloaded(true)).icon).toMatchObject({ hidden: false });
     // What one call changed stays out of the next: the props are hidden again without the answer that unhides them.
-    expect((await reload(false)).username).toMatchObject({ hidden: true });
-    expect((await reload(false)).icon).toMatchObject({ hidden: true });
+    expect((await reloaded(false)).username).toMatchObject({ hidden: true });
+    expect((await reloaded(false)).icon).toMatchObject({ hidden: true });
     // Nor do changes to a prop's option list: each call adds its "xl" to its own copy.
-    expect((await reload(false)).size).toMatchObject({ options: ['s', 'm', 'xl'] });
+    expect((await reloaded(false)).size).toMatchObject({ options: ['s', 'm', 'xl'] });
   });
 
   it('deploys without a value for a required prop that is hidden, as the console and the CLI never ask for it', async () => {
     const code = `module.exports = { name: "hidden", version: "1.0.0",
       props: { text: { type: "string" }, username: { type: "string", hidden: true }, shown: { type: "string", hidden: false } },
       async run() {} };`;
-    const saved = await api.post('/v1/components', { component_code: code });
-    expect(saved.status, JSON.stringify(saved.body)).toBe(200);
-    const deployed = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { text: 'hi', shown: 'x' } });
+    const id = await t.save(code);
+    const deployed = await t.api.post('/v1/sources', { component_id: id, configured_props: { text: 'hi', shown: 'x' } });
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     // An unhidden required prop is still required.
-    const missing = await api.post('/v1/sources', { component_id: saved.body.data.id, configured_props: { text: 'hi' } });
+    const missing = await t.api.post('/v1/sources', { component_id: id, configured_props: { text: 'hi' } });
     expect(missing.body.details).toEqual([{ prop: 'shown', message: 'is required' }]);
   });
 
   it("takes a number for a string prop whose choices come from async options(), as registry apps' numeric ids are", async () => {
-    const res = await api.post('/v1/sources', {
-      component_id: componentId,
+    const res = await t.api.post('/v1/sources', {
+      component_id: t.componentId,
       configured_props: { owner: 'o', repo: 42, cursorRepo: 'c', branch: 'b', size: 's', count: 1 },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.configured_props.repo).toBe(42);
-    const text = await api.post('/v1/sources', {
-      component_id: componentId,
+    const text = await t.api.post('/v1/sources', {
+      component_id: t.componentId,
       configured_props: { owner: 'o', repo: { id: 42 }, cursorRepo: 'c', branch: 'b', size: 's', count: 1 },
     });
     expect(text.body.details).toEqual([{ prop: 'repo', message: 'must be a string, got an object' }]);
   });
 
   it('checks a deploy against static options and min/max, and reports every invalid prop in one 422', async () => {
-    const res = await api.post('/v1/sources', {
-      component_id: componentId,
+    const res = await t.api.post('/v1/sources', {
+      component_id: t.componentId,
       configured_props: { owner: 7, repo: 'r', cursorRepo: 'c', branch: 'b', size: 'xl', count: 9 },
     });
     expect(res.status).toBe(422);
@@ -457,8 +425,8 @@ describe.each(DIALECTS)('prop options and reload on %s', (dialect) => {
       { prop: 'size', message: 'must be one of "s", "m", "l", got "xl"' },
       { prop: 'count', message: 'must be at most 5, got 9' },
     ]);
-    const low = await api.post('/v1/sources', {
-      component_id: componentId,
+    const low = await t.api.post('/v1/sources', {
+      component_id: t.componentId,
       configured_props: { owner: 'o', repo: 'r', cursorRepo: 'c', branch: 'b', size: 's', count: 0 },
     });
     expect(low.body.details).toEqual([{ prop: 'count', message: 'must be at least 1, got 0' }]);
