@@ -4,6 +4,7 @@ import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { ComponentRow } from '../store/components.js';
 import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
+import { configuredValues } from '../model/configured-values.js';
 import { ServiceError } from '../model/errors.js';
 import type { PropRules } from '../model/timer-checks.js';
 import { addedProps, additionalPropProblems, type PropProblem, propsInvalid, SECRET_PLACEHOLDER, validateProps, withAdditionalProps } from '../model/props.js';
@@ -79,7 +80,12 @@ export class DeployPropsResolver {
     if (info.additionalProps && this.reloader) {
       additional = request.previousAdditional;
       const known = withAdditionalProps(info.props, additional);
-      if (additional === undefined || reloadAnswersChanged(known, request.given, previous)) additional = await this.ask(request, known, given);
+      if (additional === undefined || reloadAnswersChanged(known, request.given, previous)) {
+        // A static prop's value the deploy refuses is its 422 as it stands, not whatever additionalProps() made of it.
+        const { problems } = configuredValues(info.props, given, this.rules, true);
+        if (problems.length) throw propsInvalid(problems, request.label);
+        additional = await this.ask(request, known, given);
+      }
     }
     const props = withAdditionalProps(info.props, additional);
     let problems: PropProblem[] = [];

@@ -111,6 +111,16 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
     const thrown = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: {} });
     expect(thrown.status).toBe(422);
     expect(thrown.body.details).toEqual([{ prop: 'additionalProps()', message: 'Error: choose a shape first' }]);
+    // A static answer the deploy refuses is its own 422: additionalProps() never sees it (it would throw, blaming itself).
+    const refused = await t.api.post('/v1/sources', { component_id: t.componentId, configured_props: { shape: 'triangle', radius: 5 } });
+    expect([refused.status, refused.body]).toEqual([
+      422,
+      {
+        error: 'invalid configured_props: shape must be one of "circle", "square", got "triangle"',
+        code: 'props_invalid',
+        details: [{ prop: 'shape', message: 'must be one of "circle", "square", got "triangle"' }],
+      },
+    ]);
   });
 
   it('recomputes the added props when an update changes a reloadProps answer, and keeps them when it does not', async () => {
