@@ -158,7 +158,17 @@ function asChoices(options: unknown[]): Choice[] {
 }
 
 /** The choices of a prop: its static options, else its options() through the API (first page), else accounts of its app. */
-async function choicesFor(api: ApiClient, componentId: string, prop: PropInfo, configured: Record<string, unknown>): Promise<Choice[]> {
+/**
+ * A prop's choices: its static options, or what its options() gave. An answer with choices and errors (some choices left
+ * out) offers the choices and prints the errors; one with errors alone stops, naming them.
+ */
+async function choicesFor(
+  api: ApiClient,
+  componentId: string,
+  prop: PropInfo,
+  configured: Record<string, unknown>,
+  print: (line: string) => void,
+): Promise<Choice[]> {
   if (prop.options?.length) return asChoices(prop.options);
   if (prop.remoteOptions) {
     const answer = await api.call<{ data: { options: unknown[]; errors: string[] } }>(
@@ -168,8 +178,10 @@ async function choicesFor(api: ApiClient, componentId: string, prop: PropInfo, c
         configured_props: configured,
       },
     );
-    if (answer.data.errors.length) throw new UsageError(`the options of ${prop.name} could not be listed: ${answer.data.errors.join('; ')}`);
-    return asChoices(answer.data.options);
+    const { options, errors } = answer.data;
+    if (errors.length && !options.length) throw new UsageError(`the options of ${prop.name} could not be listed: ${errors.join('; ')}`);
+    if (errors.length) print(`note: ${errors.join('; ')}`);
+    return asChoices(options);
   }
   return [];
 }
@@ -198,7 +210,7 @@ export async function promptForProps(
 ): Promise<Record<string, unknown>> {
   const out = { ...configured };
   for (const prop of missing) {
-    const choices = await choicesFor(api, componentId, prop, out);
+    const choices = await choicesFor(api, componentId, prop, out, print);
     print(describeProp(prop));
     choices.slice(0, 50).forEach((choice, i) => print(`  ${i + 1}) ${choice.label}`));
     for (;;) {

@@ -289,6 +289,17 @@ describe('tributary client commands', () => {
     expect(remote.code, remote.stderr).toBe(0);
     expect(remote.stderr).toContain('  1) Europe\n  2) Asia');
     expect(JSON.parse(remote.stdout).configured_props).toEqual({ region: 'ap-0' });
+    // Choices some of which options() gave unusable: the others are offered, and the note says what was left out.
+    fs.writeFileSync(
+      path.join(dir, 'partial.mjs'),
+      'export default { name: "partial", version: "0.0.1", props: { region: { type: "string", async options() { return ["eu", null, "ap"]; } } }, async run() {} };\n',
+    );
+    const partial = await tributary(['deploy', 'partial.mjs', '--interactive', '--json'], {}, '2\n');
+    expect(partial.code, partial.stderr).toBe(0);
+    expect(partial.stderr).toContain(
+      'note: 1 of the choices options() gave was left out: option 1 must be a string, a finite number, a boolean or { label, value }, not null\nregion: string\n  1) eu\n  2) ap\n',
+    );
+    expect(JSON.parse(partial.stdout).configured_props).toEqual({ region: 'ap' });
     const ended = await tributary(['deploy', 'remote.mjs', '--interactive'], {}, '');
     expect([ended.code, ended.stderr]).toEqual([2, expect.stringContaining('standard input ended before every question was answered')]);
   });
