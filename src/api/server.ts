@@ -238,11 +238,14 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
   // The web console at `/`: a client of /v1 like any other, in the same process so that it needs no CORS.
   await app.register(consoleRoutes({ minTimerInterval: config.minTimerInterval }));
   await app.register(ingressRoutes(services, { publicUrl: config.publicUrl }));
-  // The walkthrough's SSE address, outside /v1; endpoints check their ids themselves (IngressService), so that
-  // the hot path pays for no hook.
+  // The walkthrough's SSE address, outside /v1 (endpoints check their ids themselves, in IngressService, so that
+  // the hot path pays for no hook). It takes the key first, as /v1 does: a request without one is a 401 whatever
+  // its query or Last-Event-ID, never a 400 that answers an anonymous client about its parameters.
   await app.register(async (outside) => {
+    installAuth(outside, services.users);
     refuseUnstorableText(outside, ['params', 'query']);
-    await outside.register(sseRoutes(services, { authenticate: true }));
+    installFieldSelection(outside);
+    await outside.register(sseRoutes(services));
   });
   await app.register(
     async (v1) => {
@@ -300,7 +303,7 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
       await v1.register(componentRoutes(services));
       await v1.register(sourceRoutes(services));
       await v1.register(eventRoutes(services));
-      await v1.register(sseRoutes(services, { authenticate: false }));
+      await v1.register(sseRoutes(services));
       await v1.register(subscriptionRoutes(services));
       await v1.register(webhookRoutes(services));
       await v1.register(workflowRoutes(services));

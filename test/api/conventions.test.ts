@@ -50,6 +50,34 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     });
   });
 
+  it('takes the key first on the stream address outside /v1 too: no key is a 401 whatever the query or Last-Event-ID', async () => {
+    const own = (await server.createUser()).apiKey;
+    const missing = { error: 'missing Authorization header; send "Authorization: Bearer <api key>"', code: 'unauthorized' };
+    for (const prefix of ['', '/v1']) {
+      const url = `${server.url}${prefix}/sources/dc_01m8unknownsource0000000000/sse`;
+      for (const [query, headers] of [
+        ['?event_name=a&event_name=b', {}],
+        [`?event_name=${'x'.repeat(201)}`, {}],
+        ['', { 'last-event-id': '1'.repeat(65) }],
+      ] as const) {
+        const anonymous = await request('GET', `${url}${query}`, { headers });
+        expect([prefix, query, anonymous.status, anonymous.body]).toEqual([prefix, query, 401, missing]);
+        expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+      }
+      // With the key, a parameter given twice is said as on every other route.
+      const twice = await request('GET', `${url}?event_name=a&event_name=b`, { key: own });
+      expect([prefix, twice.status, twice.body]).toEqual([
+        prefix,
+        400,
+        {
+          error: 'invalid querystring: event_name is given 2 times; give it once',
+          code: 'invalid_request',
+          details: [{ in: 'querystring', field: 'event_name', message: 'is given 2 times; give it once' }],
+        },
+      ]);
+    }
+  });
+
   it('answers 404 with a JSON body for an unknown route', async () => {
     const res = await client(server.url, key).get('/v1/nothing-here');
     expect(res.status).toBe(404);

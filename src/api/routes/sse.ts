@@ -1,11 +1,8 @@
 // GET /sources/{id}/sse (and under /v1): a source's events live as Server-Sent Events, resumable with Last-Event-ID.
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ServiceError } from '../../model/errors.js';
 import type { LiveStreams } from '../../services/live.js';
-import type { Account, UserService } from '../../services/users.js';
-import { readBearerKey } from '../auth.js';
 import { sourceIdParams } from '../schemas.js';
 import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
 
@@ -41,10 +38,6 @@ const workflowSchema = {
 };
 
 /**
- * `authenticate`: the route lives outside /v1 (the walkthrough's address), where no auth hook runs,
- * so it checks the key itself; under /v1 the hook has done so.
- */
-/**
  * A HEAD request gets the headers a stream would, and ends: Node sends nothing of a HEAD response before its end, so
  * streaming to it would hang the client without even a status line, holding one of the account's streams.
  */
@@ -52,24 +45,17 @@ function answerHead(reply: FastifyReply): FastifyReply {
   return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache, no-transform').send();
 }
 
-export function sseRoutes(services: { users: UserService; live: LiveStreams }, options: { authenticate: boolean }): FastifyPluginAsync {
-  const accountOf = async (request: FastifyRequest): Promise<Account> => {
-    if (!options.authenticate) return request.account;
-    const account = await services.users.authenticate(readBearerKey(request));
-    if (!account) throw new ServiceError('unauthorized', 'invalid API key');
-    return account;
-  };
-
+/** Mounted twice, under /v1 and at the walkthrough's address outside it; both install the auth hook before it. */
+export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
   return async (plugin) => {
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     app.get('/sources/:id/sse', { schema }, async (request, reply) => {
-      const account = await accountOf(request);
       const stream = await services.live.prepare({
-        accountId: account.id,
+        accountId: request.account.id,
         sourceId: request.params.id,
         eventName: request.query.event_name,
         lastEventId: request.headers['last-event-id'],
-        apiKey: readBearerKey(request),
+        apiKey: request.apiKey,
         headers: { 'x-request-id': request.id },
       });
       if (request.method === 'HEAD') return answerHead(reply);
@@ -78,13 +64,12 @@ export function sseRoutes(services: { users: UserService; live: LiveStreams }, o
     });
 
     app.get('/workflows/:id/sse', { schema: workflowSchema }, async (request, reply) => {
-      const account = await accountOf(request);
       const stream = await services.live.prepareWorkflow({
-        accountId: account.id,
+        accountId: request.account.id,
         workflowId: request.params.id,
         channel: request.query.channel,
         lastEventId: request.headers['last-event-id'],
-        apiKey: readBearerKey(request),
+        apiKey: request.apiKey,
         headers: { 'x-request-id': request.id },
       });
       if (request.method === 'HEAD') return answerHead(reply);
