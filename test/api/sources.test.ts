@@ -627,6 +627,36 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect((await api.patch(`/v1/sources/${id}`, { active: true })).status).toBe(200);
   });
 
+  it('runs no second deactivate() for a source already off: its update runs activate() alone, its delete no hook (README)', async () => {
+    // A data store outlives the source, so that what its delete ran can still be read.
+    const code = `module.exports = {
+      name: "paired hooks",
+      version: "0.0.1",
+      props: { store: { type: "data_store" } },
+      hooks: {
+        async deploy() { await this.note("deploy"); },
+        async activate() { await this.note("activate"); },
+        async deactivate() { await this.note("deactivate"); },
+      },
+      methods: { async note(hook) { await this.store.set("calls", [...((await this.store.get("calls")) ?? []), hook]); } },
+      async run() {},
+    };`;
+    const calls = async () => (await api.get('/v1/data_stores/paired-hooks/records?key=calls')).body.data.value;
+    const created = await api.post('/v1/sources', { component_code: code, configured_props: { store: 'paired-hooks' } });
+    const { id, component_id } = created.body.data;
+    expect(await calls()).toEqual(['deploy', 'activate']);
+    expect((await api.put(`/v1/sources/${id}`, { component_id, active: false })).body.data.active).toBe(false);
+    expect(await calls()).toEqual(['deploy', 'activate', 'deactivate']);
+    // Updated while off and left off: no hook runs; switched on by an update: activate() alone.
+    expect((await api.put(`/v1/sources/${id}`, { component_id, active: false, name: 'renamed' })).status).toBe(200);
+    expect(await calls()).toEqual(['deploy', 'activate', 'deactivate']);
+    expect((await api.put(`/v1/sources/${id}`, { component_id })).body.data.active).toBe(true);
+    expect(await calls()).toEqual(['deploy', 'activate', 'deactivate', 'activate']);
+    expect((await api.patch(`/v1/sources/${id}`, { active: false })).status).toBe(200);
+    expect((await api.delete(`/v1/sources/${id}`)).status).toBe(204);
+    expect(await calls()).toEqual(['deploy', 'activate', 'deactivate', 'activate', 'deactivate']);
+  });
+
   it('fails a request whose hook throws with 422 and leaves the source as it was', async () => {
     const failing = await api.post('/v1/sources', { component_code: HOOKS_SOURCE, configured_props: { failIn: 'deploy' } });
     expect(failing.status).toBe(422);
