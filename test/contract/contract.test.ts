@@ -599,6 +599,13 @@ describe.each(DIALECTS)('contract with the specification on %s', (dialect) => {
       expect(res.body.data.url).toBe('https://example.com:8443/a/b?c=d');
     });
 
+    it('POST /v1/webhooks takes name and description as optional, null when left out (README, Extensions and lenient readings)', async () => {
+      const res = await me.api.post(`/v1/webhooks?url=${enc('https://example.com/bare')}`);
+      expect(res.status, res.text).toBe(200);
+      expectSingle(res.body, 'webhook.json');
+      expect(res.body.data).toMatchObject({ name: null, description: null, url: 'https://example.com/bare', active: true });
+    });
+
     it('GET /v1/users/me/webhooks answers a page of webhooks without user_id', async () => {
       const res = await me.api.get('/v1/users/me/webhooks?limit=100');
       expect(res.status).toBe(200);
