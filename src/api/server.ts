@@ -238,79 +238,76 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
   // The web console at `/`: a client of /v1 like any other, in the same process so that it needs no CORS.
   await app.register(consoleRoutes({ minTimerInterval: config.minTimerInterval }));
   await app.register(ingressRoutes(services, { publicUrl: config.publicUrl }));
-  // The walkthrough's SSE address, outside /v1 (endpoints check their ids themselves, in IngressService, so that
-  // the hot path pays for no hook). It takes the key first, as /v1 does: a request without one is a 401 whatever
-  // its query or Last-Event-ID, never a 400 that answers an anonymous client about its parameters.
-  await app.register(async (outside) => {
-    installAuth(outside, services.users);
-    refuseUnstorableText(outside, ['params', 'query']);
-    installFieldSelection(outside);
-    await outside.register(sseRoutes(services));
-  });
-  await app.register(
-    async (v1) => {
-      // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
-      v1.removeAllContentTypeParsers();
-      const parseJson = v1.getDefaultJsonParser('error', 'error');
-      v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
-        // Many clients send the JSON content type with every request, bodyless ones too (query-only POSTs and
-        // DELETEs): an empty body is no body, which each route's schema then accepts or refuses as such.
-        if (raw.length === 0) {
-          done(null, undefined);
-          return;
-        }
-        // JSON is UTF-8 (RFC 8259): bytes that are not (a Latin-1 é, an encoded lone surrogate) would otherwise be
-        // decoded to U+FFFD and stored as such, the request's text silently changed.
-        if (!isUtf8(raw as Buffer)) {
-          done(invalid('the JSON body is not valid UTF-8'), undefined);
-          return;
-        }
-        const body = (raw as Buffer).toString('utf8');
-        if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
-          done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
-          return;
-        }
-        parseJson(request, body, (error, parsed) => {
-          if (!error) {
-            done(null, parsed);
+  // The API: /v1, and the walkthrough's SSE address outside it (endpoints check their ids themselves, in
+  // IngressService, so that the hot path pays for no hook). Both take the key first (no key is a 401 whatever the query
+  // or Last-Event-ID) and share one rate limit per key.
+  await app.register(async (api) => {
+    installAuth(api, services.users);
+    refuseUnstorableText(api, ['params', 'query', 'body']);
+    if (config.rateLimit > 0) {
+      await api.register(rateLimit, {
+        max: config.rateLimit,
+        timeWindow: 60_000,
+        hook: 'preHandler',
+        keyGenerator: (request) => request.account?.id ?? request.ip,
+        errorResponseBuilder: (_request, context) =>
+          new ServiceError('rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`),
+      });
+    }
+    installFieldSelection(api);
+    await api.register(sseRoutes(services));
+    await api.register(
+      async (v1) => {
+        // Only JSON bodies reach the API; anything else is a 415 instead of a confusing validation error.
+        v1.removeAllContentTypeParsers();
+        const parseJson = v1.getDefaultJsonParser('error', 'error');
+        v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+          // Many clients send the JSON content type with every request, bodyless ones too (query-only POSTs and
+          // DELETEs): an empty body is no body, which each route's schema then accepts or refuses as such.
+          if (raw.length === 0) {
+            done(null, undefined);
             return;
           }
-          // The parser refuses a "__proto__" key (and "constructor": { "prototype" }) as it refuses broken JSON, and in
-          // words that say neither which nor where: said as what it is, broken JSON with where it breaks.
-          const syntax = jsonSyntaxError(body);
-          if (syntax === undefined) done(invalid('the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts'));
-          else done(invalid(`the body sent as application/json is not JSON: ${syntax}`));
+          // JSON is UTF-8 (RFC 8259): bytes that are not (a Latin-1 é, an encoded lone surrogate) would otherwise be
+          // decoded to U+FFFD and stored as such, the request's text silently changed.
+          if (!isUtf8(raw as Buffer)) {
+            done(invalid('the JSON body is not valid UTF-8'), undefined);
+            return;
+          }
+          const body = (raw as Buffer).toString('utf8');
+          if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
+            done(invalid(`the JSON body nests more than ${MAX_JSON_DEPTH} levels deep`), undefined);
+            return;
+          }
+          parseJson(request, body, (error, parsed) => {
+            if (!error) {
+              done(null, parsed);
+              return;
+            }
+            // The parser refuses a "__proto__" key (and "constructor": { "prototype" }) as it refuses broken JSON, and in
+            // words that say neither which nor where: said as what it is, broken JSON with where it breaks.
+            const syntax = jsonSyntaxError(body);
+            if (syntax === undefined) done(invalid('the JSON body holds a "__proto__" key or a "constructor" with a "prototype", which no field accepts'));
+            else done(invalid(`the body sent as application/json is not JSON: ${syntax}`));
+          });
         });
-      });
-      // An empty body of another type is no body either (`curl -X POST -d ''` sends one as form data); any other is a 415.
-      v1.addContentTypeParser('*', { parseAs: 'buffer' }, (request, raw, done) =>
-        raw.length === 0 ? done(null, undefined) : done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined),
-      );
-      installAuth(v1, services.users);
-      refuseUnstorableText(v1, ['params', 'query', 'body']);
-      if (config.rateLimit > 0) {
-        await v1.register(rateLimit, {
-          max: config.rateLimit,
-          timeWindow: 60_000,
-          hook: 'preHandler',
-          keyGenerator: (request) => request.account?.id ?? request.ip,
-          errorResponseBuilder: (_request, context) =>
-            new ServiceError('rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`),
-        });
-      }
-      installFieldSelection(v1);
-      await v1.register(userRoutes(services));
-      await v1.register(componentRoutes(services));
-      await v1.register(sourceRoutes(services));
-      await v1.register(eventRoutes(services));
-      await v1.register(sseRoutes(services));
-      await v1.register(subscriptionRoutes(services));
-      await v1.register(webhookRoutes(services));
-      await v1.register(workflowRoutes(services));
-      await v1.register(dataStoreRoutes(services));
-      await v1.register(accountRoutes(services));
-    },
-    { prefix: '/v1' },
-  );
+        // An empty body of another type is no body either (`curl -X POST -d ''` sends one as form data); any other is a 415.
+        v1.addContentTypeParser('*', { parseAs: 'buffer' }, (request, raw, done) =>
+          raw.length === 0 ? done(null, undefined) : done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined),
+        );
+        await v1.register(userRoutes(services));
+        await v1.register(componentRoutes(services));
+        await v1.register(sourceRoutes(services));
+        await v1.register(eventRoutes(services));
+        await v1.register(sseRoutes(services));
+        await v1.register(subscriptionRoutes(services));
+        await v1.register(webhookRoutes(services));
+        await v1.register(workflowRoutes(services));
+        await v1.register(dataStoreRoutes(services));
+        await v1.register(accountRoutes(services));
+      },
+      { prefix: '/v1' },
+    );
+  });
   return app as unknown as App;
 }

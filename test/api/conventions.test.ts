@@ -481,4 +481,17 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     // Another key is not affected.
     expect((await client(server.url, key).get('/v1/users/me')).status).toBe(200);
   });
+
+  it("counts the stream address outside /v1 in the key's rate limit, as its /v1 twin and every other route", async () => {
+    const own = (await server.createUser()).apiKey;
+    const api = client(server.url, own);
+    // HEAD answers a stream's status at once and holds no stream; the source does not exist, so each is a 404.
+    const outside = '/sources/dc_01m8unknownsource0000000000/sse';
+    const statuses: number[] = [];
+    for (let i = 0; i < 60 && !statuses.includes(429); i++) statuses.push((await request('HEAD', `${server.url}${outside}`, { key: own })).status);
+    expect(statuses).toEqual([...Array.from({ length: 50 }, () => 404), 429]);
+    // The one limit counts both addresses and the rest of /v1.
+    const v1 = await api.get('/v1/users/me');
+    expect([v1.status, v1.body.code]).toEqual([429, 'rate_limited']);
+  });
 });
