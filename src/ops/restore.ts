@@ -125,8 +125,37 @@ function checkIsSqlite(file: string): void {
   if (header.toString('latin1') !== SQLITE_HEADER) throw new OpsError(`--from: ${file} is not an SQLite database`);
 }
 
+/**
+ * Refuses a backup SQLite cannot read whole (truncated, or damaged on its way): copied page by page, it would replace
+ * a good database with one that fails at its first read of a damaged page, or serves wrong answers until then.
+ */
+function checkWhole(staged: string, file: string): void {
+  const damaged = (detail: string) =>
+    new OpsError(`--from: ${file} is damaged (${detail}): nothing was restored; restore another backup, or make a new one with tributary backup`);
+  const problems: string[] = [];
+  let failure: string | undefined;
+  const db = openSqliteFile(staged, { fileMustExist: true });
+  try {
+    // Row by row: a page SQLite cannot parse at all ends the check with an error after the findings it listed.
+    for (const row of db.prepare('pragma quick_check').pluck().iterate()) problems.push(String(row));
+  } catch (error) {
+    if (!/^SQLITE_(CORRUPT|NOTADB)/.test(String((error as { code?: unknown }).code))) throw error;
+    failure = (error as Error).message;
+  } finally {
+    db.close();
+  }
+  if (failure === undefined && problems.length === 1 && problems[0] === 'ok') return;
+  // SQLite heads its list with the database's name (on a line of its own or the first finding's); the first real
+  // finding says enough, the count the rest.
+  const findings = problems.flatMap((row) => row.split('\n')).filter((line) => line !== '' && !/^\*\*\* in database .* \*\*\*$/.test(line));
+  const more = findings.length > 1 ? `, and ${findings.length - 1} more` : '';
+  // A file cut short fails before any finding: SQLite's error is all there is to say.
+  throw damaged(findings.length > 0 ? `SQLite's quick check: ${findings[0]}${more}` : `SQLite: ${failure}`);
+}
+
 /** Returns how many migrations the backup (read from its private copy `staged`) has applied. */
 async function checkBackup(staged: string, file: string): Promise<number> {
+  checkWhole(staged, file);
   const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: openSqliteFile(staged, { fileMustExist: true }) }) });
   try {
     const applied = await appliedMigrations(db, 'sqlite');

@@ -229,6 +229,41 @@ describe('backup and restore', () => {
     expect(answer.stderr).toContain('999-from-the-future which this Tributary (0.1.0) does not know');
   });
 
+  it('restore refuses a damaged or truncated backup, naming it, and leaves the database it would replace as it was', async () => {
+    const served = tempDir();
+    await createAccount(['--data-dir', served], 'damaged');
+    const dir = tempDir();
+    const backup = path.join(dir, 'good.db');
+    await tributary(['backup', '--data-dir', served, '--out', backup]);
+    // The events table's root page overwritten, as a disk or a copy gone wrong would: SQLite's header still reads.
+    const damaged = path.join(dir, 'damaged.db');
+    fs.copyFileSync(backup, damaged);
+    const reader = openSqliteFile(backup, { readonly: true });
+    const { rootpage } = reader.prepare("select rootpage from sqlite_master where name = 'events'").get() as { rootpage: number };
+    const pageSize = reader.pragma('page_size', { simple: true }) as number;
+    reader.close();
+    const fd = fs.openSync(damaged, 'r+');
+    fs.writeSync(fd, Buffer.alloc(pageSize, 'X'), 0, pageSize, (rootpage - 1) * pageSize);
+    fs.closeSync(fd);
+    const truncated = path.join(dir, 'truncated.db');
+    fs.writeFileSync(truncated, fs.readFileSync(backup).subarray(0, fs.statSync(backup).size / 2));
+
+    const target = tempDir();
+    await createAccount(['--data-dir', target], 'kept');
+    const before = fs.readFileSync(path.join(target, 'tributary.db'));
+    const advice = 'nothing was restored; restore another backup, or make a new one with tributary backup';
+    expect(await refused(['restore', '--from', damaged, '--data-dir', target, '--force'])).toEqual({
+      code: 2,
+      stderr: `error: --from: ${damaged} is damaged (SQLite's quick check: Tree ${rootpage} page ${rootpage}: btreeInitPage() returns error code 11): ${advice}\n`,
+    });
+    expect(await refused(['restore', '--from', truncated, '--data-dir', target, '--force'])).toEqual({
+      code: 2,
+      stderr: `error: --from: ${truncated} is damaged (SQLite: database disk image is malformed): ${advice}\n`,
+    });
+    expect(fs.readFileSync(path.join(target, 'tributary.db')).equals(before)).toBe(true);
+    expect(fs.readdirSync(target).filter((name) => name.startsWith('tributary.db'))).toEqual(['tributary.db']);
+  });
+
   it('backup refuses PostgreSQL, pointing to pg_dump, and a data directory without a database', async () => {
     expect(await refused(['backup', '--out', path.join(tempDir(), 'x.db'), '--database-url', 'postgres://u@127.0.0.1/db'])).toMatchObject({
       code: 2,
