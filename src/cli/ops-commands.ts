@@ -208,6 +208,9 @@ export function addOpsCommands(program: Command): void {
         }
         progress!.update(copied, total);
       },
+      onChanged: (table) => {
+        console.log(`${table} changed in ${dataDir} since the interrupted run: it and the tables after it are copied again`);
+      },
       onTable: (report) => {
         progress?.end();
         progress = undefined;

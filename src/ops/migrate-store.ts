@@ -1,5 +1,4 @@
 // `tributary migrate-store`: moves a stopped data directory's SQLite database into PostgreSQL, table by table, verified and resumable.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
@@ -8,6 +7,7 @@ import pg from 'pg';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { openStore } from '../store/database.js';
 import { OpsError } from './ops-error.js';
+import { Checksum, kindOf, quote, rowText, sourceBatches, sourceChecksum, type TableShape } from './table-rows.js';
 
 /** Kysely's own bookkeeping: the target gets its own from running the migrations. */
 const SKIPPED_TABLES = new Set(['kysely_migration', 'kysely_migration_lock']);
@@ -31,21 +31,11 @@ export interface MigrateStoreOptions {
   readonly batchSize?: number;
   readonly onProgress?: (table: string, copied: number, total: number) => void;
   readonly onTable?: (report: TableReport) => void;
+  /** Resuming: `table`, verified by the interrupted run, has changed in the source since; it and those after it are copied again. */
+  readonly onChanged?: (table: string) => void;
   /** Tests: stop (throw) once this many batches have been written, as an interrupted run would. */
   readonly stopAfterBatches?: number;
 }
-
-interface TableShape {
-  readonly name: string;
-  readonly columns: string[];
-  readonly key: string[];
-  /** How each column's values are written into the checksum, from the target's column types. */
-  readonly kinds: Kind[];
-}
-
-type Kind = 'int' | 'float' | 'text';
-
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /**
  * Copies every table of `<dataDir>/tributary.db` into the PostgreSQL database `to` in primary-key order, in batches,
@@ -170,6 +160,7 @@ async function copyAll(source: SQLite.Database, target: pg.Client, options: Migr
       (r) => [r.table_name, r],
     ),
   );
+  await forgetChanged(source, target, tables, verified, options);
   const reports: TableReport[] = [];
   const budget = { batches: options.stopAfterBatches ?? Number.POSITIVE_INFINITY };
   for (const table of tables) {
@@ -195,6 +186,32 @@ async function copyAll(source: SQLite.Database, target: pg.Client, options: Migr
   }
   await target.query(`drop table ${PROGRESS_TABLE}`);
   return reports;
+}
+
+/**
+ * A server may have run on the data directory since the interrupted run (or --data-dir names another one): a table
+ * verified then is kept only while the source still holds exactly those rows. From the first that changed on (its
+ * children come after it), every table is emptied and copied again, else the rows written meanwhile would be lost.
+ */
+async function forgetChanged(
+  source: SQLite.Database,
+  target: pg.Client,
+  tables: TableShape[],
+  verified: Map<string, { row_count: string; checksum: string }>,
+  options: MigrateStoreOptions,
+): Promise<void> {
+  const changed = tables.findIndex((table) => {
+    const done = verified.get(table.name);
+    if (!done) return false;
+    const now = sourceChecksum(source, table, options.batchSize ?? 1000);
+    return now.rows !== Number(done.row_count) || now.checksum !== done.checksum;
+  });
+  if (changed < 0) return;
+  const again = tables.slice(changed);
+  options.onChanged?.(again[0]!.name);
+  await target.query(`truncate ${again.map((t) => quote(t.name)).join(', ')}`);
+  await target.query(`delete from ${PROGRESS_TABLE} where table_name = any($1)`, [again.map((t) => t.name)]);
+  for (const table of again) verified.delete(table.name);
 }
 
 /** Every table of the source but Kysely's, parents before the tables whose foreign keys name them. */
@@ -228,40 +245,6 @@ async function tableShapes(source: SQLite.Database, target: pg.Client): Promise<
   });
 }
 
-function kindOf(postgresType: string): Kind {
-  if (['bigint', 'integer', 'smallint'].includes(postgresType)) return 'int';
-  if (['double precision', 'real', 'numeric'].includes(postgresType)) return 'float';
-  return 'text';
-}
-
-/** One row as text both databases give alike: integers (bigint in SQLite, text from pg) as digits, floats as JS prints them. */
-function rowText(values: unknown[], kinds: Kind[]): string {
-  return JSON.stringify(
-    values.map((value, i) => {
-      if (value === null || value === undefined) return null;
-      if (kinds[i] === 'int') return `i${String(value)}`;
-      if (kinds[i] === 'float') return `f${String(Number(value))}`;
-      return `t${Buffer.isBuffer(value) ? value.toString('base64') : String(value)}`;
-    }),
-  );
-}
-
-/**
- * A checksum that does not depend on the order rows are read in (the two databases sort text differently): the sum,
- * modulo 2^256, of each row's sha256. Rows are unique by their primary key, so no two cancel or collide by design.
- */
-class Checksum {
-  private sum = 0n;
-  rows = 0;
-  add(text: string): void {
-    this.sum = (this.sum + BigInt(`0x${createHash('sha256').update(text).digest('hex')}`)) & ((1n << 256n) - 1n);
-    this.rows++;
-  }
-  get value(): string {
-    return this.sum.toString(16).padStart(64, '0');
-  }
-}
-
 async function copyTable(
   source: SQLite.Database,
   target: pg.Client,
@@ -271,30 +254,14 @@ async function copyTable(
 ): Promise<{ rows: number; checksum: string }> {
   const size = options.batchSize ?? 1000;
   const total = (source.prepare(`select count(*) as n from ${quote(table.name)}`).get() as { n: number }).n;
-  const columns = table.columns.map(quote).join(', ');
-  const key = table.key.map(quote).join(', ');
-  const first = source
-    .prepare(`select ${columns} from ${quote(table.name)} order by ${key} limit ?`)
-    .raw(true)
-    .safeIntegers(true);
-  const next = source
-    .prepare(`select ${columns} from ${quote(table.name)} where (${key}) > (${table.key.map(() => '?').join(', ')}) order by ${key} limit ?`)
-    .raw(true)
-    .safeIntegers(true);
-  const keyIndexes = table.key.map((k) => table.columns.indexOf(k));
   const checksum = new Checksum();
-  let last: unknown[] | undefined;
   options.onProgress?.(table.name, 0, total);
-  for (;;) {
-    const rows = (last ? next.all(...keyIndexes.map((i) => last![i]), size) : first.all(size)) as unknown[][];
-    if (rows.length === 0) break;
+  for (const rows of sourceBatches(source, table, size)) {
     if (budget.batches <= 0) throw new Error('stopped after the given number of batches');
     await insertRows(target, table, rows);
     budget.batches--;
     for (const row of rows) checksum.add(rowText(row, table.kinds));
-    last = rows.at(-1);
     options.onProgress?.(table.name, checksum.rows, total);
-    if (rows.length < size) break;
   }
   return { rows: checksum.rows, checksum: checksum.value };
 }

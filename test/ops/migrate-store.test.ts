@@ -218,6 +218,40 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     expect(steps.rows).toEqual([{ duration_ms: duration }]);
   });
 
+  it('resumed after the data directory changed (a server ran on it meanwhile), copies again from the first table that changed', async () => {
+    const dataDir = tempDir();
+    const key = await createAccount(['--data-dir', dataDir], 'first');
+    const server = await serve(['--data-dir', dataDir]);
+    children.push(server.child);
+    const api = client(server.url, key);
+    const quiet = 'module.exports = { name: "Quiet", version: "0.0.1", props: { http: "$.interface.http" }, async run() {} };';
+    expect((await api.post('/v1/sources', { component_code: quiet, name: 'quiet' })).status).toBe(200);
+    await stopGracefully(server.child);
+
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    // Interrupted once users (one batch) is verified, in the first table with rows after it.
+    await expect(migrateStore({ dataDir, to: database.url, force: false, batchSize: 1, stopAfterBatches: 1 })).rejects.toThrow(/stopped/);
+    const watcher = new pg.Client({ connectionString: database.url });
+    await watcher.connect();
+    expect((await watcher.query('select table_name, row_count from tributary_store_migration where row_count > 0')).rows).toEqual([
+      { table_name: 'users', row_count: '1' },
+    ]);
+    // migrate-store must be the target's only session.
+    await watcher.end();
+    // Back on SQLite meanwhile: an account made.
+    await createAccount(['--data-dir', dataDir], 'meanwhile');
+
+    const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url]);
+    const target = new pg.Client({ connectionString: database.url });
+    await target.connect();
+    cleanups(() => target.end());
+    expect(moved.stdout).toContain(`users changed in ${dataDir} since the interrupted run: it and the tables after it are copied again\n`);
+    expect(moved.stdout).toMatch(/^users: 2 rows, checksum [0-9a-f]{16}… copied and verified$/m);
+    expect((await target.query('select username from users order by username')).rows).toEqual([{ username: 'first' }, { username: 'meanwhile' }]);
+    expect((await target.query('select count(*)::int as n from sources')).rows).toEqual([{ n: 1 }]);
+  });
+
   it('refuses, even with --force, a target that a running server is connected to, and leaves its data alone', async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'source');
