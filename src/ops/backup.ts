@@ -4,6 +4,7 @@ import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
+import { damageOf } from './quick-check.js';
 
 export interface BackupProgress {
   readonly totalPages: number;
@@ -65,7 +66,7 @@ export async function backupDatabase(options: {
     throw error;
   }
   db.close();
-  checkCopy(partial);
+  checkCopy(partial, source, out);
   fs.chmodSync(partial, 0o600);
   fs.renameSync(partial, out);
   options.onProgress?.({ totalPages: pages, remainingPages: 0 });
@@ -127,15 +128,20 @@ function refuseDataDirectoryFiles(source: string, out: string): void {
  * file (a rollback journal, not the server's write-ahead log): SQLite opens a WAL-mode file only where it may write
  * its -shm beside it, so a backup kept read-only could not be read, and each read would leave files next to it.
  */
-function checkCopy(file: string): void {
+function checkCopy(file: string, source: string, out: string): void {
   const copy = openSqliteFile(file, { fileMustExist: true });
   try {
-    const result = copy.pragma('quick_check', { simple: true });
-    if (result !== 'ok') throw new Error(`the copy failed SQLite's quick check: ${String(result)}`);
+    // The copy is the database page for page: damage found in it is the database's.
+    const damage = damageOf(copy);
+    if (damage) {
+      throw new Error(
+        `the database ${source} is damaged (${damage.replace("SQLite's quick check", "SQLite's quick check of its copy")}): nothing was written to ${out}; restore it from an earlier backup`,
+      );
+    }
     copy.pragma('journal_mode = DELETE');
   } catch (error) {
     copy.close();
-    fs.rmSync(file, { force: true });
+    removePartialCopy(file);
     throw error;
   }
   copy.close();

@@ -9,6 +9,7 @@ import { appliedMigrations, refuseNewer } from '../store/migrate.js';
 import type { BackupProgress } from './backup.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
+import { damageOf } from './quick-check.js';
 
 export interface RestoreResult {
   readonly file: string;
@@ -130,27 +131,16 @@ function checkIsSqlite(file: string): void {
  * a good database with one that fails at its first read of a damaged page, or serves wrong answers until then.
  */
 function checkWhole(staged: string, file: string): void {
-  const damaged = (detail: string) =>
-    new OpsError(`--from: ${file} is damaged (${detail}): nothing was restored; restore another backup, or make a new one with tributary backup`);
-  const problems: string[] = [];
-  let failure: string | undefined;
   const db = openSqliteFile(staged, { fileMustExist: true });
+  let damage: string | undefined;
   try {
-    // Row by row: a page SQLite cannot parse at all ends the check with an error after the findings it listed.
-    for (const row of db.prepare('pragma quick_check').pluck().iterate()) problems.push(String(row));
-  } catch (error) {
-    if (!/^SQLITE_(CORRUPT|NOTADB)/.test(String((error as { code?: unknown }).code))) throw error;
-    failure = (error as Error).message;
+    damage = damageOf(db);
   } finally {
     db.close();
   }
-  if (failure === undefined && problems.length === 1 && problems[0] === 'ok') return;
-  // SQLite heads its list with the database's name (on a line of its own or the first finding's); the first real
-  // finding says enough, the count the rest.
-  const findings = problems.flatMap((row) => row.split('\n')).filter((line) => line !== '' && !/^\*\*\* in database .* \*\*\*$/.test(line));
-  const more = findings.length > 1 ? `, and ${findings.length - 1} more` : '';
-  // A file cut short fails before any finding: SQLite's error is all there is to say.
-  throw damaged(findings.length > 0 ? `SQLite's quick check: ${findings[0]}${more}` : `SQLite: ${failure}`);
+  if (damage) {
+    throw new OpsError(`--from: ${file} is damaged (${damage}): nothing was restored; restore another backup, or make a new one with tributary backup`);
+  }
 }
 
 /** Returns how many migrations the backup (read from its private copy `staged`) has applied. */

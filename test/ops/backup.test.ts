@@ -47,6 +47,21 @@ async function allEvents(api: ReturnType<typeof client>, sourceId: string): Prom
   }
 }
 
+/**
+ * Overwrites the events table's root page of the SQLite file, as a disk or a copy gone wrong would (SQLite's header
+ * still reads); returns that page's number.
+ */
+function damageEventsRoot(file: string): number {
+  const reader = openSqliteFile(file, { readonly: true });
+  const { rootpage } = reader.prepare("select rootpage from sqlite_master where name = 'events'").get() as { rootpage: number };
+  const pageSize = reader.pragma('page_size', { simple: true }) as number;
+  reader.close();
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(pageSize, 'X'), 0, pageSize, (rootpage - 1) * pageSize);
+  fs.closeSync(fd);
+  return rootpage;
+}
+
 describe('backup and restore', () => {
   const children = killedAfterAll();
 
@@ -235,16 +250,9 @@ describe('backup and restore', () => {
     const dir = tempDir();
     const backup = path.join(dir, 'good.db');
     await tributary(['backup', '--data-dir', served, '--out', backup]);
-    // The events table's root page overwritten, as a disk or a copy gone wrong would: SQLite's header still reads.
     const damaged = path.join(dir, 'damaged.db');
     fs.copyFileSync(backup, damaged);
-    const reader = openSqliteFile(backup, { readonly: true });
-    const { rootpage } = reader.prepare("select rootpage from sqlite_master where name = 'events'").get() as { rootpage: number };
-    const pageSize = reader.pragma('page_size', { simple: true }) as number;
-    reader.close();
-    const fd = fs.openSync(damaged, 'r+');
-    fs.writeSync(fd, Buffer.alloc(pageSize, 'X'), 0, pageSize, (rootpage - 1) * pageSize);
-    fs.closeSync(fd);
+    const rootpage = damageEventsRoot(damaged);
     const truncated = path.join(dir, 'truncated.db');
     fs.writeFileSync(truncated, fs.readFileSync(backup).subarray(0, fs.statSync(backup).size / 2));
 
@@ -262,6 +270,21 @@ describe('backup and restore', () => {
     });
     expect(fs.readFileSync(path.join(target, 'tributary.db')).equals(before)).toBe(true);
     expect(fs.readdirSync(target).filter((name) => name.startsWith('tributary.db'))).toEqual(['tributary.db']);
+  });
+
+  it('backup of a damaged database says so on one line, naming it, and writes nothing', async () => {
+    const served = tempDir();
+    await createAccount(['--data-dir', served], 'broken');
+    const database = path.join(served, 'tributary.db');
+    const rootpage = damageEventsRoot(database);
+    const out = path.join(tempDir(), 'b.db');
+    expect(await refused(['backup', '--data-dir', served, '--out', out])).toEqual({
+      code: 1,
+      stderr:
+        `error: the database ${database} is damaged (SQLite's quick check of its copy: Tree ${rootpage} page ${rootpage}: btreeInitPage() returns error code 11): ` +
+        `nothing was written to ${out}; restore it from an earlier backup\n`,
+    });
+    expect(fs.readdirSync(path.dirname(out))).toEqual([]);
   });
 
   it('backup refuses PostgreSQL, pointing to pg_dump, and a data directory without a database', async () => {
