@@ -7,6 +7,7 @@ import pg from 'pg';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { openStore } from '../store/database.js';
 import { OpsError } from './ops-error.js';
+import { damageOf } from './quick-check.js';
 import { Checksum, kindOf, quote, rowText, sourceBatches, sourceChecksum, type TableShape } from './table-rows.js';
 
 /** Kysely's own bookkeeping: the target gets its own from running the migrations. */
@@ -50,6 +51,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir`);
   const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run migrate-store again');
   try {
+    refuseDamaged(file);
     // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });
     await sourceStore.close();
@@ -69,6 +71,24 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Refuses a source SQLite cannot read whole, before anything is written: the copy would stop at the first damaged page
+ * with SQLite's bare 'database disk image is malformed', or, worse, move what a damaged page still reads as rows.
+ */
+function refuseDamaged(file: string): void {
+  const source = openSqliteFile(file, { readonly: true, fileMustExist: true });
+  let damage: string | undefined;
+  try {
+    damage = damageOf(source);
+  } finally {
+    source.close();
+  }
+  if (damage)
+    throw new Error(
+      `the database ${file} is damaged (${damage}): nothing was copied; restore it from a backup (tributary restore), then run migrate-store again`,
+    );
 }
 
 /** The tables of an SQLite database (not SQLite's own), by name. */

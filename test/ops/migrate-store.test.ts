@@ -1,6 +1,7 @@
 // tributary migrate-store: a data directory with sources, a secret, events, a timer, a webhook with a pending delivery, a data store
 // and a workflow moves to PostgreSQL (interrupted once and resumed), and a server on PostgreSQL serves the same of everything.
 import { execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -290,6 +291,38 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     const moved = await migrate();
     expect(moved.code).toBe(0);
     expect(moved.stdout).toMatch(/users: 1 row, checksum/);
+  });
+
+  it('refuses a damaged data directory on one line, naming it, before anything is written to the target', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'damaged');
+    const file = path.join(dataDir, 'tributary.db');
+    // The users table's root page overwritten, as a failing disk would: SQLite's header still reads (the indexes of
+    // its key and of its two unique columns now count rows the table lacks: three more findings).
+    const reader = openSqliteFile(file, { readonly: true });
+    const { rootpage } = reader.prepare("select rootpage from sqlite_master where name = 'users'").get() as { rootpage: number };
+    const pageSize = reader.pragma('page_size', { simple: true }) as number;
+    reader.close();
+    const fd = fs.openSync(file, 'r+');
+    fs.writeSync(fd, Buffer.alloc(pageSize, 'X'), 0, pageSize, (rootpage - 1) * pageSize);
+    fs.closeSync(fd);
+
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const refused = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url]).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(refused).toEqual({
+      code: 1,
+      stderr:
+        `error: the database ${file} is damaged (SQLite's quick check: Tree ${rootpage} page ${rootpage}: btreeInitPage() returns error code 11, and 3 more): ` +
+        'nothing was copied; restore it from a backup (tributary restore), then run migrate-store again\n',
+    });
+    const target = new pg.Client({ connectionString: database.url });
+    await target.connect();
+    cleanups(() => target.end());
+    expect((await target.query("select table_name from information_schema.tables where table_schema = 'public'")).rows).toEqual([]);
   });
 
   it('refuses a target it cannot reach, and one holding tables of something else, writing nothing there', async () => {
