@@ -195,31 +195,34 @@ export function addOpsCommands(program: Command): void {
     const { migrateStore: run } = await import('../ops/migrate-store.js');
     let progress: ReturnType<typeof progressLine> | undefined;
     let current = '';
-    const reports = await run({
-      dataDir,
-      to,
-      force: options.force === true,
-      batchSize,
-      onProgress: (table, copied, total) => {
-        if (table !== current) {
+    const reports = await stoppable((signal) =>
+      run({
+        signal,
+        dataDir,
+        to,
+        force: options.force === true,
+        batchSize,
+        onProgress: (table, copied, total) => {
+          if (table !== current) {
+            progress?.end();
+            progress = progressLine(`copying ${table}`);
+            current = table;
+          }
+          progress!.update(copied, total);
+        },
+        onChanged: (table) => {
+          console.log(`${table} changed in ${dataDir} since the interrupted run: it and the tables after it are copied again`);
+        },
+        onTable: (report) => {
           progress?.end();
-          progress = progressLine(`copying ${table}`);
-          current = table;
-        }
-        progress!.update(copied, total);
-      },
-      onChanged: (table) => {
-        console.log(`${table} changed in ${dataDir} since the interrupted run: it and the tables after it are copied again`);
-      },
-      onTable: (report) => {
-        progress?.end();
-        progress = undefined;
-        current = '';
-        console.log(
-          `${report.table}: ${counted(report.rows, 'row')}, checksum ${report.checksum.slice(0, 16)}… ${report.resumed ? 'verified by an earlier run' : 'copied and verified'}`,
-        );
-      },
-    });
+          progress = undefined;
+          current = '';
+          console.log(
+            `${report.table}: ${counted(report.rows, 'row')}, checksum ${report.checksum.slice(0, 16)}… ${report.resumed ? 'verified by an earlier run' : 'copied and verified'}`,
+          );
+        },
+      }).finally(() => progress?.end()),
+    );
     const rows = reports.reduce((sum, r) => sum + r.rows, 0);
     const keyFile = (await import('node:path')).join(dataDir, 'secret.key');
     console.log(`moved ${counted(reports.length, 'table')}, ${counted(rows, 'row')}, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);

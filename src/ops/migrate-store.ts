@@ -6,7 +6,7 @@ import { openSqliteFile } from '../store/sqlite-file.js';
 import pg from 'pg';
 import { lockDataDir } from '../store/data-dir-lock.js';
 import { openStore } from '../store/database.js';
-import { OpsError } from './ops-error.js';
+import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { damageOf } from './quick-check.js';
 import { Checksum, kindOf, quote, rowText, sourceBatches, sourceChecksum, type TableShape } from './table-rows.js';
 
@@ -36,6 +36,8 @@ export interface MigrateStoreOptions {
   readonly onChanged?: (table: string) => void;
   /** Tests: stop (throw) once this many batches have been written, as an interrupted run would. */
   readonly stopAfterBatches?: number;
+  /** Aborted (the command's Ctrl-C or SIGTERM): the copy stops between two batches, keeping the tables verified. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -182,7 +184,16 @@ async function copyAll(source: SQLite.Database, target: pg.Client, options: Migr
   );
   await forgetChanged(source, target, tables, verified, options);
   const reports: TableReport[] = [];
-  const budget = { batches: options.stopAfterBatches ?? Number.POSITIVE_INFINITY };
+  const budget = {
+    batches: options.stopAfterBatches ?? Number.POSITIVE_INFINITY,
+    // Said once the connection is closed and the lock released: what is kept, and how to go on.
+    stopIfAsked: () => {
+      if (!options.signal?.aborted) return;
+      throw new OpsInterruptedError(
+        `migrate-store was interrupted: the tables verified so far (${reports.length} of ${tables.length}) stay on the target; run the same command again to copy the others`,
+      );
+    },
+  };
   for (const table of tables) {
     const done = verified.get(table.name);
     let report: TableReport;
@@ -270,7 +281,7 @@ async function copyTable(
   target: pg.Client,
   table: TableShape,
   options: MigrateStoreOptions,
-  budget: { batches: number },
+  budget: { batches: number; stopIfAsked: () => void },
 ): Promise<{ rows: number; checksum: string }> {
   const size = options.batchSize ?? 1000;
   const total = (source.prepare(`select count(*) as n from ${quote(table.name)}`).get() as { n: number }).n;
@@ -278,6 +289,7 @@ async function copyTable(
   options.onProgress?.(table.name, 0, total);
   for (const rows of sourceBatches(source, table, size)) {
     if (budget.batches <= 0) throw new Error('stopped after the given number of batches');
+    budget.stopIfAsked();
     await insertRows(target, table, rows);
     budget.batches--;
     for (const row of rows) checksum.add(rowText(row, table.kinds));

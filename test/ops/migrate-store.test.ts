@@ -1,6 +1,6 @@
 // tributary migrate-store: a data directory with sources, a secret, events, a timer, a webhook with a pending delivery, a data store
 // and a workflow moves to PostgreSQL (interrupted once and resumed), and a server on PostgreSQL serves the same of everything.
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -251,6 +251,49 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     expect(moved.stdout).toMatch(/^users: 2 rows, checksum [0-9a-f]{16}… copied and verified$/m);
     expect((await target.query('select username from users order by username')).rows).toEqual([{ username: 'first' }, { username: 'meanwhile' }]);
     expect((await target.query('select count(*)::int as n from sources')).rows).toEqual([{ n: 1 }]);
+  });
+
+  it('stopped by Ctrl-C or SIGTERM between two batches, says what it keeps and exits 130 or 143; run again, it goes on', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'patient');
+    // Events enough that one a batch takes seconds (events has no parent: rows of one emitter id will do).
+    const sqlite = openSqliteFile(path.join(dataDir, 'tributary.db'));
+    const insert = sqlite.prepare(
+      "insert into events (emitter_id, stream, ms, seq, name, emit_id, event, indexed_at_ms) values ('dc_ballast', 'default', ?, 0, 'default', ?, '{}', 0)",
+    );
+    sqlite.transaction(() => {
+      for (let i = 0; i < 20_000; i++) insert.run(i, `e${i}`);
+    })();
+    sqlite.close();
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+
+    for (const [signal, code, before] of [
+      ['SIGTERM', 143, 'emitter_state: 0 rows, checksum 0000000000000000… copied and verified'],
+      ['SIGINT', 130, 'emitter_state: 0 rows, checksum 0000000000000000… verified by an earlier run'],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--batch-size', '1']);
+      children.push(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      // events, the table after emitter_state, under way.
+      await waitFor(
+        () => Promise.resolve(stdout),
+        (out) => out.includes(`${before}\n`),
+        { intervalMs: 5, what: 'the copy of events under way' },
+      );
+      child.kill(signal);
+      expect(await exited).toBe(code);
+      expect(stderr).toBe(
+        `error: migrate-store was interrupted: the tables verified so far (7 of 22) stay on the target; run the same command again to copy the others (stopped by ${signal})\n`,
+      );
+    }
+    const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--batch-size', '5000']);
+    expect(moved.stdout).toMatch(/^users: 1 row, checksum [0-9a-f]{16}… verified by an earlier run$/m);
+    expect(moved.stdout).toMatch(/^events: 20000 rows, checksum [0-9a-f]{16}… copied and verified$/m);
   });
 
   it('refuses, even with --force, a target that a running server is connected to, and leaves its data alone', async () => {
