@@ -20,6 +20,8 @@ export function ConnectedAccountPage(props: { id: string }) {
   const account = loaded.data?.data;
   // The confirm, and after a 409 the same question again with the sources and workflows that use it named.
   const [deleting, setDeleting] = useState<{ conflict?: string } | undefined>(undefined);
+  // One DELETE per confirmation, and no second question while it runs (a second one's 404 replaced "Deleted").
+  const removal = useBusy();
   const crumbs = (
     <p class="crumbs">
       <a href={href('connected-accounts')}>Connected accounts</a> /
@@ -38,19 +40,20 @@ export function ConnectedAccountPage(props: { id: string }) {
     );
   }
 
-  const remove = async (force: boolean) => {
-    setDeleting(undefined);
-    try {
-      await del(`/accounts/${encodeURIComponent(account.id)}${force ? '?force=true' : ''}`);
-      notify({ kind: 'ok', text: `Deleted connected account ${account.name}.` });
-      navigate('connected-accounts');
-    } catch (failure) {
-      // In use: the server names who uses it. Deleting it anyway deactivates them first, which the question says.
-      if (failure instanceof ApiError && failure.status === 409 && !force)
-        setDeleting({ conflict: failure.message.replace(/; delete with force=true.*$/, '.') });
-      else notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  const remove = (force: boolean) =>
+    removal.run(async () => {
+      setDeleting(undefined);
+      try {
+        await del(`/accounts/${encodeURIComponent(account.id)}${force ? '?force=true' : ''}`);
+        notify({ kind: 'ok', text: `Deleted connected account ${account.name}.` });
+        navigate('connected-accounts');
+      } catch (failure) {
+        // In use: the server names who uses it. Deleting it anyway deactivates them first, which the question says.
+        if (failure instanceof ApiError && failure.status === 409 && !force)
+          setDeleting({ conflict: failure.message.replace(/; delete with force=true.*$/, '.') });
+        else notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
 
   return (
     <section aria-labelledby="connected-account-title">
@@ -80,8 +83,8 @@ export function ConnectedAccountPage(props: { id: string }) {
       </dl>
       <LoadError loads={[loaded]} />
       <div class="toolbar">
-        <button type="button" class="danger" onClick={() => setDeleting({})}>
-          Delete
+        <button type="button" class="danger" onClick={() => removal.busy || setDeleting({})} aria-disabled={removal.busy ? 'true' : undefined}>
+          {removal.busy ? 'Deleting…' : 'Delete'}
         </button>
       </div>
       {/* Keyed by the id: a reload after saving does not empty what is being typed into the other form. */}

@@ -65,7 +65,7 @@ export function RecordRow(props: { storeId: string; storeName: string; recordKey
           </button>
         </th>
         <td class="record-actions">
-          <button type="button" class="danger" aria-disabled={deleting.busy ? 'true' : undefined} onClick={() => setConfirming(true)}>
+          <button type="button" class="danger" aria-disabled={deleting.busy ? 'true' : undefined} onClick={() => deleting.busy || setConfirming(true)}>
             {deleting.busy ? 'Deleting…' : 'Delete'}
           </button>
           {/* In the cell, not the table body, which holds only rows. */}

@@ -173,8 +173,8 @@ function DeleteStore(props: { id: string; name: string; keyCount: number }) {
     });
   return (
     <>
-      <button type="button" class="danger" aria-disabled={deleting.busy ? 'true' : undefined} onClick={() => setConfirming(true)}>
-        Delete store
+      <button type="button" class="danger" aria-disabled={deleting.busy ? 'true' : undefined} onClick={() => deleting.busy || setConfirming(true)}>
+        {deleting.busy ? 'Deleting…' : 'Delete store'}
       </button>
       {confirming && (
         <ConfirmDialog title={`Delete data store ${props.name}?`} confirmLabel="Delete store" onCancel={() => setConfirming(false)} onConfirm={remove}>

@@ -137,6 +137,9 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
   const [run, setRun] = useState<QueuedRun | undefined>(undefined);
   // One PATCH per press: a double click of Activate would send it twice.
   const activation = useBusy();
+  // One DELETE per confirmation, and no second question while it runs: on a slow server a second Delete, confirmed,
+  // sent another DELETE, whose 404 replaced the first's "Deleted" on the list.
+  const removal = useBusy();
   const linked = useLoad(() => (props.eventId ? findLinked(props.id, props.eventId) : Promise.resolve(undefined)), [props.id, props.eventId]);
   const linkedStream = linked.data?.stream;
   useEffect(() => {
@@ -171,16 +174,17 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
         notify({ kind: 'error', text: describeError(failure) });
       }
     });
-  const remove = async () => {
-    setDeleting(false);
-    try {
-      await del(`/sources/${encodeURIComponent(source.id)}`);
-      notify({ kind: 'ok', text: `Deleted ${source.name}.` });
-      navigate('sources');
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  const remove = () =>
+    removal.run(async () => {
+      setDeleting(false);
+      try {
+        await del(`/sources/${encodeURIComponent(source.id)}`);
+        notify({ kind: 'ok', text: `Deleted ${source.name}.` });
+        navigate('sources');
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
 
   const onTabKey = (event: KeyboardEvent) => {
     // Arrow keys move between tabs, as the ARIA tabs pattern has it.
@@ -204,8 +208,8 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
           <button type="button" onClick={() => setActive(!source.active)} aria-disabled={activation.busy ? 'true' : undefined}>
             {activation.busy ? (source.active ? 'Deactivating…' : 'Activating…') : source.active ? 'Deactivate' : 'Activate'}
           </button>
-          <button type="button" class="danger" onClick={() => setDeleting(true)}>
-            Delete
+          <button type="button" class="danger" onClick={() => removal.busy || setDeleting(true)} aria-disabled={removal.busy ? 'true' : undefined}>
+            {removal.busy ? 'Deleting…' : 'Delete'}
           </button>
         </div>
       </div>

@@ -57,6 +57,9 @@ export function SubscriptionsPage() {
   const [deleting, setDeleting] = useState<Subscription | undefined>(undefined);
   // One POST per press: a double click of Subscribe sent two, and said "Subscribed" twice.
   const subscribing = useBusy();
+  // One delete at a time, its row's button saying so (a second DELETE of the same one answered 404 over "Unsubscribed").
+  const removal = useBusy();
+  const [removing, setRemoving] = useState<string | undefined>(undefined);
 
   // By name as the table shows them: two bare ids said nothing of which webhook gets which source's events.
   const called = (id: string) => (names.has(id) ? `${names.get(id)} (${id})` : id);
@@ -96,18 +99,22 @@ export function SubscriptionsPage() {
     });
   };
 
-  const remove = async (subscription: Subscription) => {
-    setDeleting(undefined);
-    try {
-      const { emitter_id, listener_id, event_name } = subscription;
-      // event_name is sent even when empty: that names the subscription made without one.
-      await api('DELETE', `/subscriptions?${new URLSearchParams({ emitter_id, listener_id, event_name }).toString()}`);
-      notify({ kind: 'ok', text: `Unsubscribed ${called(listener_id)} from ${called(emitter_id)}${event_name ? ` (${event_name})` : ''}.` });
-      await list.reload();
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  const remove = (subscription: Subscription) =>
+    removal.run(async () => {
+      setDeleting(undefined);
+      setRemoving(subscription.id);
+      try {
+        const { emitter_id, listener_id, event_name } = subscription;
+        // event_name is sent even when empty: that names the subscription made without one.
+        await api('DELETE', `/subscriptions?${new URLSearchParams({ emitter_id, listener_id, event_name }).toString()}`);
+        notify({ kind: 'ok', text: `Unsubscribed ${called(listener_id)} from ${called(emitter_id)}${event_name ? ` (${event_name})` : ''}.` });
+        await list.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      } finally {
+        setRemoving(undefined);
+      }
+    });
 
   return (
     <section aria-labelledby="subscriptions-title">
@@ -134,11 +141,12 @@ export function SubscriptionsPage() {
                 <button
                   type="button"
                   class="danger"
-                  onClick={() => setDeleting(s)}
+                  onClick={() => removal.busy || setDeleting(s)}
+                  aria-disabled={removal.busy ? 'true' : undefined}
                   // The stream too: the same emitter and listener may be subscribed on several streams.
                   aria-label={`Delete subscription of ${s.listener_id} to ${s.emitter_id}, stream ${s.event_name || 'default'}`}
                 >
-                  Delete
+                  {removing === s.id ? 'Deleting…' : 'Delete'}
                 </button>
               </td>
             </tr>

@@ -28,6 +28,10 @@ export function WebhooksPage() {
   // One create at a time: a second press (a double click) would make a second webhook, whose secret replaces the first's
   // on the page, so that the first's is never seen.
   const creating = useBusy();
+  // One delete at a time, its row's button saying so: on a slow server a second Delete of the same webhook, confirmed,
+  // sent another DELETE, whose 404 replaced the first's "Deleted".
+  const removal = useBusy();
+  const [removing, setRemoving] = useState<string | undefined>(undefined);
 
   const create = (event: Event) => {
     event.preventDefault();
@@ -58,16 +62,20 @@ export function WebhooksPage() {
     });
   };
 
-  const remove = async (webhook: Webhook) => {
-    setDeleting(undefined);
-    try {
-      await del(`/webhooks/${encodeURIComponent(webhook.id)}`);
-      notify({ kind: 'ok', text: `Deleted webhook ${webhook.name ?? webhook.id}.` });
-      await list.reload();
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  const remove = (webhook: Webhook) =>
+    removal.run(async () => {
+      setDeleting(undefined);
+      setRemoving(webhook.id);
+      try {
+        await del(`/webhooks/${encodeURIComponent(webhook.id)}`);
+        notify({ kind: 'ok', text: `Deleted webhook ${webhook.name ?? webhook.id}.` });
+        await list.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      } finally {
+        setRemoving(undefined);
+      }
+    });
 
   return (
     <section aria-labelledby="webhooks-title">
@@ -91,8 +99,14 @@ export function WebhooksPage() {
               <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
               <td>{formatTime(webhook.created_at * 1000)}</td>
               <td>
-                <button type="button" class="danger" onClick={() => setDeleting(webhook)} aria-label={`Delete webhook ${webhook.name || webhook.id}`}>
-                  Delete
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => removal.busy || setDeleting(webhook)}
+                  aria-disabled={removal.busy ? 'true' : undefined}
+                  aria-label={`Delete webhook ${webhook.name || webhook.id}`}
+                >
+                  {removing === webhook.id ? 'Deleting…' : 'Delete'}
                 </button>
               </td>
             </tr>

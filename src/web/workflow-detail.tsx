@@ -53,16 +53,19 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
     });
 
   const [deleting, setDeleting] = useState(false);
-  const remove = async () => {
-    setDeleting(false);
-    try {
-      await del(`/workflows/${encodeURIComponent(props.id)}`);
-      notify({ kind: 'ok', text: `Deleted ${workflow.data?.data.name ?? props.id}.` });
-      navigate('workflows');
-    } catch (failure) {
-      notify({ kind: 'error', text: describeError(failure) });
-    }
-  };
+  // One DELETE per confirmation, and no second question while it runs (a second one's 404 replaced "Deleted").
+  const removal = useBusy();
+  const remove = () =>
+    removal.run(async () => {
+      setDeleting(false);
+      try {
+        await del(`/workflows/${encodeURIComponent(props.id)}`);
+        notify({ kind: 'ok', text: `Deleted ${workflow.data?.data.name ?? props.id}.` });
+        navigate('workflows');
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
   const started = async (runId: string) => {
     setStatus('');
     navigate('workflows', props.id, runId);
@@ -92,8 +95,14 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       <div class="title-row">
         <h1 id="workflow-title">{shown?.name ?? props.id}</h1>
         <div class="actions">
-          <button type="button" class="danger" onClick={() => setDeleting(true)} disabled={!shown}>
-            Delete
+          <button
+            type="button"
+            class="danger"
+            onClick={() => removal.busy || setDeleting(true)}
+            disabled={!shown}
+            aria-disabled={removal.busy ? 'true' : undefined}
+          >
+            {removal.busy ? 'Deleting…' : 'Delete'}
           </button>
         </div>
       </div>
