@@ -59,7 +59,8 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
           {error ?? ''}
         </p>
         <button type="submit" disabled={props.disabledWhy !== undefined} aria-disabled={starting.busy ? 'true' : undefined} title={props.disabledWhy}>
-          Run with this event
+          {/* Says so while the run is being queued: on a slow server the button only looked held, with nothing said. */}
+          {starting.busy ? 'Starting…' : 'Run with this event'}
         </button>
         {/* Always in the page, so that each new outcome is announced (an <output> is a polite live region). */}
         <output id={`${props.id}-outcome`} class="run-outcome" aria-live="polite">

@@ -1,0 +1,59 @@
+// The console in Chromium on a slow server: Run now says Starting… while its run is being queued, on a source and on a
+// workflow, and goes back to Run with this event once the server has answered.
+import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
+
+const HTTP_SOURCE = `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`;
+
+describe.each(DIALECTS)('web console: Run now on a slow server (%s)', BROWSER_SUITE, (dialect) => {
+  let server: TestServer;
+  let browser: Browser;
+  withServerAndBrowser(dialect, (started, launched) => {
+    server = started;
+    browser = launched;
+  });
+
+  /** Presses Run with this event while the run's POST is held: the button says Starting… until it is let go. */
+  async function runHeld(page: Page, done: string | RegExp): Promise<void> {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const runs: string[] = [];
+    await page.route('**/v1/**/run', async (route) => {
+      runs.push(route.request().url());
+      await released;
+      await route.continue();
+    });
+    await page.getByText('Run now').click();
+    await page.getByRole('button', { name: 'Run with this event' }).click();
+    // It only looked held, saying nothing, however long the server took.
+    const busy = page.getByRole('button', { name: 'Starting…' });
+    await busy.waitFor();
+    expect(await busy.getAttribute('aria-disabled')).toBe('true');
+    expect(runs).toHaveLength(1);
+    release();
+    await waitForText(page.getByRole('status'), done);
+    await page.getByRole('button', { name: 'Run with this event' }).waitFor();
+    expect(runs).toHaveLength(1);
+    await page.unrouteAll();
+  }
+
+  it('says Starting… while a source or a workflow run is being queued', async () => {
+    const { user, api } = await newAccount(server);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'slow run' })).body.data;
+    const workflow = (
+      await api.post('/v1/workflows', {
+        name: 'slow run',
+        steps: [{ name: 'echo', component_code: 'export default defineComponent({ async run() { return 1; } });' }],
+      })
+    ).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}`, user.apiKey);
+    await waitForText(page.locator('.live-state'), 'Live');
+    await runHeld(page, /^Run queued \(inv_/);
+    await page.goto(`${server.url}/#/workflows/${workflow.id}`);
+    await page.getByRole('heading', { name: 'slow run' }).waitFor();
+    await runHeld(page, /^Started run wr_/);
+    await finish();
+  });
+});
