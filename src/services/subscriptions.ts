@@ -142,6 +142,8 @@ export class SubscriptionService {
   /** Emitters: a source or workflow of the account (locked), or a glob. */
   private async checkEmitter(trx: Transaction<Database>, accountId: string, emitterId: string): Promise<void> {
     if ((EMITTER_GLOBS as readonly string[]).includes(emitterId)) return;
+    // No id holds a `*`: a glob of another shape is a mistake in the request, not a missing emitter.
+    if (emitterId.includes('*')) throw invalid(`emitter_id ${quote(emitterId)} is no glob this server knows: dc_* (all sources) or p_* (all workflows)`);
     if (isId(emitterId, 'dc') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'sources'))) return;
     if (isId(emitterId, 'p') && (await subscriptions.lockOwnedEndpoint(trx, accountId, emitterId, 'workflows'))) return;
     throw notFound(`emitter ${quote(emitterId)}`);

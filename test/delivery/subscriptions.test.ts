@@ -86,6 +86,12 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
         code: 'invalid_request',
       });
     }
+    for (const pattern of ['x_*', 'dc_abc*', '*']) {
+      expect([(await post(`emitter_id=${encodeURIComponent(pattern)}&listener_id=${mine}`)).body, pattern]).toEqual([
+        { error: `emitter_id "${pattern}" is no glob this server knows: dc_* (all sources) or p_* (all workflows)`, code: 'invalid_request' },
+        pattern,
+      ]);
+    }
     const missing = await post(`listener_id=${mine}`);
     expect(missing.status).toBe(400);
     expect(missing.body.details).toEqual([expect.objectContaining({ in: 'querystring', field: 'emitter_id' })]);
