@@ -11,7 +11,8 @@ import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl } from '../clien
 import { endpointUrl, KINDS, kindNamed, kindOfId } from '../client/resources.js';
 import { streamName, subscribe, type SubscriptionTarget, unsubscribe } from '../client/subscriptions.js';
 import { UsageError } from '../client/usage-error.js';
-import { apiFor, out, printList, say, type ServerFlags, serverOptions } from './client-common.js';
+import { resolveTimeout, type Wait } from '../client/timeouts.js';
+import { apiFor, out, printList, say, type ServerFlags, serverOptions, timeoutOption } from './client-common.js';
 import { addDataStoreCommands } from './data-store-commands.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
 
@@ -81,24 +82,25 @@ export function addClientCommands(program: Command): void {
 }
 
 function addCommands(program: Command): void {
-  program
-    .command('login')
-    .description('check a server URL and API key, and save them as a profile (in the XDG config directory, mode 0600)')
-    .requiredOption('--url <url>', "the server's URL, e.g. http://localhost:3000")
-    .requiredOption('--key <key>', 'an API key of the account (trb_…)')
-    .option('--profile <name>', 'the profile name', DEFAULT_PROFILE)
-    .action(async (flags: { url: string; key: string; profile: string }) => {
-      const api = new ApiClient({ url: serverUrl(flags.url), key: flags.key });
-      const me = await api.get<{ data: { username: string; email: string } }>('/v1/users/me');
-      const file = saveProfile(flags.profile, api.server);
-      out(`logged in to ${api.server.url} as ${me.data.username} (profile "${flags.profile}", saved in ${file})`);
-    });
+  timeoutOption(
+    program
+      .command('login')
+      .description('check a server URL and API key, and save them as a profile (in the XDG config directory, mode 0600)')
+      .requiredOption('--url <url>', "the server's URL, e.g. http://localhost:3000")
+      .requiredOption('--key <key>', 'an API key of the account (trb_…)')
+      .option('--profile <name>', 'the profile name', DEFAULT_PROFILE),
+  ).action(async (flags: { url: string; key: string; profile: string; timeout?: string }) => {
+    const api = new ApiClient({ url: serverUrl(flags.url), key: flags.key }, { timeoutMs: resolveTimeout(flags.timeout) });
+    const me = await api.get<{ data: { username: string; email: string } }>('/v1/users/me');
+    const file = saveProfile(flags.profile, api.server);
+    out(`logged in to ${api.server.url} as ${me.data.username} (profile "${flags.profile}", saved in ${file})`);
+  });
 
   serverOptions(program.command('whoami').description('the account and server the client talks to'))
     .option('--json', 'the account as JSON')
     .action(async (flags: ServerFlags) => {
       const server = resolveServer(flags);
-      const me = await new ApiClient(server).get<{ data: Record<string, unknown> }>('/v1/users/me');
+      const me = await new ApiClient(server, { timeoutMs: resolveTimeout(flags.timeout) }).get<{ data: Record<string, unknown> }>('/v1/users/me');
       if (flags.json) out(JSON.stringify({ url: server.url, profile: server.profile ?? null, account: me.data }));
       else out(`${me.data.username} <${me.data.email}> on ${server.url}${server.profile ? ` (profile "${server.profile}")` : ''}`);
     });
@@ -121,7 +123,7 @@ function addCommands(program: Command): void {
         if (sourceOnly.length) {
           throw new UsageError(`${sourceOnly.join(', ')} cannot be used with --workflow: the workflow file gives its name and each step's props`);
         }
-        const { workflow, created } = await deployWorkflowFile(flags.workflow, api.server, say);
+        const { workflow, created } = await deployWorkflowFile(flags.workflow, api, say);
         // --json promises JSON alone on standard output, for a workflow as for a source.
         if (flags.json) {
           out(JSON.stringify(workflow));
@@ -166,8 +168,10 @@ function addCommands(program: Command): void {
     .action(async (id: string, flags: ServerFlags & { force?: boolean }) => {
       const kind = kindOfId(id);
       if (!kind.deletable) throw new UsageError(`${kind.plural} cannot be deleted through the API`);
+      // A source's delete runs its deactivate() hook; a connected account's, with --force, those of what uses it.
+      const wait: Wait = kind.plural === 'sources' || flags.force ? 'code' : 'answer';
       await apiFor(flags)
-        .call('DELETE', `${kind.itemPath!(id)}${flags.force ? '?force=true' : ''}`)
+        .call('DELETE', `${kind.itemPath!(id)}${flags.force ? '?force=true' : ''}`, undefined, wait)
         .catch((error: unknown) => {
           // The server's message says "delete with force=true", a query parameter: the command's way is its flag.
           if (!(error instanceof ApiError) || error.status !== 409 || flags.force) throw error;
@@ -301,7 +305,8 @@ function listedKinds(): string {
 /** Deletes what `path` names; false when it is gone already (404), any other failure thrown on. */
 async function deleteIfThere(api: ApiClient, path: string): Promise<boolean> {
   try {
-    await api.call('DELETE', path);
+    // The delete runs the source's deactivate() hook.
+    await api.call('DELETE', path, undefined, 'code');
     return true;
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return false;

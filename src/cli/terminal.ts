@@ -9,8 +9,11 @@ import type { Ask } from '../client/props-input.js';
 import { UsageError } from '../client/usage-error.js';
 import { WorkflowFileError } from '../client/workflow-file.js';
 
-/** Exit codes scripts can trust; the README lists them. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, auth: 4, unreachable: 5 } as const;
+/**
+ * Exit codes scripts can trust; the README lists them. `timeout` is not `unreachable`: the server took the request and
+ * may have done it, so a script must look before it tries a write again.
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, auth: 4, unreachable: 5, timeout: 6 } as const;
 
 /** Asks on the terminal (or, with --interactive, reads answers from standard input's lines). */
 export function terminalAsk(): { ask: Ask; close: () => void } {
@@ -67,16 +70,18 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
     const hint = error.hint ?? HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);
     const code =
-      // Unreachable, unavailable, or asked to wait (429): each says "try again later", not "fix the command".
-      error.status === 0 || error.status === 503 || error.status === 429
-        ? EXIT.unreachable
-        : error.status === 401 || error.status === 403
-          ? EXIT.auth
-          : error.status === 404
-            ? EXIT.notFound
-            : error.status >= 400 && error.status < 500
-              ? EXIT.usage
-              : EXIT.failed;
+      error.status === 0 && error.code === 'timeout'
+        ? EXIT.timeout
+        : // Unreachable, unavailable, or asked to wait (429): each says "try again later", not "fix the command".
+          error.status === 0 || error.status === 503 || error.status === 429
+          ? EXIT.unreachable
+          : error.status === 401 || error.status === 403
+            ? EXIT.auth
+            : error.status === 404
+              ? EXIT.notFound
+              : error.status >= 400 && error.status < 500
+                ? EXIT.usage
+                : EXIT.failed;
     return { lines, code };
   }
   // `serve`'s port (or --metrics-port) taken or not allowed: said in words that say what to change (exit 1, as a failed start).

@@ -1,4 +1,6 @@
 // A small client of a Tributary server's REST API for the CLI: JSON in and out, API errors as ApiError.
+import type { Dispatcher, RequestInit, Response } from 'undici';
+import { LONGER, type Limits, limitsFor, secondsOf, timeoutOf, type Wait } from './timeouts.js';
 import { UsageError } from './usage-error.js';
 
 /** The server refused a request (or could not be reached: status 0); `code` is its registered error code. */
@@ -116,16 +118,86 @@ export class InterruptedError extends Error {
   override readonly name = 'InterruptedError';
 }
 
+/** Said with a write that timed out: the server may have done it, and doing it again may do it twice. */
+const MAYBE_DONE = 'the server may have done it all the same: see tributary list (or describe) before trying again';
+
+let undici: Promise<typeof import('undici')> | undefined;
+/** undici, loaded with the first request: `serve`, which loads this module too, keeps its heap without it. */
+const loadUndici = () => {
+  undici ??= import('undici');
+  return undici;
+};
+
+export interface ClientOptions {
+  /** Ends every call in flight when it fires: Ctrl-C stops a command at once, a frozen server's answer or not. */
+  signal?: AbortSignal | undefined;
+  /** --timeout (or TRIBUTARY_TIMEOUT) in milliseconds, 0 for no limit; undefined, the defaults of timeouts.ts. */
+  timeoutMs?: number | undefined;
+}
+
 export class ApiClient {
+  private readonly signal: AbortSignal | undefined;
+  private readonly timeoutMs: number | undefined;
+  /** One connection pool, with each kind of wait's limits set on its requests. */
+  private agent: Dispatcher | undefined;
+  private readonly dispatchers = new Map<Wait, Dispatcher>();
+
   constructor(
     readonly server: ServerAddress,
-    /** Ends every call in flight when it fires: Ctrl-C stops a command at once, a frozen server's answer or not. */
-    private readonly signal?: AbortSignal,
-  ) {}
+    options: ClientOptions = {},
+  ) {
+    this.signal = options.signal;
+    this.timeoutMs = options.timeoutMs;
+  }
 
-  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await this.send(method, path, body);
-    return this.answer<T>(method, path, response.status, await response.text());
+  /** `wait` says what the answer waits on, and so how long it may take (timeouts.ts). */
+  async call<T>(method: string, path: string, body?: unknown, wait: Wait = 'answer'): Promise<T> {
+    return this.answered<T>(method, path, await this.send(method, path, body, wait), wait);
+  }
+
+  /** The answer's body read and parsed; a body cut off (a limit, a connection lost) thrown as what stopped it. */
+  private async answered<T>(method: string, path: string, response: Response, wait: Wait): Promise<T> {
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      throw this.failure(method, path, error, wait, 'answering');
+    }
+    return this.answer<T>(method, path, response.status, text);
+  }
+
+  /**
+   * A fetch of a live stream (`tributary events -f`, the EventSource's own requests): the first answer is held to the
+   * timeout, the stream itself to the server's heartbeat. A limit run out, before the answer or in the stream, is
+   * thrown as an error that says it: the words the EventSource puts in its `connection lost (…)` notice, where
+   * undici's were `TypeError: terminated: Body Timeout Error`.
+   */
+  async fetchStream(url: string | URL, init: RequestInit): Promise<Pick<Response, 'status' | 'url' | 'redirected' | 'headers' | 'body'>> {
+    const { pathname, search } = new URL(url);
+    const said = (error: unknown) => (timeoutOf(error) ? new Error(this.failure('GET', `${pathname}${search}`, error, 'stream', 'sending').message) : error);
+    let response: Response;
+    try {
+      response = await this.fetchWith(url, init, 'stream');
+    } catch (error) {
+      throw said(error);
+    }
+    const reader = response.body?.getReader();
+    const body =
+      reader &&
+      new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          } catch (error) {
+            controller.error(said(error));
+          }
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+    const { status, url: answered, redirected, headers } = response;
+    return { status, url: answered, redirected, headers, body: body ?? null };
   }
 
   /**
@@ -135,13 +207,13 @@ export class ApiClient {
    * (an older server), and the caller uses the plain route.
    */
   async stream<T>(method: string, path: string, body: unknown, onProgress: (data: unknown) => void): Promise<T | undefined> {
-    const response = await this.send(method, path, body, 'text/event-stream');
+    const response = await this.send(method, path, body, 'stream', 'text/event-stream');
     if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       if (response.status === 404) {
         await response.body?.cancel();
         return undefined;
       }
-      return this.answer<T>(method, path, response.status, await response.text());
+      return this.answered<T>(method, path, response, 'stream');
     }
     try {
       for await (const { event, data } of serverSentEvents(response.body!)) {
@@ -152,27 +224,80 @@ export class ApiClient {
       }
     } catch (error) {
       if (error instanceof ApiError) throw error;
+      if (this.signal?.aborted) throw new InterruptedError(`${method} ${path} was stopped`);
+      if (timeoutOf(error)) throw this.failure(method, path, error, 'stream', 'answering');
       throw new ApiError(0, 'stream_ended', `the connection to ${this.server.url} broke before the server answered: ${(error as Error).message}`);
     }
     throw new ApiError(0, 'stream_ended', `${this.server.url} ended its answer to ${method} ${path} before saying how the save went`);
   }
 
-  private async send(method: string, path: string, body: unknown, accept?: string): Promise<Response> {
+  private async send(method: string, path: string, body: unknown, wait: Wait, accept?: string): Promise<Response> {
     try {
-      return await fetch(this.url(path), {
-        method,
-        headers: {
-          authorization: `Bearer ${this.server.key}`,
-          ...(body !== undefined && { 'content-type': 'application/json' }),
-          ...(accept !== undefined && { accept }),
+      return await this.fetchWith(
+        this.url(path),
+        {
+          method,
+          headers: {
+            authorization: `Bearer ${this.server.key}`,
+            ...(body !== undefined && { 'content-type': 'application/json' }),
+            ...(accept !== undefined && { accept }),
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          ...(this.signal && { signal: this.signal }),
         },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        ...(this.signal && { signal: this.signal }),
-      });
+        wait,
+      );
     } catch (error) {
-      if (this.signal?.aborted) throw new InterruptedError(`${method} ${path} was stopped`);
-      throw new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${whyUnreachable(error)}`);
+      throw this.failure(method, path, error, wait, 'sending');
     }
+  }
+
+  /** undici's fetch with the limits of `wait`; not the global fetch, whose own 300 s limits no option could lift. */
+  private async fetchWith(url: string | URL, init: RequestInit, wait: Wait): Promise<Response> {
+    const { Agent, fetch } = await loadUndici();
+    let dispatcher = this.dispatchers.get(wait);
+    if (!dispatcher) {
+      const limits = this.limits(wait);
+      // The connect limit is the same for every wait; headers and body limits ride on each request.
+      this.agent ??= new Agent({ connect: { timeout: limits.connectMs } });
+      dispatcher = this.agent.compose(
+        (dispatch) => (options, handler) => dispatch({ ...options, headersTimeout: limits.headersMs, bodyTimeout: limits.bodyMs }, handler),
+      );
+      this.dispatchers.set(wait, dispatcher);
+    }
+    return fetch(url, { ...init, dispatcher });
+  }
+
+  private limits(wait: Wait): Limits {
+    return limitsFor(this.timeoutMs, wait);
+  }
+
+  /**
+   * What a request that failed is thrown as: stopped by the command (Ctrl-C), a limit run out (the server's URL,
+   * the request and the limit, on one line), or a server out of reach.
+   */
+  private failure(method: string, path: string, error: unknown, wait: Wait, when: 'sending' | 'answering'): Error {
+    if (this.signal?.aborted) return new InterruptedError(`${method} ${path} was stopped`);
+    const limits = this.limits(wait);
+    const hint = method === 'GET' ? undefined : MAYBE_DONE;
+    switch (timeoutOf(error)) {
+      case 'connect':
+        return new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: no connection within ${secondsOf(limits.connectMs)}`);
+      case 'headers':
+        return new ApiError(0, 'timeout', `${this.server.url} did not answer ${method} ${path} within ${secondsOf(limits.headersMs)}; ${LONGER}`, [], hint);
+      case 'body':
+        return new ApiError(
+          0,
+          'timeout',
+          `${this.server.url} sent nothing for ${secondsOf(limits.bodyMs)} in the middle of its answer to ${method} ${path}; ${LONGER}`,
+          [],
+          hint,
+        );
+    }
+    if (when === 'answering') {
+      return new ApiError(0, 'unreachable', `the connection to ${this.server.url} broke during its answer to ${method} ${path}: ${whyUnreachable(error)}`);
+    }
+    return new ApiError(0, 'unreachable', `cannot reach ${this.server.url}: ${whyUnreachable(error)}`);
   }
 
   /** The parsed body of a success; an error body becomes an ApiError with its code, message and details. */

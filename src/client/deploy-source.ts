@@ -95,7 +95,7 @@ export async function createSource(api: ApiClient, component: ComponentData, opt
   const configured_props = await configuredProps(api, component, options);
   const body = { component_id: component.id, configured_props, ...(options.name !== undefined && { name: options.name }) };
   const created = await step(options.progress, `deploying ${options.name ?? component.name}`, () =>
-    api.call<{ data: SourceData }>('POST', '/v1/sources', body),
+    api.call<{ data: SourceData }>('POST', '/v1/sources', body, 'code'),
   );
   return created.data;
 }
@@ -119,6 +119,8 @@ export async function replaceCode(api: ApiClient, sourceId: string, component: C
     ...(changesProps && { configured_props: givenProps(component.configurable_props, options.propsFile, options.props) }),
     ...(options.name !== undefined && { name: options.name }),
   };
-  const updated = await step(options.progress, `updating ${sourceId}`, () => api.call<{ data: SourceData }>('PATCH', `/v1/sources/${segment(sourceId)}`, body));
+  const updated = await step(options.progress, `updating ${sourceId}`, () =>
+    api.call<{ data: SourceData }>('PATCH', `/v1/sources/${segment(sourceId)}`, body, 'code'),
+  );
   return updated.data;
 }

@@ -1,5 +1,5 @@
 // `tributary deploy --workflow <file>`: creates the file's workflow, or updates the account's workflow of that name.
-import { ApiClient, type ServerAddress } from './api.js';
+import type { ApiClient } from './api.js';
 import { step } from './deploy-source.js';
 import { type SaveRequest, saveWithProgress } from './install-progress.js';
 import { counted } from './resources.js';
@@ -33,12 +33,11 @@ async function workflowsNamed(api: ApiClient, name: string): Promise<WorkflowDat
  */
 export async function deployWorkflowFile(
   file: string,
-  server: ServerAddress,
+  api: ApiClient,
   progress: (line: string) => void,
 ): Promise<{ workflow: WorkflowData; created: boolean }> {
   progress(`reading and bundling ${file}`);
   const body = await readWorkflowFile(file);
-  const api = new ApiClient(server);
   const existing = await workflowsNamed(api, body.name);
   if (existing.length > 1) {
     throw new UsageError(`the account has ${existing.length} workflows named "${body.name}" (${existing.map((w) => w.id).join(', ')}); rename one`);

@@ -135,7 +135,7 @@ function followSource(api: ApiClient, sourceId: string, lastShown: string, optio
     const open = () => {
       const current = new EventSource(url, {
         fetch: (target, init) =>
-          fetch(target, {
+          api.fetchStream(target, {
             ...init,
             headers: {
               ...init.headers,

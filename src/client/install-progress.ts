@@ -58,5 +58,6 @@ export async function saveWithProgress<T>(api: ApiClient, request: SaveRequest, 
   const streamed = await api.stream<T>(request.method, request.streamPath, request.body, (data) => progress(line(data as InstallProgressEvent)));
   if (streamed !== undefined) return streamed;
   if (fallbackNote !== undefined) progress(`  ${fallbackNote}`);
-  return api.call<T>(request.method, request.path, request.body);
+  // The plain route answers once npm is done, however long that takes: it waits as component code does.
+  return api.call<T>(request.method, request.path, request.body, 'code');
 }

@@ -118,9 +118,13 @@ export async function listProps(
   configured: Record<string, unknown>,
 ): Promise<{ props: PropInfo[]; errors: string[] } | undefined> {
   try {
-    const answer = await api.call<{ data: { configurable_props: PropInfo[]; errors: string[] } }>('POST', `/v1/components/${componentId}/props/reload`, {
-      configured_props: configured,
-    });
+    const answer = await api.call<{ data: { configurable_props: PropInfo[]; errors: string[] } }>(
+      'POST',
+      `/v1/components/${componentId}/props/reload`,
+      { configured_props: configured },
+      // additionalProps() runs in a worker, which may first have to start.
+      'code',
+    );
     return { props: answer.data.configurable_props, errors: answer.data.errors };
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return undefined;
@@ -174,9 +178,9 @@ async function choicesFor(
     const answer = await api.call<{ data: { options: unknown[]; errors: string[] } }>(
       'POST',
       `/v1/components/${componentId}/props/${encodeURIComponent(prop.name)}/options`,
-      {
-        configured_props: configured,
-      },
+      { configured_props: configured },
+      // options() runs in a worker, which may first have to start.
+      'code',
     );
     const { options, errors } = answer.data;
     if (errors.length && !options.length) throw new UsageError(`the options of ${prop.name} could not be listed: ${errors.join('; ')}`);
