@@ -8,6 +8,7 @@ const EVENT_ID = /^\d{1,16}-\d{1,12}$/;
 
 /**
  * `oldest` and `newest` are the ids shown as examples; `onAsk` gets the range once its ids are events' ids in order.
+ * `busy`: a deletion runs (its presses are ignored); `deleting`: it is this form's, which its button says.
  * Without the check, a mistyped id was asked about ("Events from x will be deleted"), confirmed, and only then refused
  * by the server, in a notice far from the field.
  */
@@ -15,12 +16,15 @@ export function DeleteRangeForm(props: {
   sourceId: string;
   oldest?: string | undefined;
   newest?: string | undefined;
+  busy: boolean;
+  deleting: boolean;
   onAsk: (start?: string, end?: string) => void;
 }) {
   const [range, setRange] = useState({ start: '', end: '' });
   const errors = useFormErrors();
   const submit = (event: Event) => {
     event.preventDefault();
+    if (props.busy) return;
     const start = range.start.trim() || undefined;
     const end = range.end.trim() || undefined;
     const found: Record<string, string> = {};
@@ -65,8 +69,8 @@ export function DeleteRangeForm(props: {
       <div class="inline">
         {field('start', 'From id', props.oldest ?? 'oldest')}
         {field('end', 'To id', props.newest ?? 'newest')}
-        <button type="submit" class="danger">
-          Delete range
+        <button type="submit" class="danger" aria-disabled={props.busy ? 'true' : undefined}>
+          {props.deleting ? 'Deleting…' : 'Delete range'}
         </button>
       </div>
       {/* Only when there is one: nothing is below the form to keep in place, and two empty lines would pad the panel. */}

@@ -11,8 +11,15 @@ import { LoadMore } from './load-more';
 import { useNotify } from './notices';
 import { followStream } from './sse';
 import type { EventSummary } from './types';
+import { useBusy } from './use-busy';
 
 export type Stream = 'emit' | '$logs' | '$errors';
+/** Events to delete, from `start` to `end` (either open), and the button that asked. */
+interface Removal {
+  start?: string | undefined;
+  end?: string | undefined;
+  from: 'event' | 'range';
+}
 const RETAINED = 100;
 
 /** The API path of one stream's event summaries of a source. */
@@ -42,7 +49,12 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const [refused, setRefused] = useState<string | undefined>(undefined);
   const [selected, setSelected] = useState<string | undefined>(undefined);
   const [announcement, setAnnouncement] = useState('');
-  const [confirming, setConfirming] = useState<{ start?: string; end?: string } | undefined>(undefined);
+  /** The range asked about, and which button asked: "Delete this event" (`event`) or the range form's (`range`). */
+  const [confirming, setConfirming] = useState<Removal | undefined>(undefined);
+  // One DELETE per confirmation, and no second question while it runs, the button pressed saying Deleting… (as every
+  // other Delete does): on a slow server a second press, confirmed, sent a second DELETE.
+  const removal = useBusy();
+  const [removing, setRemoving] = useState<Removal['from'] | undefined>(undefined);
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   const [generation, setGeneration] = useState(0);
@@ -138,19 +150,23 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
     setPaused(false);
   };
 
-  const deleteRange = async (start?: string, end?: string) => {
-    setConfirming(undefined);
-    try {
-      await del(`/sources/${encodeURIComponent(sourceId)}/events${query({ start_id: start, end_id: end })}`);
-      const inRange = (id: string) => (!start || compareIds(id, start) >= 0) && (!end || compareIds(id, end) <= 0);
-      setRows((r) => r.filter((row) => !inRange(row.id)));
-      setHeld((h) => h.filter((row) => !inRange(row.id)));
-      if (selected && inRange(selected)) setSelected(undefined);
-      notify({ kind: 'ok', text: start && start === end ? `Deleted event ${start}.` : 'Deleted the events.' });
-    } catch (failure) {
-      notify({ kind: 'error', text: `Could not delete: ${failure instanceof Error ? failure.message : String(failure)}` });
-    }
-  };
+  const deleteRange = ({ start, end, from }: Removal) =>
+    removal.run(async () => {
+      setConfirming(undefined);
+      setRemoving(from);
+      try {
+        await del(`/sources/${encodeURIComponent(sourceId)}/events${query({ start_id: start, end_id: end })}`);
+        const inRange = (id: string) => (!start || compareIds(id, start) >= 0) && (!end || compareIds(id, end) <= 0);
+        setRows((r) => r.filter((row) => !inRange(row.id)));
+        setHeld((h) => h.filter((row) => !inRange(row.id)));
+        setSelected((open) => (open && inRange(open) ? undefined : open));
+        notify({ kind: 'ok', text: start && start === end ? `Deleted event ${start}.` : 'Deleted the events.' });
+      } catch (failure) {
+        notify({ kind: 'error', text: `Could not delete: ${failure instanceof Error ? failure.message : String(failure)}` });
+      } finally {
+        setRemoving(undefined);
+      }
+    });
 
   // Opened once, when its row arrives: closing it afterwards keeps it closed. An older one is read once, down to it.
   const linkedOpened = useRef<string | undefined>(undefined);
@@ -269,8 +285,13 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
               </h3>
               <div class="actions">
                 {stream === 'emit' && (
-                  <button type="button" class="danger" onClick={() => setConfirming({ start: open.id, end: open.id })}>
-                    Delete this event
+                  <button
+                    type="button"
+                    class="danger"
+                    onClick={() => removal.busy || setConfirming({ start: open.id, end: open.id, from: 'event' })}
+                    aria-disabled={removal.busy ? 'true' : undefined}
+                  >
+                    {removing === 'event' ? 'Deleting…' : 'Delete this event'}
                   </button>
                 )}
                 <button type="button" onClick={() => setSelected(undefined)}>
@@ -283,15 +304,17 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
         )}
       </div>
       {stream === 'emit' && (
-        <DeleteRangeForm sourceId={sourceId} oldest={rows.at(-1)?.id} newest={rows[0]?.id} onAsk={(start, end) => setConfirming({ start, end })} />
+        <DeleteRangeForm
+          sourceId={sourceId}
+          oldest={rows.at(-1)?.id}
+          newest={rows[0]?.id}
+          busy={removal.busy}
+          deleting={removing === 'range'}
+          onAsk={(start, end) => setConfirming({ start, end, from: 'range' })}
+        />
       )}
       {confirming && (
-        <ConfirmDialog
-          title="Delete events?"
-          confirmLabel="Delete"
-          onCancel={() => setConfirming(undefined)}
-          onConfirm={() => deleteRange(confirming.start, confirming.end)}
-        >
+        <ConfirmDialog title="Delete events?" confirmLabel="Delete" onCancel={() => setConfirming(undefined)} onConfirm={() => deleteRange(confirming)}>
           <p>
             {confirming.start && confirming.start === confirming.end
               ? `Event ${confirming.start} will be deleted.`

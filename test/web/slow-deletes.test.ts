@@ -2,7 +2,9 @@
 // until its DELETE has answered, so that a second press cannot send a second DELETE (whose 404 replaced "Deleted").
 import type { Browser, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`;
@@ -91,6 +93,28 @@ describe.each(DIALECTS)('web console: deleting on a slow server (%s)', BROWSER_S
     expect(await deleteOnce(page, /^Delete webhook /, 'Delete webhook', 'Deleted webhook slowhook.')).toEqual([`/v1/webhooks/${hook.id}`]);
     await page.getByText('No webhooks yet.').waitFor();
     expect((await api.get('/v1/users/me/webhooks')).body.data).toEqual([]);
+    await finish();
+  });
+
+  it("a source's Delete this event and Delete range send one DELETE each, the button pressed saying Deleting…", async () => {
+    const { user, api } = await newAccount(server);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'slow events' })).body.data;
+    for (const n of [1, 2, 3]) expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n } })).status).toBe(200);
+    const events = async () => (await api.get(`/v1/sources/${source.id}/event_summaries`)).body.data as Array<{ id: string }>;
+    // The endpoint answers before the runs emit.
+    const three = await waitFor(events, (list) => list.length === 3, { what: 'the three events' });
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}`, user.apiKey);
+    const table = page.getByRole('region', { name: 'Events of this source' });
+    await table.locator(`tr[data-event-id="${three[0]!.id}"]`).click();
+    const path = `/v1/sources/${source.id}/events`;
+    expect(await deleteOnce(page, 'Delete this event', 'Delete', `Deleted event ${three[0]!.id}.`)).toEqual([path]);
+    await table.locator(`tr[data-event-id="${three[0]!.id}"]`).waitFor({ state: 'detached' });
+    expect((await events()).map((e) => e.id)).toEqual([three[1]!.id, three[2]!.id]);
+    await page.unrouteAll();
+    // Neither id: every event.
+    expect(await deleteOnce(page, 'Delete range', 'Delete', 'Deleted the events.')).toEqual([path]);
+    await page.getByText('No events yet').waitFor();
+    expect(await events()).toEqual([]);
     await finish();
   });
 
