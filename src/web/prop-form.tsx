@@ -1,6 +1,6 @@
 // A form generated from a component's props: one input per prop by its type, checked here before the server checks it.
 import { useState } from 'preact/hooks';
-import { ApiError, describeError, hookLogText, post } from './api';
+import { describeError, post } from './api';
 import { type Choice, ChoiceSelect, linesOf, toChoice } from './choice-select';
 import { minTimerInterval, minTimerIntervalText, TimerField } from './timer-field';
 import type { PropDescriptor } from './types';
@@ -18,7 +18,8 @@ function intervalRule(prop: PropDescriptor): string {
   return `${labelOf(prop)} needs an interval of at least ${minTimerIntervalText()}`;
 }
 
-function labelOf(prop: PropDescriptor): string {
+/** What the form calls a prop: its label, else its name. */
+export function labelOf(prop: PropDescriptor): string {
   return prop.label ?? prop.name;
 }
 
@@ -133,27 +134,6 @@ function parseJson(text: string): unknown {
 }
 
 const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** A 422's details on the fields they name; what names no field is returned for the form's own message. */
-export function errorsFromServer(error: unknown, props: PropDescriptor[]): { fields: FieldErrors; general: string | undefined } {
-  if (!(error instanceof ApiError) || error.details.length === 0) return { fields: {}, general: describeError(error) };
-  const fields: FieldErrors = {};
-  const rest: string[] = [];
-  for (const detail of error.details) {
-    const prop = props.find((p) => p.name === detail.prop);
-    if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
-    else if (detail.hook) {
-      const logged = hookLogText(detail);
-      if (logged) rest.push(logged);
-    }
-    // A 400's details repeat what its message says already: said once.
-    else if (!(detail.message && error.message.includes(detail.message))) rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
-  }
-  return {
-    fields,
-    general: rest.length ? `${error.message}${rest.length ? `: ${rest.join('; ')}` : ''}` : Object.keys(fields).length ? undefined : error.message,
-  };
-}
 
 export function PropFields(props: {
   componentId: string;

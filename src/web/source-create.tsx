@@ -4,7 +4,8 @@ import { ApiError, describeErrorWithDetails, get, post } from './api';
 import { InstallProgressView, useInstallProgress } from './install-progress';
 import { useNotify } from './notices';
 import { sendChecked, useFormErrors } from './field-errors';
-import { collectValues, errorsFromServer, initialValues, PropFields, type RawValues } from './prop-form';
+import { collectValues, initialValues, PropFields, type RawValues } from './prop-form';
+import { errorsFromServer } from './prop-refusal';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import { saveWithProgress } from './save-stream';
@@ -109,7 +110,7 @@ export function SourceCreate(props: { componentId?: string | undefined }) {
         const aboutName = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field === 'name') : undefined;
         setNameError(aboutName ? `Source name ${aboutName.message ?? 'is invalid'}` : undefined);
         const onlyName = aboutName !== undefined && (failure as ApiError).details.length === 1;
-        return onlyName ? { fields: {}, general: undefined } : errorsFromServer(failure, propList.props);
+        return onlyName ? { fields: {}, general: undefined } : errorsFromServer(failure, propList.props, values);
       },
     );
   };

@@ -7,7 +7,8 @@ import { EventsTable, type Stream, summariesPath } from './events-table';
 import { compareIds, endpointUrl, sourceKind, timerSchedule } from './format';
 import { useNotify } from './notices';
 import { sendChecked, useFormErrors } from './field-errors';
-import { collectValues, errorsFromServer, initialValues, PropFields, type RawValues } from './prop-form';
+import { collectValues, initialValues, PropFields, type RawValues } from './prop-form';
+import { errorsFromServer } from './prop-refusal';
 import { PropListStatus, usePropList } from './prop-list';
 import { href, navigate } from './router';
 import type { Component, EventSummary, Source } from './types';
@@ -338,7 +339,7 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
           notify({ kind: 'ok', text: `Saved the props of ${source.name}.` });
           await props.onSaved();
         }),
-      (failure) => errorsFromServer(failure, descriptors),
+      (failure) => errorsFromServer(failure, descriptors, configured),
     );
   };
 

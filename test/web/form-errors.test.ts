@@ -18,6 +18,12 @@ export default {
 };
 `;
 
+const APP_SOURCE = `export default {
+  name: "Acme reader", version: "1.0.0",
+  props: { acme: { type: "app", app: "acme", label: "Acme account" } },
+  async run() {},
+};`;
+
 describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
@@ -64,6 +70,47 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('heading', { name: 'Checked', level: 1 }).waitFor();
+    await finish();
+  });
+
+  it('marks and focuses an app prop naming a connected account the server does not find (404), as one of another app (422)', async () => {
+    const { user, api } = await newAccount(server);
+    const acme = (await api.post('/v1/accounts', { app: 'acme', name: 'acme one', credentials: { api_key: 'k' } })).body.data;
+    const other = (await api.post('/v1/accounts', { app: 'other', name: 'other one', credentials: { api_key: 'k' } })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
+    await page.getByLabel('Component code').fill(APP_SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Acme reader/ }).waitFor();
+    const summary = page.locator('form[aria-labelledby="configure-title"] > p.field-error');
+    const field = page.getByLabel('Acme account');
+
+    // The 404 was said above the button only, the field neither marked nor focused.
+    await field.fill('apn_nope');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-acme-error'), 'Acme account: connected account "apn_nope" not found');
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    await waitForFocus(page, '#prop-acme');
+    expect(await summary.textContent()).toBe('The server refused some values: see the marked fields.');
+    // As the 422 of another app's account is.
+    await field.fill(other.id);
+    await page.locator('#prop-acme-error:empty').waitFor({ state: 'attached' });
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await waitForText(page.locator('#prop-acme-error'), `Acme account names connected account ${other.id} of app "other"`);
+    await waitForFocus(page, '#prop-acme');
+    expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
+
+    // Edit props too.
+    await field.fill(acme.id);
+    await page.getByLabel('Source name').fill('reader');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'reader', level: 1 }).waitFor();
+    await page.getByText('Edit props').click();
+    await page.getByLabel('Acme account').fill('apn_gone');
+    await page.getByRole('button', { name: 'Save props' }).click();
+    await waitForText(page.locator('#edit-acme-error'), 'Acme account: connected account "apn_gone" not found');
+    await waitForFocus(page, '#edit-acme');
+    const [source] = (await api.get('/v1/users/me/sources')).body.data;
+    expect(source.configured_props.acme).toEqual({ authProvisionId: acme.id });
     await finish();
   });
 

@@ -1,0 +1,58 @@
+// A server's refusal of a form's props read for that form: each message on the field it is about, the rest for the line
+// above the button.
+import { ApiError, describeError, hookLogText } from './api';
+import { type FieldErrors, labelOf } from './prop-form';
+import type { PropDescriptor } from './types';
+
+/**
+ * How the server's messages quote a value the request sent (model/quote.ts): as JSON, its first 100 characters and
+ * `…` when longer.
+ */
+function quoted(value: string): string {
+  const points = Array.from(value);
+  return points.length <= 100 ? JSON.stringify(value) : `${JSON.stringify(points.slice(0, 100).join(''))}…`;
+}
+
+/**
+ * The app prop whose connected account a 404 names (`connected account "apn_…" not found`): the server says only the id
+ * it did not find, without `details`, and `sent` (the configured_props sent) says which field held it.
+ */
+function missingAccountProp(error: ApiError, props: PropDescriptor[], sent: Record<string, unknown>): PropDescriptor | undefined {
+  if (error.status !== 404) return undefined;
+  return props.find((prop) => {
+    const id = prop.type === 'app' ? (sent[prop.name] as { authProvisionId?: unknown } | undefined)?.authProvisionId : undefined;
+    return typeof id === 'string' && error.message.includes(`connected account ${quoted(id)}`);
+  });
+}
+
+/**
+ * A 422's details on the fields they name, and a 404 naming a connected account on the app prop that held it (`sent`:
+ * the configured_props sent); what names no field is returned for the form's own message.
+ */
+export function errorsFromServer(
+  error: unknown,
+  props: PropDescriptor[],
+  sent: Record<string, unknown> = {},
+): { fields: FieldErrors; general: string | undefined } {
+  if (!(error instanceof ApiError)) return { fields: {}, general: describeError(error) };
+  // A wrong app's account is a 422 on its field; an unknown one, a 404, was only said above the button.
+  const missing = missingAccountProp(error, props, sent);
+  if (missing) return { fields: { [missing.name]: `${labelOf(missing)}: ${error.message}` }, general: undefined };
+  if (error.details.length === 0) return { fields: {}, general: describeError(error) };
+  const fields: FieldErrors = {};
+  const rest: string[] = [];
+  for (const detail of error.details) {
+    const prop = props.find((p) => p.name === detail.prop);
+    if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
+    else if (detail.hook) {
+      const logged = hookLogText(detail);
+      if (logged) rest.push(logged);
+    }
+    // A 400's details repeat what its message says already: said once.
+    else if (!(detail.message && error.message.includes(detail.message))) rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
+  }
+  return {
+    fields,
+    general: rest.length ? `${error.message}${rest.length ? `: ${rest.join('; ')}` : ''}` : Object.keys(fields).length ? undefined : error.message,
+  };
+}
