@@ -346,11 +346,9 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
   return (
     <details class="panel" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
       <summary>Edit props</summary>
-      {component.error && (
-        <p class="error" role="alert">
-          {component.error}
-        </p>
-      )}
+      {/* With Try again, as every read that fails: no answer (a server restarting) left nothing to press but the
+          summary, twice. */}
+      <LoadError loads={[component]} />
       {descriptors && values && (
         <form onSubmit={save} noValidate>
           {descriptors.length === 0 && <p class="muted">This component has no props.</p>}

@@ -41,4 +41,26 @@ describe.each(DIALECTS)('web console: edit props (%s)', BROWSER_SUITE, (dialect)
     expect((await api.get(`/v1/sources/${id}`)).body.data.configured_props).toEqual(stored);
     await finish();
   });
+
+  it("says why the component's props could not be read, with a Try again that reads them once the server answers", async () => {
+    const { user, api } = await newAccount(server);
+    const deployed = await api.post('/v1/sources', { component_code: ANY_SOURCE, configured_props: { word: 'w', digits: '1', shape: {} } });
+    expect(deployed.status, deployed.text).toBe(200);
+    const { id, component_id } = deployed.body.data;
+    const { page, problems, finish } = await openSignedIn(browser, `${server.url}/#/sources/${id}`, user.apiKey);
+    // The server out of reach for the component's read alone: the request fails without an answer.
+    const componentUrl = `**/v1/components/${component_id}`;
+    await page.route(componentUrl, (route) => route.abort('connectionrefused'));
+    await page.getByText('Edit props').click();
+    const alert = page.locator('details').getByRole('alert');
+    await waitForText(alert, 'Cannot reach the server: it may be stopped or restarting, or the network is down.');
+    // Chromium logs the refused connection, which this test made.
+    expect(problems.splice(0)).toEqual(['console: Failed to load resource: net::ERR_CONNECTION_REFUSED']);
+    await page.unroute(componentUrl);
+    await alert.getByRole('button', { name: 'Try again' }).click();
+    await page.getByLabel('Word').waitFor();
+    expect(await page.getByLabel('Word').inputValue()).toBe('"w"');
+    expect(await alert.count()).toBe(0);
+    await finish();
+  });
 });
