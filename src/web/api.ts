@@ -75,10 +75,17 @@ export async function api<T>(method: string, path: string, body?: unknown, key?:
   throw refusal(response.status, response.statusText, parsed, key === undefined);
 }
 
-/** The ApiError of an answer that is not a success; a 401 to the stored key also signs out. */
+/**
+ * The ApiError of an answer that is not a success; a 401 to the stored key also signs out. An answer that is not the
+ * server's JSON error (a proxy's HTML 502 page, say) has no message nor code: its message says the status it came with,
+ * and its code is empty, so that describeError does not say the status twice (`502 Bad Gateway (502 unknown)`).
+ */
 export function refusal(status: number, statusText: string, parsed: unknown, withStoredKey = true): ApiError {
-  const error = (parsed ?? {}) as { error?: string; code?: string; details?: ErrorDetail[] };
-  const failure = new ApiError(error.error ?? `${status} ${statusText}`, status, error.code ?? 'unknown', error.details ?? []);
+  const error = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { error?: unknown; code?: unknown; details?: unknown };
+  const answered = `the server answered ${status}${statusText ? ` ${statusText}` : ''}`;
+  const code = typeof error.code === 'string' ? error.code : '';
+  const message = typeof error.error !== 'string' ? answered : code ? error.error : `${error.error} (${answered})`;
+  const failure = new ApiError(message, status, code, Array.isArray(error.details) ? (error.details as ErrorDetail[]) : []);
   if (status === 401 && withStoredKey) signOutBecause(failure.message);
   return failure;
 }
@@ -156,18 +163,25 @@ export function query(params: Record<string, string | number | undefined>): stri
 /** What a request that got no answer says. */
 export const UNREACHABLE = 'Cannot reach the server: it may be stopped or restarting, or the network is down. Try again in a moment.';
 
-export function describeError(error: unknown): string {
+/**
+ * A failure as the console says it, wherever it shows one: the server's message, then its status and code once
+ * (`… (422 component_invalid)`; an answer without a code says its status in its message), then the console lines of a
+ * failed hook and `extra` (more the server listed), joined by dashes. Details' bare `reason`s are codes: not repeated.
+ */
+export function describeError(error: unknown, extra: string[] = []): string {
   if (error instanceof ApiError) {
-    const said = error.status === 0 ? error.message : `${error.message} (${error.status} ${error.code})`;
-    return [said, ...error.details.map(hookLogText).filter((text) => text !== undefined)].join(' — ');
+    const said = error.status === 0 || !error.code ? error.message : `${error.message} (${error.status} ${error.code})`;
+    return [said, ...error.details.map(hookLogText).filter((text) => text !== undefined), ...extra].join(' — ');
   }
-  return error instanceof Error ? error.message : String(error);
+  return [error instanceof Error ? error.message : String(error), ...extra].join(' — ');
 }
 
-/** `describeError` followed by what the server listed in `details` (a 422's reasons) and it did not say, joined by dashes. */
+/** `describeError` followed by the messages the server listed in `details` and did not say already. */
 export function describeErrorWithDetails(error: unknown): string {
-  const said = describeError(error);
+  if (!(error instanceof ApiError)) return describeError(error);
   // A 400 repeats in `details` what its message says already ("timeout_seconds must be <= 900", then "must be <= 900").
-  const details = error instanceof ApiError ? error.details.map((d) => d.message ?? d.reason).filter((text) => text && !said.includes(text)) : [];
-  return [said, ...details].join(' — ');
+  const details = error.details
+    .map((d) => d.message)
+    .filter((text): text is string => typeof text === 'string' && text !== '' && !error.message.includes(text));
+  return describeError(error, details);
 }

@@ -108,7 +108,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
       } catch (failure) {
         if (!abort.signal.aborted) {
           setState('stopped');
-          setError(failure instanceof Error ? failure.message : String(failure));
+          setError(describeError(failure));
         }
       }
     })();
@@ -162,7 +162,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
         setSelected((open) => (open && inRange(open) ? undefined : open));
         notify({ kind: 'ok', text: start && start === end ? `Deleted event ${start}.` : 'Deleted the events.' });
       } catch (failure) {
-        notify({ kind: 'error', text: `Could not delete: ${failure instanceof Error ? failure.message : String(failure)}` });
+        notify({ kind: 'error', text: `Could not delete: ${describeError(failure)}` });
       } finally {
         setRemoving(undefined);
       }

@@ -38,21 +38,17 @@ export function errorsFromServer(
   // A wrong app's account is a 422 on its field; an unknown one, a 404, was only said above the button.
   const missing = missingAccountProp(error, props, sent);
   if (missing) return { fields: { [missing.name]: `${labelOf(missing)}: ${error.message}` }, general: undefined };
-  if (error.details.length === 0) return { fields: {}, general: describeError(error) };
   const fields: FieldErrors = {};
   const rest: string[] = [];
   for (const detail of error.details) {
     const prop = props.find((p) => p.name === detail.prop);
     if (prop) fields[prop.name] = `${labelOf(prop)} ${detail.message ?? 'is invalid'}`;
-    else if (detail.hook) {
-      const logged = hookLogText(detail);
-      if (logged) rest.push(logged);
-    }
-    // A 400's details repeat what its message says already: said once.
-    else if (!(detail.message && error.message.includes(detail.message))) rest.push([detail.prop, detail.message ?? detail.reason].filter(Boolean).join(' '));
+    // A hook's console lines are said by describeError; a 400's details repeat what its message says already; a bare
+    // reason is a code.
+    else if (!detail.hook && detail.message && !error.message.includes(detail.message)) rest.push([detail.prop, detail.message].filter(Boolean).join(' '));
   }
-  return {
-    fields,
-    general: rest.length ? `${error.message}${rest.length ? `: ${rest.join('; ')}` : ''}` : Object.keys(fields).length ? undefined : error.message,
-  };
+  const marked = Object.keys(fields).length > 0;
+  // A hook's lines are not about a field: said with its error, though other details are on their fields.
+  const hookLines = error.details.some((detail) => hookLogText(detail) !== undefined);
+  return { fields, general: rest.length || hookLines || !marked ? describeError(error, rest) : undefined };
 }

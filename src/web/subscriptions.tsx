@@ -93,7 +93,7 @@ export function SubscriptionsPage() {
         const field = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form)?.field : undefined;
         if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
         else if (field) errors.show({ [field]: said }, undefined, '');
-        else errors.show({}, said, '');
+        else errors.show({}, describeError(failure), '');
         focusFirstInvalid(formElement);
       }
     });

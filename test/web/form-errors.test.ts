@@ -345,7 +345,8 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Deploy' }).click();
     const summary = page.locator('form[aria-labelledby="configure-title"] > p.field-error');
     await waitForText(summary, /hook failed/);
-    expect(await summary.textContent()).toBe('activate() hook failed: Error: cannot register: activate() logged: registering · no token');
+    // Worded as every refusal: the message, its status and code, then the lines the hook logged.
+    expect(await summary.textContent()).toBe('activate() hook failed: Error: cannot register (422 hook_failed) — activate() logged: registering · no token');
     expect((await api.get('/v1/users/me/sources')).body.data).toEqual([]);
     await finish();
   });
