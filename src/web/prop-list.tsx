@@ -1,7 +1,8 @@
 // The props a form shows: the component's static props, then what its additionalProps() adds for the values so far.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError, post } from './api';
-import { collectValues, initialValues, type RawValues } from './prop-form';
+import { collectValues, type FieldErrors, initialValues, type RawValues } from './prop-form';
+import { readReloadErrors } from './prop-refusal';
 import type { PropDescriptor } from './types';
 
 /** How long typing in a field additionalProps() depends on may go on before the list is asked again. */
@@ -13,6 +14,19 @@ export interface PropList {
   loading: boolean;
   /** Why the last list could not be had (additionalProps() threw, say); the previous list stays. */
   problem: string | undefined;
+  /**
+   * Values the form holds that a deploy would refuse, as the last list's answer named them, on their fields: each while
+   * its field still holds what was sent (edited, it is another value, which the deploy's own check will judge).
+   */
+  invalid: FieldErrors;
+  /** Such values no field holds, said in words. */
+  invalidElsewhere: string | undefined;
+}
+
+/** A value refused, with the text its field held when it was sent. */
+interface Refused {
+  message: string;
+  raw: string | boolean | undefined;
 }
 
 /** The values of the props additionalProps() depends on (`reloadProps: true`), as one key: a change asks again. */
@@ -33,7 +47,13 @@ export function usePropList(
   setRaw: (update: (raw: RawValues) => RawValues) => void,
   configured: Record<string, unknown> = {},
 ): PropList {
-  const [answer, setAnswer] = useState<{ componentId: string; props: PropDescriptor[]; problem?: string }>({ componentId, props: staticProps });
+  const [answer, setAnswer] = useState<{
+    componentId: string;
+    props: PropDescriptor[];
+    problem?: string | undefined;
+    refused?: Record<string, Refused>;
+    elsewhere?: string | undefined;
+  }>({ componentId, props: staticProps });
   const [loading, setLoading] = useState(false);
   // Another component starts from its own static props.
   const props = answer.componentId === componentId ? answer.props : staticProps;
@@ -53,15 +73,25 @@ export function usePropList(
         setLoading(true);
         try {
           // Values that do not check yet are left out: the list is for what is known so far.
-          const { values } = collectValues(latest.current.props, latest.current.raw);
+          const sentRaw = latest.current.raw;
+          const { values } = collectValues(latest.current.props, sentRaw);
           const reloaded = await post<{ data: { configurable_props: PropDescriptor[]; errors: string[] } }>(
             `/components/${encodeURIComponent(componentId)}/props/reload`,
             { configured_props: values },
           );
           if (!current) return;
           const listed = reloaded.data.configurable_props;
-          const problem = reloaded.data.errors.length ? reloaded.data.errors.join('; ') : undefined;
-          setAnswer({ componentId, props: listed, problem });
+          // Its errors say why the list could not be had, and also which values sent a deploy would refuse: those are
+          // the values to fix, on their fields, not a failure to list.
+          const read = readReloadErrors(reloaded.data.errors, listed, values);
+          const refused = Object.fromEntries(Object.entries(read.fields).map(([name, message]) => [name, { message, raw: sentRaw[name] }]));
+          setAnswer({
+            componentId,
+            props: listed,
+            problem: read.rest.length ? read.rest.join('; ') : undefined,
+            refused,
+            elsewhere: read.unplaced.length ? read.unplaced.join('; ') : undefined,
+          });
           setRaw((previous) => ({
             ...initialValues(
               listed.filter((p) => !(p.name in previous)),
@@ -83,19 +113,27 @@ export function usePropList(
     };
   }, [componentId, key]);
 
-  return { props, loading, problem: answer.componentId === componentId ? answer.problem : undefined };
+  const mine = answer.componentId === componentId;
+  const invalid: FieldErrors = {};
+  for (const [name, refused] of Object.entries((mine && answer.refused) || {})) if (raw[name] === refused.raw) invalid[name] = refused.message;
+  return { props, loading, problem: mine ? answer.problem : undefined, invalid, invalidElsewhere: mine ? answer.elsewhere : undefined };
 }
 
-/** Says, politely, that the list is being made again, or why the last one could not be. */
+/** Says, politely, that the list is being made again, or why the last one could not be, or which values a deploy would refuse. */
 export function PropListStatus(props: { list: PropList }) {
-  const { loading, problem } = props.list;
+  const { loading, problem, invalid, invalidElsewhere } = props.list;
+  const refused = Object.keys(invalid).length > 0 || invalidElsewhere !== undefined;
   return (
-    <p class={problem && !loading ? 'field-error' : 'hint'} aria-live="polite">
+    <p class={(problem || refused) && !loading ? 'field-error' : 'hint'} aria-live="polite">
       {loading
         ? 'Listing the props these values add…'
-        : problem
-          ? `The props this component adds could not be listed: ${problem}. They are asked for again when a value they depend on changes.`
-          : ''}
+        : [
+            problem && `The props this component adds could not be listed: ${problem}. They are asked for again when a value they depend on changes.`,
+            refused &&
+              `A deploy would refuse ${invalidElsewhere ? `these values: ${invalidElsewhere}` : 'the values marked'}${invalidElsewhere && Object.keys(invalid).length ? ', and those marked' : ''}.`,
+          ]
+            .filter(Boolean)
+            .join(' ')}
     </p>
   );
 }

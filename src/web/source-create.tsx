@@ -226,7 +226,7 @@ export function SourceCreate(props: { componentId?: string | undefined }) {
             props={propList.props}
             raw={raw}
             onChange={setRaw}
-            errors={errors.fields}
+            errors={{ ...propList.invalid, ...errors.fields }}
             onEdited={errors.edited}
             idPrefix="prop"
           />

@@ -357,7 +357,7 @@ function EditProps(props: { source: Source; onSaved: () => Promise<void> }) {
             props={descriptors}
             raw={values}
             onChange={setRaw}
-            errors={errors.fields}
+            errors={{ ...propList.invalid, ...errors.fields }}
             onEdited={errors.edited}
             idPrefix="edit"
           />

@@ -24,6 +24,16 @@ const APP_SOURCE = `export default {
   async run() {},
 };`;
 
+/** An app prop, and a prop whose value the list of props depends on: choosing it asks the server for the list again. */
+const RELOADING_SOURCE = `export default {
+  name: "Reloading", version: "1.0.0",
+  props: {
+    acme: { type: "app", app: "acme", label: "Acme account" },
+    mode: { type: "string", label: "Mode", options: ["plain", "extra"], reloadProps: true, optional: true },
+  },
+  async run() {},
+};`;
+
 describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialect) => {
   let server: TestServer;
   let browser: Browser;
@@ -111,6 +121,45 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await waitForFocus(page, '#edit-acme');
     const [source] = (await api.get('/v1/users/me/sources')).body.data;
     expect(source.configured_props.acme).toEqual({ authProvisionId: acme.id });
+    await finish();
+  });
+
+  it('shows the values a props reload says a deploy would refuse on their fields, not as props that could not be listed', async () => {
+    const { user, api } = await newAccount(server);
+    const acme = (await api.post('/v1/accounts', { app: 'acme', name: 'acme one', credentials: { api_key: 'k' } })).body.data;
+    const other = (await api.post('/v1/accounts', { app: 'other', name: 'other one', credentials: { api_key: 'k' } })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/new`, user.apiKey);
+    await page.getByLabel('Component code').fill(RELOADING_SOURCE);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Reloading/ }).waitFor();
+    const status = page.locator('form[aria-labelledby="configure-title"] > p[aria-live="polite"]');
+    const field = page.getByLabel('Acme account');
+
+    // Another app's account, then a Mode chosen: the list is asked for again with both, and its answer's
+    // "invalid configured_props: …" was said as "The props this component adds could not be listed: …".
+    await field.fill(other.id);
+    await page.getByLabel('Mode').selectOption('extra');
+    await waitForText(
+      page.locator('#prop-acme-error'),
+      `Acme account names connected account ${other.id} of app "other"; the prop needs an account of app "acme"`,
+    );
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    expect(await status.textContent()).toBe('A deploy would refuse the values marked.');
+    // Edited, it is another value: the mark goes, and the line with it.
+    await field.fill(acme.id);
+    await page.locator('#prop-acme-error:empty').waitFor({ state: 'attached' });
+    expect(await field.getAttribute('aria-invalid')).toBeNull();
+    expect(await status.textContent()).toBe('');
+    await page.getByLabel('Source name').fill('reloading');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'reloading', level: 1 }).waitFor();
+
+    // The account deleted since (its sources deactivated): Edit props says so on the field, from its first list.
+    expect((await api.delete(`/v1/accounts/${acme.id}?force=true`)).status).toBe(204);
+    await page.reload();
+    await page.getByText('Edit props').click();
+    await waitForText(page.locator('#edit-acme-error'), `Acme account: connected account "${acme.id}" not found`);
+    expect(await page.locator('details p[aria-live="polite"]').textContent()).toBe('A deploy would refuse the values marked.');
     await finish();
   });
 
