@@ -161,6 +161,7 @@ export class WorkflowService {
         this.store.dialect,
         accountId,
         steps.map((step) => step.configured_props),
+        steps.map((step, i) => stepLabel(i, step.name)),
       );
       for (const component of unsaved) await this.components.insertPrepared(trx, component);
       await workflows.insertWorkflow(trx, row);
@@ -211,6 +212,7 @@ export class WorkflowService {
         this.store.dialect,
         accountId,
         checked.map((step) => step.configured_props),
+        checked.map((step, i) => stepLabel(i, step.name)),
       );
       for (const component of resolved?.unsaved ?? []) await this.components.insertPrepared(trx, component);
       const { name, active, steps, endpoint_id, timeout_ms, updated_at } = row;

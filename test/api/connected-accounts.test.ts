@@ -199,18 +199,24 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     expect([deleted.status, deleted.body]).toEqual([404, notFound]);
     expect((await user.api.get('/v1/users/me/accounts?limit=100')).body.data.map((a: any) => a.id)).not.toContain(theirs.id);
 
+    // A deploy's 404 names the prop too, as its 422s do, so that a form can mark the field.
+    const onProp = (id: string, label = '') => ({
+      error: `connected account "${id}" not found`,
+      code: 'not_found',
+      details: [{ prop: 'acme', message: `${label}names connected account "${id}", which is not found` }],
+    });
     const deployed = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: theirs.id } } });
-    expect([deployed.status, deployed.body]).toEqual([404, notFound]);
+    expect([deployed.status, deployed.body]).toEqual([404, onProp(theirs.id)]);
     const bogus = await user.api.post('/v1/sources', { component_code: OAUTH_SOURCE, configured_props: { acme: { authProvisionId: 'apn_nope' } } });
-    expect([bogus.status, bogus.body.error]).toEqual([404, 'connected account "apn_nope" not found']);
+    expect([bogus.status, bogus.body]).toEqual([404, onProp('apn_nope')]);
     const workflow = await user.api.post('/v1/workflows', {
       name: 'theirs',
       steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: { acme: { authProvisionId: theirs.id } } }],
     });
-    expect([workflow.status, workflow.body]).toEqual([404, notFound]);
+    expect([workflow.status, workflow.body]).toEqual([404, onProp(theirs.id, 'steps[0] ("read"): ')]);
     const source = await deploy(OAUTH_SOURCE, {});
     const patched = await user.api.patch(`/v1/sources/${source.id}`, { configured_props: { acme: { authProvisionId: theirs.id } } });
-    expect([patched.status, patched.body]).toEqual([404, notFound]);
+    expect([patched.status, patched.body]).toEqual([404, onProp(theirs.id)]);
     // The owner still has it, untouched.
     expect((await other.api.get(`/v1/accounts/${theirs.id}`)).body.data).toMatchObject({ name: 'Acme', healthy: true });
   });
@@ -378,10 +384,15 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
         user.api.post('/v1/workflows', { name: 'raced', steps: [{ name: 'read', component_code: AUTH_STEP, configured_props: named }] }),
         user.api.delete(`/v1/accounts/${acme.id}`),
       ]);
-      const notFound = { error: `connected account "${acme.id}" not found`, code: 'not_found' };
+      // The same 404 whether the check before the transaction or the hold inside it found the account gone.
+      const notFound = (label = '') => ({
+        error: `connected account "${acme.id}" not found`,
+        code: 'not_found',
+        details: [{ prop: 'acme', message: `${label}names connected account "${acme.id}", which is not found` }],
+      });
       if (deleted.status === 204) {
-        expect([source.status, source.body]).toEqual([404, notFound]);
-        expect([workflow.status, workflow.body]).toEqual([404, notFound]);
+        expect([source.status, source.body]).toEqual([404, notFound()]);
+        expect([workflow.status, workflow.body]).toEqual([404, notFound('steps[0] ("read"): ')]);
       } else {
         expect([deleted.status, deleted.body.code]).toEqual([409, 'conflict']);
         // Named by what had committed when the delete looked (a deploy committing after the 409 is not).
