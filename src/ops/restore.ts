@@ -114,16 +114,33 @@ async function restoreStaged(staged: string, from: string, dataDir: string, opti
 
 /** Refuses a missing file, a folder, and a file that is not an SQLite database, before anything is copied. */
 function checkIsSqlite(file: string): void {
-  if (!fs.existsSync(file)) throw new OpsError(`--from: no such file: ${file}`);
-  if (fs.statSync(file).isDirectory()) throw new OpsError(`--from: ${file} is a folder; give the backup file`);
+  const fd = openBackup(file);
+  if (fs.fstatSync(fd).isDirectory()) {
+    fs.closeSync(fd);
+    throw new OpsError(`--from: ${file} is a folder; give the backup file`);
+  }
   const header = Buffer.alloc(16);
-  const fd = fs.openSync(file, 'r');
   try {
     fs.readSync(fd, header, 0, 16, 0);
   } finally {
     fs.closeSync(fd);
   }
   if (header.toString('latin1') !== SQLITE_HEADER) throw new OpsError(`--from: ${file} is not an SQLite database`);
+}
+
+/** Opens `file` for reading, or refuses it as --from: missing, or not readable by this user. */
+function openBackup(file: string): number {
+  try {
+    return fs.openSync(file, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new OpsError(`--from: no such file: ${file}`);
+    // Node's own words ('EACCES: permission denied, open …') say neither which flag it is about nor what to do.
+    if (code !== 'EACCES' && code !== 'EPERM') throw error;
+    throw new OpsError(
+      `--from: ${file} cannot be read by this user (permission denied, on the file or a folder above it): nothing was restored; run restore as a user who may read it`,
+    );
+  }
 }
 
 /**
