@@ -41,8 +41,13 @@ export async function backupDatabase(options: {
   if (fs.existsSync(out) && !options.force) throw new OpsError(`${out} exists: choose another --out, or pass --force to replace it`);
   if (!fs.existsSync(path.dirname(out))) throw new OpsError(`the folder of --out does not exist: ${path.dirname(out)}`);
   const partial = `${out}.partial`;
+  let db: ReturnType<typeof openSqliteFile>;
+  try {
+    db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
+  } catch (error) {
+    throw unreadableSource(source, error) ?? error;
+  }
   startPartialCopy(partial);
-  const db = openSqliteFile(source, { fileMustExist: true, timeout: 5000 });
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
   let pages = 0;
@@ -63,7 +68,7 @@ export async function backupDatabase(options: {
   } catch (error) {
     db.close();
     removePartialCopy(partial);
-    throw error;
+    throw unreadableSource(source, error) ?? error;
   }
   db.close();
   checkCopy(partial, source, out);
@@ -77,6 +82,39 @@ function lockedSource(source: string): Error {
   return new Error(
     `the database ${source} is locked by another process: the backup waited 5 s to read it, and nothing was written\n` +
       'hint: a process holds it exclusively (a sqlite3 shell with locking_mode=exclusive, or left in a transaction on a database not in WAL mode): end that process or its transaction, then try again',
+  );
+}
+
+function canAccess(file: string, mode: number): boolean {
+  try {
+    fs.accessSync(file, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says why SQLite could not open or read the database for a user who may not (SQLite's own words are 'unable to open
+ * database file' or 'attempt to write a readonly database', naming no file, and the second sounds like a broken
+ * backup): the database itself is unreadable to them, or its -shm is. A database in WAL mode, as the server keeps it,
+ * is read only through its shared-memory index `-shm`, which SQLite creates beside it when it is not there (the last
+ * connection to close removes it): a user who may read the files but not write in the folder cannot read it then.
+ */
+function unreadableSource(source: string, error: unknown): OpsError | undefined {
+  if (!/^SQLITE_(READONLY|CANTOPEN)/.test(String((error as { code?: unknown }).code))) return undefined;
+  const dir = path.dirname(source);
+  const shm = `${source}-shm`;
+  const asServer = 'run backup as the user the server runs as';
+  if (!canAccess(source, fs.constants.R_OK)) return new OpsError(`this user cannot read the database ${source} (permission denied): ${asServer}`);
+  if (fs.existsSync(shm) && !canAccess(shm, fs.constants.R_OK)) {
+    return new OpsError(
+      `this user cannot read the database ${source}: SQLite reads a database in WAL mode through ${path.basename(shm)} beside it, which this user may not read: ${asServer}`,
+    );
+  }
+  if (canAccess(dir, fs.constants.W_OK)) return undefined;
+  return new OpsError(
+    `this user cannot read the database ${source}: SQLite must create ${path.basename(shm)} beside a database in WAL mode to read it, and this user may not write in ${dir}: ${asServer}, or give this user write permission on ${dir}`,
   );
 }
 
