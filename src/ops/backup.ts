@@ -47,7 +47,16 @@ export async function backupDatabase(options: {
   } catch (error) {
     throw unreadableSource(source, error) ?? error;
   }
-  startPartialCopy(partial);
+  try {
+    startPartialCopy(partial);
+  } catch (error) {
+    db.close();
+    // Node's own 'EACCES: permission denied, open …/b.db.partial' names a file the user never gave.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw error;
+    const why = code === 'EROFS' ? 'it is on a read-only file system' : 'permission denied';
+    throw new OpsError(`this user cannot write in the folder of --out, ${path.dirname(out)} (${why}): choose a folder it may write in`);
+  }
   let restarts = 0;
   let lastRemaining = Number.POSITIVE_INFINITY;
   let pages = 0;

@@ -101,4 +101,24 @@ describe('backup and restore as a user the file permissions stop', () => {
     expect(fs.readdirSync(folder)).toEqual([]);
     fs.chmodSync(database, 0o600);
   });
+
+  it('backup into a folder the user may not write in says so, naming the folder, not its own partial file', async () => {
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'writer');
+    writableByOtherUser(dataDir);
+    fs.chmodSync(path.join(dataDir, 'tributary.db'), 0o644);
+    const folder = tempDir();
+    const release = readOnlyForOtherUser(folder);
+    const out = path.join(folder, 'b.db');
+    try {
+      expect(await runAsOtherUser(['backup', '--data-dir', dataDir, '--out', out])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `error: this user cannot write in the folder of --out, ${folder} (permission denied): choose a folder it may write in\n`,
+      });
+      expect(fs.readdirSync(folder)).toEqual([]);
+    } finally {
+      release();
+    }
+  });
 });
