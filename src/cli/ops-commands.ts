@@ -1,6 +1,7 @@
 // The operations commands: backup and restore (SQLite), migrate (--status), migrate-store (SQLite → PostgreSQL).
 // Their modules load inside the actions, so that other commands start fast.
 import os from 'node:os';
+import path from 'node:path';
 import type { Command, Option } from 'commander';
 import { resolveConfig, settingOptions } from '../config.js';
 import { counted } from '../client/resources.js';
@@ -36,7 +37,6 @@ export async function refuseMissingDatabase(
     return;
   }
   const fs = await import('node:fs');
-  const path = await import('node:path');
   const file = path.join(path.resolve(where.dataDir), 'tributary.db');
   if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir (or pass --database-url)`);
 }
@@ -142,6 +142,9 @@ export function addOpsCommands(program: Command): void {
         onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
       }).finally(() => progress.end()),
     );
+    if (result.removedStaleStaging) {
+      console.log(`removed ${path.join(path.dirname(result.file), 'tributary.restore-staging')}, the copy of a backup that a killed restore had left`);
+    }
     console.log(`restored ${result.file} (${result.migrations} migrations applied in the backup)`);
     if (!result.keyFilePresent) {
       console.log(
@@ -224,7 +227,7 @@ export function addOpsCommands(program: Command): void {
       }).finally(() => progress?.end()),
     );
     const rows = reports.reduce((sum, r) => sum + r.rows, 0);
-    const keyFile = (await import('node:path')).join(dataDir, 'secret.key');
+    const keyFile = path.join(dataDir, 'secret.key');
     console.log(`moved ${counted(reports.length, 'table')}, ${counted(rows, 'row')}, to ${to.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@')}`);
     const key = (await import('node:fs')).existsSync(keyFile)
       ? `--secret-key-file ${keyFile} (or a copy of that file kept elsewhere)`

@@ -1,10 +1,10 @@
 // `tributary restore`: puts a backup in place as a data directory's database, after checking it is one this build can run.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
 import { lockDataDir } from '../store/data-dir-lock.js';
+import { RESTORE_STAGING, removeRestoreStaging } from '../store/interrupted-restore.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
 import type { BackupProgress } from './backup.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
@@ -16,6 +16,8 @@ export interface RestoreResult {
   readonly migrations: number;
   /** False when the data directory has no secret.key: sealed secrets need the key kept beside the backup. */
   readonly keyFilePresent: boolean;
+  /** A staging folder a killed restore had left in the data directory was removed first. */
+  readonly removedStaleStaging: boolean;
 }
 
 export interface RestoreOptions {
@@ -33,48 +35,14 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
 /**
  * Refuses a file that is not a Tributary SQLite database (or one written by a newer Tributary), a data directory
  * that already has a database unless `force`, and a data directory a server is using. Holds the directory's lock
- * while it copies, so no server starts on half a database.
+ * from the first file it writes there to the last, so no server starts on half a database, and no other restore
+ * shares its staging folder.
  */
 export async function restoreDatabase(options: RestoreOptions): Promise<RestoreResult> {
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
-  checkIsSqlite(from);
-  const staged = stageCopy(from);
-  try {
-    return await restoreStaged(staged.file, from, dataDir, options);
-  } finally {
-    fs.rmSync(staged.dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * Copies the backup, and the write-ahead log or rollback journal beside it, to a private temporary folder. SQLite
- * writes beside a database it reads (a WAL file's shared-memory index, a hot journal's rollback): from the copy, a
- * backup in a read-only place (a hand copy of a WAL-mode database, a backup by an older version) can be read whole.
- */
-function stageCopy(from: string): { dir: string; file: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-restore-'));
-  const file = path.join(dir, 'backup.db');
-  try {
-    fs.copyFileSync(from, file);
-    for (const suffix of ['-wal', '-journal']) {
-      if (fs.existsSync(from + suffix)) fs.copyFileSync(from + suffix, file + suffix);
-    }
-    // A backup kept read-only (0400) is copied with its mode; SQLite must write to the copy.
-    for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o600);
-    return { dir, file };
-  } catch (error) {
-    fs.rmSync(dir, { recursive: true, force: true });
-    throw new OpsError(`--from: could not copy ${from} to read it: ${(error as Error).message}`);
-  }
-}
-
-/** `staged` is the private copy of `from`, which only names the backup in messages. */
-async function restoreStaged(staged: string, from: string, dataDir: string, options: RestoreOptions): Promise<RestoreResult> {
   const { force, signal } = options;
-  const migrations = await checkBackup(staged, from);
-  const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
-  if (signal?.aborted) throw stopped();
+  checkIsSqlite(from);
   // A database replaced under a running server would be lost to it: the server must stop first.
   const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again');
   try {
@@ -82,34 +50,74 @@ async function restoreStaged(staged: string, from: string, dataDir: string, opti
     if (fs.existsSync(target) && !force) {
       throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
     }
-    const partial = `${target}.restoring`;
-    startPartialCopy(partial);
-    const source = openSqliteFile(staged, { fileMustExist: true });
+    // Only a killed restore leaves one (under this lock, none is at work): a full-size copy nobody would remove.
+    const removedStaleStaging = removeRestoreStaging(dataDir);
+    const staging = path.join(dataDir, RESTORE_STAGING);
     try {
-      // Between two steps a Ctrl-C (SIGTERM) stops the copy, which is removed: the data directory stays as it was.
-      const copied = await source.backup(partial, {
-        progress: ({ totalPages, remainingPages }) => {
-          if (signal?.aborted) throw stopped();
-          options.onProgress?.({ totalPages, remainingPages });
-          return PAGES_PER_STEP;
-        },
-      });
-      // Steps call back before they copy: the last word is the whole copy's.
-      options.onProgress?.(copied);
-    } catch (error) {
-      removePartialCopy(partial);
-      throw error;
+      const staged = stageCopy(from, staging);
+      const migrations = await checkBackup(staged, from);
+      const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
+      if (signal?.aborted) throw stopped();
+      await copyIntoPlace(staged, target, { ...options, stopped });
+      return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')), removedStaleStaging };
     } finally {
-      source.close();
+      fs.rmSync(staging, { recursive: true, force: true });
     }
-    fs.chmodSync(partial, 0o600);
-    // The old database's log belongs to the old database: left beside the new file, SQLite would replay it.
-    for (const suffix of ['-wal', '-shm', '']) fs.rmSync(target + suffix, { force: true });
-    fs.renameSync(partial, target);
-    return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')) };
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Copies the backup, and the write-ahead log or rollback journal beside it, into `staging`, a folder of the data
+ * directory. SQLite writes beside a database it reads (a WAL file's shared-memory index, a hot journal's rollback):
+ * from the copy, a backup in a read-only place (a hand copy of a WAL-mode database, a backup by an older version) can
+ * be read whole. In the data directory, not the system's temporary folder, so that the copy is on the file system the
+ * restore needs room on anyway, and a restore killed there leaves it where the next restore (or serve) removes it.
+ */
+function stageCopy(from: string, staging: string): string {
+  const file = path.join(staging, 'backup.db');
+  try {
+    fs.mkdirSync(staging, { mode: 0o700 });
+    fs.copyFileSync(from, file);
+    for (const suffix of ['-wal', '-journal']) {
+      if (fs.existsSync(from + suffix)) fs.copyFileSync(from + suffix, file + suffix);
+    }
+    // A backup kept read-only (0400) is copied with its mode; SQLite must write to the copy.
+    for (const name of fs.readdirSync(staging)) fs.chmodSync(path.join(staging, name), 0o600);
+    return file;
+  } catch (error) {
+    throw new OpsError(`--from: could not copy ${from} into ${staging} to read it: ${(error as Error).message}`);
+  }
+}
+
+/** Copies the private copy `staged` into `<target>.restoring`, step by step, and renames it over `target`. */
+async function copyIntoPlace(staged: string, target: string, options: Pick<RestoreOptions, 'signal' | 'onProgress'> & { stopped: () => Error }): Promise<void> {
+  const { signal, stopped } = options;
+  const partial = `${target}.restoring`;
+  startPartialCopy(partial);
+  const source = openSqliteFile(staged, { fileMustExist: true });
+  try {
+    // Between two steps a Ctrl-C (SIGTERM) stops the copy, which is removed: the data directory stays as it was.
+    const copied = await source.backup(partial, {
+      progress: ({ totalPages, remainingPages }) => {
+        if (signal?.aborted) throw stopped();
+        options.onProgress?.({ totalPages, remainingPages });
+        return PAGES_PER_STEP;
+      },
+    });
+    // Steps call back before they copy: the last word is the whole copy's.
+    options.onProgress?.(copied);
+  } catch (error) {
+    removePartialCopy(partial);
+    throw error;
+  } finally {
+    source.close();
+  }
+  fs.chmodSync(partial, 0o600);
+  // The old database's log belongs to the old database: left beside the new file, SQLite would replay it.
+  for (const suffix of ['-wal', '-shm', '']) fs.rmSync(target + suffix, { force: true });
+  fs.renameSync(partial, target);
 }
 
 /** Refuses a missing file, a folder, and a file that is not an SQLite database, before anything is copied. */

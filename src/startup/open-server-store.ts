@@ -1,9 +1,11 @@
 // Opens the server's store: locks the data directory on SQLite, and waits for a PostgreSQL that does not answer yet.
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { outageOf } from '../model/outages.js';
 import { type DataDirLock, lockDataDir } from '../store/data-dir-lock.js';
 import { openStore, type OpenStoreOptions, type Store } from '../store/database.js';
+import { RESTORE_STAGING, removeRestoreStaging } from '../store/interrupted-restore.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 const CHECKPOINTS_STOPPED = 'background checkpoints stopped; commits checkpoint the log again';
@@ -26,6 +28,10 @@ export async function openServerStore(
   const { logger, outages } = parts;
   const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
   try {
+    // Under the lock no restore is at work: a staging folder is a killed one's full-size copy of its backup.
+    if (lock && removeRestoreStaging(config.dataDir)) {
+      logger.warn(`removed ${path.join(config.dataDir, RESTORE_STAGING)}, the copy of a backup that a killed tributary restore had left`);
+    }
     const store = await openStoreWaiting(
       {
         dataDir: config.dataDir,

@@ -355,7 +355,7 @@ describe('backup and restore', () => {
     }
   });
 
-  it("a restore stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and its temporary one, and exits 130 or 143", async () => {
+  it("a restore stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and its staging one, and exits 130 or 143", async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'restored');
     const from = path.join(dataDir, 'tributary.db');
