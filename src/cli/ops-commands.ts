@@ -142,10 +142,13 @@ export function addOpsCommands(program: Command): void {
         onProgress: (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages),
       }).finally(() => progress.end()),
     );
-    if (result.removedStaleStaging) {
-      console.log(`removed ${path.join(path.dirname(result.file), 'tributary.restore-staging')}, the copy of a backup that a killed restore had left`);
-    }
+    if (result.removedLeftovers.length > 0) console.log(`removed what a killed restore had left: ${result.removedLeftovers.join(', ')}`);
     console.log(`restored ${result.file} (${result.migrations} migrations applied in the backup)`);
+    if (result.keptAside) {
+      console.log(
+        `the database it replaced could not be checkpointed (it is damaged, or another process has it open), so its log was not folded into it: it is kept, with its log, as ${result.keptAside}; delete those files once you no longer need them`,
+      );
+    }
     if (!result.keyFilePresent) {
       console.log(
         'the data directory has no secret.key: put the key file you kept there, or start the server with the --secret-key or --secret-key-file it used; ' +

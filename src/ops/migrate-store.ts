@@ -5,6 +5,7 @@ import type SQLite from 'better-sqlite3';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import pg from 'pg';
 import { lockDataDir } from '../store/data-dir-lock.js';
+import { refuseInterruptedRestore } from '../store/interrupted-restore.js';
 import { openStore } from '../store/database.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { damageOf } from './quick-check.js';
@@ -53,6 +54,8 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir`);
   const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run migrate-store again');
   try {
+    // A killed restore's copy beside it: the database to move may not be the one the operator means.
+    refuseInterruptedRestore(dataDir);
     refuseDamaged(file);
     // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });

@@ -4,20 +4,23 @@ import path from 'node:path';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { Kysely, SqliteDialect } from 'kysely';
 import { lockDataDir } from '../store/data-dir-lock.js';
-import { RESTORE_STAGING, removeRestoreStaging } from '../store/interrupted-restore.js';
+import { RESTORE_STAGING, RESTORING_SUFFIX, removeRestoreStaging } from '../store/interrupted-restore.js';
 import { appliedMigrations, refuseNewer } from '../store/migrate.js';
 import type { BackupProgress } from './backup.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
 import { damageOf } from './quick-check.js';
+import { type SwapStep, swapInRestoredCopy } from './restore-swap.js';
 
 export interface RestoreResult {
   readonly file: string;
   readonly migrations: number;
   /** False when the data directory has no secret.key: sealed secrets need the key kept beside the backup. */
   readonly keyFilePresent: boolean;
-  /** A staging folder a killed restore had left in the data directory was removed first. */
-  readonly removedStaleStaging: boolean;
+  /** What a killed restore had left in the data directory (its staging folder, its partial copy), removed first. */
+  readonly removedLeftovers: readonly string[];
+  /** Where the database it replaced was kept, with its log, when that log could not be folded into it. */
+  readonly keptAside: string | undefined;
 }
 
 export interface RestoreOptions {
@@ -28,6 +31,8 @@ export interface RestoreOptions {
   signal?: AbortSignal;
   /** After each step of the copy into the data directory. */
   onProgress?: (progress: BackupProgress) => void;
+  /** Tests: as the swap reaches each of its points, for a crash (SIGKILL) there to leave what it would. */
+  onSwapStep?: (step: SwapStep) => void;
 }
 
 const SQLITE_HEADER = 'SQLite format 3\u0000';
@@ -50,16 +55,22 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
     if (fs.existsSync(target) && !force) {
       throw new OpsError(`${dataDir} already holds a Tributary database (tributary.db): pass --force to replace it, or choose an empty --data-dir`);
     }
-    // Only a killed restore leaves one (under this lock, none is at work): a full-size copy nobody would remove.
-    const removedStaleStaging = removeRestoreStaging(dataDir);
+    // Only a killed restore leaves these (under this lock, none is at work): full-size copies nobody would remove.
+    const removedLeftovers = removeRestoreStaging(dataDir) ? [path.join(dataDir, RESTORE_STAGING)] : [];
     const staging = path.join(dataDir, RESTORE_STAGING);
     try {
       const staged = stageCopy(from, staging);
       const migrations = await checkBackup(staged, from);
       const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
       if (signal?.aborted) throw stopped();
-      await copyIntoPlace(staged, target, { ...options, stopped });
-      return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')), removedStaleStaging };
+      // Removed only now: while it lies there, serve refuses to start on the database this restore did not replace.
+      const partial = target + RESTORING_SUFFIX;
+      if (fs.existsSync(partial)) {
+        removePartialCopy(partial);
+        removedLeftovers.push(partial);
+      }
+      const keptAside = await copyIntoPlace(staged, target, { ...options, stopped });
+      return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')), removedLeftovers, keptAside };
     } finally {
       fs.rmSync(staging, { recursive: true, force: true });
     }
@@ -91,10 +102,17 @@ function stageCopy(from: string, staging: string): string {
   }
 }
 
-/** Copies the private copy `staged` into `<target>.restoring`, step by step, and renames it over `target`. */
-async function copyIntoPlace(staged: string, target: string, options: Pick<RestoreOptions, 'signal' | 'onProgress'> & { stopped: () => Error }): Promise<void> {
+/**
+ * Copies the private copy `staged` into `<target>.restoring`, step by step, and puts it in place of `target` (see
+ * swapInRestoredCopy); returns where the old database was kept aside, if it was.
+ */
+async function copyIntoPlace(
+  staged: string,
+  target: string,
+  options: Pick<RestoreOptions, 'signal' | 'onProgress' | 'onSwapStep'> & { stopped: () => Error },
+): Promise<string | undefined> {
   const { signal, stopped } = options;
-  const partial = `${target}.restoring`;
+  const partial = target + RESTORING_SUFFIX;
   startPartialCopy(partial);
   const source = openSqliteFile(staged, { fileMustExist: true });
   try {
@@ -115,9 +133,7 @@ async function copyIntoPlace(staged: string, target: string, options: Pick<Resto
     source.close();
   }
   fs.chmodSync(partial, 0o600);
-  // The old database's log belongs to the old database: left beside the new file, SQLite would replay it.
-  for (const suffix of ['-wal', '-shm', '']) fs.rmSync(target + suffix, { force: true });
-  fs.renameSync(partial, target);
+  return swapInRestoredCopy(partial, target, options.onSwapStep);
 }
 
 /** Refuses a missing file, a folder, and a file that is not an SQLite database, before anything is copied. */

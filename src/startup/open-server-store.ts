@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { outageOf } from '../model/outages.js';
 import { type DataDirLock, lockDataDir } from '../store/data-dir-lock.js';
 import { openStore, type OpenStoreOptions, type Store } from '../store/database.js';
-import { RESTORE_STAGING, removeRestoreStaging } from '../store/interrupted-restore.js';
+import { RESTORE_STAGING, refuseInterruptedRestore, removeRestoreStaging } from '../store/interrupted-restore.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 const CHECKPOINTS_STOPPED = 'background checkpoints stopped; commits checkpoint the log again';
@@ -32,6 +32,7 @@ export async function openServerStore(
     if (lock && removeRestoreStaging(config.dataDir)) {
       logger.warn(`removed ${path.join(config.dataDir, RESTORE_STAGING)}, the copy of a backup that a killed tributary restore had left`);
     }
+    if (lock) refuseInterruptedRestore(config.dataDir);
     const store = await openStoreWaiting(
       {
         dataDir: config.dataDir,
