@@ -8,13 +8,11 @@ import { lockDataDir } from '../store/data-dir-lock.js';
 import { refuseInterruptedRestore } from '../store/interrupted-restore.js';
 import { openStore } from '../store/database.js';
 import { OpsError, OpsInterruptedError } from './ops-error.js';
-import { damageOf } from './quick-check.js';
+import { checkSource, checkTarget, PROGRESS_TABLE, tableNames } from './migrate-store-checks.js';
 import { Checksum, kindOf, quote, rowText, sourceBatches, sourceChecksum, type TableShape } from './table-rows.js';
 
 /** Kysely's own bookkeeping: the target gets its own from running the migrations. */
 const SKIPPED_TABLES = new Set(['kysely_migration', 'kysely_migration_lock']);
-/** On the target, one row per table copied and verified; dropped once every table is. Its presence means "resume". */
-const PROGRESS_TABLE = 'tributary_store_migration';
 
 export interface TableReport {
   readonly table: string;
@@ -56,11 +54,12 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   try {
     // A killed restore's copy beside it: the database to move may not be the one the operator means.
     refuseInterruptedRestore(dataDir);
-    refuseDamaged(file);
-    // Brings the source up to this build's schema (and refuses a newer one), as starting the server would.
+    // Both databases are read, only, until both have passed: a refusal changes neither.
+    await checkSource(file);
+    await checkTarget(options.to, options.force);
+    // Brings the source up to this build's schema, as starting the server would.
     const sourceStore = await openStore({ dataDir, migrate: true });
     await sourceStore.close();
-    await checkTarget(options.to, sqliteTableNames(file));
     // The target gets the same schema, under the migrations' lock.
     const targetStore = await openStore({ dataDir, databaseUrl: options.to, migrate: true });
     await targetStore.close();
@@ -78,106 +77,12 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   }
 }
 
-/**
- * Refuses a source SQLite cannot read whole, before anything is written: the copy would stop at the first damaged page
- * with SQLite's bare 'database disk image is malformed', or, worse, move what a damaged page still reads as rows.
- */
-function refuseDamaged(file: string): void {
-  const source = openSqliteFile(file, { readonly: true, fileMustExist: true });
-  let damage: string | undefined;
-  try {
-    damage = damageOf(source);
-  } finally {
-    source.close();
-  }
-  if (damage)
-    throw new Error(
-      `the database ${file} is damaged (${damage}): nothing was copied; restore it from a backup (tributary restore), then run migrate-store again`,
-    );
-}
-
-/** The tables of an SQLite database (not SQLite's own), by name. */
-function tableNames(source: SQLite.Database): string[] {
-  const rows = source.prepare(`select name from sqlite_master where type = 'table' and name not like 'sqlite\\_%' escape '\\' order by name`).all();
-  return (rows as { name: string }[]).map((r) => r.name);
-}
-
-/** The tables of the SQLite database: Tributary's, at this build's schema. */
-function sqliteTableNames(file: string): Set<string> {
-  const source = openSqliteFile(file, { readonly: true, fileMustExist: true });
-  try {
-    return new Set(tableNames(source));
-  } finally {
-    source.close();
-  }
-}
-
-/**
- * Refuses, before anything is written there, a target that cannot be reached, that holds tables of something else
- * than Tributary (tables an extension owns, such as PostGIS's, do not count), or that others are connected to.
- */
-async function checkTarget(url: string, ours: Set<string>): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-  } catch (error) {
-    throw new OpsError(`cannot connect to the --to database: ${(error as Error).message}`);
-  }
-  try {
-    const { rows } = await client.query<{ name: string }>(
-      `select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-       where n.nspname = current_schema() and c.relkind in ('r', 'p')
-         and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
-       order by 1`,
-    );
-    const names = rows.map((r) => r.name);
-    // Tributary's tables count as ours only beside its migrations' record: a lone `users` is another app's.
-    const tributary = names.includes('kysely_migration');
-    const bookkeeping = new Set(['kysely_migration', 'kysely_migration_lock', PROGRESS_TABLE]);
-    const foreign = names.filter((name) => !bookkeeping.has(name) && !(tributary && ours.has(name)));
-    if (foreign.length > 0) {
-      throw new OpsError(
-        `the --to database holds tables that are not Tributary's (${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', …' : ''}): choose an empty database`,
-      );
-    }
-    await refuseOtherSessions(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/**
- * Refuses a target that other clients are connected to: most likely a Tributary server already running on it, whose
- * data --force (or a resumed run) would empty under it. Tributary's servers set no application_name, so every other
- * client session counts (background processes such as autovacuum do not).
- */
-async function refuseOtherSessions(client: pg.Client): Promise<void> {
-  const { rows } = await client.query<{ sessions: number; applications: string | null }>(
-    `select count(*)::int as sessions, string_agg(distinct nullif(application_name, ''), ', ') as applications from pg_stat_activity
-     where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
-  );
-  const { sessions, applications } = rows[0] ?? { sessions: 0, applications: null };
-  if (sessions === 0) return;
-  throw new OpsError(
-    `the --to database has ${sessions} other ${sessions === 1 ? 'session' : 'sessions'} connected${applications ? ` (${applications})` : ''}, ` +
-      'a Tributary server using it perhaps: stop every server and client of that database first; migrate-store must be the only one writing to it',
-  );
-}
-
 async function copyAll(source: SQLite.Database, target: pg.Client, options: MigrateStoreOptions): Promise<TableReport[]> {
   const tables = await tableShapes(source, target);
-  const resuming = await progressTableExists(target);
+  // A target holding data was refused before anything was written (checkTarget), unless forced.
   if (options.force) {
     await target.query(`truncate ${tables.map((t) => quote(t.name)).join(', ')} cascade`);
     await target.query(`drop table if exists ${PROGRESS_TABLE}`);
-  } else if (!resuming) {
-    const holding = await tablesWithRows(target, tables);
-    if (holding.length > 0) {
-      throw new OpsError(
-        `the target database already holds Tributary data (rows in ${holding.slice(0, 5).join(', ')}${holding.length > 5 ? ', …' : ''}): ` +
-          'pass --force to empty it first, or choose an empty database',
-      );
-    }
   }
   await target.query(`create table if not exists ${PROGRESS_TABLE} (table_name text primary key, row_count bigint not null, checksum text not null)`);
   const verified = new Map(
@@ -334,18 +239,4 @@ async function targetChecksum(target: pg.Client, table: TableShape, size: number
     last = rows.at(-1);
   }
   return { rows: checksum.rows, checksum: checksum.value };
-}
-
-async function progressTableExists(target: pg.Client): Promise<boolean> {
-  const result = await target.query<{ found: string | null }>('select to_regclass($1) as found', [PROGRESS_TABLE]);
-  return result.rows[0]?.found !== null && result.rows[0]?.found !== undefined;
-}
-
-async function tablesWithRows(target: pg.Client, tables: TableShape[]): Promise<string[]> {
-  const holding: string[] = [];
-  for (const table of tables) {
-    const result = await target.query(`select 1 from ${quote(table.name)} limit 1`);
-    if (result.rows.length > 0) holding.push(table.name);
-  }
-  return holding;
 }

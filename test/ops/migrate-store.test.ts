@@ -10,6 +10,8 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { migrateStore } from '../../src/ops/migrate-store.js';
+import { openStore } from '../../src/store/database.js';
+import { KNOWN_MIGRATIONS, migrateTo } from '../../src/store/migrate.js';
 import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { BIN, createAccount, serve } from '../helpers/processes.js';
 import { createTestDatabase, tempDir } from '../helpers/server.js';
@@ -394,5 +396,46 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
     // Another app's Kysely migrations beside its own tables: still not Tributary's.
     await foreign.query('create table kysely_migration (name text primary key, timestamp text not null); create table orders (id int)');
     expect((await refusal(database.url)).stderr).toContain("the --to database holds tables that are not Tributary's (orders): choose an empty database");
+  });
+
+  it('without --force, refuses a target holding Tributary data before migrating either database', async () => {
+    // Both a migration behind, so that a migration run on either would show.
+    const older = KNOWN_MIGRATIONS.at(-2)!;
+    const dataDir = tempDir();
+    const sourceStore = await openStore({ dataDir, migrate: false });
+    await migrateTo(sourceStore.db, 'sqlite', older);
+    await sourceStore.close();
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const targetStore = await openStore({ dataDir: tempDir(), databaseUrl: database.url, migrate: false });
+    await migrateTo(targetStore.db, 'postgres', older);
+    await targetStore.close();
+    const target = new pg.Client({ connectionString: database.url });
+    await target.connect();
+    await target.query(
+      `insert into users (id, username, email, plan, api_key_hash, created_at, updated_at) values ('u1', 'there', 'there@example.test', 'paid', 'h', 1, 1)`,
+    );
+    const sourceFile = path.join(dataDir, 'tributary.db');
+    const sourceBefore = fs.readFileSync(sourceFile);
+    await target.end();
+
+    const refused = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url]).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(refused).toEqual({
+      code: 2,
+      stderr: 'error: the target database already holds Tributary data (rows in users): pass --force to empty it first, or choose an empty database\n',
+    });
+    expect(fs.readFileSync(sourceFile).equals(sourceBefore)).toBe(true);
+    const source = openSqliteFile(sourceFile, { readonly: true });
+    expect((source.prepare('select name from kysely_migration order by name').all() as { name: string }[]).at(-1)?.name).toBe(older);
+    source.close();
+    const after = new pg.Client({ connectionString: database.url });
+    await after.connect();
+    cleanups(() => after.end());
+    expect((await after.query('select name from kysely_migration order by name')).rows.at(-1)?.name).toBe(older);
+    expect((await after.query('select username from users')).rows).toEqual([{ username: 'there' }]);
+    expect((await after.query("select to_regclass('tributary_store_migration') as found")).rows).toEqual([{ found: null }]);
   });
 });
