@@ -111,6 +111,25 @@ export async function rewriteUntilReleased(page: Page, url: string, rewrite: (bo
   return { reads: () => reads, release: () => void (holding = false) };
 }
 
+/**
+ * Holds the page's requests to `url` (a route pattern; with `method`, only those of that method: the others go on)
+ * until `release()`, so that a test sees what the page shows while one is on its way. `held`: the path of each, in order.
+ */
+export async function holdUntilReleased(page: Page, url: string, method?: string): Promise<{ held: string[]; release: () => void }> {
+  const held: string[] = [];
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  await page.route(url, async (route) => {
+    if (method !== undefined && route.request().method() !== method) return route.continue();
+    held.push(new URL(route.request().url()).pathname);
+    await released;
+    await route.continue();
+  });
+  return { held, release };
+}
+
 /** Waits until the locator's element shows this text. */
 export async function waitForText(locator: Locator, text: string | RegExp): Promise<void> {
   await locator.filter({ hasText: text }).first().waitFor();

@@ -3,7 +3,7 @@
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, newAccount, openConsole, openSignedIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, holdUntilReleased, newAccount, openConsole, openSignedIn, waitForFocus, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `
 export default {
@@ -259,14 +259,7 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByLabel('Count').fill('3');
     await page.getByLabel('Size').fill('4');
     // The deploy is held on its way to the server, so that the page shows what it shows while one runs.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    await page.route('**/v1/sources', async (route) => {
-      await held;
-      await route.continue();
-    });
+    const { release } = await holdUntilReleased(page, '**/v1/sources');
     await page.getByRole('button', { name: 'Deploy' }).click();
     await page.getByRole('button', { name: 'Deploying…' }).waitFor();
     // Load props said "Loading props…" though no props were being loaded.

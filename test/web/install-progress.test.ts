@@ -4,7 +4,7 @@
 import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, holdUntilReleased, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const SOURCE = `import isOdd from "is-odd@3.0.1";
 export default {
@@ -26,14 +26,7 @@ describe.each(DIALECTS)('web console: npm installs of a new source (%s)', BROWSE
     await page.getByRole('link', { name: 'New source' }).click();
     await page.getByLabel('Component code').fill(SOURCE);
     // The save is held in the browser while the page is looked at: what it shows does not depend on npm's speed.
-    let release: () => void = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    await page.route('**/v1/components/stream', async (route) => {
-      await released;
-      await route.continue();
-    });
+    const { release } = await holdUntilReleased(page, '**/v1/components/stream');
     await page.getByRole('button', { name: 'Load props' }).click();
     // The button said nothing and nothing else moved while npm worked.
     await page.getByRole('button', { name: 'Loading props…' }).waitFor();

@@ -3,7 +3,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
-import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, holdUntilReleased, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`;
 
@@ -17,14 +17,7 @@ describe.each(DIALECTS)('web console: Run now on a slow server (%s)', BROWSER_SU
 
   /** Presses Run with this event while the run's POST is held: the button says Starting… until it is let go. */
   async function runHeld(page: Page, done: string | RegExp): Promise<void> {
-    let release = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const runs: string[] = [];
-    await page.route('**/v1/**/run', async (route) => {
-      runs.push(route.request().url());
-      await released;
-      await route.continue();
-    });
+    const { held: runs, release } = await holdUntilReleased(page, '**/v1/**/run');
     await page.getByText('Run now').click();
     await page.getByRole('button', { name: 'Run with this event' }).click();
     // It only looked held, saying nothing, however long the server took.

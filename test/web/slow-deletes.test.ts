@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
-import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
+import { BROWSER_SUITE, holdUntilReleased, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
 const HTTP_SOURCE = `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };`;
 
@@ -18,28 +18,12 @@ describe.each(DIALECTS)('web console: deleting on a slow server (%s)', BROWSER_S
   });
 
   /**
-   * Holds the page's DELETEs until `release()`; `deletes` lists the paths they went to. Only DELETE: the reads go on,
-   * so that the page is drawn as the server says.
-   */
-  async function holdDeletes(page: Page): Promise<{ deletes: string[]; release: () => void }> {
-    const deletes: string[] = [];
-    let release = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    await page.route('**/v1/**', async (route) => {
-      if (route.request().method() !== 'DELETE') return route.continue();
-      deletes.push(new URL(route.request().url()).pathname);
-      await released;
-      await route.continue();
-    });
-    return { deletes, release };
-  }
-
-  /**
    * Presses `button`, confirms with `confirm` in the dialog, then presses the button again while the DELETE is held:
    * it says Deleting… (aria-disabled) and opens no second question. Released, one DELETE went, and `done` is said.
    */
   async function deleteOnce(page: Page, button: string | RegExp, confirm: string, done: string): Promise<string[]> {
-    const { deletes, release } = await holdDeletes(page);
+    // Only DELETEs: the reads go on, so that the page is drawn as the server says.
+    const { held: deletes, release } = await holdUntilReleased(page, '**/v1/**', 'DELETE');
     await page
       .getByRole('button', { name: button, exact: typeof button === 'string' })
       .first()

@@ -11,6 +11,7 @@ import {
   BROWSER_SUITE,
   evaluate,
   expectInTable,
+  holdUntilReleased,
   newAccount,
   openSignedIn,
   rewriteUntilReleased,
@@ -665,16 +666,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     await screenshot(page, 'account');
 
     // The rotation is held on its way to the server, so that the page shows what it shows while one runs.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let rotations = 0;
-    await page.route('**/v1/users/me/api_key', async (route) => {
-      rotations += 1;
-      await held;
-      await route.continue();
-    });
+    const { held: rotations, release } = await holdUntilReleased(page, '**/v1/users/me/api_key');
     await page.getByRole('button', { name: 'Rotate API key' }).click();
     await page.getByRole('dialog', { name: 'Rotate the API key?' }).getByRole('button', { name: 'Rotate key' }).click();
     const busy = page.getByRole('button', { name: 'Rotating…' });
@@ -686,7 +678,7 @@ describe.each(DIALECTS)('web console: workflows, webhooks, account (%s)', BROWSE
     release();
     await waitForText(page.getByRole('status'), 'Rotated the API key: the old key no longer works.');
     await page.getByRole('button', { name: 'Rotate API key' }).waitFor();
-    expect(rotations).toBe(1);
+    expect(rotations).toHaveLength(1);
     const newKey = (await page.locator('#new-api-key').textContent()) ?? '';
     expect(newKey).toMatch(/^trb_/);
     expect(newKey).not.toBe(user.apiKey);
