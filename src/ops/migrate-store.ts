@@ -50,7 +50,7 @@ export async function migrateStore(options: MigrateStoreOptions): Promise<TableR
   const dataDir = path.resolve(options.dataDir);
   const file = path.join(dataDir, 'tributary.db');
   if (!fs.existsSync(file)) throw new OpsError(`no Tributary database at ${file}: check --data-dir`);
-  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run migrate-store again');
+  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run migrate-store again', 'migrate-store');
   try {
     // A killed restore's copy beside it: the database to move may not be the one the operator means.
     refuseInterruptedRestore(dataDir);

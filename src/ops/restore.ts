@@ -49,7 +49,7 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
   const { force, signal } = options;
   checkIsSqlite(from);
   // A database replaced under a running server would be lost to it: the server must stop first.
-  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again');
+  const lock = lockDataDir(dataDir, 'stop it first (SIGTERM, and wait until it has exited), then run restore again', 'restore');
   try {
     const target = path.join(dataDir, 'tributary.db');
     if (fs.existsSync(target) && !force) {

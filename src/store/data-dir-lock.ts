@@ -12,10 +12,12 @@ export interface DataDirLock {
   release(): void;
 }
 
-function readPid(file: string): number | undefined {
+/** The holder `tributary.pid` names: its pid, and the command it runs (`serve`, `restore`, …; older files have none). */
+function readHolder(file: string): { pid: number; command: string } | undefined {
   try {
-    const pid = Number(fs.readFileSync(file, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    const [first, command = 'serve'] = fs.readFileSync(file, 'utf8').trim().split(/\s+/);
+    const pid = Number(first);
+    return Number.isInteger(pid) && pid > 0 ? { pid, command } : undefined;
   } catch {
     return undefined;
   }
@@ -24,10 +26,10 @@ function readPid(file: string): number | undefined {
 /**
  * Holds an exclusive lock on `<dataDir>/tributary.lock` (a small SQLite file) for as long as the server runs. The
  * operating system drops it when the process ends, however it ends, so a crashed server leaves nothing to clean
- * up. `tributary.pid` beside it only names the holder in the error a second server gets. `insteadDo` ends that
+ * up. `tributary.pid` beside it only names the holder (its pid and `command`) in the error a second one gets. `insteadDo` ends that
  * error with what the one refused should do: a second server can use another data directory, restore cannot.
  */
-export function lockDataDir(dataDir: string, insteadDo = 'stop it, or start this one with another --data-dir'): DataDirLock {
+export function lockDataDir(dataDir: string, insteadDo = 'stop it, or start this one with another --data-dir', command = 'serve'): DataDirLock {
   makeDataDir(dataDir);
   const pidFile = path.join(dataDir, 'tributary.pid');
   // No busy timeout: a held lock is an answer now, not something to wait for.
@@ -39,13 +41,14 @@ export function lockDataDir(dataDir: string, insteadDo = 'stop it, or start this
   } catch (error) {
     lock.close();
     if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-    const holder = readPid(pidFile);
-    throw new DataDirInUseError(`another tributary serve${holder ? ` (pid ${holder})` : ''} is using the data directory ${dataDir}; ${insteadDo}`);
+    const holder = readHolder(pidFile);
+    const who = holder ? `another tributary ${holder.command} (pid ${holder.pid})` : 'another tributary command';
+    throw new DataDirInUseError(`${who} is using the data directory ${dataDir}; ${insteadDo}`);
   }
-  fs.writeFileSync(pidFile, `${process.pid}\n`);
+  fs.writeFileSync(pidFile, `${process.pid} ${command}\n`);
   return {
     release: () => {
-      if (readPid(pidFile) === process.pid) fs.rmSync(pidFile, { force: true });
+      if (readHolder(pidFile)?.pid === process.pid) fs.rmSync(pidFile, { force: true });
       lock.close();
     },
   };

@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { openSqliteFile, SQLITE_DRIVER_PATH } from '../../src/store/sqlite-file.js';
+import { lockDataDir } from '../../src/store/data-dir-lock.js';
 import { describe, expect, it } from 'vitest';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { SETTINGS, envName } from '../../src/config.js';
@@ -405,6 +406,20 @@ describe('tributary CLI', () => {
     const exited = exitCode(server.child);
     server.child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+
+  // It said "another tributary serve" whatever held the lock: a restore at work was taken for a server.
+  it('names the command that holds the data directory when serve is refused', async () => {
+    const dataDir = tempDir();
+    const lock = lockDataDir(dataDir, 'stop it first', 'restore');
+    try {
+      const refused = await tributary(['serve', '--port', '0', '--data-dir', dataDir]).catch((e: { code: number; stderr: string }) => e);
+      expect((refused as { code: number }).code).toBe(2);
+      expect((refused as { stderr: string }).stderr).toContain(`error: another tributary restore (pid ${process.pid}) is using the data directory ${dataDir}`);
+    } finally {
+      lock.release();
+    }
+    expect(fs.existsSync(path.join(dataDir, 'tributary.pid'))).toBe(false);
   });
 
   it('refuses a second serve on a data directory a running server uses, and starts again after a crash', async () => {
