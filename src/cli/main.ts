@@ -7,6 +7,7 @@ import { type Columns, formatTable, when } from '../client/resources.js';
 import type { Store } from '../store/database.js';
 import { ServiceError } from '../model/errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
+import { refuseDuringRestore } from '../store/interrupted-restore.js';
 import { systemClock } from '../lib/clock.js';
 import { tributaryVersion } from '../lib/version.js';
 import { addClientCommands } from './client-commands.js';
@@ -46,6 +47,7 @@ async function withUsers<T>(
 ): Promise<T> {
   const config = configFrom(options);
   if (database === 'existing') await refuseMissingDatabase(config, 'check-postgres');
+  if (!config.databaseUrl) refuseDuringRestore(config.dataDir);
   const [{ openStore }, { UserService }] = await Promise.all([import('../store/database.js'), import('../services/users.js')]);
   return sayingWhoseLock(config, async () => {
     const store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });

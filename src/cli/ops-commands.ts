@@ -6,6 +6,7 @@ import type { Command, Option } from 'commander';
 import { resolveConfig, settingOptions } from '../config.js';
 import { counted } from '../client/resources.js';
 import { OpsError, OpsInterruptedError } from '../ops/ops-error.js';
+import { refuseDuringRestore } from '../store/interrupted-restore.js';
 
 function storageOption(flag: '--data-dir' | '--database-url'): Option {
   const option = settingOptions().find((o) => o.long === flag);
@@ -171,6 +172,7 @@ export function addOpsCommands(program: Command): void {
     if (options.json === true && options.status !== true) throw new OpsError('--json goes with --status');
     const { migrationStatus, formatMigrationStatus } = await import('../ops/migration-status.js');
     if (options.status !== true) {
+      if (!where.databaseUrl) refuseDuringRestore(where.dataDir);
       const { openStore } = await import('../store/database.js');
       const before = await migrationStatus(where);
       const store = await openStore(where);

@@ -1,6 +1,7 @@
 // What a restore leaves in a data directory while it works, and what a command that takes the data directory's lock does when a killed restore left it there.
 import fs from 'node:fs';
 import path from 'node:path';
+import { DataDirInUseError, lockDataDir } from './data-dir-lock.js';
 
 /** The restored copy is written under this name beside `tributary.db`, and renamed over it once whole. */
 export const RESTORING_SUFFIX = '.restoring';
@@ -33,6 +34,27 @@ export function refuseInterruptedRestore(dataDir: string): void {
   throw new InterruptedRestoreError(
     `a restore into ${dataDir} was interrupted before it put its database in place (it left ${path.basename(partial)}): run the same tributary restore again, or ${instead}${keptNote}`,
   );
+}
+
+/**
+ * For the commands that use the database beside a running server and so take no lock of their own (users, migrate): a
+ * restore's copy beside it means a restore at work (it holds the lock: what they wrote now would be replaced) or one
+ * that was killed (refused as serve refuses it). Without a copy nothing is checked, and no lock is taken.
+ */
+export function refuseDuringRestore(dataDir: string): void {
+  if (!fs.existsSync(path.join(dataDir, `tributary.db${RESTORING_SUFFIX}`))) return;
+  let lock: ReturnType<typeof lockDataDir>;
+  try {
+    lock = lockDataDir(dataDir);
+  } catch (error) {
+    if (!(error instanceof DataDirInUseError)) throw error;
+    throw new InterruptedRestoreError(`a restore is replacing the database in ${dataDir}: wait until it has finished, then run this command again`);
+  }
+  try {
+    refuseInterruptedRestore(dataDir);
+  } finally {
+    lock.release();
+  }
 }
 
 /**

@@ -30,6 +30,50 @@ async function restoreKilledAt(from: string, dataDir: string, step: string): Pro
 }
 
 /**
+ * Runs the real restore in a child process that stops at `step` until its standard input ends: `paused` settles once
+ * it is there; `resume()` lets it finish and resolves with its exit code.
+ */
+function restorePausedAt(
+  from: string,
+  dataDir: string,
+  step: string,
+  children: import('node:child_process').ChildProcess[],
+): { paused: Promise<void>; resume: () => Promise<number | null> } {
+  // The step's callback is synchronous: it blocks on a read of standard input until that ends.
+  const script = `
+    import fs from 'node:fs';
+    import { restoreDatabase } from ${JSON.stringify(RESTORE_MODULE)};
+    const [from, dataDir, step] = process.argv.slice(1);
+    const untilStdinEnds = () => {
+      for (;;) {
+        try {
+          if (fs.readSync(0, Buffer.alloc(1)) === 0) return;
+        } catch (error) {
+          if (error.code !== 'EAGAIN') throw error;
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+        }
+      }
+    };
+    await restoreDatabase({ from, dataDir, force: true, onSwapStep: (reached) => {
+      if (reached !== step) return;
+      fs.writeSync(1, 'paused\\n');
+      untilStdinEnds();
+    } });`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, from, dataDir, step], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const paused = new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('paused') && resolve());
+    void exited.then(() => reject(new Error('the restore ended before it paused')));
+  });
+  const resume = () => {
+    child.stdin!.end();
+    return exited;
+  };
+  return { paused, resume };
+}
+
+/**
  * A data directory as a server killed outright leaves it: user `kept` committed, but in `tributary.db-wal` alone
  * (the main file has only `first`). Made by copying both files while a reader's snapshot keeps the log from being
  * folded in: at an instant between two commits, which is all a crash can leave.
@@ -195,6 +239,13 @@ describe('restore killed on its way', () => {
             `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
             `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
         });
+        // Nor do the commands that take no lock of their own: users create made an account that the restore would replace.
+        const created = await runCli(['users', 'create', '--username', 'lost', '--email', 'lost@x.test', '--data-dir', dataDir], { env, cwd: dataDir });
+        expect([created.code, created.stderr], step).toEqual([
+          1,
+          `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
+            `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
+        ]);
         expect(databaseFiles(), step).toEqual(before);
       }
       const again = await runCli(['restore', '--from', backup, '--data-dir', dataDir, '--force'], { env, cwd: dataDir });
@@ -206,6 +257,27 @@ describe('restore killed on its way', () => {
       expect(listing(dataDir), step).toEqual(['tributary.db', 'tributary.lock']);
       expect(usernames(path.join(dataDir, 'tributary.db')), step).toEqual(['restored']);
     }
+  });
+
+  it('while a restore is at work, users create and migrate refuse, saying so, and write nothing the restore would replace', async () => {
+    const source = tempDir();
+    await createAccount(['--data-dir', source], 'restored');
+    const backup = path.join(tempDir(), 'b.db');
+    await run(process.execPath, [BIN, 'backup', '--data-dir', source, '--out', backup]);
+    const dataDir = tempDir();
+    await createAccount(['--data-dir', dataDir], 'first');
+    const restore = restorePausedAt(backup, dataDir, 'copied', children);
+    await restore.paused;
+    const refusal = `error: a restore is replacing the database in ${dataDir}: wait until it has finished, then run this command again\n`;
+    const created = await runCli(['users', 'create', '--username', 'lost', '--email', 'lost@x.test', '--data-dir', dataDir], { env, cwd: dataDir });
+    expect([created.code, created.stderr]).toEqual([1, refusal]);
+    const migrated = await runCli(['migrate', '--data-dir', dataDir], { env, cwd: dataDir });
+    expect([migrated.code, migrated.stderr]).toEqual([1, refusal]);
+    expect(await restore.resume()).toBe(0);
+    expect(usernames(path.join(dataDir, 'tributary.db'))).toEqual(['restored']);
+    // Once it is done, they work again.
+    const after = await runCli(['users', 'create', '--username', 'later', '--email', 'later@x.test', '--data-dir', dataDir], { env, cwd: dataDir });
+    expect(after.code, after.stderr).toBe(0);
   });
 
   it('a database whose -wal cannot be folded into it (damaged) is kept aside with that -wal, linked before the -wal leaves, and the message names it', async () => {
