@@ -98,6 +98,14 @@ function stageCopy(from: string, staging: string): string {
     for (const name of fs.readdirSync(staging)) fs.chmodSync(path.join(staging, name), 0o600);
     return file;
   } catch (error) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    // A full disk is the machine's state, not a mistake in --from: exit 1, with the room it takes.
+    if ((error as { code?: string }).code === 'ENOSPC') {
+      const megabytes = Math.ceil(fs.statSync(from).size / 1_048_576);
+      throw new Error(
+        `no room left in ${path.dirname(staging)} for the restore's copy of ${from}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored`,
+      );
+    }
     throw new OpsError(`--from: could not copy ${from} into ${staging} to read it: ${(error as Error).message}`);
   }
 }

@@ -272,6 +272,34 @@ describe('backup and restore', () => {
     expect(fs.readdirSync(target).filter((name) => name.startsWith('tributary.db'))).toEqual(['tributary.db']);
   });
 
+  // A full disk was said as a mistake in --from ('--from: could not copy …: ENOSPC', exit 2).
+  it('restore into a data directory without room for its copy says so, with the room it needs, and leaves the database as it was', async (context) => {
+    if (process.getuid?.() !== 0) return context.skip();
+    const served = tempDir();
+    await createAccount(['--data-dir', served], 'big');
+    const backup = path.join(tempDir(), 'big.db');
+    await tributary(['backup', '--data-dir', served, '--out', backup]);
+    const db = openSqliteFile(backup);
+    db.exec('create table ballast (x blob)');
+    db.prepare('insert into ballast values (zeroblob(?))').run(6 * 1_048_576);
+    db.close();
+    const target = tempDir();
+    if (!mountTmpfs(target, 4)) return context.skip();
+    try {
+      await createAccount(['--data-dir', target], 'kept');
+      const before = fs.readFileSync(path.join(target, 'tributary.db'));
+      const megabytes = Math.ceil(fs.statSync(backup).size / 1_048_576);
+      expect(await refused(['restore', '--from', backup, '--data-dir', target, '--force'])).toEqual({
+        code: 1,
+        stderr: `error: no room left in ${target} for the restore's copy of ${backup}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored\n`,
+      });
+      expect(fs.readFileSync(path.join(target, 'tributary.db')).equals(before)).toBe(true);
+      expect(fs.readdirSync(target).filter((name) => !name.startsWith('tributary.lock') && name !== 'secret.key')).toEqual(['tributary.db']);
+    } finally {
+      execFileSync('umount', ['-l', target]);
+    }
+  });
+
   it('backup of a damaged database says so on one line, naming it, and writes nothing', async () => {
     const served = tempDir();
     await createAccount(['--data-dir', served], 'broken');
