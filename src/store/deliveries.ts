@@ -100,7 +100,9 @@ const updateAttempt = compiledOnce(
       })
       .where('id', '=', id)
       .where('lease_owner', '=', owner)
-      .where('state', '=', 'pending'),
+      // A failed row still leased is an attempt on its way when failPending ended its webhook's queue (a 410): it
+      // reached the receiver, so its answer replaces the "not sent". Any other record clears the lease.
+      .where('state', 'in', ['pending', 'failed']),
   (id, owner, result) => [
     result.state,
     result.statusCode,
@@ -113,6 +115,7 @@ const updateAttempt = compiledOnce(
     id,
     owner,
     'pending',
+    'failed',
   ],
 );
 
@@ -152,11 +155,15 @@ export async function releaseAllDeliveryLeases(db: Db): Promise<void> {
     .execute();
 }
 
-/** Ends every pending attempt of a webhook (it was deactivated): they are logged as failed with `reason`. */
+/**
+ * Ends every pending attempt of a webhook (it was deactivated): they are logged as failed with `reason`. Leases are
+ * kept, so that an attempt already on its way still records the answer it gets (see recordAttempt); no claim takes a
+ * failed row.
+ */
 export async function failPending(db: Db, webhookId: string, reason: string, nowMs: number): Promise<void> {
   await db
     .updateTable('webhook_deliveries')
-    .set({ state: 'failed', error: reason, next_attempt_ms: null, attempted_ms: nowMs, lease_owner: null, lease_until_ms: null })
+    .set({ state: 'failed', error: reason, next_attempt_ms: null, attempted_ms: nowMs })
     .where('webhook_id', '=', webhookId)
     .where('state', '=', 'pending')
     .execute();

@@ -48,6 +48,12 @@ export function listWebhooks(db: Kysely<Database>, userId: string, page: PageReq
   return paginateById(base, count, 'wh', page);
 }
 
+/** Whether the webhook is there and active: read in an attempt's record, as a 410 may have retired it meanwhile. */
+export async function webhookIsActive(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom('webhooks').select('active').where('id', '=', id).executeTakeFirst();
+  return row?.active === 1;
+}
+
 export async function deactivateWebhook(db: Db, id: string, nowSeconds: number): Promise<void> {
   await db.updateTable('webhooks').set({ active: 0, updated_at: nowSeconds }).where('id', '=', id).execute();
 }

@@ -19,8 +19,11 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** What the receiver answers: a status with optional headers and body, after `delayMs` if given, or 'hang' to never answer. */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
+/**
+ * What the receiver answers: a status with optional headers and body, after `delayMs` if given or once `after`
+ * resolves (the test says when), or 'hang' to never answer.
+ */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; after?: Promise<unknown> } | 'hang';
 
 export interface Receiver {
   readonly url: string;
@@ -56,7 +59,8 @@ export async function startReceiver(): Promise<Receiver> {
         res.writeHead(given.status, given.headers ?? {});
         res.end(given.body ?? 'ok');
       };
-      if (given.delayMs) setTimeout(send, given.delayMs);
+      if (given.after) void given.after.then(send);
+      else if (given.delayMs) setTimeout(send, given.delayMs);
       else send();
     });
   });

@@ -337,6 +337,54 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     ]);
   });
 
+  // The 410 fails the webhook's pending attempts, but those already on their way reach the receiver: each is logged
+  // with the answer it got, not as "not sent" (a delivered event was shown failed), and a failure is not retried.
+  it('logs the attempts already on their way when a 410 came with their own answers, and retries none', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    let answerGone!: () => void;
+    let answerOthers!: () => void;
+    const gone = new Promise<void>((resolve) => {
+      answerGone = resolve;
+    });
+    const others = new Promise<void>((resolve) => {
+      answerOthers = resolve;
+    });
+    const answers: Record<string, { status: number; after: Promise<void> }> = {
+      first: { status: 410, after: gone },
+      second: { status: 200, after: others },
+      third: { status: 500, after: others },
+    };
+    receiver.answerAt(at, (r) => answers[JSON.parse(r.body).event as string]!);
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'first' }, { event: 'second' }, { event: 'third' }]));
+    await waitFor(
+      async () => receiver.on(at).length,
+      (n) => n === 3,
+      { what: 'the three attempts to reach the receiver' },
+    );
+    answerGone();
+    await waitFor(
+      () => a.api.get(`/v1/webhooks/${hook.id}`),
+      (r) => r.body.data.active === false,
+      { what: 'the 410 to deactivate the webhook' },
+    );
+    answerOthers();
+    const log = await a.deliveriesOf(
+      hook.id,
+      (rows) => rows.some((d) => d.status_code === 200) && rows.some((d) => d.status_code === 500),
+      'the answers of the attempts on their way to be recorded',
+    );
+    expect(log.map((d) => [d.attempt, d.state, d.status_code ?? null, d.error ?? null, d.next_attempt_at_ms]).sort()).toEqual([
+      [1, 'failed', 410, null, null],
+      [1, 'failed', 500, null, null],
+      [1, 'succeeded', 200, null, null],
+    ]);
+    expect(receiver.on(at)).toHaveLength(3);
+  });
+
   it('pages the delivery log newest first', async () => {
     const a = await account(server);
     const hook = await a.createWebhook(`${receiver.url}${nextPath()}`);

@@ -5,7 +5,7 @@ import type { DialectName } from '../../store/database.js';
 import type { Database } from '../../store/schema.js';
 import { newId } from '../../model/ids.js';
 import * as deliveries from '../../store/deliveries.js';
-import { deactivateWebhook } from '../../store/webhooks.js';
+import { deactivateWebhook, webhookIsActive } from '../../store/webhooks.js';
 import type { AttemptResult } from './attempt.js';
 
 /** Finished attempts kept per webhook in the delivery log; pruned every PRUNE_EVERY attempts. */
@@ -52,7 +52,9 @@ export async function recordOutcome(
   const { result, nowMs } = outcome;
   const ok = succeeded(result);
   const gone = result.statusCode === 410;
-  const delayMs = retryDelayMs(row.attempt, result, ok || gone || row.active !== 1, scheduleSeconds);
+  let delayMs = retryDelayMs(row.attempt, result, ok || gone || row.active !== 1, scheduleSeconds);
+  // The webhook was active when this attempt was claimed; another attempt's 410 may have retired it since.
+  if (delayMs !== undefined && !(await webhookIsActive(trx, row.webhook_id))) delayMs = undefined;
   const nextAttemptMs = delayMs === undefined ? null : nowMs + delayMs;
   const recorded = await deliveries.recordAttempt(trx, row.id, owner, {
     state: ok ? 'succeeded' : 'failed',
