@@ -18,6 +18,8 @@ export function parseHttpUrl(raw: string, field: string): URL {
   try {
     url = new URL(raw);
   } catch {
+    const port = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*:(\d+)(?:[/?#]|$)/i.exec(raw)?.[1];
+    if (port !== undefined && Number(port) > 65535) throw invalid(`${field} ${quote(raw)} names port ${port}; ports go from 1 to 65535`);
     throw invalid(`${field} ${quote(raw)} is not an absolute URL; expected http:// or https:// and a host`);
   }
   // WHATWG URL parsing reads `http:///hook` as host "hook"; RFC 3986 (and the specification) sees no host there.

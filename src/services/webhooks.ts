@@ -167,6 +167,8 @@ export class WebhookService {
       throw invalid('url must not hold a user name or password (user:password@host): they are not sent; receivers check the webhook-signature header instead');
     }
     if (url.port === '0') throw invalid(`url ${quote(raw)} names port 0, which nothing can be sent to`);
+    // Kept and shown, it would say deliveries go where they do not: a request never carries its fragment.
+    if (raw.includes('#')) throw invalid(`url ${quote(raw)} holds a #fragment, which a request never sends; leave it out`);
     if (this.isOwnEndpoint(url)) {
       throw invalid(
         `url ${quote(raw)} is one of this server's own HTTP endpoints: each event delivered there would run its source again, a loop no hop limit stops; subscribe the source to the emitter instead (POST /v1/subscriptions)`,

@@ -169,6 +169,17 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       400,
       { error: 'url "http://example.com:0/hook" names port 0, which nothing can be sent to', code: 'invalid_request' },
     ]);
+    // A port past 65535 was "not an absolute URL"; a #fragment was kept and shown, though deliveries never carry it.
+    const bigPort = await a.api.post(`/v1/webhooks?url=${encodeURIComponent('http://example.com:99999/')}&name=x`);
+    expect([bigPort.status, bigPort.body]).toEqual([
+      400,
+      { error: 'url "http://example.com:99999/" names port 99999; ports go from 1 to 65535', code: 'invalid_request' },
+    ]);
+    const fragment = await a.api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/ok#frag')}&name=x`);
+    expect([fragment.status, fragment.body]).toEqual([
+      400,
+      { error: 'url "https://example.com/ok#frag" holds a #fragment, which a request never sends; leave it out', code: 'invalid_request' },
+    ]);
     expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
   });
 
