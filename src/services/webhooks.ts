@@ -46,6 +46,13 @@ export interface WebhookRequest {
   description?: string | undefined;
 }
 
+/** What PATCH may change: `active` only to turn a retired webhook back on. */
+export interface WebhookChanges {
+  active?: true | undefined;
+  name?: string | null | undefined;
+  description?: string | null | undefined;
+}
+
 /** A Standard Webhooks secret: `whsec_` and the base64 of 24 random bytes. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
@@ -123,6 +130,25 @@ export class WebhookService {
 
   async get(accountId: string, webhookId: string): Promise<WebhookView> {
     return toView(await this.find(accountId, webhookId));
+  }
+
+  /**
+   * Changes its name or description, or turns it back on after a 410 retired it: events committed from then on are
+   * delivered again (those committed while it was off got no delivery). Nothing else about it changes, its secret least.
+   */
+  async update(accountId: string, webhookId: string, changes: WebhookChanges): Promise<WebhookView> {
+    const row = await this.find(accountId, webhookId);
+    if (changes.active === undefined && changes.name === undefined && changes.description === undefined) {
+      throw invalid('give at least one of active (true, to turn it back on), name and description');
+    }
+    const changed: webhooks.WebhookChanges = {
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.description !== undefined && { description: changes.description }),
+      ...(changes.active === true && { active: 1 }),
+    };
+    const updated = { ...row, ...changed, updated_at: nowSeconds() };
+    await webhooks.updateWebhook(this.store.db, webhookId, { ...changed, updated_at: updated.updated_at });
+    return toView(updated);
   }
 
   /** Removes the webhook, its pending deliveries and log, and the subscriptions naming it. */

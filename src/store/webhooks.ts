@@ -1,4 +1,4 @@
-// Queries on webhooks: create, read within an account, list newest first, deactivate, delete.
+// Queries on webhooks: create, read within an account, list newest first, change, deactivate, delete.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, WebhooksTable } from './schema.js';
@@ -52,6 +52,13 @@ export function listWebhooks(db: Kysely<Database>, userId: string, page: PageReq
 export async function webhookIsActive(db: Db, id: string): Promise<boolean> {
   const row = await db.selectFrom('webhooks').select('active').where('id', '=', id).executeTakeFirst();
   return row?.active === 1;
+}
+
+/** Fields a webhook's owner may change. */
+export type WebhookChanges = Partial<Pick<WebhookRow, 'name' | 'description' | 'active'>>;
+
+export async function updateWebhook(db: Db, id: string, changes: WebhookChanges & { updated_at: number }): Promise<void> {
+  await db.updateTable('webhooks').set(changes).where('id', '=', id).execute();
 }
 
 export async function deactivateWebhook(db: Db, id: string, nowSeconds: number): Promise<void> {

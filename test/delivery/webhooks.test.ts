@@ -330,6 +330,52 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     expect(receiver.on(at)).toHaveLength(1);
   });
 
+  // A 410 answered by mistake (a receiver's deploy gone wrong) left the webhook off for good: a new one meant a new
+  // secret for the receiver and new subscriptions.
+  it('turns a retired webhook back on with PATCH, and renames one; events committed from then on are delivered', async () => {
+    const a = await account(server);
+    const at = nextPath();
+    let gone = true;
+    receiver.answerAt(at, () => ({ status: gone ? 410 : 200 }));
+    const hook = await a.createWebhook(`${receiver.url}${at}`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'one' }]));
+    await a.deliveriesOf(hook.id, (rows) => rows[0]?.state === 'failed', 'the 410 to be recorded');
+    expect((await a.api.get(`/v1/webhooks/${hook.id}`)).body.data.active).toBe(false);
+    gone = false;
+
+    const on = await a.api.patch(`/v1/webhooks/${hook.id}`, { active: true, name: 'orders again' });
+    expect(on.status).toBe(200);
+    expect(on.body.data).toEqual({ ...hook, user_id: undefined, secret: undefined, name: 'orders again', active: true, updated_at: expect.any(Number) });
+    expect(on.body.data).not.toHaveProperty('secret');
+    expect((await a.api.get(`/v1/webhooks/${hook.id}`)).body.data).toEqual(on.body.data);
+    await a.runAndWait(source, emitsOf([{ event: 'two' }]));
+    const log = await a.deliveriesOf(hook.id, (rows) => rows.some((d) => d.state === 'succeeded'), 'the delivery after it was turned on');
+    expect(log.map((d) => [d.state, d.status_code])).toEqual([
+      ['succeeded', 200],
+      ['failed', 410],
+    ]);
+    // Signed with the secret it always had.
+    const delivered = receiver.on(at).at(-1)!;
+    expect(JSON.parse(delivered.body).event).toBe('two');
+    expect(() => new Webhook(hook.secret).verify(delivered.body, delivered.headers as Record<string, string>)).not.toThrow();
+
+    const renamed = await a.api.patch(`/v1/webhooks/${hook.id}`, { description: null });
+    expect([renamed.status, renamed.body.data.description, renamed.body.data.name]).toEqual([200, null, 'orders again']);
+    for (const [body, error, details] of [
+      [{}, 'give at least one of active (true, to turn it back on), name and description', undefined],
+      [{ active: false }, 'invalid body: active must be true', [{ in: 'body', field: 'active', message: 'must be true' }]],
+      [{ url: 'https://example.com' }, 'invalid body: must not have the field "url"', [{ in: 'body', field: 'url', message: 'must not have the field "url"' }]],
+    ] as const) {
+      const refused = await a.api.patch(`/v1/webhooks/${hook.id}`, body);
+      expect([refused.status, refused.body], JSON.stringify(body)).toEqual([400, { error, code: 'invalid_request', ...(details && { details }) }]);
+    }
+    expect((await a.api.get(`/v1/webhooks/${hook.id}`)).body.data).toEqual(renamed.body.data);
+    const other = await account(server);
+    expect((await other.api.patch(`/v1/webhooks/${hook.id}`, { active: true })).body).toEqual({ error: `webhook "${hook.id}" not found`, code: 'not_found' });
+  });
+
   it('shows no retry time on earlier failed attempts once a 410 has ended the retries', async () => {
     const a = await account(server);
     const at = nextPath();

@@ -1,4 +1,4 @@
-// Webhooks: create (the signing secret is shown once), list, read, delete, and the delivery log.
+// Webhooks: create (the signing secret is shown once), list, read, rename or turn back on, delete, and the delivery log.
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -86,6 +86,27 @@ export function webhookRoutes(services: { webhooks: WebhookService }): FastifyPl
         },
       },
       async (request) => ({ data: await services.webhooks.get(request.account.id, request.params.id) }),
+    );
+
+    app.patch(
+      '/webhooks/:id',
+      {
+        schema: {
+          tags: ['webhooks', 'extensions'],
+          summary: 'Rename a webhook, or turn it back on after a 410 Gone retired it; omitted fields keep their values',
+          params: webhookIdParams,
+          body: Type.Object(
+            {
+              active: Type.Optional(Type.Literal(true, { description: 'true turns a webhook a 410 retired back on' })),
+              name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
+              description: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: dataOf(webhookSchema) },
+        },
+      },
+      async (request) => ({ data: await services.webhooks.update(request.account.id, request.params.id, request.body) }),
     );
 
     app.delete(
