@@ -1,6 +1,6 @@
-// The webhooks page: list, create (the signing secret is shown once) and delete the account's webhooks.
+// The webhooks page: list, create (the signing secret is shown once), turn back on after a 410, and delete the account's webhooks.
 import { useState } from 'preact/hooks';
-import { ApiError, del, describeError, getEveryPage, post, query } from './api';
+import { ApiError, del, describeError, getEveryPage, patch, post, query } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { formatTime } from './format';
@@ -62,6 +62,23 @@ export function WebhooksPage() {
     });
   };
 
+  // One at a time, as a delete: the row's button says so until the server has answered.
+  const enabling = useBusy();
+  const [turningOn, setTurningOn] = useState<string | undefined>(undefined);
+  const turnOn = (webhook: Webhook) =>
+    enabling.run(async () => {
+      setTurningOn(webhook.id);
+      try {
+        await patch(`/webhooks/${encodeURIComponent(webhook.id)}`, { active: true });
+        notify({ kind: 'ok', text: `Turned webhook ${webhook.name || webhook.id} back on: the events stored from now on are delivered.` });
+        await list.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      } finally {
+        setTurningOn(undefined);
+      }
+    });
+
   const remove = (webhook: Webhook) =>
     removal.run(async () => {
       setDeleting(undefined);
@@ -96,7 +113,23 @@ export function WebhooksPage() {
               <td class="url" title={webhook.url}>
                 {webhook.url}
               </td>
-              <td>{webhook.active ? 'Active' : <span class="muted">Inactive (410 Gone)</span>}</td>
+              <td>
+                {webhook.active ? (
+                  'Active'
+                ) : (
+                  <>
+                    <span class="muted">Inactive (410 Gone)</span>{' '}
+                    <button
+                      type="button"
+                      onClick={() => enabling.busy || turnOn(webhook)}
+                      aria-disabled={enabling.busy ? 'true' : undefined}
+                      aria-label={`Turn webhook ${webhook.name || webhook.id} back on`}
+                    >
+                      {turningOn === webhook.id ? 'Turning on…' : 'Turn on'}
+                    </button>
+                  </>
+                )}
+              </td>
               <td>{formatTime(webhook.created_at * 1000)}</td>
               <td>
                 <button
