@@ -11,31 +11,39 @@ export function isTemplate(value: unknown): value is string {
   return typeof value === 'string' && value.includes('{{') && /\{\{[^{}]+\}\}/.test(value);
 }
 
-/** The expression of each template in `value` that is not a path (for a 422 at save time). */
-export function invalidTemplatePaths(value: string): string[] {
-  return [...value.matchAll(ANY)].map((m) => m[1]!).filter((expression) => !PATH.test(expression));
+/** A key as a path segment: `.key` when it is an identifier, else `["key"]`. */
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/**
+ * Each template expression in `value`, in its arrays and objects too, with where it stands (`at` extended:
+ * `label.nested[0]`), so that a refusal names the very value at fault and a nested template is checked as a top one.
+ */
+export function templateExpressions(value: unknown, at: string): Array<{ at: string; expression: string }> {
+  if (Array.isArray(value)) return value.flatMap((item, index) => templateExpressions(item, `${at}[${index}]`));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, item]) => templateExpressions(item, IDENTIFIER.test(key) ? `${at}.${key}` : `${at}[${JSON.stringify(key)}]`));
+  }
+  if (!isTemplate(value)) return [];
+  return [...value.matchAll(ANY)].map((m) => ({ at, expression: m[1]! }));
+}
+
+/** True when the expression is a path (`a.b`, `a[0]`, `a["b c"]`), nothing that runs code. */
+export function isTemplatePath(expression: string): boolean {
+  return PATH.test(expression);
 }
 
 /**
- * The template paths in `value` (in its arrays and objects too) that read nothing a run can hold: the data is
- * `{ steps }`, and of it only `steps.trigger` and the steps in `earlier` are set when the step runs. Such a path (a
- * typo in a step's name, a later step, `process.env.X`) would evaluate to nothing on every run, without a word.
+ * True when the path reads nothing a run can hold: the data is `{ steps }`, and of it only `steps.trigger` and the
+ * steps in `earlier` are set when the step runs. Such a path (a typo in a step's name, a later step, `process.env.X`)
+ * would evaluate to nothing on every run, without a word.
  */
-export function unreadableTemplatePaths(value: unknown, earlier: ReadonlySet<string>): string[] {
-  if (Array.isArray(value)) return value.flatMap((item) => unreadableTemplatePaths(item, earlier));
-  if (value !== null && typeof value === 'object') return Object.values(value).flatMap((item) => unreadableTemplatePaths(item, earlier));
-  if (!isTemplate(value)) return [];
-  return [...value.matchAll(ANY)]
-    .map((m) => m[1]!)
-    .filter((expression) => {
-      if (!PATH.test(expression)) return false;
-      const head = /^[A-Za-z_$][\w$]*/.exec(expression)![0];
-      if (head !== 'steps') return true;
-      const first = expression.slice(head.length).matchAll(SEGMENT).next().value;
-      if (!first) return false;
-      const name = first[1] ?? first[2] ?? first[3] ?? first[4]!;
-      return name !== 'trigger' && !earlier.has(name);
-    });
+export function isUnreadablePath(expression: string, earlier: ReadonlySet<string>): boolean {
+  const head = /^[A-Za-z_$][\w$]*/.exec(expression)![0];
+  if (head !== 'steps') return true;
+  const first = expression.slice(head.length).matchAll(SEGMENT).next().value;
+  if (!first) return false;
+  const name = first[1] ?? first[2] ?? first[3] ?? first[4]!;
+  return name !== 'trigger' && !earlier.has(name);
 }
 
 function lookUp(data: Record<string, unknown>, expression: string): unknown {

@@ -16,7 +16,7 @@ import { endpointUrl } from '../model/endpoints.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, withAdditionalProps } from '../model/props.js';
-import { invalidTemplatePaths, isTemplate, unreadableTemplatePaths } from '../model/templates.js';
+import { isTemplate, isTemplatePath, isUnreadablePath, templateExpressions } from '../model/templates.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
@@ -328,21 +328,18 @@ export class WorkflowService {
   ) {
     const given = step.configured_props ?? {};
     const templates: Record<string, string> = {};
-    for (const [name, value] of Object.entries(given)) {
-      if (!isTemplate(value)) continue;
-      const bad = invalidTemplatePaths(value);
-      if (bad.length)
-        throw invalid(
-          `${stepLabel(index, step.name)}configured_props.${shorten(name)}: ${quote(`{{ ${bad[0]} }}`)} is not a path such as steps.trigger.event.body`,
-        );
-      templates[name] = value;
-    }
-    for (const [name, value] of Object.entries(given)) {
-      const unreadable = unreadableTemplatePaths(value, earlier);
-      if (!unreadable.length) continue;
+    for (const [name, value] of Object.entries(given)) if (isTemplate(value)) templates[name] = value;
+    // Every template, at the top or inside an array or object: a nested one that is not a path reached the step as
+    // its own text, braces and all.
+    const found = Object.entries(given).flatMap(([name, value]) => templateExpressions(value, `configured_props.${name}`));
+    const bad = found.find(({ expression }) => !isTemplatePath(expression));
+    if (bad)
+      throw invalid(`${stepLabel(index, step.name)}${shorten(bad.at)}: ${quote(`{{ ${bad.expression} }}`)} is not a path such as steps.trigger.event.body`);
+    const unreadable = found.find(({ expression }) => isUnreadablePath(expression, earlier));
+    if (unreadable) {
       const readable = ['steps.trigger', ...[...earlier].map((step) => `steps.${step}`)].join(', ');
       throw invalid(
-        `${stepLabel(index, step.name)}configured_props.${shorten(name)}: ${quote(`{{ ${unreadable[0]} }}`)} reads no step before this one; a template reads one of ${readable}`,
+        `${stepLabel(index, step.name)}${shorten(unreadable.at)}: ${quote(`{{ ${unreadable.expression} }}`)} reads no step before this one; a template reads one of ${readable}`,
       );
     }
     const resolved = await this.deployProps.resolve({

@@ -728,21 +728,38 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         { name: 'last', component_code: ECHO_STEP },
       ],
     });
-    const refusal = (expression: string) => ({
-      error: `steps[1] ("add"): configured_props.label: ${JSON.stringify(`{{ ${expression} }}`)} reads no step before this one; a template reads one of steps.trigger, steps.parse`,
+    const refusal = (expression: string, at = 'label') => ({
+      error: `steps[1] ("add"): configured_props.${at}: ${JSON.stringify(`{{ ${expression} }}`)} reads no step before this one; a template reads one of steps.trigger, steps.parse`,
       code: 'invalid_request',
     });
     // Each was saved and then evaluated to nothing on every run: the step got undefined (or "") without a word.
-    const cases: Array<[unknown, string]> = [
+    const cases: Array<[unknown, string, string?]> = [
       ['{{ steps.prase.$return_value.n }}', 'steps.prase.$return_value.n'],
       ['{{ steps.last.$return_value }}', 'steps.last.$return_value'],
       ['{{ steps.add.doubled }}', 'steps.add.doubled'],
       ['n = {{ steps.parse.doubled }} {{ process.env.KEY }}', 'process.env.KEY'],
-      [{ nested: ['{{ steps["gone"].x }}'] }, 'steps["gone"].x'],
+      // A nested one is named where it stands, not by its prop alone.
+      [{ nested: ['ok', '{{ steps["gone"].x }}'] }, 'steps["gone"].x', 'label.nested[1]'],
+      [{ 'a key': { b: '{{ steps.gone }}' } }, 'steps.gone', 'label["a key"].b'],
     ];
-    for (const [label, expression] of cases) {
+    for (const [label, expression, at] of cases) {
       const res = await own.post('/v1/workflows', withTemplate(label));
-      expect([res.status, res.body], JSON.stringify(label)).toEqual([400, refusal(expression)]);
+      expect([res.status, res.body], JSON.stringify(label)).toEqual([400, refusal(expression, at)]);
+    }
+    // A template that is not a path is refused inside an array or object as at the top: nested, it was saved, and
+    // each run's step got the template's own text, braces and all.
+    for (const [label, at] of [
+      ['{{ steps.parse.n + 1 }}', 'label'],
+      [{ deep: ['{{ steps.parse.n + 1 }}'] }, 'label.deep[0]'],
+    ] as const) {
+      const res = await own.post('/v1/workflows', withTemplate(label));
+      expect([res.status, res.body], JSON.stringify(label)).toEqual([
+        400,
+        {
+          error: `steps[1] ("add"): configured_props.${at}: "{{ steps.parse.n + 1 }}" is not a path such as steps.trigger.event.body`,
+          code: 'invalid_request',
+        },
+      ]);
     }
     expect((await own.get('/v1/users/me/workflows')).body.page_info.total_count).toBe(0);
 
