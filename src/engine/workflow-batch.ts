@@ -112,6 +112,16 @@ export class StepBatchRunner {
     const steps = JSON.parse(workflow.steps) as StoredStep[];
     const step = steps[position]!;
     const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
+    // Shown `running` while its step runs, whatever node takes it (in a cluster the claim marked it already).
+    const marking = batch.filter((held) => held.run.status !== 'running');
+    if (marking.length) {
+      await workflows.markRunning(
+        this.store.db,
+        marking.map((held) => held.run.id),
+        this.options.owner,
+      );
+      for (const held of marking) held.run = { ...held.run, status: 'running' };
+    }
     const startedMs = clock.now();
     // The worker warns of a second `$.respond()` in one step only: it cannot know that an earlier step answered.
     const answeredBefore = batch.map((held) => answered(held.run.id));

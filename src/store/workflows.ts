@@ -293,6 +293,21 @@ export async function insertStepRows(db: Db, rows: WorkflowRunStepRow[]): Promis
   if (rows.length) await db.insertInto('workflow_run_steps').values(rows).execute();
 }
 
+/**
+ * Marks runs whose step is about to run `running`: the only runner takes runs up without a claim (which marks them in a
+ * cluster), so a run whose first step, or the step after its delay, was running read `queued` or `delayed`.
+ */
+export async function markRunning(db: Db, runIds: string[], owner: string | null): Promise<void> {
+  if (!runIds.length) return;
+  await db
+    .updateTable('workflow_runs')
+    .set({ status: 'running' })
+    .where('id', 'in', runIds)
+    .where('status', 'in', ['queued', 'delayed'])
+    .where(heldBy(owner))
+    .execute();
+}
+
 /** Hands runs back (the runtime failed): they are due again after `retryAtMs`, for any runner. */
 export async function releaseRuns(db: Db, runIds: string[], owner: string | null, retryAtMs: number): Promise<void> {
   if (!runIds.length) return;
