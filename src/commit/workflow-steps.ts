@@ -8,7 +8,7 @@ import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../stor
 import { writeDataStores } from '../store/data-stores.js';
 import { newId } from '../model/ids.js';
 import { type PendingEvent, storableText } from '../model/events.js';
-import { deploymentIdOf, SSE_PREFIX } from '../model/workflows.js';
+import { deploymentIdOf, exitCalled, SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
 import { storeAndRoute } from './effects.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
@@ -166,7 +166,10 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
     }
     verdicts.push(verdict);
     if (verdict === 'finished' && !outcome.error && step.awaitingResponse) {
-      const message = 'the run ended without any step calling $.respond(); the HTTP client got 504 no_response';
+      const exit = outcome.step?.exit;
+      const message = exit
+        ? `the run ended without any step calling $.respond(): ${exitCalled(batch.stepName, exit)}; the HTTP client got 504 no_response`
+        : 'the run ended without any step calling $.respond(); the HTTP client got 504 no_response';
       events.push(
         workflowErrorEvent(run, batch.stepName, { name: 'NoResponseError', message, stack: `NoResponseError: ${message}`, code: 'no_response' }, options.nowMs),
       );

@@ -2,12 +2,24 @@
 // or that it went into a `$.flow.delay`; in a cluster, what no request waits for here is relayed to the other nodes.
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
+import { exitCalled } from '../model/workflows.js';
 
 /**
  * The failure's name by which a run says it went into `$.flow.delay` before answering; its message is the delay in
  * milliseconds. Not an end: the request decides whether the run may still answer while it waits.
  */
 export const FLOW_DELAYED = 'FlowDelayed';
+
+/**
+ * The failure's name by which a run that ended with `$.flow.exit()` before any `$.respond()` says so; its message
+ * names the step and the call. Not a failure of the run (it succeeded): the request is told why no answer came.
+ */
+export const FLOW_EXITED = 'FlowExited';
+
+/** What a run's end by `$.flow.exit()` in `stepName` tells a request that had no answer. */
+export function flowExited(stepName: string, exit: { reason?: string }): InvocationError {
+  return { name: FLOW_EXITED, message: exitCalled(stepName, exit), stack: '' };
+}
 
 /** Called when a run of an HTTP trigger with custom_response answers, ends without answering (`response` undefined) or is delayed. */
 export type RunResponder = (response: HttpResponse | undefined, error?: InvocationError) => void;

@@ -23,7 +23,7 @@ import { HAND_BACK_DELAY_MS, StepBatchRunner, type HeldRun, type StepOutbox } fr
 import type { CredentialSource } from './invocation-base.js';
 import { holdStepData, StepBatches } from './step-batches.js';
 import type { AnswerFailure, AnswerRelay } from './responders.js';
-import { RunAnswers, type RunResponder } from './run-answers.js';
+import { flowExited, RunAnswers, type RunResponder } from './run-answers.js';
 
 export type { RunResponder, StepOutbox };
 
@@ -352,7 +352,11 @@ export class WorkflowRunner {
         return void this.held.delete(held.run.id);
       }
       addedChars = Math.max(addedChars, holdStepData(held, stepName, stepData(outcome.step?.returnValue, outcome.step?.exports ?? {})));
-      if (verdict === 'finished') return this.finish(held.run.id, outcome.error, answersHttp(workflow));
+      if (verdict === 'finished') {
+        // An end by $.flow.exit() is told to a request still waiting as what it is, not as a run that forgot to answer.
+        const exit = !outcome.error && outcome.step?.exit ? flowExited(stepName, outcome.step.exit) : undefined;
+        return this.finish(held.run.id, outcome.error ?? exit, answersHttp(workflow));
+      }
       held.run = { ...held.run, next_step: stepIndex + 1, running_ms: held.run.running_ms + Math.round(outcome.durationMs) };
       if (verdict === 'next') return this.enqueue(held);
       // Delayed: its row has the due time; a scan takes it up again then. Its HTTP client, if any, hears of it.

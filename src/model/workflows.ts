@@ -56,3 +56,8 @@ export function stepNameProblems(names: string[]): string[] {
 export function stepData(returnValue: unknown, exports: Record<string, unknown>): Record<string, unknown> {
   return returnValue === undefined ? { ...exports } : { ...exports, $return_value: returnValue };
 }
+
+/** How a run's end by `$.flow.exit()` is told where no `$.respond()` came: `step "s0" called $.flow.exit("bye")`. */
+export function exitCalled(stepName: string, exit: { reason?: string }): string {
+  return `step ${JSON.stringify(stepName)} called $.flow.exit(${exit.reason === undefined ? '' : JSON.stringify(exit.reason)})`;
+}

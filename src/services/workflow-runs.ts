@@ -8,7 +8,7 @@ import { type Page, type PageRequest, toPage } from '../model/pagination.js';
 import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 import type { NewRun } from '../commit/workflow-runs.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
-import { FLOW_DELAYED } from '../engine/run-answers.js';
+import { FLOW_DELAYED, FLOW_EXITED } from '../engine/run-answers.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { QuotaService } from './quotas.js';
 import type { WorkflowService } from './workflows.js';
@@ -158,6 +158,7 @@ export class WorkflowRunService {
         `the workflow went into $.flow.delay for ${delayedMs / 1000} s before any step called $.respond(), past the ${waitMs / 1000} s a request waits (its timeout_seconds and 5 s); run ${runId} goes on then, and a later $.respond() reaches no one`,
       );
     }
+    if (error?.name === FLOW_EXITED) throw new ServiceError('no_response', `the workflow did not respond: ${error.message} before any step called $.respond()`);
     if (error && error.name !== 'TimeoutError') throw new ServiceError('run_failed', `the workflow failed before responding: ${error.message}`);
     if (error) throw new ServiceError('no_response', `the workflow timed out before responding: ${error.message}`);
     if (waitedMs !== undefined && this.runner.databaseDown) throw awaitedThroughOutage(`run ${runId}`);

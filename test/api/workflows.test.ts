@@ -244,6 +244,39 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     });
   });
 
+  it('says a custom-response run gave no answer because a step called $.flow.exit() first, to its client and on $errors', async () => {
+    // Both said "no step called $.respond()", as if the run had forgotten to answer, though a step ended it on purpose.
+    const cases: Array<[string, string]> = [
+      [EXIT_STEP, 'step "stop" called $.flow.exit("nothing to do")'],
+      ['module.exports = { async run({ $ }) { $.flow.exit(); } };', 'step "stop" called $.flow.exit()'],
+    ];
+    for (const [code, said] of cases) {
+      const workflow = await create({
+        name: 'exits before responding',
+        trigger: { type: 'http', custom_response: true },
+        steps: [
+          { name: 'stop', component_code: code },
+          { name: 'reply', component_code: RESPOND_STEP },
+        ],
+      });
+      const res = await request('POST', workflow.trigger.endpoint_url, { body: { n: 1 } });
+      expect([res.status, res.body]).toEqual([504, { error: `the workflow did not respond: ${said} before any step called $.respond()`, code: 'no_response' }]);
+      const errors = await waitFor(
+        () => api.get(`/v1/workflows/${workflow.id}/$errors/event_summaries?expand=event`),
+        (r) => r.body.data.length === 1,
+        { what: 'the $errors entry of the run that exited' },
+      );
+      expect(errors.body.data[0].event.error).toMatchObject({
+        name: 'NoResponseError',
+        code: 'no_response',
+        cellId: 'stop',
+        message: `the run ended without any step calling $.respond(): ${said}; the HTTP client got 504 no_response`,
+      });
+      const [run] = await finishedRuns(workflow.id, 1);
+      expect([run.status, run.steps.length]).toEqual(['succeeded', 1]);
+    }
+  });
+
   it("says why a custom-response run gave no answer: a run that timed out, and one delayed past the client's wait, at once", async () => {
     // Both were answered "no step called $.respond()", though one step was cut off and the other responds later.
     const hangs = await create({
