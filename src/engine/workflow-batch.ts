@@ -62,6 +62,16 @@ function failedOutcome(name: string, message: string, code: string): InvocationO
   return { emits: [], logs: [], error: { name, message, stack: `${name}: ${message}`, code }, durationMs: 0 };
 }
 
+/** The `$.send` kinds the outbox cannot carry out, with why, for the step's worker to fail a step that uses one. */
+function unavailableSendsOf(outbox: StepBatchOptions['outbox']): { unavailableSends?: Record<string, string> } {
+  const reasons: Record<string, string> = {};
+  for (const kind of ['http', 'email', 's3', 'emit', 'sse'] as const) {
+    const reason = outbox.unavailable(kind);
+    if (reason !== undefined) reasons[kind] = reason;
+  }
+  return Object.keys(reasons).length ? { unavailableSends: reasons } : {};
+}
+
 /** The outcome of a run that has no running time left for its next step. */
 function usedItsTime(timeoutMs: number): InvocationOutcome {
   return failedOutcome('TimeoutError', `the run used its ${timeoutMs} ms of running time`, 'timeout');
@@ -273,6 +283,7 @@ export class StepBatchRunner {
           db,
           ...(dataStores && { dataStores }),
           customResponse: trigger?.type === 'http' && trigger.custom_response,
+          ...unavailableSendsOf(this.options.outbox),
           timeoutMs: remainingMs,
           eventTimeoutsMs,
         },

@@ -136,6 +136,7 @@ export async function invokeIn(
     customResponse: request.customResponse === true,
   };
   if (request.dataStores) message.dataStores = request.dataStores;
+  if (request.unavailableSends) message.unavailableSends = request.unavailableSends;
   worker.strays.note(message.id, { sourceId: request.sourceId, method: request.method, logContext: request.logContext }, count);
   try {
     await worker.call(

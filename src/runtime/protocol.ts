@@ -50,6 +50,8 @@ export interface InvokeRequest {
   dataStores?: DataStoreContents[];
   httpEndpoint?: string;
   customResponse: boolean;
+  /** InvocationRequest.unavailableSends. */
+  unavailableSends?: Record<string, string>;
 }
 
 /**

@@ -238,6 +238,11 @@ export interface InvocationRequest {
   httpEndpoint?: string;
   /** True when the HTTP prop sets `customResponse`. */
   customResponse?: boolean;
+  /**
+   * For `step` calls: the `$.send` kinds this server cannot carry out, each with why (`needs the server's --smtp-url
+   * setting`). A step that uses one fails there, keeping what a failed step keeps, and commits nothing.
+   */
+  unavailableSends?: Record<string, string>;
   /** Milliseconds before the worker is killed. */
   timeoutMs: number;
   /**

@@ -445,6 +445,36 @@ describe.each(DIALECTS)('workflow sends on %s', (dialect) => {
     expect(receiver.on(path)).toEqual([]);
   });
 
+  it('keeps what a failed step keeps when a send is not configured, and commits none of its $.service.db writes', async () => {
+    const { api } = await account(bare);
+    // Caught or not, the send fails the step. The step's exports and logs were dropped (duration 0), and its
+    // $.service.db write was committed, though the error said nothing of the step was.
+    const code = `module.exports = { props: { db: "$.service.db" }, async run({ $ }) {
+      console.log("about to mail"); $.export("got", "far"); this.db.set("k", 1);
+      try { $.send.email({ subject: "s", text: "t" }); } catch (error) { console.log("caught", error.name); }
+      return "went on"; } };`;
+    const created = await api.post('/v1/workflows', { name: 'mails', steps: [{ name: 'mail', component_code: code }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const started = await api.post(`/v1/workflows/${created.body.data.id}/run`, {});
+    const { body } = await waitFor(
+      () => api.get(`/v1/workflows/${created.body.data.id}/runs/${started.body.data.id}`),
+      (r) => r.body.data?.status === 'failed' || r.body.data?.status === 'succeeded',
+      { what: 'the run to finish' },
+    );
+    const [step] = body.data.steps;
+    const message = "$.send.email() needs the server's --smtp-url setting; nothing of this step was committed";
+    expect([body.data.status, step.status, step.exports, step.logs.map((line: { msg: string }) => line.msg), step.$return_value]).toEqual([
+      'failed',
+      'failed',
+      { got: 'far' },
+      ['about to mail', 'caught ConfigurationError'],
+      undefined,
+    ]);
+    expect(step.error).toMatchObject({ name: 'ConfigurationError', code: 'send_unavailable', message });
+    const db = bare.running.services.store.db;
+    expect(await db.selectFrom('workflow_step_db').selectAll().where('workflow_id', '=', created.body.data.id).execute()).toEqual([]);
+  });
+
   it('never carries out the sends of a step that fails', async () => {
     const { api, email } = await account(configured);
     const failing = `/http-${dialect}-failing-step`;

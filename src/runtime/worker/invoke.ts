@@ -295,7 +295,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const scope = new CallScope(request.method, index);
     scope.origin = request.id;
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
-    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse) : undefined;
+    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse, request.unavailableSends) : undefined;
     const started = PerformanceNow();
     live = { scope, requestId: request.id, batch, send };
     let error: unknown;

@@ -131,6 +131,8 @@ export class StepCall {
     private readonly scope: CallScope,
     customResponse: boolean,
     sendResponse: (response: HttpResponse) => void,
+    /** InvocationRequest.unavailableSends: the kinds that fail the step, with why. */
+    private readonly unavailableSends: Record<string, string> | undefined = undefined,
   ) {
     const respond = makeRespond(scope, customResponse, sendResponse);
     this.$ = ObjectFreeze({
@@ -242,6 +244,16 @@ export class StepCall {
     if (!this.usable()) return;
     if (!isPlainObject(argument)) throw new TypeError(`$.send.${kind}() takes an object: ${SEND_SHAPES[kind]}`);
     SEND_CHECKS[kind](argument);
+    // A send this server cannot carry out fails the step here, even if its code catches the error: the step keeps its
+    // exports and logs, as a failed step does, and none of its $.service.db or data store writes is committed.
+    const unavailable = this.unavailableSends?.[kind];
+    if (typeof unavailable === 'string') {
+      const error = new Error(`${unavailable}; nothing of this step was committed`);
+      error.name = 'ConfigurationError';
+      (error as Error & { code: string }).code = 'send_unavailable';
+      this.scope.fail(error);
+      throw error;
+    }
     const copy = jsonCopy(argument, `the argument of $.send.${kind}()`);
     const bytes = jsonBytes(copy.json);
     if (this.sends.length >= MAX_STEP_SENDS_PER_CALL) {
