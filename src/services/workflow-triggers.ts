@@ -63,6 +63,13 @@ export async function checkTrigger(
     }
   }
   if (trigger?.type === 'source') {
+    // A workflow's id here was answered "source p_… not found", as if it had been deleted: it is no source, and its
+    // events reach this workflow through a subscription.
+    if (trigger.source_id.startsWith('p_')) {
+      throw invalid(
+        `trigger.source_id names a source (dc_…), not a workflow; to run on workflow ${quote(trigger.source_id)}'s events, make no trigger and subscribe: POST /v1/subscriptions?emitter_id=${trigger.source_id}&listener_id=<this workflow>`,
+      );
+    }
     const source = isId(trigger.source_id, 'dc') ? await findSource(store.db, accountId, trigger.source_id) : undefined;
     if (!source) throw notFound(`source ${quote(trigger.source_id)}`);
   }

@@ -688,6 +688,13 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         'not_found',
         /source/,
       ],
+      // A workflow is no source: "source p_… not found" sent its author looking for a deleted one.
+      [
+        { name: 'x', trigger: { type: 'source', source_id: 'p_00000000000000000000000000' }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
+        400,
+        'invalid_request',
+        /^trigger\.source_id names a source \(dc_…\), not a workflow; to run on workflow "p_00000000000000000000000000"'s events, make no trigger and subscribe: POST \/v1\/subscriptions\?emitter_id=p_00000000000000000000000000&listener_id=<this workflow>$/,
+      ],
       [{ name: 'x', trigger: { type: 'ftp' }, steps: [{ name: 'a', component_code: ECHO_STEP }] }, 400, 'invalid_request', /trigger/],
       // A misspelt field was taken silently: 200, and the default kept.
       [
