@@ -113,9 +113,10 @@ export class Dispatcher {
   /**
    * Queues invocations durably (they are rows when this resolves) and wakes the dispatcher.
    * `onResponse` receives the run's `respond()` for HTTP sources with customResponse (undefined: none came).
+   * `onlyIfActive`: see InvocationIntake.enqueue; the ids are of the rows queued.
    */
-  async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>): Promise<string[]> {
-    const rows = await this.intake.enqueue(items, onResponse);
+  async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>, onlyIfActive = false): Promise<string[]> {
+    const rows = await this.intake.enqueue(items, onResponse, onlyIfActive);
     const sourceIds = rows.map((r) => r.source_id);
     this.markReady(sourceIds, true);
     return rows.map((r) => r.id);

@@ -69,6 +69,8 @@ export class InvocationIntake {
   private readonly inserts: TransactionGroup;
   /** Queue rows of this turn, inserted together (see insertRows). */
   private pendingInsert: { rows: invocations.InvocationRow[]; done: Promise<void> } | undefined;
+  /** The same for rows queued only if their source is active (see enqueue's `onlyIfActive`): the ids inserted. */
+  private pendingChecked: { rows: invocations.InvocationRow[]; done: Promise<Set<string>> } | undefined;
 
   constructor(
     private readonly store: Store,
@@ -82,10 +84,14 @@ export class InvocationIntake {
 
   /**
    * Queues invocations durably (they are rows when this resolves). `onResponse` receives the run's `respond()`
-   * for HTTP sources with customResponse (undefined: none came).
+   * for HTTP sources with customResponse (undefined: none came). `onlyIfActive` (an endpoint's request): on
+   * PostgreSQL, rows whose source is switched off as they are written are not queued and not returned, so that a
+   * node whose cache missed another node's switch-off refuses the request instead of queueing it behind that node's
+   * answer. One process on SQLite makes every switch-off itself: its cache never lags.
    */
-  async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>): Promise<invocations.InvocationRow[]> {
+  async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>, onlyIfActive = false): Promise<invocations.InvocationRow[]> {
     const rows = invocationRows(items, this.options.clock.now());
+    if (onlyIfActive && this.store.dialect === 'postgres' && !this.options.soleConsumer) return this.enqueueIfActive(rows, onResponse);
     rows.forEach((row, i) => {
       const responder = onResponse?.[i];
       if (responder) this.responders.add(row.id, responder);
@@ -132,6 +138,39 @@ export class InvocationIntake {
     }
     this.pendingInsert.rows.push(...rows);
     return this.pendingInsert.done;
+  }
+
+  /** enqueue's `onlyIfActive` on PostgreSQL: the rows of this turn go in one checked insert; each caller gets its own. */
+  private async enqueueIfActive(rows: invocations.InvocationRow[], onResponse?: Array<Responder | undefined>): Promise<invocations.InvocationRow[]> {
+    rows.forEach((row, i) => {
+      const responder = onResponse?.[i];
+      if (responder) this.responders.add(row.id, responder);
+    });
+    let inserted: Set<string>;
+    try {
+      inserted = await this.insertCheckedRows(rows);
+    } catch (error) {
+      for (const row of rows) this.responders.forget(row.id);
+      throw error;
+    }
+    for (const row of rows) if (!inserted.has(row.id)) this.responders.forget(row.id);
+    return rows.filter((row) => inserted.has(row.id));
+  }
+
+  private insertCheckedRows(rows: invocations.InvocationRow[]): Promise<Set<string>> {
+    if (!this.pendingChecked || this.pendingChecked.rows.length + rows.length > ROWS_PER_STATEMENT) {
+      const pending: invocations.InvocationRow[] = [];
+      const done = this.inserts.runStatement((db) => {
+        if (this.pendingChecked?.rows === pending) this.pendingChecked = undefined;
+        return invocations.insertInvocationsOfActiveSources(db, pending);
+      });
+      this.pendingChecked = { rows: pending, done };
+      done.catch(() => {
+        if (this.pendingChecked?.rows === pending) this.pendingChecked = undefined;
+      });
+    }
+    this.pendingChecked.rows.push(...rows);
+    return this.pendingChecked.done;
   }
 
   private handOff(row: invocations.InvocationRow): HandedOff | undefined {

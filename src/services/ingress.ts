@@ -185,13 +185,13 @@ export class IngressService {
     if (isId(target.sourceId, 'p')) return this.workflowRuns.acceptHttp(target.sourceId, target.userId, event, target.customResponse);
     const invocation = { sourceId: target.sourceId, userId: target.userId, trigger: 'http' as const, event };
     if (!target.customResponse) {
-      await this.dispatcher.enqueue([invocation]);
+      this.queued(target, await this.dispatcher.enqueue([invocation], undefined, true));
       return undefined;
     }
     type Answer = { response?: HttpResponse | undefined; failure?: AnswerFailure | undefined };
     let settle!: (value: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
-    const [invocationId] = await this.dispatcher.enqueue([invocation], [(response, failure) => settle({ response, failure })]);
+    const [invocationId] = this.queued(target, await this.dispatcher.enqueue([invocation], [(response, failure) => settle({ response, failure })], true));
     const timer = setTimeout(() => settle({}), this.settings.runTimeoutSeconds * 1000 + 5000);
     const { response, failure } = await answered;
     clearTimeout(timer);
@@ -203,6 +203,16 @@ export class IngressService {
     // Its run could not be taken (or commit) while the database is away: that is no fault of the component's.
     if (!failure && this.dispatcher.databaseDown) throw awaitedThroughOutage(`invocation ${invocationId}`);
     throw new ServiceError('no_response', 'the source did not respond');
+  }
+
+  /**
+   * The ids queued, or 404 when none was: the source was switched off through another node (committed before this
+   * insert) whose signal has not reached this node's cache yet, which forgets the endpoint now.
+   */
+  private queued(target: EndpointTarget, ids: string[]): string[] {
+    if (ids.length) return ids;
+    this.endpoints.evictSource(target.sourceId);
+    throw new ServiceError('not_found', 'no active source or workflow at this endpoint');
   }
 
   /** Forgets what is known of a source's or workflow's endpoint (after an update or delete). */

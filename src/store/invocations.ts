@@ -26,6 +26,22 @@ export async function insertInvocations(db: Db, dialect: DialectName, rows: Invo
   await bulkInsert(db, dialect, 'invocations', INVOCATION_COLUMNS, rows);
 }
 
+const COLUMN_LIST = INVOCATION_COLUMNS.map((c) => `"${c}"`).join(', ');
+
+/**
+ * PostgreSQL only: inserts the rows whose source is active as the statement runs, and returns their ids. The rows go
+ * as one JSON parameter typed by the table's own row type. A node whose cache still holds a source another node
+ * switched off thus refuses what it would otherwise queue behind that node's answer.
+ */
+export async function insertInvocationsOfActiveSources(db: Db, rows: InvocationRow[]): Promise<Set<string>> {
+  const { rows: inserted } = await sql<{ id: string }>`insert into invocations (${sql.raw(COLUMN_LIST)})
+    select ${sql.raw(INVOCATION_COLUMNS.map((c) => `r."${c}"`).join(', '))}
+    from json_populate_recordset(null::invocations, ${JSON.stringify(rows)}::json) as r
+    where exists (select 1 from sources s where s.id = r.source_id and s.active = 1)
+    returning id`.execute(db);
+  return new Set(inserted.map((row) => row.id));
+}
+
 /**
  * Sources with claimable invocations, oldest waiting first. An inactive source's are left out: they wait for it to be
  * switched on again. A deleted source's are not (what is left of it is cleared by the run).

@@ -127,6 +127,32 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     expect(refused.status).toBe(404);
   });
 
+  it("a request reaching a node before another node's switch-off has: refused 404 and nothing queued, not acknowledged and left to run when switched on", async () => {
+    const api = client(api1.url, key);
+    // The custom-response source's first request waits for its run.
+    if (!workers.length) await startWorker();
+    const CUSTOM = `export default { name: "answers", version: "0.0.1", props: { http: { type: "$.interface.http", customResponse: true } },
+      async run(event) { this.http.respond({ status: 200, body: "ran " + event.body.n }); } };`;
+    for (const code of [HTTP_SOURCE, CUSTOM]) {
+      const { id, configured_props } = (await api.post('/v1/sources', { component_code: code })).body.data;
+      const other = configured_props.http.endpoint_url.replace(api1.url, api2.url);
+      // api2 has the endpoint cached as active.
+      expect((await request('POST', other, { body: { n: 1 } })).status).toBe(200);
+      // Switched off as another node's PATCH commits it, its signal still on the way: no signal is sent at all here.
+      const db = new pg.Client({ connectionString: api1.databaseUrl });
+      await db.connect();
+      try {
+        await db.query('update sources set active = 0 where id = $1', [id]);
+        const refused = await request('POST', other, { body: { n: 2 } });
+        expect([refused.status, refused.body]).toEqual([404, { error: 'no active source or workflow at this endpoint', code: 'not_found' }]);
+        const queued = await db.query(`select count(*)::int as n from invocations where source_id = $1 and event::jsonb->'body'->>'n' = '2'`, [id]);
+        expect(queued.rows[0].n).toBe(0);
+      } finally {
+        await db.end();
+      }
+    }
+  });
+
   it('a key replaced through one api node, or by the CLI, ends the live streams opened with the old key on the others', async () => {
     const user = await api1.createUser({ plan: 'paid' });
     const { id } = (await client(api1.url, user.apiKey).post('/v1/sources', { component_code: HTTP_SOURCE })).body.data;
