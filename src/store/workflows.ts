@@ -89,19 +89,24 @@ export async function deleteWorkflowCascade(db: Db, id: string): Promise<void> {
 }
 
 /**
- * Inserts the runs whose workflow still exists and returns them: a run of a workflow deleted meanwhile is left out,
- * where its foreign key would fail the statement and every run (and event) committed with it. On PostgreSQL the
- * workflows' rows are held FOR KEY SHARE, as the foreign key check holds them: a delete either waits for this
+ * Inserts the runs whose workflow still exists (an endpoint's run: and is switched on) and returns them: a run of a
+ * workflow deleted meanwhile is left out, where its foreign key would fail the statement and every run (and event)
+ * committed with it. On PostgreSQL the workflows' rows are held FOR KEY SHARE, as the foreign key check holds them: a delete either waits for this
  * transaction (and takes its runs along) or went first.
  */
 export async function insertRuns(db: Db, dialect: DialectName, rows: WorkflowRunRow[]): Promise<WorkflowRunRow[]> {
   if (!rows.length) return [];
   const query = db
     .selectFrom('workflows')
-    .select('id')
+    .select(['id', 'active'])
     .where('id', 'in', [...new Set(rows.map((r) => r.workflow_id))]);
-  const existing = new Set((await (dialect === 'postgres' ? query.forKeyShare() : query).execute()).map((r) => r.id));
-  const kept = rows.filter((r) => existing.has(r.workflow_id));
+  const found = await (dialect === 'postgres' ? query.forKeyShare() : query).execute();
+  const existing = new Set(found.map((r) => r.id));
+  // An endpoint's request is refused by a switched-off workflow: a node whose cache missed the switch-off made
+  // through another node finds it here (the other kinds of run wait while it is off, and are not queued through here
+  // while it is off anyway).
+  const active = new Set(found.filter((r) => r.active === 1).map((r) => r.id));
+  const kept = rows.filter((r) => (r.trigger === 'http' ? active : existing).has(r.workflow_id));
   if (kept.length) await db.insertInto('workflow_runs').values(kept).execute();
   return kept;
 }

@@ -153,6 +153,37 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     }
   });
 
+  it("the same for a workflow's endpoint: a request reaching a node before another node's switch-off has is refused 404 and starts no run", async () => {
+    const api = client(api1.url, key);
+    // The custom-response workflow's first request waits for its run.
+    if (!workers.length) await startWorker();
+    const reply = 'export default defineComponent({ async run({ steps, $ }) { await $.respond({ status: 202, body: { n: steps.trigger.event.body.n } }); } });';
+    for (const custom_response of [false, true]) {
+      const created = await api.post('/v1/workflows', {
+        name: 'answers',
+        trigger: { type: 'http', custom_response },
+        steps: [{ name: 'reply', component_code: reply }],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+      const other = created.body.data.trigger.endpoint_url.replace(api1.url, api2.url);
+      // api2 has the endpoint cached as active.
+      expect((await request('POST', other, { body: { n: 1 } })).status).toBe(custom_response ? 202 : 200);
+      const db = new pg.Client({ connectionString: api1.databaseUrl });
+      await db.connect();
+      try {
+        // Switched off as another node's PATCH commits it, its signal still on the way: no signal is sent at all here.
+        await db.query('update workflows set active = 0 where id = $1', [id]);
+        const refused = await request('POST', other, { body: { n: 2 } });
+        expect([refused.status, refused.body]).toEqual([404, { error: 'no active source or workflow at this endpoint', code: 'not_found' }]);
+        const runs = await db.query(`select count(*)::int as n from workflow_runs where workflow_id = $1 and event::jsonb->'body'->>'n' = '2'`, [id]);
+        expect(runs.rows[0].n).toBe(0);
+      } finally {
+        await db.end();
+      }
+    }
+  });
+
   it('a key replaced through one api node, or by the CLI, ends the live streams opened with the old key on the others', async () => {
     const user = await api1.createUser({ plan: 'paid' });
     const { id } = (await client(api1.url, user.apiKey).post('/v1/sources', { component_code: HTTP_SOURCE })).body.data;
