@@ -92,7 +92,7 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(wrong.body).toEqual({ error: 'DELETE is not a method of /v1/users/me; it answers GET, HEAD', code: 'method_not_allowed' });
     const put = await api.put('/v1/webhooks/wh_x/', { name: 'x' });
     expect(put.status).toBe(405);
-    expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE, OPTIONS');
+    expect(put.headers.get('allow')).toBe('GET, HEAD, PATCH, DELETE, OPTIONS');
     const options = await request('OPTIONS', `${server.url}/v1/sources/dc_x`);
     expect(options.status).toBe(204);
     expect(options.headers.get('allow')).toBe('GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
