@@ -2,7 +2,7 @@
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { ROWS_PER_STATEMENT } from '../store/bulk-insert.js';
-import { TransactionGroup } from '../store/group-commit.js';
+import { RowsPerStatement, TransactionGroup } from '../store/group-commit.js';
 import * as invocations from '../store/invocations.js';
 import type { TriggerKind } from '../model/events.js';
 import { invocationRows, type NewInvocation } from '../commit/invocations.js';
@@ -68,9 +68,9 @@ export class InvocationIntake {
    */
   private readonly inserts: TransactionGroup;
   /** Queue rows of this turn, inserted together (see insertRows). */
-  private pendingInsert: { rows: invocations.InvocationRow[]; done: Promise<void> } | undefined;
+  private readonly turnInserts: RowsPerStatement<invocations.InvocationRow, void>;
   /** The same for rows queued only if their source is active (see enqueue's `onlyIfActive`): the ids inserted. */
-  private pendingChecked: { rows: invocations.InvocationRow[]; done: Promise<Set<string>> } | undefined;
+  private readonly checkedInserts: RowsPerStatement<invocations.InvocationRow, Set<string>>;
 
   constructor(
     private readonly store: Store,
@@ -80,6 +80,8 @@ export class InvocationIntake {
     private readonly owner: string,
   ) {
     this.inserts = new TransactionGroup(store);
+    this.turnInserts = new RowsPerStatement(this.inserts, ROWS_PER_STATEMENT, (db, rows) => invocations.insertInvocations(db, store.dialect, rows));
+    this.checkedInserts = new RowsPerStatement(this.inserts, ROWS_PER_STATEMENT, invocations.insertInvocationsOfActiveSources);
   }
 
   /**
@@ -91,11 +93,11 @@ export class InvocationIntake {
    */
   async enqueue(items: NewInvocation[], onResponse?: Array<Responder | undefined>, onlyIfActive = false): Promise<invocations.InvocationRow[]> {
     const rows = invocationRows(items, this.options.clock.now());
-    if (onlyIfActive && this.store.dialect === 'postgres' && !this.options.soleConsumer) return this.enqueueIfActive(rows, onResponse);
     rows.forEach((row, i) => {
       const responder = onResponse?.[i];
       if (responder) this.responders.add(row.id, responder);
     });
+    if (onlyIfActive && this.store.dialect === 'postgres' && !this.options.soleConsumer) return this.insertIfActive(rows);
     const handed = this.options.soleConsumer ? rows.map((row) => this.handOff(row)) : [];
     try {
       await this.insertRows(rows);
@@ -113,64 +115,29 @@ export class InvocationIntake {
   }
 
   /**
-   * Rows queued in the same turn of the event loop (concurrent requests) share one multi-row insert: one statement,
-   * so that alone in its group it needs no transaction (runStatement). A turn with more rows makes more inserts;
-   * more rows than one statement takes, queued at once, are inserted in a transaction of their own.
+   * Rows queued in the same turn of the event loop (concurrent requests) share one multi-row insert (turnInserts). More
+   * rows than one statement takes, queued at once, are inserted in a transaction of their own.
    */
   private insertRows(rows: invocations.InvocationRow[]): Promise<void> {
     if (rows.length > ROWS_PER_STATEMENT) {
       // Rows queued after these go to a later insert, so that none commits before these older ones.
-      this.pendingInsert = undefined;
+      this.turnInserts.close();
       return this.inserts.run((trx) => invocations.insertInvocations(trx, this.store.dialect, rows));
     }
-    if (!this.pendingInsert || this.pendingInsert.rows.length + rows.length > ROWS_PER_STATEMENT) {
-      const pending: invocations.InvocationRow[] = [];
-      const done = this.inserts.runStatement((db) => {
-        // Closed once it starts; later rows go to the next insert.
-        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-        return invocations.insertInvocations(db, this.store.dialect, pending);
-      });
-      this.pendingInsert = { rows: pending, done };
-      // An insert that never started (the database unreachable) must not keep later rows waiting on its failure.
-      done.catch(() => {
-        if (this.pendingInsert?.rows === pending) this.pendingInsert = undefined;
-      });
-    }
-    this.pendingInsert.rows.push(...rows);
-    return this.pendingInsert.done;
+    return this.turnInserts.add(rows);
   }
 
-  /** enqueue's `onlyIfActive` on PostgreSQL: the rows of this turn go in one checked insert; each caller gets its own. */
-  private async enqueueIfActive(rows: invocations.InvocationRow[], onResponse?: Array<Responder | undefined>): Promise<invocations.InvocationRow[]> {
-    rows.forEach((row, i) => {
-      const responder = onResponse?.[i];
-      if (responder) this.responders.add(row.id, responder);
-    });
+  /** enqueue's `onlyIfActive` on PostgreSQL: the rows whose source is active are queued and returned, the others forgotten. */
+  private async insertIfActive(rows: invocations.InvocationRow[]): Promise<invocations.InvocationRow[]> {
     let inserted: Set<string>;
     try {
-      inserted = await this.insertCheckedRows(rows);
+      inserted = await this.checkedInserts.add(rows);
     } catch (error) {
       for (const row of rows) this.responders.forget(row.id);
       throw error;
     }
     for (const row of rows) if (!inserted.has(row.id)) this.responders.forget(row.id);
     return rows.filter((row) => inserted.has(row.id));
-  }
-
-  private insertCheckedRows(rows: invocations.InvocationRow[]): Promise<Set<string>> {
-    if (!this.pendingChecked || this.pendingChecked.rows.length + rows.length > ROWS_PER_STATEMENT) {
-      const pending: invocations.InvocationRow[] = [];
-      const done = this.inserts.runStatement((db) => {
-        if (this.pendingChecked?.rows === pending) this.pendingChecked = undefined;
-        return invocations.insertInvocationsOfActiveSources(db, pending);
-      });
-      this.pendingChecked = { rows: pending, done };
-      done.catch(() => {
-        if (this.pendingChecked?.rows === pending) this.pendingChecked = undefined;
-      });
-    }
-    this.pendingChecked.rows.push(...rows);
-    return this.pendingChecked.done;
   }
 
   private handOff(row: invocations.InvocationRow): HandedOff | undefined {

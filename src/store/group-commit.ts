@@ -148,3 +148,41 @@ export class TransactionGroup {
     }
   }
 }
+
+/**
+ * Rows added in the same turn of the event loop (concurrent requests) go to one statement of `group`, written by
+ * `write`; each caller waits on that statement's result. Alone in its group it needs no transaction (runStatement).
+ * More rows than `maxRows` begin a new statement.
+ */
+export class RowsPerStatement<R, T> {
+  private pending: { rows: R[]; done: Promise<T> } | undefined;
+
+  constructor(
+    private readonly group: TransactionGroup,
+    private readonly maxRows: number,
+    private readonly write: (db: Kysely<Database>, rows: R[]) => Promise<T>,
+  ) {}
+
+  add(rows: R[]): Promise<T> {
+    if (!this.pending || this.pending.rows.length + rows.length > this.maxRows) {
+      const batch: R[] = [];
+      const done = this.group.runStatement((db) => {
+        // Closed once it starts; later rows go to the next statement.
+        if (this.pending?.rows === batch) this.pending = undefined;
+        return this.write(db, batch);
+      });
+      this.pending = { rows: batch, done };
+      // A statement that never started (the database unreachable) must not keep later rows waiting on its failure.
+      done.catch(() => {
+        if (this.pending?.rows === batch) this.pending = undefined;
+      });
+    }
+    this.pending.rows.push(...rows);
+    return this.pending.done;
+  }
+
+  /** Rows added after this go to a later statement (so that none commits before rows written meanwhile elsewhere). */
+  close(): void {
+    this.pending = undefined;
+  }
+}
