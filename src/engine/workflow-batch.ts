@@ -82,6 +82,8 @@ export class StepBatchRunner {
   private readonly components = new LRUCache<string, RunnableStep>(countedUpTo(10_000));
   private readonly commitAttempts = new CommitAttempts();
   private readonly compute = new ComputeCarry();
+  /** The server's settings decide it, once: every step call carries it. */
+  private readonly unavailableSends: { unavailableSends?: Record<string, string> };
 
   constructor(
     private readonly store: Store,
@@ -90,7 +92,9 @@ export class StepBatchRunner {
     private readonly transactions: TransactionGroup,
     private readonly options: StepBatchOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.unavailableSends = unavailableSendsOf(options.outbox);
+  }
 
   private async runnableStep(componentId: string): Promise<RunnableStep | undefined> {
     const cached = this.components.get(componentId);
@@ -283,7 +287,7 @@ export class StepBatchRunner {
           db,
           ...(dataStores && { dataStores }),
           customResponse: trigger?.type === 'http' && trigger.custom_response,
-          ...unavailableSendsOf(this.options.outbox),
+          ...this.unavailableSends,
           timeoutMs: remainingMs,
           eventTimeoutsMs,
         },
