@@ -69,7 +69,7 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
         removePartialCopy(partial);
         removedLeftovers.push(partial);
       }
-      const keptAside = await copyIntoPlace(staged, target, { ...options, stopped });
+      const keptAside = await copyIntoPlace(staged, from, target, { ...options, stopped });
       return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')), removedLeftovers, keptAside };
     } finally {
       fs.rmSync(staging, { recursive: true, force: true });
@@ -98,16 +98,18 @@ function stageCopy(from: string, staging: string): string {
     for (const name of fs.readdirSync(staging)) fs.chmodSync(path.join(staging, name), 0o600);
     return file;
   } catch (error) {
-    fs.rmSync(staging, { recursive: true, force: true });
-    // A full disk is the machine's state, not a mistake in --from: exit 1, with the room it takes.
-    if ((error as { code?: string }).code === 'ENOSPC') {
-      const megabytes = Math.ceil(fs.statSync(from).size / 1_048_576);
-      throw new Error(
-        `no room left in ${path.dirname(staging)} for the restore's copy of ${from}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored`,
-      );
-    }
+    // A full disk is the machine's state, not a mistake in --from (the caller removes the staging folder).
+    if ((error as { code?: string }).code === 'ENOSPC') throw noRoom(path.dirname(staging), from);
     throw new OpsError(`--from: could not copy ${from} into ${staging} to read it: ${(error as Error).message}`);
   }
+}
+
+/** A restore that ran out of room in the data directory, for either of its two copies: exit 1, with the room it takes. */
+function noRoom(dataDir: string, from: string): Error {
+  const megabytes = Math.ceil(fs.statSync(from).size / 1_048_576);
+  return new Error(
+    `no room left in ${dataDir} for the restore's copy of ${from}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored`,
+  );
 }
 
 /**
@@ -116,6 +118,7 @@ function stageCopy(from: string, staging: string): string {
  */
 async function copyIntoPlace(
   staged: string,
+  from: string,
   target: string,
   options: Pick<RestoreOptions, 'signal' | 'onProgress' | 'onSwapStep'> & { stopped: () => Error },
 ): Promise<string | undefined> {
@@ -136,6 +139,7 @@ async function copyIntoPlace(
     options.onProgress?.(copied);
   } catch (error) {
     removePartialCopy(partial);
+    if ((error as { code?: string }).code === 'SQLITE_FULL') throw noRoom(path.dirname(target), from);
     throw error;
   } finally {
     source.close();
