@@ -9,7 +9,13 @@ const TICKS = 100;
 /** CPU milliseconds (user, system) of each thread of `pid`, keyed by `role:thread:user|sys`. */
 function threadTimes(pid, role) {
   const times = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  let tids = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    // The process ended between listing it and reading it (a worker process recycled).
+  }
+  for (const tid of tids) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
