@@ -21,6 +21,7 @@ import { EndpointDirectory, IngressService } from './services/ingress.js';
 import { RunService } from './services/runs.js';
 import { LiveStreams } from './services/live.js';
 import { HealthService } from './services/health.js';
+import { NodePresence } from './services/node-presence.js';
 import { InvocationBases } from './engine/invocation-base.js';
 import { SourceLocks } from './engine/source-locks.js';
 import { Dispatcher } from './engine/dispatcher.js';
@@ -273,7 +274,8 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     const runs = new RunService(sources, quotas, dispatcher);
     const live = new LiveStreams(store, { logger: logger.child({ module: 'sse' }), outages }, sources, workflows, events, sse, options.maxStreamsPerAccount);
     workflows.onChange((change) => change.kind === 'delete' && sse.closeEmitter(change.workflowId));
-    const health = new HealthService(store, runtime);
+    const presence = store.dialect === 'postgres' ? new NodePresence(store, config, dispatcher.owner, { logger, outages, clock }) : undefined;
+    const health = new HealthService(store, runtime, presence);
     const propConfiguration = new PropConfigurationService(store, components, runtime, clock, { minTimerIntervalSeconds: config.minTimerInterval });
     // options() and additionalProps() see `$auth` as runs do, from the owner's connected accounts.
     propConfiguration.useAuths((accountId, props, configured) => connectedAccounts.authsFor(accountId, props, configured));
@@ -336,7 +338,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     await reserved?.release();
     await app?.listen({ host: config.host, port: config.port });
     const gauges = { queueDepth: () => countQueued(store.db), sseClients: () => sse.clientCount(), workers: () => runtime.workerStates() };
-    metrics?.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled });
+    metrics?.readGaugesFrom({ ...gauges, signalled: () => cadence.isSignalled, workerNodes: () => presence?.workerNodeCount() ?? 1 });
     const scrapes =
       metrics && config.metricsPort !== undefined
         ? await (await import('./metrics/listener.js')).listenForScrapes(metrics, health, { host: config.metricsHost, port: config.metricsPort }, (error) =>
@@ -350,6 +352,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       await webhookSender.start();
       timers.start();
     }
+    await presence?.start();
     // Last, once nothing can fail (a port in use): a failed start would leave an account whose key no one saw.
     const initialAccount = options.createInitialAccount ? await users.createFirstAccount() : undefined;
 
@@ -375,6 +378,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           // After the runner: sends its last steps committed stay pending, and go out after the next start.
           await outbox.stop();
           await webhookSender.stop();
+          await presence?.stop();
           await signals.close();
           await bus.close();
           await runtime.close();

@@ -13,6 +13,8 @@ export interface GaugeSources {
   workers(): { starting: number; busy: number; idle: number };
   /** Whether every change reaches this node's loops as a signal (always on one node; in a cluster, while LISTEN is up). */
   signalled(): boolean;
+  /** Nodes that run work (worker or all) alive, as this node last saw them: 1 on one node (see NodePresence). */
+  workerNodes(): number;
 }
 
 export class Metrics {
@@ -97,6 +99,14 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         if (gauges.sources) this.set(gauges.sources.signalled() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'tributary_worker_nodes',
+      help: 'Nodes that run work (--role worker or all) alive, as this node last saw them in the nodes table (1 on one node)',
+      registers: [this.registry],
+      collect() {
+        if (gauges.sources) this.set(gauges.sources.workerNodes());
       },
     });
   }

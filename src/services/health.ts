@@ -1,15 +1,21 @@
 // Whether the service can do its job: liveness (the database answers) and readiness (migrations, database, disk
-// room, a worker, not stopping).
+// room, a worker, not stopping), with whether any node runs work.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isReachable, type Store } from '../store/database.js';
 import { appliedMigrations, KNOWN_MIGRATIONS } from '../store/migrate.js';
+import type { WorkerNodesCheck } from './node-presence.js';
 
 export interface ReadinessChecks {
   /** `locked`: it answers, but writes fail on SQLite's write lock another process holds (each after waiting 5 s). */
   database: 'ok' | 'unreachable' | 'locked';
   migrations: 'ok' | 'pending' | 'unknown';
   worker: 'ok' | 'cannot_start' | 'unchecked';
+  /**
+   * Whether a node that runs work (`worker` or `all`) is alive, this one or another (see NodePresence). `none` does
+   * not make an api node unready: it still acknowledges and queues, and the work runs once a worker starts.
+   */
+  worker_nodes: WorkerNodesCheck;
   /** SQLite's data directory: `full` below MIN_FREE_BYTES, where writes soon fail (507); PostgreSQL's is not seen. */
   disk: 'ok' | 'full' | 'unchecked';
   stopping: boolean;
@@ -48,6 +54,8 @@ export class HealthService {
   constructor(
     private readonly store: Store,
     private readonly workers?: { canStartWorker(): Promise<boolean> },
+    /** A cluster's node presence; without it (SQLite) this node is the whole service and runs the work itself. */
+    private readonly nodes?: { workerNodes(): WorkerNodesCheck },
   ) {}
 
   databaseReachable(): Promise<boolean> {
@@ -85,7 +93,14 @@ export class HealthService {
   }
 
   async readiness(): Promise<Readiness> {
-    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'unchecked', disk: await this.diskRoom(), stopping: this.stopping };
+    const checks: ReadinessChecks = {
+      database: 'ok',
+      migrations: 'ok',
+      worker: 'unchecked',
+      worker_nodes: this.nodes?.workerNodes() ?? 'ok',
+      disk: await this.diskRoom(),
+      stopping: this.stopping,
+    };
     try {
       const applied = new Set((await appliedMigrations(this.store.db, this.store.dialect)).map((m) => m.name));
       if (KNOWN_MIGRATIONS.some((name) => !applied.has(name))) checks.migrations = 'pending';

@@ -21,6 +21,7 @@ import { migration015 } from './migrations/015-timer-run-prop.js';
 import { migration016 } from './migrations/016-timer-run-pending-index.js';
 import { migration017 } from './migrations/017-claim-skips-inactive.js';
 import { migration018 } from './migrations/018-data-store-bytes.js';
+import { migration019 } from './migrations/019-node-presence.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '016-timer-run-pending-index': migration016,
   '017-claim-skips-inactive': migration017,
   '018-data-store-bytes': migration018,
+  '019-node-presence': migration019,
 };
 
 /** Every migration this build knows, in the order they run. */

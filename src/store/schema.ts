@@ -243,6 +243,20 @@ export interface Database {
   users: UsersTable;
   components: ComponentsTable;
   published_components: PublishedComponentsTable;
+  nodes: NodesTable;
+}
+
+/** A node serving from this database (PostgreSQL), as it last said: see migration 019. */
+export interface NodesTable {
+  /** The node's lease owner (`node-<uuid>`), as its claims write it in `lease_owner`. */
+  id: string;
+  role: 'all' | 'api' | 'worker';
+  host: string;
+  pid: number;
+  event_retention: number;
+  started_ms: number;
+  /** When the node last renewed its row (epoch ms). */
+  seen_ms: number;
 }
 
 /** A named key-value store of an account, made on first use by a `data_store` prop naming it. */

@@ -301,7 +301,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster of api and worker nod
     const live = await fetch(worker.running.metricsUrl!.replace('/metrics', '/healthz'));
     expect([live.status, await live.json()]).toEqual([200, { status: 'ok', database: 'ok' }]);
     const ready = await fetch(worker.running.metricsUrl!.replace('/metrics', '/readyz'));
-    const checks = { database: 'ok', migrations: 'ok', worker: 'ok', disk: 'unchecked', stopping: false };
+    const checks = { database: 'ok', migrations: 'ok', worker: 'ok', worker_nodes: 'ok', disk: 'unchecked', stopping: false };
     expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready', checks }]);
   });
 });

@@ -47,7 +47,7 @@ describe.each(DIALECTS)('readiness on %s', (dialect) => {
     const res = await request('GET', `${server.url}/readyz`);
     expect(res.status).toBe(200);
     const disk = dialect === 'sqlite' ? 'ok' : 'unchecked';
-    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', worker: 'ok', disk, stopping: false } });
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', worker: 'ok', worker_nodes: 'ok', disk, stopping: false } });
   });
 
   it('answers 503 naming the migrations when one is missing', async () => {

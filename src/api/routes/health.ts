@@ -32,6 +32,10 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
       }),
       migrations: Type.Union([Type.Literal('ok'), Type.Literal('pending'), Type.Literal('unknown')]),
       worker: Type.Union([Type.Literal('ok'), Type.Literal('cannot_start'), Type.Literal('unchecked')]),
+      worker_nodes: Type.Union([Type.Literal('ok'), Type.Literal('none'), Type.Literal('unchecked')], {
+        description:
+          'whether a node that runs work (--role worker or all) is alive, this one or another; none leaves an api node ready: it still queues, and the work runs once a worker starts',
+      }),
       disk: Type.Union([Type.Literal('ok'), Type.Literal('full'), Type.Literal('unchecked')], {
         description: "room in SQLite's data directory (full: under 1 MiB); unchecked on PostgreSQL",
       }),
