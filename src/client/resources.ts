@@ -123,9 +123,9 @@ export const KINDS: readonly ResourceKind[] = [
     listPath: '/v1/users/me/components',
     itemPath: (id) => `/v1/components/${segment(id)}`,
     deletable: false,
+    // No KEY column: the API's component has no `key` field (the specification's shape), so it would always be empty.
     columns: [
       ['ID', (r) => r.id],
-      ['KEY', (r) => r.key ?? ''],
       ['NAME', (r) => r.name],
       ['VERSION', (r) => r.version],
       ['CREATED', (r) => when(r.created_at)],

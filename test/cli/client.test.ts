@@ -546,7 +546,10 @@ describe('tributary client commands', () => {
     expect(table.stdout).toMatch(new RegExp(`${source.id}\\s+${source.name}\\s+http\\s+yes`));
     const lines = (await tributary(['list', 'sources', '--json'])).stdout.trim().split('\n');
     expect(lines.map((line) => JSON.parse(line).id)).toContain(source.id);
-    expect((await tributary(['list', 'components'])).stdout).toContain('cli source');
+    // The API's component has no `key`: a KEY column would be empty on every row.
+    const components = await tributary(['list', 'components']);
+    expect(components.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+VERSION\s+CREATED$/);
+    expect(components.stdout).toContain('cli source');
     const badKind = await tributary(['list', 'gadgets']);
     expect([badKind.code, badKind.stderr]).toEqual([2, expect.stringContaining('unknown kind "gadgets"')]);
 
