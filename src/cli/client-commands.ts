@@ -154,7 +154,7 @@ function addCommands(program: Command): void {
     });
 
   serverOptions(program.command('describe <id>'))
-    .description('one source, workflow, webhook, component or connected account, in full (YAML; --json for JSON)')
+    .description('one source, workflow, webhook, component, connected account or data store, in full (YAML; --json for JSON)')
     .option('--json', 'as JSON')
     .action(async (id: string, flags: ServerFlags) => {
       const kind = kindOfId(id);

@@ -530,6 +530,9 @@ describe('tributary client commands', () => {
     }
     const help = (await tributary(['list', '--help'])).stdout.replace(/\s+/g, ' ');
     expect(help).toContain(`list the account's sources (default), ${named.slice(1, -1).join(', ')} or data-stores`);
+    // describe takes a data store's id (ds_…) as it takes the others', and its help says so.
+    const describeHelp = (await tributary(['describe', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(describeHelp).toContain('one source, workflow, webhook, component, connected account or data store, in full');
   });
 
   it('updates a source in place, lists, describes, runs, shows events and logs, and deletes', async () => {
