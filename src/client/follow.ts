@@ -86,6 +86,12 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** An empty answer said on standard error (as `list` says it), so that nothing shown is not taken for a command that hung or failed. */
+function sayIfNothing(shown: number, id: string, options: FollowOptions): void {
+  if (shown > 0 || options.limit === 0) return;
+  options.notice(`${id} has no ${options.stream === 'events' ? 'events' : `${options.stream} lines`} yet`);
+}
+
 /** Shows recent items of a source or workflow stream, then follows it when asked. */
 export async function showStream(api: ApiClient, id: string, options: FollowOptions): Promise<void> {
   if (id.startsWith('p_') && options.stream === '$logs') return showWorkflowLogs(api, id, options);
@@ -93,7 +99,7 @@ export async function showStream(api: ApiClient, id: string, options: FollowOpti
   const recent = await api.get<PageBody<Summary>>(`${path}?limit=${Math.max(options.limit, 1)}&expand=event`);
   const shown = options.limit > 0 ? recent.data.slice(0, options.limit).reverse() : [];
   for (const summary of shown) options.print(formatSummary(summary, options.stream, options.json));
-  if (!options.follow) return;
+  if (!options.follow) return sayIfNothing(shown.length, id, options);
   // Nothing seen yet: the poll asks for the newest page (`before=head` would stay empty however many come).
   if (id.startsWith('p_')) return pollSummaries(api, id, path, recent.data.length ? recent.page_info.start_cursor : null, options);
   // With nothing shown yet, "0-0" has the server replay whatever arrives before the stream is open.
@@ -260,7 +266,7 @@ async function showWorkflowLogs(api: ApiClient, workflowId: string, options: Fol
     if (options.limit > 0) for (const line of runLines(run, options.json)) options.print(line);
     shown.add(run.id);
   }
-  if (!options.follow) return;
+  if (!options.follow) return sayIfNothing(shown.size, workflowId, options);
   // Run ids grow with time, so "older than the frontier" is a comparison of ids.
   let frontier = frontierOf(recent, undefined);
   /** The runs since the frontier (newest first), and whether the page limit cut them short. */

@@ -563,6 +563,11 @@ describe('tributary client commands', () => {
     expect(ghost.code).toBe(3);
     expect(ghost.stderr).toContain('hint: see what the account has');
 
+    // Nothing to show is said on standard error; standard output stays empty for scripts.
+    const none = await tributary(['events', source.id, '--json']);
+    expect([none.code, none.stdout, none.stderr]).toEqual([0, '', `${source.id} has no events yet\n`]);
+    expect((await tributary(['logs', source.id])).stderr).toBe(`${source.id} has no $logs lines yet\n`);
+
     const ran = await tributary(['run', source.id, '--event', '{"body":{"n":7}}']);
     expect(ran.code, ran.stderr).toBe(0);
     await waitFor(
