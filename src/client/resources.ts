@@ -33,9 +33,11 @@ export function counted(n: number, noun: string): string {
 
 export function sourceType(source: Row): string {
   const values = Object.values((source.configured_props ?? {}) as Row).filter((v): v is Row => typeof v === 'object' && v !== null);
-  if (values.some((v) => 'endpoint_url' in v)) return 'http';
-  if (values.some((v) => 'interval_seconds' in v || 'cron' in v)) return 'timer';
-  return 'listener';
+  const http = values.some((v) => 'endpoint_url' in v);
+  // As the web console says it: a source with both props is run by either.
+  const timer = values.some((v) => 'interval_seconds' in v || 'cron' in v);
+  if (http) return timer ? 'http+timer' : 'http';
+  return timer ? 'timer' : 'listener';
 }
 
 /** The endpoint URL a source's or workflow's HTTP trigger shows, if it has one. */
