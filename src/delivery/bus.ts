@@ -6,6 +6,7 @@ import { parseEventId, toSummary, type EventSummary } from '../model/events.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { eventsBetween, listen, notify, type Listener } from '../store/live.js';
+import type { ListenLosses } from './listen-losses.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 
 /** `afterId`: the emitter's event just before these (see CommittedEvents); absent when unknown. */
@@ -104,6 +105,8 @@ export class PostgresBus extends LocalBus {
     private readonly logger: Logger,
     /** Where failures that are a database outage are said, once for the whole outage. */
     private readonly outages: DatabaseOutageLog,
+    /** Where a lost LISTEN connection is said when the database itself stays up. */
+    private readonly losses: ListenLosses,
   ) {
     super((error) => logger.error({ err: error }, 'live fan-out failed'));
   }
@@ -111,11 +114,14 @@ export class PostgresBus extends LocalBus {
   override async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
       onError: (error) => {
-        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
+        if (!this.losses.failed(CHANNEL, error)) this.logger.warn({ err: error }, 'event bus connection failed; reconnecting');
       },
       // Every LISTEN in place ends a gap, the first one too: a start that needed retries opened one already.
       onConnected: (connected) => {
-        if (connected) this.outages.reached('read');
+        if (connected) {
+          this.outages.reached('read');
+          this.losses.listening(CHANNEL);
+        }
         this.setGap('connectionDown', !connected);
       },
     });

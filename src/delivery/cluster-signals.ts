@@ -6,7 +6,9 @@ import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import { listen, type Listener, notify } from '../store/live.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
+import { forgetAnswers, saveAndNotifyAnswer, storedAnswers } from '../store/relayed-answers.js';
 import type { HttpResponse } from '../runtime/types.js';
+import type { ListenLosses } from './listen-losses.js';
 
 /**
  * What a signal says: work queued (`invocations` by source id, `workflow_runs` by run id, `deliveries` and `sends`
@@ -27,13 +29,17 @@ export interface RelayedAnswer {
 
 export type AnswerHandler = (id: string, answer: RelayedAnswer) => void;
 
+/** The ids (invocations, workflow runs) whose HTTP requests wait on this node for an answer. */
+export type WaitingAnswers = () => string[];
+
 export interface ClusterSignals {
   /** Coalesced: signals of one turn of the event loop go out together, after it. */
   signal(kind: SignalKind, ids?: readonly string[]): void;
   on(kind: SignalKind, handler: SignalHandler): void;
   /** Sends a run's answer (by invocation or workflow run id) to every node; the one waiting for it takes it. */
   relayAnswer(id: string, answer: RelayedAnswer): void;
-  onAnswer(handler: AnswerHandler): void;
+  /** `waiting`: what is read again from the stored answers after the answer connection was lost. */
+  onAnswer(handler: AnswerHandler, waiting: WaitingAnswers): void;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -68,6 +74,10 @@ const CHANNEL = 'tributary_signals';
 const ANSWERS = 'tributary_answers';
 /** NOTIFY payloads stop at 8,000 bytes; ids beyond this go in further notifications. */
 const MAX_PAYLOAD = 7000;
+/** How long a relayed answer is kept: longer than any request waits on one (a run's timeout, at most an hour, and 5 s). */
+const ANSWER_KEPT_MS = 2 * 60 * 60_000;
+/** How often a node deletes the answers past that age, as it relays one. */
+const ANSWER_SWEEP_MS = 10 * 60_000;
 
 interface Message {
   /** The sending node, which acted on its own signals already. */
@@ -91,6 +101,8 @@ export class PostgresSignals implements ClusterSignals {
   private listener: Listener | undefined;
   private answers: Listener | undefined;
   private answerHandler: AnswerHandler | undefined;
+  private waitingAnswers: WaitingAnswers = () => [];
+  private lastSweep = 0;
   private sending: Promise<void> = Promise.resolve();
 
   constructor(
@@ -101,6 +113,8 @@ export class PostgresSignals implements ClusterSignals {
     private readonly cadence: PollCadence,
     /** Where failures that are a database outage are said, once for the whole outage. */
     private readonly outages: DatabaseOutageLog,
+    /** Where a lost LISTEN connection is said when the database itself stays up. */
+    private readonly losses: ListenLosses,
   ) {}
 
   on(kind: SignalKind, handler: SignalHandler): void {
@@ -110,26 +124,47 @@ export class PostgresSignals implements ClusterSignals {
   async start(): Promise<void> {
     this.listener = listen(this.databaseUrl, CHANNEL, (payload) => this.receive(payload), {
       onError: (error) => {
-        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back');
+        if (!this.losses.failed(CHANNEL, error)) this.logger.warn({ err: error }, 'cluster signal connection failed; polling until it is back');
       },
       // Signals sent while the connection was down are lost: look at everything once.
       onReconnect: () => {
         this.outages.reached('read');
-        this.logger.info('cluster signal connection back; looking for work and changes missed meanwhile');
+        this.logger.debug('cluster signal connection back; looking for work and changes missed meanwhile');
         for (const [, handlers] of this.handlers) for (const handler of handlers) handler(undefined);
       },
-      onConnected: (connected) => this.cadence.setSignalled(connected),
+      onConnected: (connected) => {
+        if (connected) this.losses.listening(CHANNEL);
+        this.cadence.setSignalled(connected);
+      },
     });
     this.answers = listen(this.databaseUrl, ANSWERS, (payload) => this.receiveAnswer(payload), {
       onError: (error) => {
-        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting');
+        if (!this.losses.failed(ANSWERS, error)) this.logger.warn({ err: error }, 'cluster answer connection failed; reconnecting');
+      },
+      // Answers relayed while the connection was down reached no one here: the requests waiting read theirs back.
+      onReconnect: () => void this.replayAnswers(),
+      onConnected: (connected) => {
+        if (connected) this.losses.listening(ANSWERS);
       },
     });
     await Promise.all([this.listener.ready, this.answers.ready]);
   }
 
-  onAnswer(handler: AnswerHandler): void {
+  onAnswer(handler: AnswerHandler, waiting: WaitingAnswers): void {
     this.answerHandler = handler;
+    this.waitingAnswers = waiting;
+  }
+
+  /** Hands the waiting requests the answers stored for them (one already had is ignored by its request). */
+  private async replayAnswers(): Promise<void> {
+    const ids = this.waitingAnswers();
+    if (!ids.length) return;
+    try {
+      for (const row of await storedAnswers(this.store.db, ids)) this.answerHandler?.(row.id, JSON.parse(row.answer) as RelayedAnswer);
+    } catch (error) {
+      if (!this.outages.absorb(error))
+        this.logger.warn({ err: error, ids }, 'could not read the custom responses relayed while the answer connection was down');
+    }
   }
 
   /**
@@ -137,18 +172,28 @@ export class PostgresSignals implements ClusterSignals {
    * error saying so, so that the client hears at once rather than at its timeout.
    */
   relayAnswer(id: string, answer: RelayedAnswer): void {
-    let payload = JSON.stringify({ n: this.node, i: id, a: answer });
+    let relayed = answer;
+    let payload = JSON.stringify({ n: this.node, i: id, a: relayed });
     if (Buffer.byteLength(payload) > MAX_PAYLOAD) {
       const bytes = Buffer.byteLength(JSON.stringify(answer.response ?? {}));
       const error = {
         name: 'ResponseTooLarge',
         message: `its respond() (${bytes} bytes) is larger than the ${MAX_PAYLOAD} bytes an answer may carry between nodes`,
       };
-      payload = JSON.stringify({ n: this.node, i: id, a: { error } });
+      relayed = { error };
+      payload = JSON.stringify({ n: this.node, i: id, a: relayed });
     }
-    notify(this.store.db, ANSWERS, payload).catch((error: unknown) => {
+    const now = Date.now();
+    // Stored with its notification, for a node whose answer connection is down as it goes out (see replayAnswers).
+    saveAndNotifyAnswer(this.store.db, ANSWERS, id, JSON.stringify(relayed), payload, now).catch((error: unknown) => {
       if (!this.outages.absorb(error)) this.logger.warn({ err: error, id }, 'could not relay a custom response; its client gets no_response at its timeout');
     });
+    if (now - this.lastSweep >= ANSWER_SWEEP_MS) {
+      this.lastSweep = now;
+      forgetAnswers(this.store.db, now - ANSWER_KEPT_MS).catch((error: unknown) => {
+        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'could not delete old relayed custom responses; the next relay tries again');
+      });
+    }
   }
 
   private receiveAnswer(payload: string): void {

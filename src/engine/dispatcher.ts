@@ -65,7 +65,8 @@ export class Dispatcher {
   /** Sources held elsewhere that this node has readied to run, so that taking one over does not wait for a worker. */
   private readonly readied = new LRUCache<string, true>({ max: 10_000 });
   private readonly pacing: BatchPacing;
-  private readonly responders: Responders;
+  /** The HTTP requests waiting here on a custom-response run (read by the cluster link after a lost connection). */
+  readonly responders: Responders;
   private readonly intake: InvocationIntake;
   private readonly runner: BatchRunner;
   private readonly cache: SourceCache;

@@ -50,6 +50,11 @@ export class Responders {
     responder(response, failure);
   }
 
+  /** The invocations whose requests wait here. */
+  waitingIds(): string[] {
+    return [...this.waiting.keys()];
+  }
+
   /** Drops a waiting responder (the HTTP client went away or waited too long, or its row was never written). */
   forget(invocationId: string): void {
     this.waiting.delete(invocationId);

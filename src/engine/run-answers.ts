@@ -36,6 +36,11 @@ export class RunAnswers {
     this.responders.set(runId, responder);
   }
 
+  /** The runs whose requests wait here. */
+  waitingIds(): string[] {
+    return [...this.responders.keys()];
+  }
+
   forget(runId: string): void {
     this.responders.delete(runId);
   }

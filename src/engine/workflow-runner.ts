@@ -374,6 +374,11 @@ export class WorkflowRunner {
     this.answers.finish(runId, error, relay);
   }
 
+  /** The runs whose HTTP requests wait here for their answer. */
+  waitingAnswers(): string[] {
+    return this.answers.waitingIds();
+  }
+
   /** An answer relayed from the node that ran the run: the request waiting here (if any) gets it. */
   answerRelayed(runId: string, response: HttpResponse | undefined, failure: AnswerFailure | undefined): void {
     this.answers.relayed(runId, response, failure);

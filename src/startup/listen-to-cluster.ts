@@ -28,8 +28,11 @@ export function listenToCluster(
   const endStreamsOfDeleted = (kind: 'sources' | 'workflows', ids: string[] | undefined) => void live.endStreamsOfDeleted(kind, ids);
   signals.on('invocations', (ids) => dispatcher.wake(ids));
   // A custom-response run answered on another node: the request waiting here gets it.
-  signals.onAnswer((id, answer) =>
-    id.startsWith('wr_') ? workflowRunner.answerRelayed(id, answer.response, answer.error) : dispatcher.answerRelayed(id, answer.response, answer.error),
+  // After its answer connection was lost, the node reads again the answers of the requests still waiting.
+  signals.onAnswer(
+    (id, answer) =>
+      id.startsWith('wr_') ? workflowRunner.answerRelayed(id, answer.response, answer.error) : dispatcher.answerRelayed(id, answer.response, answer.error),
+    () => [...dispatcher.responders.waitingIds(), ...workflowRunner.waitingAnswers()],
   );
   signals.on('workflow_runs', (ids) => workflowRunner.wake(ids));
   signals.on('deliveries', () => webhookSender.wake());

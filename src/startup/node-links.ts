@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { LocalBus, PostgresBus, type EventBus } from '../delivery/bus.js';
 import { type ClusterSignals, LocalSignals, PostgresSignals } from '../delivery/cluster-signals.js';
+import { ListenLosses } from '../delivery/listen-losses.js';
 import type { PollCadence } from '../lib/poll-cadence.js';
 import type { Store } from '../store/database.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
@@ -22,8 +23,10 @@ export function linksBetweenNodes(
   if (store.dialect !== 'postgres') {
     return { bus: new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed')), signals: new LocalSignals() };
   }
+  // One line for the LISTEN connections lost together, whichever of them noticed first.
+  const losses = new ListenLosses(store.db, logger.child({ module: 'listen' }), outages);
   return {
-    bus: new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages),
-    signals: new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages),
+    bus: new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages, losses),
+    signals: new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages, losses),
   };
 }

@@ -100,3 +100,13 @@ export function listen(url: string, channel: string, onPayload: (payload: string
     },
   };
 }
+
+/** Whether the database answers a statement on a pooled connection (the outage it met if not). */
+export async function databaseAnswers(db: Kysely<Database>): Promise<unknown> {
+  try {
+    await sql`select 1`.execute(db);
+    return undefined;
+  } catch (error) {
+    return error ?? new Error('the database did not answer');
+  }
+}

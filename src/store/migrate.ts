@@ -22,6 +22,7 @@ import { migration016 } from './migrations/016-timer-run-pending-index.js';
 import { migration017 } from './migrations/017-claim-skips-inactive.js';
 import { migration018 } from './migrations/018-data-store-bytes.js';
 import { migration019 } from './migrations/019-node-presence.js';
+import { migration020 } from './migrations/020-relayed-answers.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '017-claim-skips-inactive': migration017,
   '018-data-store-bytes': migration018,
   '019-node-presence': migration019,
+  '020-relayed-answers': migration020,
 };
 
 /** Every migration this build knows, in the order they run. */

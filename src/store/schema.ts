@@ -244,6 +244,7 @@ export interface Database {
   components: ComponentsTable;
   published_components: PublishedComponentsTable;
   nodes: NodesTable;
+  relayed_answers: RelayedAnswersTable;
 }
 
 /** A node serving from this database (PostgreSQL), as it last said: see migration 019. */
@@ -257,6 +258,16 @@ export interface NodesTable {
   started_ms: number;
   /** When the node last renewed its row (epoch ms). */
   seen_ms: number;
+}
+
+/** Cluster: a custom response relayed to the node whose request waits on it, kept for a node that missed its NOTIFY. */
+export interface RelayedAnswersTable {
+  seq: Generated<number>;
+  /** The invocation (`inv_…`) or workflow run (`wr_…`) answered. */
+  id: string;
+  /** The RelayedAnswer, as JSON. */
+  answer: string;
+  at_ms: number;
 }
 
 /** A named key-value store of an account, made on first use by a `data_store` prop naming it. */

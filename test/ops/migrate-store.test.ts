@@ -290,7 +290,7 @@ describeOnPostgres('migrate-store: SQLite → PostgreSQL', () => {
       child.kill(signal);
       expect(await exited).toBe(code);
       expect(stderr).toBe(
-        `error: migrate-store was interrupted: the tables verified so far (7 of 23) stay on the target; run the same command again to copy the others (stopped by ${signal})\n`,
+        `error: migrate-store was interrupted: the tables verified so far (7 of 24) stay on the target; run the same command again to copy the others (stopped by ${signal})\n`,
       );
     }
     const moved = await run(process.execPath, [BIN, 'migrate-store', '--data-dir', dataDir, '--to', database.url, '--batch-size', '5000']);
