@@ -1,4 +1,5 @@
-// Refuses text no database stores as sent (model/storable-text.ts): NUL characters and unpaired UTF-16 surrogates.
+// Refuses values no database stores as sent (model/storable-text.ts): NUL characters, unpaired UTF-16 surrogates, and
+// JSON numbers past a double (read as Infinity).
 import type { FastifyInstance } from 'fastify';
 import { invalid } from '../model/errors.js';
 import { flawIn } from '../model/storable-text.js';

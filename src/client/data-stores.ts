@@ -61,15 +61,27 @@ const SET_USAGE = 'tributary data-stores set <store> <key> <json-value> [--ttl s
 
 /**
  * The value of `set` as the JSON it is given: a bare word would otherwise be sent as a string by a guess, and a
- * mistyped object (`{a: 1}`) stored as its text.
+ * mistyped object (`{a: 1}`) stored as its text. A number past a double (`1e400`) parses as Infinity, which the request
+ * would carry as null: refused here, as the server refuses it in a body, rather than stored as null.
  */
 export function jsonValue(text: string): unknown {
+  let unbounded = false;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text, (_key, item: unknown) => {
+      if (typeof item === 'number' && !Number.isFinite(item)) unbounded = true;
+      return item;
+    });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new UsageError(`the value is not JSON (${reason}); a string goes in double quotes, as '"text"': ${SET_USAGE}`);
   }
+  if (unbounded) {
+    throw new UsageError(
+      `the value holds a number past the largest a JSON number may be (about 1.8e308), which reads as Infinity and would be stored as null: ${SET_USAGE}`,
+    );
+  }
+  return value;
 }
 
 /** `--ttl` as a number of seconds; whether the server takes it (positive, at most 100 years) is the server's to say. */

@@ -1,6 +1,7 @@
-// Text no database stores as sent: NUL characters (PostgreSQL's text holds none, and no identifier or name needs one)
-// and unpaired UTF-16 surrogates (which are not text: stored as U+FFFD on PostgreSQL, as sent on SQLite). The API
-// refuses such text in a request (api/text-guard.ts); what it offers to be sent back (options()) leaves it out.
+// Values no database stores as sent: NUL characters (PostgreSQL's text holds none, and no identifier or name needs one),
+// unpaired UTF-16 surrogates (which are not text: stored as U+FFFD on PostgreSQL, as sent on SQLite), and JSON numbers
+// too large for a double (`1e400` parses as Infinity, which JSON writes as null). The API refuses them in a request
+// (api/text-guard.ts); what it offers to be sent back (options()) leaves them out.
 
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
 const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -22,7 +23,14 @@ export function flawOf(text: string): string | undefined {
   return undefined;
 }
 
-/** The first string (or key) in `value` that is not storable text, named within `where`, with what is wrong. */
+/**
+ * What a number past a double's range is: JSON.parse reads `1e400` as Infinity, and JSON.stringify writes that as null,
+ * so a record or an event would keep null in its place, unsaid.
+ */
+const UNBOUNDED_NUMBER =
+  'a number past the largest a JSON number may be (about 1.8e308: it reads as Infinity, and would be stored as null), which no field accepts';
+
+/** The first string (or key) in `value` that is not storable text, or number past a double, named within `where`, with what is wrong. */
 export function flawIn(value: unknown, where: string): { where: string; flaw: string } | undefined {
   const found = findFlaw(value);
   return found && { where: `${where}${found.path.reverse().join('')}`, flaw: found.flaw };
@@ -37,6 +45,7 @@ function findFlaw(value: unknown): { path: string[]; flaw: string } | undefined 
     const flaw = flawOf(value);
     return flaw ? { path: [], flaw } : undefined;
   }
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: [], flaw: UNBOUNDED_NUMBER };
   if (typeof value !== 'object' || value === null) return undefined;
   const isArray = Array.isArray(value);
   const keys = Object.keys(value);

@@ -112,6 +112,25 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
     expect((await api.get('/v1/data_stores/rules/keys')).body.data.keys).toEqual(['edge']);
   });
 
+  it('refuses a number past a double in the value (1e400 parses as Infinity), rather than storing null in its place', async () => {
+    const flaw = 'a number past the largest a JSON number may be (about 1.8e308: it reads as Infinity, and would be stored as null), which no field accepts';
+    for (const [body, where] of [
+      ['{"value": 1e400}', 'body.value'],
+      ['{"value": {"total": 3, "big": -1e999}}', 'body.value.big'],
+      ['{"value": [1, [2, 1e309]]}', 'body.value[1][1]'],
+      ['{"value": 1, "ttl": 1e400}', 'body.ttl'],
+    ]) {
+      const res = await api.put(recordPath('unbounded', 'k'), undefined, { raw: { body: body!, contentType: 'application/json' } });
+      expect([res.status, res.body], body).toEqual([400, { error: `${where} holds ${flaw}`, code: 'invalid_request' }]);
+    }
+    expect((await api.get('/v1/data_stores/unbounded')).status).toBe(404);
+    // The largest double, and the smallest, are numbers JSON carries.
+    const edge = await api.put(recordPath('unbounded', 'k'), undefined, {
+      raw: { body: '{"value": [1.7976931348623157e308, 5e-324, 1e-400]}', contentType: 'application/json' },
+    });
+    expect([edge.status, edge.body]).toEqual([200, { data: { key: 'k', value: [1.7976931348623157e308, 5e-324, 0] } }]);
+  });
+
   it("counts the store's bytes as set() does, an overwrite taking off what the record held, to the byte of its 4 MB", async () => {
     const source = await deploy('full');
     // Four records of 1,000,004 bytes (a 2-byte key, a 1,000,002-byte JSON string): 4,000,016 bytes.

@@ -225,6 +225,14 @@ describe('tributary data-stores', () => {
         stderr: `error: the value is not JSON (${reason(text)}); a string goes in double quotes, as '"text"': ${usage}\n`,
       });
     }
+    // A number past a double parses as Infinity, which the request would carry as null.
+    for (const text of ['1e400', '{"total": 3, "big": -1e999}']) {
+      expect(await tributary(['data-stores', 'set', 'refused', 'k', text]), text).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `error: the value holds a number past the largest a JSON number may be (about 1.8e308), which reads as Infinity and would be stored as null: ${usage}\n`,
+      });
+    }
     expect(await tributary(['data-stores', 'set', '--ttl', 'soon', 'refused', 'k', '1'])).toEqual({
       code: 2,
       stdout: '',
