@@ -1,6 +1,7 @@
 // `tributary data-stores`: the account's data stores (list), a store's keys, and one record read, written or deleted.
 import type { Command } from 'commander';
-import { deleteRecord, jsonValue, keyLine, quoted, readRecord, storeKeys, ttlSeconds, writeRecord } from '../client/data-stores.js';
+import { deleteRecord, jsonValue, readRecord, storeKeys, ttlSeconds, writeRecord } from '../client/data-stores.js';
+import { jsonText, lineText, quoted } from '../client/terminal-text.js';
 import { kindNamed } from '../client/resources.js';
 import { apiFor, out, printList, say, type ServerFlags, serverOptions } from './client-common.js';
 
@@ -33,7 +34,7 @@ export function addDataStoreCommands(program: Command): void {
       const keys = await storeKeys(apiFor(flags), store);
       if (flags.json) for (const key of keys) out(JSON.stringify(key));
       else if (keys.length === 0) say(`no keys in data store ${quoted(store)}`);
-      else for (const key of keys) out(keyLine(key));
+      else for (const key of keys) out(lineText(key));
     });
 
   serverOptions(group.command('get <store> <key>'))
@@ -45,7 +46,7 @@ export function addDataStoreCommands(program: Command): void {
         out(JSON.stringify(record));
         return;
       }
-      out(JSON.stringify(record.value, null, 2));
+      out(jsonText(record.value, 2));
       if (record.expires_at_ms !== undefined) say(`expires at ${new Date(record.expires_at_ms).toISOString()}`);
     });
 

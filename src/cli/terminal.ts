@@ -6,6 +6,7 @@ import { BundleError } from '../client/bundle.js';
 import { ProfileError } from '../client/profiles.js';
 import { KINDS } from '../client/resources.js';
 import type { Ask } from '../client/props-input.js';
+import { escapedControls } from '../client/terminal-text.js';
 import { UsageError } from '../client/usage-error.js';
 import { WorkflowFileError } from '../client/workflow-file.js';
 
@@ -65,7 +66,9 @@ const HINTS: Record<string, string> = {
 /** What a failed command prints (standard error) and the code it exits with. */
 export function describeFailure(error: unknown): { lines: string[]; code: number } | undefined {
   if (error instanceof ApiError) {
-    const lines = [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`];
+    // The server's words may quote what was sent (a name, a key) and a detail names it as it is: a control character in
+    // one is written as its escape, so that it reaches the terminal as text, not as a command.
+    const lines = [escapedControls(`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`)];
     for (const detail of error.details) lines.push(...detailLines(detail));
     const hint = error.hint ?? HINTS[error.code];
     if (hint) lines.push(`hint: ${hint}`);

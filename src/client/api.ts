@@ -1,6 +1,7 @@
 // A small client of a Tributary server's REST API for the CLI: JSON in and out, API errors as ApiError.
 import type { Dispatcher, RequestInit, Response } from 'undici';
 import { LONGER, type Limits, limitsFor, secondsOf, timeoutOf, type Wait } from './timeouts.js';
+import { escapedControls } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 /** The server refused a request (or could not be reached: status 0); `code` is its registered error code. */
@@ -50,7 +51,8 @@ function isHookFailure(detail: unknown): detail is HookFailure {
  * else keeps them: the change was refused), each on its own line; any other detail as `detailLine` gives it.
  */
 export function detailLines(detail: unknown): string[] {
-  if (!isHookFailure(detail)) return [`  ${detailLine(detail)}`];
+  // One line, whatever a name in it holds (a source named with a line break or an ESC is listed in a 409's details).
+  if (!isHookFailure(detail)) return [`  ${escapedControls(detailLine(detail))}`];
   const stack = detail.error.stack.split('\n').map((line) => `  ${line}`);
   if (!detail.logs.length) return [...stack, `  ${detail.hook}() logged nothing`];
   return [...stack, `  ${detail.hook}() logged:`, ...detail.logs.map((line) => `    ${line.k.padEnd(5)}  ${line.msg}`)];

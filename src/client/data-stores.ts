@@ -1,6 +1,7 @@
-// The data store calls of the CLI: a store's keys, one record read, written or deleted, and how a key is printed on a line.
+// The data store calls of the CLI: a store's keys, and one record read, written or deleted.
 import { type ApiClient, ApiError } from './api.js';
 import { segment } from './resources.js';
+import { quoted } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 /** What GET /v1/data_stores/{store}/records?key= answers (`data`). */
@@ -105,20 +106,4 @@ export async function deleteRecord(api: ApiClient, store: string, key: string): 
   required('store', store, 'tributary data-stores delete <store> <key>');
   required('key', key, 'tributary data-stores delete <store> <key>');
   await naming(async () => api.call('DELETE', await recordPath(api, store, key)));
-}
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what would break a line or the terminal.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-
-/** Text as a JSON string with every control character escaped: JSON.stringify leaves DEL, C1 and U+2028/9 as they are. */
-export function quoted(text: string): string {
-  return JSON.stringify(text).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-/**
- * A key as a line of `keys`: as it is, unless it holds a line break or another control character, which would split
- * it across lines or reach the terminal as a command; such a key is printed as its JSON string (`"a\nb"`).
- */
-export function keyLine(key: string): string {
-  return CONTROL.test(key) ? quoted(key) : key;
 }

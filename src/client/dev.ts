@@ -2,6 +2,7 @@
 // file (or a file it imports) re-bundles it and updates the source in place: same id, same endpoint URL.
 import { context, type BuildResult, type Plugin } from 'esbuild';
 import { ApiError, type ApiClient, detailLines } from './api.js';
+import { escapedControls } from './terminal-text.js';
 import { bundleOptions, checkComponentFile, finishBundle, messageLine } from './bundle.js';
 import { createSource, type DeployOptions, replaceCode, saveBundle, type SourceData } from './deploy-source.js';
 import { showStream } from './follow.js';
@@ -21,7 +22,7 @@ export interface DevOptions extends DeployOptions {
 export function failureLines(error: unknown): string[] {
   if (!(error instanceof ApiError)) return [`error: ${(error as Error).message}`];
   // A server that could not be reached has no status: "(0 unreachable)" read as a status code.
-  return [`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`, ...error.details.flatMap(detailLines)];
+  return [escapedControls(`error: ${error.message} (${error.status ? `${error.status} ` : ''}${error.code})`), ...error.details.flatMap(detailLines)];
 }
 
 /**

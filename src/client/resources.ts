@@ -1,4 +1,5 @@
 // What the client knows of each kind of resource: its id prefix, where it is listed, read and deleted, and its table.
+import { lineText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 export type Row = Record<string, unknown>;
@@ -181,9 +182,13 @@ export function kindOfId(id: string): ResourceKind {
 /** Table columns: header and how to show the row's value. */
 export type Columns<T = Row> = Array<[header: string, value: (row: T) => unknown]>;
 
-/** Rows as a table with a header, columns padded to their widest value: every list the CLI prints (`users list` too). */
+/**
+ * Rows as a table with a header, columns padded to their widest value: every list the CLI prints (`users list` too).
+ * A value holding a line break or another control character (a name is any text) is shown as its JSON string, so that
+ * each row stays one line and the terminal is sent no command.
+ */
 export function formatTable<T>(table: { columns: Columns<T> }, rows: T[]): string {
-  const cells = rows.map((row) => table.columns.map(([, value]) => String(value(row) ?? '')));
+  const cells = rows.map((row) => table.columns.map(([, value]) => lineText(String(value(row) ?? ''))));
   const headers = table.columns.map(([header]) => header);
   const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((c) => c[i]!.length)));
   const line = (values: string[]) =>
