@@ -4,8 +4,11 @@ import path from 'node:path';
 import { BEFORE_RESTORE_SUFFIX } from '../store/interrupted-restore.js';
 import { openSqliteFile } from '../store/sqlite-file.js';
 
-/** The points of the swap, in order: a crash at any of them leaves what the one before did, and no more. */
-export type SwapStep = 'copied' | 'folded' | 'kept-aside' | 'logs-removed' | 'renamed';
+/**
+ * The points of the swap, in order: a crash at any of them leaves what the one before did, and no more. `staged` is
+ * restore's, before the swap: the backup copied and checked in the staging folder, nothing beside the database yet.
+ */
+export type SwapStep = 'staged' | 'copied' | 'folded' | 'kept-aside' | 'logs-removed' | 'renamed';
 
 /** The logs SQLite keeps committed data in beside a database: a WAL, or a rollback journal left hot by a crash. */
 const LOG_SUFFIXES = ['-wal', '-journal'];

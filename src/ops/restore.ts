@@ -11,6 +11,7 @@ import { OpsError, OpsInterruptedError } from './ops-error.js';
 import { PAGES_PER_STEP, removePartialCopy, startPartialCopy } from './partial-copy.js';
 import { damageOf } from './quick-check.js';
 import { type SwapStep, swapInRestoredCopy } from './restore-swap.js';
+import { stageCopy } from './restore-staging.js';
 
 export interface RestoreResult {
   readonly file: string;
@@ -58,10 +59,10 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
     // Only a killed restore leaves these (under this lock, none is at work): full-size copies nobody would remove.
     const removedLeftovers = removeRestoreStaging(dataDir) ? [path.join(dataDir, RESTORE_STAGING)] : [];
     const staging = path.join(dataDir, RESTORE_STAGING);
+    const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
     try {
-      const staged = stageCopy(from, staging);
-      const migrations = await checkBackup(staged, from);
-      const stopped = () => new OpsInterruptedError(`the restore was interrupted: ${dataDir} is as it was`);
+      const staged = await stageCopy(from, staging, { signal, onProgress: options.onProgress, stopped, noRoom: (copies) => noRoom(dataDir, from, copies) });
+      const migrations = await checkBackup(staged.file, from);
       if (signal?.aborted) throw stopped();
       // Removed only now: while it lies there, serve refuses to start on the database this restore did not replace.
       const partial = target + RESTORING_SUFFIX;
@@ -69,7 +70,11 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
         removePartialCopy(partial);
         removedLeftovers.push(partial);
       }
-      const keptAside = await copyIntoPlace(staged, from, target, { ...options, stopped });
+      options.onSwapStep?.('staged');
+      // A backup alone is, byte for byte, the database to put in place: its checked copy is renamed there, not copied again.
+      const keptAside = staged.selfContained
+        ? placeStaged(staged.file, target, options.onSwapStep)
+        : await copyIntoPlace(staged.file, from, target, { ...options, stopped });
       return { file: target, migrations, keyFilePresent: fs.existsSync(path.join(dataDir, 'secret.key')), removedLeftovers, keptAside };
     } finally {
       fs.rmSync(staging, { recursive: true, force: true });
@@ -80,36 +85,14 @@ export async function restoreDatabase(options: RestoreOptions): Promise<RestoreR
 }
 
 /**
- * Copies the backup, and the write-ahead log or rollback journal beside it, into `staging`, a folder of the data
- * directory. SQLite writes beside a database it reads (a WAL file's shared-memory index, a hot journal's rollback):
- * from the copy, a backup in a read-only place (a hand copy of a WAL-mode database, a backup by an older version) can
- * be read whole. In the data directory, not the system's temporary folder, so that the copy is on the file system the
- * restore needs room on anyway, and a restore killed there leaves it where the next restore (or serve) removes it.
+ * A restore that ran out of room in the data directory: exit 1, with the room it takes (`copies` of the backup: one
+ * for a backup alone, renamed into place; two for one with a log beside it, read from its copy into another).
  */
-function stageCopy(from: string, staging: string): string {
-  const file = path.join(staging, 'backup.db');
-  try {
-    fs.mkdirSync(staging, { mode: 0o700 });
-    fs.copyFileSync(from, file);
-    for (const suffix of ['-wal', '-journal']) {
-      if (fs.existsSync(from + suffix)) fs.copyFileSync(from + suffix, file + suffix);
-    }
-    // A backup kept read-only (0400) is copied with its mode; SQLite must write to the copy.
-    for (const name of fs.readdirSync(staging)) fs.chmodSync(path.join(staging, name), 0o600);
-    return file;
-  } catch (error) {
-    // A full disk is the machine's state, not a mistake in --from (the caller removes the staging folder).
-    if ((error as { code?: string }).code === 'ENOSPC') throw noRoom(path.dirname(staging), from);
-    throw new OpsError(`--from: could not copy ${from} into ${staging} to read it: ${(error as Error).message}`);
-  }
-}
-
-/** A restore that ran out of room in the data directory, for either of its two copies: exit 1, with the room it takes. */
-function noRoom(dataDir: string, from: string): Error {
+function noRoom(dataDir: string, from: string, copies: 1 | 2): Error {
   const megabytes = Math.ceil(fs.statSync(from).size / 1_048_576);
-  return new Error(
-    `no room left in ${dataDir} for the restore's copy of ${from}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored`,
-  );
+  const needs =
+    copies === 1 ? `${megabytes} MB (the database it puts in place)` : `${megabytes} MB twice (the copy it reads and the database it puts in place)`;
+  return new Error(`no room left in ${dataDir} for the restore's copy of ${from}: it needs about ${needs}; nothing was restored`);
 }
 
 /**
@@ -139,13 +122,24 @@ async function copyIntoPlace(
     options.onProgress?.(copied);
   } catch (error) {
     removePartialCopy(partial);
-    if ((error as { code?: string }).code === 'SQLITE_FULL') throw noRoom(path.dirname(target), from);
+    if ((error as { code?: string }).code === 'SQLITE_FULL') throw noRoom(path.dirname(target), from, 2);
     throw error;
   } finally {
     source.close();
   }
   fs.chmodSync(partial, 0o600);
   return swapInRestoredCopy(partial, target, options.onSwapStep);
+}
+
+/**
+ * Renames the checked copy of a backup alone to `<target>.restoring` (one file system: the staging folder is in the
+ * data directory) and puts it in place of `target` (see swapInRestoredCopy). SQLite, which read it, left no log beside
+ * it that holds data (it wrote nothing), and none goes with it.
+ */
+function placeStaged(staged: string, target: string, onSwapStep: RestoreOptions['onSwapStep']): string | undefined {
+  const partial = target + RESTORING_SUFFIX;
+  fs.renameSync(staged, partial);
+  return swapInRestoredCopy(partial, target, onSwapStep);
 }
 
 /** Refuses a missing file, a folder, and a file that is not an SQLite database, before anything is copied. */

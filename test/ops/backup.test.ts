@@ -277,26 +277,54 @@ describe('backup and restore', () => {
     if (process.getuid?.() !== 0) return context.skip();
     const served = tempDir();
     await createAccount(['--data-dir', served], 'big');
-    const backup = path.join(tempDir(), 'big.db');
-    await tributary(['backup', '--data-dir', served, '--out', backup]);
-    const db = openSqliteFile(backup);
+    const alone = path.join(tempDir(), 'big.db');
+    await tributary(['backup', '--data-dir', served, '--out', alone]);
+    const db = openSqliteFile(alone);
     db.exec('create table ballast (x blob)');
     db.prepare('insert into ballast values (zeroblob(?))').run(6 * 1_048_576);
     db.close();
-    const megabytes = Math.ceil(fs.statSync(backup).size / 1_048_576);
-    // 4 MB: no room for the staging copy; 10 MB: room for it, not for the database put in place beside it.
-    for (const sizeMb of [4, 10]) {
+    // The same database as a hand copy with its -wal beside it: read from its staging copy into a second one.
+    const withLog = path.join(tempDir(), 'big.db');
+    fs.copyFileSync(alone, withLog);
+    const writer = openSqliteFile(withLog);
+    writer.pragma('journal_mode = WAL');
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.prepare('update users set username = username').run();
+    const copy = path.join(tempDir(), 'big.db');
+    for (const suffix of ['', '-wal']) fs.copyFileSync(withLog + suffix, copy + suffix);
+    writer.close();
+    // 4 MB: no room for one copy; 10 MB: room for one, which is all a backup alone takes, not for two.
+    for (const [backup, sizeMb, copies] of [
+      [alone, 4, 'once'],
+      [alone, 10, 'restored'],
+      [copy, 4, 'twice'],
+      [copy, 10, 'twice'],
+    ] as const) {
+      const what = `${backup === alone ? 'alone' : 'with its -wal'}, ${sizeMb} MB`;
+      const megabytes = Math.ceil(fs.statSync(backup).size / 1_048_576);
       const target = tempDir();
       if (!mountTmpfs(target, sizeMb)) return context.skip();
       try {
         await createAccount(['--data-dir', target], 'kept');
         const before = fs.readFileSync(path.join(target, 'tributary.db'));
-        expect(await refused(['restore', '--from', backup, '--data-dir', target, '--force']), `${sizeMb} MB`).toEqual({
+        const answer = await refused(['restore', '--from', backup, '--data-dir', target, '--force']);
+        const kept = () => fs.readdirSync(target).filter((name) => !name.startsWith('tributary.lock') && name !== 'secret.key');
+        if (copies === 'restored') {
+          expect(answer, what).toEqual({ code: 0, stderr: '' });
+          expect(kept(), what).toEqual(['tributary.db']);
+          const restored = openSqliteFile(path.join(target, 'tributary.db'), { readonly: true });
+          expect(restored.prepare('select username from users').all(), what).toEqual([{ username: 'big' }]);
+          restored.close();
+          continue;
+        }
+        const needs =
+          copies === 'once' ? `${megabytes} MB (the database it puts in place)` : `${megabytes} MB twice (the copy it reads and the database it puts in place)`;
+        expect(answer, what).toEqual({
           code: 1,
-          stderr: `error: no room left in ${target} for the restore's copy of ${backup}: it needs about ${megabytes} MB twice (the copy it reads and the database it puts in place); nothing was restored\n`,
+          stderr: `error: no room left in ${target} for the restore's copy of ${backup}: it needs about ${needs}; nothing was restored\n`,
         });
-        expect(fs.readFileSync(path.join(target, 'tributary.db')).equals(before)).toBe(true);
-        expect(fs.readdirSync(target).filter((name) => !name.startsWith('tributary.lock') && name !== 'secret.key')).toEqual(['tributary.db']);
+        expect(fs.readFileSync(path.join(target, 'tributary.db')).equals(before), what).toBe(true);
+        expect(kept(), what).toEqual(['tributary.db']);
       } finally {
         execFileSync('umount', ['-l', target]);
       }
@@ -389,13 +417,22 @@ describe('backup and restore', () => {
   it("a restore stopped by Ctrl-C or SIGTERM removes its partial copy (its owner's alone meanwhile) and its staging one, and exits 130 or 143", async () => {
     const dataDir = tempDir();
     await createAccount(['--data-dir', dataDir], 'restored');
-    const from = path.join(dataDir, 'tributary.db');
-    addBallast(from);
+    const alone = path.join(dataDir, 'tributary.db');
+    addBallast(alone);
+    // The same with its -wal beside it: copied whole into the staging folder, then read step by step into tributary.db.restoring.
+    const writer = openSqliteFile(alone);
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.prepare('update users set username = username').run();
+    const withLog = path.join(tempDir(), 'hand-copy.db');
+    for (const suffix of ['', '-wal']) fs.copyFileSync(alone + suffix, withLog + suffix);
+    writer.close();
     const target = tempDir();
     const temporary = tempDir();
-    for (const [signal, code] of [
-      ['SIGINT', 130],
-      ['SIGTERM', 143],
+    for (const [from, signal, code] of [
+      [alone, 'SIGINT', 130],
+      [alone, 'SIGTERM', 143],
+      [withLog, 'SIGINT', 130],
+      [withLog, 'SIGTERM', 143],
     ] as const) {
       const child = spawn(process.execPath, [BIN, 'restore', '--from', from, '--data-dir', target], {
         env: { PATH: process.env.PATH ?? '', TMPDIR: temporary },
@@ -404,14 +441,18 @@ describe('backup and restore', () => {
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      const restoring = path.join(target, 'tributary.db.restoring');
+      // A backup alone is copied once, step by step, into the staging folder; one with a log, into tributary.db.restoring.
+      const copying =
+        from === alone
+          ? [path.join(target, 'tributary.restore-staging', 'backup.db')]
+          : [path.join(target, 'tributary.db.restoring'), path.join(target, 'tributary.db.restoring-journal')];
       await waitFor(
-        async () => fs.statSync(restoring, { throwIfNoEntry: false })?.size ?? 0,
+        async () => fs.statSync(copying[0]!, { throwIfNoEntry: false })?.size ?? 0,
         (size) => size > 0,
         { intervalMs: 5, what: 'the copy under way' },
       );
       // In a data directory others may read: the copy is its owner's alone from the first page, as the database.
-      for (const file of [restoring, `${restoring}-journal`]) expect(fs.statSync(file).mode & 0o777, file).toBe(0o600);
+      for (const file of copying) expect(fs.statSync(file).mode & 0o777, file).toBe(0o600);
       child.kill(signal);
       expect(await exited).toBe(code);
       expect(stderr).toBe(`error: the restore was interrupted: ${target} is as it was (stopped by ${signal})\n`);

@@ -117,6 +117,22 @@ async function serveOnce(dataDir: string, children: import('node:child_process')
   return outcome;
 }
 
+/** A hand copy of the database in `dir` with its -wal beside it, holding a commit (a write changing nothing) the main file lacks. */
+function handCopyWithLog(dir: string): string {
+  const database = path.join(dir, 'tributary.db');
+  const db = openSqliteFile(database);
+  try {
+    db.pragma('wal_autocheckpoint = 0');
+    db.prepare('update users set username = username').run();
+    const copy = path.join(tempDir(), 'hand-copy.db');
+    for (const suffix of ['', '-wal']) fs.copyFileSync(database + suffix, copy + suffix);
+    expect(fs.statSync(`${copy}-wal`).size).toBeGreaterThan(0);
+    return copy;
+  } finally {
+    db.close();
+  }
+}
+
 function listing(dir: string): string[] {
   return fs.readdirSync(dir).sort();
 }
@@ -156,15 +172,17 @@ describe('restore killed on its way', () => {
     const killDuringCopy = async () => {
       const child = spawn(process.execPath, [BIN, 'restore', '--from', from, '--data-dir', target], { env: { ...env, TMPDIR: temporary } });
       children.push(child);
+      // A backup alone is copied once, into the staging folder, step by step: the kill comes while that copy is on its way.
       await waitFor(
-        async () => fs.statSync(path.join(target, 'tributary.db.restoring'), { throwIfNoEntry: false })?.size ?? 0,
+        async () => fs.statSync(path.join(staging, 'backup.db'), { throwIfNoEntry: false })?.size ?? 0,
         (size) => size > 0,
         { intervalMs: 5, what: 'the copy into the data directory under way' },
       );
       await killHard(child);
       // The staging copy is in the data directory, where the next restore or server finds it; none in TMPDIR.
       expect(fs.readdirSync(temporary)).toEqual([]);
-      expect(fs.statSync(path.join(staging, 'backup.db')).size).toBe(fs.statSync(from).size);
+      expect(fs.statSync(path.join(staging, 'backup.db')).size).toBeLessThan(fs.statSync(from).size);
+      expect(fs.existsSync(path.join(target, 'tributary.db.restoring'))).toBe(false);
     };
 
     await killDuringCopy();
@@ -172,7 +190,7 @@ describe('restore killed on its way', () => {
     expect(again).toEqual({
       code: 0,
       stdout:
-        `removed what a killed restore had left: ${staging}, ${path.join(target, 'tributary.db.restoring')}\n` +
+        `removed what a killed restore had left: ${staging}\n` +
         `restored ${path.join(target, 'tributary.db')} (18 migrations applied in the backup)\n` +
         'the data directory has no secret.key: put the key file you kept there, or start the server with the --secret-key or --secret-key-file it used; ' +
         'without it, sealed secrets (secret props, connected accounts, webhook secrets) cannot be opened\n',
@@ -184,8 +202,6 @@ describe('restore killed on its way', () => {
     // A server started on the data directory removes it too, under the lock that keeps a restore from working meanwhile.
     fs.rmSync(path.join(target, 'tributary.db'));
     await killDuringCopy();
-    fs.rmSync(path.join(target, 'tributary.db.restoring'));
-    fs.rmSync(path.join(target, 'tributary.db.restoring-journal'), { force: true });
     fs.copyFileSync(from, path.join(target, 'tributary.db'));
     const server = await serve(['--data-dir', target]);
     children.push(server.child);
@@ -194,70 +210,91 @@ describe('restore killed on its way', () => {
     expect(usernames(path.join(target, 'tributary.db'))).toEqual(['restored']);
   });
 
-  it('killed at each point of putting the copy in place, a whole database is on disk (the old one with what its -wal held, or the new one); serve refuses while the copy lies there; restore again finishes', async () => {
-    const crashed = await crashedServerDirectory();
-    expect(listing(crashed)).toEqual(['tributary.db', 'tributary.db-wal']);
-    const mainFileOnly = tempDir();
-    fs.copyFileSync(path.join(crashed, 'tributary.db'), path.join(mainFileOnly, 'tributary.db'));
-    expect(usernames(path.join(mainFileOnly, 'tributary.db'))).toEqual(['first']);
-    expect(usersOnDisk(crashed)).toEqual(['first', 'kept']);
-    const source = tempDir();
-    await createAccount(['--data-dir', source], 'restored');
-    const backup = path.join(tempDir(), 'b.db');
-    await run(process.execPath, [BIN, 'backup', '--data-dir', source, '--out', backup]);
-
-    for (const step of ['copied', 'folded', 'logs-removed', 'renamed']) {
-      const dataDir = tempDir();
-      for (const name of fs.readdirSync(crashed)) fs.copyFileSync(path.join(crashed, name), path.join(dataDir, name));
-      expect(await restoreKilledAt(backup, dataDir, step), step).toBe('SIGKILL');
-      const restoring = path.join(dataDir, 'tributary.db.restoring');
-      if (step === 'renamed') {
-        // The new database, and no log of the old one beside it for SQLite to replay into it.
-        expect(
-          listing(dataDir).filter((name) => !name.startsWith('tributary.lock') && name !== 'tributary.pid'),
-          step,
-        ).toEqual(['tributary.db', 'tributary.restore-staging']);
-        expect(usersOnDisk(dataDir), step).toEqual(['restored']);
-      } else {
-        // The old database whole, with what its -wal held (folded into the file from 'folded' on).
-        expect(usersOnDisk(dataDir), step).toEqual(['first', 'kept']);
-        expect(usersOnDisk(dataDir, 'tributary.db.restoring'), step).toEqual(['restored']);
-        const databaseFiles = () => listing(dataDir).filter((name) => name.startsWith('tributary.db'));
-        const before = databaseFiles();
-        expect(await serveOnce(dataDir, children), step).toEqual({
-          code: 1,
-          stderr:
+  // A backup alone is renamed into place from its checked copy; one with a -wal beside it is read into another copy.
+  it.for(['a backup alone', 'a hand copy with its -wal'])(
+    '%s, killed at each point of putting the copy in place: a whole database is on disk (the old one with what its -wal held, or the new one); serve refuses while the copy lies there; restore again finishes',
+    { timeout: 120_000 },
+    async (kind) => {
+      const crashed = await crashedServerDirectory();
+      expect(listing(crashed)).toEqual(['tributary.db', 'tributary.db-wal']);
+      const mainFileOnly = tempDir();
+      fs.copyFileSync(path.join(crashed, 'tributary.db'), path.join(mainFileOnly, 'tributary.db'));
+      expect(usernames(path.join(mainFileOnly, 'tributary.db'))).toEqual(['first']);
+      expect(usersOnDisk(crashed)).toEqual(['first', 'kept']);
+      const source = tempDir();
+      await createAccount(['--data-dir', source], 'restored');
+      let backup = path.join(tempDir(), 'b.db');
+      if (kind === 'a backup alone') await run(process.execPath, [BIN, 'backup', '--data-dir', source, '--out', backup]);
+      else backup = handCopyWithLog(source);
+      for (const point of ['staged', 'copied', 'folded', 'logs-removed', 'renamed']) {
+        const step = `${point} (${kind})`;
+        const dataDir = tempDir();
+        for (const name of fs.readdirSync(crashed)) fs.copyFileSync(path.join(crashed, name), path.join(dataDir, name));
+        expect(await restoreKilledAt(backup, dataDir, point), step).toBe('SIGKILL');
+        const restoring = path.join(dataDir, 'tributary.db.restoring');
+        if (point === 'staged') {
+          // Checked in the staging folder, nothing beside the database yet: the old one whole; serve starts on it.
+          expect(
+            listing(dataDir).filter((name) => !name.startsWith('tributary.lock') && name !== 'tributary.pid'),
+            step,
+          ).toEqual(['tributary.db', 'tributary.db-wal', 'tributary.restore-staging']);
+          expect(usersOnDisk(dataDir), step).toEqual(['first', 'kept']);
+          expect(await serveOnce(dataDir, children), step).toBe('served');
+          expect(fs.existsSync(path.join(dataDir, 'tributary.restore-staging')), step).toBe(false);
+        } else if (point === 'renamed') {
+          // The new database, and no log of the old one beside it for SQLite to replay into it.
+          expect(
+            listing(dataDir).filter((name) => !name.startsWith('tributary.lock') && name !== 'tributary.pid'),
+            step,
+          ).toEqual(['tributary.db', 'tributary.restore-staging']);
+          expect(usersOnDisk(dataDir), step).toEqual(['restored']);
+        } else {
+          // The old database whole, with what its -wal held (folded into the file from 'folded' on).
+          expect(usersOnDisk(dataDir), step).toEqual(['first', 'kept']);
+          expect(usersOnDisk(dataDir, 'tributary.db.restoring'), step).toEqual(['restored']);
+          // A backup alone was copied once: its checked copy is the one beside the database (one copy's room, not two).
+          expect(fs.existsSync(path.join(dataDir, 'tributary.restore-staging', 'backup.db')), step).toBe(kind !== 'a backup alone');
+          const databaseFiles = () => listing(dataDir).filter((name) => name.startsWith('tributary.db'));
+          const before = databaseFiles();
+          expect(await serveOnce(dataDir, children), step).toEqual({
+            code: 1,
+            stderr:
+              `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
+              `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
+          });
+          // migrate-store would move the database the restore did not replace: it refuses the same way, before any connection.
+          const moved = await runCli(['migrate-store', '--data-dir', dataDir, '--to', 'postgres://nobody@127.0.0.1:1/none'], { env, cwd: dataDir });
+          expect(moved, step).toEqual({
+            code: 1,
+            stdout: '',
+            stderr:
+              `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
+              `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
+          });
+          // Nor do the commands that take no lock of their own: users create made an account that the restore would replace.
+          const created = await runCli(['users', 'create', '--username', 'lost', '--email', 'lost@x.test', '--data-dir', dataDir], { env, cwd: dataDir });
+          expect([created.code, created.stderr], step).toEqual([
+            1,
             `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
-            `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
-        });
-        // migrate-store would move the database the restore did not replace: it refuses the same way, before any connection.
-        const moved = await runCli(['migrate-store', '--data-dir', dataDir, '--to', 'postgres://nobody@127.0.0.1:1/none'], { env, cwd: dataDir });
-        expect(moved, step).toEqual({
-          code: 1,
-          stdout: '',
-          stderr:
-            `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
-            `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
-        });
-        // Nor do the commands that take no lock of their own: users create made an account that the restore would replace.
-        const created = await runCli(['users', 'create', '--username', 'lost', '--email', 'lost@x.test', '--data-dir', dataDir], { env, cwd: dataDir });
-        expect([created.code, created.stderr], step).toEqual([
-          1,
-          `error: a restore into ${dataDir} was interrupted before it put its database in place (it left tributary.db.restoring): ` +
-            `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
-        ]);
-        expect(databaseFiles(), step).toEqual(before);
+              `run the same tributary restore again, or delete ${restoring} to go on with tributary.db as it is (the restore had not replaced it)\n`,
+          ]);
+          expect(databaseFiles(), step).toEqual(before);
+        }
+        const again = await runCli(['restore', '--from', backup, '--data-dir', dataDir, '--force'], { env, cwd: dataDir });
+        expect(again.code, again.stderr).toBe(0);
+        if (point === 'staged') expect(again.stdout, step).not.toContain('removed what a killed restore had left');
+        else
+          expect(again.stdout, step).toContain(
+            // serve removed the staging copy where it ran; the copy it refused for is restore's to remove.
+            `removed what a killed restore had left: ${point === 'renamed' ? path.join(dataDir, 'tributary.restore-staging') : restoring}\n`,
+          );
+        // The server started after 'staged' left its own files (its key, its code folders); none of restore's.
+        const serversFiles = point === 'staged' ? ['code', 'packages', 'secret.key'] : [];
+        expect(listing(dataDir), step).toEqual(['tributary.db', 'tributary.lock', ...serversFiles].sort());
+        expect(usernames(path.join(dataDir, 'tributary.db')), step).toEqual(['restored']);
       }
-      const again = await runCli(['restore', '--from', backup, '--data-dir', dataDir, '--force'], { env, cwd: dataDir });
-      expect(again.code, again.stderr).toBe(0);
-      expect(again.stdout, step).toContain(
-        // serve removed the staging copy where it ran; the copy it refused for is restore's to remove.
-        `removed what a killed restore had left: ${step === 'renamed' ? path.join(dataDir, 'tributary.restore-staging') : restoring}\n`,
-      );
-      expect(listing(dataDir), step).toEqual(['tributary.db', 'tributary.lock']);
-      expect(usernames(path.join(dataDir, 'tributary.db')), step).toEqual(['restored']);
-    }
-  });
+    },
+  );
 
   it('while a restore is at work, users create and migrate refuse, saying so, and write nothing the restore would replace', async () => {
     const source = tempDir();
