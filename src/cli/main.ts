@@ -16,6 +16,7 @@ import { OpsError } from '../ops/ops-error.js';
 import { NewerDatabaseError } from '../store/newer-database-error.js';
 import { describeFailure, EXIT } from './terminal.js';
 import { DatabaseLockedError, sayingWhoseLock } from './locked-database.js';
+import { sayPgSslModeWarningOnOneLine } from './pg-ssl-mode-warning.js';
 
 /** `users list`'s table, as `tributary list` prints its kinds. */
 const ACCOUNT_COLUMNS: Columns<Account> = [
@@ -197,6 +198,7 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  sayPgSslModeWarningOnOneLine();
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
