@@ -47,6 +47,15 @@ export function text(raw: string): string {
   return raw;
 }
 
+/**
+ * A folder's path, never empty: path.resolve('') is the current folder, so `--data-dir "$DIR"` with DIR unset would put
+ * (or restore) a database wherever the command happens to run.
+ */
+export function folderPath(raw: string): string {
+  if (raw.trim() === '') throw new Error('expected the path of a folder, got an empty value');
+  return raw;
+}
+
 export function optionalText(raw: string): string | undefined {
   return raw === '' ? undefined : raw;
 }

@@ -23,6 +23,7 @@ import {
   NODE_ROLES,
   type NodeRole,
   nodeRole,
+  folderPath,
   optionalInteger,
   optionalText,
   optionalUrl,
@@ -154,7 +155,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     flag: '--data-dir',
     description: 'directory for the SQLite database and its lock, the key file and the package cache',
     defaultValue: './data',
-    parse: text,
+    parse: folderPath,
   },
   {
     key: 'databaseUrl',

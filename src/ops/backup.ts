@@ -34,6 +34,8 @@ export async function backupDatabase(options: {
   signal?: AbortSignal;
 }): Promise<BackupResult> {
   const source = path.join(path.resolve(options.dataDir), 'tributary.db');
+  // path.resolve('') is the current folder: `--out "$FILE"` with FILE unset would be refused as that folder.
+  if (options.out.trim() === '') throw new OpsError('--out: expected the path of the file to write, got an empty value');
   const out = path.resolve(options.out);
   if (!fs.existsSync(source)) throw new OpsError(`no Tributary database at ${source}: check --data-dir`);
   refuseDataDirectoryFiles(source, out);

@@ -45,6 +45,8 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
  * shares its staging folder.
  */
 export async function restoreDatabase(options: RestoreOptions): Promise<RestoreResult> {
+  // path.resolve('') is the current folder: `--from "$BACKUP"` with BACKUP unset would be refused as that folder.
+  if (options.from.trim() === '') throw new OpsError('--from: expected the path of a backup file, got an empty value');
   const from = path.resolve(options.from);
   const dataDir = path.resolve(options.dataDir);
   const { force, signal } = options;
