@@ -81,31 +81,55 @@ function repeatedSpans(zone: string, fromMs: number, toMs: number): RepeatedSpan
   return spans;
 }
 
+/** The span's length in milliseconds: its instants read again the local times of the span just before it. */
+const repeatLength = (span: RepeatedSpan) => span.endMs - span.startMs;
+
 /**
- * The next run of a cron in a zone with daylight saving time, as cron daemons have it: croner reads each local time
- * once, so in a fall-back's repeated hour an hourly schedule would skip a real hour (01:00 EST, an hour after 01:00
- * EDT). A schedule whose minute or hour field is a wildcard (`0 * * * *`, `*\/15 1 * * *`) runs every hour, so it
- * also runs in the repeated one; one at fixed times (`30 1 * * *`) runs once, at the first.
+ * croner's next run after `afterMs` outside a fall-back's two readings of a repeated hour, which nextCronRun works out
+ * itself. croner reads each local time there once, and which reading it takes depends on the zone: the first west of
+ * UTC (New York), the second east of it (Paris, Sydney), so taken as it is, a fall-back east of UTC lost an hour. From
+ * inside a repeated hour it may also answer a time already past, which would fire the timer over and over. `seen`
+ * gets each time croner answered: a repeated hour where the cron runs lies within hours of one of them.
+ */
+function cronerNext(cron: Cron, zone: string, afterMs: number, seen: number[]): number | undefined {
+  let from = afterMs;
+  for (let tries = 0; tries < 4; tries++) {
+    const next = cron.nextRun(new Date(from))?.getTime();
+    if (next === undefined) return undefined;
+    seen.push(next);
+    const at = next > afterMs ? next : from;
+    const span = repeatedSpans(zone, at, at + 3 * HOUR_MS).find((s) => s.startMs - repeatLength(s) <= at && at < s.endMs);
+    if (next > afterMs && !span) return next;
+    from = Math.max(from + 1, span ? span.endMs - 1 : from + 60_000);
+  }
+  return undefined;
+}
+
+/**
+ * The next run of a cron in a zone with daylight saving time, as cron daemons have it. A fall-back's repeated hour
+ * reads each local time twice: a schedule whose minute or hour field is a wildcard (`0 * * * *`, `*\/15 1 * * *`) runs
+ * every hour, so it runs in both readings; one at fixed times (`30 1 * * *`) runs once, at the first. Both readings
+ * are worked out here at the span's own offsets, in any zone, whichever one croner would pick.
  */
 function nextCronRun(schedule: TimerSchedule & { cron: string }, afterMs: number): number {
   const zone = schedule.timezone ?? 'UTC';
   const cron = new Cron(schedule.cron, { timezone: zone, paused: true });
-  let next = cron.nextRun(new Date(afterMs))?.getTime();
-  if (next !== undefined && next <= afterMs) {
-    // From inside a repeated hour croner answers the first reading of the next matching local time: one already past,
-    // which would fire the timer over and over. The next run at a fixed time is after the repeated hour.
-    const span = repeatedSpans(zone, afterMs, afterMs).find((s) => s.startMs <= afterMs && afterMs < s.endMs);
-    next = cron.nextRun(new Date(span ? span.endMs - 1 : afterMs + 60_000))?.getTime();
-    if (next !== undefined && next <= afterMs) next = undefined;
-  }
+  const seen = [afterMs];
+  let next = cronerNext(cron, zone, afterMs, seen);
   const [minute = '', hour = ''] = schedule.cron.trim().split(/\s+/);
-  if (minute.startsWith('*') || hour.startsWith('*')) {
-    const until = next ?? afterMs + 366 * 24 * HOUR_MS;
-    for (const span of repeatedSpans(zone, afterMs, until)) {
-      const fixed = new Cron(schedule.cron, { utcOffset: span.offset, paused: true }).nextRun(new Date(Math.max(afterMs, span.startMs - 1)));
-      const fixedMs = fixed?.getTime();
-      if (fixedMs !== undefined && fixedMs < span.endMs && (next === undefined || fixedMs < next)) return fixedMs;
-    }
+  const everyHour = minute.startsWith('*') || hour.startsWith('*');
+  const earliest = (offset: number, fromMs: number, beforeMs: number) => {
+    const run = new Cron(schedule.cron, { utcOffset: offset, paused: true }).nextRun(new Date(Math.max(afterMs, fromMs - 1)))?.getTime();
+    if (run !== undefined && run > afterMs && run < beforeMs && (next === undefined || run < next)) next = run;
+  };
+  // croner answers some reading of a repeated local time the cron runs at, or an earlier time: the repeated hours to
+  // look at are near afterMs or near one of its answers (a repeated hour is at most two hours long), not a year of them.
+  const spans = new Map<number, RepeatedSpan>();
+  for (const at of seen) for (const span of repeatedSpans(zone, Math.max(afterMs, at - 3 * HOUR_MS), at + 3 * HOUR_MS)) spans.set(span.startMs, span);
+  for (const span of spans.values()) {
+    // The first reading: the span's local times as they were read just before it, at the offset before the change.
+    earliest(span.offset + repeatLength(span) / 60_000, span.startMs - repeatLength(span), span.startMs);
+    if (everyHour) earliest(span.offset, span.startMs, span.endMs);
   }
   return next ?? Number.MAX_SAFE_INTEGER;
 }

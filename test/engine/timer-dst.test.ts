@@ -43,6 +43,46 @@ describe('cron due times across a fall-back (real croner)', () => {
     expect(runs('30 1 * * *', '2026-11-01T06:10:00Z', 1)).toEqual(['2026-11-02T06:30:00.000Z']);
   });
 
+  // croner takes the second reading of a repeated local time east of UTC (the first west of it): the first reading's
+  // hour was lost there, and a fixed time ran at its second reading.
+  it('runs both readings east of UTC too (Paris, Sydney, and Lord Howe, whose clocks go back half an hour)', () => {
+    const inZone = (cron: string, timezone: string, fromIso: string, count: number) => {
+      const out: string[] = [];
+      let t = at(fromIso);
+      for (let i = 0; i < count; i++) out.push(new Date((t = nextDue({ cron, timezone }, t))).toISOString());
+      return out;
+    };
+    // Paris goes back from 03:00 CEST (01:00Z) to 02:00 CET on 25 October 2026: 02:00 CEST is 00:00Z, 02:00 CET 01:00Z.
+    expect(inZone('0 * * * *', 'Europe/Paris', '2026-10-24T23:30:00Z', 3)).toEqual([
+      '2026-10-25T00:00:00.000Z',
+      '2026-10-25T01:00:00.000Z',
+      '2026-10-25T02:00:00.000Z',
+    ]);
+    expect(inZone('0 2 * * *', 'Europe/Paris', '2026-10-24T12:00:00Z', 2)).toEqual(['2026-10-25T00:00:00.000Z', '2026-10-26T01:00:00.000Z']);
+    expect(inZone('0 2 * * *', 'Europe/Paris', '2026-10-25T00:00:00Z', 1)).toEqual(['2026-10-26T01:00:00.000Z']);
+    // London's repeated hour is 01:00-02:00: 01:00 BST is 00:00Z.
+    expect(inZone('*/30 1 * * *', 'Europe/London', '2026-10-24T23:50:00Z', 4)).toEqual([
+      '2026-10-25T00:00:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:00:00.000Z',
+      '2026-10-25T01:30:00.000Z',
+    ]);
+    // Sydney goes back from 03:00 AEDT (16:00Z) to 02:00 AEST on 5 April 2026.
+    expect(inZone('0 * * * *', 'Australia/Sydney', '2026-04-04T14:30:00Z', 3)).toEqual([
+      '2026-04-04T15:00:00.000Z',
+      '2026-04-04T16:00:00.000Z',
+      '2026-04-04T17:00:00.000Z',
+    ]);
+    // Lord Howe goes back from 02:00 (+11, 15:00Z) to 01:30 (+10:30): 01:30 reads at 14:30Z and at 15:00Z.
+    expect(inZone('*/30 * * * *', 'Australia/Lord_Howe', '2026-04-04T13:50:00Z', 4)).toEqual([
+      '2026-04-04T14:00:00.000Z',
+      '2026-04-04T14:30:00.000Z',
+      '2026-04-04T15:00:00.000Z',
+      '2026-04-04T15:30:00.000Z',
+    ]);
+    expect(inZone('30 1 * * *', 'Australia/Lord_Howe', '2026-04-04T12:00:00Z', 1)).toEqual(['2026-04-04T14:30:00.000Z']);
+  });
+
   it('leaves the spring-forward gap and zones without daylight saving as they were', () => {
     expect(runs('30 2 * * *', '2026-03-08T05:00:00Z', 2)).toEqual(['2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
     let t = at('2026-11-01T04:30:00Z');
@@ -135,6 +175,11 @@ describe.each(DIALECTS)("a cron timer's echoed interval_seconds on %s", (dialect
       interval_seconds: 90000,
       timezone: 'Europe/Moscow',
     });
+    // At 23:30 at +4 the next runs are 00:00 and 01:00 at +4, an hour apart: croner alone, east of UTC, takes the
+    // second reading of a repeated local time and skipped 01:00 at +4, which said 7200.
+    clock.set(at('2014-10-25T19:30:00.000Z'));
+    const beforeIt = await deploy('0 * * * *', 'Europe/Moscow');
+    expect(beforeIt.configured_props.timer).toEqual({ cron: '0 * * * *', interval_seconds: 3600, timezone: 'Europe/Moscow' });
     // Half an hour before the repeated 01:00-02:00: the next runs are 01:00 at +4 and 01:00 at +3, an hour apart.
     clock.set(at('2014-10-25T20:30:00.000Z'));
     const hourly = await deploy('0 * * * *', 'Europe/Moscow');
