@@ -42,6 +42,10 @@ export function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules
     if (typeof schedule.cron !== 'string' || schedule.cron.trim().split(/\s+/).length !== 5) {
       return [`cron must be a 5-field expression, got ${quote(schedule.cron)}`];
     }
+    // croner refuses spaces around the expression with a message about a field "second" a 5-field cron does not have.
+    if (schedule.cron !== schedule.cron.trim()) {
+      return [`cron expression ${quote(schedule.cron)} has spaces before or after it: write ${quote(schedule.cron.trim())}`];
+    }
     // croner reads `?` as the minute, hour or day the expression is parsed (`0 0 ? * *` runs monthly, on the day of
     // whatever read it last), not as "any" as Quartz and cloud schedulers do: refused rather than run on the wrong days.
     if (schedule.cron.includes('?')) return [`cron expression ${quote(schedule.cron)} uses "?": write * for any value`];

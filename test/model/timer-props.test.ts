@@ -42,6 +42,13 @@ describe('timer props and --min-timer-interval', () => {
     expect(validateProps(TIMER, stored, stored, secrets, { minTimerIntervalSeconds: 15 })).toEqual(stored);
   });
 
+  it('says a cron with spaces around it has them, not that a field "second" is empty', () => {
+    expect(problems({ cron: ' 0 9 * * *' }, 15)).toEqual(['cron expression " 0 9 * * *" has spaces before or after it: write "0 9 * * *"']);
+    expect(problems({ cron: '0 9 * * *\n' }, 15)).toEqual(['cron expression "0 9 * * *\\n" has spaces before or after it: write "0 9 * * *"']);
+    // Spaces between the fields are taken as cron daemons take them.
+    expect(problems({ cron: '0  9 * * *' }, 15)).toEqual([]);
+  });
+
   it('says an interval too large to be safe is too long, not that it is no integer', () => {
     expect(problems({ intervalSeconds: 1e20 }, 15)).toEqual(['intervalSeconds must be at most 31536000 (365 days), got 100000000000000000000']);
     expect(problems({ intervalSeconds: 1.5e3 + 0.5 }, 15)).toEqual(['intervalSeconds must be an integer, got 1500.5']);
