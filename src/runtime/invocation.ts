@@ -5,6 +5,7 @@ import { RuntimeClosedError, WorkerExitError } from './errors.js';
 import type { RuntimeLogger } from './options.js';
 import { ProtocolError, outcomesTextChars, type CallResult, type InvokeRequest } from './protocol.js';
 import { ReportedLimits } from './reported-limits.js';
+import { StreamedExports } from './streamed-exports.js';
 import { OUTCOME_FLUSH_MS } from './worker/limits.js';
 import type { DataStoreChange, HttpResponse, InvocationError, InvocationOutcome, InvocationRequest, InvocationResult, LogLine } from './types.js';
 import type { WorkerProcess } from './worker-process.js';
@@ -31,6 +32,8 @@ export interface WorkerReport {
     responses: Map<number, HttpResponse>;
     /** What the first unreported call logged before the worker stopped (sent ahead of its outcome). */
     logs: LogLine[];
+    /** The `$.export`s the first unreported step call made before the worker stopped (sent ahead too), if any. */
+    exports?: Record<string, unknown>;
   };
 }
 
@@ -122,6 +125,7 @@ export async function invokeIn(
   let streamed: LogLine[] = [];
   /** Characters of `streamed`, so that each logs message checks only its own lines against the call's bounds. */
   let streamedChars = 0;
+  const exported = new StreamedExports();
   const measured = () => worker.lastCallCpuMs ?? performance.now() - startedAt;
   const message: InvokeRequest = {
     t: 'invoke',
@@ -164,6 +168,12 @@ export async function invokeIn(
               streamedChars += line.msg.length;
             }
             // Not progress: a message of logs cannot buy a run more time.
+            return false;
+          }
+          case 'export': {
+            if (request.method !== 'step') throw new ProtocolError(`a ${request.method} call sent an export`);
+            exported.take(m, outcomes.length, count);
+            // Not progress either.
             return false;
           }
           case 'outcomes': {
@@ -212,6 +222,7 @@ export async function invokeIn(
               if (dataStores) dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, dataStores);
             }
             reportedAt = performance.now();
+            exported.settled(outcomes.length);
             if (m.done && outcomes.length !== count) throw new ProtocolError(`done after ${outcomes.length} of ${count} outcomes`);
             // Only finished runs count as progress: a message cannot buy a run more time (respond() does not either).
             if (m.results.length) worker.extendTimeout();
@@ -229,7 +240,14 @@ export async function invokeIn(
     if (!(error instanceof WorkerExitError)) throw error;
     if (error.reason === 'closed') throw new RuntimeClosedError();
     if (error.reason === 'start_failed' || error.reason === 'evicted') throw error;
-    const stopped = { error: errorFor(error, request), durationMs: performance.now() - reportedAt, responses, logs: streamed };
+    const stopped: NonNullable<WorkerReport['stopped']> = {
+      error: errorFor(error, request),
+      durationMs: performance.now() - reportedAt,
+      responses,
+      logs: streamed,
+    };
+    const exports = exported.of(outcomes.length);
+    if (exports) stopped.exports = exports;
     // The pool's line about the process names only its account; this one names the runs it stopped.
     logger.warn(
       { sourceId: request.sourceId, ...request.logContext, reason: error.reason, unreported: count - outcomes.length },
@@ -287,9 +305,13 @@ export async function invokeIsolatingFailures(
   return result;
 }
 
-/** The outcome of call `index` of a report that stopped before it; `first`: the call that was running, whose lines it keeps. */
+/**
+ * The outcome of call `index` of a report that stopped before it; `first`: the call that was running, whose lines it
+ * keeps, and its exports, as a failed step keeps them (nothing else of the step takes effect).
+ */
 function failedOutcome(stopped: NonNullable<WorkerReport['stopped']>, index: number, first: boolean): InvocationOutcome {
   const outcome: InvocationOutcome = { emits: [], logs: first ? stopped.logs : [], error: stopped.error, durationMs: stopped.durationMs };
+  if (first && stopped.exports) outcome.step = { exports: stopped.exports, sends: [] };
   const response = stopped.responses.get(index);
   if (response) outcome.response = response;
   return outcome;

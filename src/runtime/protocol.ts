@@ -15,6 +15,7 @@ import {
   InvocationErrorSchema,
   type InvocationMethod,
   isJsonValue,
+  JsonData,
   LogLineSchema,
   PropDescriptorSchema,
   PropOptionSchema,
@@ -157,6 +158,21 @@ const LogsMessageSchema = ExactObject({ t: Type.Literal('logs'), id: Type.Intege
 export type LogsMessage = Static<typeof LogsMessageSchema>;
 
 /**
+ * One `$.export(name, value)` of the step call `index` still running, sent ahead of its outcome as it is made (no
+ * `value`: the name was taken back): a call stopped at its time limit, or whose worker died, keeps its exports as a
+ * failed call does. May come before the outcomes of earlier calls the worker still holds; the outcome carries every
+ * export again, so only a call that never reports uses these.
+ */
+const ExportMessageSchema = ExactObject({
+  t: Type.Literal('export'),
+  id: Type.Integer(),
+  index: Type.Integer(),
+  name: Type.String(),
+  value: Type.Optional(JsonData),
+});
+export type ExportMessage = Static<typeof ExportMessageSchema>;
+
+/**
  * An error thrown after call `index` of request `id` ended (a timer it left behind): sent when it happens, also while
  * the worker is idle or runs another request, once per call; the server records it as that source's error.
  */
@@ -211,6 +227,7 @@ export type FromWorker =
   | RespondMessage
   | OutcomesMessage
   | LogsMessage
+  | ExportMessage
   | StrayErrorMessage
   | SpoiledMessage
   | OptionsMessage
@@ -229,6 +246,7 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   respond: Compile(RespondMessageSchema),
   outcomes: Compile(OutcomesMessageSchema),
   logs: Compile(LogsMessageSchema),
+  export: Compile(ExportMessageSchema),
   stray: Compile(StrayErrorMessageSchema),
   spoiled: Compile(SpoiledMessageSchema),
   options: Compile(OptionsMessageSchema),

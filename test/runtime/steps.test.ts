@@ -436,9 +436,9 @@ describe('failures and db', () => {
     expect(outcome.error!.stack.split('\n')[0]).toBe('ConfigurationError: Set an API key first');
   });
 
-  it('reports a step that never ends as timed out, with no step outcome', async () => {
-    const outcome = await stepOutcome(step('$.export("a", 1); await new Promise(() => {});'), { timeoutMs: 1_000 });
-    expect(outcome.step).toBeUndefined();
+  it('reports a step that never ends as timed out, with its exports only', async () => {
+    const outcome = await stepOutcome(step('$.export("a", 1); $.send.emit({ raw_event: 1 }); await new Promise(() => {});'), { timeoutMs: 1_000 });
+    expect(outcome.step).toEqual({ exports: { a: 1 }, sends: [] });
     expect(outcome.error).toMatchObject({ name: 'TimeoutError', message: 'step timed out after 1000 ms', code: 'timeout' });
   });
 
@@ -582,6 +582,62 @@ describe("the server's checks on step outcomes", () => {
     expect(report.outcomes).toEqual([]);
     expect(report.stopped?.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error', message });
   });
+  describe('exports sent ahead of an outcome that never comes', () => {
+    const exportOf = (index: number, name: string, value?: unknown): FromWorker =>
+      value === undefined ? { t: 'export', id: 1, index, name } : { t: 'export', id: 1, index, name, value };
+
+    it('keeps the exports of the call that was running when its worker stopped, and only of that call', async () => {
+      const { worker } = fakeWorker([
+        exportOf(1, 'early', 1),
+        { t: 'outcomes', id: 1, index: 0, results: [{ outcome: stepOk, dbWrites: {} }], done: false },
+        exportOf(1, '__proto__', { odd: true }),
+        exportOf(1, 'early', undefined),
+        exportOf(1, 'late', [2]),
+        // One that breaks the rules: the worker dies of it, and it is not kept.
+        exportOf(1, '$summary', 3),
+      ]);
+      const report = await invokeIn(worker, stepRequest({ events: [input({}), input({}), input({})] }), '/x.cjs', undefined, quiet);
+      expect(report.outcomes).toEqual([stepOk]);
+      expect(report.stopped?.error).toMatchObject({ code: 'protocol_error', message: 'the export $summary must be a string' });
+      expect(report.stopped?.exports).toEqual(JSON.parse('{"__proto__":{"odd":true},"late":[2]}'));
+      expect(Object.keys(report.stopped?.exports ?? {})).toEqual(['__proto__', 'late']);
+    });
+
+    it('keeps none of a call whose outcome came, and none past the size limit', async () => {
+      const big = 'x'.repeat(5 * 1024 * 1024);
+      const { worker } = fakeWorker([
+        exportOf(0, 'a', 1),
+        { t: 'outcomes', id: 1, index: 0, results: [{ outcome: stepOk, dbWrites: {} }], done: false },
+        exportOf(1, 'big', big),
+        exportOf(1, 'big', 'small'),
+        exportOf(1, 'other', big),
+        exportOf(1, 'third', big),
+      ]);
+      const report = await invokeIn(worker, stepRequest({ events: [input({}), input({})] }), '/x.cjs', undefined, quiet);
+      expect(report.stopped?.error).toMatchObject({
+        code: 'protocol_error',
+        message: "a step's exports may total at most 8388608 bytes of JSON per call",
+      });
+      expect(report.stopped?.exports).toEqual({ big: 'small', other: big });
+    });
+
+    it.each([
+      [
+        'of a call already reported',
+        'step',
+        [{ t: 'outcomes', id: 1, index: 0, results: [{ outcome: stepOk, dbWrites: {} }], done: false }, exportOf(0, 'a', 1)],
+        'unexpected export of event 0',
+      ],
+      ['of an earlier call than one that exported', 'step', [exportOf(1, 'a', 1), exportOf(0, 'a', 1)], 'unexpected export of event 0'],
+      ['of no call of the request', 'step', [exportOf(2, 'a', 1)], 'unexpected export of event 2'],
+      ['named $return_value', 'step', [exportOf(0, '$return_value', 1)], 'an export may not be named "$return_value"'],
+      ['of a source run', 'run', [exportOf(0, 'a', 1)], 'a run call sent an export'],
+    ] satisfies Array<[string, 'run' | 'step', FromWorker[], string]>)('refuses an export %s', async (_what, method, replies, message) => {
+      const { worker } = fakeWorker(replies);
+      const report = await invokeIn(worker, stepRequest({ method, events: [input({}), input({})] }), '/x.cjs', undefined, quiet);
+      expect(report.stopped?.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error', message });
+    });
+  });
 });
 
 describe('steps sharing a call but not their time left', () => {
@@ -604,4 +660,26 @@ describe('steps sharing a call but not their time left', () => {
     expect(result.outcomes.map((outcome) => outcome.error)).toEqual([undefined, undefined]);
     expect(result.outcomes.map((outcome) => outcome.step?.returnValue)).toEqual(['quick', 'long']);
   });
+});
+
+describe('exports of a step whose worker stopped', () => {
+  it('keeps those the step made before its worker died, batched or alone, and nothing else of it', async () => {
+    const code = step(
+      'console.log("n", steps.trigger.event.n); $.export("n", steps.trigger.event.n); $.send.emit({ raw_event: 1 }); if (steps.trigger.event.n === 2) process.exit(1); return steps.trigger.event.n;',
+    );
+    const result = await runStep(code, [input({ n: 1 }), input({ n: 2 }), input({ n: 3 })], { timeoutMs: 10_000 });
+    const [before, died, after] = result.outcomes;
+    expect(before!.step).toEqual({ returnValue: 1, exports: { n: 1 }, sends: [{ kind: 'emit', payload: { raw_event: 1 } }] });
+    expect(died).toEqual({
+      emits: [],
+      logs: [expect.objectContaining({ k: 'log', msg: 'n 2' })],
+      error: expect.objectContaining({ name: 'ProcessExitError', code: 'process_exit' }),
+      durationMs: expect.any(Number),
+      step: { exports: { n: 2 }, sends: [] },
+    });
+    expect(after!.step).toEqual({ returnValue: 3, exports: { n: 3 }, sends: [{ kind: 'emit', payload: { raw_event: 1 } }] });
+    const timedOut = await stepOutcome(step('$.export("$summary", "looping"); $.export("big", "x".repeat(1000)); for (;;) {}'), { timeoutMs: 500 });
+    expect(timedOut.error).toMatchObject({ name: 'TimeoutError', code: 'timeout' });
+    expect(timedOut.step).toEqual({ exports: { $summary: 'looping', big: 'x'.repeat(1000) }, sends: [] });
+  }, 30_000);
 });

@@ -62,6 +62,18 @@ function streamLogs(): void {
   scope.sentLogs = scope.logs.length;
 }
 
+/**
+ * Sends each export of step call `index` as it is made (an ExportMessage), written out as text around the JSON the
+ * export was measured on: a synchronous loop or a crash right after it cannot take it back. Not ordered after the
+ * outcomes held before it (unlike log lines), so that a step's exports cost the batch no early flush.
+ */
+function exportAhead(requestId: number, index: number, send: Send): (name: string, json: string | undefined) => void {
+  return (name, json) => {
+    const value = json === undefined ? '' : `,"value":${json}`;
+    send(`{"t":"export","id":${requestId},"index":${index},"name":${JSONStringify(name)}${value}}`);
+  };
+}
+
 export function logToCurrentCall(k: LogLine['k'], msg: string): void {
   const scope = currentScope();
   if (!scope) return;
@@ -295,7 +307,7 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const scope = new CallScope(request.method, index);
     scope.origin = request.id;
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
-    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse, request.unavailableSends) : undefined;
+    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse, request.unavailableSends, exportAhead(request.id, index, send)) : undefined;
     const started = PerformanceNow();
     live = { scope, requestId: request.id, batch, send };
     let error: unknown;

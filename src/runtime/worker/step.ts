@@ -133,6 +133,11 @@ export class StepCall {
     sendResponse: (response: HttpResponse) => void,
     /** InvocationRequest.unavailableSends: the kinds that fail the step, with why. */
     private readonly unavailableSends: Record<string, string> | undefined = undefined,
+    /**
+     * Told of each export as it is kept (its JSON text; undefined: the name taken back), to send it ahead of the
+     * outcome: a call its time limit or a crash stops keeps what it exported, as a failed call does.
+     */
+    private readonly announce: ((name: string, json: string | undefined) => void) | undefined = undefined,
   ) {
     const respond = makeRespond(scope, customResponse, sendResponse);
     this.$ = ObjectFreeze({
@@ -231,6 +236,7 @@ export class StepCall {
     if (value === undefined) {
       if (previous) this.bytes -= previous.bytes;
       MapPrototypeDelete(this.exports, name);
+      if (previous) this.announce?.(name, undefined);
       return;
     }
     const copy = jsonCopy(value, `the value exported as "${name}"`);
@@ -238,6 +244,7 @@ export class StepCall {
     this.reserve(bytes - (previous?.bytes ?? 0));
     this.bytes += bytes - (previous?.bytes ?? 0);
     MapPrototypeSet(this.exports, name, { value: copy.value, bytes });
+    this.announce?.(name, copy.json);
   }
 
   private send(kind: StepSend['kind'], argument: unknown): void {
