@@ -170,8 +170,8 @@ export async function invokeIn(
             // Not progress: a message of logs cannot buy a run more time.
             return false;
           }
-          case 'export': {
-            if (request.method !== 'step') throw new ProtocolError(`a ${request.method} call sent an export`);
+          case 'exports': {
+            if (request.method !== 'step') throw new ProtocolError(`a ${request.method} call sent exports`);
             exported.take(m, outcomes.length, count);
             // Not progress either.
             return false;

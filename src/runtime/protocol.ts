@@ -158,17 +158,17 @@ const LogsMessageSchema = ExactObject({ t: Type.Literal('logs'), id: Type.Intege
 export type LogsMessage = Static<typeof LogsMessageSchema>;
 
 /**
- * One `$.export(name, value)` of the step call `index` still running, sent ahead of its outcome as it is made (no
- * `value`: the name was taken back): a call stopped at its time limit, or whose worker died, keeps its exports as a
- * failed call does. May come before the outcomes of earlier calls the worker still holds; the outcome carries every
+ * `$.export`s of the step call `index` still running, sent ahead of its outcome (worker/exports-ahead.ts): `values`
+ * set, `removed` taken back. A call stopped at its time limit, or whose worker died, keeps them as a failed call keeps
+ * its exports. May come before the outcomes of earlier calls the worker still holds; the outcome carries every
  * export again, so only a call that never reports uses these.
  */
 const ExportMessageSchema = ExactObject({
-  t: Type.Literal('export'),
+  t: Type.Literal('exports'),
   id: Type.Integer(),
   index: Type.Integer(),
-  name: Type.String(),
-  value: Type.Optional(JsonData),
+  values: Type.Record(Type.String(), JsonData),
+  removed: Type.Array(Type.String()),
 });
 export type ExportMessage = Static<typeof ExportMessageSchema>;
 
@@ -246,7 +246,7 @@ const validators: Readonly<Record<FromWorker['t'], Validator>> = {
   respond: Compile(RespondMessageSchema),
   outcomes: Compile(OutcomesMessageSchema),
   logs: Compile(LogsMessageSchema),
-  export: Compile(ExportMessageSchema),
+  exports: Compile(ExportMessageSchema),
   stray: Compile(StrayErrorMessageSchema),
   spoiled: Compile(SpoiledMessageSchema),
   options: Compile(OptionsMessageSchema),

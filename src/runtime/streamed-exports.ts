@@ -18,24 +18,28 @@ export class StreamedExports {
   private values = new Map<string, { value: unknown; bytes: number }>();
   private bytes = 0;
 
-  /** Takes an export of call `m.index`; `reported` calls have their outcomes already, of `count`. */
+  /** Takes exports of call `m.index`; `reported` calls have their outcomes already, of `count`. */
   take(m: ExportMessage, reported: number, count: number): void {
-    if (m.index < reported || m.index >= count || m.index < this.index) throw new ProtocolError(`unexpected export of event ${m.index}`);
+    if (m.index < reported || m.index >= count || m.index < this.index) throw new ProtocolError(`unexpected exports of event ${m.index}`);
     if (m.index !== this.index) {
       // A later call is running: the earlier one ended, and its outcome carries its exports.
       this.index = m.index;
       this.values = new Map();
       this.bytes = 0;
     }
-    const { name, value } = m;
+    for (const name of m.removed) this.remove(name);
+    for (const [name, value] of Object.entries(m.values)) this.set(name, value);
+  }
+
+  private remove(name: string): void {
+    this.bytes -= this.values.get(name)?.bytes ?? 0;
+    this.values.delete(name);
+  }
+
+  private set(name: string, value: unknown): void {
     if (name === '' || name === '$return_value') throw new ProtocolError(`an export may not be named ${JSON.stringify(name)}`);
-    if (name === '$summary' && value !== undefined && typeof value !== 'string') throw new ProtocolError('the export $summary must be a string');
+    if (name === '$summary' && typeof value !== 'string') throw new ProtocolError('the export $summary must be a string');
     const previous = this.values.get(name)?.bytes ?? 0;
-    if (value === undefined) {
-      this.values.delete(name);
-      this.bytes -= previous;
-      return;
-    }
     // Counted as the worker counts it: the name's JSON and the value's.
     const bytes = jsonBytes(name) + jsonBytes(value);
     if (this.bytes - previous + bytes > MAX_STEP_BYTES_PER_CALL) {

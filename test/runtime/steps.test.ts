@@ -584,15 +584,17 @@ describe("the server's checks on step outcomes", () => {
   });
   describe('exports sent ahead of an outcome that never comes', () => {
     const exportOf = (index: number, name: string, value?: unknown): FromWorker =>
-      value === undefined ? { t: 'export', id: 1, index, name } : { t: 'export', id: 1, index, name, value };
+      value === undefined
+        ? { t: 'exports', id: 1, index, values: {}, removed: [name] }
+        : { t: 'exports', id: 1, index, values: { [name]: value }, removed: [] };
 
     it('keeps the exports of the call that was running when its worker stopped, and only of that call', async () => {
       const { worker } = fakeWorker([
         exportOf(1, 'early', 1),
         { t: 'outcomes', id: 1, index: 0, results: [{ outcome: stepOk, dbWrites: {} }], done: false },
         exportOf(1, '__proto__', { odd: true }),
-        exportOf(1, 'early', undefined),
-        exportOf(1, 'late', [2]),
+        { t: 'exports', id: 1, index: 1, values: { late: [2], gone: 1 }, removed: ['early'] },
+        exportOf(1, 'gone', undefined),
         // One that breaks the rules: the worker dies of it, and it is not kept.
         exportOf(1, '$summary', 3),
       ]);
@@ -626,12 +628,12 @@ describe("the server's checks on step outcomes", () => {
         'of a call already reported',
         'step',
         [{ t: 'outcomes', id: 1, index: 0, results: [{ outcome: stepOk, dbWrites: {} }], done: false }, exportOf(0, 'a', 1)],
-        'unexpected export of event 0',
+        'unexpected exports of event 0',
       ],
-      ['of an earlier call than one that exported', 'step', [exportOf(1, 'a', 1), exportOf(0, 'a', 1)], 'unexpected export of event 0'],
-      ['of no call of the request', 'step', [exportOf(2, 'a', 1)], 'unexpected export of event 2'],
+      ['of an earlier call than one that exported', 'step', [exportOf(1, 'a', 1), exportOf(0, 'a', 1)], 'unexpected exports of event 0'],
+      ['of no call of the request', 'step', [exportOf(2, 'a', 1)], 'unexpected exports of event 2'],
       ['named $return_value', 'step', [exportOf(0, '$return_value', 1)], 'an export may not be named "$return_value"'],
-      ['of a source run', 'run', [exportOf(0, 'a', 1)], 'a run call sent an export'],
+      ['of a source run', 'run', [exportOf(0, 'a', 1)], 'a run call sent exports'],
     ] satisfies Array<[string, 'run' | 'step', FromWorker[], string]>)('refuses an export %s', async (_what, method, replies, message) => {
       const { worker } = fakeWorker(replies);
       const report = await invokeIn(worker, stepRequest({ method, events: [input({}), input({})] }), '/x.cjs', undefined, quiet);
@@ -678,6 +680,12 @@ describe('exports of a step whose worker stopped', () => {
       step: { exports: { n: 2 }, sends: [] },
     });
     expect(after!.step).toEqual({ returnValue: 3, exports: { n: 3 }, sends: [{ kind: 'emit', payload: { raw_event: 1 } }] });
+    // Past the first 100, exports are sent together, at the latest when the step next waits.
+    const many = await stepOutcome(
+      step('for (let i = 0; i < 150; i++) $.export("n" + i, i); $.export("n0", "last"); await new Promise((r) => setTimeout(r, 20)); for (;;) {}'),
+      { timeoutMs: 1_000 },
+    );
+    expect(many.step?.exports).toEqual({ ...Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`n${i}`, i])), n0: 'last' });
     const timedOut = await stepOutcome(step('$.export("$summary", "looping"); $.export("big", "x".repeat(1000)); for (;;) {}'), { timeoutMs: 500 });
     expect(timedOut.error).toMatchObject({ name: 'TimeoutError', code: 'timeout' });
     expect(timedOut.step).toEqual({ exports: { $summary: 'looping', big: 'x'.repeat(1000) }, sends: [] });

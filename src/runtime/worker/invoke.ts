@@ -28,6 +28,7 @@ import {
 } from './primordials.js';
 import { CallScope } from './scope.js';
 import { builtinsChangeWarning, reportIfSpoiled, reportSpoiled } from './pristine.js';
+import { ExportsAhead } from './exports-ahead.js';
 import { StepCall, stepInput } from './step.js';
 
 // Taken before timer-cap.ts caps the globals: the runtime's own waits never count against components.
@@ -62,16 +63,10 @@ function streamLogs(): void {
   scope.sentLogs = scope.logs.length;
 }
 
-/**
- * Sends each export of step call `index` as it is made (an ExportMessage), written out as text around the JSON the
- * export was measured on: a synchronous loop or a crash right after it cannot take it back. Not ordered after the
- * outcomes held before it (unlike log lines), so that a step's exports cost the batch no early flush.
- */
-function exportAhead(requestId: number, index: number, send: Send): (name: string, json: string | undefined) => void {
-  return (name, json) => {
-    const value = json === undefined ? '' : `,"value":${json}`;
-    send(`{"t":"export","id":${requestId},"index":${index},"name":${JSONStringify(name)}${value}}`);
-  };
+/** What a step call tells of each export as it is kept: see ExportsAhead. */
+function exportsAhead(requestId: number, index: number, send: Send, scope: CallScope): (name: string, json: string | undefined) => void {
+  const ahead = new ExportsAhead(requestId, index, send, () => scope.closed);
+  return (name, json) => ahead.note(name, json);
 }
 
 export function logToCurrentCall(k: LogLine['k'], msg: string): void {
@@ -307,7 +302,9 @@ export async function invoke(request: InvokeRequest, send: Send): Promise<void> 
     const scope = new CallScope(request.method, index);
     scope.origin = request.id;
     const sendResponse = (response: HttpResponse) => send({ t: 'respond', id: request.id, index, response });
-    const step = isStep ? new StepCall(scope, request.customResponse, sendResponse, request.unavailableSends, exportAhead(request.id, index, send)) : undefined;
+    const step = isStep
+      ? new StepCall(scope, request.customResponse, sendResponse, request.unavailableSends, exportsAhead(request.id, index, send, scope))
+      : undefined;
     const started = PerformanceNow();
     live = { scope, requestId: request.id, batch, send };
     let error: unknown;

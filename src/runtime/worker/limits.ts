@@ -80,3 +80,9 @@ export const MAX_ERROR_CHARS = 16 * 1024;
 export const OUTCOME_FLUSH_MS = 10;
 /** A worker sends the outcomes it holds once their emitted events, db writes and logs pass this many bytes. */
 export const OUTCOME_FLUSH_BYTES = 1024 * 1024;
+/**
+ * A step call's first this many exports go to the server as they are made (worker/exports-ahead.ts); later ones at
+ * most once per EXPORTS_AHEAD_MS, together, so that a step exporting its progress in a loop costs no message each.
+ */
+export const EXPORTS_AHEAD_EAGER = 100;
+export const EXPORTS_AHEAD_MS = 10;
