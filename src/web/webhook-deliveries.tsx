@@ -1,5 +1,5 @@
 // One webhook's delivery log: each attempt's state, status code, error, duration and when the next retry is due.
-import { useEffect, useRef } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
 import { get } from './api';
 import { formatDuration, formatTime } from './format';
 import { href } from './router';
@@ -9,6 +9,7 @@ import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { Table } from './table';
+import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const PAGE = 100;
 
@@ -19,17 +20,12 @@ export function WebhookDeliveries(props: { id: string }) {
   const { items, page: deliveries } = pages;
   const rows = useRef<HTMLDivElement>(null);
 
-  // While a shown attempt is pending (on its way, or a retry to come), the log is read again (every page opened), so
-  // that its outcome shows without a Refresh. Once the read is done, not before: a slow read is not stacked on.
+  // The log is read again (every page opened), so that an attempt's outcome and the attempts of events emitted since
+  // show without a Refresh: every second while a pending one (on its way, or a retry) is due, else every few seconds
+  // (an empty log said "Nothing delivered yet." under deliveries made since, until Refresh was pressed).
   const due = items.filter((d) => d.state === 'pending').map((d) => d.next_attempt_at_ms ?? 0);
   const next = due.length ? Math.min(...due) : undefined;
-  useEffect(() => {
-    if (next === undefined || deliveries.loading) return;
-    // Every second while one is due; a retry hours away is read when due, but at least every minute, as the browser's
-    // clock may not be the server's.
-    const timer = setTimeout(() => deliveries.reload(), Math.min(Math.max(next - Date.now(), 1000), 60_000));
-    return () => clearTimeout(timer);
-  }, [next, deliveries.loading, deliveries.reload]);
+  usePoll(deliveries, next === undefined ? IDLE_POLL_MS : Math.min(Math.max(next - Date.now(), 1000), IDLE_POLL_MS));
 
   // No such webhook (deleted, a mistyped address): a Refresh and an empty log would say there is one, never called.
   if (webhook.missing) {

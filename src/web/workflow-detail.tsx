@@ -15,6 +15,7 @@ import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
 import { useBusy } from './use-busy';
+import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
 const STATUSES = ['', 'queued', 'running', 'delayed', 'succeeded', 'failed'];
@@ -29,13 +30,10 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
   const { items: listed, page: runs } = pages;
   const rows = useRef<HTMLDivElement>(null);
 
-  // While a listed run has not finished, look again: its steps change as they commit.
+  // While a listed run has not finished, look again each second: its steps change as they commit. Otherwise still
+  // now and then: its endpoint, timer or source starts runs that nothing on this page announces.
   const unfinished = listed.some((run) => UNFINISHED.has(run.status));
-  useEffect(() => {
-    if (!unfinished) return;
-    const timer = setInterval(() => runs.reload(), 1000);
-    return () => clearInterval(timer);
-  }, [unfinished, runs.reload]);
+  usePoll(runs, unfinished ? 1000 : IDLE_POLL_MS);
 
   // One replay per press: a second press (a double click) before the first answer would start a second run.
   const replaying = useBusy();
@@ -227,11 +225,7 @@ function RunById(props: { workflowId: string; runId: string; onReplay: (run: Wor
   );
   // The list's poll does not see this run: while it has not finished, it is read again on its own, as often.
   const unfinished = run.data !== undefined && UNFINISHED.has(run.data.data.status);
-  useEffect(() => {
-    if (!unfinished) return;
-    const timer = setInterval(() => run.reload(), 1000);
-    return () => clearInterval(timer);
-  }, [unfinished, run.reload]);
+  usePoll(run, unfinished ? 1000 : undefined);
   if (run.error) return <LoadError loads={[run]} />;
   return run.data ? <RunView run={run.data.data} onReplay={props.onReplay} /> : null;
 }
