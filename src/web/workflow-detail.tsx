@@ -1,7 +1,7 @@
 // One workflow: its trigger, run now and delete; its runs, newest first, and the open run's steps: status, duration,
 // exports, logs, error and sends; replay.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { del, describeError, get, post } from './api';
+import { del, describeError, get, post, put } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { formatDuration, formatTime, triggerSchedule } from './format';
@@ -50,6 +50,22 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       }
     });
 
+  // On and off as on a source's page: the page said nothing of an inactive workflow, and its Run now answered a 409
+  // that told the user to send PUT /v1/workflows/… {"active": true} from a terminal.
+  const activation = useBusy();
+  const setActive = (active: boolean) =>
+    activation.run(async () => {
+      const name = workflow.data?.data.name ?? props.id;
+      try {
+        await put(`/workflows/${encodeURIComponent(props.id)}`, { active });
+        notify({ kind: 'ok', text: active ? `Activated ${name}.` : `Deactivated ${name}.` });
+        // Busy until the workflow is read again, so that the label does not go back to what was just pressed.
+        await workflow.reload();
+      } catch (failure) {
+        notify({ kind: 'error', text: describeError(failure) });
+      }
+    });
+
   const [deleting, setDeleting] = useState(false);
   // One DELETE per confirmation, and no second question while it runs (a second one's 404 replaced "Deleted").
   const removal = useBusy();
@@ -93,6 +109,12 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       <div class="title-row">
         <h1 id="workflow-title">{shown?.name ?? props.id}</h1>
         <div class="actions">
+          {shown && (
+            // aria-disabled rather than disabled while busy, as elsewhere: a disabled button loses the keyboard focus.
+            <button type="button" onClick={() => setActive(!shown.active)} aria-disabled={activation.busy ? 'true' : undefined}>
+              {activation.busy ? (shown.active ? 'Deactivating…' : 'Activating…') : shown.active ? 'Deactivate' : 'Activate'}
+            </button>
+          )}
           <button
             type="button"
             class="danger"
@@ -109,6 +131,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
       {shown && (
         <RunNow
           id="workflow-run-event"
+          disabledWhy={shown.active ? undefined : 'An inactive workflow does not run'}
           start={async (event) => {
             const answer = await post<{ data: { id: string } }>(`/workflows/${encodeURIComponent(props.id)}/run`, event);
             notify({ kind: 'ok', text: `Started run ${answer.data.id}.` });
@@ -190,7 +213,7 @@ function howRunsStart(workflow: Workflow | undefined): string {
 
 /** What starts the workflow: its trigger, the HTTP endpoint to call or the timer's schedule, and its steps. */
 function WorkflowFacts(props: { workflow: Workflow }) {
-  const { trigger, steps } = props.workflow;
+  const { trigger, steps, active } = props.workflow;
   const endpoint = typeof trigger?.endpoint_url === 'string' ? trigger.endpoint_url : undefined;
   const schedule = trigger ? triggerSchedule(trigger) : undefined;
   return (
@@ -211,6 +234,8 @@ function WorkflowFacts(props: { workflow: Workflow }) {
           <dd>{schedule}</dd>
         </>
       )}
+      <dt>State</dt>
+      <dd>{active ? 'Active' : 'Inactive: it starts no run, and its waiting runs wait until it is activated'}</dd>
       <dt>Steps</dt>
       <dd>{steps.map((step) => step.name).join(' → ')}</dd>
     </dl>
