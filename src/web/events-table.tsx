@@ -12,6 +12,7 @@ import { useNotify } from './notices';
 import { followStream } from './sse';
 import type { EventSummary } from './types';
 import { useBusy } from './use-busy';
+import { EmptyRow } from './table';
 
 export type Stream = 'emit' | '$logs' | '$errors';
 /** Events to delete, from `start` to `end` (either open), and the button that asked. */
@@ -261,11 +262,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
               </tr>
             ))}
             {rows.length === 0 && state !== 'loading' && (
-              <tr>
-                <td colSpan={3} class="muted">
-                  No {stream === 'emit' ? 'events' : stream} yet: they appear here as they happen.
-                </td>
-              </tr>
+              <EmptyRow columns={3}>No {stream === 'emit' ? 'events' : stream} yet: they appear here as they happen.</EmptyRow>
             )}
           </tbody>
         </table>

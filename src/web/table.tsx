@@ -40,16 +40,25 @@ export function Table<T>(props: TableProps<T>) {
         </thead>
         <tbody>
           {props.items.map(props.row)}
-          {props.empty !== undefined && props.items.length === 0 && (
-            <tr>
-              <td colSpan={props.columns.length} class="muted">
-                {props.empty}
-              </td>
-            </tr>
-          )}
+          {props.empty !== undefined && props.items.length === 0 && <EmptyRow columns={props.columns.length}>{props.empty}</EmptyRow>}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * The muted line of an empty table, across its `columns`, wrapped within what the frame shows: on a phone the column
+ * heads make the table wider than the screen, and the line ran on past the edge, cut ("No runs yet: its timer starts
+ * one on its schedule, o").
+ */
+export function EmptyRow(props: { columns: number; children: ComponentChildren }) {
+  return (
+    <tr>
+      <td colSpan={props.columns} class="muted empty-line">
+        <span>{props.children}</span>
+      </td>
+    </tr>
   );
 }
 

@@ -15,6 +15,7 @@ import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
 import { useBusy } from './use-busy';
+import { EmptyRow } from './table';
 import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const UNFINISHED = new Set(['queued', 'running', 'delayed']);
@@ -181,11 +182,7 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
               </tr>
             ))}
             {runs.data && listed.length === 0 && (
-              <tr>
-                <td colSpan={5} class="muted">
-                  {status ? `No runs with status ${status}.` : `No runs yet: ${howRunsStart(shown)}.`}
-                </td>
-              </tr>
+              <EmptyRow columns={5}>{status ? `No runs with status ${status}.` : `No runs yet: ${howRunsStart(shown)}.`}</EmptyRow>
             )}
           </tbody>
         </table>
