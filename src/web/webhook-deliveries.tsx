@@ -50,6 +50,8 @@ export function WebhookDeliveries(props: { id: string }) {
           <code>{webhook.data.data.url}</code>
         </p>
       )}
+      {/* The description typed at its creation: the console showed it nowhere, on no page. */}
+      {webhook.data?.data.description && <p class="wrap description">{webhook.data.data.description}</p>}
       <LoadError loads={[webhook, deliveries]} />
       <div class="toolbar">
         <button type="button" onClick={() => deliveries.reload()}>
