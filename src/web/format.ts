@@ -17,11 +17,16 @@ export function formatAgo(ms: number | null | undefined, now = Date.now()): stri
 
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '—';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  // Each unit is chosen by the figure as shown, rounded: 59,960 ms reads "1 min", not "60.0 s".
+  if (Math.round(ms) < 1000) return `${Math.round(ms)} ms`;
+  for (const digits of [2, 1]) {
+    const seconds = (ms / 1000).toFixed(digits);
+    if (Number(seconds) < (digits === 2 ? 10 : 60)) return `${seconds} s`;
+  }
   // Whole minutes and hours read as such ("30 min"); others with one decimal.
-  const [amount, unit] = ms < 3_600_000 ? [ms / 60_000, 'min'] : [ms / 3_600_000, 'h'];
-  return `${Number.isInteger(amount) ? amount : amount.toFixed(1)} ${unit}`;
+  const shown = (amount: number) => amount.toFixed(1).replace(/\.0$/, '');
+  const minutes = shown(ms / 60_000);
+  return Number(minutes) < 60 ? `${minutes} min` : `${shown(ms / 3_600_000)} h`;
 }
 
 export type SourceKind = 'HTTP' | 'Timer' | 'HTTP + timer' | 'Listener';
