@@ -5,7 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ERRORS, listProblems, MAX_LISTED_PROBLEMS, ServiceError, type ErrorCode } from '../model/errors.js';
 import { RuntimeClosedError, WorkerExitError } from '../runtime/errors.js';
 import { CommitOutcomeUnknownError, outageOf } from '../model/outages.js';
-import { quote, shorten } from '../model/quote.js';
+import { quote, shorten } from '../runtime/worker/quote.js';
 import { simplifyUnionErrors, type ValidationItem } from './union-errors.js';
 
 export interface ErrorBody {

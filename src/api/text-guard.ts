@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { invalid } from '../model/errors.js';
 import { flawIn } from '../model/storable-text.js';
-import { shorten } from '../model/quote.js';
+import { shorten } from '../runtime/worker/quote.js';
 
 /** Checks the named parts of every request the plugin serves. */
 export function refuseUnstorableText(app: FastifyInstance, parts: Array<'params' | 'query' | 'body'>): void {

@@ -5,7 +5,7 @@ import type { Dispatcher, RequestInit, Response } from 'undici';
 import { invalid } from '../model/errors.js';
 // The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
 import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
 export function parseHttpUrl(raw: string, field: string): URL {

@@ -1,6 +1,6 @@
 // What the specification asks of a component beyond loading: an action has `run` and none of a source's parts.
 import type { ComponentInfo } from '../runtime/types.js';
-import { quote } from './quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** Why this component breaks the authoring contract, or undefined. A source without `run` is allowed: it emits its triggering event. */
 export function authoringProblem(info: ComponentInfo): string | undefined {

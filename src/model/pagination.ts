@@ -1,6 +1,6 @@
 // Keyset pagination shared by every paginated list: newest first, opaque cursors that stay valid under inserts.
 import { ServiceError } from './errors.js';
-import { quote } from './quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 export interface PageRequest {
   limit: number;

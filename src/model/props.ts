@@ -4,7 +4,9 @@ import { listProblems, ServiceError } from './errors.js';
 import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { cronIntervalSeconds, type TimerSchedule } from './schedules.js';
 import { checkTimer, type PropRules } from './timer-checks.js';
-import { quote, shorten } from './quote.js';
+import { quote, shorten } from '../runtime/worker/quote.js';
+import { isDataStoreName } from '../runtime/worker/data-store-rules.js';
+import { MAX_DATA_STORE_NAME_CHARS } from '../runtime/worker/limits.js';
 
 /** What the API shows instead of a secret; sending it back keeps the stored value. */
 export const SECRET_PLACEHOLDER = '********';
@@ -53,18 +55,13 @@ function unknownFieldProblem(value: unknown, known: string[], shape: string): st
   return key === undefined ? undefined : `takes ${shape}, not the field ${quote(key)}`;
 }
 
-/** Longest data store name. */
-const MAX_DATA_STORE_NAME = 200;
-
 /**
  * The store a `data_store` prop's configured value names: a name, or `{ name }`. Undefined for anything else (a
  * name must be 1 to 200 characters without control characters).
  */
 export function dataStoreName(value: unknown): string | undefined {
   const name = isPlainObject(value) ? value.name : value;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
-  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_DATA_STORE_NAME || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
-  return name;
+  return typeof name === 'string' && isDataStoreName(name) ? name : undefined;
 }
 
 /** The store names the `data_store` props of `props` have in `values` (runtime props), each once. */
@@ -218,7 +215,7 @@ export function validateProps(
         const name = dataStoreName(value);
         const storeProblem = unknownFieldProblem(value, ['name'], '{ name } only');
         if (storeProblem !== undefined) fail(storeProblem);
-        else if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME} characters, or { name }`);
+        else if (name === undefined) fail(`must name a data store: a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters, or { name }`);
         else out[prop.name] = name;
         break;
       }

@@ -1,6 +1,6 @@
 // Checks a timer prop's schedule: interval bounds, cron syntax and spacing, and its time zone.
 import { Cron } from 'croner';
-import { quote, shorten } from './quote.js';
+import { quote, shorten } from '../runtime/worker/quote.js';
 import { isTimeZone, MAX_TIMER_INTERVAL_SECONDS, type TimerSchedule } from './schedules.js';
 
 /** The operator's rules for props: today only the shortest timer interval (--min-timer-interval). */

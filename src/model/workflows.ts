@@ -1,6 +1,6 @@
 // What a workflow is made of (its trigger and steps, as stored) and the rules a definition must follow.
 import type { PropDescriptor } from '../runtime/types.js';
-import { quote } from './quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** How a workflow is started besides subscriptions and manual runs. */
 export type WorkflowTrigger =

@@ -4,7 +4,6 @@ import type { InvocationRequest } from './types.js';
 import {
   MAX_DATA_STORE_BYTES,
   MAX_DATA_STORE_KEY_BYTES,
-  MAX_DATA_STORE_KEY_CHARS,
   MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_BYTES_PER_CALL,
   MAX_DB_KEY_BYTES,
@@ -20,7 +19,9 @@ import {
   MAX_STEP_SENDS_PER_CALL,
 } from './worker/limits.js';
 import { emitBytes } from './worker/json.js';
+import { dataStoreKeyLengthProblem, storeTooLarge, valueTooLarge } from './worker/data-store-rules.js';
 import { keyProblem } from './worker/key-rules.js';
+import { quote } from './worker/quote.js';
 
 /** UTF-8 takes at most 3 bytes per UTF-16 unit: JSON text of this many units or fewer holds no value past `bytes`. */
 function fitsSurely(textChars: number | undefined, bytes: number): boolean {
@@ -117,7 +118,7 @@ export class ReportedLimits {
     if (!fitsSurely(textChars, MAX_DB_VALUE_BYTES)) {
       let bytes = 0;
       for (const [key, , size] of sizes) {
-        if (size > MAX_DB_VALUE_BYTES) return `a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`;
+        if (size > MAX_DB_VALUE_BYTES) return `a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; ${quote(key)} would be ${size}`;
         bytes += size;
       }
       if (bytes > MAX_DB_BYTES_PER_CALL) return `one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to $.service.db`;
@@ -145,8 +146,7 @@ export class ReportedLimits {
       const sizeOf = (key: string) => sizes.get(key) ?? (change.cleared ? 0 : (entries.get(key) ?? 0));
       let total = change.cleared ? 0 : this.storeTotals.get(change.name)!;
       for (const write of change.writes) {
-        if (write.key.length > MAX_DATA_STORE_KEY_CHARS) return `a data store key may be at most ${MAX_DATA_STORE_KEY_CHARS} characters`;
-        const problem = keyProblem(write.key, 'data store', MAX_DATA_STORE_KEY_BYTES);
+        const problem = dataStoreKeyLengthProblem(write.key) ?? keyProblem(write.key, 'data store', MAX_DATA_STORE_KEY_BYTES);
         if (problem) return problem.message;
         if (typeof write.ttlSeconds === 'number' && write.ttlSeconds > MAX_DATA_STORE_TTL_SECONDS) {
           return `a data store ttl may be at most ${MAX_DATA_STORE_TTL_SECONDS} seconds (100 years; null for none), not ${write.ttlSeconds}`;
@@ -156,16 +156,15 @@ export class ReportedLimits {
         sizes.set(write.key, 0);
         if (write.op === 'delete') continue;
         const size = jsonSize(write.value);
-        if (!fitsSurely(textChars, MAX_DB_VALUE_BYTES) && size > MAX_DB_VALUE_BYTES) {
-          return `a data store value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${write.key}" would be ${size}`;
-        }
+        const tooLarge = fitsSurely(textChars, MAX_DB_VALUE_BYTES) ? undefined : valueTooLarge(write.key, size);
+        if (tooLarge) return tooLarge;
         written += size;
         if (written > MAX_DB_BYTES_PER_CALL) return `one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to data stores`;
         const entry = entrySize(write.key, write.value);
         sizes.set(write.key, entry);
         total += entry;
       }
-      if (total > MAX_DATA_STORE_BYTES) return `data store "${change.name}" may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`;
+      if (total > MAX_DATA_STORE_BYTES) return storeTooLarge(change.name);
       pending.push({ name: change.name, cleared: change.cleared, sizes, total });
     }
     for (const { name, cleared, sizes, total } of pending) {

@@ -8,7 +8,7 @@ import { notFound, ServiceError } from '../model/errors.js';
 import { type PropProblem, propsInvalid } from '../model/props.js';
 import type { PropDescriptor } from '../runtime/types.js';
 import { appLinks } from '../engine/invocation-base.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** The 404 of a deploy whose app prop names an account not found; the prop is named too, as the 422s name it, so that a form can mark the field. */
 function accountNotFound(accountId: string, prop: string, label: string): ServiceError {

@@ -12,7 +12,7 @@ import type { ComponentRuntime } from '../runtime/index.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { fetchText, parseHttpUrl } from '../delivery/outbound.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** The spec's Component resource. */
 export interface ComponentView {

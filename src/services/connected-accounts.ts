@@ -11,7 +11,7 @@ import { checkAuthProvisions } from './auth-provisions.js';
 import { type AccountCredentials, type Credentials, expiresAtMs } from './account-credentials.js';
 import type { SourceService } from './sources.js';
 import type { WorkflowService } from './workflows.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** What the API shows of a connected account: never a credential value, only the fields' names. */
 export interface ConnectedAccountView {

@@ -4,7 +4,7 @@ import { findDataStore } from '../store/data-stores.js';
 import { isId } from '../model/ids.js';
 import { dataStoreName, type PropProblem, propsInvalid } from '../model/props.js';
 import type { PropDescriptor } from '../runtime/types.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /**
  * A prop's value is the name of the store its runs use, made on the first write: given the id of one of the

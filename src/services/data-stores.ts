@@ -11,7 +11,7 @@ import { dataStoreName } from '../model/props.js';
 import { MAX_DATA_STORE_NAME_CHARS } from '../runtime/worker/limits.js';
 import { dataStoreKeyProblem, dataStoreTtlProblem, storeTooLarge, valueTooLarge } from '../runtime/worker/data-store-rules.js';
 import type { Page, PageRequest } from '../model/pagination.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 import { retryingDeadlocks } from '../store/deadlocks.js';
 
 export interface DataStoreView {

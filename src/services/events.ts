@@ -8,7 +8,7 @@ import { findSource } from '../store/sources.js';
 import { findWorkflow } from '../store/workflows.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { compareKeys, parseEventId, toSummary, type EventSummary } from '../model/events.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** An emitter as a route names it: the kind comes from the route, so a workflow's id on a source route is unknown. */
 export interface EmitterRef {

@@ -15,7 +15,7 @@ import { loadSource } from '../store/sources.js';
 import { loadWorkflow } from '../store/workflows.js';
 import { keyHashesOf } from '../store/users.js';
 import { hashApiKey } from './users.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** The stream a request asks for: the source's emits by default, `$logs`, `$errors`, or one channel. */
 export function streamOf(eventName: string | undefined): { kind: StreamKind; filter: (e: EventSummary) => boolean } {

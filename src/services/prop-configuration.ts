@@ -14,7 +14,7 @@ import { ServiceError } from '../model/errors.js';
 import type { ComponentService } from './components.js';
 import { checkAuthProvisions } from './auth-provisions.js';
 import { ComputeBilling } from '../commit/usage.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 import { flawIn, wellFormed } from '../model/storable-text.js';
 
 /**

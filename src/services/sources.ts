@@ -29,7 +29,7 @@ import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { parseHttpUrl } from '../delivery/outbound.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** The spec's Source resource; `user_id` only where the spec shows it (create, update). */
 export interface SourceView {

@@ -8,7 +8,7 @@ import { isId, newId, nowSeconds } from '../model/ids.js';
 import * as subscriptions from '../store/subscriptions.js';
 import { lockAccount } from '../store/account-limits.js';
 import { invalid, notFound } from '../model/errors.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** The spec's Subscription. */
 export interface SubscriptionView {

@@ -7,7 +7,7 @@ import * as users from '../store/users.js';
 import { readUsage } from '../store/usage.js';
 import { billingPeriod, dayPeriod } from '../model/periods.js';
 import { ServiceError, invalid, notFound } from '../model/errors.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 export type Plan = 'free' | 'paid';
 

@@ -9,7 +9,7 @@ import { invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
 import type { SecretBox } from '../lib/secrets.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 import { endpointPathPrefix } from '../model/endpoints.js';
 
 /** The spec's Webhook; `user_id` and `secret` only in the create response. */

@@ -12,7 +12,7 @@ import { FLOW_DELAYED, FLOW_EXITED } from '../engine/run-answers.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { QuotaService } from './quotas.js';
 import type { WorkflowService } from './workflows.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 export interface RunStepView {
   name: string;

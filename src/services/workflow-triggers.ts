@@ -15,7 +15,7 @@ import { validateProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
 import type { WorkflowTrigger } from '../model/workflows.js';
 import type { AccountLimiter } from './account-limits.js';
-import { quote } from '../model/quote.js';
+import { quote } from '../runtime/worker/quote.js';
 
 /** A trigger as a request gives it: the defaults are filled in (see normalizeTrigger). */
 export type TriggerRequest =

@@ -23,7 +23,7 @@ import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
 import { checkDataStoreNames } from './data-store-props.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 import { applyTrigger, checkTrigger, normalizeTrigger, type TriggerRequest } from './workflow-triggers.js';
-import { quote, shorten } from '../model/quote.js';
+import { quote, shorten } from '../runtime/worker/quote.js';
 
 export interface StepRequest {
   name: string;

@@ -5,7 +5,7 @@ import { type FieldErrors, labelOf } from './prop-form';
 import type { PropDescriptor } from './types';
 
 /**
- * How the server's messages quote a value the request sent (model/quote.ts): as JSON, its first 100 characters and
+ * How the server's messages quote a value the request sent (runtime/worker/quote.ts): as JSON, its first 100 characters and
  * `…` when longer.
  */
 function quoted(value: string): string {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/model/ids.js';
-import { quote } from '../../src/model/quote.js';
+import { quote } from '../../src/runtime/worker/quote.js';
 import { client } from '../helpers/client.js';
 import { deployStoreSource, recordPath, runStoreSource } from '../helpers/data-store-sources.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -93,6 +93,9 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
       { key: 'negative', value: 1, ttl: -5, part: 'body', field: 'ttl' },
       { key: 'century', value: 1, ttl: 3_153_600_001, part: 'body', field: 'ttl' },
       { key: 'big', fill: 1_048_575, part: 'body', field: 'value' },
+      { key: 'a"b', fill: 1_048_575, part: 'body', field: 'value' },
+      { key: '😀'.repeat(120), fill: 1_048_575, part: 'body', field: 'value' },
+      { key: `${'😀'.repeat(2)}${'k'.repeat(1023)}`, value: 1, part: 'querystring', field: 'key' },
     ];
     for (const { key, value, fill, ttl, part, field } of cases) {
       const { error } = await run(source, { set: [{ key, value, fill, ttl }] });
@@ -107,9 +110,34 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
       'a data store value may be at most 1048576 bytes of JSON; "big" would be 1048577',
     );
     expect((await api.put(recordPath('rules', euro), { value: 1 })).body.error).toBe('data store keys may have at most 2048 bytes of UTF-8; this one has 2100');
+    // A key in a message is JSON-quoted and cut to its first 100 characters, as every quoted value is.
+    expect((await api.put(recordPath('rules', 'a"b'), { value: 'x'.repeat(1_048_575) })).body.error).toBe(
+      'a data store value may be at most 1048576 bytes of JSON; "a\\"b" would be 1048577',
+    );
+    expect((await api.put(recordPath('rules', '😀'.repeat(120)), { value: 'x'.repeat(1_048_575) })).body.error).toBe(
+      `a data store value may be at most 1048576 bytes of JSON; "${'😀'.repeat(100)}"… (120 characters) would be 1048577`,
+    );
+    // Characters are code points (what the API's maxLength counts): 1,025 of them are too many, an emoji being one.
+    expect((await api.put(recordPath('rules', `${'😀'.repeat(2)}${'k'.repeat(1023)}`), { value: 1 })).body.error).toBe(
+      'data store keys may have at most 1024 characters; this one has 1025',
+    );
     // A value of exactly 1 MiB of JSON, and a ttl of exactly 100 years, are taken.
     expect((await api.put(recordPath('rules', 'edge'), { value: 'x'.repeat(1_048_574), ttl: 3_153_600_000 })).status).toBe(200);
     expect((await api.get('/v1/data_stores/rules/keys')).body.data.keys).toEqual(['edge']);
+  });
+
+  it('counts a store name in characters (code points), as its message does: 200 emoji name a store, 201 do not', async () => {
+    const name = '😀'.repeat(200);
+    const res = await api.put(recordPath(name, 'k'), { value: 'emoji' });
+    expect([res.status, res.body]).toEqual([200, { data: { key: 'k', value: 'emoji' } }]);
+    // A component's prop names the same store, and reads what the API wrote.
+    const source = await deploy(name);
+    expect(await run(source, { get: ['k'] })).toEqual({ keys: ['k'], values: { k: 'emoji' } });
+    const over = await api.put(recordPath(`${name}😀`, 'k'), { value: 1 });
+    const message = `a data store is named by a string of 1 to 200 characters (not blank, without control characters), not "${'😀'.repeat(100)}"… (201 characters)`;
+    expect([over.status, over.body]).toEqual([400, refused('params', 'store', message)]);
+    const prop = await api.post('/v1/sources', { component_code: SOURCE, configured_props: { store: `${name}😀` } });
+    expect(prop.status).toBe(422);
   });
 
   it('refuses a number past a double in the value (1e400 parses as Infinity), rather than storing null in its place', async () => {

@@ -198,7 +198,19 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     ).toEqual({
       result: [1, 2, [1024, 682]],
     });
-    expect(await run(api, id, { code: 'await s.set("a".repeat(1025), 1)' })).toEqual({ threw: 'RangeError: data store keys may have at most 1024 characters' });
+    expect(await run(api, id, { code: 'await s.set("a".repeat(1025), 1)' })).toEqual({
+      threw: 'RangeError: data store keys may have at most 1024 characters; this one has 1025',
+    });
+    // Characters are code points, as the API's maxLength counts them: 300 emoji and 500 "a" are 800 of them (1,100
+    // UTF-16 units, 1,700 bytes), and 1,025 characters are too many however few bytes they take.
+    const mixed = '"\\u{1F600}".repeat(300) + "a".repeat(500)';
+    expect(await run(api, id, { code: `await s.set(${mixed}, 3); return (await s.get(${mixed}))` })).toEqual({ result: 3 });
+    expect((await api.get(`/v1/data_stores/long-keys/records?key=${encodeURIComponent(`${'😀'.repeat(300)}${'a'.repeat(500)}`)}`)).body).toEqual({
+      data: { key: `${'😀'.repeat(300)}${'a'.repeat(500)}`, value: 3 },
+    });
+    expect(await run(api, id, { code: 'await s.set("\\u{1F600}".repeat(2) + "a".repeat(1023), 1)' })).toEqual({
+      threw: 'RangeError: data store keys may have at most 1024 characters; this one has 1025',
+    });
   });
 
   it('holds store keys and ttls to the rules even when the component rewrites what its worker reports', async () => {
@@ -222,6 +234,12 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
       ['write.key = "中".repeat(1000);', 'data store keys may have at most 2048 bytes of UTF-8; this one has 3000'],
       ['write.key = "a\\uD800";', 'data store keys may not contain an unpaired UTF-16 surrogate'],
       ['write.ttlSeconds = 1e16;', 'a data store ttl may be at most 3153600000 seconds'],
+      ['write.key = "k".repeat(1025);', 'data store keys may have at most 1024 characters; this one has 1025'],
+      // The key JSON-quoted and cut to 100 characters, as the worker's own message and the API's say it.
+      [
+        'write.key = "a\\"b" + "k".repeat(120); write.value = "x".repeat(1100000);',
+        `a data store value may be at most 1048576 bytes of JSON; "a\\"b${'k'.repeat(97)}"… (123 characters) would be 1100002`,
+      ],
     ];
     for (const [edit, message] of cases) {
       const created = await api.post('/v1/sources', { component_code: rewriting(edit), configured_props: { store: 'rewritten' } });
@@ -230,6 +248,14 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     }
     // Nothing of the rewritten writes was kept: the store was never made.
     expect((await api.get('/v1/data_stores/rewritten/keys')).status).toBe(404);
+    // A key of 800 characters (1,100 UTF-16 units) is one the worker takes: the server takes it too.
+    const longKey = `${'😀'.repeat(300)}${'a'.repeat(500)}`;
+    const kept = await api.post('/v1/sources', {
+      component_code: rewriting(`write.key = ${JSON.stringify(longKey)};`),
+      configured_props: { store: 'rewritten' },
+    });
+    expect(await run(api, kept.body.data.id, {})).toBe('wrote');
+    expect((await api.get('/v1/data_stores/rewritten/keys')).body.data.keys).toEqual([longKey]);
   });
 
   it('takes a ttl of up to 100 years, alike on both databases', async () => {
@@ -269,13 +295,16 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
       name: 'misnamed store',
       steps: [{ name: 'write', component_code: step, configured_props: { store: '{{ steps.trigger.event.body.store }}' } }],
     });
-    for (const store of ['', 'x'.repeat(201), 42]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
-    const runs = await finishedRuns(workflow.id, 3);
+    // 150 emoji are 150 characters (code points), a name as the API counts it, though 300 UTF-16 units.
+    for (const store of ['', 'x'.repeat(201), 42, '😀'.repeat(150)]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
+    const runs = await finishedRuns(workflow.id, 4);
     const refused = 'TypeError: a data store is named by a string of 1 to 200 characters (not blank, without control characters) or { name }, not ';
-    expect(runs.map((r: any) => r.steps[0].$return_value).sort()).toEqual(
-      [`${refused}""`, `${refused}"${'x'.repeat(99)}… (203 characters)`, `${refused}42`].sort(),
+    expect(runs.map((r: any) => r.steps[0].$return_value ?? 'stored').sort()).toEqual(
+      [`${refused}""`, `${refused}"${'x'.repeat(100)}"… (201 characters)`, `${refused}42`, 'stored'].sort(),
     );
-    expect((await api.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).not.toContain('');
+    const names = (await api.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name);
+    expect(names).not.toContain('');
+    expect(names).toContain('😀'.repeat(150));
   });
 
   it("refuses a bare ttl in place of set()'s { ttl } options, which would keep the record for ever", async () => {

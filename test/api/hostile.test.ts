@@ -595,6 +595,7 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       ['result.outcome.emits = Array.from({ length: 9 }, (_, i) => ({ event: i, id: "i".repeat(1000000) }));', 'may total at most 8388608 bytes'],
       ['result.outcome.emits = Array.from({ length: 20000 }, (_, i) => ({ event: i }));', 'one call may emit at most 10000 events'],
       ['result.dbWrites = { big: "y".repeat(2 * 1024 * 1024) };', 'a $.service.db value may be at most 1048576 bytes'],
+      ['result.dbWrites = { [\'a"b\']: "y".repeat(2 * 1024 * 1024) };', 'a $.service.db value may be at most 1048576 bytes of JSON; "a\\"b" would be 2097154'],
       [
         'result.dbWrites = Object.fromEntries(Array.from({ length: 9 }, (_, i) => ["k" + i, "z".repeat(1000000)]));',
         'one call may write at most 8388608 bytes',

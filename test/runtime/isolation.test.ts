@@ -265,6 +265,11 @@ describe('runaway code', () => {
     const big = (await runCode(t.runtime, HOSTILE, withDb('this.db.set("k", "x".repeat(1_100_000));'))).outcomes[0]!;
     expect(big.error).toMatchObject({ name: 'RangeError' });
     expect(big.error!.message).toMatch(/^a \$\.service\.db value may be at most 1048576 bytes of JSON; "k" would be 1100002$/);
+    // The key JSON-quoted and cut to 100 characters, as the server's messages quote what they were given.
+    const quoted = (await runCode(t.runtime, HOSTILE, withDb('this.db.set("a\\"b" + "k".repeat(120), "x".repeat(1_100_000));'))).outcomes[0]!;
+    expect(quoted.error!.message).toBe(
+      `a $.service.db value may be at most 1048576 bytes of JSON; "a\\"b${'k'.repeat(97)}"… (123 characters) would be 1100002`,
+    );
     const result = await runCode(t.runtime, HOSTILE, withDb('for (let i = 0; i < 6; i++) this.db.set("k" + event.n + "-" + i, "x".repeat(1_000_000));'), {
       events: [{ n: 1 }, { n: 2 }, { n: 3 }],
       timeoutMs: 10_000,

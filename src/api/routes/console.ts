@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { notFound } from '../../model/errors.js';
 import { loadConsole } from '../console-assets.js';
-import { quote } from '../../model/quote.js';
+import { quote } from '../../runtime/worker/quote.js';
 
 /**
  * Scripts and styles from this origin only, no inline script and no eval: an injected `<script>` cannot run and read

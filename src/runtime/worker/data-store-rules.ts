@@ -1,8 +1,16 @@
 // What a data store write may hold (its key, its ttl, its value and the store's size), worded once: the worker throws
 // these as a component's set() runs, and the server answers them to a record written over the API, so both say alike.
 import { type KeyProblem, keyProblem } from './key-rules.js';
-import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_KEY_BYTES, MAX_DATA_STORE_KEY_CHARS, MAX_DATA_STORE_TTL_SECONDS, MAX_DB_VALUE_BYTES } from './limits.js';
-import { JSONStringify, NumberIsFinite, StringPrototypeIndexOf } from './primordials.js';
+import {
+  MAX_DATA_STORE_BYTES,
+  MAX_DATA_STORE_KEY_BYTES,
+  MAX_DATA_STORE_KEY_CHARS,
+  MAX_DATA_STORE_NAME_CHARS,
+  MAX_DATA_STORE_TTL_SECONDS,
+  MAX_DB_VALUE_BYTES,
+} from './limits.js';
+import { codePointCount, JSONStringify, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
+import { quote } from './quote.js';
 
 export type { KeyProblem as WriteProblem } from './key-rules.js';
 
@@ -11,10 +19,37 @@ export function shown(value: unknown): string {
   return JSONStringify(value) ?? String(value);
 }
 
+/**
+ * Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
+ * counts on the API's own fields): an emoji is one, though it takes two UTF-16 units. A string of at most `max` units
+ * has at most `max` code points, so only a longer one is counted.
+ */
+function longerThan(text: string, max: number): number | undefined {
+  if (text.length <= max) return undefined;
+  const chars = codePointCount(text);
+  return chars > max ? chars : undefined;
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/** Whether `name` may name a data store: 1 to 200 characters, not blank, without control characters (the server's and the worker's rule). */
+export function isDataStoreName(name: string): boolean {
+  return StringPrototypeTrim(name) !== '' && longerThan(name, MAX_DATA_STORE_NAME_CHARS) === undefined && !matches(CONTROL_CHARACTER, name);
+}
+
+/** A data store key's length past its limit, as a problem, or undefined. */
+export function dataStoreKeyLengthProblem(key: string): KeyProblem | undefined {
+  const chars = longerThan(key, MAX_DATA_STORE_KEY_CHARS);
+  if (chars === undefined) return undefined;
+  return { kind: 'range', message: `data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters; this one has ${chars}` };
+}
+
 /** What is wrong with `key` as a data store key, or undefined: `type` for what it holds, `range` for its length. */
 export function dataStoreKeyProblem(key: unknown): KeyProblem | undefined {
   if (typeof key !== 'string' || key === '') return { kind: 'type', message: 'data store keys must be non-empty strings' };
-  if (key.length > MAX_DATA_STORE_KEY_CHARS) return { kind: 'range', message: `data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters` };
+  const tooLong = dataStoreKeyLengthProblem(key);
+  if (tooLong) return tooLong;
   if (StringPrototypeIndexOf(key, '\0') !== -1) return { kind: 'type', message: 'data store keys may not contain the NUL character' };
   return keyProblem(key, 'data store', MAX_DATA_STORE_KEY_BYTES);
 }
@@ -34,10 +69,10 @@ export function dataStoreTtlProblem(ttl: unknown): KeyProblem | undefined {
 
 /** A value of `size` bytes of JSON for `key` is past the limit on one value. */
 export function valueTooLarge(key: string, size: number): string | undefined {
-  return size > MAX_DB_VALUE_BYTES ? `a data store value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}` : undefined;
+  return size > MAX_DB_VALUE_BYTES ? `a data store value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; ${quote(key)} would be ${size}` : undefined;
 }
 
 /** The store `name` would hold more than its limit. */
 export function storeTooLarge(name: string): string {
-  return `data store "${name}" may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`;
+  return `data store ${quote(name)} may hold at most ${MAX_DATA_STORE_BYTES} bytes of JSON`;
 }

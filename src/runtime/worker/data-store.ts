@@ -2,8 +2,9 @@
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { dataStoreKeyProblem, dataStoreTtlProblem, shown, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
+import { dataStoreKeyProblem, dataStoreTtlProblem, isDataStoreName, shown, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
 import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_NAME_CHARS, MAX_DB_BYTES_PER_CALL } from './limits.js';
+import { quote } from './quote.js';
 import type { CallScope, StoreChanges } from './scope.js';
 import {
   ArrayIsArray,
@@ -15,11 +16,8 @@ import {
   MapPrototypeGet,
   MapPrototypeHas,
   MapPrototypeSet,
-  matches,
   SafeMap,
   SafeStructuredClone,
-  StringPrototypeSlice,
-  StringPrototypeTrim,
 } from './primordials.js';
 
 /** The object a `data_store` prop reads as (Pipedream's API: every method is async). */
@@ -78,7 +76,7 @@ export class DataStores {
     const name = typeof value === 'object' && value !== null && !ArrayIsArray(value) ? (value as { name?: unknown }).name : value;
     if (value === undefined || value === null) return undefined;
     // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
-    if (typeof name !== 'string' || !isStoreName(name)) return refusing(misnamed(value));
+    if (typeof name !== 'string' || !isDataStoreName(name)) return refusing(misnamed(value));
     const committed = MapPrototypeGet(this.committed, name);
     return committed ? this.open(scope, name, committed) : unavailable(scope, name);
   }
@@ -146,7 +144,7 @@ export class DataStores {
     };
     const writable = (what: string): void => {
       if (scope.closed) throw new Error(`data store ${what}() called after the call ended`);
-      if (this.readOnly) throw new Error(`data store "${name}" is read-only while props are configured: ${what}() is refused`);
+      if (this.readOnly) throw new Error(`data store ${quote(name)} is read-only while props are configured: ${what}() is refused`);
     };
     const overLimit = (message: string): never => {
       const error = new RangeError(message);
@@ -186,7 +184,7 @@ export class DataStores {
           throw new TypeError(`data store set() takes its options as { ttl }, not ${shown(options)}`);
         }
         const ttlSeconds = checkTtl(options?.ttl);
-        const json = jsonCopy(value, `the value for data store key "${key}"`);
+        const json = jsonCopy(value, `the value for data store key ${quote(key)}`);
         const size = jsonBytes(json.json);
         const tooLarge = valueTooLarge(key, size);
         if (tooLarge) overLimit(tooLarge);
@@ -238,19 +236,9 @@ export class DataStores {
   }
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-
-/** As the server reads a name (model/props.ts): 1 to 200 characters, not blank, without control characters. */
-function isStoreName(name: string): boolean {
-  return StringPrototypeTrim(name) !== '' && name.length <= MAX_DATA_STORE_NAME_CHARS && !matches(CONTROL_CHARACTER, name);
-}
-
 function misnamed(value: unknown): TypeError {
-  const json = shown(value);
-  const text = json.length > 100 ? `${StringPrototypeSlice(json, 0, 100)}… (${json.length} characters)` : json;
   return new TypeError(
-    `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters) or { name }, not ${text}`,
+    `a data store is named by a string of 1 to ${MAX_DATA_STORE_NAME_CHARS} characters (not blank, without control characters) or { name }, not ${quote(value)}`,
   );
 }
 
@@ -279,5 +267,5 @@ function refusing(error: Error): DataStore {
  * this is a request that left one out (a fault of the caller, not of the component).
  */
 function unavailable(scope: CallScope, name: string): DataStore {
-  return refusing(new Error(`data store "${name}" was not loaded for this ${scope.method} call`));
+  return refusing(new Error(`data store ${quote(name)} was not loaded for this ${scope.method} call`));
 }

@@ -2,6 +2,7 @@
 import { jsonBytes, jsonCopy } from './json.js';
 import { assertKey } from './key-rules.js';
 import { MAX_DB_BYTES_PER_CALL, MAX_DB_KEY_BYTES, MAX_DB_TOTAL_BYTES, MAX_DB_VALUE_BYTES } from './limits.js';
+import { quote } from './quote.js';
 import type { CallScope } from './scope.js';
 import { JSONStringify, MapPrototypeForEach, MapPrototypeGet, MapPrototypeSet, SafeStructuredClone } from './primordials.js';
 
@@ -52,9 +53,9 @@ export function makeDb(scope: CallScope, committed: ReadonlyMap<string, unknown>
       checkKey(key);
       if (scope.closed) throw new Error('$.service.db set() called after the call ended');
       // JSON has no undefined: as in Pipedream, setting it removes the key, and `get` then returns undefined.
-      const copy = value === undefined ? undefined : jsonCopy(value, `the value for $.service.db key "${key}"`);
+      const copy = value === undefined ? undefined : jsonCopy(value, `the value for $.service.db key ${quote(key)}`);
       const size = copy ? jsonBytes(copy.json) : 0;
-      if (size > MAX_DB_VALUE_BYTES) overLimit(`a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; "${key}" would be ${size}`);
+      if (size > MAX_DB_VALUE_BYTES) overLimit(`a $.service.db value may be at most ${MAX_DB_VALUE_BYTES} bytes of JSON; ${quote(key)} would be ${size}`);
       const previous = MapPrototypeGet(scope.dbWrites, key);
       // A removal counts its key against the call's bytes, so that a call cannot send the server removals without end.
       const callBytes = (write: { value: unknown; bytes: number } | undefined) =>

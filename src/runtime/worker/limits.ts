@@ -31,9 +31,9 @@ export const MAX_DB_TOTAL_BYTES = 16 * 1024 * 1024;
  * each call that uses it (so that its writes commit with the run), which this bounds.
  */
 export const MAX_DATA_STORE_BYTES = 4 * 1024 * 1024;
-/** Longest data store name, in characters (as model/props.ts's, which the worker cannot import). */
+/** Longest data store name, in characters (code points, as every limit in characters). */
 export const MAX_DATA_STORE_NAME_CHARS = 200;
-/** Longest data store key, in characters. */
+/** Longest data store key, in characters (code points). */
 export const MAX_DATA_STORE_KEY_CHARS = 1024;
 /**
  * Longest data store key, in bytes of UTF-8: PostgreSQL refuses an index entry past 2,704 bytes, which 1,024
