@@ -1,7 +1,6 @@
 // The client half of `tributary`: commands that talk to any Tributary server over its REST API, and nothing else.
 import path from 'node:path';
 import { type Command, Option } from 'commander';
-import { stringify as toYaml } from 'yaml';
 import { ApiClient, ApiError, InterruptedError } from '../client/api.js';
 import { deploySource, type DeployOptions, updateSource } from '../client/deploy-source.js';
 import { deployWorkflowFile } from '../client/deploy-workflow.js';
@@ -11,6 +10,7 @@ import { DEFAULT_PROFILE, resolveServer, saveProfile, serverUrl } from '../clien
 import { endpointUrl, KINDS, kindNamed, kindOfId } from '../client/resources.js';
 import { streamName, subscribe, type SubscriptionTarget, unsubscribe } from '../client/subscriptions.js';
 import { UsageError } from '../client/usage-error.js';
+import { jsonText, yamlText } from '../client/terminal-text.js';
 import { resolveTimeout, type Wait } from '../client/timeouts.js';
 import { apiFor, out, printList, say, type ServerFlags, serverOptions, timeoutOption } from './client-common.js';
 import { addDataStoreCommands } from './data-store-commands.js';
@@ -159,7 +159,7 @@ function addCommands(program: Command): void {
     .action(async (id: string, flags: ServerFlags) => {
       const kind = kindOfId(id);
       const item = (await apiFor(flags).get<{ data: unknown }>(kind.itemPath!(id))).data;
-      out(flags.json ? JSON.stringify(item, null, 2) : toYaml(item).trimEnd());
+      out(flags.json ? jsonText(item, 2) : yamlText(item).trimEnd());
     });
 
   serverOptions(program.command('delete <id>'))

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { client } from '../helpers/client.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -69,6 +70,25 @@ describe('control characters in what the client prints', () => {
         `  type: source, id: ${sourceId}, name: red\\u001b[31m\\u009b2J, active: true`,
       ],
     ]);
+  });
+
+  it('describes an item named with C1 controls, DEL and U+2028 escaped, as YAML and as JSON that read back as the item', async () => {
+    const name = 'nel\u0085csi\u009b2J del\u007f ls\u2028end';
+    const account = await api.post('/v1/accounts', { app: 'mastodon', name, credentials: { access_token: 'x' } });
+    expect(account.status, JSON.stringify(account.body)).toBe(200);
+    const id: string = account.body.data.id;
+    const item = (await api.get(`/v1/accounts/${id}`)).body.data;
+    expect(item.name).toBe(name);
+
+    const yaml = await tributary(['describe', id]);
+    expect([yaml.code, yaml.stderr]).toEqual([0, '']);
+    expect(yaml.stdout).toContain('name: "nel\\u0085csi\\u009b2J del\\u007f ls\\u2028end"\n');
+    expect(parseYaml(yaml.stdout)).toEqual(item);
+
+    const json = await tributary(['describe', id, '--json']);
+    expect([json.code, json.stderr]).toEqual([0, '']);
+    expect(json.stdout).toContain('"name": "nel\\u0085csi\\u009b2J del\\u007f ls\\u2028end"');
+    expect(JSON.parse(json.stdout)).toEqual(item);
   });
 
   it('lists a data store named with a C1 control as its JSON string, and prints a value holding one escaped, still JSON', async () => {
