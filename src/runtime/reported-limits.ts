@@ -19,6 +19,7 @@ import {
   MAX_STEP_SENDS_PER_CALL,
 } from './worker/limits.js';
 import { emitBytes } from './worker/json.js';
+import { channelNameProblem, sseChannelProblem } from './worker/channel-rules.js';
 import { dataStoreKeyLengthProblem, storeTooLarge, valueTooLarge } from './worker/data-store-rules.js';
 import { keyProblem } from './worker/key-rules.js';
 import { quote } from './worker/quote.js';
@@ -35,6 +36,25 @@ function jsonSize(value: unknown): number {
 /** An entry's size as the worker counts it: the key's UTF-8 bytes and the value's JSON. */
 function entrySize(key: string, value: unknown): number {
   return Buffer.byteLength(key, 'utf8') + jsonSize(value);
+}
+
+/** The channels of a step's `$.send.emit()` and `$.send.sse()` calls, held to the rules the worker applies as they are made. */
+function sendsProblem(sends: NonNullable<CallResult['outcome']['step']>['sends']): string | undefined {
+  for (const { kind, payload } of sends) {
+    if (kind !== 'emit' && kind !== 'sse') continue;
+    const { name, channel } = (payload ?? {}) as { name?: unknown; channel?: unknown };
+    if (kind === 'emit' && name !== undefined && name !== null) {
+      if (typeof name !== 'string') return '$.send.emit() name (the channel) must be a string';
+      const problem = channelNameProblem(name, '$.send.emit() name', 'workflow');
+      if (problem) return problem;
+    }
+    if (kind === 'sse') {
+      if (typeof channel !== 'string' || channel === '') return '$.send.sse() needs a channel (a non-empty string)';
+      const problem = sseChannelProblem(channel, '$.send.sse(): channel');
+      if (problem) return problem;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -67,8 +87,10 @@ export class ReportedLimits {
 
   private emitsExcess(emits: CallResult['outcome']['emits'], textChars: number | undefined): string | undefined {
     if (emits.length > MAX_EMITS_PER_CALL) return `one call may emit at most ${MAX_EMITS_PER_CALL} events`;
-    // Subscriptions select these streams by name: an emit on a channel so named would be delivered as one of them.
-    for (const { name } of emits) if (name === '$errors' || name === '$logs') return `$emit name "${name}" is reserved for the source's ${name} stream`;
+    for (const { name } of emits) {
+      const problem = name === undefined ? undefined : channelNameProblem(name, '$emit name', 'source');
+      if (problem) return problem;
+    }
     if (fitsSurely(textChars, MAX_EVENT_BYTES)) return undefined;
     let total = 0;
     for (const emit of emits) {
@@ -99,6 +121,8 @@ export class ReportedLimits {
   private stepExcess(step: CallResult['outcome']['step'], textChars: number | undefined): string | undefined {
     if (!step) return undefined;
     if (step.sends.length > MAX_STEP_SENDS_PER_CALL) return `a step may call $.send at most ${MAX_STEP_SENDS_PER_CALL} times per call`;
+    const problem = sendsProblem(step.sends);
+    if (problem) return problem;
     if (fitsSurely(textChars, MAX_STEP_BYTES_PER_CALL)) return undefined;
     // The worker counts the values alone; their keys and the list around them are allowed for.
     const bound = MAX_STEP_BYTES_PER_CALL + 64 * (step.sends.length + Object.keys(step.exports).length) + 1024;

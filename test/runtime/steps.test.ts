@@ -351,6 +351,7 @@ describe('$.send', () => {
         $.send.email({ subject: "Hi", html: "<b>rich</b>" });
         $.send.s3({ bucket: "my-bucket", prefix: "logs/", payload: [1, 2] });
         $.send.emit({ raw_event: { id: 7 } });
+        $.send.emit({ raw_event: 8, name: "\\u{1F600}".repeat(200), summary: "eight" });
         const { sse } = $.send;
         sse({ channel: "updates", payload: { ok: true } });`),
     );
@@ -363,6 +364,7 @@ describe('$.send', () => {
         { kind: 'email', payload: { subject: 'Hi', html: '<b>rich</b>' } },
         { kind: 's3', payload: { bucket: 'my-bucket', prefix: 'logs/', payload: [1, 2] } },
         { kind: 'emit', payload: { raw_event: { id: 7 } } },
+        { kind: 'emit', payload: { raw_event: 8, name: '😀'.repeat(200), summary: 'eight' } },
         { kind: 'sse', payload: { channel: 'updates', payload: { ok: true } } },
       ],
     });
@@ -385,6 +387,19 @@ describe('$.send', () => {
     ['$.send.s3({ payload: 1 })', '$.send.s3() needs a bucket (a non-empty string)'],
     ['$.send.s3({ bucket: "b" })', '$.send.s3() needs a payload'],
     ['$.send.emit({ event: 1 })', '$.send.emit() needs a raw_event'],
+    ['$.send.emit({ raw_event: 1, name: 7 })', '$.send.emit() name (the channel) must be a string'],
+    ['$.send.emit({ raw_event: 1, name: "$errors" })', `$.send.emit() name "$errors" is reserved for the workflow's $errors stream`],
+    ['$.send.emit({ raw_event: 1, name: "c".repeat(201) })', '$.send.emit() name (the channel) may be at most 200 characters'],
+    ['$.send.emit({ raw_event: 1, summary: {} })', '$.send.emit() summary must be a string'],
+    ['$.send.sse({ channel: "\\u{1F600}".repeat(201), payload: 1 })', '$.send.sse(): channel may be at most 200 characters'],
+    [
+      '$.send.http({ url: "ftp://" + "x".repeat(120) })',
+      `$.send.http(): config.url must be an http or https URL, got "ftp://${'x'.repeat(94)}"… (126 characters)`,
+    ],
+    [
+      '$.send.http({ url: "https://x.test", method: "M".repeat(150) })',
+      `$.send.http(): config.method must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, got "${'M'.repeat(100)}"… (150 characters)`,
+    ],
     ['$.send.sse({ payload: 1 })', '$.send.sse() needs a channel (a non-empty string)'],
     ['$.send.sse(null)', '$.send.sse() takes an object: { channel, payload }'],
   ])('fails the call on a malformed send: %s', async (call, message) => {

@@ -1,10 +1,11 @@
 // `$emit`: checks what a component emits and records it on the call, within the size limits.
 import type { EmittedEvent } from '../types.js';
 import { emitBytes, jsonBytes, jsonCopy } from './json.js';
-import { MAX_CHANNEL_NAME_CHARS, MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
+import { channelNameProblem } from './channel-rules.js';
+import { MAX_EMIT_BYTES_PER_CALL, MAX_EMITS_PER_CALL, MAX_EVENT_BYTES } from './limits.js';
 import { isPlainObject } from './props.js';
 import type { CallScope } from './scope.js';
-import { ArrayPrototypePush, codePointCount, NumberIsFinite, NumberIsNaN, NumberIsSafeInteger } from './primordials.js';
+import { ArrayPrototypePush, NumberIsFinite, NumberIsNaN, NumberIsSafeInteger } from './primordials.js';
 
 export type Emit = (event?: unknown, meta?: unknown) => void;
 
@@ -36,10 +37,8 @@ export function makeEmit(scope: CallScope, dedupe: string | undefined): Emit {
     }
     if (name !== undefined && name !== null) {
       if (typeof name !== 'string') throw new TypeError('$emit name (the channel) must be a string');
-      // Subscriptions select these streams by name; a channel of the same name would be delivered as one of them.
-      if (name === '$errors' || name === '$logs') throw new TypeError(`$emit name "${name}" is reserved for the source's ${name} stream`);
-      // Counted as the API counts an event_name (code points): a longer channel could be neither subscribed to nor streamed.
-      if (codePointCount(name) > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$emit name (the channel) may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
+      const problem = channelNameProblem(name, '$emit name', 'source');
+      if (problem) throw new TypeError(problem);
       emittedName = name;
     }
     if (summary !== undefined && summary !== null) {

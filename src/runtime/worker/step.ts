@@ -1,14 +1,15 @@
 // One call of a workflow step: the `$` it gets (exports, sends, flow control, respond) and the StepOutcome it leaves.
 import type { HttpResponse, StepInput, StepOutcome, StepSend } from '../types.js';
+import { channelNameProblem, sseChannelProblem } from './channel-rules.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { MAX_CHANNEL_NAME_CHARS, MAX_STEP_BYTES_PER_CALL, MAX_STEP_DELAY_MS, MAX_STEP_SENDS_PER_CALL } from './limits.js';
+import { MAX_STEP_BYTES_PER_CALL, MAX_STEP_DELAY_MS, MAX_STEP_SENDS_PER_CALL } from './limits.js';
 import type { Component } from './load.js';
 import { isPlainObject } from './props.js';
 import { makeRespond, type Respond } from './respond.js';
+import { quote } from './quote.js';
 import type { CallScope } from './scope.js';
 import {
   ArrayPrototypePush,
-  codePointCount,
   JSONStringify,
   MapPrototypeDelete,
   MapPrototypeForEach,
@@ -21,7 +22,6 @@ import {
   ReflectApply,
   SafeMap,
   SetPrototypeHas,
-  StringPrototypeSlice,
   StringPrototypeToUpperCase,
   safeSetOf,
   URLCanParse,
@@ -68,10 +68,9 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   http({ url, method, headers, params }) {
     if (typeof url !== 'string' || url === '') throw new TypeError('$.send.http() needs config.url, a non-empty string');
     // Checked here, so that the step fails at once instead of its send failing later where nobody looks.
-    if (!matches(HTTP_URL, url) || !URLCanParse(url))
-      throw new TypeError(`$.send.http(): config.url must be an http or https URL, got ${JSONStringify(StringPrototypeSlice(url, 0, 200))}`);
+    if (!matches(HTTP_URL, url) || !URLCanParse(url)) throw new TypeError(`$.send.http(): config.url must be an http or https URL, got ${quote(url)}`);
     if (method !== undefined && (typeof method !== 'string' || !SetPrototypeHas(HTTP_METHODS, StringPrototypeToUpperCase(method)))) {
-      throw new TypeError(`$.send.http(): config.method must be one of ${HTTP_METHOD_LIST}, got ${JSONStringify(method)}`);
+      throw new TypeError(`$.send.http(): config.method must be one of ${HTTP_METHOD_LIST}, got ${quote(method)}`);
     }
     if (headers !== undefined && !isPlainObject(headers)) throw new TypeError('$.send.http(): config.headers must be an object');
     if (params !== undefined && !isPlainObject(params)) throw new TypeError('$.send.http(): config.params must be an object');
@@ -88,12 +87,21 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
     if (typeof prefix === 'string' && matches(DOT_SEGMENT, prefix)) throw new TypeError('$.send.s3(): prefix may not hold "." or ".." segments');
     if (payload === undefined) throw new TypeError('$.send.s3() needs a payload');
   },
-  emit({ raw_event }) {
+  emit({ raw_event, name, summary }) {
     if (raw_event === undefined) throw new TypeError('$.send.emit() needs a raw_event');
+    // As $emit's: a name that is no string was emitted on the default channel, one past 200 characters or `$errors` on
+    // a channel no subscription could select, or that one selecting the workflow's errors.
+    if (name !== undefined && name !== null) {
+      if (typeof name !== 'string') throw new TypeError('$.send.emit() name (the channel) must be a string');
+      const problem = channelNameProblem(name, '$.send.emit() name', 'workflow');
+      if (problem) throw new TypeError(problem);
+    }
+    if (summary !== undefined && summary !== null && typeof summary !== 'string') throw new TypeError('$.send.emit() summary must be a string');
   },
   sse({ channel, payload }) {
     if (typeof channel !== 'string' || channel === '') throw new TypeError('$.send.sse() needs a channel (a non-empty string)');
-    if (codePointCount(channel) > MAX_CHANNEL_NAME_CHARS) throw new TypeError(`$.send.sse(): channel may be at most ${MAX_CHANNEL_NAME_CHARS} characters`);
+    const problem = sseChannelProblem(channel, '$.send.sse(): channel');
+    if (problem) throw new TypeError(problem);
     if (payload === undefined) throw new TypeError('$.send.sse() needs a payload');
   },
 };
