@@ -57,7 +57,10 @@ export function stepData(returnValue: unknown, exports: Record<string, unknown>)
   return returnValue === undefined ? { ...exports } : { ...exports, $return_value: returnValue };
 }
 
-/** How a run's end by `$.flow.exit()` is told where no `$.respond()` came: `step "s0" called $.flow.exit("bye")`. */
+/**
+ * How a run's end by `$.flow.exit()` is told where no `$.respond()` came: `step "s0" called $.flow.exit("bye")`. The
+ * reason is quoted as a request's value is (its first 100 characters), as it may be megabytes long.
+ */
 export function exitCalled(stepName: string, exit: { reason?: string }): string {
-  return `step ${JSON.stringify(stepName)} called $.flow.exit(${exit.reason === undefined ? '' : JSON.stringify(exit.reason)})`;
+  return `step ${quote(stepName)} called $.flow.exit(${exit.reason === undefined ? '' : quote(exit.reason)})`;
 }

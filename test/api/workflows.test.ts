@@ -249,6 +249,11 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     const cases: Array<[string, string]> = [
       [EXIT_STEP, 'step "stop" called $.flow.exit("nothing to do")'],
       ['module.exports = { async run({ $ }) { $.flow.exit(); } };', 'step "stop" called $.flow.exit()'],
+      // A long reason is quoted by its first 100 characters: it may be megabytes, and came back whole to the client.
+      [
+        'module.exports = { async run({ $ }) { $.flow.exit("r".repeat(300000)); } };',
+        `step "stop" called $.flow.exit("${'r'.repeat(100)}"… (300000 characters))`,
+      ],
     ];
     for (const [code, said] of cases) {
       const workflow = await create({
