@@ -7,7 +7,7 @@ import { writeSourceDb } from '../store/sources.js';
 import { writeDataStores } from '../store/data-stores.js';
 import { appendEvents, type AppendOptions } from './append-events.js';
 import { pendingEmits } from '../model/dedupe.js';
-import type { PendingEvent } from '../model/events.js';
+import { madeSummary, type PendingEvent } from '../model/events.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
 import { errorEvent, type InvocationContext } from './error-events.js';
 
@@ -34,7 +34,7 @@ export interface EffectsOptions {
 }
 
 function logEvents(outcome: InvocationOutcome): PendingEvent[] {
-  return outcome.logs.map((line) => ({ stream: '$logs', name: '$logs', event: line, summary: line.msg.slice(0, 200) }));
+  return outcome.logs.map((line) => ({ stream: '$logs', name: '$logs', event: line, summary: madeSummary(line.msg) }));
 }
 
 /** Stores events of one emitter and routes them, inside the caller's transaction; pass the result to `router.afterCommit`. */

@@ -1,5 +1,5 @@
 // `$errors` events, built in one place for failed runs and hooks, refused timer runs and cut subscription loops.
-import type { PendingEvent } from '../model/events.js';
+import { madeSummary, type PendingEvent } from '../model/events.js';
 import type { TriggerKind } from '../model/events.js';
 
 /** The context a failure is reported with in an `$errors` event. */
@@ -24,7 +24,7 @@ export function errorEvent(emitterId: string, error: ReportedError, context: Inv
   return {
     stream: '$errors',
     name: '$errors',
-    summary: `${error.name}: ${error.message}`.slice(0, 200),
+    summary: madeSummary(`${error.name}: ${error.message}`),
     event: {
       error: { name: error.name, message: error.message, stack: error.stack ?? `${error.name}: ${error.message}`, code: error.code ?? error.name },
       original_event: context.eventJson === undefined ? (context.event ?? null) : JSON.parse(context.eventJson),

@@ -7,7 +7,7 @@ import { advanceRun, insertStepRows, writeStepDb, type RunAdvance, type Workflow
 import { insertSends, pendingSend, type OutboxKind, type SendRow } from '../store/sends.js';
 import { writeDataStores } from '../store/data-stores.js';
 import { newId } from '../model/ids.js';
-import { type PendingEvent, storableText } from '../model/events.js';
+import { madeSummary, type PendingEvent, storableText } from '../model/events.js';
 import { deploymentIdOf, exitCalled, SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
 import { storeAndRoute } from './effects.js';
@@ -73,7 +73,7 @@ export function workflowErrorEvent(
   return {
     stream: '$errors',
     name: '$errors',
-    summary: `${error.name}: ${error.message}`.slice(0, 200),
+    summary: madeSummary(`${error.name}: ${error.message}`),
     event: {
       original_event: JSON.parse(run.event) as unknown,
       original_context: {

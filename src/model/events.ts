@@ -1,4 +1,5 @@
 // Events as the specification shows them: streams, ids `<ms>-<seq>`, summaries and the truncation of large ones.
+import { firstCharacters } from '../runtime/worker/quote.js';
 
 /** The three streams of an emitter: its emits (every channel), `$errors` and `$logs`. */
 export type StreamKind = 'emit' | '$errors' | '$logs' | '$sse';
@@ -36,6 +37,17 @@ export function newestEventIdOf(state: { lastMs: number; lastSeq: number }): str
 /** Text as both databases store it: PostgreSQL's text holds no NUL character, so a NUL becomes U+FFFD on both. */
 export function storableText(text: string): string {
   return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+}
+
+/** The most characters (code points) of a `$logs` line or an error the server keeps as its event's summary. */
+const MADE_SUMMARY_CHARS = 200;
+
+/**
+ * The summary the server makes for a `$logs` or `$errors` event: its text's first 200 characters. Cut in code points:
+ * cut in UTF-16 units, an emoji at the edge left half a surrogate pair, which SQLite read back as three U+FFFD.
+ */
+export function madeSummary(text: string): string {
+  return firstCharacters(text, MADE_SUMMARY_CHARS);
 }
 
 /** An event about to be stored on one stream of an emitter. */

@@ -7,15 +7,23 @@ import { codePointCount, JSONStringify, StringPrototypeCodePointAt, StringProtot
 /** The most characters (code points) of a value an error message quotes. */
 export const MAX_QUOTED = 100;
 
+/**
+ * The first `count` characters (code points) of `text`, all of it when shorter: a cut never splits a surrogate pair,
+ * whose half alone neither database keeps as it was.
+ */
+export function firstCharacters(text: string, count: number): string {
+  let end = 0;
+  for (let taken = 0; taken < count && end < text.length; taken++) end += StringPrototypeCodePointAt(text, end)! > 0xffff ? 2 : 1;
+  return end >= text.length ? text : StringPrototypeSlice(text, 0, end);
+}
+
 /** `text` whole when it is at most MAX_QUOTED characters, else its first MAX_QUOTED and how long it was. */
 function cut(text: string, wrap: (head: string) => string): string {
-  // Counted in code points, so that a cut never splits a surrogate pair; the short path avoids the count.
+  // Counted in code points, as every limit in characters; the short path avoids the count.
   if (text.length <= MAX_QUOTED) return wrap(text);
   const points = codePointCount(text);
   if (points <= MAX_QUOTED) return wrap(text);
-  let end = 0;
-  for (let taken = 0; taken < MAX_QUOTED; taken++) end += StringPrototypeCodePointAt(text, end)! > 0xffff ? 2 : 1;
-  return `${wrap(StringPrototypeSlice(text, 0, end))}… (${points} characters)`;
+  return `${wrap(firstCharacters(text, MAX_QUOTED))}… (${points} characters)`;
 }
 
 /**
