@@ -195,7 +195,7 @@ describe('run({ steps, $ })', () => {
     const messages = await stepOutcome(
       step(`
         const messages = [];
-        for (const [name, value] of [["$summary", 5], ["$summary", { a: 1 }], ["", 1], [7, 1], ["$return_value", 1], ["f", () => 1], ["big", 10n]]) {
+        for (const [name, value] of [["$summary", 5], ["$summary", { a: 1 }], ["", 1], [7, 1], ["$return_value", 1], ["f", () => 1], ["big", 10n], ["a\\"b" + "n".repeat(200), () => 1], ["g", { ["k\\"".repeat(60)]: () => 1 }]]) {
           try { $.export(name, value); messages.push("exported"); } catch (e) { messages.push(e.name + ": " + e.message); }
         }
         return messages;`),
@@ -208,6 +208,9 @@ describe('run({ steps, $ })', () => {
       'TypeError: $.export(): "$return_value" is the step\'s return value; return it from run instead',
       'TypeError: the value exported as "f" is not JSON-serialisable: a function',
       'TypeError: the value exported as "big" is not JSON-serialisable: Do not know how to serialize a BigInt',
+      // Names and keys a component chose, quoted as every value in a message is: JSON, the first 100 characters.
+      `TypeError: the value exported as "a\\"b${'n'.repeat(97)}"… (203 characters) is not JSON-serialisable: a function`,
+      `TypeError: the value exported as "g" is not JSON-serialisable: a function at key "${'k\\"'.repeat(50)}"… (120 characters)`,
     ]);
     expect(messages.step?.exports).toEqual({});
   });

@@ -12,6 +12,7 @@ import {
   ObjectPrototype,
   ReflectGetPrototypeOf,
 } from './primordials.js';
+import { quote } from './quote.js';
 
 export interface JsonCopy {
   /** The data as JSON text (what its size is measured on). */
@@ -30,7 +31,7 @@ export function jsonCopy(value: unknown, what: string): JsonCopy {
   try {
     json = JSONStringify(value, (key, v: unknown) => {
       if (typeof v === 'function' || typeof v === 'symbol') {
-        throw new TypeError(`a ${typeof v}${key === '' ? '' : ` at key "${key}"`}`);
+        throw new TypeError(`a ${typeof v}${key === '' ? '' : ` at key ${quote(key)}`}`);
       }
       return v;
     });

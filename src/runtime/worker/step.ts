@@ -247,7 +247,7 @@ export class StepCall {
       if (previous) this.announce?.(name, undefined);
       return;
     }
-    const copy = jsonCopy(value, `the value exported as "${name}"`);
+    const copy = jsonCopy(value, `the value exported as ${quote(name)}`);
     const bytes = jsonBytes(JSONStringify(name)) + jsonBytes(copy.json);
     this.reserve(bytes - (previous?.bytes ?? 0));
     this.bytes += bytes - (previous?.bytes ?? 0);
