@@ -93,7 +93,7 @@ describe('data_store props', () => {
   it('refuses bad keys, values and ttls, and a store that was not loaded', async () => {
     const code = withStore(`
       const errors = [];
-      for (const attempt of [() => this.store.set("", 1), () => this.store.set("k", () => 1), () => this.store.set("k", 1, { ttl: -1 }), () => this.other.get("k")]) {
+      for (const attempt of [() => this.store.set("", 1), () => this.store.set("k", () => 1), () => this.store.set("k", 1, { ttl: -1 }), () => this.other.get("k"), () => this.store.set("k", 1, { ttl: "t".repeat(300) }), () => this.store.set("k", 1, ["o".repeat(300)])]) {
         try { await attempt(); } catch (error) { errors.push(error.message); }
       }
       this.$emit(errors);`);
@@ -103,6 +103,9 @@ describe('data_store props', () => {
       'the value for data store key "k" is not JSON-serialisable: a function',
       'a data store ttl is a positive number of seconds (or null for none), not -1',
       'data store "elsewhere" was not loaded for this run call',
+      // What the component gave, quoted as every value in a message is: its first 100 characters, then its length.
+      `a data store ttl is a positive number of seconds (or null for none), not "${'t'.repeat(100)}"… (300 characters)`,
+      `data store set() takes its options as { ttl }, not ["${'o'.repeat(98)}… (304 characters)`,
     ]);
     expect(result.dataStoreWrites).toBeUndefined();
   });

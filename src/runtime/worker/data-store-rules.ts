@@ -9,15 +9,10 @@ import {
   MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_VALUE_BYTES,
 } from './limits.js';
-import { codePointCount, JSONStringify, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
+import { codePointCount, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
 import { quote } from './quote.js';
 
 export type { KeyProblem as WriteProblem } from './key-rules.js';
-
-/** A value as an error message shows it: its JSON, else its text (a symbol, a function). */
-export function shown(value: unknown): string {
-  return JSONStringify(value) ?? String(value);
-}
 
 /**
  * Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
@@ -58,7 +53,7 @@ export function dataStoreKeyProblem(key: unknown): KeyProblem | undefined {
 export function dataStoreTtlProblem(ttl: unknown): KeyProblem | undefined {
   if (ttl === undefined || ttl === null) return undefined;
   if (typeof ttl !== 'number' || !NumberIsFinite(ttl) || ttl <= 0) {
-    return { kind: 'type', message: `a data store ttl is a positive number of seconds (or null for none), not ${shown(ttl)}` };
+    return { kind: 'type', message: `a data store ttl is a positive number of seconds (or null for none), not ${quote(ttl)}` };
   }
   // A longer one would overflow PostgreSQL's bigint expiry (past about 9e15 s) and fail the write there only; null says never.
   if (ttl > MAX_DATA_STORE_TTL_SECONDS) {

@@ -2,7 +2,7 @@
 // as changes that count only if the call succeeds, so that they commit with the run as `$.service.db` writes do.
 import type { DataStoreChange, DataStoreContents, DataStoreWrite } from '../types.js';
 import { jsonBytes, jsonCopy } from './json.js';
-import { dataStoreKeyProblem, dataStoreTtlProblem, isDataStoreName, shown, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
+import { dataStoreKeyProblem, dataStoreTtlProblem, isDataStoreName, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
 import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_NAME_CHARS, MAX_DB_BYTES_PER_CALL } from './limits.js';
 import { quote } from './quote.js';
 import type { CallScope, StoreChanges } from './scope.js';
@@ -181,7 +181,7 @@ export class DataStores {
         writable('set');
         // A bare ttl (set(key, value, 60)) would otherwise be read as no ttl, and the record kept for ever.
         if (options !== undefined && options !== null && (typeof options !== 'object' || ArrayIsArray(options))) {
-          throw new TypeError(`data store set() takes its options as { ttl }, not ${shown(options)}`);
+          throw new TypeError(`data store set() takes its options as { ttl }, not ${quote(options)}`);
         }
         const ttlSeconds = checkTtl(options?.ttl);
         const json = jsonCopy(value, `the value for data store key ${quote(key)}`);
