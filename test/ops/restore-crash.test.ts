@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { KNOWN_MIGRATIONS } from '../../src/store/migrate.js';
 import { openSqliteFile } from '../../src/store/sqlite-file.js';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -191,7 +192,7 @@ describe('restore killed on its way', () => {
       code: 0,
       stdout:
         `removed what a killed restore had left: ${staging}\n` +
-        `restored ${path.join(target, 'tributary.db')} (18 migrations applied in the backup)\n` +
+        `restored ${path.join(target, 'tributary.db')} (${KNOWN_MIGRATIONS.length} migrations applied in the backup)\n` +
         'the data directory has no secret.key: put the key file you kept there, or start the server with the --secret-key or --secret-key-file it used; ' +
         'without it, sealed secrets (secret props, connected accounts, webhook secrets) cannot be opened\n',
       stderr: '',
