@@ -2,7 +2,7 @@
 // and what became of the run, when the caller follows it, beside the button.
 import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { describeError } from './api';
+import { ApiError, describeError } from './api';
 import { useBusy } from './use-busy';
 
 /**
@@ -12,6 +12,9 @@ import { useBusy } from './use-busy';
 export function RunNow(props: { id: string; start: (event: unknown) => Promise<void>; disabledWhy?: string | undefined; outcome?: ComponentChildren }) {
   const [text, setText] = useState('{}');
   const [error, setError] = useState<string | undefined>(undefined);
+  // Whether the error is the event's: not JSON, or refused as a request body (400, 422). A 409 or 429 is not: the
+  // event was fine, and a red field sent the user looking for a mistake in it.
+  const [eventRefused, setEventRefused] = useState(false);
   // One run per press: a second press (a double click) before the first is queued would start a second run.
   const starting = useBusy();
   const field = useRef<HTMLTextAreaElement>(null);
@@ -23,6 +26,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         body = JSON.parse(text || '{}');
       } catch {
         setError('The event must be valid JSON.');
+        setEventRefused(true);
         // The field to fix has the keyboard, as in every other form: it stayed on the button, away from the text.
         field.current?.focus();
         return;
@@ -32,6 +36,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
         await props.start(body);
       } catch (failure) {
         setError(describeError(failure));
+        setEventRefused(failure instanceof ApiError && (failure.status === 400 || failure.status === 422));
       }
     });
   };
@@ -52,7 +57,7 @@ export function RunNow(props: { id: string; start: (event: unknown) => Promise<v
             // The error was about the event as it was (or the run it started).
             setError(undefined);
           }}
-          aria-invalid={error ? 'true' : undefined}
+          aria-invalid={error && eventRefused ? 'true' : undefined}
           aria-describedby={`${props.id}-error`}
         />
         <p id={`${props.id}-error`} class="field-error" role={error ? 'alert' : undefined}>
