@@ -4,9 +4,9 @@
 import { Document, Scalar, visit } from 'yaml';
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what would break a line or the terminal.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: as above, each one found.
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+/** The same, to test with: a global pattern's test() moves on from its last match. */
+const CONTROL = new RegExp(CONTROLS.source);
 /** What JSON.stringify leaves as it is: DEL, the C1 controls, and U+2028/9 (it escapes the C0 ones itself). */
 const LEFT_BY_JSON = /[\u007f-\u009f\u2028\u2029]/g;
 
@@ -18,7 +18,7 @@ export function quoted(text: string): string {
 }
 
 /** Whether `text` holds a character JSON.stringify (and so the yaml package's double quotes) leaves as it is. */
-const LEFT_RAW = /[\u007f-\u009f\u2028\u2029]/;
+const LEFT_RAW = new RegExp(LEFT_BY_JSON.source);
 
 /**
  * A value as YAML, still YAML that reads back as the value, with every control character escaped. The yaml package

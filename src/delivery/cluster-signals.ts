@@ -191,7 +191,8 @@ export class PostgresSignals implements ClusterSignals {
     if (now - this.lastSweep >= ANSWER_SWEEP_MS) {
       this.lastSweep = now;
       forgetAnswers(this.store.db, now - ANSWER_KEPT_MS).catch((error: unknown) => {
-        if (!this.outages.absorb(error)) this.logger.warn({ err: error }, 'could not delete old relayed custom responses; the next relay tries again');
+        if (!this.outages.absorb(error))
+          this.logger.warn({ err: error }, 'could not delete old relayed custom responses; a relay 10 minutes later tries again');
       });
     }
   }

@@ -1,7 +1,7 @@
 // What a channel may be named (`$emit`'s and `$.send.emit()`'s `name`, `$.send.sse()`'s `channel`), worded once: the
 // worker refuses it as the component gives it, and the server again in what a worker reports (reported-limits.ts).
 import { MAX_CHANNEL_NAME_CHARS } from './limits.js';
-import { codePointCount } from './primordials.js';
+import { codePointsOver } from './primordials.js';
 
 /**
  * What is wrong with `name` as the channel of an emitted event, or undefined; `what` names the argument (`$emit name`),
@@ -16,5 +16,5 @@ export function channelNameProblem(name: string, what: string, owner: string): s
 
 /** `channel` past the length of a channel; `what` names it (`$.send.sse(): channel`). */
 export function sseChannelProblem(channel: string, what: string): string | undefined {
-  return codePointCount(channel) > MAX_CHANNEL_NAME_CHARS ? `${what} may be at most ${MAX_CHANNEL_NAME_CHARS} characters` : undefined;
+  return codePointsOver(channel, MAX_CHANNEL_NAME_CHARS) !== undefined ? `${what} may be at most ${MAX_CHANNEL_NAME_CHARS} characters` : undefined;
 }

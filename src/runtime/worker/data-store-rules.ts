@@ -9,33 +9,25 @@ import {
   MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_VALUE_BYTES,
 } from './limits.js';
-import { codePointCount, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
+import { codePointsOver, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
 import { quote } from './quote.js';
 
 export type { KeyProblem as WriteProblem } from './key-rules.js';
 
-/**
- * Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
- * counts on the API's own fields): an emoji is one, though it takes two UTF-16 units. A string of at most `max` units
- * has at most `max` code points, so only a longer one is counted.
- */
-function longerThan(text: string, max: number): number | undefined {
-  if (text.length <= max) return undefined;
-  const chars = codePointCount(text);
-  return chars > max ? chars : undefined;
-}
+// Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
+// counts on the API's own fields): an emoji is one, though it takes two UTF-16 units.
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** Whether `name` may name a data store: 1 to 200 characters, not blank, without control characters (the server's and the worker's rule). */
 export function isDataStoreName(name: string): boolean {
-  return StringPrototypeTrim(name) !== '' && longerThan(name, MAX_DATA_STORE_NAME_CHARS) === undefined && !matches(CONTROL_CHARACTER, name);
+  return StringPrototypeTrim(name) !== '' && codePointsOver(name, MAX_DATA_STORE_NAME_CHARS) === undefined && !matches(CONTROL_CHARACTER, name);
 }
 
 /** A data store key's length past its limit, as a problem, or undefined. */
 export function dataStoreKeyLengthProblem(key: string): KeyProblem | undefined {
-  const chars = longerThan(key, MAX_DATA_STORE_KEY_CHARS);
+  const chars = codePointsOver(key, MAX_DATA_STORE_KEY_CHARS);
   if (chars === undefined) return undefined;
   return { kind: 'range', message: `data store keys may have at most ${MAX_DATA_STORE_KEY_CHARS} characters; this one has ${chars}` };
 }

@@ -88,13 +88,23 @@ export function safeSetOf<T>(values: readonly T[]): Set<T> {
 }
 
 /** The code points in `text` (what `[...text].length` counts, without the string iterator component code could replace). */
-export function codePointCount(text: string): number {
+function codePointCount(text: string): number {
   let count = 0;
   for (let i = 0; i < text.length; i++) {
     count++;
     if (StringPrototypeCodePointAt(text, i)! > 0xffff) i++;
   }
   return count;
+}
+
+/**
+ * The code points in `text` when they are more than `max`, else undefined. A string of at most `max` UTF-16 units has
+ * at most `max` code points, so only a longer one is counted (the checks of every emit's channel run this).
+ */
+export function codePointsOver(text: string, max: number): number | undefined {
+  if (text.length <= max) return undefined;
+  const count = codePointCount(text);
+  return count > max ? count : undefined;
 }
 
 /** `text` up to its first line break (what `split('\n')[0]` gives, without a `split` component code could replace). */

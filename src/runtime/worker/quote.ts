@@ -2,7 +2,7 @@
 // a 400 KB cron or id does not come back whole in the error body (and the log line beside it). It lives with the
 // worker, which may read only its own folder, so that the worker's messages quote a key as the server's do; it calls
 // only the built-ins taken before component code runs (primordials.ts).
-import { codePointCount, JSONStringify, StringPrototypeCodePointAt, StringPrototypeSlice } from './primordials.js';
+import { codePointsOver, JSONStringify, StringPrototypeCodePointAt, StringPrototypeSlice } from './primordials.js';
 
 /** The most characters (code points) of a value an error message quotes. */
 export const MAX_QUOTED = 100;
@@ -19,10 +19,9 @@ export function firstCharacters(text: string, count: number): string {
 
 /** `text` whole when it is at most MAX_QUOTED characters, else its first MAX_QUOTED and how long it was. */
 function cut(text: string, wrap: (head: string) => string): string {
-  // Counted in code points, as every limit in characters; the short path avoids the count.
-  if (text.length <= MAX_QUOTED) return wrap(text);
-  const points = codePointCount(text);
-  if (points <= MAX_QUOTED) return wrap(text);
+  // Counted in code points, as every limit in characters.
+  const points = codePointsOver(text, MAX_QUOTED);
+  if (points === undefined) return wrap(text);
   return `${wrap(firstCharacters(text, MAX_QUOTED))}… (${points} characters)`;
 }
 
