@@ -16,6 +16,7 @@ import { useBusy } from './use-busy';
 import { useLoad } from './use-load';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
+import { ActiveToggle } from './active-toggle';
 
 const TABS: Array<[Stream, string]> = [
   ['emit', 'Events'],
@@ -136,8 +137,6 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
   const [deleting, setDeleting] = useState(false);
   const [tab, setTab] = useState<Stream>('emit');
   const [run, setRun] = useState<QueuedRun | undefined>(undefined);
-  // One PATCH per press: a double click of Activate would send it twice.
-  const activation = useBusy();
   // One DELETE per confirmation, and no second question while it runs: on a slow server a second Delete, confirmed,
   // sent another DELETE, whose 404 replaced the first's "Deleted" on the list.
   const removal = useBusy();
@@ -164,17 +163,6 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
 
   const endpoint = endpointUrl(source.configured_props);
   const schedule = timerSchedule(source.configured_props);
-  const setActive = (active: boolean) =>
-    activation.run(async () => {
-      try {
-        await patch(`/sources/${encodeURIComponent(source.id)}`, { active });
-        notify({ kind: 'ok', text: active ? `Activated ${source.name}.` : `Deactivated ${source.name}.` });
-        // Busy until the source is read again, so that the label does not go back to what was just pressed.
-        await loaded.reload();
-      } catch (failure) {
-        notify({ kind: 'error', text: describeError(failure) });
-      }
-    });
   const remove = () =>
     removal.run(async () => {
       setDeleting(false);
@@ -205,10 +193,12 @@ export function SourceDetail(props: { id: string; eventId?: string | undefined }
       <div class="title-row">
         <h1 id="source-title">{source.name}</h1>
         <div class="actions">
-          {/* aria-disabled rather than disabled while busy, as elsewhere: a disabled button loses the keyboard focus. */}
-          <button type="button" onClick={() => setActive(!source.active)} aria-disabled={activation.busy ? 'true' : undefined}>
-            {activation.busy ? (source.active ? 'Deactivating…' : 'Activating…') : source.active ? 'Deactivate' : 'Activate'}
-          </button>
+          <ActiveToggle
+            active={source.active}
+            name={source.name}
+            send={(active) => patch(`/sources/${encodeURIComponent(source.id)}`, { active })}
+            reload={loaded.reload}
+          />
           <button type="button" class="danger" onClick={() => removal.busy || setDeleting(true)} aria-disabled={removal.busy ? 'true' : undefined}>
             {removal.busy ? 'Deleting…' : 'Delete'}
           </button>

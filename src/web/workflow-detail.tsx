@@ -14,6 +14,7 @@ import { usePages } from './use-pages';
 import { LoadMore } from './load-more';
 import { LoadError } from './load-error';
 import { RunNow } from './run-now';
+import { ActiveToggle } from './active-toggle';
 import { useBusy } from './use-busy';
 import { EmptyRow } from './table';
 import { IDLE_POLL_MS, usePoll } from './use-poll';
@@ -46,22 +47,6 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
         setStatus('');
         navigate('workflows', props.id, answer.data.id);
         await runs.reload();
-      } catch (failure) {
-        notify({ kind: 'error', text: describeError(failure) });
-      }
-    });
-
-  // On and off as on a source's page: the page said nothing of an inactive workflow, and its Run now answered a 409
-  // that told the user to send PUT /v1/workflows/… {"active": true} from a terminal.
-  const activation = useBusy();
-  const setActive = (active: boolean) =>
-    activation.run(async () => {
-      const name = workflow.data?.data.name ?? props.id;
-      try {
-        await put(`/workflows/${encodeURIComponent(props.id)}`, { active });
-        notify({ kind: 'ok', text: active ? `Activated ${name}.` : `Deactivated ${name}.` });
-        // Busy until the workflow is read again, so that the label does not go back to what was just pressed.
-        await workflow.reload();
       } catch (failure) {
         notify({ kind: 'error', text: describeError(failure) });
       }
@@ -111,10 +96,14 @@ export function WorkflowDetail(props: { id: string; runId?: string }) {
         <h1 id="workflow-title">{shown?.name ?? props.id}</h1>
         <div class="actions">
           {shown && (
-            // aria-disabled rather than disabled while busy, as elsewhere: a disabled button loses the keyboard focus.
-            <button type="button" onClick={() => setActive(!shown.active)} aria-disabled={activation.busy ? 'true' : undefined}>
-              {activation.busy ? (shown.active ? 'Deactivating…' : 'Activating…') : shown.active ? 'Deactivate' : 'Activate'}
-            </button>
+            // On and off as on a source's page: the page said nothing of an inactive workflow, and its Run now answered
+            // a 409 that told the user to send PUT /v1/workflows/… {"active": true} from a terminal.
+            <ActiveToggle
+              active={shown.active}
+              name={shown.name ?? props.id}
+              send={(active) => put(`/workflows/${encodeURIComponent(props.id)}`, { active })}
+              reload={workflow.reload}
+            />
           )}
           <button
             type="button"
