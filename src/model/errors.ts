@@ -4,7 +4,10 @@
 /** The registry: code → HTTP status and the meaning the README's error table gives. */
 export const ERRORS = {
   invalid_request: { status: 400, meaning: 'a malformed body, parameter or header, or a value the specification does not allow' },
-  invalid_cursor: { status: 400, meaning: 'a `before`/`after` cursor that this list did not give out' },
+  invalid_cursor: {
+    status: 400,
+    meaning: 'a `before`/`after` cursor that is no position in a list of this kind (a position is not tied to the list that gave it out)',
+  },
   unauthorized: { status: 401, meaning: 'no API key, a malformed Authorization header or more than one, or an unknown key (with `WWW-Authenticate: Bearer`)' },
   not_found: { status: 404, meaning: "an unknown id, another account's resource, an unknown route, or no active source or workflow at an endpoint" },
   method_not_allowed: { status: 405, meaning: 'a method the path does not answer (with `Allow` naming those it does; `OPTIONS` answers 204 with it)' },
