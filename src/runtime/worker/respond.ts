@@ -80,6 +80,9 @@ export function normalizeResponse(input: unknown): HttpResponse {
     for (let index = 0; index < names.length; index++) {
       const name = names[index]!;
       const value = given[name];
+      // Left out as JSON leaves it out, and as the reference service does: its own quickstart echoes
+      // `event.headers["Content-Type"]`, undefined since request header names arrive in lower case.
+      if (value === undefined) continue;
       if (!matches(HEADER_NAME, name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
       const texts = headerValue(name, value);
       headers[name] = texts;
