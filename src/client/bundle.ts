@@ -14,7 +14,7 @@ export class BundleError extends Error {
 
 export interface Bundle {
   code: string;
-  /** npm packages the code imports, which the server installs when it saves the component. */
+  /** npm packages the code imports, which the server installs when it saves the component (not `@pipedream/platform`, which it has). */
   packages: string[];
   /** Every file of the bundle (absolute paths): what a watcher follows. */
   files: string[];
@@ -46,6 +46,8 @@ export function bundleOf(code: string, metafile: Metafile): Bundle {
   const packages = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {
     for (const imported of output.imports) if (imported.external && !isBuiltin(imported.path)) packages.add(packageName(imported.path));
+    // The server serves its own copy of the platform package and installs nothing for it.
+    packages.delete('@pipedream/platform');
   }
   return { code, packages: [...packages].sort(), files: Object.keys(metafile.inputs).map((input) => path.resolve(input)) };
 }

@@ -92,6 +92,15 @@ describe('tributary shows npm installs as the server takes them', () => {
     expect(ran.status).toBe(202);
   });
 
+  it('does not name @pipedream/platform among the packages the server installs: the server has its own copy', async () => {
+    const file = path.join(dir, 'platform-only.mjs');
+    fs.writeFileSync(
+      file,
+      'import { axios, ConfigurationError } from "@pipedream/platform";\nimport isOdd from "is-odd@3.0.1";\nexport default { name: "p", version: "0.1.0", async run() { this.$emit({ a: typeof axios, c: typeof ConfigurationError, o: isOdd(1) }); } };\n',
+    );
+    expect((await bundleFile(file)).packages).toEqual(['is-odd@3.0.1']);
+  });
+
   it('refuses a file that require()s npm packages and awaits at the top level, saying why and where', async () => {
     const file = path.join(dir, 'tla-cjs.js');
     fs.writeFileSync(file, 'const axios = require("axios");\nawait Promise.resolve();\nmodule.exports = { name: "tla", version: "0.1.0", async run() {} };\n');
