@@ -23,9 +23,15 @@ export function WebhookDeliveries(props: { id: string }) {
   // The log is read again (every page opened), so that an attempt's outcome and the attempts of events emitted since
   // show without a Refresh: every second while a pending one (on its way, or a retry) is due, else every few seconds
   // (an empty log said "Nothing delivered yet." under deliveries made since, until Refresh was pressed).
-  const due = items.filter((d) => d.state === 'pending').map((d) => d.next_attempt_at_ms ?? 0);
+  // A failed attempt's retry time counts too: once it passes, its row no longer shows it (see retryOf), and the read
+  // then is what redraws the row.
+  const now = Date.now();
+  const due = items
+    .filter((d) => d.state === 'pending' || (d.state === 'failed' && d.next_attempt_at_ms !== null && d.next_attempt_at_ms > now))
+    .map((d) => d.next_attempt_at_ms ?? 0);
   const next = due.length ? Math.min(...due) : undefined;
-  usePoll(deliveries, next === undefined ? IDLE_POLL_MS : Math.min(Math.max(next - Date.now(), 1000), IDLE_POLL_MS));
+  usePoll(deliveries, next === undefined ? IDLE_POLL_MS : Math.min(Math.max(next - now, 1000), IDLE_POLL_MS));
+  const attempts = new Map(items.map((d) => [attemptKey(d, d.attempt), d]));
 
   // No such webhook (deleted, a mistyped address): a Refresh and an empty log would say there is one, never called.
   if (webhook.missing) {
@@ -85,7 +91,7 @@ export function WebhookDeliveries(props: { id: string }) {
             <td class="status-code">{d.status_code ?? '—'}</td>
             <td class="summary">{failureOf(d)}</td>
             <td>{formatDuration(d.duration_ms)}</td>
-            <td>{d.state === 'succeeded' ? '—' : d.next_attempt_at_ms ? formatTime(d.next_attempt_at_ms) : 'none'}</td>
+            <td>{retryOf(d, attempts.get(attemptKey(d, d.attempt + 1)), now)}</td>
           </tr>
         )}
         empty={deliveries.data ? 'Nothing delivered yet.' : undefined}
@@ -100,4 +106,23 @@ function failureOf(delivery: Delivery): string {
   if (delivery.error) return delivery.error;
   if (delivery.state === 'failed' && delivery.status_code !== null) return `answered HTTP ${delivery.status_code}`;
   return '';
+}
+
+/** An event's attempt number `attempt` at this webhook; a retry is the same event's next attempt. */
+function attemptKey(delivery: Delivery, attempt: number): string {
+  return `${delivery.emitter_id} ${delivery.event_id} ${attempt}`;
+}
+
+/**
+ * The Next retry cell. A failed attempt keeps the time its retry was due after that retry was made, so past it the
+ * row showed a "next" retry in the past, beside the retry's own row: once the retry is made its outcome is said
+ * instead, and while it is due but not yet made, that it is on its way.
+ */
+function retryOf(delivery: Delivery, retry: Delivery | undefined, now: number): string {
+  if (delivery.state === 'succeeded') return '—';
+  const due = delivery.next_attempt_at_ms;
+  if (due === null) return 'none';
+  if (delivery.state === 'pending') return due > now ? formatTime(due) : 'sending…';
+  if (retry && retry.state !== 'pending') return `retried: attempt ${retry.attempt} ${retry.state}`;
+  return due > now ? formatTime(due) : 'retrying…';
 }
