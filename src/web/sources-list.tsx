@@ -1,4 +1,4 @@
-// The sources page: every source with its kind, state, last event and a sparkline of its events per minute.
+// The sources page: every source with its kind, state, last event and a sparkline of its events per minute, read again every few seconds.
 import { get, type Page } from './api';
 import { eventTime, formatAgo, sourceKind } from './format';
 import { href } from './router';
@@ -7,11 +7,15 @@ import type { EventSummary, Source } from './types';
 import { useLoad } from './use-load';
 import { usePages } from './use-pages';
 import { NameCell, PagedTable } from './table';
+import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const PAGE = 50;
 
 export function SourcesList() {
   const pages = usePages<Source>('/users/me/sources', PAGE);
+  // Sources are created and deleted elsewhere too (the CLI, the API, another tab): the list, read once, kept a deleted
+  // one and lacked a new one until the page was loaded again. Read again (every page opened) as a workflow's runs are.
+  usePoll(pages.page, IDLE_POLL_MS);
   return (
     <section aria-labelledby="sources-title">
       <div class="title-row">

@@ -1,5 +1,6 @@
-// The console in Chromium: a workflow's runs and a webhook's delivery log show what the server added since they were
-// read (a run its endpoint started, an attempt of an event emitted since), with nothing pressed.
+// The console in Chromium: a workflow's runs, a webhook's delivery log and the sources list show what the server added
+// or removed since they were read (a run its endpoint started, an attempt of an event emitted since, a source created or
+// deleted through the API), with nothing pressed.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
@@ -79,6 +80,25 @@ describe.each(DIALECTS)('web console: lists that follow the server (%s)', BROWSE
     await rows.nth(1).waitFor();
     await waitForText(rows.first().locator('.badge'), 'succeeded');
     expect(await table.locator('tbody .badge').allTextContents()).toEqual(['succeeded', 'succeeded']);
+    await finish();
+  });
+
+  it('lists the sources created and leaves out those deleted through the API while the sources list is open', async () => {
+    const { user, api } = await newAccount(server);
+    const kept = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'kept' })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources`, user.apiKey);
+    const names = page.locator('table.sources tbody th');
+    await waitForText(names, 'kept');
+    // The list was read once: a source created elsewhere never showed until the page was loaded again.
+    const added = await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'added' });
+    expect(added.status).toBe(200);
+    await waitForText(names, 'added');
+    expect(await names.allTextContents()).toEqual(['added', 'kept']);
+    // And one deleted elsewhere stayed listed.
+    expect((await api.delete(`/v1/sources/${kept.id}`)).status).toBe(204);
+    await page.locator('table.sources tbody th', { hasText: 'kept' }).waitFor({ state: 'detached' });
+    expect(await names.allTextContents()).toEqual(['added']);
+    expect(await page.locator('table.sources tbody th a').getAttribute('href')).toBe(`#/sources/${added.body.data.id}`);
     await finish();
   });
 });
