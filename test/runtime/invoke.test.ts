@@ -296,6 +296,25 @@ describe('respond()', () => {
     }
   });
 
+  it('quotes a header name and a status in its errors, cut to their first 100 characters', async () => {
+    const cases: Array<[string, string]> = [
+      [
+        '{ status: 200, headers: { ["bad name " + "x".repeat(10000)]: "v" } }',
+        `respond(): "bad name ${'x'.repeat(91)}"… (10009 characters) is not a valid header name`,
+      ],
+      ['{ status: 200, headers: { ["x".repeat(10000)]: {} } }', `respond(): header "${'x'.repeat(100)}"… (10000 characters) must be a string`],
+      ['{ status: 200, headers: { ["x".repeat(10000)]: "a\\nb" } }', `respond(): header "${'x'.repeat(100)}"… (10000 characters) contains a line break`],
+      ['{ status: 200, headers: { "x-a\\"b": "v" } }', 'respond(): "x-a\\"b" is not a valid header name'],
+      ['{ status: "9".repeat(10000) }', `respond() needs a status that is an integer from 100 to 599, not "${'9'.repeat(100)}"… (10000 characters)`],
+    ];
+    for (const [response, message] of cases) {
+      const prepared = await t.runtime.prepare(responder(`this.http.respond(${response});`));
+      const result = await t.runtime.invoke(request(ACCOUNT, prepared, { customResponse: true }));
+      expect(result.outcomes[0]!.error?.message).toBe(message);
+      expect(result.outcomes[0]!.response).toBeUndefined();
+    }
+  });
+
   it('reads a status written as three digits in a string ("200", as the registry\'s HTTP sources pass it) as that integer', async () => {
     const prepared = await t.runtime.prepare(responder('this.http.respond({ status: "201", body: "made" });'));
     const result = await t.runtime.invoke(request(ACCOUNT, prepared, { customResponse: true }));

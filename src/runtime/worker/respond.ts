@@ -11,7 +11,6 @@ import {
   BufferFrom,
   IsArrayBuffer,
   IsUint8Array,
-  JSONStringify,
   matches,
   NumberIsInteger,
   ObjectKeys,
@@ -20,6 +19,7 @@ import {
   TypedArrayPrototypeGetByteLength,
   TypedArrayPrototypeGetByteOffset,
 } from './primordials.js';
+import { quote } from './quote.js';
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
@@ -33,12 +33,12 @@ function hasContentType(headers: Record<string, unknown>): boolean {
 
 function headerText(name: string, value: unknown): string {
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-    throw new TypeError(`respond(): header "${name}" must be a string`);
+    throw new TypeError(`respond(): header ${quote(name)} must be a string`);
   }
   const result = `${value}`;
-  if (matches(HEADER_VALUE_FORBIDDEN, result)) throw new TypeError(`respond(): header "${name}" contains a line break`);
+  if (matches(HEADER_VALUE_FORBIDDEN, result)) throw new TypeError(`respond(): header ${quote(name)} contains a line break`);
   if (matches(HEADER_VALUE_INVALID, result)) {
-    throw new TypeError(`respond(): header "${name}" holds a character HTTP does not allow in a header (tab, printable ASCII and Latin-1 only)`);
+    throw new TypeError(`respond(): header ${quote(name)} holds a character HTTP does not allow in a header (tab, printable ASCII and Latin-1 only)`);
   }
   return result;
 }
@@ -62,7 +62,7 @@ function headerValue(name: string, value: unknown): string | string[] {
 function status(value: unknown): number {
   const number = typeof value === 'string' && matches(STATUS_TEXT, value) ? +value : value;
   if (typeof number !== 'number' || !NumberIsInteger(number) || number < 100 || number > 599) {
-    throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${JSONStringify(value) ?? String(value)}`);
+    throw new TypeError(`respond() needs a status that is an integer from 100 to 599, not ${quote(value)}`);
   }
   return number;
 }
@@ -83,7 +83,7 @@ export function normalizeResponse(input: unknown): HttpResponse {
       // Left out as JSON leaves it out, and as the reference service does: its own quickstart echoes
       // `event.headers["Content-Type"]`, undefined since request header names arrive in lower case.
       if (value === undefined) continue;
-      if (!matches(HEADER_NAME, name)) throw new TypeError(`respond(): "${name}" is not a valid header name`);
+      if (!matches(HEADER_NAME, name)) throw new TypeError(`respond(): ${quote(name)} is not a valid header name`);
       const texts = headerValue(name, value);
       headers[name] = texts;
       // Each value is a line of its own, its name written again (Latin-1: one byte a character).
