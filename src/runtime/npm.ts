@@ -3,12 +3,15 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { RuntimeLogger } from './options.js';
 import { type GateSettings, RegistryGate } from './registry-gate.js';
+import { firstCharacters, quote } from './worker/quote.js';
 
 export class NpmError extends Error {
   override name = 'NpmError';
 }
 
 const NPM_TIMEOUT_MS = 5 * 60_000;
+/** The most characters (code points) of npm's own error lines an install error repeats. */
+const MAX_SUMMARY_CHARS = 500;
 
 /**
  * The npm settings taken from the server's environment: where the registry is and how to reach it. Not the others
@@ -27,7 +30,9 @@ function errorSummary(stderr: string): string {
     // Bare status lines ("404", "code E404") and npm's advice about tarballs and git URLs say nothing here.
     .filter((line) => line.length > 12 && !/^code \w+$/.test(line) && !/Note that you can also install|tarball, folder/.test(line));
   const text = lines.slice(0, 2).join('; ') || stderr.trim().split('\n').slice(-3).join('; ');
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+  // Cut by characters, as every limit: a cut by UTF-16 units could end on half an emoji of a package's name or range.
+  const head = firstCharacters(text, MAX_SUMMARY_CHARS);
+  return head === text ? text : `${head}…`;
 }
 
 export class Npm {
@@ -117,9 +122,7 @@ export class Npm {
     } catch (error) {
       const refused = gate.refused[0];
       if (refused !== undefined)
-        throw new NpmError(
-          `a package in its dependency tree is fetched from ${JSON.stringify(refused.slice(0, 200))}, not from the registry (only registry packages are installed)`,
-        );
+        throw new NpmError(`a package in its dependency tree is fetched from ${quote(refused)}, not from the registry (only registry packages are installed)`);
       const transport = error instanceof NpmError ? /transport '([\w+-]+)' not allowed/.exec(String(error.cause)) : null;
       if (transport)
         throw new NpmError(

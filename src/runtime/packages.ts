@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Npm } from './npm.js';
 import type { RuntimeLogger } from './options.js';
 import type { InstallProgress } from './types.js';
+import { quote, shorten } from './worker/quote.js';
 
 /** A bare import split up: `@scope/pkg@1.2.3/sub/path` is `{ name: "@scope/pkg", range: "1.2.3", subpath: "/sub/path" }`. */
 export interface PackageImport {
@@ -130,7 +131,7 @@ function fetchedFromElsewhere(record: InstallRecord): string | undefined {
       if (typeof declared !== 'object' || declared === null) continue;
       for (const [name, spec] of Object.entries(declared)) {
         const range = typeof spec === 'string' && spec.startsWith('npm:') ? spec.slice(spec.lastIndexOf('@') + 1) : String(spec);
-        if (/[:/]/.test(range)) return `${location} depends on ${name} from ${JSON.stringify(range.slice(0, 200))}`;
+        if (/[:/]/.test(range)) return `${location} depends on ${shorten(name)} from ${quote(range)}`;
       }
     }
   }

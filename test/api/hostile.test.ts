@@ -15,11 +15,14 @@ import { waitFor } from '../helpers/wait.js';
 
 type Api = ReturnType<typeof client>;
 
+/** A package.json: its name and version, and the dependency fields an author may write. */
+type Manifest = { name: string; version: string } & Record<string, unknown>;
+
 /**
  * An npm registry on a local port that serves one package, as a hostile author could publish it to the real one:
- * `manifest` (name, version, dependencies) packed by npm. Closed with `close()`.
+ * `manifest` packed by npm. Closed with `close()`.
  */
-async function packageRegistry(manifest: { name: string; version: string; dependencies: Record<string, string> }) {
+async function packageRegistry(manifest: Manifest) {
   const dir = tempDir();
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest));
   fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = 1;\n');
@@ -41,7 +44,7 @@ async function packageRegistry(manifest: { name: string; version: string; depend
 }
 
 /** Runs `use` with npm's registry set to a local one serving `manifest` (packageRegistry), then sets it back. */
-async function withPackageRegistry(manifest: { name: string; version: string; dependencies: Record<string, string> }, use: () => Promise<void>) {
+async function withPackageRegistry(manifest: Manifest, use: () => Promise<void>) {
   const registry = await packageRegistry(manifest);
   const previous = process.env.npm_config_registry;
   process.env.npm_config_registry = registry.url;
@@ -384,6 +387,24 @@ describe.each(DIALECTS)('hostile components on %s', (dialect) => {
       await new Promise((resolve) => internal.close(resolve));
     }
     await victimUnharmed();
+  });
+
+  it('quotes a dependency declared from elsewhere cut to its first 100 characters, never half an emoji', async () => {
+    // An optional peer dependency is not installed, so npm fetches nothing; the record still declares it. Odd-length
+    // text before the emoji put a cut by UTF-16 units in the middle of one.
+    const spec = `git+https://example.invalid/a${'🎉'.repeat(150)}`;
+    const name = `tributary-declares-elsewhere-${dialect}`;
+    const manifest = { name, version: '1.0.0', peerDependencies: { 'internal-data': spec }, peerDependenciesMeta: { 'internal-data': { optional: true } } };
+    await withPackageRegistry(manifest, async () => {
+      const code = `const data = require("${name}@1.0.0"); module.exports = { name: "attacker", version: "1.0.0", async run() { this.$emit(data); } };`;
+      const created = await attacker.post('/v1/sources', { component_code: code });
+      expect(created.status).toBe(422);
+      expect(created.body.error).toBe(
+        `could not install npm package "${name}@1.0.0": its node_modules/${name} depends on internal-data from ` +
+          `"git+https://example.invalid/a${'🎉'.repeat(71)}"… (179 characters), not from the registry (only registry packages are installed)`,
+      );
+      expect(fs.existsSync(path.join(fs.realpathSync(server.dataDir), 'packages', `${name}@1.0.0`))).toBe(false);
+    });
   });
 
   it('cannot start processes or threads, WASI, native addons or the inspector', async () => {
