@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { type AccountLimits, DEFAULT_ACCOUNT_LIMITS, LIMITED_RESOURCES, type LimitedResource } from './model/account-limits.js';
 import { MAX_TIMER_INTERVAL_SECONDS } from './model/schedules.js';
+import { notADirectory } from './lib/data-dir.js';
 import { readKeyFile } from './lib/secrets.js';
 import { checkEgressAllow } from './runtime/worker/egress-rules.js';
 import { FIRST_ACCOUNT_UID, firstUnreachable, resolveWorkerUser } from './runtime/worker-user.js';
@@ -49,10 +50,12 @@ export function text(raw: string): string {
 
 /**
  * A folder's path, never empty: path.resolve('') is the current folder, so `--data-dir "$DIR"` with DIR unset would put
- * (or restore) a database wherever the command happens to run.
+ * (or restore) a database wherever the command happens to run. Never a file either, nor below one.
  */
 export function folderPath(raw: string): string {
   if (raw.trim() === '') throw new Error('expected the path of a folder, got an empty value');
+  const problem = notADirectory(raw);
+  if (problem !== undefined) throw new Error(problem);
   return raw;
 }
 

@@ -6,18 +6,35 @@ function notAFolder(dir: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`ENOTDIR: not a directory, ${dir}`), { code: 'ENOTDIR' });
 }
 
-/**
- * Makes each missing folder down from the nearest existing one. Node's `mkdirSync(…, { recursive: true })` never
- * returns where mkdir answers ENOENT although the parent exists (under /proc, /sys): it makes the parent again, forever.
- */
-function makeFolders(dataDir: string): void {
+/** The nearest of `dataDir` and its parents that exists, and the folders below it that do not, top first. */
+function missingFolders(dataDir: string): { existing: string; missing: string[] } {
   const missing: string[] = [];
   let dir = path.resolve(dataDir);
   while (!fs.existsSync(dir)) {
     missing.unshift(dir);
     dir = path.dirname(dir);
   }
-  if (!fs.statSync(dir).isDirectory()) throw notAFolder(dir);
+  return { existing: dir, missing };
+}
+
+/**
+ * Why `dataDir` can never be the data directory, or undefined: it, or the nearest of its parents that exists, is not
+ * a directory (a file). Said when the setting is read, as a mistyped argument, not when the database is first opened.
+ */
+export function notADirectory(dataDir: string): string | undefined {
+  const { existing } = missingFolders(dataDir);
+  if (fs.statSync(existing).isDirectory()) return undefined;
+  const whole = path.resolve(dataDir);
+  return existing === whole ? `${whole} is not a directory` : `${whole} cannot be made: ${existing} is not a directory`;
+}
+
+/**
+ * Makes each missing folder down from the nearest existing one. Node's `mkdirSync(…, { recursive: true })` never
+ * returns where mkdir answers ENOENT although the parent exists (under /proc, /sys): it makes the parent again, forever.
+ */
+function makeFolders(dataDir: string): void {
+  const { existing, missing } = missingFolders(dataDir);
+  if (!fs.statSync(existing).isDirectory()) throw notAFolder(existing);
   for (const folder of missing) {
     try {
       fs.mkdirSync(folder);

@@ -181,34 +181,37 @@ describe('tributary CLI', () => {
     expect(dump).not.toContain(created.api_key);
   });
 
-  it('serve and users create name --data-dir when the data directory cannot be made (a file stands in its path)', async () => {
+  it('refuses a --data-dir (or TRIBUTARY_DATA_DIR) that is a file, or below one, as a bad argument: exit 2, one line naming it', async () => {
     const file = path.join(tempDir(), 'a-file');
-    fs.writeFileSync(file, '');
-    const dataDir = path.join(file, 'data');
-    for (const args of [
-      ['serve', '--port', '0'],
-      ['users', 'create', '--username', 'x', '--email', 'x@example.test'],
-    ]) {
-      const error = await tributary([...args, '--data-dir', dataDir]).then(
-        () => ({ code: 0, stderr: '' }),
-        (e: { code: number; stderr: string }) => e,
+    fs.writeFileSync(file, 'kept');
+    const below = path.join(file, 'data');
+    const isFile = `error: --data-dir (TRIBUTARY_DATA_DIR): ${file} is not a directory\n`;
+    for (const [args, env, stderr] of [
+      [['serve', '--port', '0', '--data-dir', file], {}, isFile],
+      [['serve', '--port', '0'], { TRIBUTARY_DATA_DIR: file }, isFile],
+      [['migrate', '--data-dir', file], {}, isFile],
+      [['backup', '--data-dir', file, '--out', path.join(tempDir(), 'b.db')], {}, isFile],
+      [['users', 'list', '--data-dir', file], {}, isFile],
+      [
+        ['users', 'create', '--username', 'x', '--email', 'x@example.test', '--data-dir', below],
+        {},
+        `error: --data-dir (TRIBUTARY_DATA_DIR): ${below} cannot be made: ${file} is not a directory\n`,
+      ],
+    ] as const) {
+      const error = await tributary([...args], env).then(
+        (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
       );
-      expect({ args, code: error.code, stderr: error.stderr }).toEqual({
-        args,
-        code: 1,
-        stderr: `error: the data directory ${dataDir} cannot be made (ENOTDIR): set --data-dir (TRIBUTARY_DATA_DIR) to a folder this user may write\n`,
-      });
+      expect({ args, code: error.code, stdout: error.stdout, stderr: error.stderr }).toEqual({ args, code: 2, stdout: '', stderr });
     }
+    expect(fs.readFileSync(file, 'utf8')).toBe('kept');
   });
 
-  it('serve exits 1 with one line when the data directory cannot be made under /proc, is a file, or takes no files', async () => {
-    const file = path.join(tempDir(), 'a-file');
-    fs.writeFileSync(file, '');
+  it('serve exits 1 with one line when the data directory cannot be made under /proc or takes no files', async () => {
     // Under /proc mkdir answers ENOENT though the parent exists; /sys is a folder no file can be made in, even by root.
     for (const [dataDir, said] of [
       ['/proc/nope', 'cannot be made (ENOENT)'],
       ['/proc/nope/deeper', 'cannot be made (ENOENT)'],
-      [file, 'cannot be made (ENOTDIR)'],
       ['/sys', 'cannot be written to (EACCES)'],
     ] as const) {
       const error = await tributary(['serve', '--port', '0', '--data-dir', dataDir]).then(
