@@ -201,11 +201,19 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
     expect((await other.get('/v1/data_stores')).body.data.map((s: { id: string }) => s.id)).not.toContain(id);
     expect((await api.get(recordPath('mine', 'k'))).body).toEqual({ data: { key: 'k', value: 'mine' } });
     // A name no data_store prop could give makes no store.
-    for (const name of [' ', 'n'.repeat(201), 'tab\there']) {
+    for (const name of [' ', 'n'.repeat(201), 'tab\there', 'next\u0085line', 'csi\u009b2J', '\u0080']) {
       const message = `a data store is named by a string of 1 to 200 characters (not blank, without control characters), not ${quote(name)}`;
       expect((await other.put(recordPath(name, 'k'), { value: 1 })).body, JSON.stringify(name)).toEqual(refused('params', 'store', message));
     }
     expect((await other.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name)).toEqual(['mine']);
+    // A data_store prop is held to the same rule when deployed: C1 control characters as C0 ones.
+    for (const store of ['tab\there', 'next\u0085line']) {
+      const deployed = await other.post('/v1/sources', { component_code: SOURCE, configured_props: { store } });
+      expect([deployed.status, deployed.body.details], JSON.stringify(store)).toEqual([
+        422,
+        [{ prop: 'store', message: 'must name a data store: a string of 1 to 200 characters, or { name }' }],
+      ]);
+    }
   });
 
   it('refuses a body with an unknown field or without a value, a misspelt parameter and a ttl that is no number, writing nothing', async () => {

@@ -296,14 +296,15 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
       steps: [{ name: 'write', component_code: step, configured_props: { store: '{{ steps.trigger.event.body.store }}' } }],
     });
     // 150 emoji are 150 characters (code points), a name as the API counts it, though 300 UTF-16 units.
-    for (const store of ['', 'x'.repeat(201), 42, '😀'.repeat(150)]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
-    const runs = await finishedRuns(workflow.id, 4);
+    for (const store of ['', 'x'.repeat(201), 42, 'next\u0085line', '😀'.repeat(150)]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
+    const runs = await finishedRuns(workflow.id, 5);
     const refused = 'TypeError: a data store is named by a string of 1 to 200 characters (not blank, without control characters) or { name }, not ';
     expect(runs.map((r: any) => r.steps[0].$return_value ?? 'stored').sort()).toEqual(
-      [`${refused}""`, `${refused}"${'x'.repeat(100)}"… (201 characters)`, `${refused}42`, 'stored'].sort(),
+      [`${refused}""`, `${refused}"${'x'.repeat(100)}"… (201 characters)`, `${refused}42`, `${refused}"next\u0085line"`, 'stored'].sort(),
     );
     const names = (await api.get('/v1/data_stores')).body.data.map((s: { name: string }) => s.name);
     expect(names).not.toContain('');
+    expect(names).not.toContain('next\u0085line');
     expect(names).toContain('😀'.repeat(150));
   });
 

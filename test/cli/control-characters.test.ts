@@ -93,8 +93,10 @@ describe('control characters in what the client prints', () => {
 
   it('lists a data store named with a C1 control as its JSON string, and prints a value holding one escaped, still JSON', async () => {
     const value = { text: 'a\u009b2Jb\u2028c\u007f', esc: '\u001b[31m' };
-    const put = await api.put(`/v1/data_stores/${encodeURIComponent('csi\u009b2J')}/records?key=k`, { value });
+    const put = await api.put('/v1/data_stores/csi/records?key=k', { value });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
+    // A name the server now refuses, as an earlier version let one be made.
+    await server.running.services.store.db.updateTable('data_stores').set({ name: 'csi\u009b2J' }).where('name', '=', 'csi').execute();
     const stores = await tributary(['data-stores', 'list']);
     expect([stores.code, stores.stdout.split('\n')[1]]).toEqual([0, expect.stringMatching(/^ds_\w+ {2}"csi\\u009b2J" {2}1 {4}/)]);
 

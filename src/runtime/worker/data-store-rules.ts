@@ -17,8 +17,9 @@ export type { KeyProblem as WriteProblem } from './key-rules.js';
 // Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
 // counts on the API's own fields): an emoji is one, though it takes two UTF-16 units.
 
+// C1 as well as C0 and DEL: U+0085 is a line break to some readers, U+009B a terminal's escape (CSI) to others.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Whether `name` may name a data store: 1 to 200 characters, not blank, without control characters (the server's and the worker's rule). */
 export function isDataStoreName(name: string): boolean {
