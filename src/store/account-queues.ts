@@ -2,6 +2,7 @@
 // at a time), each account's earliest due rows, and when the next row falls due.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
+import { compiledOnce } from './compiled.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -32,9 +33,23 @@ function dueUnheld(db: Db, table: AccountQueueTable, nowMs: number) {
     .orderBy('id');
 }
 
+/** Built once per table: a claim runs these at every freed slot while rows wait in the table. */
+const earliestDueBy = {
+  webhook_deliveries: earliestDueIn('webhook_deliveries'),
+  workflow_sends: earliestDueIn('workflow_sends'),
+};
+
+function earliestDueIn(table: AccountQueueTable) {
+  return compiledOnce(
+    `earliestDue.${table}`,
+    (db, nowMs: number, limit: number) => dueUnheld(db, table, nowMs).limit(limit),
+    (nowMs, limit) => ['pending', nowMs, nowMs, limit],
+  );
+}
+
 /** The `limit` earliest due rows no one holds, of any account: the claim's cheap first look. */
-export function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
-  return dueUnheld(db, table, nowMs).limit(limit).execute();
+export async function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
+  return (await earliestDueBy[table](db, nowMs, limit)).rows;
 }
 
 /**
@@ -84,14 +99,27 @@ export async function dueRowsByAccount(db: Db, table: AccountQueueTable, shares:
  * index in order from `afterMs`.
  */
 export async function nextFutureDueMs(db: Db, table: AccountQueueTable, afterMs: number): Promise<number | undefined> {
-  const row = await db
-    .selectFrom(table)
-    .select('next_attempt_ms')
-    .where('state', '=', 'pending')
-    .where('next_attempt_ms', '>', afterMs)
-    .where('lease_until_ms', 'is', null)
-    .orderBy('next_attempt_ms')
-    .limit(1)
-    .executeTakeFirst();
+  const [row] = (await nextFutureDueBy[table](db, afterMs)).rows;
   return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
+}
+
+const nextFutureDueBy = {
+  webhook_deliveries: nextFutureDueIn('webhook_deliveries'),
+  workflow_sends: nextFutureDueIn('workflow_sends'),
+};
+
+function nextFutureDueIn(table: AccountQueueTable) {
+  return compiledOnce(
+    `nextFutureDueMs.${table}`,
+    (db, afterMs: number) =>
+      db
+        .selectFrom(table)
+        .select('next_attempt_ms')
+        .where('state', '=', 'pending')
+        .where('next_attempt_ms', '>', afterMs)
+        .where('lease_until_ms', 'is', null)
+        .orderBy('next_attempt_ms')
+        .limit(1),
+    (afterMs) => ['pending', afterMs, 1],
+  );
 }

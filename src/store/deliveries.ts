@@ -49,28 +49,41 @@ export async function insertDeliveries(db: Db, dialect: DialectName, rows: reado
   await bulkInsert(db, dialect, 'webhook_deliveries', DELIVERY_COLUMNS, rows);
 }
 
+// The lease is a compare-and-set: of two nodes that saw the same candidates, each row goes to one.
+const leaseDue = compiledOnce(
+  'claimDue.lease',
+  (db, ids: readonly string[], owner: string, nowMs: number, untilMs: number) =>
+    db
+      .updateTable('webhook_deliveries')
+      .set({ lease_owner: owner, lease_until_ms: untilMs })
+      .where('id', 'in', ids)
+      .where('state', '=', 'pending')
+      .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)])),
+  (ids, owner, nowMs, untilMs) => [owner, untilMs, ...ids, 'pending', nowMs],
+);
+
+const selectLeased = compiledOnce(
+  'claimDue.read',
+  (db, ids: readonly string[], owner: string, untilMs: number) =>
+    db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .selectAll('d')
+      .select(['w.url', 'w.secret', 'w.active'])
+      .where('d.id', 'in', ids)
+      .where('d.lease_owner', '=', owner)
+      .where('d.lease_until_ms', '=', untilMs)
+      .orderBy('d.next_attempt_ms')
+      .orderBy('d.id'),
+  (ids, owner, untilMs) => [...ids, owner, untilMs],
+);
+
 /** Leases the pending attempts `ids` for `owner` (those still unheld), earliest due first. */
 export async function claimDue(db: Db, owner: string, nowMs: number, leaseMs: number, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (!ids.length) return [];
-  // The lease is a compare-and-set: of two nodes that saw the same candidates, each row goes to one.
-  await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_owner: owner, lease_until_ms: nowMs + leaseMs })
-    .where('id', 'in', ids)
-    .where('state', '=', 'pending')
-    .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<', nowMs)]))
-    .execute();
-  return db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .selectAll('d')
-    .select(['w.url', 'w.secret', 'w.active'])
-    .where('d.id', 'in', ids)
-    .where('d.lease_owner', '=', owner)
-    .where('d.lease_until_ms', '=', nowMs + leaseMs)
-    .orderBy('d.next_attempt_ms')
-    .orderBy('d.id')
-    .execute();
+  const untilMs = nowMs + leaseMs;
+  await leaseDue(db, ids, owner, nowMs, untilMs);
+  return (await selectLeased(db, ids, owner, untilMs)).rows;
 }
 
 export interface AttemptResult {
