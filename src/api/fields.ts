@@ -35,12 +35,24 @@ function pick(item: unknown, selection: FieldSelection): unknown {
   return Object.fromEntries(entries);
 }
 
+/** Trims one item of `data` to the fields a request asks for. */
+export type FieldSelector = (item: unknown) => unknown;
+
+/**
+ * How to trim each item of `data` for this request; undefined when it asks for every field, so that a caller that
+ * shares one serialisation between clients (the live streams) keeps doing so for all that do not trim.
+ */
+export function fieldSelectorOf(request: FastifyRequest): FieldSelector | undefined {
+  const selection = selectionOf(request);
+  return selection && ((item) => pick(item, selection));
+}
+
 /** The body trimmed to the fields the request asks for; only `{ data }` bodies are trimmed, anything else passes. */
 export function selectFields(request: FastifyRequest, body: unknown): unknown {
-  const selection = selectionOf(request);
-  if (!selection || typeof body !== 'object' || body === null || (body as { data?: unknown }).data === undefined) return body;
+  const select = fieldSelectorOf(request);
+  if (!select || typeof body !== 'object' || body === null || (body as { data?: unknown }).data === undefined) return body;
   const { data } = body as { data: unknown };
-  return { ...body, data: Array.isArray(data) ? data.map((item) => pick(item, selection)) : pick(data, selection) };
+  return { ...body, data: Array.isArray(data) ? data.map(select) : select(data) };
 }
 
 /**

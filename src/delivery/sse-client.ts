@@ -1,7 +1,7 @@
 // The state the live stream hub keeps for one client, and the frames it writes to it.
 import type { ServerResponse } from 'node:http';
 import type { EventKey, EventSummary } from '../model/events.js';
-import type { StreamFilter, StreamRequest } from './sse-requests.js';
+import type { FrameSelector, StreamFilter, StreamRequest } from './sse-requests.js';
 
 /** Live events of one commit held back for a client, with the event before them (see publish). */
 export interface HeldBatch {
@@ -12,6 +12,8 @@ export interface HeldBatch {
 export interface Client {
   readonly emitterId: string;
   readonly filter: StreamFilter;
+  /** The stream's `include` / `exclude`: its frames are its own, serialised for it alone. */
+  readonly select: FrameSelector | undefined;
   readonly response: ServerResponse;
   readonly readAfter: StreamRequest['readAfter'];
   /** See StreamRequest: a client that has had no event yet is owed those after it. */
@@ -39,13 +41,20 @@ export interface Client {
   closed: boolean;
 }
 
-/** One frame per event: `id:` and `data:` (the summary's JSON has no newlines, so one data line). */
-export function sseFrame(summary: EventSummary): string {
-  return `id: ${summary.id}\ndata: ${JSON.stringify(summary)}\n\n`;
+/**
+ * One frame per event: `id:` and `data:` (the summary's JSON, trimmed by `select`, has no newlines, so one data line).
+ * The id line stays whatever is trimmed: a client resumes with it as Last-Event-ID.
+ */
+export function sseFrame(summary: EventSummary, select?: FrameSelector): string {
+  return `id: ${summary.id}\ndata: ${JSON.stringify(select ? select(summary) : summary)}\n\n`;
 }
 
-/** The frame of an event, serialised once per commit for all clients (`frames`). */
-export function frameOf(summary: EventSummary, frames: Map<EventSummary, string> | null): string {
+/**
+ * The frame of an event for one client: serialised once per commit for all clients that take every field (`frames`),
+ * and for a client that trims the summary (`select`) on its own, so that only such a client pays for it.
+ */
+export function frameOf(summary: EventSummary, frames: Map<EventSummary, string> | null, select?: FrameSelector): string {
+  if (select) return sseFrame(summary, select);
   let frame = frames?.get(summary);
   if (frame === undefined) {
     frame = sseFrame(summary);

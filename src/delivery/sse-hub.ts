@@ -64,6 +64,7 @@ export class SseHub {
     const client: Client = {
       emitterId: request.emitterId,
       filter: request.filter,
+      select: request.select,
       response,
       readAfter: request.readAfter,
       startsAfterId: request.startsAfterId,
@@ -308,13 +309,13 @@ export class SseHub {
     const id = parseEventId(summary.id)!;
     if (client.last && compareKeys(id, client.last) <= 0) return true;
     client.last = id;
-    return client.response.write(frameOf(summary, frames));
+    return client.response.write(frameOf(summary, frames, client.select));
   }
 
   /** Length of the frames of the events the client's stream selects, as `send` would write them. */
   private framedBytes(client: Client, events: readonly EventSummary[], frames: Map<EventSummary, string> | null): number {
     let bytes = 0;
-    for (const summary of events) if (client.filter(summary)) bytes += frameOf(summary, frames).length;
+    for (const summary of events) if (client.filter(summary)) bytes += frameOf(summary, frames, client.select).length;
     return bytes;
   }
 

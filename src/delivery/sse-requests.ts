@@ -19,6 +19,9 @@ export const DEFAULT_SSE_OPTIONS: SseHubOptions = { heartbeatMs: 15_000, maxBuff
 /** What one stream carries: a predicate on event summaries of one emitter. */
 export type StreamFilter = (summary: EventSummary) => boolean;
 
+/** What a stream's frames hold of each event summary (its `include` / `exclude`). */
+export type FrameSelector = (summary: EventSummary) => unknown;
+
 export interface StreamRequest {
   emitterId: string;
   filter: StreamFilter;
@@ -30,6 +33,8 @@ export interface StreamRequest {
   readAfter: (afterId: string, limit: number) => Promise<RetainedAfter>;
   /** Extra response headers (the request id). */
   headers?: Record<string, string>;
+  /** Trims each summary before it is framed; absent, the stream shares each event's one frame with every such stream. */
+  select?: FrameSelector | undefined;
 }
 
 /** A replay's read: a page of the stream's events, and the emitter's newest event id (any stream) as it was before them. */

@@ -1,6 +1,7 @@
 // Live streams of an emitter's events over Server-Sent Events, for its owner, resumable from a Last-Event-ID.
 import type { ServerResponse } from 'node:http';
 import type { SseHub } from '../delivery/sse-hub.js';
+import type { FrameSelector } from '../delivery/sse-requests.js';
 import { compareKeys, parseEventId, type EventSummary, type StreamKind } from '../model/events.js';
 import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
@@ -34,6 +35,8 @@ export interface LiveRequest {
   apiKey: string;
   /** Extra response headers (the request id). */
   headers: Record<string, string>;
+  /** Trims each event summary to the request's `include` / `exclude`; absent: every field. */
+  select?: FrameSelector | undefined;
 }
 
 /** The last comment of a stream whose key was replaced: the client stops, or reconnects with the new key. */
@@ -69,7 +72,7 @@ export class LiveStreams {
     const readAfter = (afterId: string, limit: number) => this.events.after(source.id, kind, afterId, limit);
     const start = await this.startOf(source.id, request.lastEventId);
     return this.counted(request, source.id, (response) =>
-      this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers }),
+      this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers, select: request.select }),
     );
   }
 
@@ -158,7 +161,7 @@ export class LiveStreams {
     const readAfter = (afterId: string, limit: number) => this.events.after(workflow.id, '$sse', afterId, limit);
     const start = await this.startOf(workflow.id, request.lastEventId);
     return this.counted(request, workflow.id, (response) =>
-      this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers }),
+      this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers, select: request.select }),
     );
   }
 

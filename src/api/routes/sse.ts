@@ -4,13 +4,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../services/live.js';
 import { sourceIdParams } from '../schemas.js';
+import { fieldParams, fieldSelectorOf } from '../fields.js';
 import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
 
 const schema = {
   tags: ['events'],
   summary: "Live stream of the source's events (Server-Sent Events)",
   description:
-    'Each event is `id: <event id>` and `data: <event summary JSON>`; a `:sse-handshake` comment is sent at connect and every 15 s. ' +
+    'Each event is `id: <event id>` and `data: <event summary JSON>` (trimmed by `include` / `exclude`); a `:sse-handshake` comment is sent at connect and every 15 s. ' +
     '`Last-Event-ID` replays the retained events after it (one after the newest event goes live); one that is no event id is a 400.',
   params: sourceIdParams,
   querystring: Type.Object({
@@ -20,6 +21,8 @@ const schema = {
         description: '$logs or $errors streams those; a channel name (or default) only that channel; absent: every emit',
       }),
     ),
+    // Checked before the stream opens (a 400 like any endpoint's), then applied to each event's summary.
+    ...fieldParams,
   }),
   headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'replay retained events after this event id' })) }),
   response: { 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } } },
@@ -32,6 +35,7 @@ const workflowSchema = {
   params: sourceIdParams,
   querystring: Type.Object({
     channel: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_CHANNEL_NAME_CHARS, description: 'one channel; absent: every channel' })),
+    ...fieldParams,
   }),
   headers: schema.headers,
   response: schema.response,
@@ -57,6 +61,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         lastEventId: request.headers['last-event-id'],
         apiKey: request.apiKey,
         headers: { 'x-request-id': request.id },
+        select: fieldSelectorOf(request),
       });
       if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
@@ -71,6 +76,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         lastEventId: request.headers['last-event-id'],
         apiKey: request.apiKey,
         headers: { 'x-request-id': request.id },
+        select: fieldSelectorOf(request),
       });
       if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
