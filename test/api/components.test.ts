@@ -450,4 +450,30 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     expect([byId.status, byId.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);
     expect((await own.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
   });
+
+  it('refuses a C1 control character (U+0080–U+009F) in a name, version or key as it refuses a C0 one, saving nothing', async () => {
+    const own = client(server.url, (await server.createUser()).apiKey);
+    // U+0085 is a line break to some readers, U+009B a terminal's escape (CSI).
+    const cases: [string, string, string][] = [
+      ['name', 'module.exports = { name: "a\\u0085b", version: "1", run() {} };', 'a\u0085b'],
+      ['version', 'module.exports = { name: "x", version: "1\\u009b", run() {} };', '1\u009b'],
+      ['key', 'module.exports = { name: "x", version: "1", key: "\\u0080k", run() {} };', '\u0080k'],
+      ['name', 'module.exports = { name: "a\\u0001b", version: "1", run() {} };', 'a\u0001b'],
+    ];
+    for (const [field, code, value] of cases) {
+      for (const path of ['/v1/components', '/v1/sources']) {
+        const res = await own.post(path, { component_code: code });
+        expect([res.status, res.body], `${path} ${JSON.stringify(value)}`).toEqual([
+          422,
+          {
+            error: `${field} ${JSON.stringify(value)} holds control characters, which names and keys may not`,
+            code: 'component_invalid',
+            details: [{ reason: 'load_failed' }],
+          },
+        ]);
+      }
+    }
+    expect((await own.get('/v1/users/me/components')).body.page_info.total_count).toBe(0);
+    expect((await own.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
+  });
 });

@@ -1,5 +1,6 @@
 // What a data store write may hold (its key, its ttl, its value and the store's size), worded once: the worker throws
 // these as a component's set() runs, and the server answers them to a record written over the API, so both say alike.
+import { hasControlCharacter } from './control-characters.js';
 import { type KeyProblem, keyProblem } from './key-rules.js';
 import {
   MAX_DATA_STORE_BYTES,
@@ -9,7 +10,7 @@ import {
   MAX_DATA_STORE_TTL_SECONDS,
   MAX_DB_VALUE_BYTES,
 } from './limits.js';
-import { codePointsOver, matches, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
+import { codePointsOver, NumberIsFinite, StringPrototypeIndexOf, StringPrototypeTrim } from './primordials.js';
 import { quote } from './quote.js';
 
 export type { KeyProblem as WriteProblem } from './key-rules.js';
@@ -17,13 +18,9 @@ export type { KeyProblem as WriteProblem } from './key-rules.js';
 // Characters here, as in every limit the README gives in characters, are code points (what JSON Schema's `maxLength`
 // counts on the API's own fields): an emoji is one, though it takes two UTF-16 units.
 
-// C1 as well as C0 and DEL: U+0085 is a line break to some readers, U+009B a terminal's escape (CSI) to others.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what the name may not hold.
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
-
 /** Whether `name` may name a data store: 1 to 200 characters, not blank, without control characters (the server's and the worker's rule). */
 export function isDataStoreName(name: string): boolean {
-  return StringPrototypeTrim(name) !== '' && codePointsOver(name, MAX_DATA_STORE_NAME_CHARS) === undefined && !matches(CONTROL_CHARACTER, name);
+  return StringPrototypeTrim(name) !== '' && codePointsOver(name, MAX_DATA_STORE_NAME_CHARS) === undefined && !hasControlCharacter(name);
 }
 
 /** A data store key's length past its limit, as a problem, or undefined. */

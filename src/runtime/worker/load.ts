@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ComponentInfo, PropDescriptor } from '../types.js';
+import { hasControlCharacter } from './control-characters.js';
 import { LoadFailure } from './failure.js';
 import { jsonBytes, messageJson } from './json.js';
 import { MAX_COMPONENT_INFO_BYTES } from './limits.js';
@@ -14,7 +15,6 @@ import {
   JSONStringify,
   MapPrototypeGet,
   MapPrototypeSet,
-  matches,
   ObjectKeys,
   SafeMap,
   SafeSet,
@@ -68,9 +68,6 @@ function exportedComponent(exports: unknown): Component {
   return candidate;
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what names may not hold.
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-
 function isNamed(value: unknown): value is string {
   return typeof value === 'string' && StringPrototypeTrim(value) !== '';
 }
@@ -105,7 +102,7 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   for (let i = 0; i < named.length; i++) {
     const field = named[i]![0];
     const text = named[i]![1];
-    if (typeof text === 'string' && matches(CONTROL_CHARACTER, text)) {
+    if (typeof text === 'string' && hasControlCharacter(text)) {
       throw new LoadFailure('load_failed', `${field} ${JSONStringify(text)} holds control characters, which names and keys may not`);
     }
   }
