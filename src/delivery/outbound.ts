@@ -5,13 +5,14 @@ import type { Dispatcher, RequestInit, Response } from 'undici';
 import { invalid } from '../model/errors.js';
 // The ranges component code may not reach are the ones the service's own outbound requests may not reach either.
 import { isPrivateAddress } from '../runtime/worker/egress-rules.js';
+import { hasControlCharacter } from '../runtime/worker/control-characters.js';
 import { quote } from '../runtime/worker/quote.js';
 
 /** Parses a URL the service will call (`field` names it in errors): absolute, http or https, with a host; else 400. */
 export function parseHttpUrl(raw: string, field: string): URL {
-  // URL parsing drops tabs and line breaks and trims the ends, so the URL stored would not be the one called.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a URL may not hold.
-  if (/[\u0000-\u001f\u007f]/.test(raw) || raw.trim() !== raw) {
+  // URL parsing drops tabs and line breaks, percent-encodes C1 controls and trims the ends, so the URL stored would not
+  // be the one called.
+  if (hasControlCharacter(raw) || raw.trim() !== raw) {
     throw invalid(`${field} ${quote(raw)} holds control characters or surrounding spaces; send the URL alone`);
   }
   let url: URL;

@@ -441,6 +441,12 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     expect([ftp.status, ftp.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);
     const relative = await own.post('/v1/components', { component_code: code, component_url: 'not a url' });
     expect([relative.status, relative.body]).toEqual([400, refused('not a url', 'is not an absolute URL; expected http:// or https:// and a host')]);
+    // A C1 control is percent-encoded as the URL is parsed, so the URL kept would not be the one fetched.
+    const nel = await own.post('/v1/components', { component_code: code, component_url: 'https://example.com/a\u0085.js' });
+    expect([nel.status, nel.body]).toEqual([
+      400,
+      refused('https://example.com/a\u0085.js', 'holds control characters or surrounding spaces; send the URL alone'),
+    ]);
     expect((await own.get('/v1/users/me/components')).body.page_info.total_count).toBe(0);
     const viaSource = await own.post('/v1/sources', { component_code: code, component_url: 'ftp://example.com/x.js' });
     expect([viaSource.status, viaSource.body]).toEqual([400, refused('ftp://example.com/x.js', 'must use http or https and name a host')]);

@@ -155,8 +155,16 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
         },
       ]);
     }
-    // URL parsing would drop these, so the URL stored would not be the one called.
-    for (const url of ['http://example.com/\r\nX-Injected: 1', 'http://exam\tple.com/', ' http://example.com/']) {
+    // URL parsing would drop these, or percent-encode a C1 control (U+0085 NEL, U+009B CSI), so the URL stored would
+    // not be the one called.
+    const controls = [
+      'http://example.com/\r\nX-Injected: 1',
+      'http://exam\tple.com/',
+      ' http://example.com/',
+      'https://example.com/a\u0085b',
+      'https://example.com/\u009b2J',
+    ];
+    for (const url of controls) {
       const res = await a.api.post(`/v1/webhooks?url=${encodeURIComponent(url)}&name=x&description=y`);
       expect(res.status, JSON.stringify(url)).toBe(400);
       expect(res.body).toEqual({
@@ -181,6 +189,9 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
       { error: 'url "https://example.com/ok#frag" holds a #fragment, which a request never sends; leave it out', code: 'invalid_request' },
     ]);
     expect((await a.api.get('/v1/users/me/webhooks')).body.page_info.total_count).toBe(0);
+    // The same byte percent-encoded is the URL as it is sent, and stays accepted as given.
+    const encoded = await a.api.post(`/v1/webhooks?url=${encodeURIComponent('https://example.com/a%C2%85b')}&name=x`);
+    expect([encoded.status, encoded.body.data?.url]).toEqual([200, 'https://example.com/a%C2%85b']);
   });
 
   it("refuses this server's own HTTP endpoints, where each delivery would run a source again with no hop limit", async () => {
