@@ -10,6 +10,7 @@ import { locatePlatform } from './locations.js';
 import type { RuntimeLogger } from './options.js';
 import { type InstalledPackage, parsePackageImport, type PackageCache, type PackageImport } from './packages.js';
 import { ComponentLoadError, type InstallListener, type InstallProgress, type PreparedComponent } from './types.js';
+import { quote } from './worker/quote.js';
 
 const PLATFORM = '@pipedream/platform';
 const PLATFORM_NAMESPACE = 'tributary-platform';
@@ -141,7 +142,7 @@ async function packageFile(build: esbuild.PluginBuild, packages: PackageCache, p
     // A package that only offers an ES module entry: esbuild knows the `import` condition.
     const wanted = pkg.name + parsed.subpath;
     const resolved = await build.resolve(wanted, { kind: 'import-statement', resolveDir: pkg.dir, pluginData: RAW_RESOLVE });
-    if (resolved.errors.length > 0 || !resolved.path) throw new Error(`"${wanted}" is not a module of the installed package`);
+    if (resolved.errors.length > 0 || !resolved.path) throw new Error(`${quote(wanted)} is not a module of the installed package`);
     return resolved.path;
   }
 }
@@ -345,13 +346,13 @@ export class Preparer {
           if (isBuiltin(specifier)) return { path: specifier, external: true };
           if (specifier.startsWith('.') || path.isAbsolute(specifier)) {
             const kind = specifier.startsWith('.') ? 'relative import' : 'import of the file';
-            throw new ComponentLoadError('relative_import', `${kind} "${specifier}" is not supported; bundle it into the component`, {
+            throw new ComponentLoadError('relative_import', `${kind} ${quote(specifier)} is not supported; bundle it into the component`, {
               import: specifier,
             });
           }
           const parsed = parsePackageImport(specifier);
           if (!parsed) {
-            throw new ComponentLoadError('package_install_failed', `"${specifier}" is not an npm package name`, { import: specifier });
+            throw new ComponentLoadError('package_install_failed', `${quote(specifier)} is not an npm package name`, { import: specifier });
           }
           if (parsed.name === PLATFORM) {
             // Components get Tributary's own copy, whatever version they name.
@@ -361,7 +362,7 @@ export class Preparer {
             try {
               return { path: createRequire(path.join(platform.dir, 'package.json')).resolve(PLATFORM + parsed.subpath), external: true };
             } catch {
-              throw new ComponentLoadError('package_install_failed', `"${specifier}" is not a module of ${PLATFORM}`, { import: specifier });
+              throw new ComponentLoadError('package_install_failed', `${quote(specifier)} is not a module of ${PLATFORM}`, { import: specifier });
             }
           }
           try {
@@ -369,7 +370,7 @@ export class Preparer {
           } catch (error) {
             const reason = error instanceof Error ? error.message : String(error);
             const wanted = parsed.range === undefined ? parsed.name : `${parsed.name}@${parsed.range}`;
-            throw new ComponentLoadError('package_install_failed', `could not install npm package "${wanted}": ${reason}`, {
+            throw new ComponentLoadError('package_install_failed', `could not install npm package ${quote(wanted)}: ${reason}`, {
               import: specifier,
             });
           }

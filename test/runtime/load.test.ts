@@ -70,6 +70,35 @@ describe('prepare', () => {
     expect(absolute.message).toBe('import of the file "/etc/passwd" is not supported; bundle it into the component');
   });
 
+  it('quotes a long import in its error as every value a component gives: its first 100 characters and how long it was', async () => {
+    const cut = (text: string) => `${JSON.stringify(text.slice(0, 100))}… (${text.length} characters)`;
+    const refused = async (specifier: string) => loadError(`require(${JSON.stringify(specifier)});\nmodule.exports = { name: "x", version: "1" };`);
+    const bang = '!'.repeat(10_000);
+    const notName = await refused(bang);
+    expect([notName.code, notName.message]).toEqual(['package_install_failed', `${cut(bang)} is not an npm package name`]);
+    const relative = `./${'a'.repeat(300)}`;
+    expect((await refused(relative)).message).toBe(`relative import ${cut(relative)} is not supported; bundle it into the component`);
+    const file = `/${'a'.repeat(300)}`;
+    expect((await refused(file)).message).toBe(`import of the file ${cut(file)} is not supported; bundle it into the component`);
+    const platform = `@pipedream/platform/${'x'.repeat(300)}`;
+    expect((await refused(platform)).message).toBe(`${cut(platform)} is not a module of @pipedream/platform`);
+    // A registry nobody answers on, without retries: the install fails at once, naming the long range.
+    const saved = { ...process.env };
+    process.env.npm_config_registry = 'http://127.0.0.1:9/';
+    process.env.npm_config_fetch_retries = '0';
+    try {
+      const ranged = `tributary-no-such-package-zz9@${'1'.repeat(300)}`;
+      const install = await refused(ranged);
+      expect([install.code, install.message]).toEqual([
+        'package_install_failed',
+        `could not install npm package ${cut(ranged)}: syscall connect; errno ECONNREFUSED`,
+      ]);
+    } finally {
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+      Object.assign(process.env, saved);
+    }
+  });
+
   it('keeps Node built-ins external, with and without the node: prefix', async () => {
     const prepared = await t.runtime.prepare(
       'import { createHash } from "node:crypto";\nconst util = require("util");\nexport default { name: "b", version: "1", run() { this.$emit({ h: createHash("sha1").update("x").digest("hex"), f: util.format("%d", 1) }); } };',

@@ -176,6 +176,18 @@ describe('npm packages', () => {
     expect(result.outcomes[0]!.emits).toEqual([{ event: [true, true, false, 'object', 'function'] }]);
   });
 
+  it('quotes a long subpath of an installed package in its error, cut as every value a component gives', async () => {
+    const wanted = `is-odd/${'x'.repeat(300)}`;
+    const failed = await t.runtime
+      .prepare(`require("is-odd@3.0.1/${'x'.repeat(300)}");\nmodule.exports = { name: "x", version: "1" };`)
+      .catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ComponentLoadError);
+    expect([(failed as ComponentLoadError).code, (failed as Error).message]).toEqual([
+      'package_install_failed',
+      `could not install npm package "is-odd@3.0.1": ${JSON.stringify(wanted.slice(0, 100))}… (${wanted.length} characters) is not a module of the installed package`,
+    ]);
+  });
+
   it("takes the operator's registry settings from npm_config_* variables", async () => {
     const saved = { ...process.env };
     const code = 'import kindOf from "kind-of@6.0.3"; export default { name: "x", version: "1", run() { this.$emit(kindOf(1)); } };';
