@@ -59,6 +59,21 @@ export function folderPath(raw: string): string {
   return raw;
 }
 
+const DEFAULT_DATA_DIR = './data';
+
+/**
+ * The data directory's default, refused as a given one is when a file stands there: commander parses only what was
+ * given, and the database would otherwise be the first to say so, with exit 1 and no word of the default.
+ */
+export const dataDirDefault = {
+  defaultValue(): string {
+    const problem = notADirectory(DEFAULT_DATA_DIR);
+    if (problem !== undefined) throw new ConfigError(`--data-dir (TRIBUTARY_DATA_DIR): ${problem} (${DEFAULT_DATA_DIR}, the default when neither is set)`);
+    return DEFAULT_DATA_DIR;
+  },
+  defaultText: DEFAULT_DATA_DIR,
+};
+
 export function optionalText(raw: string): string | undefined {
   return raw === '' ? undefined : raw;
 }

@@ -10,6 +10,7 @@ import {
   checkWorkerCaFile,
   ConfigError,
   databaseUrl,
+  dataDirDefault,
   egressList,
   emailAddress,
   integer,
@@ -154,7 +155,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     key: 'dataDir',
     flag: '--data-dir',
     description: 'directory for the SQLite database and its lock, the key file and the package cache',
-    defaultValue: './data',
+    ...dataDirDefault,
     parse: folderPath,
   },
   {

@@ -207,6 +207,29 @@ describe('tributary CLI', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('kept');
   });
 
+  it('refuses the default data directory, ./data, when a file stands there, as a given one: exit 2, one line naming it the default', async () => {
+    // getcwd answers the real path, which the message names.
+    const cwd = fs.realpathSync(tempDir());
+    const file = path.join(cwd, 'data');
+    fs.writeFileSync(file, 'kept');
+    const stderr = `error: --data-dir (TRIBUTARY_DATA_DIR): ${file} is not a directory (./data, the default when neither is set)\n`;
+    for (const args of [
+      ['serve', '--port', '0'],
+      ['migrate'],
+      ['backup', '--out', path.join(tempDir(), 'b.db')],
+      ['users', 'list'],
+      ['users', 'create', '--username', 'x', '--email', 'x@example.test'],
+    ]) {
+      const error = await run(process.execPath, [BIN, ...args], { env: CLEAN_ENV, cwd }).then(
+        (done) => ({ code: 0, stdout: done.stdout, stderr: done.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect({ args, code: error.code, stdout: error.stdout, stderr: error.stderr }).toEqual({ args, code: 2, stdout: '', stderr });
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe('kept');
+    expect(fs.readdirSync(cwd)).toEqual(['data']);
+  });
+
   it('serve exits 1 with one line when the data directory cannot be made under /proc or takes no files', async () => {
     // Under /proc mkdir answers ENOENT though the parent exists; /sys is a folder no file can be made in, even by root.
     for (const [dataDir, said] of [
