@@ -70,6 +70,17 @@ describe('prepare', () => {
     expect(absolute.message).toBe('import of the file "/etc/passwd" is not supported; bundle it into the component');
   });
 
+  it("quotes a long name, type or dedupe in the component's load error, cut to its first 100 characters and its length", async () => {
+    const long = 'a'.repeat(10_000);
+    const cut = (text: string) => `${JSON.stringify(text.slice(0, 100))}… (${text.length} characters)`;
+    const named = await loadError(`module.exports = { name: "\\u0001${long}", version: "1", run() {} };`);
+    expect([named.code, named.message]).toEqual(['load_failed', `name ${cut(`\u0001${long}`)} holds control characters, which names and keys may not`]);
+    const typed = await loadError(`module.exports = { name: "x", version: "1", type: "${long}", run() {} };`);
+    expect(typed.message).toBe(`type must be "action", or "source" (the same as no type), not ${cut(long)}`);
+    const deduped = await loadError(`module.exports = { name: "x", version: "1", dedupe: "${long}", run() {} };`);
+    expect(deduped.message).toBe(`dedupe must be "unique", "greatest" or "last", not ${cut(long)}`);
+  });
+
   it('quotes a long import in its error as every value a component gives: its first 100 characters and how long it was', async () => {
     const cut = (text: string) => `${JSON.stringify(text.slice(0, 100))}… (${text.length} characters)`;
     const refused = async (specifier: string) => loadError(`require(${JSON.stringify(specifier)});\nmodule.exports = { name: "x", version: "1" };`);

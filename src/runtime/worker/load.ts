@@ -8,6 +8,7 @@ import { jsonBytes, messageJson } from './json.js';
 import { MAX_COMPONENT_INFO_BYTES } from './limits.js';
 import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
+import { quote } from './quote.js';
 import {
   ArrayPrototypeFilter,
   ArrayPrototypeIncludes,
@@ -103,18 +104,18 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     const field = named[i]![0];
     const text = named[i]![1];
     if (typeof text === 'string' && hasControlCharacter(text)) {
-      throw new LoadFailure('load_failed', `${field} ${JSONStringify(text)} holds control characters, which names and keys may not`);
+      throw new LoadFailure('load_failed', `${field} ${quote(text)} holds control characters, which names and keys may not`);
     }
   }
   if (!asStep && type !== undefined && type !== 'action' && type !== 'source') {
     throw new LoadFailure(
       'load_failed',
-      `type must be "action", or "source" (the same as no type), not ${typeof type === 'string' ? JSONStringify(type) : describeValue(type)}`,
+      `type must be "action", or "source" (the same as no type), not ${typeof type === 'string' ? quote(type) : describeValue(type)}`,
     );
   }
   if (run !== undefined && typeof run !== 'function') throw new LoadFailure('load_failed', `run must be a method, not ${describeValue(run)}`);
   if (dedupe !== undefined && (typeof dedupe !== 'string' || !SetPrototypeHas(DEDUPE, dedupe))) {
-    throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${JSONStringify(dedupe)}`);
+    throw new LoadFailure('load_failed', `dedupe must be "unique", "greatest" or "last", not ${quote(dedupe)}`);
   }
   if (hooks !== undefined && !isPlainObject(hooks)) throw new LoadFailure('load_failed', 'hooks must be an object of functions');
   if (component.methods !== undefined && !isPlainObject(component.methods)) {
