@@ -249,6 +249,19 @@ describe('props', () => {
     );
   });
 
+  it('quotes a long or odd prop name in its errors, cut to its first 100 characters, and names its member as code reads it', async () => {
+    const long = 'p'.repeat(10_000);
+    const cut = `${JSON.stringify(long.slice(0, 100))}… (${long.length} characters)`;
+    const typed = await loadError(`module.exports = { name: "x", version: "1", props: { "${long}": { type: "${long}" } } };`);
+    expect([typed.code, typed.message]).toEqual(['unknown_prop_type', `prop ${cut} has an unknown type: ${cut}`]);
+    const shared = await loadError(`module.exports = { name: "x", version: "1", props: { "${long}": "string" }, methods: { "${long}"() {} } };`);
+    expect(shared.message).toBe(`prop ${cut} and method ${cut} share a name: this[${cut}] would be the method, and the prop's value would be lost`);
+    const odd = await loadError('module.exports = { name: "x", version: "1", props: { "a\\"b\\n": { type: "float" } } };');
+    expect(odd.message).toBe('prop "a\\"b\\n" has an unknown type: "float"');
+    const spaced = await loadError('module.exports = { name: "x", version: "1", props: { "a b": "string" }, methods: { "a b"() {} } };');
+    expect(spaced.message).toBe('prop "a b" and method "a b" share a name: this["a b"] would be the method, and the prop\'s value would be lost');
+  });
+
   it('refuses a propDefinition the app does not define', async () => {
     const error = await loadError(`
       const app = { type: "app", app: "slack", propDefinitions: {} };

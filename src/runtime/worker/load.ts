@@ -8,12 +8,12 @@ import { jsonBytes, messageJson } from './json.js';
 import { MAX_COMPONENT_INFO_BYTES } from './limits.js';
 import { withoutPackagePaths } from './package-paths.js';
 import { describeValue, isPlainObject, normalizeProps } from './props.js';
-import { quote } from './quote.js';
+import { MAX_QUOTED, quote } from './quote.js';
 import {
   ArrayPrototypeFilter,
   ArrayPrototypeIncludes,
   ArrayPrototypeMap,
-  JSONStringify,
+  matches,
   MapPrototypeGet,
   MapPrototypeSet,
   ObjectKeys,
@@ -158,6 +158,13 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
   return { component, info, props };
 }
 
+/** How code reads the member `name` of `this`, for messages: `this.token`, or `this["a b"]` quoted and cut. */
+function memberOfThis(name: string): string {
+  return matches(IDENTIFIER, name) && name.length <= MAX_QUOTED ? `this.${name}` : `this[${quote(name)}]`;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
 /**
  * `this` holds the props, then the methods, then (in a source) `$emit`: a method of a prop's name would hide the
  * configured value, and a prop or method named `$emit` would hide (or be hidden by) the emitter, each silently.
@@ -170,7 +177,7 @@ function checkNames(props: PropDescriptor[], methods: unknown, isSource: boolean
     if (SetPrototypeHas(propNames, name)) {
       throw new LoadFailure(
         'load_failed',
-        `prop ${JSONStringify(name)} and method ${JSONStringify(name)} share a name: this.${name} would be the method, and the prop's value would be lost`,
+        `prop ${quote(name)} and method ${quote(name)} share a name: ${memberOfThis(name)} would be the method, and the prop's value would be lost`,
         { prop: name },
       );
     }

@@ -12,6 +12,7 @@ import {
   SetPrototypeHas,
   StringPrototypeTrim,
 } from './primordials.js';
+import { quote } from './quote.js';
 
 const BASE_TYPES = ['app', 'boolean', 'integer', 'string', 'object'];
 const KNOWN_TYPES: ReadonlySet<string> = new Set([
@@ -77,18 +78,18 @@ function resolvePropDefinition(name: string, prop: Obj, props: Obj): { definitio
   const app = reference[0];
   const definitionName = reference[1];
   if (!isApp(app) || typeof definitionName !== 'string') {
-    throw new LoadFailure('load_failed', `prop "${name}": propDefinition must be [app, "definitionName", inputValues?]`, { prop: name });
+    throw new LoadFailure('load_failed', `prop ${quote(name)}: propDefinition must be [app, "definitionName", inputValues?]`, { prop: name });
   }
   const appPropName = ArrayPrototypeFind(ObjectKeys(props), (key) => props[key] === app);
   if (appPropName === undefined) {
-    throw new LoadFailure('load_failed', `prop "${name}": the app of its propDefinition is not one of the component's props`, {
+    throw new LoadFailure('load_failed', `prop ${quote(name)}: the app of its propDefinition is not one of the component's props`, {
       prop: name,
     });
   }
   const definitions = isPlainObject(app.propDefinitions) ? app.propDefinitions : {};
   const inherited = definitions[definitionName];
   if (!isPlainObject(inherited)) {
-    throw new LoadFailure('load_failed', `prop "${name}": app "${String(app.app)}" has no propDefinition "${definitionName}"`, {
+    throw new LoadFailure('load_failed', `prop ${quote(name)}: app ${quote(String(app.app))} has no propDefinition ${quote(definitionName)}`, {
       prop: name,
     });
   }
@@ -102,13 +103,13 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
     // Known, but not served: the hosted service feeds these from its own apps' event subscriptions (Slack's, say).
     throw new LoadFailure(
       'unknown_prop_type',
-      `prop "${name}" is a $.interface.apphook, which takes events from the hosted service's own app integrations; Tributary has none: use a source that registers a webhook in its activate() hook, or an HTTP source the app posts to`,
+      `prop ${quote(name)} is a $.interface.apphook, which takes events from the hosted service's own app integrations; Tributary has none: use a source that registers a webhook in its activate() hook, or an HTTP source the app posts to`,
       { prop: name },
     );
   }
   if (typeof type !== 'string' || !SetPrototypeHas(KNOWN_TYPES, type)) {
-    const shown = typeof type === 'string' ? `"${type}"` : 'no type';
-    throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${shown}`, { prop: name });
+    const shown = typeof type === 'string' ? quote(type) : 'no type';
+    throw new LoadFailure('unknown_prop_type', `prop ${quote(name)} has an unknown type: ${shown}`, { prop: name });
   }
   // Without a prototype: a setter component code put on Object.prototype under a field's name (`secret`, `label`)
   // would take the assignments below, and the prop would be described without it.
@@ -127,16 +128,16 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (typeof prop.min === 'number') d.min = prop.min;
   if (typeof prop.max === 'number') d.max = prop.max;
   if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
-    throw new LoadFailure('load_failed', `prop "${name}": min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
+    throw new LoadFailure('load_failed', `prop ${quote(name)}: min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
   }
   if (ArrayIsArray(prop.options)) d.options = staticOptions(prop.options);
   else if (typeof prop.options === 'function') d.remoteOptions = true;
   else if (prop.options !== undefined) {
-    throw new LoadFailure('load_failed', `prop "${name}": options must be an array or an async method`, { prop: name });
+    throw new LoadFailure('load_failed', `prop ${quote(name)}: options must be an array or an async method`, { prop: name });
   }
   if (type === 'app') {
     if (typeof prop.app !== 'string' || StringPrototypeTrim(prop.app) === '') {
-      throw new LoadFailure('load_failed', `prop "${name}": an app prop needs \`app\`, the app's name slug`, { prop: name });
+      throw new LoadFailure('load_failed', `prop ${quote(name)}: an app prop needs \`app\`, the app's name slug`, { prop: name });
     }
     d.app = prop.app;
   }
@@ -170,7 +171,7 @@ export function normalizeProps(props: unknown): PropDescriptor[] {
     const value = entry[1];
     if (typeof value === 'string') return describe(name, { type: value });
     if (!isPlainObject(value)) {
-      throw new LoadFailure('unknown_prop_type', `prop "${name}" has an unknown type: ${typeof value}`, { prop: name });
+      throw new LoadFailure('unknown_prop_type', `prop ${quote(name)} has an unknown type: ${typeof value}`, { prop: name });
     }
     if (value.propDefinition !== undefined) {
       const { definition, ref } = resolvePropDefinition(name, value, props);
