@@ -244,7 +244,7 @@ export class PackageCache {
       if (version === undefined) throw error;
       this.logger.warn({ package: name, version, err: error }, 'npm unreachable; using the newest installed version');
     }
-    if (version === undefined) throw new Error(`no published version of ${name} matches "${range}"`);
+    if (version === undefined) throw new Error(`no published version of ${shorten(name)} matches ${quote(range)}`);
     this.resolutions.set(key, { version, at: Date.now() });
     return version;
   }
