@@ -33,19 +33,18 @@ function dueUnheld(db: Db, table: AccountQueueTable, nowMs: number) {
     .orderBy('id');
 }
 
-/** Built once per table: a claim runs these at every freed slot while rows wait in the table. */
-const earliestDueBy = {
-  webhook_deliveries: earliestDueIn('webhook_deliveries'),
-  workflow_sends: earliestDueIn('workflow_sends'),
-};
+/** A statement compiled once for each queue table: a claim runs these at every freed slot while rows wait in the table. */
+function perQueueTable<T>(build: (table: AccountQueueTable) => T): Record<AccountQueueTable, T> {
+  return { webhook_deliveries: build('webhook_deliveries'), workflow_sends: build('workflow_sends') };
+}
 
-function earliestDueIn(table: AccountQueueTable) {
-  return compiledOnce(
+const earliestDueBy = perQueueTable((table) =>
+  compiledOnce(
     `earliestDue.${table}`,
     (db, nowMs: number, limit: number) => dueUnheld(db, table, nowMs).limit(limit),
     (nowMs, limit) => ['pending', nowMs, nowMs, limit],
-  );
-}
+  ),
+);
 
 /** The `limit` earliest due rows no one holds, of any account: the claim's cheap first look. */
 export async function earliestDue(db: Db, table: AccountQueueTable, nowMs: number, limit: number): Promise<DueRow[]> {
@@ -103,13 +102,8 @@ export async function nextFutureDueMs(db: Db, table: AccountQueueTable, afterMs:
   return row?.next_attempt_ms === null || row?.next_attempt_ms === undefined ? undefined : Number(row.next_attempt_ms);
 }
 
-const nextFutureDueBy = {
-  webhook_deliveries: nextFutureDueIn('webhook_deliveries'),
-  workflow_sends: nextFutureDueIn('workflow_sends'),
-};
-
-function nextFutureDueIn(table: AccountQueueTable) {
-  return compiledOnce(
+const nextFutureDueBy = perQueueTable((table) =>
+  compiledOnce(
     `nextFutureDueMs.${table}`,
     (db, afterMs: number) =>
       db
@@ -121,5 +115,5 @@ function nextFutureDueIn(table: AccountQueueTable) {
         .orderBy('next_attempt_ms')
         .limit(1),
     (afterMs) => ['pending', afterMs, 1],
-  );
-}
+  ),
+);
