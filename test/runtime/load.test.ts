@@ -249,6 +249,21 @@ describe('props', () => {
     );
   });
 
+  it('names an http_request prop for what it is, with what to use instead', async () => {
+    // Trimmed from PipedreamHQ/pipedream components/http/actions/custom-request/custom-request.mjs (with its
+    // httpRequest propDefinition from components/http/http.app.mjs inlined): the HTTP app's request actions.
+    const error = await loadError(`export default {
+  key: "http-custom-request", name: "Send any HTTP Request", type: "action", version: "1.1.2",
+  props: { httpRequest: { type: "http_request", label: "HTTP Request Configuration" } },
+  async run({ $ }) { return await this.httpRequest.execute(); },
+};`);
+    expect([error.code, error.message, error.details]).toEqual([
+      'unknown_prop_type',
+      'prop "httpRequest" is an http_request, the hosted service\'s request builder (the HTTP app\'s "Send any HTTP Request", GET, POST and PUT actions use it); Tributary does not offer it: make the request in run() with axios from @pipedream/platform, its URL, method, headers and body as string or object props',
+      { prop: 'httpRequest' },
+    ]);
+  });
+
   it('quotes a long or odd prop name in its errors, cut to its first 100 characters, and names its member as code reads it', async () => {
     const long = 'p'.repeat(10_000);
     const cut = `${JSON.stringify(long.slice(0, 100))}… (${long.length} characters)`;

@@ -107,6 +107,15 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
       { prop: name },
     );
   }
+  if (type === 'http_request') {
+    // Known, but not served: the hosted service's request builder (what execute() sends and answers is its own), which
+    // the HTTP app's request actions are made of; refused by name, so the porter knows it is not a typo.
+    throw new LoadFailure(
+      'unknown_prop_type',
+      `prop ${quote(name)} is an http_request, the hosted service's request builder (the HTTP app's "Send any HTTP Request", GET, POST and PUT actions use it); Tributary does not offer it: make the request in run() with axios from @pipedream/platform, its URL, method, headers and body as string or object props`,
+      { prop: name },
+    );
+  }
   if (typeof type !== 'string' || !SetPrototypeHas(KNOWN_TYPES, type)) {
     const shown = typeof type === 'string' ? quote(type) : 'no type';
     throw new LoadFailure('unknown_prop_type', `prop ${quote(name)} has an unknown type: ${shown}`, { prop: name });
