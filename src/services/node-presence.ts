@@ -25,6 +25,8 @@ export class NodePresence {
   /** Nodes that run work alive at the last look (this one included); undefined before it. */
   private workers: number | undefined;
   private saidNoWorker = false;
+  /** The time of the first look that found no node running work, since the last that found one; undefined while one is alive. */
+  private noWorkerSince: number | undefined;
   /** Nodes whose different --event-retention was said already, by id: once each. */
   private readonly saidRetention = new Set<string>();
   private readonly row: NodeRow;
@@ -79,8 +81,12 @@ export class NodePresence {
     const { logger } = this.parts;
     const workers = nodes.filter((node) => node.role !== 'api').length;
     this.workers = workers;
-    // An api node started beside its workers gives them the time to write their rows before it says none is there.
-    if (this.row.role === 'api' && workers === 0 && !this.saidNoWorker && now - this.row.started_ms >= PRESENCE_GONE_MS) {
+    // Said once none has been alive for 15 s, not at the first look without one: an api node started beside its workers
+    // gives them the time to write their rows, and a worker stopped (its row deleted at once) for a restart the time to
+    // come back, before the log says work waits.
+    const noWorkerSince = workers > 0 ? undefined : (this.noWorkerSince ?? now);
+    this.noWorkerSince = noWorkerSince;
+    if (this.row.role === 'api' && noWorkerSince !== undefined && !this.saidNoWorker && now - noWorkerSince >= PRESENCE_GONE_MS) {
       this.saidNoWorker = true;
       logger.warn(
         'no worker node (--role worker or all) has been alive for 15 s: requests are acknowledged and queued, but no run, timer, delivery or send happens until one starts',

@@ -74,20 +74,29 @@ describe.skipIf(!DIALECTS.includes('postgres'))('node presence (PostgreSQL)', ()
 
       // A node that stops deletes its row: the api node sees it gone at its next look, not 15 s later.
       await worker.stop();
+      const stoppedAt = clock.now();
       expect(await nodeRows(api.databaseUrl!)).toEqual([{ role: 'api', event_retention: 100 }]);
+      // The gauge is set by the look that judges the rows, in the same turn as that look's log line.
       await waitFor(
         () => {
           clock.advance(5000);
-          return request('GET', `${api.url}/readyz`);
+          return scrape(api);
         },
-        (res) => res.body.checks.worker_nodes === 'none',
+        (text) => text.includes('tributary_worker_nodes 0'),
         { what: 'the api node to see the worker gone' },
       );
+      expect((await request('GET', `${api.url}/readyz`)).body.checks.worker_nodes).toBe('none');
+      // But its log says none is alive only once none has been for 15 s (a worker restarted meanwhile is no news).
+      expect(said(NO_WORKER).length).toBe(1);
       await waitFor(
-        async () => said(NO_WORKER),
+        async () => {
+          clock.advance(5000);
+          return said(NO_WORKER);
+        },
         (lines) => lines.length === 2,
         { what: 'the api node to say it again' },
       );
+      expect(clock.now() - stoppedAt).toBeGreaterThanOrEqual(15000);
     } finally {
       await worker?.stop();
       await api.destroy();
