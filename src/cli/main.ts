@@ -116,7 +116,9 @@ export function buildProgram(): Command {
         process.exit(1);
       }
       stopping = true;
-      logger.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
+      // A worker node takes no requests: it stops claiming work and finishes what it runs.
+      const what = config.role === 'worker' ? 'no new work claimed' : 'no new requests';
+      logger.info({ signal }, `shutting down: ${what}, finishing in-flight work`);
       running.close().then(
         () => process.exit(0),
         (error: unknown) => {

@@ -13,19 +13,39 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster started on an empty d
   const children = killedAfterAll();
 
   /** `tributary serve` with `args`; resolves with its banner, which it writes in one piece ending with `storage: …`. */
-  async function start(databaseUrl: string, args: string[]): Promise<string> {
+  async function start(databaseUrl: string, args: string[], logLevel = 'warn'): Promise<string> {
+    return (await startNode(databaseUrl, args, logLevel)).banner;
+  }
+
+  async function startNode(databaseUrl: string, args: string[], logLevel: string) {
     const storage = ['--data-dir', tempDir(), '--database-url', databaseUrl, '--secret-key', 'shared'];
-    const child = spawn(process.execPath, [BIN, 'serve', '--log-level', 'warn', ...storage, ...args], { env: { PATH: process.env.PATH ?? '' } });
+    const child = spawn(process.execPath, [BIN, 'serve', '--log-level', logLevel, ...storage, ...args], { env: { PATH: process.env.PATH ?? '' } });
     children.push(child);
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    return waitFor(
+    const banner = await waitFor(
       async () => output,
       (text) => text.includes('storage: ') || child.exitCode !== null,
       { what: `the banner of serve ${args.join(' ')}` },
     );
+    return { banner, child, output: () => output };
   }
+
+  it('a worker node told to stop says it stops claiming work (it takes no requests), and exits 0', async () => {
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const worker = await startNode(database.url, ['--role', 'worker'], 'info');
+    const exited = new Promise<number | null>((resolve) => worker.child.once('exit', (code) => resolve(code)));
+    worker.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const stopping = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('shutting down'))
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(stopping).toEqual(['shutting down: no new work claimed, finishing in-flight work']);
+  });
 
   it('a worker node started first creates no account; the api node started after it does, and prints its key', async () => {
     const database = await createTestDatabase();
