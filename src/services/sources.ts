@@ -82,8 +82,9 @@ export function slugify(name: string): string {
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 64);
+    // Cut before trimming: a cut that lands on a word break would otherwise leave a trailing hyphen.
+    .slice(0, 64)
+    .replace(/^-+|-+$/g, '');
   return slug || 'source';
 }
 

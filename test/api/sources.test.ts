@@ -49,6 +49,21 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(b.body.data.name).toBe('My Source!');
   });
 
+  it('cuts a long name to a 64-character slug that does not end in a hyphen', async () => {
+    // The 64th character is the hyphen between the words: cut there, the slug would end in it.
+    const name = `${'a'.repeat(63)} bcd`;
+    const a = await api.post('/v1/sources', { component_code: emitterSource(), name });
+    const b = await api.post('/v1/sources', { component_code: emitterSource(), name });
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect([a.body.data.name_slug, b.body.data.name_slug]).toEqual(['a'.repeat(63), `${'a'.repeat(63)}-1`]);
+    // The default name is the component's name slug, cut alike.
+    const code = emitterSource().replace('name: "Emitter"', `name: "${'b'.repeat(63)} c"`);
+    expect(code).not.toBe(emitterSource());
+    const unnamed = await api.post('/v1/sources', { component_code: code });
+    expect(unnamed.status).toBe(200);
+    expect(unnamed.body.data).toMatchObject({ name: 'b'.repeat(63), name_slug: 'b'.repeat(63) });
+  });
+
   it('deploys from component_id, preferring it over code, and from a registry key', async () => {
     const saved = await api.post('/v1/components', { component_code: emitterSource() });
     const fromId = await api.post('/v1/sources', { component_id: saved.body.data.id, component_code: 'this is not even javascript' });
