@@ -105,11 +105,33 @@ function checkRepeatedQuery(request: FastifyRequest): void {
   }
 }
 
+/**
+ * `include` and `exclude` are read from the query of any route (selectionOf), but only a route whose query schema
+ * declares them (GET, DELETE) has them checked by it. On the others (a POST or PUT with a body) a malformed one would
+ * trim the answer to nothing, the id of what was just created included, and one given twice would be dropped unread:
+ * they are checked here as that schema would check them, before anything is created.
+ */
+function checkQueryFields(request: FastifyRequest): void {
+  const properties = (request.routeOptions.schema?.querystring as SchemaNode | undefined)?.properties ?? {};
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  for (const field of ['include', 'exclude'] as const) {
+    if (Object.hasOwn(properties, field) || !Object.hasOwn(query, field)) continue;
+    const value = query[field];
+    const message = Array.isArray(value)
+      ? `is given ${value.length} times; give it once`
+      : typeof value === 'string' && new RegExp(FIELD_LIST).test(value)
+        ? undefined
+        : `must match pattern "${FIELD_LIST}"`;
+    if (message) throw invalid(`invalid querystring: ${field} ${message}`, [{ in: 'querystring', field, message }]);
+  }
+}
+
 /** Filters after serialisation, so that response schemas keep serialising the full shape; only requests that ask pay. */
 export function installFieldSelection(app: FastifyInstance): void {
   // Before the query is validated: a body holding `url` is answered so, not with "must have required property 'url'".
   app.addHook('preValidation', async (request) => {
     checkRepeatedQuery(request);
+    checkQueryFields(request);
     checkBodyFields(request);
   });
   app.addHook('onSend', async (request, reply, payload) => {

@@ -261,6 +261,39 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect((await api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
   });
 
+  it('checks include and exclude given in the query of a POST or PUT with a body as a GET does, creating nothing when malformed', async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const pattern = '^\\s*([A-Za-z0-9_$]+\\s*(,\\s*[A-Za-z0-9_$]+\\s*)*)?$';
+    const code = 'module.exports = { name: "Tiny", version: "1", run() {} };';
+    // Trimmed to nothing, the answer lost the id of the component it had just saved.
+    const malformed = await api.post('/v1/components?include=id.x', { component_code: code });
+    expect([malformed.status, malformed.body]).toEqual([
+      400,
+      {
+        error: `invalid querystring: include must match pattern "${pattern}"`,
+        code: 'invalid_request',
+        details: [{ in: 'querystring', field: 'include', message: `must match pattern "${pattern}"` }],
+      },
+    ]);
+    const twice = await api.post('/v1/sources?exclude=id&exclude=name', { component_code: emitterSource() });
+    expect([twice.status, twice.body]).toEqual([
+      400,
+      {
+        error: 'invalid querystring: exclude is given 2 times; give it once',
+        code: 'invalid_request',
+        details: [{ in: 'querystring', field: 'exclude', message: 'is given 2 times; give it once' }],
+      },
+    ]);
+    expect((await api.get('/v1/users/me/components')).body.page_info.total_count).toBe(0);
+    expect((await api.get('/v1/users/me/sources')).body.page_info.total_count).toBe(0);
+    const source = await api.post('/v1/sources?include=id, name', { component_code: emitterSource() });
+    expect([source.status, source.body]).toEqual([200, { data: { id: expect.stringMatching(/^dc_/), name: 'emitter' } }]);
+    const replaced = await api.put(`/v1/sources/${source.body.data.id}?include=a-b`, { component_code: emitterSource(), name: 'renamed' });
+    expect(replaced.status).toBe(400);
+    expect(replaced.body.details).toEqual([{ in: 'querystring', field: 'include', message: `must match pattern "${pattern}"` }]);
+    expect((await api.get(`/v1/sources/${source.body.data.id}`)).body.data.name).toBe('emitter');
+  });
+
   it('refuses a field other than include and exclude in the body of a route that reads its parameters from the query', async () => {
     const api = client(server.url, (await server.createUser()).apiKey);
     const hook = await api.post('/v1/webhooks?url=https://example.com/hook');
