@@ -18,13 +18,24 @@ interface FieldSelection {
   exclude?: string[];
 }
 
+/**
+ * Whether the body holds the request's parameters, `include` and `exclude` among them: a route without a body schema
+ * (checkBodyFields holds such a body to those two) or one whose schema declares them. A body that is data of its own
+ * (a manual run's event) is not read: an event with an `include` field would trim the answer.
+ */
+function bodyTakesFields(request: FastifyRequest, name: 'include' | 'exclude'): boolean {
+  const schema = request.routeOptions.schema?.body as SchemaNode | undefined;
+  return !schema || Object.hasOwn(schema.properties ?? {}, name);
+}
+
 function selectionOf(request: FastifyRequest): FieldSelection | undefined {
   const read = (source: unknown, name: 'include' | 'exclude'): string[] | undefined => {
     const value = source && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined;
     return typeof value === 'string' && value.trim() !== '' ? value.split(',').map((field) => field.trim()) : undefined;
   };
-  const include = read(request.body, 'include') ?? read(request.query, 'include');
-  const exclude = read(request.body, 'exclude') ?? read(request.query, 'exclude');
+  const fromBody = (name: 'include' | 'exclude') => (bodyTakesFields(request, name) ? read(request.body, name) : undefined);
+  const include = fromBody('include') ?? read(request.query, 'include');
+  const exclude = fromBody('exclude') ?? read(request.query, 'exclude');
   if (!include && !exclude) return undefined;
   return { ...(include && { include }), ...(exclude && { exclude }) };
 }

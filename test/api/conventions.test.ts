@@ -5,6 +5,7 @@ import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js
 import { client, request, type ApiResponse } from '../helpers/client.js';
 import { Ajv } from 'ajv';
 import { emitterSource } from '../helpers/components.js';
+import { waitFor } from '../helpers/wait.js';
 
 const BODY_LIMIT = 2048;
 
@@ -292,6 +293,25 @@ describe.each(DIALECTS)('API conventions on %s', (dialect) => {
     expect(replaced.status).toBe(400);
     expect(replaced.body.details).toEqual([{ in: 'querystring', field: 'include', message: `must match pattern "${pattern}"` }]);
     expect((await api.get(`/v1/sources/${source.body.data.id}`)).body.data.name).toBe('emitter');
+  });
+
+  it("takes a manual run's body as its event whole: include and exclude there are the event's fields, not trims of the answer", async () => {
+    const api = client(server.url, (await server.createUser()).apiKey);
+    const source = await api.post('/v1/sources', { component_code: emitterSource() });
+    const event = { include: 'nothing', exclude: 'id', order: 7 };
+    const run = await api.post(`/v1/sources/${source.body.data.id}/run`, event);
+    expect([run.status, run.body]).toEqual([202, { data: { id: expect.stringMatching(/^inv_/) } }]);
+    const malformed = await api.post(`/v1/sources/${source.body.data.id}/run`, { include: 'a.b' });
+    expect([malformed.status, malformed.body]).toEqual([202, { data: { id: expect.stringMatching(/^inv_/) } }]);
+    const events = await waitFor(
+      () => api.get(`/v1/sources/${source.body.data.id}/event_summaries?expand=event`),
+      (r) => r.body.data.length === 2,
+      { what: 'the two manual runs' },
+    );
+    expect(events.body.data.map((e: { event: unknown }) => e.event).reverse()).toEqual([event, { include: 'a.b' }]);
+    // The query still trims, as on every route.
+    const trimmed = await api.post(`/v1/sources/${source.body.data.id}/run?exclude=id`, event);
+    expect([trimmed.status, trimmed.body]).toEqual([202, { data: {} }]);
   });
 
   it('refuses a field other than include and exclude in the body of a route that reads its parameters from the query', async () => {
