@@ -277,6 +277,13 @@ describe('props', () => {
     expect(spaced.message).toBe('prop "a b" and method "a b" share a name: this["a b"] would be the method, and the prop\'s value would be lost');
   });
 
+  it('refuses a NaN or infinite min or max, naming the prop, rather than failing as a malformed worker message', async () => {
+    const nan = await loadError('module.exports = { name: "x", version: "1", props: { a: { type: "integer", min: NaN } }, run() {} };');
+    expect([nan.code, nan.message, nan.details]).toEqual(['load_failed', 'prop "a": min must be a finite number, not NaN', { prop: 'a' }]);
+    const infinite = await loadError('module.exports = { name: "x", version: "1", props: { a: { type: "integer", max: Infinity } }, run() {} };');
+    expect(infinite.message).toBe('prop "a": max must be a finite number, not Infinity');
+  });
+
   it('refuses a propDefinition the app does not define', async () => {
     const error = await loadError(`
       const app = { type: "app", app: "slack", propDefinitions: {} };

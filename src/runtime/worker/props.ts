@@ -7,6 +7,7 @@ import {
   ArrayPrototypeFind,
   ArrayPrototypeMap,
   ArrayPrototypePush,
+  NumberIsFinite,
   ObjectEntries,
   ObjectKeys,
   SetPrototypeHas,
@@ -134,8 +135,13 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (typeof prop.hidden === 'boolean') d.hidden = prop.hidden;
   if (typeof prop.disabled === 'boolean') d.disabled = prop.disabled;
   if (typeof prop.useQuery === 'boolean') d.useQuery = prop.useQuery;
-  if (typeof prop.min === 'number') d.min = prop.min;
-  if (typeof prop.max === 'number') d.max = prop.max;
+  for (const bound of ['min', 'max'] as const) {
+    const value = prop[bound];
+    if (typeof value !== 'number') continue;
+    // NaN or an infinity bounds nothing JSON can carry: said here, not as a malformed message of the worker's.
+    if (!NumberIsFinite(value)) throw new LoadFailure('load_failed', `prop ${quote(name)}: ${bound} must be a finite number, not ${value}`, { prop: name });
+    d[bound] = value;
+  }
   if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
     throw new LoadFailure('load_failed', `prop ${quote(name)}: min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
   }
