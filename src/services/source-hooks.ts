@@ -35,9 +35,9 @@ export function mergeHookEffects(...effects: Array<HookEffects | undefined>): Ho
   };
 }
 
-/** A deactivate() that failed, as the change that ran it commits it: its error on $errors, none of its writes. */
-function failedDeactivate(outcome: InvocationOutcome): HookEffects {
-  return { outcomes: [{ outcome, context: { invocationId: newId('hi'), trigger: 'deactivate', event: null } }], dbWrites: {}, dataStoreWrites: [] };
+/** A hook that failed, as the change that ran it commits it: its error on $errors, none of its writes. */
+function failedHook(outcome: InvocationOutcome, trigger: HookMethod): HookEffects {
+  return { outcomes: [{ outcome, context: { invocationId: newId('hi'), trigger, event: null } }], dbWrites: {}, dataStoreWrites: [] };
 }
 
 export class SourceHooks {
@@ -56,7 +56,8 @@ export class SourceHooks {
    * Runs hooks in order (those the component defines), threading db and data store writes from one to the next.
    * `earlier` are the effects of hooks the same change ran before these (their data store writes are seen here, as
    * the caller threads their db writes into `db`). The first hook that throws fails the request with 422, except a
-   * deactivate() run alone, which switching the source off outlives.
+   * deactivate() run alone, which switching the source off outlives, and a hook run alone as `outlived` (the old
+   * code's activate() run again when an update's failed): those hand back their failure instead.
    */
   async run(
     source: SourceRow,
@@ -65,6 +66,7 @@ export class SourceHooks {
     methods: HookMethod[],
     db: Record<string, unknown>,
     earlier?: HookEffects,
+    outlived = false,
   ): Promise<HookEffects> {
     // Without a hook to run there is nothing to prepare, and no credential to resolve (nor a token to refresh).
     const defined = methods.filter((method) => info.hooks[method]);
@@ -77,7 +79,7 @@ export class SourceHooks {
       // Switching a source off (to change it, deactivate or delete it) must stay possible when its secrets or
       // credentials cannot be had (a key lost in a restore, a refresh refused): deactivate() is skipped, its failure
       // kept on $errors, rather than the change refused, which would leave no way to mend the source.
-      if (defined.every((method) => method === 'deactivate')) return failedDeactivate(credentialFailure(error));
+      if (defined.length === 1 && (outlived || defined[0] === 'deactivate')) return failedHook(credentialFailure(error), defined[0]!);
       throw new ServiceError('hook_failed', `${defined.map((method) => `${method}()`).join(' and ')} could not run: ${error.message}`, [
         { hook: defined[0], error: { name: error.errorName, message: error.message } },
       ]);
@@ -101,7 +103,7 @@ export class SourceHooks {
       const outcome = result.outcomes[0]!;
       // A deactivate() that throws does not refuse the change either (for the reason above): refused, it would refuse
       // every later update and the delete too, since each runs it first. Its failure is kept on $errors, its writes not.
-      if (outcome.error && method === 'deactivate' && defined.length === 1) return failedDeactivate(outcome);
+      if (outcome.error && (method === 'deactivate' || outlived) && defined.length === 1) return failedHook(outcome, method);
       if (outcome.error) {
         // Its console lines go with the refusal: nothing of the change is committed, so no $logs event keeps them.
         throw new ServiceError('hook_failed', `${method}() hook failed: ${outcome.error.name}: ${outcome.error.message}`, [

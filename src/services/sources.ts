@@ -24,7 +24,8 @@ import { echoProps, SECRET_PLACEHOLDER, withAdditionalProps } from '../model/pro
 import type { SecretBox } from '../lib/secrets.js';
 import { writeDataStores } from '../store/data-stores.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
-import { type HookEffects, mergeHookEffects, SourceHooks } from './source-hooks.js';
+import { type HookEffects, SourceHooks } from './source-hooks.js';
+import { runUpdateHooks } from './source-hooks-update.js';
 import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
@@ -326,10 +327,10 @@ export class SourceService {
     const committed = await this.locks.exclusive(sourceId, async () => {
       const db = await sources.readSourceDb(this.store.db, sourceId);
       // deactivate() runs with the code and props being replaced; activate() with the new ones.
-      const off = wasActive ? await this.hooks.run(current.source, current.component, current.info, ['deactivate'], db) : undefined;
-      const afterOff = { ...db, ...off?.dbWrites };
-      const on = active ? await this.hooks.run(next, component, info, ['activate'], afterOff, off) : undefined;
-      const effects = mergeHookEffects(off, on);
+      const effects = await runUpdateHooks(this.hooks, { current, next: { source: next, component, info }, wasActive, active, db }, async (restored) => {
+        const input = { sourceId, userId: accountId, depth: 0, info: current.info, ...restored };
+        this.router.afterCommit(await retryingDeadlocks(() => this.store.db.transaction().execute((trx) => commitEffects(trx, input, this.effectsOptions()))));
+      });
       // Another node's batch commit holds the source's row while it commits (holdSourceAsRun): a crossing of the two
       // that PostgreSQL ends as a deadlock is tried again.
       return this.withFreshSlug(next, name, () =>
