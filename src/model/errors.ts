@@ -21,7 +21,10 @@ export const ERRORS = {
     status: 409,
     meaning: 'the account holds the most sources, workflows, webhooks, subscriptions or connected accounts that `--account-limits` allows',
   },
-  hook_failed: { status: 422, meaning: 'a `deploy` or `activate` hook threw; nothing was committed' },
+  hook_failed: {
+    status: 422,
+    meaning: "a `deploy` or `activate` hook threw; the change was not made (an update restores what the old code's `deactivate` took down)",
+  },
   headers_too_large: { status: 431, meaning: 'a request line and headers over 16 KiB; the connection is closed' },
   rate_limited: { status: 429, meaning: 'more API requests per minute than `--rate-limit` allows (with `Retry-After`)' },
   quota_exceeded: { status: 429, meaning: 'a free-plan daily quota is used up (with `Retry-After` until 00:00 UTC)' },
