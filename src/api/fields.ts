@@ -66,6 +66,19 @@ export function selectFields(request: FastifyRequest, body: unknown): unknown {
   return { ...body, data: Array.isArray(data) ? data.map(select) : select(data) };
 }
 
+const FIELD_LIST_PATTERN = new RegExp(FIELD_LIST);
+
+/** What is wrong with an `include` or `exclude` value, in the words of the schemas that declare them; else undefined. */
+function fieldListProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be string';
+  return FIELD_LIST_PATTERN.test(value) ? undefined : `must match pattern "${FIELD_LIST}"`;
+}
+
+/** A query parameter that takes one value, given `count` times. */
+function givenTimes(count: number): string {
+  return `is given ${count} times; give it once`;
+}
+
 /**
  * A POST whose route declares no body (webhooks, subscriptions) still reads `include` and `exclude` from it, as every
  * endpoint does: they are checked as a body schema's `fieldParams` would be, so a malformed one is a 400 before anything
@@ -82,7 +95,7 @@ function checkBodyFields(request: FastifyRequest): void {
   for (const field of ['include', 'exclude'] as const) {
     if (!Object.hasOwn(body, field)) continue;
     const value = (body as Record<string, unknown>)[field];
-    const message = typeof value !== 'string' ? 'must be string' : new RegExp(FIELD_LIST).test(value) ? undefined : `must match pattern "${FIELD_LIST}"`;
+    const message = fieldListProblem(value);
     if (message) throw invalid(`invalid body: ${field} ${message}`, [{ in: 'body', field, message }]);
   }
   // Any other field would be dropped unread: `{"event_name": "orders"}` made (or deleted!) the default stream's subscription.
@@ -111,7 +124,7 @@ function checkRepeatedQuery(request: FastifyRequest): void {
   if (!properties) return;
   for (const [name, value] of Object.entries(request.query as Record<string, unknown>)) {
     if (!Array.isArray(value) || !Object.hasOwn(properties, name) || takesList(properties[name])) continue;
-    const message = `is given ${value.length} times; give it once`;
+    const message = givenTimes(value.length);
     throw invalid(`invalid querystring: ${name} ${message}`, [{ in: 'querystring', field: name, message }]);
   }
 }
@@ -128,11 +141,7 @@ function checkQueryFields(request: FastifyRequest): void {
   for (const field of ['include', 'exclude'] as const) {
     if (Object.hasOwn(properties, field) || !Object.hasOwn(query, field)) continue;
     const value = query[field];
-    const message = Array.isArray(value)
-      ? `is given ${value.length} times; give it once`
-      : typeof value === 'string' && new RegExp(FIELD_LIST).test(value)
-        ? undefined
-        : `must match pattern "${FIELD_LIST}"`;
+    const message = Array.isArray(value) ? givenTimes(value.length) : fieldListProblem(value);
     if (message) throw invalid(`invalid querystring: ${field} ${message}`, [{ in: 'querystring', field, message }]);
   }
 }

@@ -46,9 +46,9 @@ export function bundleOf(code: string, metafile: Metafile): Bundle {
   const packages = new Set<string>();
   for (const output of Object.values(metafile.outputs)) {
     for (const imported of output.imports) if (imported.external && !isBuiltin(imported.path)) packages.add(packageName(imported.path));
-    // The server serves its own copy of the platform package and installs nothing for it.
-    packages.delete('@pipedream/platform');
   }
+  // The server serves its own copy of the platform package and installs nothing for it.
+  packages.delete('@pipedream/platform');
   return { code, packages: [...packages].sort(), files: Object.keys(metafile.inputs).map((input) => path.resolve(input)) };
 }
 
