@@ -113,10 +113,11 @@ export class TimerScheduler {
    */
   private async fireDue(due: timers.TimerRow[]): Promise<{ sources: string[]; workflowRuns: string[] }> {
     const nowMs = this.clock.now();
-    const verdicts = new Map<string, QuotaVerdict>();
-    for (const userId of new Set(due.map((t) => t.user_id))) verdicts.set(userId, await this.quotas.check(userId, nowMs));
     const quotaErrors: CommittedEvents[] = [];
     const fired = await this.store.db.transaction().execute(async (trx) => {
+      // Read in the transaction, after the pending check: a previous run that finished in between is counted.
+      const verdicts = new Map<string, QuotaVerdict>();
+      const verdictOf = async (userId: string) => verdicts.get(userId) ?? verdicts.set(userId, await this.quotas.check(userId, nowMs, trx)).get(userId)!;
       const runs: NewInvocation[] = [];
       const workflowRuns: NewRun[] = [];
       for (const timer of due) {
@@ -132,7 +133,7 @@ export class TimerScheduler {
           continue;
         }
         const event: TimerEvent = { timestamp: Math.floor(dueMs / 1000), interval_seconds: schedule.intervalSeconds ?? null, cron: schedule.cron ?? null };
-        const quota = verdicts.get(timer.user_id)!;
+        const quota = await verdictOf(timer.user_id);
         if (quota.allowed && workflow) workflowRuns.push({ workflowId: timer.source_id, userId: timer.user_id, trigger: 'timer', event });
         else if (quota.allowed) runs.push({ sourceId: timer.source_id, userId: timer.user_id, trigger: 'timer', event, propName: timer.prop_name });
         else quotaErrors.push(await this.recordQuotaError(trx, timer, event, quota, nowMs));
