@@ -42,6 +42,8 @@ function failedHook(outcome: InvocationOutcome, trigger: HookMethod): HookEffect
 
 export class SourceHooks {
   private readonly compute: ComputeBilling;
+  /** What each run's hooks ran with, by the effects it handed back: an undo runs with the same credentials. */
+  private readonly basesUsed = new WeakMap<HookEffects, InvocationBase>();
 
   constructor(
     private readonly store: Store,
@@ -67,13 +69,15 @@ export class SourceHooks {
     db: Record<string, unknown>,
     earlier?: HookEffects,
     outlived = false,
+    /** The credentials and props to run with, when they must be those of an earlier run (see undo). */
+    given?: InvocationBase,
   ): Promise<HookEffects> {
     // Without a hook to run there is nothing to prepare, and no credential to resolve (nor a token to refresh).
     const defined = methods.filter((method) => info.hooks[method]);
     if (!defined.length) return NO_EFFECTS;
     let base: InvocationBase;
     try {
-      base = await this.bases.of(source, component, info);
+      base = given ?? (await this.bases.of(source, component, info));
     } catch (error) {
       if (!(error instanceof CredentialError)) throw error;
       // Switching a source off (to change it, deactivate or delete it) must stay possible when its secrets or
@@ -115,7 +119,17 @@ export class SourceHooks {
       stores = applyDataStoreChanges(stores, result.dataStoreWrites);
       dataStoreWrites = mergeDataStoreChanges(dataStoreWrites, result.dataStoreWrites);
     }
-    return { outcomes, dbWrites, dataStoreWrites };
+    const effects = { outcomes, dbWrites, dataStoreWrites };
+    this.basesUsed.set(effects, base);
+    return effects;
+  }
+
+  /**
+   * Runs deactivate() to take down what `activated` (an activate() of the same code and props) set up, with the
+   * credentials that run had: the change failed after it, and a connected account deleted meanwhile must not stop it.
+   */
+  undo(source: SourceRow, component: ComponentRow, info: ComponentInfo, activated: HookEffects, db: Record<string, unknown>, earlier?: HookEffects) {
+    return this.run(source, component, info, ['deactivate'], { ...db, ...activated.dbWrites }, earlier, false, this.basesUsed.get(activated));
   }
 
   /**

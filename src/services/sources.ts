@@ -270,7 +270,7 @@ export class SourceService {
       } catch (error) {
         // The source never came to be (a create racing past the account's limit, an outage): what activate() set up
         // outside, such as a webhook registered with another service, is taken down again.
-        if (info.hooks.activate && info.hooks.deactivate) await this.hooks.run(row, component, info, ['deactivate'], hooks.dbWrites).catch(() => undefined);
+        if (info.hooks.activate && info.hooks.deactivate) await this.hooks.undo(row, component, info, hooks, {}).catch(() => undefined);
         throw error;
       }
     });
@@ -327,23 +327,26 @@ export class SourceService {
     const committed = await this.locks.exclusive(sourceId, async () => {
       const db = await sources.readSourceDb(this.store.db, sourceId);
       // deactivate() runs with the code and props being replaced; activate() with the new ones.
-      const effects = await runUpdateHooks(this.hooks, { current, next: { source: next, component, info }, wasActive, active, db }, async (restored) => {
+      const hooked = { current, next: { source: next, component, info }, wasActive, active, db };
+      const restore = async (restored: HookEffects) => {
         const input = { sourceId, userId: accountId, depth: 0, info: current.info, ...restored };
         this.router.afterCommit(await retryingDeadlocks(() => this.store.db.transaction().execute((trx) => commitEffects(trx, input, this.effectsOptions()))));
-      });
+      };
       // Another node's batch commit holds the source's row while it commits (holdSourceAsRun): a crossing of the two
       // that PostgreSQL ends as a deadlock is tried again.
-      return this.withFreshSlug(next, name, () =>
-        retryingDeadlocks(() =>
-          this.store.db.transaction().execute(async (trx) => {
-            if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
-            if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
-            await sources.updateSource(trx, sourceId, next);
-            await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
-            return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());
-          }),
-        ),
-      );
+      const save = (effects: HookEffects) =>
+        this.withFreshSlug(next, name, () =>
+          retryingDeadlocks(() =>
+            this.store.db.transaction().execute(async (trx) => {
+              if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
+              if (resolved?.unsaved) await this.components.insertPrepared(trx, component);
+              await sources.updateSource(trx, sourceId, next);
+              await replaceTimers(trx, sourceId, timerRowsFor(next, info, this.settings.clock.now()));
+              return commitEffects(trx, { sourceId, userId: accountId, depth: 0, info, ...effects }, this.effectsOptions());
+            }),
+          ),
+        );
+      return runUpdateHooks(this.hooks, hooked, save, restore);
     });
     this.router.afterCommit(committed);
     this.emitChange({ sourceId, kind: 'upsert' });

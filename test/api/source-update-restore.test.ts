@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Registers a "webhook" with the receiver on activate() and removes it on deactivate(), keeping its id in the db. */
 const WEBHOOK_SOURCE = `
@@ -38,7 +39,7 @@ export default {
 };
 `;
 
-describe.each(DIALECTS)('an update whose activate() fails on %s', (dialect) => {
+describe.each(DIALECTS)('hooks of a change that fails, undone and restored, on %s', (dialect) => {
   let server: TestServer;
   let api: ReturnType<typeof client>;
   let receiver: http.Server;
@@ -46,10 +47,13 @@ describe.each(DIALECTS)('an update whose activate() fails on %s', (dialect) => {
   /** What the hooks told the receiver, in order. */
   const calls: string[] = [];
   let refusing = false;
+  /** While set, a request for this path is held unanswered until `releaseHeld` is called. */
+  let holding: { path: string; held: Promise<void>; release: () => void } | undefined;
 
   beforeAll(async () => {
-    receiver = http.createServer((req, res) => {
+    receiver = http.createServer(async (req, res) => {
       calls.push(req.url ?? '');
+      if (holding && holding.path === req.url) await holding.held;
       res.statusCode = refusing && req.url?.startsWith('/up/') ? 503 : 200;
       res.end();
     });
@@ -131,5 +135,73 @@ describe.each(DIALECTS)('an update whose activate() fails on %s', (dialect) => {
       (e: { event: { error: { message: string }; original_context: { trigger: string } } }) => [e.event.original_context.trigger, e.event.error.message],
     );
     expect(errors).toEqual([['activate', 'receiver said 503']]);
+  });
+
+  it("undoes the new activate() and restores the old one when the save fails after them (the new code's connected account deleted meanwhile)", async () => {
+    const id = await deploy('p');
+    const before = (await api.get(`/v1/sources/${id}`)).body.data;
+    const acme = await api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-1234567890' } });
+    expect(acme.status).toBe(200);
+    const withAccount = WEBHOOK_SOURCE.replace('props: {', 'props: {\n    acme: { type: "app", app: "acme" },');
+    let release = () => {};
+    holding = { path: '/up/q/2', held: new Promise<void>((resolve) => (release = resolve)), release };
+    const reached = waitFor(
+      async () => calls,
+      (seen) => seen.includes('/up/q/2'),
+      { what: "the new activate()'s call" },
+    );
+    const update = api.put(`/v1/sources/${id}`, {
+      component_code: withAccount,
+      configured_props: { receiver: receiverUrl, label: 'q', acme: { authProvisionId: acme.body.data.id } },
+    });
+    await reached;
+    // Not yet in use by the source, so nothing refuses the delete; the update's save then finds the account gone.
+    expect((await api.delete(`/v1/accounts/${acme.body.data.id}`)).status).toBe(204);
+    holding.release();
+    const refused = await update.finally(() => {
+      holding = undefined;
+    });
+    expect([refused.status, refused.body]).toEqual([
+      404,
+      {
+        error: `connected account "${acme.body.data.id}" not found`,
+        code: 'not_found',
+        details: [{ prop: 'acme', message: `names connected account "${acme.body.data.id}", which is not found` }],
+      },
+    ]);
+    // Down with the old code, up with the new one, then down with the new one and up again with the old one.
+    expect(calls).toEqual(['/up/p/1', '/down/wh-p-1', '/up/q/2', '/down/wh-q-2', '/up/p/2']);
+    expect((await api.get(`/v1/sources/${id}`)).body.data).toEqual(before);
+    expect(await sourceDb(id)).toEqual({ hook: 2, webhook: 'wh-p-2' });
+    const events = (await api.get(`/v1/sources/${id}/event_summaries`)).body.data.map((e: { event: unknown }) => e.event);
+    expect(events).toEqual([{ registered: 'wh-p-2' }, { registered: 'wh-p-1' }]);
+  });
+
+  it("takes down what a new source's activate() set up when its save fails, with the credentials activate() had", async () => {
+    const acme = await api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-1234567890' } });
+    const withAccount = WEBHOOK_SOURCE.replace('props: {', 'props: {\n    acme: { type: "app", app: "acme" },');
+    calls.length = 0;
+    let release = () => {};
+    holding = { path: '/up/n/1', held: new Promise<void>((resolve) => (release = resolve)), release };
+    const reached = waitFor(
+      async () => calls,
+      (seen) => seen.includes('/up/n/1'),
+      { what: "the new source's activate() call" },
+    );
+    const created = api.post('/v1/sources', {
+      name: 'never saved',
+      component_code: withAccount,
+      configured_props: { receiver: receiverUrl, label: 'n', acme: { authProvisionId: acme.body.data.id } },
+    });
+    await reached;
+    expect((await api.delete(`/v1/accounts/${acme.body.data.id}`)).status).toBe(204);
+    holding.release();
+    const refused = await created.finally(() => {
+      holding = undefined;
+    });
+    expect([refused.status, refused.body.code]).toEqual([404, 'not_found']);
+    expect(calls).toEqual(['/up/n/1', '/down/wh-n-1']);
+    const names = (await api.get('/v1/users/me/sources?limit=100')).body.data.map((s: { name: string }) => s.name);
+    expect(names).not.toContain('never saved');
   });
 });
