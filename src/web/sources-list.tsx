@@ -1,4 +1,4 @@
-// The sources page: every source with its kind, state, last event and a sparkline of its events per minute, read again every few seconds.
+// The sources page: every source with its kind, state, last event and a sparkline of its events per minute, each read again on a timer.
 import { get, type Page } from './api';
 import { eventTime, formatAgo, sourceKind } from './format';
 import { href } from './router';
@@ -10,6 +10,8 @@ import { NameCell, PagedTable } from './table';
 import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const PAGE = 50;
+/** How often a row's events are read again: each is a read of up to 100 events, one per listed source. */
+export const ROW_POLL_MS = 30_000;
 
 export function SourcesList() {
   const pages = usePages<Source>('/users/me/sources', PAGE);
@@ -43,6 +45,8 @@ function SourceRow(props: { source: Source }) {
   const { source } = props;
   // The last 100 events (what the API keeps) are enough for the last 30 minutes of all but the busiest sources.
   const events = useLoad(() => get<Page<EventSummary>>(`/sources/${encodeURIComponent(source.id)}/event_summaries?limit=100`), [source.id]);
+  // Its last event and sparkline follow the source's events as the list follows the sources, at a slower pace.
+  usePoll(events, ROW_POLL_MS);
   const times = events.data?.data.map((e) => eventTime(e.id)) ?? [];
   const last = times.length ? Math.max(...times) : undefined;
   return (

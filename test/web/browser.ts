@@ -59,16 +59,24 @@ export async function newAccount(server: TestServer, options?: Parameters<TestSe
 }
 
 /** `openConsole` at `url`, signed in with `key`. */
-export async function openSignedIn(browser: Browser, url: string, key: string, options: { width?: number } = {}): Promise<ConsolePage> {
+export async function openSignedIn(browser: Browser, url: string, key: string, options: OpenOptions = {}): Promise<ConsolePage> {
   const opened = await openConsole(browser, url, options);
   await signIn(opened.page, key);
   return opened;
 }
 
-/** A new context (its own session storage) at the console's page; `width` narrows the viewport (375 for a phone). */
-export async function openConsole(browser: Browser, url: string, options: { width?: number } = {}): Promise<ConsolePage> {
+export interface OpenOptions {
+  /** Narrows the viewport (375 for a phone). */
+  width?: number;
+  /** Installs Playwright's clock before the page loads (time still runs), so that a test can move it on (`page.clock.runFor`). */
+  clock?: boolean;
+}
+
+/** A new context (its own session storage) at the console's page. */
+export async function openConsole(browser: Browser, url: string, options: OpenOptions = {}): Promise<ConsolePage> {
   const context = await browser.newContext({ viewport: { width: options.width ?? 1200, height: 900 } });
   const page = await context.newPage();
+  if (options.clock) await page.clock.install();
   page.setDefaultTimeout(20_000);
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));

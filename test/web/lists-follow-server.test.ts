@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from '../helpers/client.js';
+import { waitFor } from '../helpers/wait.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { BROWSER_SUITE, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
 
@@ -99,6 +100,29 @@ describe.each(DIALECTS)('web console: lists that follow the server (%s)', BROWSE
     await page.locator('table.sources tbody th', { hasText: 'kept' }).waitFor({ state: 'detached' });
     expect(await names.allTextContents()).toEqual(['added']);
     expect(await page.locator('table.sources tbody th a').getAttribute('href')).toBe(`#/sources/${added.body.data.id}`);
+    await finish();
+  });
+
+  it("shows a listed source's newer events in its last event and sparkline, read again every 30 s", async () => {
+    const { user, api } = await newAccount(server);
+    const source = (await api.post('/v1/sources', { component_code: HTTP_SOURCE, name: 'quiet' })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources`, user.apiKey, { clock: true });
+    const cells = page.locator('table.sources tbody tr', { hasText: 'quiet' }).getByRole('cell');
+    await waitForText(cells.nth(2), 'never');
+    expect(await page.locator('table.sources svg.sparkline').getAttribute('aria-label')).toBe('0 events in the last 30 minutes');
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: { n: 1 } })).status).toBe(200);
+    await waitFor(
+      () => api.get(`/v1/sources/${source.id}/event_summaries`),
+      (r) => r.body.data?.length === 1,
+      { what: 'the event stored' },
+    );
+    // Read once, the row said "never" until the page was loaded again.
+    await page.clock.runFor(30_000);
+    await cells
+      .nth(2)
+      .filter({ hasText: /^\d+ s ago$/ })
+      .waitFor();
+    expect(await page.locator('table.sources svg.sparkline').getAttribute('aria-label')).toBe('1 event in the last 30 minutes');
     await finish();
   });
 });
