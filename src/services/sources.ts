@@ -179,6 +179,10 @@ export class SourceService {
 
   /** The component a create or update request names: component_id, then code, then URL, then a registry key. */
   private async resolveComponent(accountId: string, request: SourceRequest): Promise<{ component: ComponentRow; unsaved: boolean } | undefined> {
+    // A blank id, key or code names nothing: said as such (400) whichever field wins, not looked up as an unknown id (404).
+    for (const field of ['component_id', 'component_code', 'key'] as const) {
+      if (request[field]?.trim() === '') throw invalid(`${field} is empty`);
+    }
     // component_id wins, and a component_url beside it is only metadata, but it must still be a URL.
     if (request.component_url !== undefined) parseHttpUrl(request.component_url, 'component_url');
     if (request.component_id !== undefined) return { component: await this.components.get(accountId, request.component_id), unsaved: false };

@@ -85,6 +85,34 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(res.body.code).toBe('not_found');
   });
 
+  it('answers 400 for a blank component_id, component_code or key on create, PUT and PATCH, whichever field wins, and changes nothing', async () => {
+    const saved = (await api.post('/v1/components', { component_code: emitterSource() })).body.data.id;
+    const source = (await api.post('/v1/sources', { component_id: saved, name: 'blank-fields' })).body.data;
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ component_id: '' }, 'component_id is empty'],
+      [{ component_id: '  ' }, 'component_id is empty'],
+      [{ key: '' }, 'key is empty'],
+      [{ component_code: ' \n' }, 'component_code is empty'],
+      [{ component_id: saved, key: '' }, 'key is empty'],
+      [{ component_id: saved, component_code: '' }, 'component_code is empty'],
+    ];
+    for (const [fields, error] of cases) {
+      for (const [method, send] of [
+        ['POST', (body: object) => api.post('/v1/sources', body)],
+        ['PUT', (body: object) => api.put(`/v1/sources/${source.id}`, body)],
+        ['PATCH', (body: object) => api.patch(`/v1/sources/${source.id}`, body)],
+      ] as const) {
+        const res = await send({ ...fields, name: 'renamed' });
+        expect({ status: res.status, body: res.body }, `${method} ${JSON.stringify(fields)}`).toEqual({
+          status: 400,
+          body: { error, code: 'invalid_request' },
+        });
+      }
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body).toEqual(before.body);
+  });
+
   it('refuses active: false on create rather than ignoring it, and creates nothing', async () => {
     const before = await api.get('/v1/users/me/sources?limit=100');
     const refused = await api.post('/v1/sources', { component_code: emitterSource(), active: false });
