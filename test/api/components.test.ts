@@ -282,6 +282,16 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
     ['no exported component', 'const x = 1;', 'no_component_exported', /export/],
     ['a missing name', 'module.exports = { version: "1", run() {} };', 'missing_name', /name/],
     ['a missing version', 'module.exports = { name: "x", run() {} };', 'missing_version', /version/],
+    ['an empty version', 'module.exports = { name: "x", version: "", run() {} };', 'load_failed', /^version must be a non-empty string, not an empty string$/],
+    ['a blank version', 'module.exports = { name: "x", version: " ", run() {} };', 'load_failed', /^version must be a non-empty string, not only whitespace$/],
+    [
+      'a version that is not a string',
+      'module.exports = { name: "x", version: 1, run() {} };',
+      'load_failed',
+      /^version must be a non-empty string, not a number$/,
+    ],
+    ['an empty name', 'module.exports = { name: "", version: "1", run() {} };', 'load_failed', /^name must be a non-empty string, not an empty string$/],
+    ['a name that is null', 'module.exports = { name: null, version: "1", run() {} };', 'load_failed', /^name must be a non-empty string, not null$/],
     ['an unknown prop type', 'module.exports = { name: "x", version: "1", props: { p: { type: "float" } }, run() {} };', 'unknown_prop_type', /float/],
     [
       'a relative import',

@@ -87,19 +87,23 @@ function describe(component: Component, asStep: boolean): LoadedComponent {
     if (!isNamed(name)) name = STEP_NAME;
     if (!isNamed(version)) version = STEP_VERSION;
   }
-  if (!isNamed(name)) throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
-  if (!isNamed(version)) throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
-  if (key !== undefined && !isNamed(key)) {
-    // A blank key is a string: "not a string" would send its author looking for the wrong mistake.
-    const given = typeof key !== 'string' ? describeValue(key) : key === '' ? 'an empty string' : 'only whitespace';
-    throw new LoadFailure('load_failed', `key must be a non-empty string, not ${given}`);
-  }
-  // Indexed, not destructured in a for…of: the array iterator is component code's to replace.
+  if (name === undefined) throw new LoadFailure('missing_name', 'the component has no `name` (a string)');
+  if (version === undefined) throw new LoadFailure('missing_version', 'the component has no `version` (a string)');
+  // Given but blank or not a string is not missing: each is said as what it is, as the key's is. Indexed, not
+  // destructured in a for…of: the array iterator is component code's to replace.
   const named = [
     ['name', name],
     ['version', version],
     ['key', key],
   ] as const;
+  for (let i = 0; i < named.length; i++) {
+    const field = named[i]![0];
+    const text = named[i]![1];
+    if (text === undefined || isNamed(text)) continue;
+    // A blank one is a string: "not a string" would send its author looking for the wrong mistake.
+    const given = typeof text !== 'string' ? describeValue(text) : text === '' ? 'an empty string' : 'only whitespace';
+    throw new LoadFailure('load_failed', `${field} must be a non-empty string, not ${given}`);
+  }
   for (let i = 0; i < named.length; i++) {
     const field = named[i]![0];
     const text = named[i]![1];
