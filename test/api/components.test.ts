@@ -332,6 +332,36 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       /^prop "n": min 10 is greater than max 1/,
     ],
     [
+      'an integer prop whose min is no integer',
+      'module.exports = { name: "x", version: "1", props: { n: { type: "integer", min: 1.5 } }, run() {} };',
+      'load_failed',
+      /^prop "n": min must be an integer \(its prop is an integer\), not 1\.5$/,
+    ],
+    [
+      'an integer list prop whose max is a string',
+      'module.exports = { name: "x", version: "1", props: { n: { type: "integer[]", max: "9" } }, run() {} };',
+      'load_failed',
+      /^prop "n": max must be an integer \(its prop is an integer\), not a string$/,
+    ],
+    [
+      'a secret flag that is not a boolean (the value would be kept in clear)',
+      'module.exports = { name: "x", version: "1", props: { s: { type: "string", secret: "true" } }, run() {} };',
+      'load_failed',
+      /^prop "s": secret must be a boolean, not a string$/,
+    ],
+    [
+      'an optional flag that is not a boolean',
+      'module.exports = { name: "x", version: "1", props: { s: { type: "string", optional: 1 } }, run() {} };',
+      'load_failed',
+      /^prop "s": optional must be a boolean, not a number$/,
+    ],
+    [
+      'a customResponse that is not a boolean',
+      'module.exports = { name: "x", version: "1", props: { h: { type: "$.interface.http", customResponse: "yes" } }, run() {} };',
+      'load_failed',
+      /^prop "h": customResponse must be a boolean, not a string$/,
+    ],
+    [
       'options that are neither a list nor a method',
       'module.exports = { name: "x", version: "1", props: { c: { type: "string", options: 5 } }, run() {} };',
       'load_failed',

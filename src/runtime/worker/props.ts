@@ -8,6 +8,7 @@ import {
   ArrayPrototypeMap,
   ArrayPrototypePush,
   NumberIsFinite,
+  NumberIsSafeInteger,
   ObjectEntries,
   ObjectKeys,
   SetPrototypeHas,
@@ -31,6 +32,9 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 type Obj = Record<string, unknown>;
+
+/** The boolean settings of a prop; `customResponse` only of an HTTP interface, where it is read. */
+const FLAGS = ['optional', 'secret', 'hidden', 'disabled', 'useQuery', 'reloadProps', 'customResponse'] as const;
 
 const ALERT_TYPES: ReadonlySet<string> = new Set(['info', 'neutral', 'warning', 'error']);
 
@@ -128,19 +132,31 @@ function describe(name: string, prop: Obj, propDefinition?: [string, string]): P
   if (typeof prop.description === 'string') d.description = prop.description;
   const def = jsonOrUndefined(prop.default);
   if (def !== undefined) d.default = def;
-  if (typeof prop.optional === 'boolean') d.optional = prop.optional;
-  if (typeof prop.secret === 'boolean') d.secret = prop.secret;
-  // Form hints the reference service lists too: not shown (additionalProps() unhides them), shown but not editable,
-  // and options() that take what is typed as `query`.
-  if (typeof prop.hidden === 'boolean') d.hidden = prop.hidden;
-  if (typeof prop.disabled === 'boolean') d.disabled = prop.disabled;
-  if (typeof prop.useQuery === 'boolean') d.useQuery = prop.useQuery;
+  // A flag that is not a boolean is refused, not dropped: `secret: "true"` dropped would store and show the value in
+  // clear, `optional: 1` would make the prop required. `hidden`, `disabled` and `useQuery` are form hints the reference
+  // service lists too: not shown (additionalProps() unhides them), shown but not editable, options() taking a query.
+  for (const flag of FLAGS) {
+    const value = prop[flag];
+    if (value === undefined || (flag === 'customResponse' && type !== '$.interface.http')) continue;
+    if (typeof value !== 'boolean')
+      throw new LoadFailure('load_failed', `prop ${quote(name)}: ${flag} must be a boolean, not ${describeValue(value)}`, { prop: name });
+    if (flag !== 'customResponse' && flag !== 'reloadProps') d[flag] = value;
+  }
+  const integral = type === 'integer' || type === 'integer[]';
   for (const bound of ['min', 'max'] as const) {
     const value = prop[bound];
-    if (typeof value !== 'number') continue;
+    // Bounds bind integer props only (README): on another type a bound of any kind is kept lenient, as registry
+    // components declare them; on an integer prop one that is no integer would bound nothing the spec allows.
+    if (typeof value !== 'number' && !(integral && value !== undefined)) continue;
     // NaN or an infinity bounds nothing JSON can carry: said here, not as a malformed message of the worker's.
-    if (!NumberIsFinite(value)) throw new LoadFailure('load_failed', `prop ${quote(name)}: ${bound} must be a finite number, not ${value}`, { prop: name });
-    d[bound] = value;
+    if (typeof value === 'number' && !NumberIsFinite(value)) {
+      throw new LoadFailure('load_failed', `prop ${quote(name)}: ${bound} must be a finite number, not ${value}`, { prop: name });
+    }
+    if (integral && !NumberIsSafeInteger(value)) {
+      const shown = typeof value === 'number' ? `${value}` : describeValue(value);
+      throw new LoadFailure('load_failed', `prop ${quote(name)}: ${bound} must be an integer (its prop is an integer), not ${shown}`, { prop: name });
+    }
+    d[bound] = value as number;
   }
   if (d.min !== undefined && d.max !== undefined && d.min > d.max) {
     throw new LoadFailure('load_failed', `prop ${quote(name)}: min ${d.min} is greater than max ${d.max}, so no value fits`, { prop: name });
