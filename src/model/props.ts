@@ -164,13 +164,27 @@ export function validateProps(
     const fail = (message: string) => problems.push({ prop: prop.name, message });
     switch (prop.type) {
       case '$.service.db':
+        // Dropped silently, a value would look taken: the db is the component's own, set by nothing a deploy sends.
+        if (value !== undefined && value !== null) fail('is a $.service.db, which the component keeps for itself: it takes no value');
         break;
       case 'alert':
         if (value !== undefined && value !== null) fail('is an alert, a note for whoever configures the component: it takes no value');
         break;
-      case '$.interface.http':
+      case '$.interface.http': {
+        // Only its echo comes back (a GET's body sent to PUT); the endpoint is the source's, never chosen by a value.
+        const echo = isPlainObject(value) ? value.endpoint_url : undefined;
+        const httpProblem = unknownFieldProblem(value, ['endpoint_url'], '{ endpoint_url } (its echo) only');
+        if (
+          value !== undefined &&
+          value !== null &&
+          (!isPlainObject(value) || httpProblem || !(echo === undefined || echo === null || typeof echo === 'string'))
+        ) {
+          fail(httpProblem ?? 'is an HTTP interface, whose endpoint is made for the source: it takes no value, or its echo { endpoint_url }');
+          break;
+        }
         out[prop.name] = { customResponse: prop.customResponse === true };
         break;
+      }
       case '$.interface.timer': {
         // A value given must be a schedule itself: a typo such as { intervalSecs } must not fall back to the default.
         if (value !== undefined && value !== null && !scheduleOf(value)) {

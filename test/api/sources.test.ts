@@ -155,6 +155,32 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     expect(after.body.page_info.total_count).toBe(before.body.page_info.total_count);
   });
 
+  it('refuses a value for a $.service.db or $.interface.http prop other than the HTTP echo with 422, rather than dropping it', async () => {
+    const code = 'module.exports = { name: "db-http", version: "1", props: { db: "$.service.db", http: "$.interface.http" }, async run() {} };';
+    const before = await api.get('/v1/users/me/sources?limit=100');
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ db: 5 }, 'db', 'is a $.service.db, which the component keeps for itself: it takes no value'],
+      [{ db: {} }, 'db', 'is a $.service.db, which the component keeps for itself: it takes no value'],
+      [{ http: 'abc' }, 'http', 'is an HTTP interface, whose endpoint is made for the source: it takes no value, or its echo { endpoint_url }'],
+      [{ http: { endpoint_url: 5 } }, 'http', 'is an HTTP interface, whose endpoint is made for the source: it takes no value, or its echo { endpoint_url }'],
+      [{ http: { customResponse: true } }, 'http', 'takes { endpoint_url } (its echo) only, not the field "customResponse"'],
+    ];
+    for (const [configured_props, prop, message] of cases) {
+      const res = await api.post('/v1/sources', { component_code: code, configured_props });
+      expect({ status: res.status, body: res.body }, JSON.stringify(configured_props)).toEqual({
+        status: 422,
+        body: { error: `invalid configured_props: ${prop} ${message}`, code: 'props_invalid', details: [{ prop, message }] },
+      });
+    }
+    expect((await api.get('/v1/users/me/sources?limit=100')).body).toEqual(before.body);
+    const created = await api.post('/v1/sources', { component_code: code, configured_props: { db: null, http: null } });
+    expect(created.status).toBe(200);
+    const { id, configured_props } = created.body.data;
+    const echoed = await api.patch(`/v1/sources/${id}`, { configured_props });
+    expect(echoed.status).toBe(200);
+    expect(echoed.body.data.configured_props).toEqual(configured_props);
+  });
+
   it("shows an alert prop (the reference registry's note to whoever configures) and takes no value for it", async () => {
     const code = `export default {
       name: "Noted", version: "0.1.0",
