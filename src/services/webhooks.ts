@@ -5,6 +5,7 @@ import type { Store } from '../store/database.js';
 import { isId, newId, nowSeconds } from '../model/ids.js';
 import * as webhooks from '../store/webhooks.js';
 import { listDeliveries, type DeliveryRow } from '../store/deliveries.js';
+import { retryingDeadlocks } from '../store/deadlocks.js';
 import { invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
@@ -154,7 +155,9 @@ export class WebhookService {
   /** Removes the webhook, its pending deliveries and log, and the subscriptions naming it. */
   async delete(accountId: string, webhookId: string): Promise<void> {
     await this.find(accountId, webhookId);
-    await this.store.db.transaction().execute((trx) => webhooks.deleteWebhookCascade(trx, webhookId));
+    // Commits that record attempts and queue deliveries in one transaction may still cross it in another order:
+    // PostgreSQL ends one of them as a deadlock, and the delete is tried again rather than answered 500.
+    await retryingDeadlocks(() => this.store.db.transaction().execute((trx) => webhooks.deleteWebhookCascade(trx, webhookId)));
     this.options.onDeleted?.(webhookId);
   }
 

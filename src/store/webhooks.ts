@@ -67,9 +67,12 @@ export async function deactivateWebhook(db: Db, id: string, nowSeconds: number):
 
 /** Removes a webhook with its delivery queue and log, and every subscription naming it. */
 export async function deleteWebhookCascade(db: Db, id: string): Promise<void> {
-  // The webhook's row is locked first, as subscribing to it locks it (lockOwnedEndpoint): the two take turns.
-  await db.deleteFrom('webhooks').where('id', '=', id).execute();
+  // Its deliveries first: a commit recording one of its attempts holds that row and may then queue the webhook's next
+  // delivery, which waits on the webhook's row; deleting that row first made the two wait on each other. Then the
+  // webhook's row, before its subscriptions, as subscribing to it locks it (lockOwnedEndpoint): the two take turns.
+  // Deliveries queued meanwhile go with the webhook's row (the foreign key cascades).
   await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+  await db.deleteFrom('webhooks').where('id', '=', id).execute();
   await db.deleteFrom('subscriptions').where('listener_id', '=', id).execute();
   await db.deleteFrom('auto_subscriptions').where('listener_id', '=', id).execute();
 }

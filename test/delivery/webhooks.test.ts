@@ -1,7 +1,9 @@
 // Webhooks: the API, signed deliveries as a Standard Webhooks receiver checks them, retries, 410, restarts, the network guard.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
+import { TEST_DATABASE_URL } from '../helpers/databases.js';
 import { waitFor } from '../helpers/wait.js';
 import { client, request } from '../helpers/client.js';
 import { retryAfterMs } from '../../src/delivery/webhooks/attempt.js';
@@ -697,5 +699,58 @@ describe('a node paused while its webhook attempt is answered', () => {
       expect(log.body.data).toEqual([expect.objectContaining({ attempt: 1, state: 'succeeded', status_code: 200 })]);
       expect(receiver.received).toHaveLength(1);
     });
+  });
+});
+
+describe.skipIf(!TEST_DATABASE_URL)('deleting a webhook while its deliveries commit, on postgres', () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    server = await startTestServer('postgres', { allowPrivateNetwork: true, webhookRetrySchedule: [] });
+  });
+  afterAll(async () => {
+    await server?.destroy();
+    await receiver?.close();
+  });
+
+  // A commit that records an attempt (locking its row) and queues the webhook's next delivery (its key locked against
+  // the webhook's delete) crossed a DELETE that removed the webhook first: PostgreSQL ended the DELETE as a deadlock,
+  // and the owner got 500 with the webhook still there, still delivered to (seen under load).
+  it('answers 204 and leaves no delivery behind when a commit holding one of its attempts queues another', async () => {
+    const a = await account(server);
+    const hook = await a.createWebhook(`${receiver.url}/pg-delete`);
+    const source = await a.deploy();
+    await a.subscribe(source, hook.id);
+    await a.runAndWait(source, emitsOf([{ event: 'first' }]));
+    const [delivery] = await a.deliveriesOf(hook.id, (rows) => rows.length === 1 && rows[0].state === 'succeeded');
+    const commit = new pg.Client({ connectionString: server.databaseUrl });
+    const watcher = new pg.Client({ connectionString: server.databaseUrl });
+    await commit.connect();
+    await watcher.connect();
+    try {
+      await commit.query('begin');
+      await commit.query('update webhook_deliveries set error = error where id = $1', [delivery.id]);
+      const deleted = a.api.delete(`/v1/webhooks/${hook.id}`);
+      await waitFor(
+        async () =>
+          (await watcher.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows[0].n,
+        (n) => n === 1,
+        { what: 'the delete to wait for the attempt being recorded' },
+      );
+      await commit.query(
+        `insert into webhook_deliveries (id, message_id, webhook_id, user_id, emitter_id, event_id, payload, attempt, state, created_ms)
+         values ('dl_queued', 'dl_queued', $1, $2, $3, '1-0', '{}', 1, 'succeeded', 0)`,
+        [hook.id, (await a.api.get('/v1/users/me')).body.data.id, source],
+      );
+      await commit.query('commit');
+      const res = await deleted;
+      expect(res.status, JSON.stringify(res.body)).toBe(204);
+      expect((await a.api.get(`/v1/webhooks/${hook.id}`)).status).toBe(404);
+      expect((await watcher.query('select id from webhook_deliveries where webhook_id = $1', [hook.id])).rows).toEqual([]);
+    } finally {
+      await commit.end();
+      await watcher.end();
+    }
   });
 });
