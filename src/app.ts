@@ -229,6 +229,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
       },
       logger.child({ module: 'sends' }),
       clock,
+      secrets,
     );
     const workflowRunner = new WorkflowRunner(
       store,

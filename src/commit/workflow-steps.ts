@@ -122,13 +122,16 @@ export interface CommittedBatch {
 }
 
 /** Events and outbox rows of one successful or failed call. */
-function effectsOf(batch: FinishedBatch, step: FinishedStep, nowMs: number, events: PendingEvent[], outboxRows: SendRow[]): void {
+function effectsOf(batch: FinishedBatch, step: FinishedStep, options: StepCommitOptions, events: PendingEvent[], outboxRows: SendRow[]): void {
+  const { nowMs } = options;
   const { run, outcome } = step;
   for (const send of outcome.step?.sends ?? []) {
     const { kind } = send;
     if (isOutboxKind(kind)) {
       const fields = { run_id: run.id, workflow_id: run.workflow_id, user_id: run.user_id, step_index: batch.stepIndex };
-      outboxRows.push(pendingSend({ id: newId('ws'), ...fields, kind, payload: JSON.stringify(send.payload), created_ms: nowMs }));
+      // Sealed: `auth` and headers carry what `$auth` and secret props gave the step, secrets at rest as those are.
+      const payload = options.sealPayload(JSON.stringify(send.payload));
+      outboxRows.push(pendingSend({ id: newId('ws'), ...fields, kind, payload, created_ms: nowMs }));
     } else if (kind === 'sse') {
       // Kept on a stream of their own, so that `GET /workflows/{id}/sse` can replay them after a Last-Event-ID.
       const { channel, payload } = send.payload as { channel: string; payload: unknown };
@@ -146,13 +149,16 @@ function effectsOf(batch: FinishedBatch, step: FinishedStep, nowMs: number, even
   if (outcome.error) events.push(workflowErrorEvent(run, batch.stepName, outcome.error, nowMs));
 }
 
+/** How a batch is committed: as its events are appended and routed, and how an outbox row's payload is sealed. */
+export type StepCommitOptions = AppendOptions & { router: EventRouter; sealPayload: (json: string) => string };
+
 /**
  * Stores a batch of finished steps in the caller's transaction: each run's step row and next state, the step's
  * `$.service.db` writes, the `$.send.emit` events (the workflow's `{ raw_event }` events, routed to its subscribers
  * like a source's) and `$errors` events of failures, `$.send.sse` payloads, and outbox rows for `$.send.http`,
  * `email` and `s3` (a failed step has no sends). A run another runner took over is left alone.
  */
-export async function commitSteps(trx: Transaction<Database>, batch: FinishedBatch, options: AppendOptions & { router: EventRouter }): Promise<CommittedBatch> {
+export async function commitSteps(trx: Transaction<Database>, batch: FinishedBatch, options: StepCommitOptions): Promise<CommittedBatch> {
   const events: PendingEvent[] = [];
   const outboxRows: SendRow[] = [];
   const stepRows: WorkflowRunStepRow[] = [];
@@ -186,7 +192,7 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
       logs: JSON.stringify(outcome.logs),
       error: outcome.error ? JSON.stringify(outcome.error) : null,
     });
-    effectsOf(batch, step, options.nowMs, events, outboxRows);
+    effectsOf(batch, step, options, events, outboxRows);
   }
   await insertStepRows(trx, stepRows);
   if (stepRows.length) await writeStepDb(trx, batch.workflowId, batch.stepName, batch.dbWrites);

@@ -184,7 +184,7 @@ export class StepBatchRunner {
             dataStoreWrites: keepChanges ? dataStoreWrites : undefined,
             owner,
           },
-          { dialect, retention, router, nowMs },
+          { dialect, retention, router, nowMs, sealPayload: (json) => this.secrets.encrypt(json) },
         );
         // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
         const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
+import { SecretBox, UnreadableSecretError } from '../../lib/secrets.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
 import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
@@ -58,6 +59,8 @@ export class OutboxSender {
     private readonly options: OutboxSenderOptions,
     private readonly logger: Logger,
     private readonly clock: Clock,
+    /** Opens the payloads the step's commit sealed. */
+    private readonly secrets: Pick<SecretBox, 'decrypt'>,
   ) {
     this.slots = new AccountSlots(options.concurrency);
     this.claims = new FairClaims(store, 'workflow_sends', this.slots);
@@ -156,6 +159,16 @@ export class OutboxSender {
     const performer = this.performers[row.kind];
     // Queued while the setting was there, and the server restarted without it.
     if (!performer) return Promise.resolve(refused(`not sent: ${this.unavailable(row.kind)}`));
-    return performer.perform(row, this.stopping.signal);
+    let payload = row.payload;
+    // A send queued by a version that stored it in plain JSON is carried out as it is.
+    if (SecretBox.isSealed(payload)) {
+      try {
+        payload = this.secrets.decrypt(payload);
+      } catch (error) {
+        if (!(error instanceof UnreadableSecretError)) throw error;
+        return Promise.resolve(refused(`not sent: ${error.message}`));
+      }
+    }
+    return performer.perform({ ...row, payload }, this.stopping.signal);
   }
 }
