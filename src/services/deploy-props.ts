@@ -25,6 +25,8 @@ export interface DeployPropsRequest {
   given: Record<string, unknown>;
   /** The values stored until now (an update), secrets sealed; `{}` for a create. */
   previous: Record<string, unknown>;
+  /** The props `previous` was stored for (with what additionalProps() added then): which of its values are sealed secrets. */
+  previousProps?: PropDescriptor[] | undefined;
   /** The added props stored with `previous` for this same component; undefined when none were computed for it. */
   previousAdditional: PropDescriptor[] | undefined;
   /** Props whose values are only known per run (a step's templates): not checked here, and unset for additionalProps(). */
@@ -52,6 +54,16 @@ function reloadAnswersChanged(props: PropDescriptor[], given: Record<string, unk
   });
 }
 
+/**
+ * `stored` without the sealed-looking values of props that were not secret: those are text the client gave (a copy of
+ * any account's secret, out of the database), not secrets this server sealed for the prop. A secret's placeholder
+ * kept one for a prop turned secret since, and the run got it opened.
+ */
+function sealedByServer(props: PropDescriptor[], stored: Record<string, unknown>): Record<string, unknown> {
+  const secret = new Set(props.filter((p) => p.secret).map((p) => p.name));
+  return Object.fromEntries(Object.entries(stored).filter(([name, value]) => secret.has(name) || !SecretBox.isSealed(value)));
+}
+
 export class DeployPropsResolver {
   private reloader: PropsReloader | undefined;
 
@@ -73,7 +85,8 @@ export class DeployPropsResolver {
    * component's `additionalProps()`, which may call an API.
    */
   async resolve(request: DeployPropsRequest): Promise<DeployProps> {
-    const { info, previous } = request;
+    const { info } = request;
+    const previous = sealedByServer(request.previousProps ?? [], request.previous);
     const deferred = request.deferred ?? new Set<string>();
     const given = Object.fromEntries(Object.entries(request.given).filter(([name]) => !deferred.has(name)));
     let additional: PropDescriptor[] | undefined;
@@ -84,7 +97,7 @@ export class DeployPropsResolver {
         // A static prop's value the deploy refuses is its 422 as it stands, not whatever additionalProps() made of it.
         const { problems } = configuredValues(info.props, given, this.rules, true);
         if (problems.length) throw propsInvalid(problems, request.label);
-        additional = await this.ask(request, known, given);
+        additional = await this.ask(request, known, given, previous);
       }
     }
     const props = withAdditionalProps(info.props, additional);
@@ -115,12 +128,17 @@ export class DeployPropsResolver {
   }
 
   /** What `additionalProps()` adds for these values, seen as `this` would see them (secrets opened). */
-  private async ask(request: DeployPropsRequest, known: PropDescriptor[], given: Record<string, unknown>): Promise<PropDescriptor[]> {
+  private async ask(
+    request: DeployPropsRequest,
+    known: PropDescriptor[],
+    given: Record<string, unknown>,
+    previous: Record<string, unknown>,
+  ): Promise<PropDescriptor[]> {
     // An account the values name that is unknown or another account's is the deploy's 404, as without additionalProps().
     await checkAuthProvisions(this.store, request.accountId, request.info.props, given, request.label);
     const values: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(given)) {
-      const sealed = request.previous[name];
+      const sealed = previous[name];
       const secret = known.find((p) => p.name === name)?.secret === true;
       values[name] = secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(sealed) ? this.openKept(name, sealed, request.label) : value;
     }

@@ -301,7 +301,8 @@ export class SourceService {
     // The added props stored hold for the same component only; another one has its own additionalProps().
     const previousAdditional = component.id === current.component.id ? sources.additionalPropsOf(current.source) : undefined;
     const given = request.configured_props ?? this.reusableProps(withAdditionalProps(deployed.props, previousAdditional), previous);
-    const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous, previousAdditional });
+    const { props: previousProps } = current.info;
+    const props = await this.deployProps.resolve({ accountId, component, info: deployed, given, previous, previousProps, previousAdditional });
     const { stored } = props;
     const info = { ...deployed, props: props.props };
     const wasActive = current.source.active === 1;

@@ -348,6 +348,8 @@ export class WorkflowService {
       info,
       given,
       previous: kept?.configured_props ?? {},
+      // A kept step has the same code: its props then were these, with what additionalProps() added.
+      previousProps: kept ? withAdditionalProps(info.props, kept.additional_props) : [],
       previousAdditional: kept?.additional_props,
       deferred: new Set(Object.keys(templates)),
       label: stepLabel(index, step.name),
