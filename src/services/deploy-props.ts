@@ -105,7 +105,7 @@ export class DeployPropsResolver {
     let stored: Record<string, unknown> = {};
     try {
       const checked = props.filter((p) => !deferred.has(p.name));
-      stored = validateProps(checked, given, previous, this.secrets, this.rules);
+      stored = validateProps(checked, this.openedWhereNoLongerSecret(checked, given, previous, request.label), previous, this.secrets, this.rules);
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'props_invalid') throw error;
       // Not spread into push: one problem per unknown prop, 150,000 of them overflowed the stack (a bare 500).
@@ -114,6 +114,27 @@ export class DeployPropsResolver {
     problems = problems.concat(additionalPropProblems(additional ?? []));
     if (problems.length) throw propsInvalid(problems, request.label);
     return { stored, additional, props };
+  }
+
+  /**
+   * `given` with each value kept from when its prop was secret opened, for a prop no longer secret: the placeholder
+   * sent back, or the sealed value an omitted configured_props keeps. Else the sealed text itself was stored as the
+   * plain value (the run got ciphertext), or the placeholder was.
+   */
+  private openedWhereNoLongerSecret(
+    props: PropDescriptor[],
+    given: Record<string, unknown>,
+    previous: Record<string, unknown>,
+    label: string | undefined,
+  ): Record<string, unknown> {
+    const opened = { ...given };
+    for (const prop of props) {
+      const value = given[prop.name];
+      const sealed = previous[prop.name];
+      if (prop.secret || !SecretBox.isSealed(sealed) || (value !== SECRET_PLACEHOLDER && value !== sealed)) continue;
+      opened[prop.name] = this.openKept(prop.name, sealed, label);
+    }
+    return opened;
   }
 
   /** A secret kept from before: opened, or a 422 asking for it again when this server's key cannot open it. */
