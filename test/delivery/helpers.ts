@@ -21,9 +21,9 @@ export interface ReceivedRequest {
 
 /**
  * What the receiver answers: a status with optional headers and body, after `delayMs` if given or once `after`
- * resolves (the test says when), or 'hang' to never answer.
+ * resolves (the test says when), 'hang' to never answer, or 'stall' to answer 200 with a body that never ends.
  */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; after?: Promise<unknown> } | 'hang';
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number; after?: Promise<unknown> } | 'hang' | 'stall';
 
 export interface Receiver {
   readonly url: string;
@@ -51,8 +51,12 @@ export async function startReceiver(): Promise<Receiver> {
       requests.push(received);
       const answer = answers.get(received.path);
       const given: Answer = answer ? answer(received, requests.filter((r) => r.path === received.path).length) : { status: 200 };
-      if (given === 'hang') {
+      if (given === 'hang' || given === 'stall') {
         hanging.add(res);
+        if (given === 'stall') {
+          res.writeHead(200, { 'content-length': '10' });
+          res.write('ab');
+        }
         return;
       }
       const send = () => {

@@ -620,6 +620,25 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     }
   });
 
+  it('says an attempt whose answer began but whose body never ended timed out after that answer', async () => {
+    const own = await startTestServer(dialect, { allowPrivateNetwork: true, webhookTimeout: 1, webhookRetrySchedule: [] });
+    try {
+      const a = await account(own);
+      const at = nextPath();
+      receiver.answerAt(at, () => 'stall');
+      const hook = await a.createWebhook(`${receiver.url}${at}`);
+      const source = await a.deploy();
+      await a.subscribe(source, hook.id);
+      await a.runAndWait(source, emitsOf([{ event: 'slow body' }]));
+      const log = await a.deliveriesOf(hook.id, (rows) => rows.length === 1 && rows[0]!.state === 'failed', 'the timed-out attempt');
+      expect(log.map((d) => [d.attempt, d.status_code, d.error])).toEqual([
+        [1, null, 'no complete response within 1 s: it answered 200, and its body did not end'],
+      ]);
+    } finally {
+      await own.destroy();
+    }
+  });
+
   it('keeps a delivery that was in flight at shutdown and sends it after a restart', async () => {
     const a = await account(server);
     const at = nextPath();

@@ -86,7 +86,7 @@ export class WebhookPoster {
         flight.cancel = undefined;
         resolve(result);
       };
-      const fail = (error: unknown) => settle({ statusCode: null, error: this.describe(error), retryAfterMs: undefined });
+      const fail = (error: unknown) => settle({ statusCode: null, error: this.describe(error, response?.statusCode), retryAfterMs: undefined });
       const answered = () => settle({ statusCode: response!.statusCode, error: null, retryAfterMs: retryAfterMs(response!.retryAfter, this.clock.now()) });
       // Ends the attempt now; the request is cut off at once, or as soon as it gets a connection.
       const cancel = (reason: Error) => {
@@ -169,15 +169,19 @@ export class WebhookPoster {
     return target;
   }
 
-  /** The delivery log's error text: what went wrong, in the receiver's terms. */
-  private describe(error: unknown): string {
+  /**
+   * The delivery log's error text: what went wrong, in the receiver's terms. `answered`: the status of a response
+   * whose body never ended (the attempt failed all the same: the receiver may not have finished its work).
+   */
+  private describe(error: unknown, answered?: number): string {
     const err = error as Error & { code?: string; cause?: unknown };
     const cause = err.cause as (Error & { code?: string }) | undefined;
     if (err instanceof OutboundBlockedError) return err.message;
     if (cause instanceof OutboundBlockedError) return cause.message;
     // A stopping sender settles its attempts before aborting them, so an abort seen here is the timeout's.
     const timedOut = ['TimeoutError', 'HeadersTimeoutError', 'BodyTimeoutError', 'AbortError'].includes(err.name) || err.code === 'UND_ERR_CONNECT_TIMEOUT';
-    if (timedOut) return `no response within ${this.options.timeoutMs / 1000} s`;
+    const within = `within ${this.options.timeoutMs / 1000} s`;
+    if (timedOut) return answered === undefined ? `no response ${within}` : `no complete response ${within}: it answered ${answered}, and its body did not end`;
     const detail = cause?.message ?? err.message;
     return (err.code ?? cause?.code) ? `${err.code ?? cause?.code}: ${detail}` : detail;
   }
