@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../helpers/client.js';
+import { type ApiResponse, client } from '../helpers/client.js';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -137,36 +137,44 @@ describe.each(DIALECTS)('hooks of a change that fails, undone and restored, on %
     expect(errors).toEqual([['activate', 'receiver said 503']]);
   });
 
+  /** WEBHOOK_SOURCE with an app prop, and a connected account for it. */
+  const withAccount = WEBHOOK_SOURCE.replace('props: {', 'props: {\n    acme: { type: "app", app: "acme" },');
+  const newAccountId = async () =>
+    (await api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-1234567890' } })).body.data.id as string;
+  /**
+   * Sends `change` with the receiver holding the request to `path` (an activate()) while the connected account is
+   * deleted: not yet in use by the source, nothing refuses the delete, and the change's save then finds it gone.
+   */
+  async function deletingAccountDuring(path: string, accountId: string, change: () => Promise<ApiResponse>) {
+    let release = () => {};
+    holding = { path, held: new Promise<void>((resolve) => (release = resolve)), release };
+    const reached = waitFor(
+      async () => calls,
+      (seen) => seen.includes(path),
+      { what: `the call to ${path}` },
+    );
+    const answer = change();
+    await reached;
+    expect((await api.delete(`/v1/accounts/${accountId}`)).status).toBe(204);
+    holding.release();
+    return answer.finally(() => {
+      holding = undefined;
+    });
+  }
+
   it("undoes the new activate() and restores the old one when the save fails after them (the new code's connected account deleted meanwhile)", async () => {
     const id = await deploy('p');
     const before = (await api.get(`/v1/sources/${id}`)).body.data;
-    const acme = await api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-1234567890' } });
-    expect(acme.status).toBe(200);
-    const withAccount = WEBHOOK_SOURCE.replace('props: {', 'props: {\n    acme: { type: "app", app: "acme" },');
-    let release = () => {};
-    holding = { path: '/up/q/2', held: new Promise<void>((resolve) => (release = resolve)), release };
-    const reached = waitFor(
-      async () => calls,
-      (seen) => seen.includes('/up/q/2'),
-      { what: "the new activate()'s call" },
+    const acmeId = await newAccountId();
+    const refused = await deletingAccountDuring('/up/q/2', acmeId, () =>
+      api.put(`/v1/sources/${id}`, { component_code: withAccount, configured_props: { receiver: receiverUrl, label: 'q', acme: { authProvisionId: acmeId } } }),
     );
-    const update = api.put(`/v1/sources/${id}`, {
-      component_code: withAccount,
-      configured_props: { receiver: receiverUrl, label: 'q', acme: { authProvisionId: acme.body.data.id } },
-    });
-    await reached;
-    // Not yet in use by the source, so nothing refuses the delete; the update's save then finds the account gone.
-    expect((await api.delete(`/v1/accounts/${acme.body.data.id}`)).status).toBe(204);
-    holding.release();
-    const refused = await update.finally(() => {
-      holding = undefined;
-    });
     expect([refused.status, refused.body]).toEqual([
       404,
       {
-        error: `connected account "${acme.body.data.id}" not found`,
+        error: `connected account "${acmeId}" not found`,
         code: 'not_found',
-        details: [{ prop: 'acme', message: `names connected account "${acme.body.data.id}", which is not found` }],
+        details: [{ prop: 'acme', message: `names connected account "${acmeId}", which is not found` }],
       },
     ]);
     // Down with the old code, up with the new one, then down with the new one and up again with the old one.
@@ -178,27 +186,15 @@ describe.each(DIALECTS)('hooks of a change that fails, undone and restored, on %
   });
 
   it("takes down what a new source's activate() set up when its save fails, with the credentials activate() had", async () => {
-    const acme = await api.post('/v1/accounts', { app: 'acme', name: 'Acme', credentials: { api_key: 'k-1234567890' } });
-    const withAccount = WEBHOOK_SOURCE.replace('props: {', 'props: {\n    acme: { type: "app", app: "acme" },');
+    const acmeId = await newAccountId();
     calls.length = 0;
-    let release = () => {};
-    holding = { path: '/up/n/1', held: new Promise<void>((resolve) => (release = resolve)), release };
-    const reached = waitFor(
-      async () => calls,
-      (seen) => seen.includes('/up/n/1'),
-      { what: "the new source's activate() call" },
+    const refused = await deletingAccountDuring('/up/n/1', acmeId, () =>
+      api.post('/v1/sources', {
+        name: 'never saved',
+        component_code: withAccount,
+        configured_props: { receiver: receiverUrl, label: 'n', acme: { authProvisionId: acmeId } },
+      }),
     );
-    const created = api.post('/v1/sources', {
-      name: 'never saved',
-      component_code: withAccount,
-      configured_props: { receiver: receiverUrl, label: 'n', acme: { authProvisionId: acme.body.data.id } },
-    });
-    await reached;
-    expect((await api.delete(`/v1/accounts/${acme.body.data.id}`)).status).toBe(204);
-    holding.release();
-    const refused = await created.finally(() => {
-      holding = undefined;
-    });
     expect([refused.status, refused.body.code]).toEqual([404, 'not_found']);
     expect(calls).toEqual(['/up/n/1', '/down/wh-n-1']);
     const names = (await api.get('/v1/users/me/sources?limit=100')).body.data.map((s: { name: string }) => s.name);
