@@ -355,6 +355,8 @@ describe('$.send', () => {
         $.send.s3({ bucket: "my-bucket", prefix: "logs/", payload: [1, 2] });
         $.send.emit({ raw_event: { id: 7 } });
         $.send.emit({ raw_event: 8, name: "\\u{1F600}".repeat(200), summary: "eight" });
+        $.send.emit({ name: "Yoda" });
+        $.send.emit({ raw_event: 9 }, "jedi");
         const { sse } = $.send;
         sse({ channel: "updates", payload: { ok: true } });`),
     );
@@ -368,6 +370,8 @@ describe('$.send', () => {
         { kind: 's3', payload: { bucket: 'my-bucket', prefix: 'logs/', payload: [1, 2] } },
         { kind: 'emit', payload: { raw_event: { id: 7 } } },
         { kind: 'emit', payload: { raw_event: 8, name: '😀'.repeat(200), summary: 'eight' } },
+        { kind: 'emit', payload: { raw_event: { name: 'Yoda' } } },
+        { kind: 'emit', payload: { raw_event: { raw_event: 9 }, name: 'jedi' } },
         { kind: 'sse', payload: { channel: 'updates', payload: { ok: true } } },
       ],
     });
@@ -389,7 +393,10 @@ describe('$.send', () => {
     ['$.send.email({ subject: "s", html: 1 })', '$.send.email(): html must be a string'],
     ['$.send.s3({ payload: 1 })', '$.send.s3() needs a bucket (a non-empty string)'],
     ['$.send.s3({ bucket: "b" })', '$.send.s3() needs a payload'],
-    ['$.send.emit({ event: 1 })', '$.send.emit() needs a raw_event'],
+    ['$.send.emit({ raw_event: undefined })', '$.send.emit() needs a raw_event'],
+    ['$.send.emit()', '$.send.emit() needs an event: $.send.emit(event, channel?)'],
+    ['$.send.emit(1, 7)', '$.send.emit() name (the channel) must be a string'],
+    ['$.send.emit(1, "$logs")', `$.send.emit() name "$logs" is reserved for the workflow's $logs stream`],
     ['$.send.emit({ raw_event: 1, name: 7 })', '$.send.emit() name (the channel) must be a string'],
     ['$.send.emit({ raw_event: 1, name: "$errors" })', `$.send.emit() name "$errors" is reserved for the workflow's $errors stream`],
     ['$.send.emit({ raw_event: 1, name: "c".repeat(201) })', '$.send.emit() name (the channel) may be at most 200 characters'],

@@ -19,6 +19,7 @@ import {
   NumberIsFinite,
   MapPrototypeSet,
   ObjectFreeze,
+  ObjectHasOwn,
   ReflectApply,
   SafeMap,
   SetPrototypeHas,
@@ -106,11 +107,25 @@ const SEND_CHECKS: Record<StepSend['kind'], (argument: Record<string, unknown>) 
   },
 };
 
+/**
+ * `$.send.emit`'s argument as `{ raw_event, name }`: an object with its own `raw_event` and no second argument is that
+ * already; anything else is `(event, channel)`, so that `$.send.emit({ name: "Yoda" })` emits that object rather than
+ * failing for want of a raw_event.
+ */
+function emitArgument(args: unknown[]): unknown {
+  // Indexed, not destructured: the step's code may have replaced the array iterator.
+  const first = args[0];
+  const channel = args[1];
+  if (args.length < 2 && isPlainObject(first) && ObjectHasOwn(first, 'raw_event')) return first;
+  if (first === undefined) throw new TypeError('$.send.emit() needs an event: $.send.emit(event, channel?)');
+  return channel === undefined ? { raw_event: first } : { raw_event: first, name: channel };
+}
+
 const SEND_SHAPES: Record<StepSend['kind'], string> = {
   http: '{ url, method?, headers?, params?, data? }',
   email: '{ subject, text?, html? }',
   s3: '{ bucket, prefix?, payload }',
-  emit: '{ raw_event }',
+  emit: '{ raw_event, name?, summary? }, or (event, channel?)',
   sse: '{ channel, payload }',
 };
 
@@ -169,7 +184,8 @@ export class StepCall {
         http: (config: unknown) => this.send('http', config),
         email: (config: unknown) => this.send('email', config),
         s3: (config: unknown) => this.send('s3', config),
-        emit: (config: unknown) => this.send('emit', config),
+        // The reference service's docs now write `$.send.emit(event, channel?)`; older steps pass `{ raw_event, name }`.
+        emit: (...args: unknown[]) => this.send('emit', emitArgument(args)),
         sse: (config: unknown) => this.send('sse', config),
       }),
     });
