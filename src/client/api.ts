@@ -312,12 +312,8 @@ export class ApiClient {
     }
     if (status < 200 || status >= 300) {
       const error = parsed as { error?: string; code?: string; details?: unknown[] } | undefined;
-      // The banner says "API base http://…/v1", and that URL given as --url made every path /v1/v1/…: "route … not
-      // found" with the hint for an unknown id. Said as the bad flag it is.
-      const base = this.server.url.replace(/\/+$/, '');
-      if (status === 404 && error?.error?.startsWith('route ') && base.endsWith('/v1')) {
-        throw new UsageError(`${base} is the API base, not the server's address (${error.error}): use --url ${base.slice(0, -'/v1'.length)}`);
-      }
+      const misplaced = status === 404 && error?.error ? wrongAddress(this.server.url, method, error.error) : undefined;
+      if (misplaced) throw new UsageError(misplaced);
       throw new ApiError(status, error?.code ?? 'http_error', error?.error ?? `${method} ${path} answered ${status}`, error?.details ?? []);
     }
     return parsed as T;
@@ -351,4 +347,26 @@ export class ApiClient {
   url(path: string): string {
     return `${this.server.url.replace(/\/+$/, '')}${path}`;
   }
+}
+
+/**
+ * What a 404 "route … not found" says when --url is not the server's address but a path on it: its docs, its console,
+ * or the "API base http://…/v1" the banner prints, which made every path /v1/v1/…. Without this it read as an unknown
+ * id, with the hint to list what the account has. The route the server names tells where the server stands: when it
+ * saw the URL's path, the server is at the URL's origin; when it saw only /v1/v1/… (a proxy that strips a prefix), it
+ * is at the URL less its /v1. Undefined for anything else, such as a route an older server lacks.
+ */
+function wrongAddress(url: string, method: string, message: string): string | undefined {
+  const base = url.replace(/\/+$/, '');
+  const { origin, pathname } = new URL(base);
+  const prefix = pathname.replace(/\/+$/, '');
+  if (prefix === '') return undefined;
+  const server = message.startsWith(`route ${method} ${prefix}/v1/`)
+    ? origin
+    : prefix.endsWith('/v1') && message.startsWith(`route ${method} /v1/v1/`)
+      ? base.slice(0, -'/v1'.length)
+      : undefined;
+  if (server === undefined) return undefined;
+  const what = prefix.endsWith('/v1') ? 'is the API base, not' : 'is not';
+  return `${base} ${what} the server's address (${message}): use --url ${server}`;
 }
