@@ -32,6 +32,7 @@ interface RunData {
   status: string;
   created_at_ms: number;
   finished_at_ms: number | null;
+  exit_reason?: string;
   error?: { name?: string; message?: string };
   steps: Array<{
     name: string;
@@ -244,7 +245,10 @@ function runLines(run: RunData, json: boolean): string[] {
     if (step.error) lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}/${step.name}  ERROR  ${step.error.name}: ${step.error.message}`);
   }
   const took = run.finished_at_ms === null ? '' : `, ${run.finished_at_ms - run.created_at_ms} ms`;
-  lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${counted(run.steps.length, 'step')}${took})`);
+  // A run a step ended with $.flow.exit() ran fewer steps than the workflow has: the reason says why (quoted as JSON,
+  // since a step may give any text, a line break too, and the line must stay one).
+  const exited = run.exit_reason === undefined ? '' : `; exited: ${JSON.stringify(run.exit_reason)}`;
+  lines.push(`${time(run.finished_at_ms ?? run.created_at_ms)}  ${run.id}  ${run.status} (${counted(run.steps.length, 'step')}${took}${exited})`);
   return lines;
 }
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api.js';
 import { showStream, type Stream } from '../../src/client/follow.js';
 import { client } from '../helpers/client.js';
-import { type RunningCli, startCli } from '../helpers/cli.js';
+import { type RunningCli, runCli, startCli } from '../helpers/cli.js';
 import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { startTestServer, tempDir } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -294,6 +294,44 @@ describe('following a workflow', () => {
       expect(ends()).toHaveLength(150);
       expect(printed.filter((line) => line.includes('step saw')).length).toBe(150);
       expect(notices).toEqual([`following ${id} (Ctrl-C to stop)`]);
+    } finally {
+      await server.destroy();
+    }
+  });
+
+  it('logs says why a run exited early: the reason its step gave $.flow.exit(), as the console shows it', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const key = (await server.createUser()).apiKey;
+      const api = client(server.url, key);
+      const exiting = 'export default defineComponent({ async run({ $ }) { console.log("checked"); $.flow.exit("nothing to do"); } });';
+      const created = await api.post('/v1/workflows', {
+        name: 'exits',
+        steps: [
+          { name: 'check', component_code: exiting },
+          { name: 'emit', component_code: EMITTING_STEP },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const id: string = created.body.data.id;
+      const queued = await api.post(`/v1/workflows/${id}/run`, { n: 1 });
+      expect(queued.status).toBe(202);
+      const runId: string = queued.body.data.id;
+      await waitFor(
+        async () => (await api.get(`/v1/workflows/${id}/runs/${runId}`)).body.data.status,
+        (status) => status === 'succeeded',
+      );
+      const dir = tempDir('tributary-exit-reason-');
+      const shown = await runCli(['logs', id], { env: { PATH: process.env.PATH ?? '', HOME: dir, TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key }, cwd: dir });
+      // The run's line said only "succeeded (1 step, … ms)": a run that stopped at its first step read as one that
+      // had a single step, with nothing to say why the second never ran.
+      expect([shown.code, shown.stderr]).toEqual([0, '']);
+      const lines = shown.stdout.split('\n');
+      expect(lines).toEqual([
+        expect.stringMatching(new RegExp(`^\\S+Z  ${runId}/check  log    checked$`)),
+        expect.stringMatching(new RegExp(`^\\S+Z  ${runId}  succeeded \\(1 step, \\d+ ms; exited: "nothing to do"\\)$`)),
+        '',
+      ]);
     } finally {
       await server.destroy();
     }
