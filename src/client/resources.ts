@@ -172,6 +172,15 @@ export function kindNamed(plural: string): ResourceKind {
 /** The kind an id belongs to, by its prefix. */
 export function kindOfId(id: string): ResourceKind {
   const kind = KINDS.find((k) => k.prefix !== undefined && id.startsWith(k.prefix));
+  // `list subscriptions` and `list auto-subscriptions` print sub_… ids, but the API reads and deletes a subscription
+  // only by its emitter, listener and stream: the id is said as what it is, with the commands that take those.
+  if (!kind && id.startsWith('sub_')) {
+    throw new UsageError(
+      `${JSON.stringify(id)} is a subscription, which the API names by its emitter, listener and stream, not by its id: see them with ` +
+        'tributary list subscriptions (or auto-subscriptions), and remove one with tributary unsubscribe <emitter_id> <listener_id> ' +
+        '[--event <name>] (or tributary auto-unsubscribe <listener_id> [--event <name>])',
+    );
+  }
   if (!kind) {
     const known = KINDS.filter((k) => k.prefix).map((k) => `${k.prefix}… (${k.plural})`);
     throw new UsageError(`"${id}" is not an id the client knows: ${known.join(', ')}`);

@@ -131,6 +131,27 @@ describe('tributary client commands refused', () => {
     expect((await api.delete(`/v1/sources/${used.body.data.id}`)).status).toBe(204);
   });
 
+  it('delete and describe of a subscription id (as list subscriptions shows it) say how to see and remove one', async () => {
+    const api = client(server.url, key);
+    const emitter = await api.post('/v1/sources', { component_code: SOURCE });
+    const listener = await api.post('/v1/sources', { component_code: SOURCE, name: 'listener' });
+    const made = await api.post(`/v1/subscriptions?emitter_id=${emitter.body.data.id}&listener_id=${listener.body.data.id}`);
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const subscriptions = await api.get('/v1/users/me/subscriptions');
+    const subscriptionId: string = subscriptions.body.data[0].id;
+    // Was `"sub_…" is not an id the client knows: dc_… (sources), …` for the very id `tributary list subscriptions` prints.
+    const said =
+      `error: "${subscriptionId}" is a subscription, which the API names by its emitter, listener and stream, not by its id: ` +
+      'see them with tributary list subscriptions (or auto-subscriptions), and remove one with tributary unsubscribe ' +
+      '<emitter_id> <listener_id> [--event <name>] (or tributary auto-unsubscribe <listener_id> [--event <name>])\n';
+    for (const command of ['delete', 'describe']) {
+      const refused = await tributary([command, subscriptionId]);
+      expect([refused.code, refused.stdout, refused.stderr]).toEqual([2, '', said]);
+    }
+    expect((await api.get('/v1/users/me/subscriptions')).body.data).toEqual(subscriptions.body.data);
+    for (const source of [emitter, listener]) expect((await api.delete(`/v1/sources/${source.body.data.id}`)).status).toBe(204);
+  });
+
   it('deploy --workflow names a folder given as the file, and a step file that is not there, as deploy names a component file', async () => {
     fs.mkdirSync(path.join(dir, 'flows', 'steps'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'flows', 'flow.yaml'), 'name: missing step\nsteps:\n  - name: parse\n    path: ./steps/parse.mjs\n');
