@@ -198,9 +198,33 @@ function addCommands(program: Command): void {
       }
       const kind = kindOfId(id);
       if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`run takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
-      const answer = await apiFor(flags).call<{ data?: { id?: string } } | undefined>('POST', `${kind.itemPath!(id)}/run`, event);
+      const answer = await apiFor(flags)
+        .call<{ data?: { id?: string } } | undefined>('POST', `${kind.itemPath!(id)}/run`, event)
+        .catch((error: unknown) => {
+          // The server's message names the API call that switches it on: the client has a command for it.
+          if (!(error instanceof ApiError) || error.status !== 409) throw error;
+          throw new ApiError(error.status, error.code, error.message, error.details, `tributary activate ${id} switches it on`);
+        });
       out(`queued a run of ${id}${answer?.data?.id ? ` (${answer.data.id})` : ''}; see it with tributary events ${id} or tributary logs ${id}`);
     });
+
+  for (const [name, active] of [
+    ['activate', true],
+    ['deactivate', false],
+  ] as const) {
+    serverOptions(program.command(`${name} <id>`))
+      .description(
+        `switch a source or workflow ${active ? 'on (a source runs its activate() hook)' : 'off: it runs nothing until switched on (a source runs its deactivate() hook)'}`,
+      )
+      .action(async (id: string, flags: ServerFlags) => {
+        const kind = kindOfId(id);
+        if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`${name} takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
+        // A source's switch runs its hooks (code); a workflow's PUT keeps every field it is not given.
+        const source = kind.plural === 'sources';
+        await apiFor(flags).call(source ? 'PATCH' : 'PUT', kind.itemPath!(id), { active }, source ? 'code' : 'answer');
+        out(`${name}d ${id}`);
+      });
+  }
 
   for (const auto of [false, true]) {
     const what = auto ? 'every source and workflow created from now on (an auto-subscription)' : "an emitter's stream";
