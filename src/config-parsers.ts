@@ -48,6 +48,24 @@ export function text(raw: string): string {
   return raw;
 }
 
+/** How a listen host is written in the default public URL: an IPv6 address bracketed, or the URL cannot be read. */
+export function hostInUrl(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+}
+
+/**
+ * An interface to listen on. Never empty: Node's listen() takes an empty host as every interface, so
+ * `TRIBUTARY_METRICS_HOST=` would have opened the metrics to the network. An IPv6 address may come bracketed.
+ */
+export function listenHost(raw: string): string {
+  const host = /^\[.*\]$/.test(raw.trim()) ? raw.trim().slice(1, -1) : raw.trim();
+  if (host === '') throw new ConfigError('expected an address or host name to listen on, got an empty value');
+  if (/[\s/]/.test(host) || (host.includes(':') && isIP(host) !== 6)) {
+    throw new ConfigError(`expected an address or host name to listen on (127.0.0.1, ::1, 0.0.0.0, localhost), got "${raw}"`);
+  }
+  return host;
+}
+
 /**
  * A folder's path, never empty: path.resolve('') is the current folder, so `--data-dir "$DIR"` with DIR unset would put
  * (or restore) a database wherever the command happens to run. Never a file either, nor below one.

@@ -30,6 +30,8 @@ import {
   optionalUrl,
   secondsList,
   smtpUrl,
+  hostInUrl,
+  listenHost,
   text,
   type TrustProxy,
   trustProxySetting,
@@ -134,13 +136,13 @@ interface SettingSpec<K extends keyof Config> {
 
 /** The settings table: one row per setting; flags and variables follow `--data-dir` ↔ `TRIBUTARY_DATA_DIR`. */
 export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
-  { key: 'host', flag: '--host', description: 'interface to listen on', defaultValue: '127.0.0.1', parse: text },
+  { key: 'host', flag: '--host', description: 'interface to listen on', defaultValue: '127.0.0.1', parse: listenHost },
   { key: 'port', flag: '--port', description: 'TCP port to listen on (0 picks a free one)', defaultValue: 3000, parse: integer(0, 65535) },
   {
     key: 'publicUrl',
     flag: '--public-url',
     description: 'base URL clients use to reach the service',
-    defaultValue: (c) => `http://${c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host}:${c.port}`,
+    defaultValue: (c) => `http://${hostInUrl(String(c.host))}:${c.port}`,
     defaultText: 'http://<host>:<port>',
     parse: url,
   },
@@ -182,7 +184,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     defaultText: '(off)',
     parse: optionalInteger(0, 65535),
   },
-  { key: 'metricsHost', flag: '--metrics-host', description: 'interface the metrics listener binds to', defaultValue: '127.0.0.1', parse: text },
+  { key: 'metricsHost', flag: '--metrics-host', description: 'interface the metrics listener binds to', defaultValue: '127.0.0.1', parse: listenHost },
   {
     key: 'shutdownTimeout',
     flag: '--shutdown-timeout',
@@ -367,10 +369,7 @@ function wrapParse(s: SettingSpec<keyof Config>, raw: string): unknown {
 /** Builds a frozen Config from the given values, filling defaults and resolving the data directory. */
 export function resolveConfig(values: Partial<Config> = {}): Config {
   const out: Record<string, unknown> = {};
-  for (const s of SETTINGS) {
-    const given = values[s.key];
-    if (given !== undefined) out[s.key] = given;
-  }
+  for (const s of SETTINGS) if (values[s.key] !== undefined) out[s.key] = values[s.key];
   for (const s of SETTINGS) {
     if (out[s.key] !== undefined) continue;
     out[s.key] = typeof s.defaultValue === 'function' ? s.defaultValue(out as Partial<Config>) : s.defaultValue;

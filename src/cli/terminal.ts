@@ -96,7 +96,7 @@ export function describeFailure(error: unknown): { lines: string[]; code: number
         ? 'another process is using it: stop that, or choose another port (--port, --metrics-port; 0 picks a free one)'
         : listen.code === 'EACCES'
           ? 'this user may not (a port below 1024 needs privileges): choose a port of 1024 or more'
-          : 'this machine has no such address: choose another --host';
+          : 'this machine has no such address: choose another --host (or --metrics-host)';
     return { lines: [`error: cannot listen on ${where}: ${why}`], code: EXIT.failed };
   }
   // A --host or --metrics-host name that does not resolve: Node's own words (`getaddrinfo ENOTFOUND nope`) named no flag.
