@@ -228,10 +228,11 @@ export function answerFrameworkError(error: FastifyError, _request: FastifyReque
 
 /**
  * Errors Node's HTTP parser raises before there is a request (headers too large, a timeout, malformed HTTP): the
- * body is a registered error like any other, written on the socket, which is then closed.
+ * body is a registered error like any other, written on the socket, which is then closed. Returns the status it
+ * wrote, if it could write one.
  */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): number | undefined {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return undefined;
   const [code, message]: [ErrorCode, string] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? ['headers_too_large', 'the request line and headers exceed 16 KiB']
@@ -240,10 +241,12 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
         : ['invalid_request', 'the request is not valid HTTP'];
   const body = JSON.stringify({ error: message, code } satisfies ErrorBody);
   const status = ERRORS[code].status;
-  if (socket.writable) {
+  const answered = socket.writable;
+  if (answered) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);
+  return answered ? status : undefined;
 }

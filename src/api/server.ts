@@ -186,8 +186,15 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
     requestIdHeader: false,
     // Answered by the hook below instead, in the registered error format and with Retry-After.
     return503OnClosing: false,
-    frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
+    // Neither answer passes the onResponse hook that counts requests, so each counts its own (no route matched).
+    frameworkErrors: (error, request, reply) => {
+      answerFrameworkError(error, request, reply);
+      options.metrics?.requestAnswered('unmatched', reply.statusCode);
+    },
+    clientErrorHandler: (error, socket) => {
+      const status = answerClientError(error, socket);
+      if (status !== undefined) options.metrics?.requestAnswered('unmatched', status);
+    },
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without. A path segment may
     // be a data store's name, up to 200 characters, each up to 9 once percent-encoded (the router's default is 100).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1800 },

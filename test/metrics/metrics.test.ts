@@ -1,5 +1,6 @@
 // Prometheus metrics on their own listener: a scrape after real traffic (ingress, runs that succeed and fail, an SSE
 // client, a webhook delivery, a timer) shows each metric with bounded labels and no ids; the API port serves none.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config.js';
 import { client, request } from '../helpers/client.js';
@@ -17,6 +18,17 @@ function parseExposition(text: string): Map<string, number> {
     samples.set(match[1]!, Number(match[2]));
   }
   return samples;
+}
+
+/** Sends `text` as is and resolves with the first line of the answer, once the server has closed the connection. */
+function rawRequest(at: URL, text: string): Promise<{ status: string }> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const socket = net.connect(Number(at.port), at.hostname, () => socket.end(text));
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ status: answer.split('\r\n')[0]! }));
+  });
 }
 
 describe('--metrics-port', () => {
@@ -107,6 +119,16 @@ describe.each(DIALECTS)('metrics on %s', (dialect) => {
     }
     const after = await waitFor(scrape, ({ samples: s }) => s.get('tributary_sse_clients') === 0, { what: 'the stream to close' });
     expect(after.samples.get('tributary_sse_clients')).toBe(0);
+  });
+
+  it('counts the requests answered before any route, broken percent-encoding and malformed HTTP, as unmatched', async () => {
+    const before = (await scrape()).samples.get('tributary_http_requests_total{route="unmatched",status="400"}') ?? 0;
+    const broken = await request('GET', `${server.url}/v1/sources/%ff`);
+    expect([broken.status, broken.body]).toEqual([400, { error: 'the path is not valid percent-encoded text', code: 'invalid_request' }]);
+    const { status } = await rawRequest(new URL(server.url), 'FOO /v1/users/me HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(status).toBe('HTTP/1.1 400 Bad Request');
+    // Both were answered 400 and counted nowhere: an attack or a broken client did not show in the metrics.
+    expect((await scrape()).samples.get('tributary_http_requests_total{route="unmatched",status="400"}')).toBe(before + 2);
   });
 
   it('serves only GET /metrics, /healthz and /readyz there, and no metrics on the API port', async () => {
