@@ -98,6 +98,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
   // A database outage met by background work (work loops, the checkpoints, the cluster's connections) is logged once.
   const outages = new DatabaseOutageLog(logger);
   const { store, lock } = await openServerStore(config, { logger, outages, queryTimeoutMs: options.queryTimeoutMs });
+  outages.countWritesWith(() => store.reached());
   const runtime = new ComponentRuntime({
     dataDir: config.dataDir,
     workerMemoryMb: config.workerMemory,

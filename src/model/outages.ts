@@ -1,7 +1,14 @@
 // Which errors mean that a dependency failed rather than the request: the database unreachable, or its disk full.
 // Read from the drivers' error codes (pg, better-sqlite3 and Node's sockets); nothing here touches a driver.
 
-export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string };
+/**
+ * `readsGoOn`: SQLite refuses writes but still reads (another process's write lock, a write or sync the file system
+ * refused), so a read that succeeds says nothing about whether the outage is over.
+ */
+export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string; readsGoOn?: true };
+
+/** SQLite's I/O errors met only by writing: reads of the same file go on while these fail. */
+const SQLITE_WRITE_IOERRS = new Set(['SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_IOERR_DIR_FSYNC', 'SQLITE_IOERR_TRUNCATE', 'SQLITE_IOERR_DELETE']);
 
 /**
  * The connection to PostgreSQL failed after COMMIT, or a statement that commits by itself, was sent: the server may
@@ -77,7 +84,8 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   const text = typeof message === 'string' ? message : '';
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
   if (code !== undefined && (UNREACHABLE_CODES.has(code) || SQLITE_UNREACHABLE_FAMILIES.some((family) => code.startsWith(family)))) {
-    return { kind: 'database_unreachable', cause: text || code };
+    const readsGoOn = isSqliteBusy(code) || SQLITE_WRITE_IOERRS.has(code);
+    return { kind: 'database_unreachable', cause: text || code, ...(readsGoOn ? { readsGoOn: true as const } : {}) };
   }
   if (text === PG_READ_TIMEOUT_MESSAGE || UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
   const nested = [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])];

@@ -4,9 +4,18 @@ import type { Logger } from 'pino';
 import { type Outage, outageOf } from '../model/outages.js';
 
 export class DatabaseOutageLog {
-  private current: { kind: Outage['kind']; since: number; failures: number } | undefined;
+  private current: { kind: Outage['kind']; readsGoOn: boolean; since: number; failures: number; writesAt: number } | undefined;
+  private writes: () => number = () => 0;
 
   constructor(private readonly logger: Logger) {}
+
+  /**
+   * The store's count of writes taken (`Store.reached()`): a write committed by anything (a request, a loop that never
+   * reports its writes here) ends an outage that only writes could end.
+   */
+  countWritesWith(writes: () => number): void {
+    this.writes = writes;
+  }
 
   /** Whether background work met an outage that it has not yet seen end. */
   get ongoing(): boolean {
@@ -22,20 +31,23 @@ export class DatabaseOutageLog {
     if (!outage) return false;
     if (this.current) {
       this.current.failures++;
+      this.current.writesAt = this.writes();
       return true;
     }
-    this.current = { kind: outage.kind, since: Date.now(), failures: 1 };
+    const readsGoOn = outage.kind === 'disk_full' || outage.readsGoOn === true;
+    this.current = { kind: outage.kind, readsGoOn, since: Date.now(), failures: 1, writesAt: this.writes() };
     const what = outage.kind === 'disk_full' ? "the data directory's disk is full" : 'the database is unreachable';
     this.logger.error({ err: error }, `${what}: runs, timers and deliveries wait, and go on by themselves once it is back`);
     return true;
   }
 
   /**
-   * Background work reached the database again: the end of an outage, if one was logged. A full disk still lets
-   * reads through, so only a write ends that one.
+   * Background work reached the database again: the end of an outage, if one was logged. A full disk, SQLite's write
+   * lock held by another process, or a write the file system refuses still let reads through, so only a write ends
+   * those (else each loop's next read said "back" and its next write "unreachable", every second).
    */
   reached(how: 'read' | 'written'): void {
-    if (!this.current || (this.current.kind === 'disk_full' && how === 'read')) return;
+    if (!this.current || (this.current.readsGoOn && how === 'read' && this.writes() === this.current.writesAt)) return;
     const { kind, since, failures } = this.current;
     this.current = undefined;
     const what = kind === 'disk_full' ? "the data directory's disk has room again" : 'the database is back';

@@ -45,4 +45,55 @@ describe('DatabaseOutageLog', () => {
     expect(lines.map((l) => l.msg).at(-1)).toBe("the data directory's disk has room again: runs, timers and deliveries go on");
     expect(lines).toHaveLength(2);
   });
+
+  it("ends SQLite's write lock held elsewhere, or a write the file system refuses, only when a write goes through", () => {
+    for (const code of ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC']) {
+      const { log, lines } = collected();
+      const refusedWrite = () => Object.assign(new Error('database is locked'), { code });
+      // A loop that reads its queue, then fails to commit, every second: it said "back" and "unreachable" each time.
+      for (let i = 0; i < 3; i++) {
+        expect(log.absorb(refusedWrite())).toBe(true);
+        log.reached('read');
+      }
+      log.reached('written');
+      expect({ code, lines: lines.map((l) => [l.level, l.msg, l.failures]) }).toEqual({
+        code,
+        lines: [
+          [50, 'the database is unreachable: runs, timers and deliveries wait, and go on by themselves once it is back', undefined],
+          [40, 'the database is back: runs, timers and deliveries go on', 3],
+        ],
+      });
+    }
+  });
+
+  it('ends an outage that stops reads too (a failed read, PostgreSQL down) at the first read that goes through', () => {
+    for (const code of ['SQLITE_IOERR_READ', 'SQLITE_IOERR', 'ECONNREFUSED']) {
+      const { log, lines } = collected();
+      expect(log.absorb(Object.assign(new Error('disk I/O error'), { code }))).toBe(true);
+      log.reached('read');
+      expect({ code, msgs: lines.map((l) => l.msg) }).toEqual({
+        code,
+        msgs: [
+          'the database is unreachable: runs, timers and deliveries wait, and go on by themselves once it is back',
+          'the database is back: runs, timers and deliveries go on',
+        ],
+      });
+    }
+  });
+
+  it('ends an outage that only writes end at the next read after any write the store took, whoever wrote', () => {
+    const { log, lines } = collected();
+    let writes = 7;
+    log.countWritesWith(() => writes);
+    expect(log.absorb(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }))).toBe(true);
+    log.reached('read');
+    expect(lines).toHaveLength(1);
+    // A request's write committed (the lock is free): the loop's next read says the database is back.
+    writes++;
+    log.reached('read');
+    expect(lines.map((l) => l.msg)).toEqual([
+      'the database is unreachable: runs, timers and deliveries wait, and go on by themselves once it is back',
+      'the database is back: runs, timers and deliveries go on',
+    ]);
+  });
 });
