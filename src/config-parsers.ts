@@ -92,6 +92,27 @@ export const dataDirDefault = {
   defaultText: DEFAULT_DATA_DIR,
 };
 
+/**
+ * Whether a setting's parser takes an empty value as "not set". Commander stores '' where such a parser answered
+ * undefined (TRIBUTARY_METRICS_PORT= set to nothing), which resolveConfig must then take as unset too.
+ */
+export function emptyMeansUnset(parse: (raw: string) => unknown): boolean {
+  try {
+    return parse('') === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A key file's path, never empty: `--secret-key-file "$KEY_FILE"` with KEY_FILE unset would otherwise fall back to
+ * the data directory's key, or make a new one that opens none of the secrets sealed with the key meant.
+ */
+export function keyFilePath(raw: string): string {
+  if (raw.trim() === '') throw new ConfigError('expected the path of a key file, got an empty value');
+  return raw;
+}
+
 export function optionalText(raw: string): string | undefined {
   return raw === '' ? undefined : raw;
 }

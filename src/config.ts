@@ -14,6 +14,7 @@ import {
   egressList,
   emailAddress,
   integer,
+  keyFilePath,
   timerSecs,
   LOG_LEVELS,
   type LogLevel,
@@ -30,6 +31,7 @@ import {
   optionalUrl,
   secondsList,
   smtpUrl,
+  emptyMeansUnset,
   hostInUrl,
   listenHost,
   text,
@@ -205,7 +207,7 @@ export const SETTINGS: readonly SettingSpec<keyof Config>[] = [
     flag: '--secret-key-file',
     description: "key file to use instead of the data directory's secret.key (such as that file, kept or copied); not with --secret-key",
     defaultValue: undefined,
-    parse: optionalText,
+    parse: keyFilePath,
   },
   { key: 'logLevel', flag: '--log-level', description: `log level: ${LOG_LEVELS.join(', ')}`, defaultValue: 'info', parse: logLevel },
   {
@@ -369,7 +371,7 @@ function wrapParse(s: SettingSpec<keyof Config>, raw: string): unknown {
 /** Builds a frozen Config from the given values, filling defaults and resolving the data directory. */
 export function resolveConfig(values: Partial<Config> = {}): Config {
   const out: Record<string, unknown> = {};
-  for (const s of SETTINGS) if (values[s.key] !== undefined) out[s.key] = values[s.key];
+  for (const s of SETTINGS) if (values[s.key] !== undefined && !(values[s.key] === '' && emptyMeansUnset(s.parse))) out[s.key] = values[s.key];
   for (const s of SETTINGS) {
     if (out[s.key] !== undefined) continue;
     out[s.key] = typeof s.defaultValue === 'function' ? s.defaultValue(out as Partial<Config>) : s.defaultValue;

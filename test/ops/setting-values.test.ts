@@ -1,6 +1,8 @@
-// --host and --metrics-host: an empty value is refused rather than taken as every interface, and an IPv6 address works.
+// --host and --metrics-host: an empty value is refused rather than taken as every interface, and an IPv6 address works;
+// a setting's variable set to nothing leaves an optional setting off, and never names the current folder as a key file.
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { killedAfterAll } from '../helpers/cleanups.js';
 import { request } from '../helpers/client.js';
 import { serve } from '../helpers/processes.js';
@@ -55,6 +57,42 @@ describe('listen hosts', () => {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
+    }
+  });
+});
+
+describe('settings set to nothing', () => {
+  const env = { PATH: process.env.PATH ?? '' };
+
+  it('an empty variable of a setting that is off unless given (TRIBUTARY_METRICS_PORT=) leaves it off', async () => {
+    // serve stopped with 'error: options.port should be >= 0 and < 65536. Received type string ('')' (exit 1).
+    const started = startCli(['serve', '--port', '0', '--log-level', 'silent', '--data-dir', tempDir()], {
+      env: { ...env, TRIBUTARY_METRICS_PORT: '', TRIBUTARY_WORKER_CA_FILE: '', TRIBUTARY_SECRET_KEY: '' },
+      cwd: tempDir(),
+    });
+    try {
+      const [, url] = await started.waitForOutput(/is listening at (http:\/\/\S+) /);
+      expect((await request('GET', `${url}/healthz`)).status).toBe(200);
+      expect(started.stdout()).not.toContain('metrics:');
+    } finally {
+      started.child.kill('SIGTERM');
+      expect(await started.exit).toBe(0);
+    }
+  });
+
+  it('an empty --secret-key-file is refused, not taken as the folder serve runs in nor as a second key beside --secret-key', async () => {
+    const stderr = 'error: --secret-key-file (TRIBUTARY_SECRET_KEY_FILE): expected the path of a key file, got an empty value\n';
+    for (const [args, extra] of [
+      [['--secret-key-file', ''], {}],
+      [['--secret-key', 'k'], { TRIBUTARY_SECRET_KEY_FILE: '' }],
+    ] as [string[], Record<string, string>][]) {
+      const dataDir = tempDir();
+      const result = await runCli(['serve', '--port', '0', '--log-level', 'silent', '--data-dir', dataDir, ...args], {
+        env: { ...env, ...extra },
+        cwd: tempDir(),
+      });
+      expect({ args, ...result }).toEqual({ args, code: 2, stdout: '', stderr });
+      expect(fs.readdirSync(dataDir)).toEqual([]);
     }
   });
 });
