@@ -88,3 +88,23 @@ describe('request lines', () => {
     });
   }
 });
+
+describe('request lines at debug', () => {
+  it('leave out the value of a credential a client put in the query string', async () => {
+    const lines: { msg: string; reqId?: string; req?: { url: string } }[] = [];
+    const logger = createLogger({ logLevel: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const server = await startTestServer('sqlite', { logLevel: 'debug' }, { logger });
+    try {
+      const { apiKey } = await server.createUser();
+      const url = `/v1/users/me?limit=5&api_key=${apiKey}&access%5Ftoken=t0k3n&include=id&sig`;
+      const res = await request('GET', `${server.url}${url}`, { headers: { 'x-request-id': 'probe-key' } });
+      expect(res.status).toBe(401);
+      await server.stop();
+      const incoming = lines.filter((l) => l.reqId === 'probe-key' && l.msg === 'incoming request');
+      expect(incoming.map((l) => l.req?.url)).toEqual(['/v1/users/me?limit=5&api_key=[redacted]&access%5Ftoken=[redacted]&include=id&sig']);
+      expect(JSON.stringify(lines)).not.toContain(apiKey);
+    } finally {
+      await server.destroy();
+    }
+  });
+});
