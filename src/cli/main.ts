@@ -71,6 +71,17 @@ function refuseSharedPort(config: Config): void {
   throw new ConfigError(`--metrics-port and --port are both ${config.port}: the metrics listener needs a port of its own (0 picks a free one)`);
 }
 
+/**
+ * Refuses --port on a worker node: it listens on no port, so a port given there is a probe or a load balancer's
+ * target that would find nothing, said at start rather than found out later.
+ */
+function refuseWorkerPort(config: Config, portGiven: boolean): void {
+  if (config.role !== 'worker' || !portGiven) return;
+  throw new ConfigError(
+    `--port (TRIBUTARY_PORT) ${config.port} on a worker node: --role worker listens on no port (its /healthz and /readyz are on --metrics-port; --public-url sets its endpoint URLs)`,
+  );
+}
+
 function accountLines(account: NewAccount): string[] {
   return [`account ${account.username} (${account.id}, ${account.plan} plan)`, `API key (shown once, store it now): ${account.apiKey}`];
 }
@@ -98,6 +109,7 @@ export function buildProgram(): Command {
   serve.action(async (options: Record<string, unknown>) => {
     const config = configFrom(options);
     refuseSharedPort(config);
+    refuseWorkerPort(config, options.port !== undefined);
     const [{ createLogger, startTributary }, { tuneGarbageCollection }] = await Promise.all([import('../app.js'), import('../startup/gc-tuning.js')]);
     tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);

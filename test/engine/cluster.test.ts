@@ -486,7 +486,9 @@ async function watchSignals(databaseUrl: string) {
 
 /** Starts `tributary serve` as its own process; resolves once it says it runs. */
 function node(args: string[]): Promise<{ child: ChildProcess; url: string | undefined; output: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', '--rate-limit', '0', '--secret-key', SECRET, ...args], {
+  // A worker node is refused --port: it listens on none.
+  const port = args.includes('worker') ? [] : ['--port', '0'];
+  const child = spawn(process.execPath, [BIN, 'serve', ...port, '--log-level', 'warn', '--rate-limit', '0', '--secret-key', SECRET, ...args], {
     env: { PATH: process.env.PATH ?? '' },
   });
   let output = '';
