@@ -12,7 +12,7 @@ import { streamName, subscribe, type SubscriptionTarget, unsubscribe } from '../
 import { UsageError } from '../client/usage-error.js';
 import { jsonText, yamlText } from '../client/terminal-text.js';
 import { resolveTimeout, type Wait } from '../client/timeouts.js';
-import { apiFor, out, printList, say, type ServerFlags, serverOptions, timeoutOption } from './client-common.js';
+import { apiFor, noteNoWorkerNode, out, printList, say, type ServerFlags, serverOptions, timeoutOption } from './client-common.js';
 import { addDataStoreCommands } from './data-store-commands.js';
 import { EXIT, isInteractive, terminalAsk } from './terminal.js';
 
@@ -206,6 +206,7 @@ function addCommands(program: Command): void {
           throw new ApiError(error.status, error.code, error.message, error.details, `tributary activate ${id} switches it on`);
         });
       out(`queued a run of ${id}${answer?.data?.id ? ` (${answer.data.id})` : ''}; see it with tributary events ${id} or tributary logs ${id}`);
+      await noteNoWorkerNode(flags, 'the run stays queued');
     });
 
   for (const [name, active] of [

@@ -11,6 +11,8 @@ export interface ServerFlags extends ServerChoice {
   timeout?: string;
 }
 
+const NOTE_TIMEOUT_MS = 2000;
+
 /** Progress and notices: standard error, so that standard output stays what scripts read. */
 export function say(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -40,6 +42,18 @@ export function timeoutOption(command: Command): Command {
 /** The client of the server the flags name; `signal` (a command's Ctrl-C) ends its calls in flight. */
 export function apiFor(flags: ServerFlags, signal?: AbortSignal): ApiClient {
   return new ApiClient(resolveServer(flags), { signal, timeoutMs: resolveTimeout(flags.timeout) });
+}
+
+/**
+ * Says so when the server is an api node of a cluster with no worker node alive: it acknowledges and queues, so a
+ * run asked for would otherwise wait with no word why. Best effort, and brief: a server whose /readyz is not
+ * reached (a proxy that does not pass it) says nothing, and holds the command up 2 s at most.
+ */
+export async function noteNoWorkerNode(flags: ServerFlags, waiting: string): Promise<void> {
+  const api = new ApiClient(resolveServer(flags), { timeoutMs: NOTE_TIMEOUT_MS });
+  const ready = await api.call<{ checks?: { worker_nodes?: unknown } } | undefined>('GET', '/readyz').catch(() => undefined);
+  if (ready?.checks?.worker_nodes !== 'none') return;
+  say(`note: no worker node of this cluster is alive (${api.server.url}/readyz says "worker_nodes":"none"): ${waiting} until one starts`);
 }
 
 /** Every item of the kind's list, newest first: a table, or one JSON object a line with --json. */

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterAll, killedAfterAll } from '../helpers/cleanups.js';
 import { client } from '../helpers/client.js';
+import { runCli } from '../helpers/cli.js';
 import { BIN } from '../helpers/processes.js';
 import { createTestDatabase, DIALECTS, tempDir } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -60,5 +61,33 @@ describe.skipIf(!DIALECTS.includes('postgres'))('a cluster started on an empty d
     const key = /API key \(shown once, store it now\): (\S+)/.exec(api)![1]!;
     const me = await client(url, key).get('/v1/users/me');
     expect([me.status, me.body.data.username]).toEqual([200, 'admin']);
+  });
+
+  it('the client pointed at an api node with no worker node alive says that a run stays queued; once a worker is alive it says nothing', async () => {
+    const database = await createTestDatabase();
+    cleanups(database.drop);
+    const api = await start(database.url, ['--role', 'api', '--port', '0']);
+    const url = /listening at (http:\/\/\S+) /.exec(api)![1]!;
+    const key = /API key \(shown once, store it now\): (\S+)/.exec(api)![1]!;
+    const deployed = await client(url, key).post('/v1/sources', {
+      component_code: 'export default { name: "tick", version: "0.0.1", async run(event) { this.$emit(event); } };',
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const id: string = deployed.body.data.id;
+    const cli = { env: { PATH: process.env.PATH ?? '', HOME: tempDir() }, cwd: tempDir() };
+    const server = ['--url', url, '--key', key];
+    const note = (waiting: string) => `note: no worker node of this cluster is alive (${url}/readyz says "worker_nodes":"none"): ${waiting} until one starts\n`;
+
+    const queued = await runCli(['run', id, ...server], cli);
+    expect({ code: queued.code, stderr: queued.stderr }).toEqual({ code: 0, stderr: note('the run stays queued') });
+
+    await start(database.url, ['--role', 'worker']);
+    await waitFor(
+      () => client(url, key).get('/readyz'),
+      (r) => r.body.checks.worker_nodes === 'ok',
+      { what: 'the api node to see the worker node' },
+    );
+    const ran = await runCli(['run', id, ...server], cli);
+    expect({ code: ran.code, stderr: ran.stderr }).toEqual({ code: 0, stderr: '' });
   });
 });
