@@ -390,6 +390,28 @@ describe('tributary CLI', () => {
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
+  it('an empty --database-url (or TRIBUTARY_DATABASE_URL) is no database URL: --role worker and api are refused (exit 2), not served on SQLite', async () => {
+    const dataDir = tempDir();
+    for (const [args, env] of [
+      [['--role', 'worker', '--database-url', ''], {}],
+      [['--role', 'api', '--port', '0'], { TRIBUTARY_DATABASE_URL: '' }],
+    ] as const) {
+      const role = args[1];
+      const failed = await tributary(['serve', '--data-dir', dataDir, ...args], env).then(
+        () => ({ code: 0, stdout: '', stderr: '' }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect({ args, env, code: failed.code, stdout: failed.stdout, stderr: failed.stderr }).toEqual({
+        args,
+        env,
+        code: 2,
+        stdout: '',
+        stderr: `error: --role ${role} needs --database-url: nodes of a cluster share a PostgreSQL database; on SQLite one process does everything (--role all)\n`,
+      });
+    }
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
   it('--port (or TRIBUTARY_PORT) on a worker node, which listens on no port, is refused (exit 2) before it connects', async () => {
     const dataDir = tempDir();
     // Port 1 refuses connections: a node that got as far as the database would end with exit 1, not 2.
