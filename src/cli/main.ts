@@ -32,13 +32,8 @@ const STORAGE_FLAGS = new Set(['--data-dir', '--database-url']);
 
 function configFrom(options: Record<string, unknown>): Config {
   const values: Record<string, unknown> = {};
-  for (const s of SETTINGS) {
-    const value = options[s.key];
-    // A parser's undefined (an empty value: the setting unset) reaches here as '', which commander puts in its place:
-    // taken as given, an empty --database-url let --role worker past its check and serve on SQLite.
-    if (value === undefined || (value === '' && s.parse('') === undefined)) continue;
-    values[s.key] = value;
-  }
+  // An empty value whose parser means "unset" reaches here as '' (commander's stand-in): resolveConfig drops it.
+  for (const s of SETTINGS) if (options[s.key] !== undefined) values[s.key] = options[s.key];
   return resolveConfig(values as Partial<Config>);
 }
 
