@@ -1,6 +1,5 @@
 // Sources: deploy, update, activate/deactivate and delete, running the component's hooks on each transition.
 import type { AccountLimiter } from './account-limits.js';
-import { randomInt } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import type { Store } from '../store/database.js';
 import { newEndpointId, newId, nowSeconds, isId } from '../model/ids.js';
@@ -26,6 +25,7 @@ import { writeDataStores } from '../store/data-stores.js';
 import { DeployPropsResolver, type PropsReloader } from './deploy-props.js';
 import { type HookEffects, SourceHooks } from './source-hooks.js';
 import { runUpdateHooks } from './source-hooks-update.js';
+import { SourceSlugs, slugify } from './source-slugs.js';
 import type { EventRouter } from '../commit/routing.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../store/schema.js';
@@ -77,18 +77,6 @@ export type SourceCreationStep = (trx: Transaction<Database>, source: sources.So
 /** Called after a change to a source commits. */
 export type SourceChangeListener = (change: { sourceId: string; kind: 'upsert' | 'delete' }) => void;
 
-export function slugify(name: string): string {
-  const slug = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    // Cut before trimming: a cut that lands on a word break would otherwise leave a trailing hyphen.
-    .slice(0, 64)
-    .replace(/^-+|-+$/g, '');
-  return slug || 'source';
-}
-
 function hasHttp(info: ComponentInfo): boolean {
   return info.props.some((p) => p.type === '$.interface.http');
 }
@@ -112,6 +100,7 @@ export class SourceService {
   private readonly creationSteps: SourceCreationStep[] = [];
   private readonly hooks: SourceHooks;
   private readonly deployProps: DeployPropsResolver;
+  private readonly slugs: SourceSlugs;
 
   constructor(
     private readonly store: Store,
@@ -124,6 +113,7 @@ export class SourceService {
     private readonly settings: SourceSettings,
   ) {
     this.hooks = new SourceHooks(store, runtime, bases, settings.clock);
+    this.slugs = new SourceSlugs(store);
     this.deployProps = new DeployPropsResolver(store, secrets, { minTimerIntervalSeconds: settings.minTimerInterval });
   }
 
@@ -194,40 +184,6 @@ export class SourceService {
     return undefined;
   }
 
-  /** `base`, else the next free `base-N`; a few indexed look-ups however many sources share the name. */
-  private async uniqueSlug(accountId: string, name: string, ownSlug?: string): Promise<string> {
-    const base = slugify(name);
-    if (base === ownSlug || !(await sources.slugTaken(this.store.db, accountId, base))) return base;
-    let n = (await sources.countSuffixedSlugs(this.store.db, accountId, base)) + 1;
-    // Gaps left by deleted sources mean the count may land on a taken slug; step down to the first free one.
-    while (n > 1 && !(await sources.slugTaken(this.store.db, accountId, `${base}-${n - 1}`))) n--;
-    while (`${base}-${n}` !== ownSlug && (await sources.slugTaken(this.store.db, accountId, `${base}-${n}`))) n++;
-    return `${base}-${n}`;
-  }
-
-  /**
-   * Retries a write that lost a race for a slug (deploys with one name at once) with a fresh slug. Contenders that
-   * keep colliding on the next free number (each sees only what is committed) spread out over random numbers
-   * after a few rounds, so that many at once all succeed without taking turns.
-   */
-  private async withFreshSlug<T>(row: sources.SourceRow, name: string, write: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await write();
-      } catch (error) {
-        if (!sources.isSlugConflict(error) || attempt >= 10) throw error;
-        row.name_slug = attempt < 2 ? await this.uniqueSlug(row.user_id, name) : await this.randomFreeSlug(row.user_id, name);
-      }
-    }
-  }
-
-  private async randomFreeSlug(accountId: string, name: string): Promise<string> {
-    for (;;) {
-      const slug = `${slugify(name)}-${randomInt(2, 1_000_000)}`;
-      if (!(await sources.slugTaken(this.store.db, accountId, slug))) return slug;
-    }
-  }
-
   async create(accountId: string, request: SourceRequest): Promise<SourceView> {
     await this.settings.limiter.assertRoomNow(accountId, 'sources');
     const resolved = await this.resolveComponent(accountId, request);
@@ -248,7 +204,7 @@ export class SourceService {
       user_id: accountId,
       component_id: component.id,
       name,
-      name_slug: await this.uniqueSlug(accountId, name),
+      name_slug: await this.slugs.unique(accountId, name),
       active: 1,
       configured_props: JSON.stringify(stored),
       endpoint_id: hasHttp(info) ? newEndpointId() : null,
@@ -260,7 +216,7 @@ export class SourceService {
     const committed = await this.locks.exclusive(row.id, async () => {
       const hooks = await this.hooks.run(row, component, info, ['deploy', 'activate'], {});
       try {
-        return await this.withFreshSlug(row, name, () =>
+        return await this.slugs.withFresh(row, name, () =>
           this.store.db.transaction().execute(async (trx) => {
             await this.settings.limiter.assertRoom(trx, accountId, 'sources');
             await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
@@ -318,7 +274,7 @@ export class SourceService {
       ...current.source,
       component_id: component.id,
       name,
-      name_slug: name === current.source.name ? current.source.name_slug : await this.uniqueSlug(accountId, name, current.source.name_slug),
+      name_slug: name === current.source.name ? current.source.name_slug : await this.slugs.unique(accountId, name, current.source.name_slug),
       active: active ? 1 : 0,
       configured_props: JSON.stringify(stored),
       // An endpoint stays with the source for life: code without an HTTP prop keeps it (a 404 meanwhile), and code
@@ -340,7 +296,7 @@ export class SourceService {
       // Another node's batch commit holds the source's row while it commits (holdSourceAsRun): a crossing of the two
       // that PostgreSQL ends as a deadlock is tried again.
       const save = (effects: HookEffects) =>
-        this.withFreshSlug(next, name, () =>
+        this.slugs.withFresh(next, name, () =>
           retryingDeadlocks(() =>
             this.store.db.transaction().execute(async (trx) => {
               if (checksAccounts) await holdAuthProvisions(trx, this.store.dialect, accountId, [stored]);
