@@ -119,6 +119,35 @@ describe('data_store props', () => {
     expect(result.dataStoreWrites).toBeUndefined();
   });
 
+  it("counts a call's writes as what it leaves set, across its stores, as the server does", async () => {
+    // Nine overwrites of one 1 MB record, and a record set and deleted again, leave 1 MB to write: the call goes on.
+    const overwrites = withStore(`
+      for (let i = 0; i < 9; i++) await this.store.set("k", "x".repeat(1000 * 1000));
+      for (let i = 0; i < 3; i++) await this.store.set("gone", "y".repeat(1000 * 1000));
+      await this.store.delete("gone");
+      await this.store.set("cleared", "w".repeat(1000 * 1000));
+      await this.store.clear();
+      await this.store.set("k", "x".repeat(1000 * 1000));
+      this.$emit((await this.store.get("k")).length);`);
+    const kept = await runCode(t.runtime, ACCOUNT, overwrites, { props: { store: 'orders' }, dataStores: contents([]) });
+    expect(kept.outcomes[0]!.error).toBeUndefined();
+    expect(kept.outcomes[0]!.emits[0]!.event).toBe(1000 * 1000);
+    expect(kept.dataStoreWrites).toEqual([{ name: 'orders', cleared: true, writes: [{ key: 'k', op: 'set', value: 'x'.repeat(1000 * 1000) }] }]);
+    // Three stores of 3 MB each are 9 MB, past the 8 MB one call may write, though each store is within its 4 MB.
+    const spread = source(
+      `try {
+        for (const s of [this.a, this.b, this.c]) for (let i = 0; i < 3; i++) await s.set("r" + i, "z".repeat(1000 * 1000));
+      } catch {}
+      this.$emit("went on");`,
+      'props: { a: { type: "data_store" }, b: { type: "data_store" }, c: { type: "data_store" } },',
+    );
+    const stores = ['a', 'b', 'c'].map((name) => ({ name, entries: [] as Array<[string, unknown]> }));
+    const refused = await runCode(t.runtime, ACCOUNT, spread, { props: { a: 'a', b: 'b', c: 'c' }, dataStores: stores });
+    expect(refused.outcomes[0]!.error?.message).toBe('one call may write at most 8388608 bytes of JSON to data stores');
+    expect(refused.outcomes[0]!.emits).toEqual([]);
+    expect(refused.dataStoreWrites).toBeUndefined();
+  });
+
   it('merges changes key by key: a clear drops what came before, a ttl change amends a set', () => {
     expect(
       mergeDataStoreChanges(

@@ -5,7 +5,7 @@ import { jsonBytes, jsonCopy } from './json.js';
 import { dataStoreKeyProblem, dataStoreTtlProblem, isDataStoreName, storeTooLarge, valueTooLarge, type WriteProblem } from './data-store-rules.js';
 import { MAX_DATA_STORE_BYTES, MAX_DATA_STORE_NAME_CHARS, MAX_DB_BYTES_PER_CALL } from './limits.js';
 import { quote } from './quote.js';
-import type { CallScope, StoreChanges } from './scope.js';
+import type { CallScope, PendingWrite, StoreChanges } from './scope.js';
 import {
   ArrayIsArray,
   ArrayPrototypePush,
@@ -51,6 +51,20 @@ function raise(problem: WriteProblem | undefined): void {
 
 function entryBytes(key: string, value: unknown): number {
   return jsonBytes(key) + jsonBytes(JSONStringify(value));
+}
+
+/** The JSON bytes of a pending write's value: a set's, else none. */
+function setBytes(write: PendingWrite | undefined): number {
+  return write?.op === 'set' ? write.bytes : 0;
+}
+
+/** The JSON bytes one call leaves set in all its stores. */
+function callBytes(scope: CallScope): number {
+  let sum = 0;
+  MapPrototypeForEach(scope.dataStoreWrites, (pending) => {
+    sum += pending.bytes;
+  });
+  return sum;
 }
 
 /** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
@@ -189,11 +203,15 @@ export class DataStores {
         const tooLarge = valueTooLarge(key, size);
         if (tooLarge) overLimit(tooLarge);
         const pending = changes();
-        if (pending.bytes + size > MAX_DB_BYTES_PER_CALL) overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to data stores`);
+        // What the call leaves set is what it sends, in all its stores together, as the server counts it again: an
+        // overwrite replaces the bytes of the key's earlier set, not adds to them.
+        const replaced = setBytes(MapPrototypeGet(pending.writes, key));
+        if (callBytes(scope) - replaced + size > MAX_DB_BYTES_PER_CALL)
+          overLimit(`one call may write at most ${MAX_DB_BYTES_PER_CALL} bytes of JSON to data stores`);
         const before = lookup(key);
         const total = measured(pending) - (before.found ? entryBytes(key, before.value) : 0) + jsonBytes(key) + size;
         if (total > MAX_DATA_STORE_BYTES) overLimit(storeTooLarge(name));
-        pending.bytes += size;
+        pending.bytes += size - replaced;
         pending.total = total;
         MapPrototypeSet(pending.writes, key, { op: 'set', value: json.value, ttlSeconds, bytes: size });
       },
@@ -214,6 +232,7 @@ export class DataStores {
         const before = lookup(key);
         const pending = changes();
         if (before.found && pending.total !== undefined) pending.total -= entryBytes(key, before.value);
+        pending.bytes -= setBytes(MapPrototypeGet(pending.writes, key));
         MapPrototypeSet(pending.writes, key, { op: 'delete', bytes: 0 });
         return before.found;
       },
@@ -222,6 +241,7 @@ export class DataStores {
         const pending = changes();
         pending.cleared = true;
         MapPrototypeClear(pending.writes);
+        pending.bytes = 0;
         pending.total = 0;
       },
       async *[Symbol.asyncIterator]() {
