@@ -104,10 +104,15 @@ export function expiryAt(nowMs: number, ttlSeconds: number | null | undefined): 
  * says how many bytes it added or removed, and the store's count (`data_stores.bytes`) moves by the sum: a commit
  * that sets keys checks the 4 MB limit against that count, without reading the store's other records. Answers how
  * many records the changes' deletes removed (not those a clear or an expiry did): a delete from the API is a 404 at 0.
+ * Only a set makes a store the account has not.
  */
 export async function writeDataStores(trx: Transaction<Database>, userId: string, changes: DataStoreChange[] | undefined, nowMs: number): Promise<number> {
   let deletedRecords = 0;
   for (const change of changes ?? []) {
+    const sets = change.writes.filter((w) => w.op === 'set');
+    // Only a set makes a store: a delete, clear or ttl change of a store the account has not finds nothing to change,
+    // as a delete over the API makes none, and a store named by a typo would otherwise be listed, empty.
+    if (!sets.length && !(await findDataStore(trx, userId, change.name, false))) continue;
     // On PostgreSQL this holds the store's row until the commit: writers of one store go one at a time, so each
     // one's additions and removals, and its check, start from what the one before it left.
     const storeId = await touchStore(trx, userId, change.name, Math.floor(nowMs / 1000));
@@ -117,7 +122,6 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     const expiry = (ttlSeconds: number | null | undefined) => expiryAt(nowMs, ttlSeconds);
     const deleteKeys = (keys: string[]) =>
       trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', keys).returning(recordBytes).execute();
-    const sets = change.writes.filter((w) => w.op === 'set');
     for (const part of chunks(sets)) {
       const keys = part.map((w) => w.key);
       added -= total(await trx.selectFrom('data_store_records').select(recordBytes).where('store_id', '=', storeId).where('key', 'in', keys).execute());

@@ -98,6 +98,22 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect((await run(api, writer, { ask: ['b'] })).has).toEqual({ b: false });
   });
 
+  it('makes no store for a delete or clear that finds none, as a delete over the API makes none', async () => {
+    const other = client(server.url, (await server.createUser()).apiKey);
+    const source = await deploy(other, 'never-written');
+    expect(await run(other, source, { delete: ['x'] })).toMatchObject({ keys: [] });
+    expect(await run(other, source, { clear: true })).toMatchObject({ keys: [] });
+    expect(await run(other, source, { set: { gone: 1 }, delete: ['gone'] })).toMatchObject({ keys: [] });
+    expect((await other.get('/v1/data_stores')).body.data).toEqual([]);
+    expect((await other.get('/v1/data_stores/never-written')).body).toEqual({ error: 'data store "never-written" not found', code: 'not_found' });
+    // A set makes it; a delete or clear of what it holds then leaves it, empty.
+    await run(other, source, { set: { a: 1, b: 2 } });
+    await run(other, source, { delete: ['a'] });
+    await run(other, source, { clear: true });
+    const [store] = (await other.get('/v1/data_stores')).body.data;
+    expect(store).toMatchObject({ name: 'never-written', key_count: 0 });
+  });
+
   it('keeps stores of different accounts apart, lists them, and shows their keys', async () => {
     const other = client(server.url, (await server.createUser()).apiKey);
     const mine = await deploy(api, 'shared-name');
