@@ -148,6 +148,26 @@ describe('data_store props', () => {
     expect(refused.dataStoreWrites).toBeUndefined();
   });
 
+  it('refuses every write while props are configured, each in the words of the method the component called', async () => {
+    const code = `module.exports = { name: "configuring", version: "1.0.0", props: {
+      store: { type: "data_store" },
+      pick: { type: "string", async options() {
+        const errors = [await this.store.get("a")];
+        for (const attempt of [() => this.store.set("a", 2), () => this.store.set("a", undefined), () => this.store.delete("a"), () => this.store.clear(), () => this.store.setTtl("a", 5)]) {
+          try { await attempt(); errors.push("wrote"); } catch (error) { errors.push(error.message); }
+        }
+        return errors.map(String);
+      } },
+    }, async run() {} };`;
+    const component = await t.runtime.prepare(code);
+    const answer = await t.runtime.propOptions(
+      { accountId: ACCOUNT, component, asStep: false, props: { store: 'orders' }, auths: {}, dataStores: contents([['a', 1]]) },
+      { prop: 'pick', page: 0, prevContext: {} },
+    );
+    const refused = (method: string) => `data store "orders" is read-only while props are configured: ${method}() is refused`;
+    expect(answer.options).toEqual(['1', refused('set'), refused('set'), refused('delete'), refused('clear'), refused('setTtl')]);
+  });
+
   it('merges changes key by key: a clear drops what came before, a ttl change amends a set', () => {
     expect(
       mergeDataStoreChanges(

@@ -187,12 +187,13 @@ export class DataStores {
       },
       async set(key, value, options) {
         checkKey(key);
+        // Before the deletion below, so that a refusal names the set() the component called.
+        writable('set');
         // Setting undefined deletes the key, as the reference service's first data store API did.
         if (value === undefined) {
           await store.delete(key);
           return;
         }
-        writable('set');
         // A bare ttl (set(key, value, 60)) would otherwise be read as no ttl, and the record kept for ever.
         if (options !== undefined && options !== null && (typeof options !== 'object' || ArrayIsArray(options))) {
           throw new TypeError(`data store set() takes its options as { ttl }, not ${quote(options)}`);
