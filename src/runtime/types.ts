@@ -206,6 +206,11 @@ export interface DataStoreContents {
   name: string;
   /** `[key, value]` pairs; an array, so that a key such as "__proto__" stays a key. */
   entries: Array<[string, unknown]>;
+  /**
+   * Why every use of the store is a TypeError: its name is the `ds_` id of another of the account's stores, which a
+   * deploy refuses (a template or a form gave it here), and a write would make a second store named after that id.
+   */
+  refused?: string;
 }
 
 export interface InvocationRequest {

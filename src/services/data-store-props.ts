@@ -1,10 +1,9 @@
 // The deploy-time check that a `data_store` prop names its store by name, not by the `ds_` id the API lists it by.
 import type { Store } from '../store/database.js';
-import { findDataStore } from '../store/data-stores.js';
+import { findDataStore, namedByIdMessage } from '../store/data-stores.js';
 import { isId } from '../model/ids.js';
 import { dataStoreName, type PropProblem, propsInvalid } from '../model/props.js';
 import type { PropDescriptor } from '../runtime/types.js';
-import { quote } from '../runtime/worker/quote.js';
 
 /**
  * A prop's value is the name of the store its runs use, made on the first write: given the id of one of the
@@ -23,7 +22,7 @@ export async function checkDataStoreNames(store: Store, ownerId: string, props: 
     if (!row) continue;
     problems.push({
       prop: prop.name,
-      message: `names data store ${name} by its id; a data_store prop takes the store's name: ${quote(row.name)}`,
+      message: namedByIdMessage(name, row.name),
     });
   }
   if (problems.length) throw propsInvalid(problems, label);

@@ -3,7 +3,8 @@ import { type Kysely, type Selectable, type SqlBool, sql, type Transaction } fro
 import type { DataStoreChange, DataStoreContents } from '../runtime/types.js';
 import { MAX_DATA_STORE_BYTES } from '../runtime/worker/limits.js';
 import { ServiceError } from '../model/errors.js';
-import { newId } from '../model/ids.js';
+import { isId, newId } from '../model/ids.js';
+import { quote } from '../runtime/worker/quote.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import type { Database, DataStoresTable } from './schema.js';
 import { paginateById } from './paginate.js';
@@ -38,7 +39,8 @@ function inKeyOrder<T extends { key: string }>(rows: T[]): T[] {
 
 /**
  * The records of the account's stores named `names` that have not expired at `nowMs`, each store's in key order; a
- * store that does not exist yet is empty (it is made by its first write).
+ * store that does not exist yet is empty (it is made by its first write). A name that is the id of one of the
+ * account's stores (a step's template gave it) is refused, as a deploy refuses it.
  */
 export async function readDataStores(db: Db, userId: string, names: string[], nowMs: number): Promise<DataStoreContents[]> {
   const unique = [...new Set(names)];
@@ -53,7 +55,24 @@ export async function readDataStores(db: Db, userId: string, names: string[], no
     .execute();
   const byName = new Map<string, Array<[string, unknown]>>(unique.map((name) => [name, []]));
   for (const row of inKeyOrder(rows)) byName.get(row.name)!.push([row.key, JSON.parse(row.value)]);
-  return unique.map((name) => ({ name, entries: byName.get(name)! }));
+  const refused = await storesNamedById(db, userId, unique);
+  return unique.map((name) => {
+    const store = refused.get(name);
+    return store === undefined ? { name, entries: byName.get(name)! } : { name, entries: [], refused: namedByIdMessage(name, store) };
+  });
+}
+
+/** What a data_store prop naming one of the account's stores by its `ds_` id hears, at deploy and at each use. */
+export function namedByIdMessage(id: string, storeName: string): string {
+  return `names data store ${id} by its id; a data_store prop takes the store's name: ${quote(storeName)}`;
+}
+
+/** Of `names`, those that are the id of one of the account's stores, with that store's name. */
+async function storesNamedById(db: Db, userId: string, names: string[]): Promise<Map<string, string>> {
+  const ids = names.filter((name) => isId(name, 'ds'));
+  if (!ids.length) return new Map();
+  const rows = await db.selectFrom('data_stores').select(['id', 'name']).where('user_id', '=', userId).where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, row.name]));
 }
 
 /** The store's id, made now if the account has none of that name; its `updated_at` set to `nowSeconds`. */

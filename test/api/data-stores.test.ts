@@ -324,6 +324,27 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(names).toContain('😀'.repeat(150));
   });
 
+  it("refuses a step's data store that a template names by the id of one of the account's stores, as a deploy does", async () => {
+    expect((await api.put('/v1/data_stores/by-name/records?key=a', { value: 1 })).status).toBe(200);
+    const { id } = (await api.get('/v1/data_stores/by-name')).body.data;
+    const step =
+      'export default defineComponent({ props: { store: { type: "data_store" } }, async run() { try { await this.store.set("k", 1); return "stored"; } catch (e) { return e.name + ": " + e.message; } } });';
+    const workflow = await create({
+      name: 'store by id',
+      steps: [{ name: 'write', component_code: step, configured_props: { store: '{{ steps.trigger.event.body.store }}' } }],
+    });
+    for (const store of [id, { name: id }]) await api.post(`/v1/workflows/${workflow.id}/run`, { body: { store } });
+    const runs = await finishedRuns(workflow.id, 2);
+    const refused = `TypeError: names data store ${id} by its id; a data_store prop takes the store's name: "by-name"`;
+    expect(runs.map((r: any) => [r.status, r.steps[0].$return_value])).toEqual([
+      ['succeeded', refused],
+      ['succeeded', refused],
+    ]);
+    // No second store named after the id, and the store itself unchanged.
+    expect((await api.get(`/v1/data_stores/${id}/keys`)).body.data).toEqual({ id, name: 'by-name', keys: ['a'] });
+    expect((await api.get('/v1/data_stores?limit=100')).body.data.map((s: { name: string }) => s.name)).not.toContain(id);
+  });
+
   it("refuses a bare ttl in place of set()'s { ttl } options, which would keep the record for ever", async () => {
     const res = await api.post('/v1/sources', { component_code: TRY_SOURCE, configured_props: { store: 'bare-ttl' } });
     const id = res.body.data.id;

@@ -70,6 +70,8 @@ function callBytes(scope: CallScope): number {
 /** The stores of one request: what each held before the request, plus the writes of its calls that succeeded. */
 export class DataStores {
   private readonly committed: Map<string, Map<string, unknown>> = new SafeMap();
+  /** Stores the server would not load, with why each use of one throws. */
+  private readonly refused: Map<string, string> = new SafeMap();
 
   /** `readOnly`: configure calls (options, additionalProps) may read stores but not write them. */
   constructor(
@@ -78,6 +80,7 @@ export class DataStores {
   ) {
     for (let index = 0; index < (contents?.length ?? 0); index++) {
       const store = contents![index]!;
+      if (typeof store.refused === 'string') MapPrototypeSet(this.refused, store.name, store.refused);
       const entries: Map<string, unknown> = new SafeMap();
       for (let at = 0; at < store.entries.length; at++) MapPrototypeSet(entries, store.entries[at]![0], store.entries[at]![1]);
       MapPrototypeSet(this.committed, store.name, entries);
@@ -91,6 +94,8 @@ export class DataStores {
     if (value === undefined || value === null) return undefined;
     // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
     if (typeof name !== 'string' || !isDataStoreName(name)) return refusing(misnamed(value));
+    const refused = MapPrototypeGet(this.refused, name);
+    if (refused !== undefined) return refusing(new TypeError(refused));
     const committed = MapPrototypeGet(this.committed, name);
     return committed ? this.open(scope, name, committed) : unavailable(scope, name);
   }
