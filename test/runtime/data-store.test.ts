@@ -168,6 +168,15 @@ describe('data_store props', () => {
     expect(answer.options).toEqual(['1', refused('set'), refused('set'), refused('delete'), refused('clear'), refused('setTtl')]);
   });
 
+  it('refuses a { name } with any other field, as a deploy does, rather than dropping the field', async () => {
+    const code = withStore(`try { await this.store.set("k", 1); this.$emit("stored"); } catch (error) { this.$emit(error.name + ": " + error.message); }`);
+    const result = await runCode(t.runtime, ACCOUNT, code, { props: { store: { name: 'orders', ttl: 60 } }, dataStores: contents([]) });
+    expect(result.outcomes[0]!.emits[0]!.event).toBe(
+      'TypeError: a data store is named by a string of 1 to 200 characters (not blank, without control characters) or { name }, not {"name":"orders","ttl":60}',
+    );
+    expect(result.dataStoreWrites).toBeUndefined();
+  });
+
   it('merges changes key by key: a clear drops what came before, a ttl change amends a set', () => {
     expect(
       mergeDataStoreChanges(

@@ -9,6 +9,7 @@ import type { CallScope, PendingWrite, StoreChanges } from './scope.js';
 import {
   ArrayIsArray,
   ArrayPrototypePush,
+  ArrayPrototypeFind,
   JSONStringify,
   MapPrototypeClear,
   MapPrototypeDelete,
@@ -16,6 +17,7 @@ import {
   MapPrototypeGet,
   MapPrototypeHas,
   MapPrototypeSet,
+  ObjectKeys,
   SafeMap,
   SafeStructuredClone,
 } from './primordials.js';
@@ -90,10 +92,13 @@ export class DataStores {
   /** The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop left out). */
   handle(scope: CallScope, value: unknown): DataStore | undefined {
     // `{ name }` as the server reads it (model/props.ts): a step's template may give one, which the server loaded.
-    const name = typeof value === 'object' && value !== null && !ArrayIsArray(value) ? (value as { name?: unknown }).name : value;
+    const object = typeof value === 'object' && value !== null && !ArrayIsArray(value);
+    const name = object ? (value as { name?: unknown }).name : value;
     if (value === undefined || value === null) return undefined;
-    // A template may give what no deploy would take: the server loaded nothing for it, and each use says why.
-    if (typeof name !== 'string' || !isDataStoreName(name)) return refusing(misnamed(value));
+    // A template may give what no deploy would take: the server loaded nothing for it, and each use says why. A field
+    // beside `name` (`{ name, ttl }`) is refused as a deploy refuses it: dropped, it would hide a typo or a wrong idea.
+    const otherField = object && ArrayPrototypeFind(ObjectKeys(value as object), (key: string) => key !== 'name') !== undefined;
+    if (typeof name !== 'string' || !isDataStoreName(name) || otherField) return refusing(misnamed(value));
     const refused = MapPrototypeGet(this.refused, name);
     if (refused !== undefined) return refusing(new TypeError(refused));
     const committed = MapPrototypeGet(this.committed, name);
