@@ -11,15 +11,15 @@ export interface PropRules {
 /**
  * The operator's shortest interval holds for cron too. Cron steps by whole minutes, so only a setting above 60 s can
  * refuse one; the closest two of its next 50 runs stand for its shortest gap (its fields repeat well within that).
+ * They are read in UTC: in a zone, a spring-forward's short day or week would refuse a daily or weekly cron under a
+ * one-day or one-week minimum, and only when deployed in the weeks before the change.
  */
-function cronGapProblems(cron: Cron, expression: string, minSeconds: number): string[] {
+function cronGapProblems(expression: string, minSeconds: number): string[] {
   if (minSeconds <= 60) return [];
-  const runs = cron.nextRuns(50).map((run) => run.getTime());
-  for (let i = 1; i < runs.length; i++) {
-    const gap = (runs[i]! - runs[i - 1]!) / 1000;
-    if (gap < minSeconds) return [`cron expression ${quote(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`];
-  }
-  return [];
+  const runs = new Cron(expression, { timezone: 'UTC', paused: true }).nextRuns(50).map((run) => run.getTime());
+  // The closest two, not the first pair found: the message says the same gap whichever weekday it is deployed on.
+  const gap = Math.min(...runs.slice(1).map((run, i) => (run - runs[i]!) / 1000));
+  return gap < minSeconds ? [`cron expression ${quote(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`] : [];
 }
 
 /**
@@ -64,7 +64,7 @@ export function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules
       next = null;
     }
     if (!next) return [`cron expression ${quote(schedule.cron)} never comes due`];
-    return cronGapProblems(cron, schedule.cron, minSeconds);
+    return cronGapProblems(schedule.cron, minSeconds);
   }
   const interval = schedule.intervalSeconds;
   if (typeof interval !== 'number' || !Number.isInteger(interval)) return [`intervalSeconds must be an integer, got ${quote(interval)}`];

@@ -34,6 +34,16 @@ describe('timer props and --min-timer-interval', () => {
     expect(problems({ cron: '* * * * *' }, 60)).toEqual([]);
   });
 
+  it("holds a cron to the shortest interval by its own spacing, not by a daylight-saving day's shorter one", () => {
+    // A weekly cron's next 50 runs always span a spring-forward, whose week is 167 hours: read in the zone, it was
+    // refused under a one-week minimum, and a daily one under a one-day minimum on the weeks before the change only.
+    expect(problems({ cron: '0 0 * * 0', timezone: 'America/New_York' }, 604800)).toEqual([]);
+    expect(problems({ cron: '0 12 * * 3', timezone: 'Europe/Berlin' }, 604800)).toEqual([]);
+    expect(problems({ cron: '0 0 * * 0,3', timezone: 'Europe/Berlin' }, 604800)).toEqual([
+      'cron expression "0 0 * * 0,3" runs 259200 s apart; timers here run at least 604800 s apart',
+    ]);
+  });
+
   it('refuses a time zone beside an interval, which would be ignored, but keeps one stored before that rule', () => {
     const message = 'timezone applies to a cron schedule only: an intervalSeconds timer runs every N seconds in any zone, so leave timezone out';
     expect(problems({ intervalSeconds: 60, timezone: 'Europe/Paris' }, 15)).toEqual([message]);
