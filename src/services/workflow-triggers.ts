@@ -39,18 +39,24 @@ function timerSchedule(trigger: WorkflowTrigger | null): TimerSchedule | undefin
   return 'cron' in trigger ? { cron: trigger.cron, ...(trigger.timezone && { timezone: trigger.timezone }) } : { intervalSeconds: trigger.interval_seconds };
 }
 
-/** A timer's schedule as a timer prop's is checked; a source trigger's source must be one of the account's. */
+/**
+ * A timer's schedule as a timer prop's is checked; a source trigger's source must be one of the account's. A timer
+ * that is the `stored` trigger's schedule sent again (a workflow file deployed again) is kept as a source's is: not
+ * held to a --min-timer-interval raised since.
+ */
 export async function checkTrigger(
   store: Store,
   secrets: SecretBox,
   minTimerInterval: number,
   accountId: string,
   trigger: WorkflowTrigger | null,
+  stored: WorkflowTrigger | null = null,
 ): Promise<void> {
   if (trigger?.type === 'timer') {
     const schedule = timerSchedule(trigger)!;
+    const kept = timerSchedule(stored);
     try {
-      validateProps([{ name: TIMER_PROP, type: '$.interface.timer' }], { [TIMER_PROP]: schedule }, {}, secrets, {
+      validateProps([{ name: TIMER_PROP, type: '$.interface.timer' }], { [TIMER_PROP]: schedule }, kept ? { [TIMER_PROP]: kept } : {}, secrets, {
         minTimerIntervalSeconds: minTimerInterval,
       });
     } catch (error) {

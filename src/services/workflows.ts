@@ -181,7 +181,8 @@ export class WorkflowService {
     const current = await this.owned(accountId, workflowId);
     if (request.name !== undefined && request.name.trim() === '') throw invalid('name must be a non-empty string');
     const given = request.trigger === undefined ? undefined : normalizeTrigger(request.trigger);
-    if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given);
+    const storedTrigger = current.trigger ? (JSON.parse(current.trigger) as WorkflowTrigger) : null;
+    if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given, storedTrigger);
     const resolved = request.steps ? await this.resolveSteps(accountId, request.steps, JSON.parse(current.steps) as StoredStep[], onProgress) : undefined;
     const { row, previous } = await this.store.db.transaction().execute(async (trx) => {
       // The account first, as a create takes it: a source trigger's subscription counts against the account's limit.
