@@ -48,23 +48,28 @@ function offsetMinutes(zone: string, ms: number): number {
   return match ? (match[1] === '-' ? -1 : 1) * (Number(match[2]) * 60 + Number(match[3])) : 0;
 }
 
-/** A fall-back's repeated wall-clock hour: the instants [startMs, endMs) read again the local times before startMs. */
+/**
+ * A span of instants around a change of the zone's offset. A fall-back's repeated hour: [startMs, endMs) read again
+ * the local times before startMs, and `offset` is the zone's offset during it. A spring-forward's: [startMs, endMs)
+ * read at `offset`, the offset before the change, are the local times the change skips, each an hour (the change's
+ * length) after itself.
+ */
 interface RepeatedSpan {
   startMs: number;
   endMs: number;
-  /** The zone's offset during the span, in minutes. */
+  /** In minutes: the zone's during a repeated span, the one before the change for a skipped span. */
   offset: number;
 }
 
-/** The repeated spans of `zone` that end after `fromMs` and start at or before `toMs`, earliest first. */
-function repeatedSpans(zone: string, fromMs: number, toMs: number): RepeatedSpan[] {
+/** The spans of `zone`'s fall-backs (or spring-forwards) that end after `fromMs` and start at or before `toMs`, earliest first. */
+function repeatedSpans(zone: string, fromMs: number, toMs: number, skipped = false): RepeatedSpan[] {
   const spans: RepeatedSpan[] = [];
   let at = fromMs - 3 * HOUR_MS;
   let offset = offsetMinutes(zone, at);
   while (at < toMs) {
     const next = Math.min(at + OFFSET_SAMPLE_MS, toMs);
     const nextOffset = offsetMinutes(zone, next);
-    if (nextOffset < offset) {
+    if (skipped ? nextOffset > offset : nextOffset < offset) {
       let low = at;
       let high = next;
       while (high - low > 1) {
@@ -72,7 +77,7 @@ function repeatedSpans(zone: string, fromMs: number, toMs: number): RepeatedSpan
         if (offsetMinutes(zone, mid) === offset) low = mid;
         else high = mid;
       }
-      const span = { startMs: high, endMs: high + (offset - nextOffset) * 60_000, offset: nextOffset };
+      const span = { startMs: high, endMs: high + Math.abs(offset - nextOffset) * 60_000, offset: skipped ? offset : nextOffset };
       if (span.endMs > fromMs) spans.push(span);
     }
     at = next;
@@ -125,12 +130,20 @@ function nextCronRun(schedule: TimerSchedule & { cron: string }, afterMs: number
   // croner answers some reading of a repeated local time the cron runs at, or an earlier time: the repeated hours to
   // look at are near afterMs or near one of its answers (a repeated hour is at most two hours long), not a year of them.
   const spans = new Map<number, RepeatedSpan>();
-  for (const at of seen) for (const span of repeatedSpans(zone, Math.max(afterMs, at - 3 * HOUR_MS), at + 3 * HOUR_MS)) spans.set(span.startMs, span);
+  const skips = new Map<number, RepeatedSpan>();
+  for (const at of seen) {
+    const [from, to] = [Math.max(afterMs, at - 3 * HOUR_MS), at + 3 * HOUR_MS];
+    for (const span of repeatedSpans(zone, from, to)) spans.set(span.startMs, span);
+    for (const span of repeatedSpans(zone, from, to, true)) skips.set(span.startMs, span);
+  }
   for (const span of spans.values()) {
     // The first reading: the span's local times as they were read just before it, at the offset before the change.
     earliest(span.offset + repeatLength(span) / 60_000, span.startMs - repeatLength(span), span.startMs);
     if (everyHour) earliest(span.offset, span.startMs, span.endMs);
   }
+  // Each skipped local time runs an hour later (02:30 at 03:30 EDT): croner moves only the first of them (02:00 of
+  // `*/15 2 * * *`) on to the time that exists, and answers the next day after it.
+  for (const span of skips.values()) earliest(span.offset, span.startMs, span.endMs);
   return next ?? Number.MAX_SAFE_INTEGER;
 }
 

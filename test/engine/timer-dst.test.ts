@@ -90,6 +90,21 @@ describe('cron due times across a fall-back (real croner)', () => {
     for (let i = 0; i < 3; i++) utc.push((t = nextDue({ cron: '0 * * * *' }, t)));
     expect(utc).toEqual([at('2026-11-01T05:00:00Z'), at('2026-11-01T06:00:00Z'), at('2026-11-01T07:00:00Z')]);
   });
+
+  it('runs every time a spring-forward skips an hour later, not only the first of them', () => {
+    // 02:00, 02:15, 02:30 and 02:45 do not exist on 8 March: they run at 03:00, 03:15, 03:30 and 03:45 EDT. Only
+    // the first ran (croner moves a missing time on to the next one that exists, 03:00, then to the next day).
+    expect(runs('*/15 2 * * *', '2026-03-08T05:00:00Z', 5)).toEqual([
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-08T07:15:00.000Z',
+      '2026-03-08T07:30:00.000Z',
+      '2026-03-08T07:45:00.000Z',
+      '2026-03-09T06:00:00.000Z',
+    ]);
+    // A skipped time that the cron also runs at an hour later (02:00 at 03:00) runs once.
+    expect(runs('0 * * * *', '2026-03-08T05:30:00Z', 3)).toEqual(['2026-03-08T06:00:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T08:00:00.000Z']);
+    expect(runs('30 2,3 * * *', '2026-03-08T05:00:00Z', 3)).toEqual(['2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z', '2026-03-09T07:30:00.000Z']);
+  });
 });
 
 describe.each(DIALECTS)('cron timers across a fall-back on %s', (dialect) => {
