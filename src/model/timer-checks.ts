@@ -22,6 +22,34 @@ function cronGapProblems(expression: string, minSeconds: number): string[] {
   return gap < minSeconds ? [`cron expression ${quote(expression)} runs ${gap} s apart; timers here run at least ${minSeconds} s apart`] : [];
 }
 
+/** Each field's name and bounds as written; croner counts days and months from zero in its messages. */
+const CRON_FIELDS = [
+  { name: 'minute', min: 0, max: 59, range: '0-59' },
+  { name: 'hour', min: 0, max: 23, range: '0-23' },
+  { name: 'day of month', min: 1, max: 31, range: '1-31' },
+  { name: 'month', min: 1, max: 12, range: '1-12' },
+  { name: 'day of week', min: 0, max: 7, range: '0-7 (0 and 7 are Sunday)' },
+];
+
+/**
+ * The first number of a field out of its bounds, named as written: croner said "Invalid value for month: 12" of a 13,
+ * and "day: -1" of a 0. Names, steps and croner's own forms (L, #) are left to croner.
+ */
+function cronRangeProblems(expression: string): string[] {
+  const fields = expression.trim().split(/\s+/);
+  for (const [i, field] of CRON_FIELDS.entries()) {
+    for (const part of fields[i]!.split(',')) {
+      for (const value of part.split('/')[0]!.split('-')) {
+        // Longer digit runs are left to croner too, whose message quotes the expression shortened.
+        if (!/^\d{1,6}$/.test(value)) continue;
+        const n = Number(value);
+        if (n < field.min || n > field.max) return [`cron expression ${quote(expression)} has ${field.name} ${n}; ${field.name} is ${field.range}`];
+      }
+    }
+  }
+  return [];
+}
+
 /**
  * The problems of a timer's schedule. A schedule `kept` as stored is not held to a --min-timer-interval raised since,
  * nor to rules added since: else the source could not even be switched off or renamed. A new schedule must meet them.
@@ -49,6 +77,8 @@ export function checkTimer(schedule: TimerSchedule | undefined, rules: PropRules
     // croner reads `?` as the minute, hour or day the expression is parsed (`0 0 ? * *` runs monthly, on the day of
     // whatever read it last), not as "any" as Quartz and cloud schedulers do: refused rather than run on the wrong days.
     if (schedule.cron.includes('?')) return [`cron expression ${quote(schedule.cron)} uses "?": write * for any value`];
+    const outOfRange = cronRangeProblems(schedule.cron);
+    if (outOfRange.length) return outOfRange;
     let cron: Cron;
     try {
       cron = new Cron(schedule.cron, { timezone: schedule.timezone ?? 'UTC', paused: true });

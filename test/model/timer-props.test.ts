@@ -59,6 +59,18 @@ describe('timer props and --min-timer-interval', () => {
     expect(problems({ cron: '0  9 * * *' }, 15)).toEqual([]);
   });
 
+  it('names a cron field out of range by the value written, not the one croner counts from zero', () => {
+    // croner said "Invalid value for month: 12" of a 13, "day: 31" of a 32 or a 40, "day: -1" of a 0.
+    expect(problems({ cron: '0 9 * 13 *' }, 15)).toEqual(['cron expression "0 9 * 13 *" has month 13; month is 1-12']);
+    expect(problems({ cron: '0 9 32 * *' }, 15)).toEqual(['cron expression "0 9 32 * *" has day of month 32; day of month is 1-31']);
+    expect(problems({ cron: '0 9 5-40 * *' }, 15)).toEqual(['cron expression "0 9 5-40 * *" has day of month 40; day of month is 1-31']);
+    expect(problems({ cron: '0 9 0 * *' }, 15)).toEqual(['cron expression "0 9 0 * *" has day of month 0; day of month is 1-31']);
+    expect(problems({ cron: '0 9 * 0,6 *' }, 15)).toEqual(['cron expression "0 9 * 0,6 *" has month 0; month is 1-12']);
+    expect(problems({ cron: '0 9 * * 1-9' }, 15)).toEqual(['cron expression "0 9 * * 1-9" has day of week 9; day of week is 0-7 (0 and 7 are Sunday)']);
+    expect(problems({ cron: '60 24 * * *' }, 15)).toEqual(['cron expression "60 24 * * *" has minute 60; minute is 0-59']);
+    expect(problems({ cron: '0 9 1-31/10 * 0,7' }, 15)).toEqual([]);
+  });
+
   it('says an interval too large to be safe is too long, not that it is no integer', () => {
     expect(problems({ intervalSeconds: 1e20 }, 15)).toEqual(['intervalSeconds must be at most 31536000 (365 days), got 100000000000000000000']);
     expect(problems({ intervalSeconds: 1.5e3 + 0.5 }, 15)).toEqual(['intervalSeconds must be an integer, got 1500.5']);
