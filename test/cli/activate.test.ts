@@ -1,34 +1,19 @@
 // `tributary activate` and `deactivate` switch a source or workflow on and off (the API's PATCH / PUT with `active`),
 // and a run refused because the source is off names the command that switches it on.
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, runCli } from '../helpers/cli.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clientFixture } from '../helpers/cli.js';
 import { client } from '../helpers/client.js';
-import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 const SOURCE = `module.exports = { name: "switched", version: "0.1.0", props: { http: "$.interface.http" }, async run(e) { this.$emit(e); } };`;
 const STEP = `export default defineComponent({ async run({ steps }) { return steps.trigger.event; } });`;
 
 describe('tributary activate and deactivate', () => {
-  let server: TestServer;
+  const cli = clientFixture('tributary-activate-', { signedIn: true });
+  const tributary = (args: string[]) => cli.run(args);
   let api: ReturnType<typeof client>;
-  let dir: string;
-  let env: Record<string, string>;
-
-  beforeAll(async () => {
-    server = await startTestServer('sqlite');
-    const key = (await server.createUser()).apiKey;
-    api = client(server.url, key);
-    dir = tempDir('tributary-activate-');
-    env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config'), TRIBUTARY_URL: server.url, TRIBUTARY_KEY: key };
+  beforeAll(() => {
+    api = client(cli.server.url, cli.key);
   });
-  afterAll(async () => {
-    await server?.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  const tributary = (args: string[]): Promise<CliResult> => runCli(args, { env, cwd: dir });
 
   it('switches a source off and on, and a run of it while off says how to switch it on', async () => {
     const id = (await api.post('/v1/sources', { component_code: SOURCE })).body.data.id;
