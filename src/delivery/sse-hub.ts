@@ -7,7 +7,7 @@ import type { EventBus } from './bus.js';
 import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { Turns } from '../lib/turns.js';
 import { drainedOrClosed } from '../lib/drained.js';
-import { DEFAULT_SSE_OPTIONS, type RetainedAfter, type SseHubOptions, type StreamRequest } from './sse-requests.js';
+import { DEFAULT_SSE_OPTIONS, type RetainedAfter, type SseHubOptions, STREAM_HEADERS, type StreamRequest } from './sse-requests.js';
 import { type Client, frameOf, type HeldBatch } from './sse-client.js';
 
 /** A replay that found the database unreachable is read again this much later. */
@@ -78,13 +78,7 @@ export class SseHub {
       missedDuringReplay: false,
       closed: false,
     };
-    response.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      ...request.headers,
-    });
+    response.writeHead(200, { ...request.headers, ...STREAM_HEADERS });
     response.on('close', () => this.remove(client));
     if (this.closed) return void response.end();
     let set = this.clients.get(client.emitterId);

@@ -14,7 +14,18 @@ export interface SseHubOptions {
   maxQueuedWhileReplaying: number;
 }
 
+/** The headers of every live stream, which a HEAD request of one gets too. */
+export const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
 export const DEFAULT_SSE_OPTIONS: SseHubOptions = { heartbeatMs: 15_000, maxBufferedBytes: 1024 * 1024, maxQueuedWhileReplaying: 10_000 };
+
+/** Response headers of a stream besides STREAM_HEADERS, by lower-case name. */
+export type StreamHeaders = Record<string, number | string | string[]>;
 
 /** What one stream carries: a predicate on event summaries of one emitter. */
 export type StreamFilter = (summary: EventSummary) => boolean;
@@ -31,8 +42,8 @@ export interface StreamRequest {
   replayFirst: boolean;
   /** Retained events of the stream after an event id, oldest first, at most `limit`: the replay, and the catch-up after a gap. */
   readAfter: (afterId: string, limit: number) => Promise<RetainedAfter>;
-  /** Extra response headers (the request id). */
-  headers?: Record<string, string>;
+  /** Extra response headers: those the request's hooks set (its id, the rate limit it counts against). */
+  headers?: StreamHeaders;
   /** Trims each summary before it is framed; absent, the stream shares each event's one frame with every such stream. */
   select?: FrameSelector | undefined;
 }

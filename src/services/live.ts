@@ -1,7 +1,7 @@
 // Live streams of an emitter's events over Server-Sent Events, for its owner, resumable from a Last-Event-ID.
 import type { ServerResponse } from 'node:http';
 import type { SseHub } from '../delivery/sse-hub.js';
-import type { FrameSelector } from '../delivery/sse-requests.js';
+import type { FrameSelector, StreamHeaders } from '../delivery/sse-requests.js';
 import { compareKeys, parseEventId, type EventSummary, type StreamKind } from '../model/events.js';
 import type { EventService } from './events.js';
 import type { SourceService } from './sources.js';
@@ -33,8 +33,8 @@ export interface LiveRequest {
   lastEventId: string | undefined;
   /** The key the stream was opened with: it ends when that key is replaced. */
   apiKey: string;
-  /** Extra response headers (the request id). */
-  headers: Record<string, string>;
+  /** Extra response headers: those the request's hooks set (its id, the rate limit it counts against). */
+  headers: StreamHeaders;
   /** Trims each event summary to the request's `include` / `exclude`; absent: every field. */
   select?: FrameSelector | undefined;
 }

@@ -376,6 +376,34 @@ describe('live streams one account may hold open', () => {
     expect(server.running.services.sse.clientCount(source) + server.running.services.sse.clientCount(workflow.body.data.id)).toBe(0);
   });
 
+  it('answers a GET with the headers its HEAD gives, the rate limit they count against among them', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    // The connection's own headers (and the length of HEAD's empty body) are Node's, not the route's.
+    const NODE_OWN = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];
+    const routeHeaders = (headers: Headers) => [...headers.keys()].filter((name) => !NODE_OWN.includes(name)).sort();
+    const head = await request('HEAD', `${server.url}/v1/sources/${source}/sse`, { key: a.key });
+    const stream = new AbortController();
+    const get = await fetch(`${server.url}/v1/sources/${source}/sse`, { headers: { authorization: `Bearer ${a.key}` }, signal: stream.signal });
+    stream.abort();
+    expect(routeHeaders(get.headers)).toEqual(routeHeaders(head.headers));
+    expect(routeHeaders(get.headers)).toEqual([
+      'cache-control',
+      'content-type',
+      'x-accel-buffering',
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'x-request-id',
+    ]);
+    expect(Number(get.headers.get('x-ratelimit-remaining'))).toBe(Number(head.headers.get('x-ratelimit-remaining')) - 1);
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the stream to close' },
+    );
+  });
+
   it('answers 429 past the bound, counts each account apart, and makes room as streams close', async () => {
     const a = await account(server);
     const b = await account(server);

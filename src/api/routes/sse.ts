@@ -1,11 +1,12 @@
 // GET /sources/{id}/sse (and under /v1): a source's events live as Server-Sent Events, resumable with Last-Event-ID.
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../services/live.js';
 import { sourceIdParams } from '../schemas.js';
 import { fieldParams, fieldSelectorOf } from '../fields.js';
 import { MAX_CHANNEL_NAME_CHARS } from '../../runtime/worker/limits.js';
+import { STREAM_HEADERS, type StreamHeaders } from '../../delivery/sse-requests.js';
 
 const schema = {
   tags: ['events'],
@@ -46,7 +47,17 @@ const workflowSchema = {
  * streaming to it would hang the client without even a status line, holding one of the account's streams.
  */
 function answerHead(reply: FastifyReply): FastifyReply {
-  return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache, no-transform').send();
+  return reply.headers(STREAM_HEADERS).send();
+}
+
+/**
+ * What the request's hooks set on the reply (its id, the rate limit it counts against): a taken-over response writes
+ * its own head, which would drop them, so that a GET said less than its HEAD does.
+ */
+function hookHeaders(request: FastifyRequest, reply: FastifyReply): StreamHeaders {
+  const headers: StreamHeaders = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+  return { ...headers, 'x-request-id': request.id };
 }
 
 /** Mounted twice, under /v1 and at the walkthrough's address outside it; both install the auth hook before it. */
@@ -60,7 +71,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         eventName: request.query.event_name,
         lastEventId: request.headers['last-event-id'],
         apiKey: request.apiKey,
-        headers: { 'x-request-id': request.id },
+        headers: hookHeaders(request, reply),
         select: fieldSelectorOf(request),
       });
       if (request.method === 'HEAD') return answerHead(reply);
@@ -75,7 +86,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         channel: request.query.channel,
         lastEventId: request.headers['last-event-id'],
         apiKey: request.apiKey,
-        headers: { 'x-request-id': request.id },
+        headers: hookHeaders(request, reply),
         select: fieldSelectorOf(request),
       });
       if (request.method === 'HEAD') return answerHead(reply);
