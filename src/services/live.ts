@@ -37,6 +37,8 @@ export interface LiveRequest {
   headers: StreamHeaders;
   /** Trims each event summary to the request's `include` / `exclude`; absent: every field. */
   select?: FrameSelector | undefined;
+  /** A HEAD request: answered as the stream would be, and never opened, so it holds no room among the account's streams. */
+  probe?: boolean | undefined;
 }
 
 /** The last comment of a stream whose key was replaced: the client stops, or reconnects with the new key. */
@@ -52,6 +54,8 @@ export class LiveStreams {
   private readonly openStreams = new Map<string, Map<ServerResponse, { emitterId: string; keyHash: string }>>();
   /** Accounts whose key a failed read could not check: looked at again with the next key change signalled. */
   private readonly uncheckedKeys = new Set<string>();
+  /** Streams per account that passed the bound and are not open yet (reading where they start). */
+  private readonly opening = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -67,35 +71,65 @@ export class LiveStreams {
   /** Checks the account owns the source (404 otherwise), then returns how to stream into a response taken over from HTTP. */
   async prepare(request: LiveRequest): Promise<(response: ServerResponse) => Promise<void>> {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
-    this.checkRoom(request.accountId);
     const { kind, filter } = streamOf(request.eventName);
     const readAfter = (afterId: string, limit: number) => this.events.after(source.id, kind, afterId, limit);
-    const start = await this.startOf(source.id, request.lastEventId);
-    return this.counted(request, source.id, (response) =>
-      this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers, select: request.select }),
-    );
+    return this.reserved(request, source.id, async () => {
+      const start = await this.startOf(source.id, request.lastEventId);
+      return (response) => this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers, select: request.select });
+    });
   }
 
-  /** A 429 when the account holds as many streams on this node as it may. */
-  private checkRoom(accountId: string): void {
-    if ((this.openStreams.get(accountId)?.size ?? 0) < this.maxStreamsPerAccount) return;
-    throw new ServiceError(
-      'too_many_streams',
-      `this account has ${this.maxStreamsPerAccount} live streams open on this server, the most it may: close one first`,
-      undefined,
-      5,
-    );
+  /**
+   * A 429 when the account holds as many streams on this node as it may, counting those still being prepared: checked
+   * against the open ones only, requests at once all passed while each read where its stream starts, and opened past
+   * the bound. A HEAD request (`probe`) is checked alike and holds no room.
+   */
+  private async reserved(
+    request: { accountId: string; apiKey: string; probe?: boolean | undefined },
+    emitterId: string,
+    prepare: () => Promise<(response: ServerResponse) => Promise<void>>,
+  ): Promise<(response: ServerResponse) => Promise<void>> {
+    const { accountId } = request;
+    const opening = this.opening.get(accountId) ?? 0;
+    if ((this.openStreams.get(accountId)?.size ?? 0) + opening >= this.maxStreamsPerAccount) {
+      throw new ServiceError(
+        'too_many_streams',
+        `this account has ${this.maxStreamsPerAccount} live streams open on this server, the most it may: close one first`,
+        undefined,
+        5,
+      );
+    }
+    if (request.probe) return prepare();
+    this.opening.set(accountId, opening + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const left = (this.opening.get(accountId) ?? 1) - 1;
+      if (left > 0) this.opening.set(accountId, left);
+      else this.opening.delete(accountId);
+    };
+    try {
+      const open = await prepare();
+      return this.counted(request, emitterId, release, open);
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   /** `open`, counted among the account's streams (with the key that opened it) until its response closes. */
   private counted(
     request: { accountId: string; apiKey: string },
     emitterId: string,
+    release: () => void,
     open: (response: ServerResponse) => Promise<void>,
   ): (response: ServerResponse) => Promise<void> {
     const { accountId } = request;
     const keyHash = hashApiKey(request.apiKey);
     return (response) => {
+      // From being prepared to open: the room it held passes to the stream in the same turn.
+      release();
       let streams = this.openStreams.get(accountId);
       if (!streams) this.openStreams.set(accountId, (streams = new Map()));
       streams.set(response, { emitterId, keyHash });
@@ -155,14 +189,13 @@ export class LiveStreams {
   /** A workflow's `$.send.sse` payloads on one channel (every channel without one), for its owner (404 otherwise). */
   async prepareWorkflow(request: Omit<LiveRequest, 'sourceId' | 'eventName'> & { workflowId: string; channel: string | undefined }) {
     const workflow = await this.workflows.owned(request.accountId, request.workflowId);
-    this.checkRoom(request.accountId);
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
     const readAfter = (afterId: string, limit: number) => this.events.after(workflow.id, '$sse', afterId, limit);
-    const start = await this.startOf(workflow.id, request.lastEventId);
-    return this.counted(request, workflow.id, (response) =>
-      this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers, select: request.select }),
-    );
+    return this.reserved(request, workflow.id, async () => {
+      const start = await this.startOf(workflow.id, request.lastEventId);
+      return (response) => this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers, select: request.select });
+    });
   }
 
   /** Where a stream starts: after the client's Last-Event-ID (sent first), else after the newest event (live only). */

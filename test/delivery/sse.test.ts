@@ -352,11 +352,11 @@ describe.each(DIALECTS)('live streams on %s', (dialect) => {
   });
 });
 
-describe('live streams one account may hold open', () => {
+describe.each(DIALECTS)('live streams one account may hold open on %s', (dialect) => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer('sqlite', {}, { maxStreamsPerAccount: 2 });
+    server = await startTestServer(dialect, {}, { maxStreamsPerAccount: 2 });
   });
   afterAll(async () => {
     await server?.destroy();
@@ -429,5 +429,27 @@ describe('live streams one account may hold open', () => {
     const third = openStream(`${server.url}/v1/sources/${source}/sse`, a.key);
     await third.opened;
     for (const stream of [second, other, third]) stream.source.close();
+  });
+
+  it('holds to the bound when many streams are asked for at once, and HEAD requests hold no room', async () => {
+    const a = await account(server);
+    const source = await a.deploy();
+    const streams = new AbortController();
+    const url = `${server.url}/v1/sources/${source}/sse`;
+    // Each request reads where its stream starts before it opens: all of them at once must not pass the bound together.
+    const answers = await Promise.all(Array.from({ length: 40 }, () => fetch(url, { headers: { authorization: `Bearer ${a.key}` }, signal: streams.signal })));
+    const statuses = answers.map((answer) => answer.status);
+    streams.abort();
+    expect([statuses.filter((status) => status === 200).length, statuses.filter((status) => status === 429).length]).toEqual([2, 38]);
+    await waitFor(
+      async () => server.running.services.sse.clientCount(source),
+      (n) => n === 0,
+      { what: 'the streams to close' },
+    );
+    for (let i = 0; i < 3; i++) expect((await request('HEAD', url, { key: a.key })).status).toBe(200);
+    // Nothing is left counted, by the streams refused or closed or by the HEAD requests: the account opens its two again.
+    const again = [openStream(url, a.key), openStream(`${server.url}/sources/${source}/sse`, a.key)];
+    await Promise.all(again.map((stream) => stream.opened));
+    for (const stream of again) stream.source.close();
   });
 });

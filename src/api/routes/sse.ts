@@ -73,6 +73,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         apiKey: request.apiKey,
         headers: hookHeaders(request, reply),
         select: fieldSelectorOf(request),
+        probe: request.method === 'HEAD',
       });
       if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
@@ -88,6 +89,7 @@ export function sseRoutes(services: { live: LiveStreams }): FastifyPluginAsync {
         apiKey: request.apiKey,
         headers: hookHeaders(request, reply),
         select: fieldSelectorOf(request),
+        probe: request.method === 'HEAD',
       });
       if (request.method === 'HEAD') return answerHead(reply);
       reply.hijack();
