@@ -79,6 +79,11 @@ export class LiveStreams {
     });
   }
 
+  /** Streams the account holds on this node against its bound: those open, and those being prepared. */
+  streamsHeldBy(accountId: string): number {
+    return (this.openStreams.get(accountId)?.size ?? 0) + (this.opening.get(accountId) ?? 0);
+  }
+
   /**
    * A 429 when the account holds as many streams on this node as it may, counting those still being prepared: checked
    * against the open ones only, requests at once all passed while each read where its stream starts, and opened past
@@ -90,8 +95,7 @@ export class LiveStreams {
     prepare: () => Promise<(response: ServerResponse) => Promise<void>>,
   ): Promise<(response: ServerResponse) => Promise<void>> {
     const { accountId } = request;
-    const opening = this.opening.get(accountId) ?? 0;
-    if ((this.openStreams.get(accountId)?.size ?? 0) + opening >= this.maxStreamsPerAccount) {
+    if (this.streamsHeldBy(accountId) >= this.maxStreamsPerAccount) {
       throw new ServiceError(
         'too_many_streams',
         `this account has ${this.maxStreamsPerAccount} live streams open on this server, the most it may: close one first`,
@@ -100,7 +104,7 @@ export class LiveStreams {
       );
     }
     if (request.probe) return prepare();
-    this.opening.set(accountId, opening + 1);
+    this.opening.set(accountId, (this.opening.get(accountId) ?? 0) + 1);
     let held = true;
     const release = () => {
       if (!held) return;
@@ -130,6 +134,9 @@ export class LiveStreams {
     return (response) => {
       // From being prepared to open: the room it held passes to the stream in the same turn.
       release();
+      // The client left while the stream was prepared: its 'close' came already and will not come again, so a stream
+      // opened now would be counted, and kept in the hub, for as long as the server runs.
+      if (response.destroyed || !response.socket || response.socket.destroyed) return Promise.resolve();
       let streams = this.openStreams.get(accountId);
       if (!streams) this.openStreams.set(accountId, (streams = new Map()));
       streams.set(response, { emitterId, keyHash });

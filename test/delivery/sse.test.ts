@@ -452,4 +452,32 @@ describe.each(DIALECTS)('live streams one account may hold open on %s', (dialect
     await Promise.all(again.map((stream) => stream.opened));
     for (const stream of again) stream.source.close();
   });
+
+  it('counts no stream whose client left while it was being prepared', async () => {
+    const a = await account(server);
+    const accountId: string = (await a.api.get('/v1/users/me')).body.data.id;
+    const source = await a.deploy();
+    const url = `${server.url}/v1/sources/${source}/sse`;
+    // Each client sends its request and leaves at once: on PostgreSQL, while the server still reads where its stream starts.
+    for (let i = 0; i < 10; i++) {
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1', () => {
+          socket.write(`GET /v1/sources/${source}/sse HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.key}\r\nLast-Event-ID: 0-0\r\n\r\n`);
+          setImmediate(() => {
+            socket.destroy();
+            resolve();
+          });
+        });
+      });
+    }
+    // Streams that opened before their client left close with it, and those still being prepared end: none is left held.
+    await waitFor(
+      async () => [server.running.services.live.streamsHeldBy(accountId), server.running.services.sse.clientCount(source)],
+      ([held, clients]) => held === 0 && clients === 0,
+      { what: 'no stream left held' },
+    );
+    const again = [openStream(url, a.key), openStream(`${server.url}/sources/${source}/sse`, a.key)];
+    await Promise.all(again.map((stream) => stream.opened));
+    for (const stream of again) stream.source.close();
+  });
 });
