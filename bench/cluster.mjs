@@ -47,7 +47,9 @@ async function freshDatabase() {
 /** One `tributary serve --role <role>` node on the database; resolves once it says it runs. */
 async function startNode(role, databaseUrl) {
   const dataDir = tempDir('tributary-bench-node-');
-  const args = [BIN, 'serve', '--port', '0', '--role', role, '--data-dir', dataDir, '--database-url', databaseUrl, '--secret-key', SECRET];
+  // A worker listens on no port, and refuses --port.
+  const port = role === 'worker' ? [] : ['--port', '0'];
+  const args = [BIN, 'serve', ...port, '--role', role, '--data-dir', dataDir, '--database-url', databaseUrl, '--secret-key', SECRET];
   const flags = ['--log-level', 'warn', '--rate-limit', '0', '--event-retention', '10000000', '--allow-private-network'];
   const child = spawnTracked(process.execPath, [...args, ...flags], { cwd: ROOT });
   const [, url] = await waitForOutput(child, /listening at (http:\/\/\S+) |worker node is running/);
