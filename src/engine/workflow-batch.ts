@@ -15,7 +15,7 @@ import type { ComponentInfo, DataStoreChange, HttpResponse, InvocationOutcome, P
 import { dataStoreNames, withAdditionalProps } from '../model/props.js';
 import { readDataStores } from '../store/data-stores.js';
 import { evaluateProps } from '../model/templates.js';
-import type { StoredStep, WorkflowTrigger } from '../model/workflows.js';
+import { type StoredStep, storedTrigger, type WorkflowTrigger } from '../model/workflows.js';
 import { billUsage, ComputeCarry } from '../commit/usage.js';
 import { commitSteps, type CommittedBatch, type FinishedStep } from '../commit/workflow-steps.js';
 import { failedForGoodLog, writeOrFailRefused } from './refused-results.js';
@@ -125,7 +125,7 @@ export class StepBatchRunner {
     if (workflow.active !== 1) return this.waitForSwitchOn(workflow.id, batch, 'before');
     const steps = JSON.parse(workflow.steps) as StoredStep[];
     const step = steps[position]!;
-    const trigger = workflow.trigger ? (JSON.parse(workflow.trigger) as WorkflowTrigger) : undefined;
+    const trigger = storedTrigger(workflow) ?? undefined;
     // Shown `running` while its step runs, whatever node takes it (in a cluster the claim marked it already).
     const marking = batch.filter((held) => held.run.status !== 'running');
     if (marking.length) {

@@ -9,6 +9,11 @@ export type WorkflowTrigger =
   | { type: 'timer'; cron: string; timezone?: string }
   | { type: 'source'; source_id: string; event_name: string };
 
+/** A workflow row's trigger as stored (JSON text, or null for none). */
+export function storedTrigger(row: { trigger: string | null }): WorkflowTrigger | null {
+  return row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
+}
+
 /** A step as stored: its component (an action or a code step saved as a component) and its props as given. */
 export interface StoredStep {
   name: string;

@@ -13,7 +13,7 @@ import { isId, newId, nowSeconds } from '../model/ids.js';
 import { invalid, notFound, ServiceError } from '../model/errors.js';
 import { validateProps } from '../model/props.js';
 import { firstDue, type TimerSchedule } from '../model/schedules.js';
-import type { WorkflowTrigger } from '../model/workflows.js';
+import { storedTrigger, type WorkflowTrigger } from '../model/workflows.js';
 import type { AccountLimiter } from './account-limits.js';
 import { quote } from '../runtime/worker/quote.js';
 
@@ -88,7 +88,7 @@ export async function applyTrigger(
   row: WorkflowRow,
   previous: WorkflowTrigger | null,
 ): Promise<void> {
-  const trigger = row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
+  const trigger = storedTrigger(row);
   const schedule = timerSchedule(trigger);
   const timers =
     schedule && row.active === 1

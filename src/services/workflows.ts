@@ -17,7 +17,7 @@ import { invalid, notFound, ServiceError } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { echoProps, withAdditionalProps } from '../model/props.js';
 import { isTemplate, isTemplatePath, isUnreadablePath, templateExpressions } from '../model/templates.js';
-import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
+import { DEFAULT_RUN_TIMEOUT_SECONDS, MAX_STEPS, stepNameProblems, storedTrigger, type StoredStep, type WorkflowTrigger } from '../model/workflows.js';
 import type { ComponentService, SaveProgressListener } from './components.js';
 import { checkAuthProvisions, holdAuthProvisions } from './auth-provisions.js';
 import { checkDataStoreNames } from './data-store-props.js';
@@ -181,15 +181,15 @@ export class WorkflowService {
     const current = await this.owned(accountId, workflowId);
     if (request.name !== undefined && request.name.trim() === '') throw invalid('name must be a non-empty string');
     const given = request.trigger === undefined ? undefined : normalizeTrigger(request.trigger);
-    const storedTrigger = current.trigger ? (JSON.parse(current.trigger) as WorkflowTrigger) : null;
-    if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given, storedTrigger);
+    const stored = storedTrigger(current);
+    if (given !== undefined) await checkTrigger(this.store, this.secrets, this.settings.minTimerInterval, accountId, given, stored);
     const resolved = request.steps ? await this.resolveSteps(accountId, request.steps, JSON.parse(current.steps) as StoredStep[], onProgress) : undefined;
     const { row, previous } = await this.store.db.transaction().execute(async (trx) => {
       // The account first, as a create takes it: a source trigger's subscription counts against the account's limit.
       await lockAccount(trx, accountId);
       const previous = await workflows.lockWorkflow(trx, this.store.dialect, accountId, current.id);
       if (!previous) throw notFound(`workflow ${quote(workflowId)}`);
-      const previousTrigger = previous.trigger ? (JSON.parse(previous.trigger) as WorkflowTrigger) : null;
+      const previousTrigger = storedTrigger(previous);
       const trigger = given === undefined ? previousTrigger : given;
       const row: workflows.WorkflowRow = {
         ...previous,
@@ -367,7 +367,7 @@ export class WorkflowService {
   }
 
   private async toView(row: workflows.WorkflowRow): Promise<WorkflowView> {
-    const trigger = row.trigger ? (JSON.parse(row.trigger) as WorkflowTrigger) : null;
+    const trigger = storedTrigger(row);
     const steps = JSON.parse(row.steps) as StoredStep[];
     const shown: WorkflowView['steps'] = [];
     for (const step of steps) {
