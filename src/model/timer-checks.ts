@@ -23,12 +23,12 @@ function cronGapProblems(expression: string, minSeconds: number): string[] {
 }
 
 /** Each field's name and bounds as written; croner counts days and months from zero in its messages. */
-const CRON_FIELDS = [
-  { name: 'minute', min: 0, max: 59, range: '0-59' },
-  { name: 'hour', min: 0, max: 23, range: '0-23' },
-  { name: 'day of month', min: 1, max: 31, range: '1-31' },
-  { name: 'month', min: 1, max: 12, range: '1-12' },
-  { name: 'day of week', min: 0, max: 7, range: '0-7 (0 and 7 are Sunday)' },
+const CRON_FIELDS: Array<{ name: string; min: number; max: number; note?: string }> = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day of month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12 },
+  { name: 'day of week', min: 0, max: 7, note: ' (0 and 7 are Sunday)' },
 ];
 
 /**
@@ -43,7 +43,9 @@ function cronRangeProblems(expression: string): string[] {
         // Longer digit runs are left to croner too, whose message quotes the expression shortened.
         if (!/^\d{1,6}$/.test(value)) continue;
         const n = Number(value);
-        if (n < field.min || n > field.max) return [`cron expression ${quote(expression)} has ${field.name} ${n}; ${field.name} is ${field.range}`];
+        if (n < field.min || n > field.max) {
+          return [`cron expression ${quote(expression)} has ${field.name} ${n}; ${field.name} is ${field.min}-${field.max}${field.note ?? ''}`];
+        }
       }
     }
   }

@@ -11,7 +11,7 @@ import { IDLE_POLL_MS, usePoll } from './use-poll';
 
 const PAGE = 50;
 /** How often a row's events are read again: each is a read of up to 100 events, one per listed source. */
-export const ROW_POLL_MS = 30_000;
+const ROW_POLL_MS = 30_000;
 
 export function SourcesList() {
   const pages = usePages<Source>('/users/me/sources', PAGE);
