@@ -77,21 +77,26 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
     }
   });
 
-  it('still carries out a send queued in plain JSON by an earlier version', async () => {
+  /**
+   * A finished run of a new workflow, with an http send of `payload` put in its outbox as it stands (the way an earlier
+   * version, or a server with another key, left it), then the server restarted, which carries out what is due.
+   */
+  async function runWithQueuedSend(name: string, payload: (url: string) => string) {
     const workflows = workflowCalls(api);
-    const workflow = await workflows.create({
-      name: 'earlier',
-      steps: [{ name: 'noop', component_code: 'export default defineComponent({ async run() {} });' }],
-    });
+    const workflow = await workflows.create({ name, steps: [{ name: 'noop', component_code: 'export default defineComponent({ async run() {} });' }] });
     expect((await api().post(`/v1/workflows/${workflow.id}/run`, {})).status).toBe(202);
     const [run] = await workflows.finishedRuns(workflow.id, 1);
     const db = server.running.services.store.db;
-    const payload = JSON.stringify({ url: `${receiver.url}/plain`, auth: { username: 'me', password: 'pw' } });
     const { user_id } = await db.selectFrom('workflows').select('user_id').where('id', '=', workflow.id).executeTakeFirstOrThrow();
-    const fields = { run_id: run.id, workflow_id: workflow.id, user_id, step_index: 0, kind: 'http' as const, payload };
+    const fields = { run_id: run.id, workflow_id: workflow.id, user_id, step_index: 0, kind: 'http' as const, payload: payload(receiver.url) };
     await insertSends(db, [pendingSend({ id: newId('ws'), ...fields, created_ms: Date.now() })]);
-    // A start carries out what is due at once, as after an upgrade.
     await server.restart();
+    return run!;
+  }
+
+  it('still carries out a send queued in plain JSON by an earlier version', async () => {
+    // A start carries out what is due at once, as after an upgrade.
+    const run = await runWithQueuedSend('earlier', (url) => JSON.stringify({ url: `${url}/plain`, auth: { username: 'me', password: 'pw' } }));
     await waitFor(
       () => sendsOfRuns(server.running.services.store.db, [run.id]),
       (sends) => sends[0]?.state === 'succeeded',
@@ -103,19 +108,9 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
   });
 
   it('fails a send whose payload was sealed with another key, for good, saying so', async () => {
-    const workflows = workflowCalls(api);
-    const workflow = await workflows.create({
-      name: 'other key',
-      steps: [{ name: 'noop', component_code: 'export default defineComponent({ async run() {} });' }],
-    });
-    expect((await api().post(`/v1/workflows/${workflow.id}/run`, {})).status).toBe(202);
-    const [run] = await workflows.finishedRuns(workflow.id, 1);
-    const db = server.running.services.store.db;
-    const { user_id } = await db.selectFrom('workflows').select('user_id').where('id', '=', workflow.id).executeTakeFirstOrThrow();
-    const payload = SecretBox.open('another server key', server.dataDir).encrypt(JSON.stringify({ url: `${receiver.url}/other-key` }));
-    const fields = { run_id: run.id, workflow_id: workflow.id, user_id, step_index: 0, kind: 'http' as const, payload };
-    await insertSends(db, [pendingSend({ id: newId('ws'), ...fields, created_ms: Date.now() })]);
-    await server.restart();
+    const run = await runWithQueuedSend('other key', (url) =>
+      SecretBox.open('another server key', server.dataDir).encrypt(JSON.stringify({ url: `${url}/other-key` })),
+    );
     const [send] = await waitFor(
       () => sendsOfRuns(server.running.services.store.db, [run.id]),
       (sends) => sends[0]?.state === 'failed',
