@@ -55,6 +55,11 @@ const UNREACHABLE_CODES = new Set([
  */
 const SQLITE_UNREACHABLE_FAMILIES = ['SQLITE_IOERR', 'SQLITE_BUSY'];
 
+/** A write or sync the file system refused (SQLite's I/O errors met only by writing). */
+export function isSqliteWriteFailure(code: string | undefined): boolean {
+  return code !== undefined && SQLITE_WRITE_IOERRS.has(code);
+}
+
 /** SQLite's lock refused, in any of its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY, …). */
 export function isSqliteBusy(code: string | undefined): boolean {
   return code?.startsWith('SQLITE_BUSY') ?? false;
@@ -84,7 +89,7 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   const text = typeof message === 'string' ? message : '';
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
   if (code !== undefined && (UNREACHABLE_CODES.has(code) || SQLITE_UNREACHABLE_FAMILIES.some((family) => code.startsWith(family)))) {
-    const readsGoOn = isSqliteBusy(code) || SQLITE_WRITE_IOERRS.has(code);
+    const readsGoOn = isSqliteBusy(code) || isSqliteWriteFailure(code);
     return { kind: 'database_unreachable', cause: text || code, ...(readsGoOn ? { readsGoOn: true as const } : {}) };
   }
   if (text === PG_READ_TIMEOUT_MESSAGE || UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };

@@ -7,8 +7,11 @@ import { appliedMigrations, KNOWN_MIGRATIONS } from '../store/migrate.js';
 import type { WorkerNodesCheck } from './node-presence.js';
 
 export interface ReadinessChecks {
-  /** `locked`: it answers, but writes fail on SQLite's write lock another process holds (each after waiting 5 s). */
-  database: 'ok' | 'unreachable' | 'locked';
+  /**
+   * `locked`: it answers, but writes fail on SQLite's write lock another process holds (each after waiting 5 s);
+   * `write_error`: it answers, but the file system refuses SQLite's writes (a read-only remount, say).
+   */
+  database: 'ok' | 'unreachable' | 'locked' | 'write_error';
   migrations: 'ok' | 'pending' | 'unknown';
   worker: 'ok' | 'cannot_start' | 'unchecked';
   /**
@@ -109,7 +112,7 @@ export class HealthService {
       checks.database = 'unreachable';
       checks.migrations = 'unknown';
     }
-    if (checks.database === 'ok' && this.store.writesLocked()) checks.database = 'locked';
+    if (checks.database === 'ok') checks.database = this.store.writeTrouble() ?? 'ok';
     if (!this.stopping && this.workers) checks.worker = (await this.canStartWorker()) ? 'ok' : 'cannot_start';
     const failing = [
       ...(checks.database !== 'ok' ? ['database'] : []),

@@ -38,7 +38,7 @@ export function compiledOnce<Args extends unknown[], Row>(
 /** Prepared statements of one SQLite connection, cached (see withStatementCache in database.ts). */
 export interface SqliteStatements {
   prepare(sql: string): SQLite.Statement;
-  /** Hears of a wait for another process's write lock that ran out (WriteLockWatch). */
+  /** Hears of a wait for another process's write lock that ran out (WriteHealthWatch). */
   gaveUpOnLock?: () => void;
 }
 

@@ -27,7 +27,7 @@ import { openSqliteFile } from './sqlite-file.js';
 import { makeDataDir } from '../lib/data-dir.js';
 import { outageOf, PG_READ_TIMEOUT_MESSAGE } from '../model/outages.js';
 import { SYNC_BUSY_TIMEOUT_MS, waitingForLock } from './sqlite-busy.js';
-import { WriteLockWatch } from './write-lock.js';
+import { type WriteTrouble, WriteHealthWatch } from './write-health.js';
 
 export type { DialectName };
 
@@ -41,8 +41,11 @@ export interface Store {
    * on PostgreSQL, answered any statement: what says an outage that requests met has ended.
    */
   reached(): number;
-  /** SQLite: writes are failing on the write lock another process holds (WriteLockWatch); never on PostgreSQL. */
-  writesLocked(): boolean;
+  /**
+   * SQLite: why writes are failing, if they are (WriteHealthWatch): the write lock another process holds, or the file
+   * system refusing them. Never on PostgreSQL, where a failing write is an unreachable database.
+   */
+  writeTrouble(): WriteTrouble | undefined;
   close(): Promise<void>;
 }
 
@@ -126,15 +129,15 @@ function openSqlite(dataDir: string, background: OpenStoreOptions['backgroundChe
       },
     });
   }
-  const writeLock = new WriteLockWatch(connection);
-  const { statements, reached } = withStatementCache(connection, writeLock);
-  const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection, writeLock.gaveUp) });
+  const writeHealth = new WriteHealthWatch(connection);
+  const { statements, reached } = withStatementCache(connection, writeHealth);
+  const db = new Kysely<Database>({ dialect: sqliteDialectKeepingCauses(statements, connection, writeHealth.gaveUp) });
   runTransactionsDirectly(db, statements);
   const close = async () => {
     await checkpointer?.close();
     await db.destroy();
   };
-  return { db, dialect: 'sqlite', location: file, reached, writesLocked: () => writeLock.locked(), close };
+  return { db, dialect: 'sqlite', location: file, reached, writeTrouble: () => writeHealth.current(), close };
 }
 
 /** Most distinct statements kept prepared; batch inserts of different sizes each have their own SQL. */
@@ -202,17 +205,26 @@ function sqliteDialectKeepingCauses(database: SqliteDatabase, connection: SQLite
  * writes that committed (a write outside a transaction, or a COMMIT): reads succeed while another process holds
  * the lock or the disk is full, so only a commit says that writes go through again.
  */
-function withStatementCache(connection: SQLite.Database, writeLock: WriteLockWatch): { statements: SqliteDatabase & SqliteStatements; reached: () => number } {
+function withStatementCache(
+  connection: SQLite.Database,
+  writeHealth: WriteHealthWatch,
+): { statements: SqliteDatabase & SqliteStatements; reached: () => number } {
   const statements = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   let committed = 0;
   const counted = (statement: SQLite.Statement): SQLite.Statement => {
     if (statement.reader) return statement;
     const run = statement.run.bind(statement);
     statement.run = ((...parameters: unknown[]) => {
-      const result = run(...parameters);
+      let result: SQLite.RunResult;
+      try {
+        result = run(...parameters);
+      } catch (error) {
+        writeHealth.failed(error);
+        throw error;
+      }
       if (!connection.inTransaction) {
         committed++;
-        writeLock.wrote();
+        writeHealth.wrote();
       }
       return result;
     }) as SQLite.Statement['run'];
@@ -221,7 +233,7 @@ function withStatementCache(connection: SQLite.Database, writeLock: WriteLockWat
   return {
     statements: {
       close: () => connection.close(),
-      gaveUpOnLock: writeLock.gaveUp,
+      gaveUpOnLock: writeHealth.gaveUp,
       prepare: (query: string) => {
         let statement = statements.get(query);
         if (!statement) {
@@ -279,7 +291,7 @@ async function openPostgres(url: string, queryTimeoutMs: number | undefined): Pr
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return { db, dialect: 'postgres', location, reached: () => answered, writesLocked: () => false, close: () => db.destroy() };
+  return { db, dialect: 'postgres', location, reached: () => answered, writeTrouble: () => undefined, close: () => db.destroy() };
 }
 
 /**

@@ -17,7 +17,7 @@ const MAX_PAUSE_MS = 100;
  * handler does too: a statement of a transaction that got SQLITE_BUSY left the transaction as it was, and one whose
  * snapshot another process's commit made stale fails with SQLITE_BUSY_SNAPSHOT, which is not retried. `aside` runs
  * each pause: the driver lets other statements use the connection meanwhile when no transaction is open. `onGiveUp`
- * hears of a wait that ran out: what makes /readyz say the node cannot write (write-lock.ts).
+ * hears of a wait that ran out: what makes /readyz say the node cannot write (write-health.ts).
  */
 export async function waitingForLock<T>(
   attempt: () => T | Promise<T>,

@@ -1,11 +1,12 @@
 // GET /readyz: ready when migrations, database and a worker are; 503 naming what is not, and from the moment a stop begins.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client, request } from '../helpers/client.js';
+import { createAccount, freshStorage, killHard, serve } from '../helpers/processes.js';
 import { SQLITE_DRIVER_PATH } from '../../src/store/sqlite-file.js';
 
 const HELD = `module.exports = {
@@ -148,6 +149,44 @@ describe("readiness while another process holds SQLite's write lock", () => {
     } finally {
       holder.kill('SIGKILL');
       await server.destroy();
+    }
+  });
+});
+
+/** Sets a process's soft file size limit (util-linux's prlimit): past it, each write fails with EFBIG. */
+function setFileSizeLimit(pid: number, bytes: number | 'unlimited'): void {
+  execFileSync('prlimit', [`--pid=${pid}`, `--fsize=${bytes}:`]);
+}
+
+describe("readiness while the file system refuses SQLite's writes", () => {
+  it('turns not ready once a write failed, liveness staying ok, and ready again once writes go through', { timeout: 30_000 }, async () => {
+    const storage = await freshStorage('sqlite');
+    const apiKey = await createAccount(storage.args, 'refused');
+    const { child, url } = await serve(storage.args);
+    const hook = `/v1/webhooks?url=${encodeURIComponent('https://example.com/hook')}`;
+    try {
+      const api = client(url, apiKey);
+      expect((await request('GET', `${url}/readyz`)).status).toBe(200);
+      // Every write of the log now lies past the limit: SQLite says SQLITE_IOERR_WRITE, as on a read-only remount.
+      setFileSizeLimit(child.pid!, 4096);
+      expect((await request('GET', `${url}/readyz`)).status).toBe(200);
+      const refused = await api.post(hook, {});
+      expect([refused.status, refused.body.code]).toEqual([503, 'unavailable']);
+      const ready = await request('GET', `${url}/readyz`);
+      expect([ready.status, ready.headers.get('retry-after')]).toEqual([503, '5']);
+      expect(ready.body).toMatchObject({ status: 'not_ready', not_ready: ['database'], checks: { database: 'write_error', migrations: 'ok' } });
+      expect((await request('GET', `${url}/healthz`)).body).toEqual({ status: 'ok', database: 'ok' });
+      // Each probe tries a write of its own, which fails too: still not ready.
+      expect((await request('GET', `${url}/readyz`)).body.checks.database).toBe('write_error');
+
+      // Writes go through again, with none from a client since: the probe's own write makes it ready.
+      setFileSizeLimit(child.pid!, 'unlimited');
+      const again = await request('GET', `${url}/readyz`);
+      expect([again.status, again.body.checks.database]).toEqual([200, 'ok']);
+      expect((await api.post(hook, {})).status).toBe(200);
+    } finally {
+      await killHard(child);
+      await storage.cleanup();
     }
   });
 });

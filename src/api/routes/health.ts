@@ -27,8 +27,9 @@ export function healthRoutes(services: { health: HealthService }): FastifyPlugin
     );
 
     const checks = Type.Object({
-      database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable'), Type.Literal('locked')], {
-        description: "locked: reads work but writes fail on SQLite's write lock, which another process holds",
+      database: Type.Union([Type.Literal('ok'), Type.Literal('unreachable'), Type.Literal('locked'), Type.Literal('write_error')], {
+        description:
+          "locked: reads work but writes fail on SQLite's write lock, which another process holds; write_error: reads work but the file system refuses SQLite's writes",
       }),
       migrations: Type.Union([Type.Literal('ok'), Type.Literal('pending'), Type.Literal('unknown')]),
       worker: Type.Union([Type.Literal('ok'), Type.Literal('cannot_start'), Type.Literal('unchecked')]),
