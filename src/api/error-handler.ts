@@ -87,6 +87,10 @@ function asUnavailable(error: Error): ServiceError | undefined {
       5,
     );
   }
+  if (outage?.writeRefused) {
+    const message = `the file system refused the database's write (${outage.cause}): nothing was written; try again shortly`;
+    return new ServiceError('unavailable', message, undefined, 5);
+  }
   if (outage) return new ServiceError('unavailable', 'the database is unreachable: nothing was written; try again shortly', undefined, 5);
   return undefined;
 }

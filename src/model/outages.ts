@@ -3,9 +3,9 @@
 
 /**
  * `readsGoOn`: SQLite refuses writes but still reads (another process's write lock, a write or sync the file system
- * refused), so a read that succeeds says nothing about whether the outage is over.
+ * refused), so a read that succeeds says nothing about whether the outage is over. `writeRefused`: the file system's.
  */
-export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string; readsGoOn?: true };
+export type Outage = { kind: 'database_unreachable' | 'disk_full'; cause: string; readsGoOn?: true; writeRefused?: true };
 
 /** SQLite's I/O errors met only by writing: reads of the same file go on while these fail. */
 const SQLITE_WRITE_IOERRS = new Set(['SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_IOERR_DIR_FSYNC', 'SQLITE_IOERR_TRUNCATE', 'SQLITE_IOERR_DELETE']);
@@ -89,8 +89,14 @@ export function outageOf(error: unknown, depth = 0): Outage | undefined {
   const text = typeof message === 'string' ? message : '';
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') return { kind: 'disk_full', cause: text || code };
   if (code !== undefined && (UNREACHABLE_CODES.has(code) || SQLITE_UNREACHABLE_FAMILIES.some((family) => code.startsWith(family)))) {
-    const readsGoOn = isSqliteBusy(code) || isSqliteWriteFailure(code);
-    return { kind: 'database_unreachable', cause: text || code, ...(readsGoOn ? { readsGoOn: true as const } : {}) };
+    const writeRefused = isSqliteWriteFailure(code);
+    const readsGoOn = isSqliteBusy(code) || writeRefused;
+    return {
+      kind: 'database_unreachable',
+      cause: text || code,
+      ...(readsGoOn ? { readsGoOn: true as const } : {}),
+      ...(writeRefused ? { writeRefused: true as const } : {}),
+    };
   }
   if (text === PG_READ_TIMEOUT_MESSAGE || UNREACHABLE_MESSAGES.some((pattern) => pattern.test(text))) return { kind: 'database_unreachable', cause: text };
   const nested = [(error as { cause?: unknown }).cause, ...((error as { errors?: unknown[] }).errors ?? [])];

@@ -171,7 +171,11 @@ describe("readiness while the file system refuses SQLite's writes", () => {
       setFileSizeLimit(child.pid!, 4096);
       expect((await request('GET', `${url}/readyz`)).status).toBe(200);
       const refused = await api.post(hook, {});
-      expect([refused.status, refused.body.code]).toEqual([503, 'unavailable']);
+      expect([refused.status, refused.headers.get('retry-after'), refused.body]).toEqual([
+        503,
+        '5',
+        { error: "the file system refused the database's write (disk I/O error): nothing was written; try again shortly", code: 'unavailable' },
+      ]);
       const ready = await request('GET', `${url}/readyz`);
       expect([ready.status, ready.headers.get('retry-after')]).toEqual([503, '5']);
       expect(ready.body).toMatchObject({ status: 'not_ready', not_ready: ['database'], checks: { database: 'write_error', migrations: 'ok' } });
