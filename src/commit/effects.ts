@@ -65,3 +65,18 @@ export async function commitEffects(trx: Transaction<Database>, input: EffectsIn
     dedupe: (cache) => pendingEmits(input.info.dedupe, cache, emits),
   });
 }
+
+/**
+ * A batch's runs (or their events) split where their listener depth changes, in order: [from, to) of each. Nearly
+ * always one; an emitter that both listens deep in a chain and is called directly must not have its direct runs'
+ * events cut as a loop.
+ */
+export function sameDepthRuns(depths: number[]): Array<{ depth: number; from: number; to: number }> {
+  const segments: Array<{ depth: number; from: number; to: number }> = [];
+  depths.forEach((depth, i) => {
+    const last = segments.at(-1);
+    if (last?.depth === depth) last.to = i + 1;
+    else segments.push({ depth, from: i, to: i + 1 });
+  });
+  return segments;
+}

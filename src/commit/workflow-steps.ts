@@ -10,7 +10,7 @@ import { newId } from '../model/ids.js';
 import { madeSummary, type PendingEvent, storableText } from '../model/events.js';
 import { deploymentIdOf, exitCalled, SSE_PREFIX } from '../model/workflows.js';
 import type { AppendOptions } from './append-events.js';
-import { storeAndRoute } from './effects.js';
+import { sameDepthRuns, storeAndRoute } from './effects.js';
 import type { CommittedEvents, EventRouter } from './routing.js';
 
 /** Reported in every workflow error's `original_context`. */
@@ -115,7 +115,8 @@ function nextRunState(batch: FinishedBatch, step: FinishedStep, nowMs: number): 
 
 /** What committing a batch did to each run: its verdict, or `lost` when another runner had taken it over. */
 export interface CommittedBatch {
-  committed: CommittedEvents;
+  /** One per run of the batch's runs at one listener depth (see sameDepthRuns), in order; none without events. */
+  committed: CommittedEvents[];
   verdicts: Array<StepVerdict | 'lost'>;
   /** Outbox rows written: wake the sender after the commit. */
   sends: number;
@@ -160,6 +161,8 @@ export type StepCommitOptions = AppendOptions & { router: EventRouter; sealPaylo
  */
 export async function commitSteps(trx: Transaction<Database>, batch: FinishedBatch, options: StepCommitOptions): Promise<CommittedBatch> {
   const events: PendingEvent[] = [];
+  /** The listener depth of the run each event comes from. */
+  const eventDepths: number[] = [];
   const outboxRows: SendRow[] = [];
   const stepRows: WorkflowRunStepRow[] = [];
   const verdicts: CommittedBatch['verdicts'] = [];
@@ -193,12 +196,15 @@ export async function commitSteps(trx: Transaction<Database>, batch: FinishedBat
       error: outcome.error ? JSON.stringify(outcome.error) : null,
     });
     effectsOf(batch, step, options, events, outboxRows);
+    while (eventDepths.length < events.length) eventDepths.push(run.depth);
   }
   await insertStepRows(trx, stepRows);
   if (stepRows.length) await writeStepDb(trx, batch.workflowId, batch.stepName, batch.dbWrites);
   if (stepRows.length) await writeDataStores(trx, batch.userId, batch.dataStoreWrites, options.nowMs);
   await insertSends(trx, outboxRows);
-  const depth = Math.max(0, ...batch.steps.map((s) => s.run.depth));
-  const committed = await storeAndRoute(trx, { id: batch.workflowId, userId: batch.userId, depth }, events, options);
+  const committed: CommittedEvents[] = [];
+  for (const { depth, from, to } of sameDepthRuns(eventDepths)) {
+    committed.push(await storeAndRoute(trx, { id: batch.workflowId, userId: batch.userId, depth }, events.slice(from, to), options));
+  }
   return { committed, verdicts, sends: outboxRows.length };
 }

@@ -13,8 +13,8 @@ import type { DatabaseOutageLog } from '../store/outage-log.js';
 import { dataStoreNames } from '../model/props.js';
 import type { DataStoreChange, DataStoreContents, HttpResponse, InvocationOutcome, InvocationResult } from '../runtime/types.js';
 import { billUsage, ComputeCarry } from '../commit/usage.js';
-import { commitEffects, type InvocationContext } from '../commit/effects.js';
-import type { EventRouter } from '../commit/routing.js';
+import { commitEffects, type InvocationContext, sameDepthRuns } from '../commit/effects.js';
+import type { CommittedEvents, EventRouter } from '../commit/routing.js';
 import { type AuthorisedBase, CredentialError, credentialFailure, type InvocationBases, isUnauthorized } from './invocation-base.js';
 import type { QueuedInvocation } from './intake.js';
 import type { Responders } from './responders.js';
@@ -123,8 +123,8 @@ export class BatchRunner {
     const computeMs = account ? this.compute.take(account.id, cpuMs) : 0;
     const contexts: InvocationContext[] = batch.map((b) => ({ invocationId: b.id, trigger: b.trigger, eventJson: b.eventJson }));
     const nowMs = this.options.clock.now();
-    // Listener runs carry their hop count on; the batch's events count as deep as its deepest invocation.
-    const depth = Math.max(...batch.map((b) => b.depth));
+    // Listener runs carry their hop count on, each its own: a batch's runs at one depth commit as one emitter's events.
+    const segments = sameDepthRuns(batch.map((b) => b.depth));
     const { dialect, retention, router } = this.options;
     const options = { dialect, retention, router, nowMs };
     const write = (committing: InvocationOutcome[], keepChanges: boolean) =>
@@ -133,19 +133,21 @@ export class BatchRunner {
         if (this.leaseOwner !== null) await invocations.holdSourceAsRun(trx, dialect, source);
         // First, so that the rows stay locked to this commit, and a lost lease rolls back before anything is written.
         await invocations.completeInvocations(trx, sourceId, ids, this.leaseOwner);
-        const stored = await commitEffects(
-          trx,
-          {
+        const stored: CommittedEvents[] = [];
+        for (const [n, { depth, from, to }] of segments.entries()) {
+          // The batch's db and data store writes are one whole: the first segment carries them.
+          const writes = keepChanges && n === 0;
+          const effects = {
             sourceId,
             userId: source.user_id,
             depth,
             info,
-            outcomes: committing.map((outcome, i) => ({ outcome, context: contexts[i]! })),
-            dbWrites: keepChanges ? dbWrites : {},
-            dataStoreWrites: keepChanges ? dataStoreWrites : undefined,
-          },
-          options,
-        );
+            outcomes: committing.slice(from, to).map((outcome, i) => ({ outcome, context: contexts[from + i]! })),
+            dbWrites: writes ? dbWrites : {},
+            dataStoreWrites: writes ? dataStoreWrites : undefined,
+          };
+          stored.push(await commitEffects(trx, effects, options));
+        }
         if (account) await billUsage(trx, account, batch.length, computeMs, nowMs);
         return stored;
       });
@@ -161,7 +163,7 @@ export class BatchRunner {
       outcomes = written.outcomes;
       ids.forEach((id, i) => this.responders.respond(id, undefined, outcomes[i]?.error, answersHttp(runnable)));
       for (const outcome of outcomes) this.options.metrics?.invocationRan(outcomeLabel(outcome), outcome.durationMs);
-      if (committed.events.length) router.afterCommit(committed);
+      for (const events of committed) if (events.events.length) router.afterCommit(events);
     };
     // A batch that reads a db or data store must see what the previous one writes: it waits for that commit.
     const usesDataStore = info.props.some((p) => p.type === 'data_store');

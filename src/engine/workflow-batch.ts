@@ -207,7 +207,7 @@ export class StepBatchRunner {
     this.commitAttempts.settled(runIds);
     const committed = written.result;
     const outcomes = written.outcomes;
-    if (committed.committed.events.length) router.afterCommit(committed.committed);
+    for (const events of committed.committed) if (events.events.length) router.afterCommit(events);
     if (committed.sends > 0) this.options.outbox.wake();
     return { handedBack: false, verdicts: committed.verdicts, outcomes };
   }
