@@ -57,9 +57,9 @@ export class CredentialError extends Error {
  * The values the component sees as `this.<prop>`, secrets opened; a secret this server's key cannot open fails the
  * runs (CredentialError) instead of being retried for ever.
  */
-export function openedProps(props: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox): Record<string, unknown> {
+export function openedProps(props: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox, accountId: string): Record<string, unknown> {
   try {
-    return runtimeProps(props, stored, secrets);
+    return runtimeProps(props, stored, secrets, accountId);
   } catch (error) {
     if (error instanceof UnreadableSecretError) throw new CredentialError('SecretError', 'secret_unreadable', error.message);
     throw error;
@@ -142,7 +142,7 @@ export class InvocationBases {
       accountId: source.user_id,
       sourceId: source.id,
       component: prepared,
-      props: openedProps(info.props, stored, this.secrets),
+      props: openedProps(info.props, stored, this.secrets, source.user_id),
       auths,
       httpEndpoint: this.endpointUrl(source.endpoint_id),
       customResponse: http?.customResponse === true,

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../lib/clock.js';
 import { countedUpTo } from '../lib/cache-bounds.js';
-import type { SecretBox } from '../lib/secrets.js';
+import { bindings, type SecretBox } from '../lib/secrets.js';
 import type { DialectName, Store } from '../store/database.js';
 import type { TransactionGroup } from '../store/group-commit.js';
 import * as workflows from '../store/workflows.js';
@@ -184,7 +184,7 @@ export class StepBatchRunner {
             dataStoreWrites: keepChanges ? dataStoreWrites : undefined,
             owner,
           },
-          { dialect, retention, router, nowMs, sealPayload: (json) => this.secrets.encrypt(json) },
+          { dialect, retention, router, nowMs, sealPayload: (json) => this.secrets.encrypt(json, bindings.send(workflow.user_id, workflow.id)) },
         );
         // A run counts once against the invocation quota, when its first step commits; every step's CPU counts.
         const started = stepIndex === 0 ? result.verdicts.filter((v) => v !== 'lost').length : 0;
@@ -255,7 +255,7 @@ export class StepBatchRunner {
     const info = { ...runnable.info, props: withAdditionalProps(runnable.info.props, step.additional_props) };
     let stored: Record<string, unknown>;
     try {
-      stored = openedProps(info.props, step.configured_props, this.secrets);
+      stored = openedProps(info.props, step.configured_props, this.secrets, workflow.user_id);
     } catch (error) {
       if (error instanceof CredentialError) return { outcomes: batch.map(() => credentialFailure(error)), dbWrites: {}, cpuMs: 0 };
       throw error;

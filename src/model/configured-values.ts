@@ -5,7 +5,7 @@ import { type PropProblem, SECRET_PLACEHOLDER, validateProps } from './props.js'
 import type { PropRules } from './timer-checks.js';
 
 /** What validateProps seals is thrown away here: nothing checked for a form is stored. */
-const NOTHING_STORED = { seal: () => SECRET_PLACEHOLDER };
+const NOTHING_STORED = { seal: () => SECRET_PLACEHOLDER, keep: (sealed: string) => sealed };
 
 export interface ConfiguredValues {
   /** What the component is given: the values a deploy would take, as given (a data_store's name not yet resolved). */

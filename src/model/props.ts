@@ -1,7 +1,7 @@
 // Validates configured_props against a component's prop descriptors, seals secrets, and shapes the API echo.
 import type { PropDescriptor } from '../runtime/types.js';
 import { listProblems, ServiceError } from './errors.js';
-import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
+import { bindings, type PropSealer, SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import { cronIntervalSeconds, type TimerSchedule } from './schedules.js';
 import { checkTimer, type PropRules } from './timer-checks.js';
 import { quote, shorten } from '../runtime/worker/quote.js';
@@ -150,7 +150,7 @@ export function validateProps(
   descriptors: PropDescriptor[],
   given: Record<string, unknown>,
   stored: Record<string, unknown>,
-  secrets: Pick<SecretBox, 'seal'>,
+  secrets: PropSealer,
   rules: PropRules,
 ): Record<string, unknown> {
   const problems: PropProblem[] = [];
@@ -253,7 +253,7 @@ export function validateProps(
           if (prop.default !== undefined) {
             const defaultProblems = checkInput(prop, prop.default);
             for (const problem of defaultProblems) fail(`is not configured, and the component's default does not fit: it ${problem}`);
-            if (!defaultProblems.length) out[prop.name] = prop.secret ? secrets.seal(prop.default) : prop.default;
+            if (!defaultProblems.length) out[prop.name] = prop.secret ? secrets.seal(prop.default, prop.name) : prop.default;
           }
           // A hidden prop is never asked for (console, CLI) until additionalProps() unhides it: not required while hidden.
           else if (!prop.optional && !prop.hidden) fail('is required');
@@ -261,13 +261,13 @@ export function validateProps(
         }
         if (prop.secret && value === SECRET_PLACEHOLDER) {
           // The placeholder keeps a stored secret; with none stored it would become the secret itself.
-          if (SecretBox.isSealed(stored[prop.name])) out[prop.name] = stored[prop.name];
+          if (SecretBox.isSealed(stored[prop.name])) out[prop.name] = secrets.keep(stored[prop.name] as string, prop.name);
           else fail(`is "${SECRET_PLACEHOLDER}", which keeps a stored secret, but none is stored: give the value`);
           break;
         }
         const inputProblems = checkInput(prop, value);
         inputProblems.forEach(fail);
-        if (!inputProblems.length) out[prop.name] = prop.secret ? secrets.seal(value) : value;
+        if (!inputProblems.length) out[prop.name] = prop.secret ? secrets.seal(value, prop.name) : value;
       }
     }
   }
@@ -340,14 +340,17 @@ export function echoProps(
   return out;
 }
 
-/** The values the component sees as `this.<prop>`, secrets opened. Interface and db props are built by the runtime. */
-export function runtimeProps(descriptors: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox): Record<string, unknown> {
+/**
+ * The values the component sees as `this.<prop>`, secrets opened as `accountId`'s. Interface and db props are built by
+ * the runtime.
+ */
+export function runtimeProps(descriptors: PropDescriptor[], stored: Record<string, unknown>, secrets: SecretBox, accountId: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const prop of descriptors) {
     const value = stored[prop.name];
     if (value === undefined) continue;
     try {
-      out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.unseal(value) : value;
+      out[prop.name] = prop.secret && SecretBox.isSealed(value) ? secrets.unseal(value, bindings.prop(accountId, prop.name)) : value;
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
       throw new UnreadableSecretError(`secret prop "${prop.name}" cannot be opened: ${error.message}; set it again`);

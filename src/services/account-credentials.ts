@@ -1,7 +1,7 @@
 // The connected accounts' credentials for runs and hooks: opened from their seal, OAuth tokens refreshed as they expire.
 import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
-import { type SecretBox, UnreadableSecretError } from '../lib/secrets.js';
+import { bindings, type SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import * as accounts from '../store/accounts.js';
 import { type AppLink, CredentialError, type CredentialSource, type ResolvedAuths } from '../engine/invocation-base.js';
@@ -58,13 +58,14 @@ export class AccountCredentials implements CredentialSource {
     this.listeners.push(listener);
   }
 
-  seal(credentials: Credentials): string {
-    return this.secrets.encrypt(JSON.stringify(credentials));
+  /** `credentials` sealed for connected account `id` of account `ownerId`. */
+  seal(ownerId: string, id: string, credentials: Credentials): string {
+    return this.secrets.encrypt(JSON.stringify(credentials), bindings.connectedAccount(ownerId, id));
   }
 
   open(row: accounts.ConnectedAccountRow): Credentials {
     try {
-      return JSON.parse(this.secrets.decrypt(row.credentials)) as Credentials;
+      return JSON.parse(this.secrets.decrypt(row.credentials, bindings.connectedAccount(row.user_id, row.id))) as Credentials;
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
       const message = `the credentials of connected account ${row.id} cannot be opened: ${error.message}; connect the app again`;
@@ -146,7 +147,7 @@ export class AccountCredentials implements CredentialSource {
       if (tokens.refreshToken !== undefined) next.oauth_refresh_token = tokens.refreshToken;
       if (tokens.expiresAt !== undefined) next.expires_at = tokens.expiresAt;
       else delete next.expires_at;
-      const changes = { credentials: this.seal(next), fields: JSON.stringify(Object.keys(next)), healthy: 1 };
+      const changes = { credentials: this.seal(row.user_id, row.id, next), fields: JSON.stringify(Object.keys(next)), healthy: 1 };
       // Credentials replaced (PUT) while the grant was on its way win: the run takes them instead.
       if (!(await accounts.updateCredentialsIf(this.store.db, row.id, row.credentials, changes))) return this.current(row);
       await this.changed(row.user_id, row.id);

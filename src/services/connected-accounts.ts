@@ -124,12 +124,13 @@ export class ConnectedAccountService {
     if (!APP_SLUG_RE.test(request.app)) throw refused('app', 'must be an app name slug: 1 to 64 of a-z 0-9 _');
     const credentials = checkCredentials(request.credentials);
     const now = nowSeconds();
+    const id = newId('apn');
     const row: accounts.ConnectedAccountRow = {
-      id: newId('apn'),
+      id,
       user_id: ownerId,
       app: request.app,
       name: checkName(request.name),
-      credentials: this.credentials.seal(credentials),
+      credentials: this.credentials.seal(ownerId, id, credentials),
       fields: JSON.stringify(Object.keys(credentials)),
       healthy: 1,
       created_at: now,
@@ -165,7 +166,7 @@ export class ConnectedAccountService {
     // updated_at says when the account last changed: sending its name or (healthy) credentials again leaves it.
     if ((columns.name ?? stored.name) === stored.name && (!credentials || this.sameCredentials(stored, credentials))) delete columns.updated_at;
     if (credentials) {
-      columns.credentials = this.credentials.seal(credentials);
+      columns.credentials = this.credentials.seal(ownerId, id, credentials);
       columns.fields = JSON.stringify(Object.keys(credentials));
       columns.healthy = 1;
     }

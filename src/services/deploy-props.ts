@@ -1,6 +1,6 @@
 // A deploy's configured_props (a source's or a workflow step's) checked against the component's full prop list: its
 // static props plus what `additionalProps()` returns for the answers given, asked of the sandbox when those change.
-import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
+import { bindings, propSealer, SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { ComponentRow } from '../store/components.js';
 import type { ComponentInfo, PropDescriptor } from '../runtime/types.js';
@@ -105,7 +105,8 @@ export class DeployPropsResolver {
     let stored: Record<string, unknown> = {};
     try {
       const checked = props.filter((p) => !deferred.has(p.name));
-      stored = validateProps(checked, this.openedWhereNoLongerSecret(checked, given, previous, request.label), previous, this.secrets, this.rules);
+      const opened = this.openedWhereNoLongerSecret(checked, given, previous, request);
+      stored = validateProps(checked, opened, previous, propSealer(this.secrets, request.accountId), this.rules);
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'props_invalid') throw error;
       // Not spread into push: one problem per unknown prop, 150,000 of them overflowed the stack (a bare 500).
@@ -125,26 +126,26 @@ export class DeployPropsResolver {
     props: PropDescriptor[],
     given: Record<string, unknown>,
     previous: Record<string, unknown>,
-    label: string | undefined,
+    request: DeployPropsRequest,
   ): Record<string, unknown> {
     const opened = { ...given };
     for (const prop of props) {
       const value = given[prop.name];
       const sealed = previous[prop.name];
       if (prop.secret || !SecretBox.isSealed(sealed) || (value !== SECRET_PLACEHOLDER && value !== sealed)) continue;
-      opened[prop.name] = this.openKept(prop.name, sealed, label);
+      opened[prop.name] = this.openKept(prop.name, sealed, request);
     }
     return opened;
   }
 
   /** A secret kept from before: opened, or a 422 asking for it again when this server's key cannot open it. */
-  private openKept(name: string, sealed: string, label: string | undefined): unknown {
+  private openKept(name: string, sealed: string, request: DeployPropsRequest): unknown {
     try {
-      return this.secrets.unseal(sealed);
+      return this.secrets.unseal(sealed, bindings.prop(request.accountId, name));
     } catch (error) {
       if (!(error instanceof UnreadableSecretError)) throw error;
       const message = `is kept from before but cannot be opened: ${error.message}; set it again`;
-      throw propsInvalid([{ prop: name, message }], label);
+      throw propsInvalid([{ prop: name, message }], request.label);
     }
   }
 
@@ -161,7 +162,7 @@ export class DeployPropsResolver {
     for (const [name, value] of Object.entries(given)) {
       const sealed = previous[name];
       const secret = known.find((p) => p.name === name)?.secret === true;
-      values[name] = secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(sealed) ? this.openKept(name, sealed, request.label) : value;
+      values[name] = secret && value === SECRET_PLACEHOLDER && SecretBox.isSealed(sealed) ? this.openKept(name, sealed, request) : value;
     }
     const answer = await this.reloader!.reloadFor(request.accountId, request.component, values);
     if (answer.errors.length) {

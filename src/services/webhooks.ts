@@ -9,7 +9,7 @@ import { retryingDeadlocks } from '../store/deadlocks.js';
 import { invalid, notFound } from '../model/errors.js';
 import type { Page, PageRequest } from '../model/pagination.js';
 import { OutboundBlockedError, assertPublicLiteral, parseHttpUrl } from '../delivery/outbound.js';
-import type { SecretBox } from '../lib/secrets.js';
+import { bindings, type SecretBox } from '../lib/secrets.js';
 import { quote } from '../runtime/worker/quote.js';
 import { endpointPathPrefix } from '../model/endpoints.js';
 
@@ -106,13 +106,14 @@ export class WebhookService {
     this.checkUrl(request.url);
     const secret = newWebhookSecret();
     const now = nowSeconds();
+    const id = newId('wh');
     const row: webhooks.WebhookRow = {
-      id: newId('wh'),
+      id,
       user_id: accountId,
       name: request.name ?? null,
       description: request.description ?? null,
       url: request.url,
-      secret: this.secrets.encrypt(secret),
+      secret: this.secrets.encrypt(secret, bindings.webhookSecret(accountId, id)),
       active: 1,
       created_at: now,
       updated_at: now,

@@ -2,7 +2,7 @@
 // transaction that stores the workflow.
 import type { Transaction } from 'kysely';
 import type { Clock } from '../lib/clock.js';
-import type { SecretBox } from '../lib/secrets.js';
+import { propSealer, type SecretBox } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import type { WorkflowRow } from '../store/workflows.js';
@@ -56,9 +56,15 @@ export async function checkTrigger(
     const schedule = timerSchedule(trigger)!;
     const kept = timerSchedule(stored);
     try {
-      validateProps([{ name: TIMER_PROP, type: '$.interface.timer' }], { [TIMER_PROP]: schedule }, kept ? { [TIMER_PROP]: kept } : {}, secrets, {
-        minTimerIntervalSeconds: minTimerInterval,
-      });
+      validateProps(
+        [{ name: TIMER_PROP, type: '$.interface.timer' }],
+        { [TIMER_PROP]: schedule },
+        kept ? { [TIMER_PROP]: kept } : {},
+        propSealer(secrets, accountId),
+        {
+          minTimerIntervalSeconds: minTimerInterval,
+        },
+      );
     } catch (error) {
       // The check is the timer prop's, which says `intervalSeconds`; a workflow's trigger calls it `interval_seconds`.
       if (error instanceof ServiceError)

@@ -1,6 +1,6 @@
 // Says at start when this node's secret key is not the one the database's secrets were sealed with.
 import type { Logger } from 'pino';
-import { SecretBox, UnreadableSecretError } from '../lib/secrets.js';
+import { bindings, SecretBox, UnreadableSecretError } from '../lib/secrets.js';
 import type { Store } from '../store/database.js';
 import { newestWebhookSecret } from '../store/webhooks.js';
 
@@ -10,15 +10,15 @@ import { newestWebhookSecret } from '../store/webhooks.js';
  * restore without its key is a documented way back (the values are entered again), and that server must start.
  */
 export async function warnIfSecretKeyDiffers(store: Store, secrets: SecretBox, logger: Logger): Promise<void> {
-  let sample: string | undefined;
+  let sample: Awaited<ReturnType<typeof newestWebhookSecret>>;
   try {
     sample = await newestWebhookSecret(store.db);
   } catch {
     return; // The database is not answering: the start says so on its own.
   }
-  if (!sample || !SecretBox.isSealed(sample)) return;
+  if (!sample || !SecretBox.isSealed(sample.secret)) return;
   try {
-    secrets.unseal(sample);
+    secrets.decrypt(sample.secret, bindings.webhookSecret(sample.user_id, sample.id));
   } catch (error) {
     if (!(error instanceof UnreadableSecretError)) throw error;
     logger.error(

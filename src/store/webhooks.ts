@@ -17,8 +17,8 @@ export function findWebhook(db: Db, userId: string, id: string): Promise<Webhook
 }
 
 /** The sealed signing secret of the newest webhook of any account: a sample of what this database's key sealed. */
-export async function newestWebhookSecret(db: Db): Promise<string | undefined> {
-  return (await db.selectFrom('webhooks').select('secret').orderBy('id', 'desc').limit(1).executeTakeFirst())?.secret;
+export async function newestWebhookSecret(db: Db): Promise<Pick<WebhookRow, 'id' | 'user_id' | 'secret'> | undefined> {
+  return await db.selectFrom('webhooks').select(['id', 'user_id', 'secret']).orderBy('id', 'desc').limit(1).executeTakeFirst();
 }
 
 const selectActiveWebhooks = compiledOnce(

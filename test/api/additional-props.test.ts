@@ -79,7 +79,7 @@ describe.each(DIALECTS)('deploys with additional props on %s', (dialect) => {
     const db = t.server.running.services.store.db;
     const row = await db.selectFrom('sources').select(['configured_props', 'additional_props']).where('id', '=', id).executeTakeFirstOrThrow();
     expect(row.configured_props).not.toContain('tok-circle-1');
-    expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v1:/);
+    expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v2:/);
     expect(JSON.parse(row.additional_props!).map((p: { name: string }) => p.name)).toEqual(['radius', 'token']);
     if (dialect === 'postgres') {
       const { rows } = await sql<{ t: string }>`select t::text as t from sources t`.execute(db);

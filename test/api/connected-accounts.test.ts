@@ -413,7 +413,7 @@ describe.each(DIALECTS)('connected accounts on %s', (dialect) => {
     await user.api.put(`/v1/accounts/${acme.id}`, { credentials: { api_key: second } });
     const db = server.running.services.store.db;
     const row = await db.selectFrom('connected_accounts').selectAll().where('id', '=', acme.id).executeTakeFirstOrThrow();
-    expect(row.credentials).toMatch(/^enc:v1:/);
+    expect(row.credentials).toMatch(/^enc:v2:/);
     if (dialect === 'sqlite') {
       const files = filesUnder(server.dataDir);
       expect(files.some((f) => f.endsWith('.db'))).toBe(true);

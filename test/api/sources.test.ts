@@ -452,7 +452,7 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
       const row = db.prepare('select configured_props from sources where id = ?').get(res.body.data.id) as { configured_props: string };
       db.close();
       expect(row.configured_props).not.toContain('sk-very-secret');
-      expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v1:/);
+      expect(JSON.parse(row.configured_props).token).toMatch(/^enc:v2:/);
     }
     // Sending the placeholder back keeps the secret; a cron timer echoes its expression.
     const updated = await api.patch(`/v1/sources/${res.body.data.id}`, {

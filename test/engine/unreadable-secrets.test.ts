@@ -67,7 +67,7 @@ describe.each(DIALECTS)('secrets sealed with another key on %s', (dialect) => {
     expect(failed.event.error).toMatchObject({
       name: 'SecretError',
       code: 'secret_unreadable',
-      message: `secret prop "token" cannot be opened: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), or it is damaged; set it again`,
+      message: `secret prop "token" cannot be opened: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), for another account or field (copied there in the database?), or it is damaged; set it again`,
     });
     // Failed once, not queued again.
     expect(await server.running.services.store.db.selectFrom('invocations').select('id').where('source_id', '=', source).execute()).toEqual([]);

@@ -1,14 +1,14 @@
 // Timer props against the server's shortest interval: intervals and cron expressions alike.
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config.js';
-import { SecretBox } from '../../src/lib/secrets.js';
+import { propSealer, SecretBox } from '../../src/lib/secrets.js';
 import { validateProps } from '../../src/model/props.js';
 import type { ServiceError } from '../../src/model/errors.js';
 import type { PropDescriptor } from '../../src/runtime/types.js';
 
 const TIMER: PropDescriptor[] = [{ name: 'timer', type: '$.interface.timer' }];
 // A configured key: nothing is written (no secret prop is validated here anyway).
-const secrets = SecretBox.open('timer-props-test-key', '/nonexistent');
+const secrets = propSealer(SecretBox.open('timer-props-test-key', '/nonexistent'), 'u_timer');
 
 /** The problems validateProps lists for this timer value under `--min-timer-interval min`, or [] when it takes it. */
 function problems(timer: unknown, min: number): string[] {

@@ -4,7 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { SecretBox } from '../../src/lib/secrets.js';
+import { bindings, SecretBox } from '../../src/lib/secrets.js';
+
+const BINDING = bindings.prop('u_key_file', 'token');
 import { client } from '../helpers/client.js';
 import { BIN, createAccount, killHard } from '../helpers/processes.js';
 import { tempDir } from '../helpers/server.js';
@@ -15,10 +17,10 @@ const failed = (args: string[]) => run(process.execPath, [BIN, ...args]).catch((
 describe('--secret-key-file', () => {
   it('opens values sealed with the data directory key file; the same text as --secret-key does not', () => {
     const dataDir = tempDir();
-    const sealed = SecretBox.open(undefined, dataDir).encrypt('s3cret');
+    const sealed = SecretBox.open(undefined, dataDir).encrypt('s3cret', BINDING);
     const keyFile = path.join(dataDir, 'secret.key');
-    expect(SecretBox.open(undefined, tempDir(), keyFile).decrypt(sealed)).toBe('s3cret');
-    expect(() => SecretBox.open(fs.readFileSync(keyFile, 'utf8'), tempDir()).decrypt(sealed)).toThrow();
+    expect(SecretBox.open(undefined, tempDir(), keyFile).decrypt(sealed, BINDING)).toBe('s3cret');
+    expect(() => SecretBox.open(fs.readFileSync(keyFile, 'utf8'), tempDir()).decrypt(sealed, BINDING)).toThrow();
   });
 
   it('never makes a missing key file, and refuses one that holds no key', () => {

@@ -1,4 +1,4 @@
-// A value that looks sealed (`enc:v1:…`) given to a prop that is not secret is the client's text, not a secret this
+// A value that looks sealed (`enc:v2:…`) given to a prop that is not secret is the client's text, not a secret this
 // server sealed: when the prop turns secret (other code, or what additionalProps() says), a secret's placeholder must
 // not keep it, or the run would get it opened. With a copy of the database, an account could so read every account's
 // connected-account credentials and secret props through its own source.
@@ -35,7 +35,7 @@ describe.each(DIALECTS)('a sealed-looking value of a prop that was not secret, o
     // What a copy of the database shows of the owner's credentials.
     const db = server.running.services.store.db;
     sealed = (await db.selectFrom('connected_accounts').select('credentials').where('id', '=', account.body.data.id).executeTakeFirstOrThrow()).credentials;
-    expect(sealed).toMatch(/^enc:v1:/);
+    expect(sealed).toMatch(/^enc:v2:/);
   });
   afterAll(() => server?.destroy());
 

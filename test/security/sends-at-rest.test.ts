@@ -10,7 +10,8 @@ import { workflowCalls } from '../helpers/workflows.js';
 import { startReceiver, type Receiver } from '../delivery/helpers.js';
 import { insertSends, pendingSend, sendsOfRuns } from '../../src/store/sends.js';
 import { newId } from '../../src/model/ids.js';
-import { SecretBox } from '../../src/lib/secrets.js';
+import { bindings, type SecretBinding, SecretBox } from '../../src/lib/secrets.js';
+import { sealV1 } from '../helpers/legacy-secrets.js';
 
 const CREDENTIAL = 'credential-7c1f0e5a9b2d';
 const SECRET_PROP = 'secret-prop-4e8a2c6b1d3f';
@@ -65,7 +66,7 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
       [`Basic ${Buffer.from(`me:${CREDENTIAL}`).toString('base64')}`, SECRET_PROP],
     ]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.payload).toMatch(/^enc:v1:/);
+    expect(rows[0]!.payload).toMatch(/^enc:v2:/);
     for (const secret of [CREDENTIAL, SECRET_PROP]) expect(rows[0]!.payload).not.toContain(secret);
     if (dialect === 'sqlite') {
       await server.stop();
@@ -81,14 +82,21 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
    * A finished run of a new workflow, with an http send of `payload` put in its outbox as it stands (the way an earlier
    * version, or a server with another key, left it), then the server restarted, which carries out what is due.
    */
-  async function runWithQueuedSend(name: string, payload: (url: string) => string) {
+  async function runWithQueuedSend(name: string, payload: (url: string, binding: SecretBinding) => string) {
     const workflows = workflowCalls(api);
     const workflow = await workflows.create({ name, steps: [{ name: 'noop', component_code: 'export default defineComponent({ async run() {} });' }] });
     expect((await api().post(`/v1/workflows/${workflow.id}/run`, {})).status).toBe(202);
     const [run] = await workflows.finishedRuns(workflow.id, 1);
     const db = server.running.services.store.db;
     const { user_id } = await db.selectFrom('workflows').select('user_id').where('id', '=', workflow.id).executeTakeFirstOrThrow();
-    const fields = { run_id: run.id, workflow_id: workflow.id, user_id, step_index: 0, kind: 'http' as const, payload: payload(receiver.url) };
+    const fields = {
+      run_id: run.id,
+      workflow_id: workflow.id,
+      user_id,
+      step_index: 0,
+      kind: 'http' as const,
+      payload: payload(receiver.url, bindings.send(user_id, workflow.id)),
+    };
     await insertSends(db, [pendingSend({ id: newId('ws'), ...fields, created_ms: Date.now() })]);
     await server.restart();
     return run!;
@@ -108,8 +116,8 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
   });
 
   it('fails a send whose payload was sealed with another key, for good, saying so', async () => {
-    const run = await runWithQueuedSend('other key', (url) =>
-      SecretBox.open('another server key', server.dataDir).encrypt(JSON.stringify({ url: `${url}/other-key` })),
+    const run = await runWithQueuedSend('other key', (url, binding) =>
+      SecretBox.open('another server key', server.dataDir).encrypt(JSON.stringify({ url: `${url}/other-key` }), binding),
     );
     const [send] = await waitFor(
       () => sendsOfRuns(server.running.services.store.db, [run.id]),
@@ -118,8 +126,35 @@ describe.each(DIALECTS)('the outbox of workflow sends on %s', (dialect) => {
     );
     expect([send!.attempt, send!.last_error]).toEqual([
       1,
-      "not sent: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), or it is damaged",
+      "not sent: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), for another account or field (copied there in the database?), or it is damaged",
     ]);
     expect(receiver.requests.filter((r) => r.path === '/other-key')).toEqual([]);
+  });
+
+  it('still carries out a send sealed (v1, unbound) by an earlier version', async () => {
+    const run = await runWithQueuedSend('v1', (url) => sealV1(server.dataDir, JSON.stringify({ url: `${url}/v1`, headers: { 'x-token': 'v1-token' } })));
+    await waitFor(
+      () => sendsOfRuns(server.running.services.store.db, [run.id]),
+      (sends) => sends[0]?.state === 'succeeded',
+      { what: 'the v1 send to succeed' },
+    );
+    expect(receiver.requests.filter((r) => r.path === '/v1').map((r) => r.headers['x-token'])).toEqual(['v1-token']);
+  });
+
+  it("refuses a payload this server sealed for another account's workflow, copied into this send's row", async () => {
+    const otherAccount = bindings.send('u_someone_else', 'wf_someone_else');
+    const run = await runWithQueuedSend('copied', (url) =>
+      SecretBox.open(undefined, server.dataDir).encrypt(JSON.stringify({ url: `${url}/copied` }), otherAccount),
+    );
+    const [send] = await waitFor(
+      () => sendsOfRuns(server.running.services.store.db, [run.id]),
+      (sends) => sends[0]?.state === 'failed',
+      { what: 'the copied send to fail' },
+    );
+    expect([send!.attempt, send!.last_error]).toEqual([
+      1,
+      "not sent: this server's secret key does not open it: it was sealed with another key (restored without its secret.key?), for another account or field (copied there in the database?), or it is damaged",
+    ]);
+    expect(receiver.requests.filter((r) => r.path === '/copied')).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
-import { SecretBox, UnreadableSecretError } from '../../lib/secrets.js';
+import { bindings, SecretBox, UnreadableSecretError } from '../../lib/secrets.js';
 import type { PollCadence } from '../../lib/poll-cadence.js';
 import { AccountSlots } from '../account-slots.js';
 import { type LeasedQueue, LeasedQueuePump } from '../leased-queue.js';
@@ -163,7 +163,7 @@ export class OutboxSender {
     // A send queued by a version that stored it in plain JSON is carried out as it is.
     if (SecretBox.isSealed(payload)) {
       try {
-        payload = this.secrets.decrypt(payload);
+        payload = this.secrets.decrypt(payload, bindings.send(row.user_id, row.workflow_id));
       } catch (error) {
         if (!(error instanceof UnreadableSecretError)) throw error;
         return Promise.resolve(refused(`not sent: ${error.message}`));

@@ -335,7 +335,7 @@ export class WebhookSender implements DeliveryQueue {
     if (this.stopped) return Promise.resolve({ statusCode: null, error: 'the webhook sender is stopping', retryAfterMs: undefined, stopped: true });
     let signingKey: ReturnType<SigningKeys['of']>;
     try {
-      signingKey = this.signingKeys.of(row.secret);
+      signingKey = this.signingKeys.of(row);
     } catch (error) {
       return Promise.resolve({ statusCode: null, error: `the webhook's secret could not be read: ${(error as Error).message}`, retryAfterMs: undefined });
     }
