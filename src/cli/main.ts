@@ -83,6 +83,18 @@ function refuseWorkerPort(config: Config, portGiven: boolean): void {
   );
 }
 
+/**
+ * Refuses --host on a worker node, as --port: it listens on no interface, and its metrics listener binds to
+ * --metrics-host; a host given there would only make the default public URL (its endpoint URLs) name an address at
+ * which nothing answers.
+ */
+function refuseWorkerHost(config: Config, hostGiven: boolean): void {
+  if (config.role !== 'worker' || !hostGiven) return;
+  throw new ConfigError(
+    `--host (TRIBUTARY_HOST) ${config.host} on a worker node: --role worker listens on no interface (its metrics listener binds to --metrics-host; --public-url sets its endpoint URLs)`,
+  );
+}
+
 function accountLines(account: NewAccount): string[] {
   return [`account ${account.username} (${account.id}, ${account.plan} plan)`, `API key (shown once, store it now): ${account.apiKey}`];
 }
@@ -111,6 +123,7 @@ export function buildProgram(): Command {
     const config = configFrom(options);
     refuseSharedPort(config);
     refuseWorkerPort(config, options.port !== undefined);
+    refuseWorkerHost(config, options.host !== undefined);
     const [{ createLogger, startTributary }, { tuneGarbageCollection }] = await Promise.all([import('../app.js'), import('../startup/gc-tuning.js')]);
     tuneGarbageCollection();
     const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);

@@ -431,6 +431,25 @@ describe('tributary CLI', () => {
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
+  it('--host (or TRIBUTARY_HOST) on a worker node, which listens on no interface, is refused (exit 2) before it connects', async () => {
+    const dataDir = tempDir();
+    // Port 1 refuses connections: a node that got as far as the database would end with exit 1, not 2.
+    const worker = ['serve', '--role', 'worker', '--database-url', 'postgres://u@127.0.0.1:1/x', '--database-wait', '0', '--data-dir', dataDir];
+    const stderr =
+      'error: --host (TRIBUTARY_HOST) 0.0.0.0 on a worker node: --role worker listens on no interface (its metrics listener binds to --metrics-host; --public-url sets its endpoint URLs)\n';
+    for (const [args, env] of [
+      [['--host', '0.0.0.0'], {}],
+      [[], { TRIBUTARY_HOST: '0.0.0.0' }],
+    ] as const) {
+      const failed = await tributary([...worker, ...args], env).then(
+        () => ({ code: 0, stdout: '', stderr: '' }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect({ args, env, code: failed.code, stdout: failed.stdout, stderr: failed.stderr }).toEqual({ args, env, code: 2, stdout: '', stderr });
+    }
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
   it('names the flag when --host or --metrics-host is a host name that does not resolve (exit 1)', async () => {
     for (const args of [
       ['--host', 'no-such-host.invalid'],
