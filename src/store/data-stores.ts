@@ -111,9 +111,13 @@ export function expiredRecordsSweep(db: Db, storeId: string, nowMs: number) {
   return db.deleteFrom('data_store_records').where('store_id', '=', storeId).where('expires_ms', '<=', nowMs).returning(recordBytes);
 }
 
-/** The epoch millisecond a record written at `nowMs` with a ttl of `ttlSeconds` expires at; null without a ttl. */
+/**
+ * The epoch millisecond a record written at `nowMs` with a ttl of `ttlSeconds` expires at; null without a ttl. Expiry
+ * is kept in whole milliseconds, and a positive ttl under half of one would round to the write's own millisecond, a
+ * record stored already expired that the write's 200 still showed; so every ttl keeps its record at least 1 ms.
+ */
 export function expiryAt(nowMs: number, ttlSeconds: number | null | undefined): number | null {
-  return typeof ttlSeconds === 'number' ? nowMs + Math.round(ttlSeconds * 1000) : null;
+  return typeof ttlSeconds === 'number' ? nowMs + Math.max(1, Math.round(ttlSeconds * 1000)) : null;
 }
 
 /**

@@ -83,6 +83,19 @@ describe.each(DIALECTS)('a data store record written over the API on %s', (diale
     expect(await run(source, { get: ['short'] })).toEqual({ keys: ['long'], values: {} });
   });
 
+  it('keeps a record whose ttl is under half a millisecond for 1 ms, over the API as with set(), rather than storing it expired', async () => {
+    const now = clock.now();
+    const tiny = { key: 'tiny', value: 1, expires_at: Math.ceil((now + 1) / 1000), expires_at_ms: now + 1 };
+    const res = await api.put(recordPath('tiny', 'tiny'), { value: 1, ttl: 0.0001 });
+    expect([res.status, res.body]).toEqual([200, { data: tiny }]);
+    expect((await api.get(recordPath('tiny', 'tiny'))).body).toEqual({ data: tiny });
+    const source = await deploy('tiny');
+    expect(await run(source, { set: [{ key: 'from-run', value: 2, ttl: 0.0001 }] })).toMatchObject({ keys: ['tiny', 'from-run'] });
+    expect((await api.get(recordPath('tiny', 'from-run'))).body).toEqual({ data: { ...tiny, key: 'from-run', value: 2 } });
+    clock.advance(1);
+    expect((await api.get('/v1/data_stores/tiny/keys')).body.data.keys).toEqual([]);
+  });
+
   it('refuses what set() refuses, in the words a component hears, changing nothing', async () => {
     const source = await deploy('rules');
     const euro = '€'.repeat(700);
