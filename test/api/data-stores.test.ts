@@ -324,6 +324,28 @@ describe.each(DIALECTS)('data stores on %s', (dialect) => {
     expect(names).toContain('😀'.repeat(150));
   });
 
+  it("says which required data_store prop a step's template gave no store for, where an optional one is left undefined", async () => {
+    const step = `export default defineComponent({ props: { store: { type: "data_store" }, spare: { type: "data_store", optional: true } },
+      async run() { try { await this.store.set("k", 1); return "stored " + typeof this.spare; } catch (e) { return e.name + ": " + e.message; } } });`;
+    const workflow = await create({
+      name: 'no store',
+      steps: [
+        {
+          name: 'write',
+          component_code: step,
+          configured_props: { store: '{{ steps.trigger.event.body.store }}', spare: '{{ steps.trigger.event.body.spare }}' },
+        },
+      ],
+    });
+    for (const body of [{}, { store: null }, { store: 'given' }]) await api.post(`/v1/workflows/${workflow.id}/run`, { body });
+    const runs = await finishedRuns(workflow.id, 3);
+    expect(runs.map((r: any) => r.steps[0].$return_value).sort()).toEqual([
+      'TypeError: the data_store prop "store" names no data store: its template gave null',
+      'TypeError: the data_store prop "store" names no data store: its template gave undefined',
+      'stored undefined',
+    ]);
+  });
+
   it("refuses a step's data store that a template names by the id of one of the account's stores, as a deploy does", async () => {
     expect((await api.put('/v1/data_stores/by-name/records?key=a', { value: 1 })).status).toBe(200);
     const { id } = (await api.get('/v1/data_stores/by-name')).body.data;

@@ -73,7 +73,11 @@ export function buildThis(
         break;
       }
       case 'data_store':
-        self[prop.name] = request.stores.handle(scope, ObjectHasOwn(values, prop.name) ? configured : prop.default);
+        self[prop.name] = request.stores.handle(
+          scope,
+          ObjectHasOwn(values, prop.name) ? configured : prop.default,
+          scope.method === 'step' && prop.optional !== true ? prop.name : undefined,
+        );
         break;
       default:
         self[prop.name] = ObjectHasOwn(values, prop.name) ? configured : prop.default;

@@ -89,12 +89,19 @@ export class DataStores {
     }
   }
 
-  /** The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop left out). */
-  handle(scope: CallScope, value: unknown): DataStore | undefined {
+  /**
+   * The prop's value for the store `value` names (a name or `{ name }`); undefined when it names none (an optional prop
+   * left out). `requiredInStep` is the prop's name when it is a required prop of a workflow step: a deploy refuses one
+   * left out, so none there is a template that gave none, and each use says so rather than reading a method of undefined.
+   */
+  handle(scope: CallScope, value: unknown, requiredInStep?: string): DataStore | undefined {
     // `{ name }` as the server reads it (model/props.ts): a step's template may give one, which the server loaded.
     const object = typeof value === 'object' && value !== null && !ArrayIsArray(value);
     const name = object ? (value as { name?: unknown }).name : value;
-    if (value === undefined || value === null) return undefined;
+    if (value === undefined || value === null) {
+      if (requiredInStep === undefined) return undefined;
+      return refusing(new TypeError(`the data_store prop ${quote(requiredInStep)} names no data store: its template gave ${quote(value)}`));
+    }
     // A template may give what no deploy would take: the server loaded nothing for it, and each use says why. A field
     // beside `name` (`{ name, ttl }`) is refused as a deploy refuses it: dropped, it would hide a typo or a wrong idea.
     const otherField = object && ArrayPrototypeFind(ObjectKeys(value as object), (key: string) => key !== 'name') !== undefined;
