@@ -30,12 +30,19 @@ async function naming<T>(call: () => Promise<T>): Promise<T> {
  * sent as `%2E%2E`), and `GET /v1/data_stores/../keys` would be another route; such a store is found by its name in
  * the list and named by its id.
  */
-async function storeSegment(api: ApiClient, store: string): Promise<string> {
+async function storeSegment(api: ApiClient, store: string, toWrite = false): Promise<string> {
   if (store !== '.' && store !== '..') return segment(store);
   const { items } = await api.all<{ id: string; name: string }>('/v1/data_stores');
   const found = items.find((item) => item.name === store);
-  if (!found) throw new ApiError(404, 'not_found', `data store ${JSON.stringify(store)} not found`, [], NOT_FOUND_HINT);
-  return segment(found.id);
+  if (found) return segment(found.id);
+  // A write by name makes the store, as a first set() does; here there is no name to send, so a bare 404 would say
+  // the wrong thing (that set needs a store to exist) and leave no way to make one.
+  if (toWrite) {
+    throw new UsageError(
+      `there is no data store ${JSON.stringify(store)} to set a key in, and a store of that name cannot be made from here: a URL path cannot name it (a segment ${JSON.stringify(store)} is resolved away before it is sent); the first set() of a data_store prop naming it makes it, and then tributary data-stores set finds it by its id`,
+    );
+  }
+  throw new ApiError(404, 'not_found', `data store ${JSON.stringify(store)} not found`, [], NOT_FOUND_HINT);
 }
 
 function required(what: 'store' | 'key', value: string, usage: string): void {
@@ -48,8 +55,8 @@ export async function storeKeys(api: ApiClient, store: string): Promise<string[]
   return naming(async () => (await api.get<{ data: { keys: string[] } }>(`/v1/data_stores/${await storeSegment(api, store)}/keys`)).data.keys);
 }
 
-const recordPath = async (api: ApiClient, store: string, key: string) =>
-  `/v1/data_stores/${await storeSegment(api, store)}/records?key=${encodeURIComponent(key)}`;
+const recordPath = async (api: ApiClient, store: string, key: string, toWrite = false) =>
+  `/v1/data_stores/${await storeSegment(api, store, toWrite)}/records?key=${encodeURIComponent(key)}`;
 
 /** One record of a store: its key, value and expiry. */
 export async function readRecord(api: ApiClient, store: string, key: string): Promise<DataStoreRecord> {
@@ -98,7 +105,7 @@ export async function writeRecord(api: ApiClient, store: string, key: string, va
   required('store', store, SET_USAGE);
   required('key', key, SET_USAGE);
   const body = ttl === undefined ? { value } : { value, ttl };
-  return naming(async () => (await api.call<{ data: DataStoreRecord }>('PUT', await recordPath(api, store, key), body)).data);
+  return naming(async () => (await api.call<{ data: DataStoreRecord }>('PUT', await recordPath(api, store, key, true), body)).data);
 }
 
 /** Deletes one record, as a component's delete(key) would. */

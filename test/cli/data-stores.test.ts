@@ -136,6 +136,15 @@ describe('tributary data-stores', () => {
     expect(await tributary(['data-stores', 'delete', '..', 'k'])).toEqual({ code: 0, stdout: 'deleted key "k" from data store ".."\n', stderr: '' });
     expect(await tributary(['data-stores', 'keys', '..'])).toEqual({ code: 0, stdout: '', stderr: 'no keys in data store ".."\n' });
     expect(await tributary(['data-stores', 'keys', '.'])).toEqual({ code: 3, stdout: '', stderr: `error: data store "." not found (404 not_found)\n${HINT}` });
+    // Into one that is there, set goes by its id too; one not there yet cannot be made over the API, and set says why.
+    expect(await tributary(['data-stores', 'set', '..', 'j', '2'])).toEqual({ code: 0, stdout: 'set key "j" of data store ".."\n', stderr: '' });
+    expect((await api.get('/v1/data_stores?limit=100')).body.data.filter((s: { name: string }) => s.name === '..')).toMatchObject([{ key_count: 1 }]);
+    expect(await tributary(['data-stores', 'set', '.', 'j', '2'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: there is no data store "." to set a key in, and a store of that name cannot be made from here: a URL path cannot name it (a segment "." is resolved away before it is sent); the first set() of a data_store prop naming it makes it, and then tributary data-stores set finds it by its id\n',
+    });
   });
 
   it('deletes a record (a key beginning with a dash after --); a key or store not there is a 404, exit 3, with where to look', async () => {
