@@ -223,9 +223,18 @@ function routeNotFound(request: FastifyRequest): ErrorBody {
   return { error: `route ${request.method} ${request.url.split('?')[0]} not found`, code: 'not_found' };
 }
 
-/** Router errors raised before a route is found: a path segment over 100 characters, broken percent-encoding. */
+/**
+ * The longest path parameter the router matches (its `maxParamLength`; its default is 100): a data store's name is up
+ * to 200 characters, each up to 9 once percent-encoded.
+ */
+export const MAX_PATH_SEGMENT_CHARS = 1800;
+
+/** Router errors raised before a route is found: a path segment past MAX_PATH_SEGMENT_CHARS, broken percent-encoding. */
 export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than 100 characters' : 'the path is not valid percent-encoded text';
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? `a path segment is longer than ${MAX_PATH_SEGMENT_CHARS} characters`
+      : 'the path is not valid percent-encoded text';
   const body: ErrorBody = { error: message, code: 'invalid_request' };
   reply.status(ERRORS.invalid_request.status).send(body);
 }

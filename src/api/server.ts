@@ -29,7 +29,7 @@ import { invalid, ServiceError } from '../model/errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../model/json-depth.js';
 import { refuseUnstorableText } from './text-guard.js';
 import { installAuth } from './auth.js';
-import { answerClientError, answerFrameworkError, installErrorHandling } from './error-handler.js';
+import { answerClientError, answerFrameworkError, installErrorHandling, MAX_PATH_SEGMENT_CHARS } from './error-handler.js';
 import { installFieldSelection } from './fields.js';
 import { DebugRequestLines, lazyChildLoggerFactory } from './request-logger.js';
 import { healthRoutes } from './routes/health.js';
@@ -196,8 +196,8 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
       if (status !== undefined) options.metrics?.requestAnswered('unmatched', status);
     },
     // The specification writes some paths with a trailing slash (`POST /sources/`) and some without. A path segment may
-    // be a data store's name, up to 200 characters, each up to 9 once percent-encoded (the router's default is 100).
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1800 },
+    // be a data store's name (see MAX_PATH_SEGMENT_CHARS).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT_CHARS },
     // Clients that encode each path segment (encodeURIComponent) send `$errors` as `%24errors`; the router would not
     // match it to the route's `$errors`.
     rewriteUrl: (req) => (req.url?.includes('/%24') ? req.url.replace(/\/%24(errors|logs)(?=\/)/gi, '/$$$1') : (req.url ?? '/')),

@@ -96,6 +96,22 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     expect((await api.delete(recordPath('records', 'nope'))).status).toBe(404);
   });
 
+  it('answers a store address past the longest path segment with a 400 that gives the limit the router applies', async () => {
+    const longest = 'n'.repeat(1800);
+    expect((await api.get(`/v1/data_stores/${longest}`)).body).toEqual({
+      error: `data store "${'n'.repeat(100)}"… (1800 characters) not found`,
+      code: 'not_found',
+    });
+    for (const [what, path] of Object.entries({
+      store: `/v1/data_stores/${longest}n`,
+      keys: `/v1/data_stores/${longest}n/keys`,
+      record: recordPath(`${longest}n`, 'k'),
+    })) {
+      const res = await api.get(path);
+      expect([res.status, res.body], what).toEqual([400, { error: 'a path segment is longer than 1800 characters', code: 'invalid_request' }]);
+    }
+  });
+
   it("moves the store's byte count: a store a component filled to its limit takes exactly what a deleted record held", async () => {
     const source = await deploy('full');
     // Four records of 1,000,004 bytes (a 2-byte key, a 1,000,002-byte JSON string) and one of 150,003: 4,150,019 bytes.
