@@ -96,6 +96,25 @@ describe.each(DIALECTS)('data store records over the API on %s', (dialect) => {
     expect((await api.delete(recordPath('records', 'nope'))).status).toBe(404);
   });
 
+  it('refuses a key that is not valid percent-encoded UTF-8 with a 400, rather than reading or writing its raw text as the key', async () => {
+    expect((await api.put(recordPath('encoded', 'kept'), { value: 1 })).status).toBe(200);
+    for (const raw of ['%FF', '%ED%A0%80', '50%', 'a%2']) {
+      const message = `is not valid percent-encoded UTF-8 text (${JSON.stringify(raw)})`;
+      const refused = { error: `invalid querystring: key ${message}`, code: 'invalid_request', details: [{ in: 'querystring', field: 'key', message }] };
+      const path = `/v1/data_stores/encoded/records?key=${raw}`;
+      const answers = [await api.get(path), await api.put(path, { value: 2 }), await api.delete(path)];
+      expect(
+        answers.map((res) => [res.status, res.body]),
+        raw,
+      ).toEqual([
+        [400, refused],
+        [400, refused],
+        [400, refused],
+      ]);
+    }
+    expect((await api.get('/v1/data_stores/encoded/keys')).body.data.keys).toEqual(['kept']);
+  });
+
   it('answers a store address past the longest path segment with a 400 that gives the limit the router applies', async () => {
     const longest = 'n'.repeat(1800);
     expect((await api.get(`/v1/data_stores/${longest}`)).body).toEqual({
