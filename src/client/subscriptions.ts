@@ -31,8 +31,9 @@ export async function subscribe(api: ApiClient, target: SubscriptionTarget): Pro
 }
 
 /**
- * Removes the subscription; the event name it had is returned. One made for the default stream is found under either
- * spelling (`event_name=` or `default`), since the table `list` prints cannot tell them apart; any other name exactly.
+ * Removes the subscription; the event name it was removed under is returned. One made for the default stream is found
+ * under either spelling (`event_name=` or `default`), since the table `list` prints cannot tell them apart: the server
+ * treats them as one, and the second try serves a server from before that (migration 021); any other name exactly.
  */
 export async function unsubscribe(api: ApiClient, target: SubscriptionTarget): Promise<string> {
   try {

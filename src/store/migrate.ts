@@ -23,6 +23,7 @@ import { migration017 } from './migrations/017-claim-skips-inactive.js';
 import { migration018 } from './migrations/018-data-store-bytes.js';
 import { migration019 } from './migrations/019-node-presence.js';
 import { migration020 } from './migrations/020-relayed-answers.js';
+import { migration021 } from './migrations/021-default-stream-subscriptions.js';
 
 const MIGRATIONS: Record<string, DialectMigration> = {
   '001-foundation': migration001,
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '018-data-store-bytes': migration018,
   '019-node-presence': migration019,
   '020-relayed-answers': migration020,
+  '021-default-stream-subscriptions': migration021,
 };
 
 /** Every migration this build knows, in the order they run. */

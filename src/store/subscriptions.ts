@@ -1,7 +1,8 @@
 // Queries on subscriptions and auto-subscriptions: create once per triple, match an emitter, remove.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { AutoSubscriptionsTable, Database, SubscriptionsTable } from './schema.js';
 import { compiledOnce } from './compiled.js';
+import { streamNameOf } from '../model/subscriptions.js';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type AutoSubscriptionRow = Selectable<AutoSubscriptionsTable>;
@@ -14,6 +15,21 @@ export interface SubscriptionKey {
   eventName: string;
 }
 
+/**
+ * The stored names that select the same stream as `eventName`: '' and 'default' both name the default stream, so a
+ * subscription made with one of them is the one the other finds (any other name is itself alone).
+ */
+function spellingsOf(eventName: string): string[] {
+  return streamNameOf(eventName) === '' ? ['', 'default'] : [eventName];
+}
+
+/**
+ * The conflict targets of migration 021's unique indexes: the stream is keyed with 'default' read as '' (the literal
+ * is written out, not bound, so PostgreSQL matches it to the index's expression).
+ */
+const SUBSCRIPTION_STREAM_KEY = sql`user_id, emitter_id, listener_id, (case when event_name = 'default' then '' else event_name end)`;
+const AUTO_SUBSCRIPTION_STREAM_KEY = sql`user_id, listener_id, (case when event_name = 'default' then '' else event_name end)`;
+
 /** Whether the account has this subscription already (its create would return it, not add one). */
 export async function hasSubscription(db: Db, key: SubscriptionKey): Promise<boolean> {
   const row = await db
@@ -22,7 +38,7 @@ export async function hasSubscription(db: Db, key: SubscriptionKey): Promise<boo
     .where('user_id', '=', key.userId)
     .where('emitter_id', '=', key.emitterId)
     .where('listener_id', '=', key.listenerId)
-    .where('event_name', '=', key.eventName)
+    .where('event_name', 'in', spellingsOf(key.eventName))
     .executeTakeFirst();
   return row !== undefined;
 }
@@ -34,17 +50,20 @@ export async function hasAutoSubscription(db: Db, userId: string, listenerId: st
     .select('id')
     .where('user_id', '=', userId)
     .where('listener_id', '=', listenerId)
-    .where('event_name', '=', eventName)
+    .where('event_name', 'in', spellingsOf(eventName))
     .executeTakeFirst();
   return row !== undefined;
 }
 
-/** Inserts the subscription, or returns the one with the same triple: one statement, so a concurrent delete cannot fall between. */
+/**
+ * Inserts the subscription, or returns the one with the same triple (its event name as stored: '' and 'default' are
+ * one): one statement, so a concurrent delete cannot fall between.
+ */
 export async function insertSubscription(db: Db, row: SubscriptionRow): Promise<SubscriptionRow> {
   return db
     .insertInto('subscriptions')
     .values(row)
-    .onConflict((oc) => oc.columns(['user_id', 'emitter_id', 'listener_id', 'event_name']).doUpdateSet((eb) => ({ event_name: eb.ref('excluded.event_name') })))
+    .onConflict((oc) => oc.expression(SUBSCRIPTION_STREAM_KEY).doUpdateSet((eb) => ({ event_name: eb.ref('subscriptions.event_name') })))
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -55,7 +74,7 @@ export async function deleteSubscription(db: Db, key: SubscriptionKey): Promise<
     .where('user_id', '=', key.userId)
     .where('emitter_id', '=', key.emitterId)
     .where('listener_id', '=', key.listenerId)
-    .where('event_name', '=', key.eventName)
+    .where('event_name', 'in', spellingsOf(key.eventName))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
@@ -81,7 +100,7 @@ export async function insertAutoSubscription(db: Db, row: AutoSubscriptionRow): 
   return db
     .insertInto('auto_subscriptions')
     .values(row)
-    .onConflict((oc) => oc.columns(['user_id', 'listener_id', 'event_name']).doUpdateSet((eb) => ({ event_name: eb.ref('excluded.event_name') })))
+    .onConflict((oc) => oc.expression(AUTO_SUBSCRIPTION_STREAM_KEY).doUpdateSet((eb) => ({ event_name: eb.ref('auto_subscriptions.event_name') })))
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -106,7 +125,7 @@ export async function deleteAutoSubscription(db: Db, userId: string, listenerId:
     .deleteFrom('auto_subscriptions')
     .where('user_id', '=', userId)
     .where('listener_id', '=', listenerId)
-    .where('event_name', '=', eventName)
+    .where('event_name', 'in', spellingsOf(eventName))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

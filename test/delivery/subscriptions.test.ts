@@ -26,7 +26,7 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     await receiver?.close();
   });
 
-  it('creates idempotently, lists without pagination, and deletes exactly the triple', async () => {
+  it("creates idempotently ('' and 'default' are one stream), lists without pagination, and deletes exactly the triple", async () => {
     const a = await account(server);
     const emitter = await a.deploy();
     const listener = await a.deploy();
@@ -36,12 +36,15 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     const again = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}`);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    const named = await a.subscribe(emitter, listener, 'default');
-    expect(named.id).not.toBe(first.body.data.id);
+    // 'default' is the stream made without a name: the same subscription, answered as it was stored.
+    const named = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=default`);
+    expect(named.status).toBe(200);
+    expect(named.body).toEqual(first.body);
+    const errors = await a.subscribe(emitter, listener, '$errors');
 
     const listed = await a.api.get('/v1/users/me/subscriptions');
     expect(listed.status).toBe(200);
-    expect(listed.body).toEqual({ data: [named, first.body.data] });
+    expect(listed.body).toEqual({ data: [errors, first.body.data] });
 
     const deleted = await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`);
     expect(deleted.status).toBe(204);
@@ -49,9 +52,22 @@ describe.each(DIALECTS)('subscriptions on %s', (dialect) => {
     const missing = await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`);
     expect(missing.status).toBe(404);
     expect(missing.body).toEqual({ error: expect.stringContaining('not found'), code: 'not_found' });
-    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=$errors`)).status).toBe(404);
-    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=default`)).status).toBe(204);
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=default`)).status).toBe(404);
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=$errors`)).status).toBe(204);
     expect((await a.api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+
+    // Made as 'default', it is found and removed as '' too; an auto-subscription likewise.
+    const asDefault = await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=default`);
+    expect(asDefault.body.data.event_name).toBe('default');
+    expect((await a.api.post(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`)).body).toEqual(asDefault.body);
+    expect((await a.api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [asDefault.body.data] });
+    expect((await a.api.delete(`/v1/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=`)).status).toBe(204);
+    expect((await a.api.get('/v1/users/me/subscriptions')).body).toEqual({ data: [] });
+    const auto = await a.api.post(`/v1/auto_subscriptions?event_name=&listener_id=${listener}`);
+    expect((await a.api.post(`/v1/auto_subscriptions?event_name=default&listener_id=${listener}`)).body).toEqual(auto.body);
+    expect((await a.api.get('/v1/users/me/auto_subscriptions')).body.data).toEqual([{ ...auto.body.data, created_at: expect.any(Number) }]);
+    expect((await a.api.delete(`/v1/auto_subscriptions?event_name=default&listener_id=${listener}`)).status).toBe(204);
+    expect((await a.api.get('/v1/users/me/auto_subscriptions')).body).toEqual({ data: [] });
   });
 
   it('answers 404 for emitters and listeners outside the account, and 400 for malformed requests', async () => {

@@ -1,10 +1,12 @@
 // Upgrading a database that has queued invocations (migration 005 keys the queue by (source_id, id) and keeps every
-// row) or data stores (018 counts each store's bytes).
+// row), data stores (018 counts each store's bytes) or subscriptions to the default stream under both its names (021
+// keeps one).
 import { describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { migrateTo } from '../../src/store/migrate.js';
 import { completeInvocations, oldestInvocations } from '../../src/store/invocations.js';
 import { writeDataStores } from '../../src/store/data-stores.js';
+import { insertSubscription, listAutoSubscriptions, listSubscriptions } from '../../src/store/subscriptions.js';
 import { DIALECTS } from '../helpers/server.js';
 import { freshStoreEach } from '../helpers/stores.js';
 
@@ -86,5 +88,56 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       ['ds_1', 10 + 2],
       ['ds_2', 0],
     ]);
+  });
+
+  it("021 keeps the older of a 020 database's '' and 'default' subscriptions of one emitter and listener, and no other", async () => {
+    const store = await openFresh({ migrate: false });
+    await migrateTo(store.db, dialect, '020-relayed-answers');
+    await store.db
+      .insertInto('users')
+      .values({ id: 'u_1', username: 'one', email: 'one@example.com', plan: 'paid', api_key_hash: 'h', created_at: 1, updated_at: 1 })
+      .execute();
+    const sub = (id: string, listener: string, eventName: string) => ({
+      id,
+      user_id: 'u_1',
+      emitter_id: 'dc_e',
+      listener_id: listener,
+      event_name: eventName,
+      created_at: 1,
+    });
+    // wh_a: '' made first; wh_b: 'default' first; wh_c: 'default' alone and '$errors', which is another stream.
+    await store.db
+      .insertInto('subscriptions')
+      .values([
+        sub('sub_1', 'wh_a', ''),
+        sub('sub_2', 'wh_a', 'default'),
+        sub('sub_3', 'wh_b', 'default'),
+        sub('sub_4', 'wh_b', ''),
+        sub('sub_5', 'wh_c', 'default'),
+        sub('sub_6', 'wh_c', '$errors'),
+      ])
+      .execute();
+    await store.db
+      .insertInto('auto_subscriptions')
+      .values([
+        { id: 'sub_7', user_id: 'u_1', listener_id: 'wh_a', event_name: 'default', created_at: 1 },
+        { id: 'sub_8', user_id: 'u_1', listener_id: 'wh_a', event_name: '', created_at: 1 },
+      ])
+      .execute();
+
+    await migrateTo(store.db, dialect, 'latest');
+
+    const kept = (await listSubscriptions(store.db, 'u_1')).map((r) => [r.id, r.listener_id, r.event_name]);
+    expect(kept).toEqual([
+      ['sub_6', 'wh_c', '$errors'],
+      ['sub_5', 'wh_c', 'default'],
+      ['sub_3', 'wh_b', 'default'],
+      ['sub_1', 'wh_a', ''],
+    ]);
+    expect((await listAutoSubscriptions(store.db, 'u_1')).map((r) => [r.id, r.event_name])).toEqual([['sub_7', 'default']]);
+    // The other name cannot add the pair again: the one kept is what an insert answers.
+    expect(await insertSubscription(store.db, sub('sub_9', 'wh_a', 'default'))).toEqual(sub('sub_1', 'wh_a', ''));
+    expect(await insertSubscription(store.db, sub('sub_9', 'wh_c', ''))).toEqual(sub('sub_5', 'wh_c', 'default'));
+    expect(await listSubscriptions(store.db, 'u_1')).toHaveLength(4);
   });
 });
