@@ -272,6 +272,9 @@ function addCommands(program: Command): void {
         const kind = kindOfId(id);
         if (kind.plural !== 'sources' && kind.plural !== 'workflows') throw new UsageError(`${name} takes a source (dc_…) or workflow (p_…) id, not "${id}"`);
         const chosen: Stream = flags.errors ? '$errors' : stream;
+        // An api node with no worker alive queues every run: a follow would wait on nothing with no word why.
+        const what = { events: 'events', $logs: 'log lines', $errors: 'errors' }[chosen];
+        if (flags.follow) await noteNoWorkerNode(flags, `its runs stay queued, and no new ${what} come,`);
         await untilInterrupted((signal) =>
           showStream(apiFor(flags, signal), id, {
             stream: chosen,
@@ -295,10 +298,11 @@ function addCommands(program: Command): void {
     .action(async (file: string, flags: ServerFlags & DeployFlags & { deleteOnExit?: boolean; keep?: boolean }) => {
       const api = apiFor(flags);
       const name = flags.name ?? `${path.basename(file).replace(/\.[^.]+$/, '')}-dev`;
+      const live = () => noteNoWorkerNode(flags, "the source's runs stay queued, and no events, logs or errors come,");
       const source = await untilInterrupted((signal) =>
         withAsk(
           flags.interactive,
-          (asking) => runDev(api, path.resolve(file), { ...deployOptions(flags), ...asking, name, json: flags.json === true, print: out, signal }),
+          (asking) => runDev(api, path.resolve(file), { ...deployOptions(flags), ...asking, name, json: flags.json === true, print: out, signal, live }),
           signal,
         ),
       );

@@ -16,6 +16,8 @@ export interface DevOptions extends DeployOptions {
   print: (line: string) => void;
   /** Ends the session (Ctrl-C); dev resolves with the source once it fires. */
   signal: AbortSignal;
+  /** Called once the session is live (its three streams open), for what is worth saying then; awaited at the end. */
+  live?: () => Promise<void>;
 }
 
 /** The lines of a failed deploy or update: the server's message, then each detail (an invalid prop, a load error). */
@@ -44,6 +46,7 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   // a live stream refused (the source deleted elsewhere, the key rotated), after which no save could reach it.
   let fatal: Error | undefined;
   let endSession = () => {};
+  let saidLive: Promise<void> = Promise.resolve();
 
   // What the session made, on standard output as deploy and update print it; with --json that output is events, logs
   // and errors as JSON lines only, so it is said with the progress then.
@@ -92,7 +95,9 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
     // Each stream says when it is open (and when it reconnects); the session is live once all three are.
     const notice = (line: string) => {
       if (/^following /.test(line)) {
-        if (++opened === streams.length) options.progress(`following ${sourceId}: events, logs and errors (Ctrl-C to stop)`);
+        if (++opened !== streams.length) return;
+        options.progress(`following ${sourceId}: events, logs and errors (Ctrl-C to stop)`);
+        saidLive = options.live?.() ?? saidLive;
       } else options.progress(line);
     };
     for (const stream of streams) {
@@ -128,6 +133,7 @@ export async function runDev(api: ApiClient, file: string, options: DevOptions):
   });
   await watcher.dispose();
   await chain;
+  await saidLive;
   if (fatal) throw fatal;
   return source;
 }

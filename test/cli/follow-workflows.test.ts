@@ -133,6 +133,8 @@ describe('following a workflow', () => {
     const asked: string[] = [];
     const hanging: http.ServerResponse[] = [];
     const frozen = http.createServer((req, res) => {
+      // The follow asks /readyz first (no note without a worker_nodes check): not one of the polls counted here.
+      if (req.url === '/readyz') return void res.writeHead(404).end();
       asked.push(`${req.method} ${req.url}`);
       if (asked.length > 1) return void hanging.push(res);
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -170,7 +172,9 @@ describe('following a workflow', () => {
       page_info: { total_count: data.length, count: data.length, start_cursor: data.length ? 'c1' : null, end_cursor: null },
       data,
     });
-    const limited = http.createServer((_req, res) => {
+    const limited = http.createServer((req, res) => {
+      // The follow asks /readyz first (no note without a worker_nodes check): not one of the polls counted here.
+      if (req.url === '/readyz') return void res.writeHead(404).end();
       asked++;
       if (asked === 2 || asked === 3) {
         res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
