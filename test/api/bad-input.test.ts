@@ -211,4 +211,32 @@ describe('bad input', () => {
     const res = await api.patch(`/v1/sources/${sourceId}`, undefined, { raw: { body: utf8, contentType: 'application/json' } });
     expect([res.status, res.body.data?.name]).toEqual([200, 'é 😀']);
   });
+
+  it('refuses a query parameter of a change whose %-escapes are not UTF-8 instead of storing the escapes as text', async () => {
+    const hooks = async () => (await api.get('/v1/users/me/webhooks')).body.data.length;
+    const before = await hooks();
+    // A Latin-1 é, a lone surrogate encoded as bytes (CESU-8), a truncated sequence: none is UTF-8. Was 200, named "%ff".
+    // A % that starts no escape: the parser kept every escape of the value undecoded ("50%25 off 100%").
+    for (const raw of ['%ff', '%ED%A0%80', '%E2%82', '%25+off+100%']) {
+      const res = await api.post(`/v1/webhooks?url=https://example.com/h&name=a${raw}b&description=d`);
+      expect([res.status, res.body], raw).toEqual([
+        400,
+        {
+          error: `query.name holds %-escapes that are not UTF-8 (a${raw}b): percent-encode the UTF-8 bytes of the text, and a % itself as %25`,
+          code: 'invalid_request',
+        },
+      ]);
+    }
+    const subscribed = await api.post(`/v1/subscriptions?emitter_id=${sourceId}&listener_id=dc_*&event_name=%ED%A0%80`);
+    expect([subscribed.status, subscribed.body.error]).toEqual([
+      400,
+      'query.event_name holds %-escapes that are not UTF-8 (%ED%A0%80): percent-encode the UTF-8 bytes of the text, and a % itself as %25',
+    ]);
+    expect(await hooks()).toBe(before);
+    // UTF-8 escapes and an escaped % are read as before.
+    const made = await api.post('/v1/webhooks?url=https://example.com/h&name=%C3%A9%F0%9F%98%80&description=50%25+off');
+    expect([made.status, made.body.data?.name, made.body.data?.description]).toEqual([200, 'é😀', '50% off']);
+    // A read ignores a parameter it does not know, however it is encoded.
+    expect((await api.get('/v1/users/me/webhooks?_=%ff')).status).toBe(200);
+  });
 });
