@@ -1,6 +1,6 @@
 // Refuses values no database stores as sent (model/storable-text.ts): NUL characters, unpaired UTF-16 surrogates, and
 // JSON numbers past a double (read as Infinity); and query parameters whose %-escapes are not UTF-8.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalid } from '../model/errors.js';
 import { flawIn } from '../model/storable-text.js';
 import { shorten } from '../runtime/worker/quote.js';
@@ -9,19 +9,25 @@ import { shorten } from '../runtime/worker/quote.js';
 export function refuseUnstorableText(app: FastifyInstance, parts: Array<'params' | 'query' | 'body'>): void {
   app.addHook('preValidation', async (request) => {
     // A change only: a read ignores what it does not know (a cache-buster), and a bad value of one it knows fails its schema.
-    if (parts.includes('query') && request.method !== 'GET' && request.method !== 'HEAD') {
-      const undecodable = undecodableQueryParameter(request.url);
-      if (undecodable) {
-        throw invalid(
-          `query.${shorten(undecodable.name)} holds %-escapes that are not UTF-8 (${shorten(undecodable.raw)}): percent-encode the UTF-8 bytes of the text, and a % itself as %25`,
-        );
-      }
-    }
+    if (parts.includes('query') && request.method !== 'GET' && request.method !== 'HEAD') refuseUndecodableQuery(request);
     for (const part of parts) {
       const found = flawIn(request[part], part);
       if (found) throw invalid(`${shorten(found.where)} holds ${found.flaw}`);
     }
   });
+}
+
+/**
+ * Refuses a query whose %-escapes are not UTF-8. Changes get it from the hook above; a read whose parameter names
+ * what it reads (a data store record's key) calls it itself, so that it does not read some other key.
+ */
+export function refuseUndecodableQuery(request: FastifyRequest): void {
+  const undecodable = undecodableQueryParameter(request.url);
+  if (undecodable) {
+    throw invalid(
+      `query.${shorten(undecodable.name)} holds %-escapes that are not UTF-8 (${shorten(undecodable.raw)}): percent-encode the UTF-8 bytes of the text, and a % itself as %25`,
+    );
+  }
 }
 
 /** The text of a query name or value, undefined when its escapes are not UTF-8 or a `%` starts no escape. */

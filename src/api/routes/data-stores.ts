@@ -1,13 +1,13 @@
 // GET /data_stores (the account's key-value stores, paginated), GET /data_stores/{name or id}/keys, and one record's
 // GET, PUT and DELETE /data_stores/{name or id}/records?key=.
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { DataStoreService } from '../../services/data-stores.js';
 import { MAX_DATA_STORE_KEY_CHARS } from '../../runtime/worker/limits.js';
 import { dataOf, noBody, pageBody, pageOf, paginationQuery, toPageRequest } from '../envelope.js';
 import { fieldParams } from '../fields.js';
-import { invalid } from '../../model/errors.js';
+import { refuseUndecodableQuery } from '../text-guard.js';
 
 const dataStoreSchema = Type.Object({
   id: Type.String({ description: 'prefix ds_' }),
@@ -56,25 +56,6 @@ const recordSchema = Type.Object({
   expires_at: Type.Optional(Type.Integer({ description: 'only with a ttl: epoch seconds, rounded up' })),
   expires_at_ms: Type.Optional(Type.Integer({ description: 'only with a ttl: epoch milliseconds' })),
 });
-
-/**
- * The query parser keeps a value it cannot decode as its raw text (`key=%FF` reads as the key "%FF"), so a client that
- * encoded the key another way (Latin-1, a lone surrogate) or forgot to encode a `%` would read, write or delete some
- * other key. The path is refused for the same fault; so is the key here, before anything is read or written.
- */
-async function refuseUndecodableKey(request: FastifyRequest): Promise<void> {
-  const query = request.url.split('?')[1] ?? '';
-  for (const pair of query.split('&')) {
-    const [name = '', raw = ''] = pair.split('=', 2);
-    if (name !== 'key') continue;
-    try {
-      decodeURIComponent(raw.replaceAll('+', ' '));
-    } catch {
-      const message = `is not valid percent-encoded UTF-8 text (${JSON.stringify(raw)})`;
-      throw invalid(`invalid querystring: key ${message}`, [{ in: 'querystring', field: 'key', message }]);
-    }
-  }
-}
 
 export function dataStoreRoutes(services: { dataStores: DataStoreService }): FastifyPluginAsync {
   return async (plugin) => {
@@ -140,7 +121,8 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
     app.get(
       '/data_stores/:store/records',
       {
-        preValidation: refuseUndecodableKey,
+        // The key names what is read: one that does not decode is refused, as a change's is (text-guard.ts).
+        preValidation: async (request) => refuseUndecodableQuery(request),
         schema: {
           tags: ['data stores', 'extensions'],
           summary: "One record of a data store: its key's value as the component stored it, and its expiry",
@@ -155,7 +137,6 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
     app.put(
       '/data_stores/:store/records',
       {
-        preValidation: refuseUndecodableKey,
         schema: {
           tags: ['data stores', 'extensions'],
           summary:
@@ -175,7 +156,6 @@ export function dataStoreRoutes(services: { dataStores: DataStoreService }): Fas
     app.delete(
       '/data_stores/:store/records',
       {
-        preValidation: refuseUndecodableKey,
         schema: {
           tags: ['data stores', 'extensions'],
           summary: "Delete one record of a data store, as a component's delete(key) would; 404 when it is not there",
