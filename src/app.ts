@@ -49,6 +49,7 @@ import { listenToCluster } from './startup/listen-to-cluster.js';
 import { linksBetweenNodes } from './startup/node-links.js';
 import { sendPerformers } from './startup/send-performers.js';
 import { publishRegistry, reservePort } from './startup/start-helpers.js';
+import { drainConnections } from './api/drain.js';
 import { buildApi, type ApiServices } from './api/server.js';
 import { countQueued } from './store/invocations.js';
 import type { StartOptions } from './startup/start-options.js';
@@ -371,6 +372,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           timers.stop();
           // Live streams never end by themselves; the server would wait for them.
           sse.close();
+          if (app) await drainConnections(app.server);
           await app?.close();
           await scrapes?.close();
           // Running batches and steps finish and commit; past the timeout the runtime closes under them and their

@@ -47,6 +47,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { consoleRoutes } from './routes/console.js';
 import { installSerializersOnFirstUse, validatorOnFirstUse } from './compile-on-first-use.js';
 import { completeDocument, markOptionalBodies } from './openapi-document.js';
+import { closeConnectionsAfterLastAnswer } from './drain.js';
 
 export type App = FastifyInstance;
 
@@ -203,16 +204,19 @@ export async function buildApi(services: ApiServices, logger: Logger, options: B
     rewriteUrl: (req) => (req.url?.includes('/%24') ? req.url.replace(/\/%24(errors|logs)(?=\/)/gi, '/$$$1') : (req.url ?? '/')),
   }).withTypeProvider<TypeBoxTypeProvider>();
   installSchemaCompilers(app);
+  // First, so that it counts the requests the next hook turns away too.
+  closeConnectionsAfterLastAnswer(app, () => services.health.isStopping());
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // A graceful stop has begun: requests already running finish; new ones (on open keep-alive connections) are
-    // turned away at once, so that the client or its load balancer tries another node. Probes still answer.
+    // turned away at once, so that the client or its load balancer tries another node. Probes still answer. The
+    // answer closes its connection (closeConnectionsAfterLastAnswer), once the request's body is read: a connection
+    // closed with part of it unread is reset, and the client loses the answer.
     if (services.health.isStopping() && request.url !== '/readyz' && request.url !== '/healthz') {
-      reply
-        .code(503)
-        .header('retry-after', '5')
-        .header('connection', 'close')
-        .send({ error: 'the server is stopping: nothing was done; try again shortly', code: 'unavailable' });
+      const turnAway = () =>
+        reply.code(503).header('retry-after', '5').send({ error: 'the server is stopping: nothing was done; try again shortly', code: 'unavailable' });
+      if (request.raw.readableEnded) turnAway();
+      else request.raw.once('end', turnAway).resume();
       return;
     }
     done();
