@@ -372,7 +372,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
           timers.stop();
           // Live streams never end by themselves; the server would wait for them.
           sse.close();
-          if (app) await drainConnections(app.server);
+          if (app) await drainConnections(app.server, options.drainWindowMs);
           await app?.close();
           await scrapes?.close();
           // Running batches and steps finish and commit; past the timeout the runtime closes under them and their

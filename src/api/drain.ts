@@ -18,10 +18,16 @@ const unanswered = new WeakMap<Socket, number>();
  * pipelined behind it would go unanswered.
  */
 export function closeConnectionsAfterLastAnswer(app: FastifyInstance, isStopping: () => boolean): void {
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const { socket } = request.raw;
     unanswered.set(socket, (unanswered.get(socket) ?? 0) + 1);
-    reply.raw.once('close', () => unanswered.set(socket, Math.max(0, (unanswered.get(socket) ?? 1) - 1)));
+    done();
+  });
+  // On the listener Fastify sets on every answer anyway: one more per request would cost every request of the load.
+  // A request whose client went away is never counted down; its connection is gone with it.
+  app.addHook('onResponse', (request, _reply, done) => {
+    const { socket } = request.raw;
+    unanswered.set(socket, Math.max(0, (unanswered.get(socket) ?? 1) - 1));
     done();
   });
   app.addHook('onSend', (request, reply, payload, done) => {

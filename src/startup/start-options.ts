@@ -16,6 +16,8 @@ export interface StartOptions {
   queryTimeoutMs?: number;
   /** How long a client may take to send a whole request (REQUEST_TIMEOUT_MS by default). */
   requestTimeoutMs?: number;
+  /** Once a stop has begun, how long an idle keep-alive connection stays open (DRAIN_WINDOW_MS by default). */
+  drainWindowMs?: number;
   /** Listener runs one source may have waiting (MAX_QUEUED_LISTENER_RUNS by default). */
   maxQueuedListenerRuns?: number;
   /** Live streams one account may hold open on this node (MAX_STREAMS_PER_ACCOUNT by default). */

@@ -32,6 +32,9 @@ export interface TestServer {
 
 let userCounter = 0;
 
+/** A stop's window for idle keep-alive connections in tests (test/ops/graceful-stop.test.ts stops a real `serve`). */
+const TEST_DRAIN_WINDOW_MS = 50;
+
 /**
  * `clock`: where the server reads the time for leases, timers, quotas and retries (a ManualClock to move it by hand).
  * `logger`: where the server logs (a test that reads the log passes one of its own; else `createLogger(config)`).
@@ -41,7 +44,7 @@ export async function startTestServer(
   overrides: Partial<Config> = {},
   options: Pick<
     StartOptions,
-    'clock' | 'logger' | 'endpointCacheTtlMs' | 'queryTimeoutMs' | 'requestTimeoutMs' | 'maxQueuedListenerRuns' | 'maxStreamsPerAccount'
+    'clock' | 'logger' | 'endpointCacheTtlMs' | 'queryTimeoutMs' | 'requestTimeoutMs' | 'maxQueuedListenerRuns' | 'maxStreamsPerAccount' | 'drainWindowMs'
   > = {},
 ): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
@@ -57,7 +60,8 @@ export async function startTestServer(
   });
   let running: RunningTributary;
   try {
-    running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
+    // Tests' clients keep connections alive: each stop or restart would wait out a production drain window.
+    running = await startTributary(config, { drainWindowMs: TEST_DRAIN_WINDOW_MS, ...options, logger: options.logger ?? createLogger(config) });
   } catch (err) {
     await database?.drop();
     throw err;
@@ -86,7 +90,8 @@ export async function startTestServer(
     stop,
     restart: async () => {
       await stop();
-      running = await startTributary(config, { ...options, logger: options.logger ?? createLogger(config) });
+      // Tests' clients keep connections alive: each stop or restart would wait out a production drain window.
+      running = await startTributary(config, { drainWindowMs: TEST_DRAIN_WINDOW_MS, ...options, logger: options.logger ?? createLogger(config) });
       stopped = false;
     },
     destroy: async () => {
