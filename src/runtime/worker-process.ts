@@ -16,6 +16,7 @@ import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type
 import { EXIT_MARKER } from './worker/harden.js';
 import { readFrames, writeFrame } from './worker-channel.js';
 import { StrayErrors, type StrayErrorListener } from './stray-errors.js';
+import { WorkerStderr } from './worker-stderr.js';
 
 export interface WorkerSpec {
   accountId: string;
@@ -51,8 +52,6 @@ interface PendingCall {
 /** Node's exit code when its handler of uncaught exceptions throws ("Internal Exception Handler Run-Time Failure"). */
 const NODE_HANDLER_FAILED = 7;
 
-/** Enough of stderr to find V8's out-of-memory report or our exit marker, which come last. */
-const STDERR_TAIL_CHARS = 16 * 1024;
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
 const MB = 1024 * 1024;
 const MEMORY_CHECK_MS = 100;
@@ -104,7 +103,7 @@ export class WorkerProcess {
   /** The IPC channel's pipe (the worker's fd 3). */
   private readonly channel: Duplex;
   private readonly spec: WorkerSpec;
-  private stderrTail = '';
+  private readonly stderr: WorkerStderr;
   private current?: PendingCall;
   private exitError?: WorkerExitError;
   /** Killed under the current call, whose messages still in the pipe are read before it fails (READ_TO_THE_END). */
@@ -169,10 +168,7 @@ export class WorkerProcess {
     );
     if (spec.nice > 0 && this.child.pid !== undefined) lowerPriority(this.child.pid, spec.nice, spec.logger);
     this.cpuClock = new CpuClock(this.child.pid);
-    this.child.stderr?.setEncoding('utf8');
-    this.child.stderr?.on('data', (chunk: string) => {
-      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
-    });
+    this.stderr = new WorkerStderr(this.child.stderr, (message) => this.kill('crashed', message));
     const channel = this.child.stdio[3] as Duplex;
     this.channel = channel;
     // A write to a worker that has just died fails here; its death is reported by 'close'.
@@ -273,6 +269,7 @@ export class WorkerProcess {
     if (this.current) return Promise.reject(new Error('a worker runs one call at a time'));
     return new Promise<void>((resolve, reject) => {
       const call: PendingCall = { id, handle, resolve, reject };
+      this.stderr.mark();
       call.timer = setTimeout(() => this.kill('timeout', `the call took longer than ${timeoutMs} ms`), timeoutMs);
       this.current = call;
       try {
@@ -373,12 +370,12 @@ export class WorkerProcess {
   }
 
   private classifyExit(code: number | null, signal: NodeJS.Signals | null): [WorkerExitReason, string] {
-    if (OUT_OF_MEMORY.test(this.stderrTail)) {
+    if (OUT_OF_MEMORY.test(this.stderr.tail)) {
       return ['out_of_memory', `the component ran out of memory (worker heap limit ${this.spec.memoryMb} MB)`];
     }
-    const exit = this.stderrTail.lastIndexOf(`${EXIT_MARKER}(`);
+    const exit = this.stderr.tail.lastIndexOf(`${EXIT_MARKER}(`);
     if (exit !== -1) {
-      const shown = this.stderrTail.slice(exit + EXIT_MARKER.length + 1).split(')')[0];
+      const shown = this.stderr.tail.slice(exit + EXIT_MARKER.length + 1).split(')')[0];
       return ['process_exit', `the component called process.exit(${shown})`];
     }
     // Node exits with 7 when its own handling of an uncaught exception fails: its internals call some built-ins
@@ -389,7 +386,7 @@ export class WorkerProcess {
         ? `exit code 7: Node's own handling of an uncaught exception failed, as when component code replaces a built-in Node relies on, such as Function.prototype.apply`
         : `exit code ${String(code)}`;
     // The server's install folder and where it keeps the account's code are no business of the component's author.
-    return ['crashed', crashMessage(how, this.stderrTail, [packageRoot(), ...this.spec.allowRead])];
+    return ['crashed', crashMessage(how, this.stderr.tail, [packageRoot(), ...this.spec.allowRead])];
   }
 }
 

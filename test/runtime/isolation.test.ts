@@ -311,6 +311,21 @@ describe('runaway code', () => {
     );
     expect(outcome.error).toMatchObject({ name: 'WorkerProtocolError', code: 'protocol_error' });
   });
+
+  it("stops a worker that floods stderr, which the server's one thread would read whole, past 16 MB in one call", async () => {
+    // Written to the descriptor itself, past console's limits: 32 MB, then an event that must not come.
+    const outcome = await contained(() =>
+      hostile(`const chunk = Buffer.alloc(65536, "x"); let left = 32 * 1024 * 1024;
+        while (left > 0) { try { left -= require("fs").writeSync(2, chunk); } catch (error) { if (error.code !== "EAGAIN") throw error; } }
+        this.$emit("flooded");`),
+    );
+    expect(outcome.emits).toEqual([]);
+    expect(outcome.error).toMatchObject({
+      name: 'WorkerCrashError',
+      code: 'worker_crashed',
+      message: 'the worker wrote more than 16 MB to stderr in one call; nothing keeps stderr output: log with console instead',
+    });
+  });
 });
 
 describe('sandbox', () => {
