@@ -58,6 +58,19 @@ export function encodeFrame(message: unknown): Buffer {
   return Buffer.concat([head, body]);
 }
 
+/**
+ * The bytes every frame of an honest worker opens with: V8's header, then `[token, …]` up to the token's end (the
+ * runtime puts the token first beside every message, see InitMessage). Found by serializing such a message with the
+ * serializer the worker uses, not written out by hand.
+ */
+export function tokenPrefix(token: string): Buffer {
+  const body = encodeFrame([token, null]).subarray(4);
+  const tokenBytes = Buffer.from(token, 'latin1');
+  const at = body.indexOf(tokenBytes);
+  if (at === -1) throw new Error('the token is not in its own frame');
+  return Buffer.from(body.subarray(0, at + tokenBytes.length));
+}
+
 export interface ChannelReader {
   /** Each message, in order. */
   onMessage(message: unknown): void;
@@ -65,8 +78,13 @@ export interface ChannelReader {
   onMalformed(reason: string): void;
 }
 
-/** Reads frames from `input` and hands each message to `reader`; a frame past MAX_FRAME_BYTES is refused at its header. */
-export function readFrames(input: Readable, reader: ChannelReader): void {
+/**
+ * Reads frames from `input` and hands each message to `reader`; a frame past MAX_FRAME_BYTES is refused at its header,
+ * and one that does not open with `prefix` (tokenPrefix) at its first bytes: component code writing to the channel's
+ * descriptor could otherwise make the server keep and decode up to MAX_FRAME_BYTES before the token was looked at, in
+ * each of an account's workers at once (four such runs took the server from 85 MB to 471 MB).
+ */
+export function readFrames(input: Readable, reader: ChannelReader, prefix?: Buffer): void {
   let chunks: Buffer[] = [];
   let buffered = 0;
   let stopped = false;
@@ -85,6 +103,14 @@ export function readFrames(input: Readable, reader: ChannelReader): void {
       if (chunks[0]!.length < 4) chunks = [Buffer.concat(chunks)];
       const length = chunks[0]!.readUInt32BE(0);
       if (length > MAX_FRAME_BYTES) return stop(`malformed worker message: a frame of ${length} bytes, over the limit of ${MAX_FRAME_BYTES}`);
+      if (prefix !== undefined) {
+        const opening = Math.min(prefix.length, length);
+        if (buffered < opening + 4) return;
+        if (chunks[0]!.length < opening + 4) chunks = [Buffer.concat(chunks)];
+        if (opening < prefix.length || !chunks[0]!.subarray(4, 4 + opening).equals(prefix)) {
+          return stop("malformed worker message: it lacks the worker's token (written to the channel by component code?)");
+        }
+      }
       if (buffered < length + 4) return;
       const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered);
       const rest = whole.subarray(length + 4);

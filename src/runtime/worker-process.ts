@@ -14,7 +14,7 @@ import type { EgressPolicy } from './worker/egress-rules.js';
 import type { WorkerUser } from './worker-user.js';
 import { type FromWorker, type InitMessage, ProtocolError, parseFromWorker, type ToWorker } from './protocol.js';
 import { EXIT_MARKER } from './worker/harden.js';
-import { readFrames, writeFrame } from './worker-channel.js';
+import { readFrames, tokenPrefix, writeFrame } from './worker-channel.js';
 import { StrayErrors, type StrayErrorListener } from './stray-errors.js';
 import { WorkerStderr } from './worker-stderr.js';
 
@@ -173,7 +173,7 @@ export class WorkerProcess {
     this.channel = channel;
     // A write to a worker that has just died fails here; its death is reported by 'close'.
     channel.on('error', () => undefined);
-    readFrames(channel, { onMessage: (raw) => this.onMessage(raw), onMalformed: (reason) => this.kill('protocol_error', reason) });
+    readFrames(channel, { onMessage: (raw) => this.onMessage(raw), onMalformed: (reason) => this.kill('protocol_error', reason) }, tokenPrefix(this.token));
     const init: InitMessage = { t: 'init', token: this.token };
     writeFrame(channel, init);
     this.child.on('error', (error) => this.die('crashed', `the worker process failed: ${error.message}`));

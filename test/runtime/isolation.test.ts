@@ -476,6 +476,22 @@ describe('unforgeable IPC and accounting', () => {
     expect(outcome.error!.message).toContain("lacks the worker's token");
   });
 
+  it('refuses a forged frame at its first bytes, before the server keeps what its header announces', async () => {
+    // A header announcing 64 MB, then 1 MB of it: the server must not wait for (and keep) the rest to find no token.
+    const outcome = await contained(() =>
+      hostile(`const fs = require("fs");
+        const write = (bytes) => { for (let at = 0; at < bytes.length; ) { try { at += fs.writeSync(3, bytes, at); } catch (error) { if (error.code !== "EAGAIN") throw error; } } };
+        const head = Buffer.alloc(4); head.writeUInt32BE(64 * 1024 * 1024);
+        write(head); write(Buffer.alloc(1024 * 1024, 0xff));
+        await new Promise((resolve) => setTimeout(resolve, 60_000));`),
+    );
+    expect(outcome.error).toMatchObject({
+      name: 'WorkerProtocolError',
+      code: 'protocol_error',
+      message: "malformed worker message: it lacks the worker's token (written to the channel by component code?)",
+    });
+  });
+
   it('cannot patch the serializer, typed arrays or Buffers to read the token, nor install async hooks', async () => {
     const outcome = await hostile(`
       const v8 = require("v8");
