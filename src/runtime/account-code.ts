@@ -1,4 +1,4 @@
-// Gives each account a folder of the bundles it uses: its workers may read that folder, and no other account's code.
+// Gives each account a folder of copies of the bundles it uses: its workers may read that folder, and no other account's code.
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -37,9 +37,12 @@ export class AccountCode {
   }
 
   /**
-   * The path under which `accountId`'s workers load the bundle. A hard link, not a symlink: the module loader
-   * resolves symlinks to their target, which the worker may not read. A bundle rewritten since (its packages
-   * were reinstalled elsewhere) gets a fresh link within RECHECK_MS.
+   * The path under which `accountId`'s workers load the bundle: a copy of it. Not a symlink: the module loader
+   * resolves symlinks to their target, which the worker may not read. Nor a hard link: its link count (`nlink`) and
+   * change time, which `fs.statSync(__filename)` shows the component, would tell how many other accounts use the same
+   * code and when one last started to (bundle-names.ts keeps that from them). A bundle rewritten since (its packages
+   * were reinstalled elsewhere) is copied again within RECHECK_MS; a hard link an earlier version made is replaced by
+   * a copy the first time it is used.
    */
   async link(accountId: string, artifactPath: string): Promise<string> {
     const target = path.join(this.dir(accountId), path.basename(artifactPath));
@@ -55,24 +58,18 @@ export class AccountCode {
       return target;
     }
     const owner = this.ownerOf?.(accountId);
-    const current = owner ? undefined : await fs.stat(target).catch(() => undefined);
-    if (current?.ino !== ino) {
-      const dir = path.dirname(target);
-      // Readable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
-      if ((await fs.mkdir(dir, { recursive: true })) !== undefined || owner) {
-        await fs.chmod(dir, owner ? 0o700 : 0o755);
-        if (owner) await fs.chown(dir, owner.uid, owner.gid);
-      }
-      // Linked (or copied) beside the target and renamed over it, so a worker never sees a missing or
-      // half-written file.
-      const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-      if (owner) {
-        await fs.copyFile(artifactPath, temp);
-        await fs.chown(temp, owner.uid, owner.gid);
-        await fs.chmod(temp, 0o400);
-      } else await fs.link(artifactPath, temp).catch(() => fs.copyFile(artifactPath, temp));
-      await fs.rename(temp, target);
+    const dir = path.dirname(target);
+    // Readable by the worker user whatever the umask (workers may run as another user; worker-user.ts).
+    if ((await fs.mkdir(dir, { recursive: true })) !== undefined || owner) {
+      await fs.chmod(dir, owner ? 0o700 : 0o755);
+      if (owner) await fs.chown(dir, owner.uid, owner.gid);
     }
+    // Copied beside the target and renamed over it, so a worker never sees a missing or half-written file.
+    const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
+    await fs.copyFile(artifactPath, temp);
+    if (owner) await fs.chown(temp, owner.uid, owner.gid);
+    await fs.chmod(temp, owner ? 0o400 : 0o444);
+    await fs.rename(temp, target);
     this.linked.set(target, { ino, checkedMs: nowMs });
     return target;
   }

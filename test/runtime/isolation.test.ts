@@ -636,6 +636,14 @@ describe('accounts', () => {
     expect(bEvent.pid).not.toBe(aPid);
   });
 
+  it('cannot tell from its own bundle whether other accounts run the same code', async () => {
+    // A hard link's count and change time would move with each account that saved the same code.
+    const code = source('const { nlink } = require("fs").statSync(__filename); this.$emit({ nlink });');
+    const runs = [];
+    for (const account of ['acct_same_1', 'acct_same_2', 'acct_same_3']) runs.push(await runCode(t.runtime, account, code));
+    expect(runs.map((run) => run.outcomes[0]!.emits)).toEqual([[{ event: { nlink: 1 } }], [{ event: { nlink: 1 } }], [{ event: { nlink: 1 } }]]);
+  });
+
   it('warms a worker only when that waits for no call and stops no worker', async () => {
     const one = createRuntime({ poolSize: 1 });
     try {
