@@ -32,6 +32,15 @@ function validationMessage(v: ValidationItem): string {
   return v.message ?? 'is invalid';
 }
 
+/**
+ * A value that may be only one (`active: true`) and is of another type: "must be true" says it all, and "must be
+ * boolean" beside it read as a second problem.
+ */
+function withoutTypeBesideConst(refused: ValidationItem[]): ValidationItem[] {
+  const constAt = new Set(refused.filter((v) => v.keyword === 'const').map((v) => v.instancePath));
+  return constAt.size ? refused.filter((v) => v.keyword !== 'type' || !constAt.has(v.instancePath)) : refused;
+}
+
 function describe(error: FastifyError | ServiceError | Error): { status: number; body: ErrorBody } {
   if (error instanceof ServiceError) {
     const body: ErrorBody = { error: error.message, code: error.code };
@@ -40,7 +49,7 @@ function describe(error: FastifyError | ServiceError | Error): { status: number;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const refused = simplifyUnionErrors(fastifyError.validation as ValidationItem[]);
+    const refused = withoutTypeBesideConst(simplifyUnionErrors(fastifyError.validation as ValidationItem[]));
     const read = refused.slice(0, MAX_LISTED_PROBLEMS).map((v) => {
       const params = v.params as { missingProperty?: string; additionalProperty?: string } | undefined;
       // A field refused at the top level is named as a missing one is: an unknown one is the client's own, so shortened.

@@ -125,7 +125,8 @@ describe.each(DIALECTS)('sources API on %s', (dialect) => {
     for (const active of ['no', 0, null]) {
       const res = await api.post('/v1/sources', { component_code: emitterSource(), active });
       expect(res.status, JSON.stringify(active)).toBe(400);
-      expect(res.body.error, JSON.stringify(active)).toMatch(/^invalid body: active must be boolean/);
+      // The one value it may be says it all, not also "must be boolean".
+      expect(res.body.error, JSON.stringify(active)).toBe('invalid body: active must be true');
     }
     expect((await api.get('/v1/users/me/sources?limit=100')).body.page_info.total_count).toBe(before.body.page_info.total_count);
     const created = await api.post('/v1/sources', { component_code: emitterSource(), active: true });

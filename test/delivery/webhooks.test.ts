@@ -379,6 +379,8 @@ describe.each(DIALECTS)('webhooks on %s', (dialect) => {
     for (const [body, error, details] of [
       [{}, 'give at least one of active (true, to turn it back on), name and description', undefined],
       [{ active: false }, 'invalid body: active must be true', [{ in: 'body', field: 'active', message: 'must be true' }]],
+      // Of another type: the one value it may be says it all, not also "must be boolean".
+      [{ active: 'yes' }, 'invalid body: active must be true', [{ in: 'body', field: 'active', message: 'must be true' }]],
       [{ url: 'https://example.com' }, 'invalid body: must not have the field "url"', [{ in: 'body', field: 'url', message: 'must not have the field "url"' }]],
     ] as const) {
       const refused = await a.api.patch(`/v1/webhooks/${hook.id}`, body);
