@@ -72,14 +72,14 @@ function stepLabel(index: number, name: string): string {
 }
 
 /**
- * A step's component that is not found, or its code that does not load, is named with the step (`steps[1] ("add"):
- * component "sc_…" not found`): of several steps, the reason alone does not say which one to fix.
+ * A step's component that is not found, or its code that is empty or does not load, is named with the step
+ * (`steps[1] ("add"): component "sc_…" not found`): of several steps, the reason alone does not say which one to fix.
  */
 async function namingStep<T>(index: number, name: string, lookUp: () => Promise<T>): Promise<T> {
   try {
     return await lookUp();
   } catch (error) {
-    if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'component_invalid'))
+    if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'component_invalid' || error.code === 'invalid_request'))
       throw new ServiceError(error.code, `${stepLabel(index, name)}${error.message}`, error.details);
     throw error;
   }

@@ -722,6 +722,19 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         /^steps\[1\] \("add"\): component "sc_00000000000000000000000000" not found$/,
       ],
       [{ name: 'x', steps: [{ name: 'a', component_key: 'no-such-action' }] }, 404, 'not_found', /^steps\[0\] \("a"\): .*no-such-action/],
+      // An empty code step was refused without saying which of the steps it was.
+      [
+        {
+          name: 'x',
+          steps: [
+            { name: 'a', component_code: ECHO_STEP },
+            { name: 'b', component_code: '  ' },
+          ],
+        },
+        400,
+        'invalid_request',
+        /^steps\[1\] \("b"\): component_code is empty$/,
+      ],
       // The timer check said `intervalSeconds`, a name the workflow API does not have.
       [
         { name: 'x', trigger: { type: 'timer', interval_seconds: 1e20 }, steps: [{ name: 'a', component_code: ECHO_STEP }] },
