@@ -520,8 +520,8 @@ describe('$.respond', () => {
     expect(result.outcomes[0]!.response).toBeUndefined();
     expect(result.outcomes[0]!.step).toEqual({ returnValue: 'answered', exports: {}, sends: [] });
     expect(result.outcomes[0]!.logs.map((l) => [l.k, l.msg])).toEqual([
-      ['warn', "$.respond() was ignored: the workflow's HTTP trigger does not let steps answer the request (customResponse is off)"],
-      ['warn', "$.respond() was ignored: the workflow's HTTP trigger does not let steps answer the request (customResponse is off)"],
+      ['warn', '$.respond() was ignored: only a workflow whose trigger is {"type":"http","custom_response":true} answers its requests with it'],
+      ['warn', '$.respond() was ignored: only a workflow whose trigger is {"type":"http","custom_response":true} answers its requests with it'],
     ]);
   });
 

@@ -144,7 +144,7 @@ export function makeRespond(scope: CallScope, customResponse: boolean, send: (re
       scope.log(
         'warn',
         scope.method === 'step'
-          ? "$.respond() was ignored: the workflow's HTTP trigger does not let steps answer the request (customResponse is off)"
+          ? '$.respond() was ignored: only a workflow whose trigger is {"type":"http","custom_response":true} answers its requests with it'
           : 'respond() was ignored: set customResponse: true on the $.interface.http prop to answer requests yourself',
       );
       return;
