@@ -245,6 +245,12 @@ describe.each(DIALECTS)('components API on %s', (dialect) => {
       'module.exports = { name: "a", version: "1.0.0", type: "action", dedupe: "unique", async run() {} };',
       'action "a" declares dedupe; dedupe is for sources',
     ],
+    // Saved, then a step whose endpoint or timer never came to be.
+    [
+      'an action with interface props',
+      'module.exports = { name: "a", version: "1.0.0", type: "action", props: { http: "$.interface.http", timer: { type: "$.interface.timer", default: { intervalSeconds: 60 } } }, async run() {} };',
+      'action "a" declares "http" ($.interface.http), "timer" ($.interface.timer); interface props are for sources (a workflow\'s HTTP endpoint or timer is its trigger)',
+    ],
   ])('refuses %s with 422 and saves nothing', async (_, code, message) => {
     const before = (await server.running.services.store.db.selectFrom('components').select('id').execute()).length;
     const res = await api.post('/v1/components', { component_code: code });

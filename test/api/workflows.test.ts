@@ -664,6 +664,22 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
       ],
       [{ name: 'x', steps: [{ name: 'a', component_id: savedSource }] }, 422, 'component_invalid', /is a source; a step is an action or a code step/],
       [{ name: 'x', steps: [{ name: 'a', component_code: hooked }] }, 422, 'component_invalid', /hooks are for sources/],
+      // Taken, and its timer never fired.
+      [
+        {
+          name: 'x',
+          steps: [
+            {
+              name: 'a',
+              component_code:
+                'export default defineComponent({ props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 60 } } }, async run() {} })',
+            },
+          ],
+        },
+        422,
+        'component_invalid',
+        /^steps\[0\] \("a"\): action .* declares "timer" \(\$\.interface\.timer\); interface props are for sources/,
+      ],
       [{ name: 'x', steps: [{ name: 'a', component_code: 'module.exports = { nope: 1 };' }] }, 422, 'component_invalid', /run/],
       [
         { name: 'x', steps: [{ name: 'a', component_code: ADD_ACTION, configured_props: { a: '{{ process.exit() }}' } }] },
