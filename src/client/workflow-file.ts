@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { BundleError, bundleCode, checkComponentFile } from './bundle.js';
+import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 
 /** A step as the file writes it: exactly one of `path` (a file of code), `component_id` or `component_key`. */
 interface FileStep {
@@ -90,6 +91,7 @@ export async function readWorkflowFile(file: string): Promise<WorkflowBody> {
   // The file says all there is: without a trigger the workflow has none, also when a deploy updates one that had it.
   body.trigger = parsed.trigger ?? null;
   if (parsed.active !== undefined) body.active = parsed.active as boolean;
-  if (parsed.timeout_seconds !== undefined) body.timeout_seconds = parsed.timeout_seconds as number;
+  // Taken out of the file, a timeout goes back to the default, as a trigger taken out goes; kept, it outlived the line.
+  body.timeout_seconds = (parsed.timeout_seconds as number | undefined) ?? DEFAULT_RUN_TIMEOUT_SECONDS;
   return body;
 }

@@ -84,6 +84,14 @@ describe('tributary deploy --workflow', () => {
     fs.writeFileSync(untriggered, 'name: greeter\nsteps:\n  - name: echo\n    path: ./steps/echo.mjs\n    props:\n      label: x\n');
     expect((await deploy(untriggered)).stdout).toContain(`updated workflow ${id} "greeter"`);
     expect((await api.get(`/v1/workflows/${id}`)).body.data.trigger).toBeNull();
+
+    // So is a timeout: the workflow kept 120 s after the line was gone from the file.
+    const slow = path.join(dir, 'slow.yaml');
+    fs.writeFileSync(slow, 'name: greeter\ntimeout_seconds: 120\nsteps:\n  - name: echo\n    path: ./steps/echo.mjs\n    props:\n      label: x\n');
+    await deploy(slow);
+    expect((await api.get(`/v1/workflows/${id}`)).body.data.timeout_seconds).toBe(120);
+    await deploy(untriggered);
+    expect((await api.get(`/v1/workflows/${id}`)).body.data.timeout_seconds).toBe(30);
   });
 
   it('takes JSON files too', async () => {
