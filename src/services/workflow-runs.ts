@@ -9,6 +9,7 @@ import { DEFAULT_RUN_TIMEOUT_SECONDS } from '../model/workflows.js';
 import type { NewRun } from '../commit/workflow-runs.js';
 import type { WorkflowRunner } from '../engine/workflow-runner.js';
 import { FLOW_DELAYED, FLOW_EXITED } from '../engine/run-answers.js';
+import { answersHttp } from '../engine/workflow-run-data.js';
 import type { HttpResponse, InvocationError } from '../runtime/types.js';
 import type { QuotaService } from './quotas.js';
 import type { WorkflowService } from './workflows.js';
@@ -51,24 +52,29 @@ export class WorkflowRunService {
     private readonly quotas: QuotaService,
     private readonly runner: WorkflowRunner,
   ) {
-    // A client waiting on a run of a workflow that is deleted hears so at once: the run went with it.
+    // A client waiting on a run of a workflow that is deleted hears so at once: the run went with it. One whose
+    // workflow no longer answers with `$.respond()` (another trigger, or custom_response off) hears so too: its
+    // steps' `$.respond()` is ignored from then on, and the run's end without one said "no step called $.respond()".
     workflows.onChange((change) => {
-      if (change.kind === 'delete') for (const gone of this.waiting.get(change.workflowId) ?? []) gone();
+      if (change.kind === 'delete') for (const end of this.waiting.get(change.workflowId) ?? []) end('deleted');
+      else void this.endWaitsOfChanged([change.workflowId]);
     });
   }
 
-  /** The HTTP clients waiting for a `$.respond()`, by workflow: each told when its workflow is deleted. */
-  private readonly waiting = new Map<string, Set<() => void>>();
+  /** The HTTP clients waiting for a `$.respond()`, by workflow: each told when its workflow is deleted or stops answering. */
+  private readonly waiting = new Map<string, Set<(why: 'deleted' | 'unanswered') => void>>();
 
   /**
-   * Another node changed these workflows (any, when `workflowIds` is absent): the clients waiting here on one that is
-   * gone hear so at once, as they would had it been deleted through this node. Unreadable now: they wait out their time.
+   * These workflows changed, here or on another node (any, when `workflowIds` is absent): the clients waiting here on
+   * one that is gone, or no longer answers with `$.respond()`, hear so at once. Unreadable now: they wait out their time.
    */
-  async endWaitsOfDeleted(workflowIds: readonly string[] | undefined): Promise<void> {
+  async endWaitsOfChanged(workflowIds: readonly string[] | undefined): Promise<void> {
     for (const id of workflowIds ?? [...this.waiting.keys()]) {
       if (!this.waiting.get(id)?.size) continue;
       const workflow = await workflows.loadWorkflow(this.store.db, id).catch(() => null);
-      if (workflow === undefined) for (const gone of this.waiting.get(id) ?? []) gone();
+      if (workflow === null) continue;
+      const why = workflow === undefined ? 'deleted' : answersHttp(workflow) ? undefined : 'unanswered';
+      if (why) for (const end of this.waiting.get(id) ?? []) end(why);
     }
   }
 
@@ -123,7 +129,13 @@ export class WorkflowRunService {
     // which a client sending again would run twice.
     const workflow = await workflows.loadWorkflow(this.store.db, workflowId);
     const waitMs = (workflow?.timeout_ms ?? DEFAULT_RUN_TIMEOUT_SECONDS * 1000) + 5000;
-    type Answer = { response?: HttpResponse | undefined; error?: InvocationError | undefined; waitedMs?: number; deleted?: boolean; delayedMs?: number };
+    type Answer = {
+      response?: HttpResponse | undefined;
+      error?: InvocationError | undefined;
+      waitedMs?: number;
+      ended?: 'deleted' | 'unanswered';
+      delayedMs?: number;
+    };
     let settle!: (answer: Answer) => void;
     const answered = new Promise<Answer>((resolve) => (settle = resolve));
     let runId = '';
@@ -142,16 +154,22 @@ export class WorkflowRunService {
       throw gone();
     }
     const timer = setTimeout(() => settle({ waitedMs: waitMs }), waitMs);
-    const deleted = () => settle({ deleted: true });
+    const end = (why: 'deleted' | 'unanswered') => settle({ ended: why });
     const waiters = this.waiting.get(workflowId) ?? new Set();
-    this.waiting.set(workflowId, waiters.add(deleted));
-    const { response, error, waitedMs, deleted: wasDeleted, delayedMs } = await answered;
+    this.waiting.set(workflowId, waiters.add(end));
+    const { response, error, waitedMs, ended, delayedMs } = await answered;
     clearTimeout(timer);
-    waiters.delete(deleted);
+    waiters.delete(end);
     if (!waiters.size && this.waiting.get(workflowId) === waiters) this.waiting.delete(workflowId);
     this.runner.forgetResponder(runId);
     if (response) return response;
-    if (wasDeleted) throw new ServiceError('no_response', `the workflow was deleted before responding; run ${runId} was deleted with it`);
+    if (ended === 'deleted') throw new ServiceError('no_response', `the workflow was deleted before responding; run ${runId} was deleted with it`);
+    if (ended === 'unanswered') {
+      throw new ServiceError(
+        'no_response',
+        `the workflow was changed before responding: its trigger is no longer {"type":"http","custom_response":true}, so its steps' $.respond() answers no request; run ${runId} goes on`,
+      );
+    }
     if (delayedMs !== undefined) {
       throw new ServiceError(
         'no_response',

@@ -68,7 +68,8 @@ export function listenToCluster(
     }
     timers.poke();
     endStreamsOfDeleted('workflows', ids);
-    // HTTP clients here waiting on a run of a workflow deleted there get their 504 now (the check never rejects).
-    void workflowRuns.endWaitsOfDeleted(ids);
+    // HTTP clients here waiting on a run of a workflow deleted there, or that stopped answering with $.respond() there,
+    // get their 504 now (the check never rejects).
+    void workflowRuns.endWaitsOfChanged(ids);
   });
 }

@@ -352,6 +352,36 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
     ]);
   }, 20_000);
 
+  it('answers a client waiting on a run at once when its workflow stops answering with $.respond(), saying so', async () => {
+    const flips = await create({
+      name: 'custom response switched off',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
+        { name: 'reply', component_code: RESPOND_STEP },
+      ],
+    });
+    const waiting = request('POST', flips.trigger.endpoint_url, { body: {} });
+    const delayed = await waitFor(
+      () => api.get(`/v1/workflows/${flips.id}/runs?status=delayed`),
+      (res) => res.body.data.length === 1,
+      { what: 'the run delayed' },
+    );
+    // A change that keeps custom_response leaves the client waiting: the answer below is the switch's.
+    expect((await api.put(`/v1/workflows/${flips.id}`, { name: 'still answering' })).status).toBe(200);
+    expect((await api.put(`/v1/workflows/${flips.id}`, { trigger: { type: 'http', custom_response: false } })).status).toBe(200);
+    // It was told, once the run ended, "no step called $.respond()", though the step after the delay called it.
+    const answer = await waiting;
+    expect([answer.status, answer.body]).toEqual([
+      504,
+      {
+        error: `the workflow was changed before responding: its trigger is no longer {"type":"http","custom_response":true}, so its steps' $.respond() answers no request; run ${delayed.body.data[0].id} goes on`,
+        code: 'no_response',
+      },
+    ]);
+    expect((await api.get(`/v1/workflows/${flips.id}/runs/${delayed.body.data[0].id}`)).body.data.status).toBe('delayed');
+  }, 20_000);
+
   it("keeps each step's $.service.db across runs, and replays a run with its original event", async () => {
     const workflow = await create({ name: 'counts', steps: [{ name: 'count', component_code: COUNT_STEP }] });
     const first = await api.post(`/v1/workflows/${workflow.id}/run`, { a: 1 });

@@ -94,6 +94,36 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
     ]);
   }, 20_000);
 
+  it('a client waiting on node A for a workflow switched to custom_response false through node B hears so at once', async () => {
+    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
+    const created = await client(nodeA.url, key).post('/v1/workflows', {
+      name: 'switched off elsewhere',
+      trigger: { type: 'http', custom_response: true },
+      steps: [
+        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
+        { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const workflow = created.body.data;
+    const waiting = request('POST', workflow.trigger.endpoint_url, { body: {} });
+    const delayed = await waitFor(
+      () => client(nodeB.url, key).get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
+      (res) => res.body.data.length === 1,
+      { what: 'the run delayed on node B' },
+    );
+    const put = await client(nodeB.url, key).put(`/v1/workflows/${workflow.id}`, { trigger: { type: 'http', custom_response: false } });
+    expect(put.status).toBe(200);
+    const answer = await waiting;
+    expect([answer.status, answer.body]).toEqual([
+      504,
+      {
+        error: `the workflow was changed before responding: its trigger is no longer {"type":"http","custom_response":true}, so its steps' $.respond() answers no request; run ${delayed.body.data[0].id} goes on`,
+        code: 'no_response',
+      },
+    ]);
+  }, 20_000);
+
   it('a client waiting on node A for a run node B delays past its wait hears so as the delay begins', async () => {
     const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
     const created = await client(nodeA.url, key).post('/v1/workflows', {
