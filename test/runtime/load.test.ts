@@ -297,6 +297,14 @@ describe('load failures', () => {
   it('reports a module that exports no component', async () => {
     expect((await loadError('const x = 1;')).code).toBe('no_component_exported');
     expect((await loadError('module.exports = 42;')).code).toBe('no_component_exported');
+    const five = await loadError('export default 5;');
+    expect([five.code, five.message]).toEqual([
+      'no_component_exported',
+      'its default export is a number, not a component: use `module.exports = {…}` or `export default {…}`',
+    ]);
+    // An empty component is one: what it lacks is named.
+    const empty = await loadError('export default defineComponent({});');
+    expect([empty.code, empty.message]).toEqual(['missing_name', 'the component has no `name` (a string)']);
   });
 
   it('reports a missing name or version', async () => {

@@ -112,6 +112,14 @@ describe('loading as a step', () => {
     expect(error.message).toBe('a step needs a `run` function: `export default defineComponent({ async run({ steps, $ }) { … } })`');
   });
 
+  it('refuses an empty step as one without a run function', async () => {
+    const error = await loadError('export default defineComponent({});', true);
+    expect([error.code, error.message]).toEqual([
+      'load_failed',
+      'a step needs a `run` function: `export default defineComponent({ async run({ steps, $ }) { … } })`',
+    ]);
+  });
+
   it('still needs a name and version when not loaded as a step', async () => {
     const code = 'module.exports = { async run({ steps }) { return 1; } };';
     expect((await loadError(code, false)).code).toBe('missing_name');

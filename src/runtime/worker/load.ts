@@ -16,6 +16,7 @@ import {
   matches,
   MapPrototypeGet,
   MapPrototypeSet,
+  ObjectHasOwn,
   ObjectKeys,
   SafeMap,
   SafeSet,
@@ -60,13 +61,17 @@ export function installDefineComponent(): void {
   });
 }
 
-/** `export default` arrives as `.default` of the CommonJS module the bundler produced; `module.exports = …` as itself. */
+/**
+ * `export default` arrives as `.default` of the CommonJS module the bundler produced; `module.exports = …` as itself.
+ * A default export that is an object is the component, even an empty one (`defineComponent({})`), whose missing
+ * parts `describe` names; one that is not an object (`export default 5`) exports none.
+ */
 function exportedComponent(exports: unknown): Component {
-  const candidate = isPlainObject(exports) && isPlainObject(exports.default) ? exports.default : exports;
-  if (!isPlainObject(candidate) || ObjectKeys(candidate).length === 0) {
-    throw new LoadFailure('no_component_exported', 'the module exports no component: use `module.exports = {…}` or `export default {…}`');
-  }
-  return candidate;
+  const exportsDefault = isPlainObject(exports) && ObjectHasOwn(exports, 'default');
+  const candidate = exportsDefault ? exports.default : exports;
+  if (isPlainObject(candidate) && (exportsDefault || ObjectKeys(candidate).length > 0)) return candidate;
+  const what = exportsDefault ? `its default export is ${describeValue(candidate)}, not a component` : 'the module exports no component';
+  throw new LoadFailure('no_component_exported', `${what}: use \`module.exports = {…}\` or \`export default {…}\``);
 }
 
 function isNamed(value: unknown): value is string {
