@@ -272,9 +272,12 @@ export class WorkflowService {
         component = await namingStep(i, step.name, () => this.components.prepareStep(accountId, code, stepProgress));
         unsaved.push(component);
       } else {
-        component = await namingStep(i, step.name, () =>
-          step.component_id !== undefined ? this.components.get(accountId, step.component_id) : this.components.getRegistry(accountId, step.component_key!),
-        );
+        component = await namingStep(i, step.name, () => {
+          // A blank id or key names nothing: said as such (400), as a source's is, not looked up as an unknown one (404).
+          const [field, named] = step.component_id !== undefined ? ['component_id', step.component_id] : ['component_key', step.component_key!];
+          if (named.trim() === '') throw invalid(`${field} is empty`);
+          return step.component_id !== undefined ? this.components.get(accountId, named) : this.components.getRegistry(accountId, named);
+        });
       }
       const info = componentInfo(component);
       if (info.type !== 'action') {

@@ -768,6 +768,9 @@ describe.each(DIALECTS)('workflows on %s', (dialect) => {
         /^steps\[1\] \("add"\): component "sc_00000000000000000000000000" not found$/,
       ],
       [{ name: 'x', steps: [{ name: 'a', component_key: 'no-such-action' }] }, 404, 'not_found', /^steps\[0\] \("a"\): .*no-such-action/],
+      // A blank id or key was looked up as an unknown one (404).
+      [{ name: 'x', steps: [{ name: 'a', component_id: '' }] }, 400, 'invalid_request', /^steps\[0\] \("a"\): component_id is empty$/],
+      [{ name: 'x', steps: [{ name: 'a', component_key: ' ' }] }, 400, 'invalid_request', /^steps\[0\] \("a"\): component_key is empty$/],
       // An empty code step was refused without saying which of the steps it was.
       [
         {
