@@ -120,7 +120,7 @@ export async function startTributary(givenConfig: Config, options: StartOptions 
     // prom-client and its collectors (an event-loop timer, a GC observer) are loaded only when metrics are served.
     const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/metrics.js')).Metrics();
     const cadence = new PollCadence(1000, store.dialect === 'sqlite', (queue) => metrics?.queueLooked(queue));
-    const { bus, signals } = linksBetweenNodes(store, config, logger, cadence, outages);
+    const { bus, signals } = linksBetweenNodes(store, config, logger, cadence, outages, options.listenCheckMs);
     const runsWork = config.role !== 'api';
     const servesHttp = config.role !== 'worker';
     // One group commit for queue inserts, batch commits and delivery records: under load they share COMMITs.

@@ -107,6 +107,8 @@ export class PostgresBus extends LocalBus {
     private readonly outages: DatabaseOutageLog,
     /** Where a lost LISTEN connection is said when the database itself stays up. */
     private readonly losses: ListenLosses,
+    /** How often its LISTEN connection is asked whether it still answers (LISTEN_CHECK_MS by default). */
+    private readonly listenCheckMs?: number,
   ) {
     super((error) => logger.error({ err: error }, 'live fan-out failed'));
   }
@@ -124,6 +126,7 @@ export class PostgresBus extends LocalBus {
         }
         this.setGap('connectionDown', !connected);
       },
+      ...(this.listenCheckMs !== undefined && { checkEveryMs: this.listenCheckMs }),
     });
     await this.listener.ready;
   }

@@ -115,6 +115,8 @@ export class PostgresSignals implements ClusterSignals {
     private readonly outages: DatabaseOutageLog,
     /** Where a lost LISTEN connection is said when the database itself stays up. */
     private readonly losses: ListenLosses,
+    /** How often its LISTEN connections are asked whether they still answer (LISTEN_CHECK_MS by default). */
+    private readonly listenCheckMs?: number,
   ) {}
 
   on(kind: SignalKind, handler: SignalHandler): void {
@@ -136,6 +138,7 @@ export class PostgresSignals implements ClusterSignals {
         if (connected) this.losses.listening(CHANNEL);
         this.cadence.setSignalled(connected);
       },
+      ...(this.listenCheckMs !== undefined && { checkEveryMs: this.listenCheckMs }),
     });
     this.answers = listen(this.databaseUrl, ANSWERS, (payload) => this.receiveAnswer(payload), {
       onError: (error) => {
@@ -146,6 +149,7 @@ export class PostgresSignals implements ClusterSignals {
       onConnected: (connected) => {
         if (connected) this.losses.listening(ANSWERS);
       },
+      ...(this.listenCheckMs !== undefined && { checkEveryMs: this.listenCheckMs }),
     });
     await Promise.all([this.listener.ready, this.answers.ready]);
   }

@@ -19,6 +19,8 @@ export function linksBetweenNodes(
   logger: Logger,
   cadence: PollCadence,
   outages: DatabaseOutageLog,
+  /** How often each LISTEN connection is asked whether it still answers (LISTEN_CHECK_MS by default). */
+  listenCheckMs?: number,
 ): { bus: EventBus; signals: ClusterSignals } {
   if (store.dialect !== 'postgres') {
     return { bus: new LocalBus((error) => logger.error({ err: error }, 'live fan-out failed')), signals: new LocalSignals() };
@@ -26,7 +28,7 @@ export function linksBetweenNodes(
   // One line for the LISTEN connections lost together, whichever of them noticed first.
   const losses = new ListenLosses(store.db, logger.child({ module: 'listen' }), outages);
   return {
-    bus: new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages, losses),
-    signals: new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages, losses),
+    bus: new PostgresBus(store, config.databaseUrl!, logger.child({ module: 'bus' }), outages, losses, listenCheckMs),
+    signals: new PostgresSignals(store, config.databaseUrl!, logger.child({ module: 'signals' }), cadence, outages, losses, listenCheckMs),
   };
 }

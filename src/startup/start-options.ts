@@ -14,6 +14,8 @@ export interface StartOptions {
   endpointCacheTtlMs?: number;
   /** PostgreSQL: how long a statement may go unanswered before it counts as an outage (QUERY_TIMEOUT_MS by default). */
   queryTimeoutMs?: number;
+  /** PostgreSQL: how often a LISTEN connection is asked whether it still answers (LISTEN_CHECK_MS by default). */
+  listenCheckMs?: number;
   /** How long a client may take to send a whole request (REQUEST_TIMEOUT_MS by default). */
   requestTimeoutMs?: number;
   /** Once a stop has begun, how long an idle keep-alive connection stays open (DRAIN_WINDOW_MS by default). */

@@ -41,23 +41,46 @@ export interface ListenCallbacks {
   onReconnect?: () => void;
   /** Whether notifications arrive now: true once the LISTEN is in place, false as soon as its connection is lost. */
   onConnected?: (connected: boolean) => void;
+  /** How often the connection is asked whether it still answers (LISTEN_CHECK_MS by default; tests shorten it). */
+  checkEveryMs?: number;
+}
+
+/**
+ * How often a LISTEN connection is asked `select 1`; one unanswered by the next ask counts as lost. A listening
+ * connection only receives, so a link that drops it without a word (a NAT or load balancer past its idle timeout, a
+ * network cut with no reset) would otherwise leave the node deaf for good, believing itself signalled: its loops not
+ * polling, its live streams missing every event of other nodes.
+ */
+export const LISTEN_CHECK_MS = 10_000;
+
+/** The error a LISTEN connection that stopped answering ends with, as a lost connection's error is said. */
+export class SilentListenError extends Error {
+  override name = 'SilentListenError';
+  /** A connection that timed out, as Node says it: read as a lost connection (an outage only if the pool fails too). */
+  readonly code = 'ETIMEDOUT';
+  constructor(channel: string, ms: number) {
+    super(`the LISTEN connection on ${channel} did not answer within ${ms} ms; connecting again`);
+  }
 }
 
 export function listen(url: string, channel: string, onPayload: (payload: string) => void, callbacks: ListenCallbacks): Listener {
-  const { onError, onReconnect, onConnected } = callbacks;
+  const { onError, onReconnect, onConnected, checkEveryMs = LISTEN_CHECK_MS } = callbacks;
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name "${channel}"`);
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   let listening = false;
+  let check: NodeJS.Timeout | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
   const reconnect = (failed: pg.Client) => {
     if (closed || client !== failed) return;
     client = undefined;
+    clearInterval(check);
     onConnected?.(false);
-    failed.end().catch(() => undefined);
+    // A polite end waits for the server's answer, which a silent link never brings: the socket goes at once.
+    failed.connection.stream.destroy();
     retry = setTimeout(() => void connect(), 1000);
     retry.unref();
   };
@@ -71,7 +94,8 @@ export function listen(url: string, channel: string, onPayload: (payload: string
       if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
     });
     next.on('error', (error) => {
-      if (closed) return;
+      // One dropped for silence says so itself; the end of its socket is not another loss.
+      if (closed || client !== next) return;
       onError(error);
       reconnect(next);
     });
@@ -83,11 +107,31 @@ export function listen(url: string, channel: string, onPayload: (payload: string
       listening = true;
       onConnected?.(true);
       markReady();
+      watchSilence(next);
     } catch (error) {
       if (closed) return;
       onError(error);
       reconnect(next);
     }
+  };
+  /** Asks the connection every `checkEveryMs`; one ask still unanswered at the next means the link went silent. */
+  const watchSilence = (watched: pg.Client) => {
+    let asking = false;
+    check = setInterval(() => {
+      if (client !== watched) return;
+      if (asking) {
+        onError(new SilentListenError(channel, checkEveryMs));
+        reconnect(watched);
+        return;
+      }
+      asking = true;
+      watched.query('select 1').then(
+        () => (asking = false),
+        // A failed ask is the connection's error too, which its error or end event handles.
+        () => undefined,
+      );
+    }, checkEveryMs);
+    check.unref();
   };
   void connect();
   return {
@@ -95,8 +139,13 @@ export function listen(url: string, channel: string, onPayload: (payload: string
     close: async () => {
       closed = true;
       if (retry) clearTimeout(retry);
+      clearInterval(check);
       markReady();
-      await client?.end().catch(() => undefined);
+      const last = client;
+      // Ended politely, unless the link went silent: then the socket goes without waiting for an answer.
+      const silent = new Promise<void>((resolve) => setTimeout(resolve, checkEveryMs).unref());
+      await Promise.race([last?.end().catch(() => undefined), silent]);
+      last?.connection.stream.destroy();
     },
   };
 }

@@ -1,5 +1,7 @@
 // Two nodes on one PostgreSQL database: a live stream on either node sees events committed on the other, also those
-// committed while its node's connection to the database was lost.
+// committed while its node's connection to the database was lost, or while its LISTEN connection had gone silent.
+import pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, startTestServer, type TestServer } from '../helpers/server.js';
 import { client } from '../helpers/client.js';
@@ -163,4 +165,71 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
       await proxy.close();
     }
   });
+
+  it('a node whose LISTEN connection went silent (dropped by the link without a word) notices, listens anew and catches its live streams up', async () => {
+    const a = await account(first);
+    const source = await a.deploy();
+    // An api node whose connections go through a proxy; the test freezes its live events' LISTEN connection alone.
+    const { proxy, url } = await proxyInFrontOf(first.databaseUrl!);
+    const through = new URL(url);
+    through.searchParams.set('application_name', 'silent-listen');
+    const lines: Array<{ level: number; msg: string; err?: { message: string } }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const deaf = await startTestServer('postgres', { role: 'api', databaseUrl: through.toString() }, { listenCheckMs: 500, logger });
+    const stream = openStream(`${deaf.url}/v1/sources/${source}/sse`, a.key);
+    try {
+      await stream.opened;
+      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
+      await waitFor(
+        async () => stream.messages.length,
+        (n) => n === 1,
+        { what: 'the first event' },
+      );
+      const before = lines.length;
+      expect(proxy.freezeOne(await listenerPort(first.databaseUrl!, 'silent-listen', 'tributary_events'))).toBe(true);
+      // Announced on a connection whose notifications no longer arrive, and which says nothing of it.
+      await a.runAndWait(source, emitsOf([{ event: 'during' }]));
+      await waitFor(
+        async () => stream.data().at(-1)?.event,
+        (last) => last === 'during',
+        { what: 'the event announced while the LISTEN connection was silent' },
+      );
+      await a.runAndWait(source, emitsOf([{ event: 'after' }]));
+      await waitFor(
+        async () => stream.data().at(-1)?.event,
+        (last) => last === 'after',
+        { what: 'the event announced on the new LISTEN connection' },
+      );
+      expect(stream.data().map((e) => e.event)).toEqual(['before', 'during', 'after']);
+      // Said once as the lost LISTEN connection it is, with why, and once as back: never as a database outage.
+      expect(lines.slice(before).map((l) => [l.level, l.msg, l.err?.message])).toEqual([
+        [
+          40,
+          'lost the LISTEN connection to PostgreSQL (the database itself answers): until it is back this node polls its queues every second and its live streams read what they miss from the database',
+          'the LISTEN connection on tributary_events did not answer within 500 ms; connecting again',
+        ],
+        [30, 'the LISTEN connection to PostgreSQL is back: this node stops polling every second, after looking once for what it missed', undefined],
+      ]);
+    } finally {
+      stream.source.close();
+      await deaf.stop();
+      await proxy.close();
+    }
+  });
 });
+
+/** The client port (as PostgreSQL sees it) of the session of `name` listening on `channel`. */
+async function listenerPort(databaseUrl: string, name: string, channel: string): Promise<number> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query('select client_port from pg_stat_activity where datname = current_database() and application_name = $1 and query = $2', [
+      name,
+      `LISTEN ${channel}`,
+    ]);
+    if (rows.length !== 1) throw new Error(`expected one session of ${name} listening on ${channel}, found ${rows.length}`);
+    return rows[0].client_port as number;
+  } finally {
+    await db.end();
+  }
+}

@@ -44,7 +44,15 @@ export async function startTestServer(
   overrides: Partial<Config> = {},
   options: Pick<
     StartOptions,
-    'clock' | 'logger' | 'endpointCacheTtlMs' | 'queryTimeoutMs' | 'requestTimeoutMs' | 'maxQueuedListenerRuns' | 'maxStreamsPerAccount' | 'drainWindowMs'
+    | 'clock'
+    | 'logger'
+    | 'endpointCacheTtlMs'
+    | 'queryTimeoutMs'
+    | 'listenCheckMs'
+    | 'requestTimeoutMs'
+    | 'maxQueuedListenerRuns'
+    | 'maxStreamsPerAccount'
+    | 'drainWindowMs'
   > = {},
 ): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();

@@ -10,6 +10,11 @@ export interface TcpProxy {
   /** Passes nothing more either way, closing nothing: a server or a link that froze. New connections are held. */
   freeze(): void;
   thaw(): void;
+  /**
+   * Freezes one connection alone, the one whose end towards the server has local port `upstreamPort` (the
+   * `client_port` PostgreSQL shows for it): a link that dropped it without a word while the others carry on.
+   */
+  freezeOne(upstreamPort: number): boolean;
   close(): Promise<void>;
 }
 
@@ -72,6 +77,17 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       for (const [client, upstream] of pairs) client.pipe(upstream).pipe(client);
       for (const client of held) connect(client);
       held.clear();
+    },
+    freezeOne(upstreamPort) {
+      for (const [client, upstream] of pairs) {
+        if (upstream.localPort !== upstreamPort) continue;
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+        return true;
+      }
+      return false;
     },
     close: () =>
       new Promise<void>((resolve) => {
