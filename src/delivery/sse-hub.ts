@@ -86,7 +86,7 @@ export class SseHub {
     set.add(client);
     // Registered before the replay is read, so that nothing committed meanwhile falls between the two.
     client.response.write(HANDSHAKE);
-    if (request.replayFirst) await this.replay(client, client.startsAfterId);
+    if (request.replayFirst) await this.replay(client, client.startsAfterId, false);
   }
 
   /**
@@ -111,21 +111,22 @@ export class SseHub {
   private replayMissed(client: Client): void {
     if (client.closed) return;
     if (client.replaying) client.missedDuringReplay = true;
-    else void this.replay(client, this.resumeAfterId(client));
+    else void this.replay(client, this.resumeAfterId(client), true);
   }
 
   /**
-   * Sends the retained events after `afterId`, holding live events back meanwhile, then those held back. Never
-   * rejects: a failure cuts the client (or, the database away, reads again later).
+   * Sends the retained events after `afterId` (`owed`: every stored one, see StreamRequest.readAfter), holding live
+   * events back meanwhile, then those held back. Never rejects: a failure cuts the client (or, the database away,
+   * reads again later).
    */
-  private async replay(client: Client, afterId: string): Promise<void> {
+  private async replay(client: Client, afterId: string, owed: boolean): Promise<void> {
     client.queued ??= [];
     client.replaying = true;
     // The first read's: every event of the stream up to it is in that page or after it, which the next pages read.
     let newestId: string | undefined;
     let after = afterId;
     for (;;) {
-      const page = await this.replayPage(client, after);
+      const page = await this.replayPage(client, after, owed);
       if (!page) return;
       newestId ??= page.newestId;
       after = page.after;
@@ -165,11 +166,15 @@ export class SseHub {
    * Reads one page of a replay after `afterId` and writes it until the socket wants a drain: where it stopped (`after`),
    * and whether the page was full (more may follow). Undefined when the read failed, which it has dealt with.
    */
-  private async replayPage(client: Client, afterId: string): Promise<{ newestId: string; after: string; draining: boolean; full: boolean } | undefined> {
+  private async replayPage(
+    client: Client,
+    afterId: string,
+    owed: boolean,
+  ): Promise<{ newestId: string; after: string; draining: boolean; full: boolean } | undefined> {
     let retained: RetainedAfter;
     await this.replayReads.take();
     try {
-      retained = await client.readAfter(afterId, REPLAY_PAGE);
+      retained = await client.readAfter(afterId, REPLAY_PAGE, owed);
       this.deps.outages.reached('read');
     } catch (error) {
       client.replaying = false;

@@ -40,8 +40,12 @@ export interface StreamRequest {
   startsAfterId: string;
   /** The client sent a Last-Event-ID: the retained events after it are sent before live ones. */
   replayFirst: boolean;
-  /** Retained events of the stream after an event id, oldest first, at most `limit`: the replay, and the catch-up after a gap. */
-  readAfter: (afterId: string, limit: number) => Promise<RetainedAfter>;
+  /**
+   * Events of the stream after an event id, oldest first, at most `limit`: the replay, and the catch-up after a gap.
+   * `owed`: a catch-up of a stream that stayed connected, owed every event still stored after it, also those past
+   * retention (a node cut off while more than --event-retention were committed); else only the retained ones.
+   */
+  readAfter: (afterId: string, limit: number, owed: boolean) => Promise<RetainedAfter>;
   /** Extra response headers: those the request's hooks set (its id, the rate limit it counts against). */
   headers?: StreamHeaders;
   /** Trims each summary before it is framed; absent, the stream shares each event's one frame with every such stream. */

@@ -59,15 +59,15 @@ export class EventService {
   }
 
   /**
-   * Retained events of one stream after `afterId`, oldest first and at most `limit`, for live-stream replay; and the
-   * emitter's newest event id on any stream, read first, so that every event of the stream up to it is among them or
-   * after the last of a full page.
+   * Retained events of one stream after `afterId` (`owed`: every stored one, past retention too, for a stream that
+   * stayed connected), oldest first and at most `limit`, for live-stream replay; and the emitter's newest event id on
+   * any stream, read first, so that every event of the stream up to it is among them or after the last of a full page.
    */
-  async after(emitterId: string, stream: StreamKind, afterId: string, limit: number): Promise<{ events: EventSummary[]; newestId: string }> {
+  async after(emitterId: string, stream: StreamKind, afterId: string, limit: number, owed = false): Promise<{ events: EventSummary[]; newestId: string }> {
     const newestId = await this.newestId(emitterId);
     const after = parseEventId(afterId);
     if (!after) return { events: [], newestId };
-    const rows = await events.eventsAfter(this.store.db, emitterId, stream, after, this.retention, limit);
+    const rows = await events.eventsAfter(this.store.db, emitterId, stream, after, owed ? undefined : this.retention, limit);
     return { events: rows.map((row) => toSummary(row, true)), newestId };
   }
 

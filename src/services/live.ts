@@ -72,7 +72,7 @@ export class LiveStreams {
   async prepare(request: LiveRequest): Promise<(response: ServerResponse) => Promise<void>> {
     const { source } = await this.sources.get(request.accountId, request.sourceId);
     const { kind, filter } = streamOf(request.eventName);
-    const readAfter = (afterId: string, limit: number) => this.events.after(source.id, kind, afterId, limit);
+    const readAfter = (afterId: string, limit: number, owed: boolean) => this.events.after(source.id, kind, afterId, limit, owed);
     return this.reserved(request, source.id, async () => {
       const start = await this.startOf(source.id, request.lastEventId);
       return (response) => this.hub.open(response, { emitterId: source.id, filter, ...start, readAfter, headers: request.headers, select: request.select });
@@ -198,7 +198,7 @@ export class LiveStreams {
     const workflow = await this.workflows.owned(request.accountId, request.workflowId);
     const name = request.channel === undefined ? undefined : `${SSE_PREFIX}${request.channel}`;
     const filter = (e: EventSummary) => (name === undefined ? e.metadata.name.startsWith(SSE_PREFIX) : e.metadata.name === name);
-    const readAfter = (afterId: string, limit: number) => this.events.after(workflow.id, '$sse', afterId, limit);
+    const readAfter = (afterId: string, limit: number, owed: boolean) => this.events.after(workflow.id, '$sse', afterId, limit, owed);
     return this.reserved(request, workflow.id, async () => {
       const start = await this.startOf(workflow.id, request.lastEventId);
       return (response) => this.hub.open(response, { emitterId: workflow.id, filter, ...start, readAfter, headers: request.headers, select: request.select });

@@ -197,16 +197,19 @@ export async function listEvents(db: Kysely<Database>, emitterId: string, stream
   return toPage(rows, view.count, eventIdOf, asked);
 }
 
-/** Retained events of the default stream and channels after `afterId` (oldest first, at most `limit`), for SSE replay. */
+/**
+ * Retained events of the default stream and channels after `afterId` (oldest first, at most `limit`), for SSE replay;
+ * `retention` undefined: every stored one, those past retention not yet trimmed too.
+ */
 export async function eventsAfter(
   db: Kysely<Database>,
   emitterId: string,
   stream: StreamKind,
   after: EventKey,
-  retention: number,
+  retention: number | undefined,
   limit: number,
 ): Promise<EventRow[]> {
-  const { hiddenThrough } = await retainedView(db, emitterId, stream, retention);
+  const { hiddenThrough } = retention === undefined ? { hiddenThrough: undefined } : await retainedView(db, emitterId, stream, retention);
   if (hiddenThrough && compareKeys(hiddenThrough, after) > 0) after = hiddenThrough;
   return db
     .selectFrom('events')

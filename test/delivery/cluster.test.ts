@@ -166,6 +166,41 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     }
   });
 
+  it('a stream that stayed connected gets every event committed while its node was cut off, more than --event-retention too', async () => {
+    // Both nodes keep 3 events per stream; a cut-off node reads back what it missed within the 10 s every event is held.
+    const runner = await startTestServer('postgres', { databaseUrl: first.databaseUrl, eventRetention: 3 });
+    const { proxy, url } = await proxyInFrontOf(first.databaseUrl!);
+    const cutOff = await startTestServer('postgres', { role: 'api', databaseUrl: url, eventRetention: 3 });
+    const a = await account(runner);
+    const source = await a.deploy();
+    const stream = openStream(`${cutOff.url}/v1/sources/${source}/sse`, a.key);
+    try {
+      await stream.opened;
+      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
+      await waitFor(
+        async () => stream.messages.length,
+        (n) => n === 1,
+        { what: 'the first event' },
+      );
+      proxy.cut();
+      const during = ['during 1', 'during 2', 'during 3', 'during 4', 'during 5', 'during 6'];
+      await a.runAndWait(source, emitsOf(during.map((event) => ({ event }))));
+      proxy.restore();
+      await a.runAndWait(source, emitsOf([{ event: 'after' }]));
+      await waitFor(
+        async () => stream.data().at(-1)?.event,
+        (last) => last === 'after',
+        { what: 'the event committed after the connection came back', timeoutMs: 15_000 },
+      );
+      expect(stream.data().map((e) => e.event)).toEqual(['before', ...during, 'after']);
+    } finally {
+      stream.source.close();
+      await cutOff.stop();
+      await runner.stop();
+      await proxy.close();
+    }
+  });
+
   it('a node whose LISTEN connection went silent (dropped by the link without a word) notices, listens anew and catches its live streams up', async () => {
     const a = await account(first);
     const source = await a.deploy();
