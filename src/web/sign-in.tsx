@@ -4,6 +4,20 @@ import { ApiError, api, describeError } from './api';
 import type { Notice } from './notices';
 import { storeKey } from './session';
 
+/**
+ * Why `key` cannot be a key, before it is sent: a header cannot carry a character past Latin-1, so fetch() threw and
+ * the page said "Cannot reach the server" for the README's own `trb_…` pasted as it stands, or a key that brought a
+ * zero-width space along. A key is printable ASCII without spaces; the first character that is not is named.
+ */
+export function keyProblem(key: string): string | undefined {
+  const at = [...key].findIndex((char) => !/^[\x21-\x7e]$/.test(char));
+  if (at < 0) return undefined;
+  const char = [...key][at] as string;
+  const code = `U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const shown = /^\s$/u.test(char) || /\p{C}/u.test(char) ? code : `"${char}" (${code})`;
+  return `That is not an API key: character ${at + 1} is ${shown}, and a key is letters, digits and punctuation only, without spaces. Paste the key as it was printed.`;
+}
+
 export function SignIn(props: { message?: Notice; onSignedIn: () => void }) {
   const [key, setKey] = useState('');
   // Why this page shows is about the session that ended: once another key is tried, what is said is about that one.
@@ -19,6 +33,12 @@ export function SignIn(props: { message?: Notice; onSignedIn: () => void }) {
     const trimmed = key.trim();
     if (!trimmed) {
       setError('Enter your API key.');
+      return;
+    }
+    const problem = keyProblem(trimmed);
+    if (problem) {
+      setError(problem);
+      field.current?.focus();
       return;
     }
     if (busy) return;
