@@ -64,16 +64,18 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
   const [olderError, setOlderError] = useState<string | undefined>(undefined);
   /** Most rows the table keeps as new ones come: the newest 100, or as many as the user paged back to. */
   const keep = useRef(RETAINED);
+  /** Every event the table holds or held (rows, held by a pause, read by Load more): the stream adds none twice. */
+  const seen = useRef(new Set<string>());
   const loadingOlder = useRef(false);
   const table = useRef<HTMLElement>(null);
   const path = summariesPath(sourceId, stream);
 
   useEffect(() => {
     const abort = new AbortController();
-    const seen = new Set<string>();
+    seen.current = new Set<string>();
     const add = (summary: EventSummary) => {
-      if (seen.has(summary.id)) return;
-      seen.add(summary.id);
+      if (seen.current.has(summary.id)) return;
+      seen.current.add(summary.id);
       if (pausedRef.current) setHeld((h) => [summary, ...h]);
       else setRows((r) => trim([summary, ...r]));
       setAnnouncement(`New event ${summary.id}: ${preview(summary).slice(0, 80)}`);
@@ -82,7 +84,7 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
       try {
         const page = await get<Page<EventSummary>>(`${path}?limit=${RETAINED}&expand=event`);
         if (abort.signal.aborted) return;
-        for (const summary of page.data) seen.add(summary.id);
+        for (const summary of page.data) seen.current.add(summary.id);
         keep.current = RETAINED;
         setRows(page.data);
         setMore(page.data.length < page.page_info.total_count);
@@ -131,8 +133,17 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
     try {
       const span = await getFirst<EventSummary>(path, Math.max(rows.length + RETAINED, atLeast), { expand: 'event' });
       const newest = span.items[0]?.id;
+      // The read starts at the newest event, so it holds those a pause is holding, and ones the stream has yet to
+      // bring: while paused, those past the table's top are held (they were shown paused, then twice on Resume), and
+      // none of them is added again when the stream brings it.
+      const top = pausedRef.current ? rows[0]?.id : undefined;
+      const fresh = top === undefined ? [] : span.items.filter((item) => compareIds(item.id, top) > 0);
+      const shown = top === undefined ? span.items : span.items.filter((item) => compareIds(item.id, top) <= 0);
+      const unseen = fresh.filter((item) => !seen.current.has(item.id));
+      for (const item of span.items) seen.current.add(item.id);
+      if (unseen.length) setHeld((h) => [...h, ...unseen].sort((a, b) => compareIds(b.id, a.id)));
       setRows((r) => {
-        const merged = [...r.filter((row) => newest !== undefined && compareIds(row.id, newest) > 0), ...span.items];
+        const merged = [...r.filter((row) => newest !== undefined && compareIds(row.id, newest) > 0), ...shown];
         keep.current = Math.max(RETAINED, merged.length);
         return merged;
       });
