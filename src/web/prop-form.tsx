@@ -55,6 +55,9 @@ function checkInteger(prop: PropDescriptor, text: string): string | number {
   const n = Number(text.trim());
   if (prop.min !== undefined && n < prop.min) return `${labelOf(prop)} must be at least ${prop.min}`;
   if (prop.max !== undefined && n > prop.max) return `${labelOf(prop)} must be at most ${prop.max}`;
+  // Past 2^53 a number is no longer the one typed (99999999999999999999 is sent as 100000000000000000000), and the
+  // server answered "must be an integer, got 100000000000000000000" to a value typed as one.
+  if (!Number.isSafeInteger(n)) return `${labelOf(prop)} must be a whole number from ${-Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`;
   return n;
 }
 

@@ -83,6 +83,36 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await finish();
   });
 
+  it('refuses on its field a whole number too large to be sent as typed, rather than the server saying it is no integer', async () => {
+    const { user } = await newAccount(server);
+    const { page, finish } = await openSignedIn(browser, server.url, user.apiKey);
+    await page.getByRole('link', { name: 'New source' }).click();
+    await page.getByLabel('Component code').fill(`export default {
+      name: "Big", version: "1.0.0",
+      props: { count: { type: "integer", label: "Count" }, ids: { type: "integer[]", label: "Ids" } },
+      async run() {},
+    };`);
+    await page.getByRole('button', { name: 'Load props' }).click();
+    await page.getByRole('heading', { name: /Configure Big/ }).waitFor();
+    const posts: string[] = [];
+    page.on('request', (sent) => sent.method() === 'POST' && sent.url().endsWith('/v1/sources') && posts.push(sent.url()));
+    // Before: sent as 100000000000000000000, which the server's 422 said "must be an integer, got 100000000000000000000".
+    await page.getByLabel('Count').fill('99999999999999999999');
+    await page.getByLabel('Ids').fill('1\n-99999999999999999999');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    const range = `must be a whole number from -9007199254740991 to 9007199254740991`;
+    await waitForText(page.locator('#prop-count-error'), `Count ${range}`);
+    await waitForText(page.locator('#prop-ids-error'), range);
+    await waitForFocus(page, '#prop-count');
+    expect(posts).toEqual([]);
+    await page.getByLabel('Count').fill('9007199254740991');
+    await page.getByLabel('Ids').fill('1');
+    await page.getByRole('button', { name: 'Deploy' }).click();
+    await page.getByRole('heading', { name: 'Big' }).waitFor();
+    expect(posts).toHaveLength(1);
+    await finish();
+  });
+
   it('marks and focuses an app prop naming a connected account the server does not find (404), as one of another app (422)', async () => {
     const { user, api } = await newAccount(server);
     const acme = (await api.post('/v1/accounts', { app: 'acme', name: 'acme one', credentials: { api_key: 'k' } })).body.data;
