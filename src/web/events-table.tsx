@@ -269,7 +269,9 @@ export function EventsTable(props: { sourceId: string; stream: Stream; openId?: 
                 <td class="summary" id={`summary-${stream}-${row.id}`}>
                   {preview(row)}
                 </td>
-                <td>{row.metadata.name || 'default'}</td>
+                <td class="channel" title={row.metadata.name || 'default'}>
+                  {row.metadata.name || 'default'}
+                </td>
               </tr>
             ))}
             {rows.length === 0 && state !== 'loading' && (

@@ -2,6 +2,7 @@
 // spaces): a notice, a run's step and a confirmation's title wrap them rather than widening the page.
 import type { Browser, Locator, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { request } from '../helpers/client.js';
 import { DIALECTS, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/wait.js';
 import { BROWSER_SUITE, evaluate, newAccount, openSignedIn, waitForText, withServerAndBrowser } from './browser.js';
@@ -36,6 +37,23 @@ describe.each(DIALECTS)('web console: long unbroken names (%s)', BROWSER_SUITE, 
     await title.waitFor();
     expect(await spills(title)).toBe(false);
     await page.keyboard.press('Escape');
+    await finish();
+  });
+
+  it('cuts a long channel name short in the live table (in full on hover), which then needs no sideways scroll', async () => {
+    const { user, api } = await newAccount(server);
+    const channel = `channel${'c'.repeat(143)}`;
+    const code = `module.exports = { name: "Hook", version: "0.1.0", props: { http: "$.interface.http" },
+      async run(e) { this.$emit(e.body, { summary: "one", name: ${JSON.stringify(channel)} }); } };`;
+    const source = (await api.post('/v1/sources', { component_code: code, name: 'channels' })).body.data;
+    const { page, finish } = await openSignedIn(browser, `${server.url}/#/sources/${source.id}`, user.apiKey);
+    await page.locator('.live-state.live').waitFor();
+    expect((await request('POST', source.configured_props.http.endpoint_url, { body: {} })).status).toBe(200);
+    const cell = page.getByRole('cell', { name: channel });
+    await cell.waitFor();
+    // The channel ran on in full: the 1200 px table scrolled sideways, its channel past the frame's edge.
+    expect(await spills(page.locator('.events-scroll'))).toBe(false);
+    expect(await cell.getAttribute('title')).toBe(channel);
     await finish();
   });
 
