@@ -8,6 +8,7 @@ import { ConnectedAccountsList } from './connected-accounts-list';
 import { DataStorePage, DataStoresList } from './data-stores';
 import { useFocusKeeper } from './focus-keeper';
 import { type Notice, NoticeProvider } from './notices';
+import { pageTitle } from './page-title';
 import { href, useRoute } from './router';
 import { clearKey, storedKey } from './session';
 import { SignIn } from './sign-in';
@@ -45,6 +46,10 @@ export function App() {
       setSignedIn(false);
     });
   }, []);
+
+  useEffect(() => {
+    document.title = pageTitle(route, signedIn);
+  }, [route, signedIn]);
 
   const section = route[0] ?? 'sources';
   const sections = useRef<HTMLUListElement>(null);
