@@ -10,6 +10,9 @@ import { Table } from './table';
 import { focusFirstInvalid, useFormErrors } from './field-errors';
 import { useBusy } from './use-busy';
 
+/** The form's fields as their labels name them, for the server's 400 about one. */
+const FIELD_LABELS = { emitter_id: 'Emitter', listener_id: 'Listener', event_name: 'Stream' } as const;
+
 /** What an id may name here, with the name to show (a webhook without a name shows its URL). */
 interface Named {
   id: string;
@@ -90,9 +93,11 @@ export function SubscriptionsPage() {
         const said = failure instanceof ApiError ? failure.message : describeError(failure);
         const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
         // A 400 names the query's field (an event_name longer than 200 characters): shown on that field too.
-        const field = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form)?.field : undefined;
+        const detail = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form) : undefined;
+        const field = detail?.field as keyof typeof FIELD_LABELS | undefined;
         if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
-        else if (field) errors.show({ [field]: said }, undefined, '');
+        // Said with the field's label ("Stream must NOT have …"), not the API's "invalid querystring: event_name …".
+        else if (field) errors.show({ [field]: detail?.message ? `${FIELD_LABELS[field]} ${detail.message}` : said }, undefined, '');
         else errors.show({}, describeError(failure), '');
         focusFirstInvalid(formElement);
       }

@@ -16,6 +16,7 @@ import { useBusy } from './use-busy';
 /** The form's fields, as the API names them in a 400's `details`. */
 const FIELDS = ['url', 'name', 'description'] as const;
 type Field = (typeof FIELDS)[number];
+const FIELD_LABELS: Record<Field, string> = { url: 'URL', name: 'Name', description: 'Description' };
 
 export function WebhooksPage() {
   const notify = useNotify();
@@ -54,8 +55,11 @@ export function WebhooksPage() {
       } catch (failure) {
         if (failure instanceof ApiError && failure.status === 400) {
           // On the field the refusal names (a name or description too long); one naming none is about the URL.
-          const named = failure.details.map((detail) => detail.field).find((field): field is Field => FIELDS.includes(field as Field));
-          errors.show({ [named ?? 'url']: failure.message }, undefined, '');
+          const detail = failure.details.find((d) => FIELDS.includes(d.field as Field));
+          const named = detail?.field as Field | undefined;
+          // Said with the field's label ("Name must NOT have more than 200 characters"), not as the API's
+          // "invalid querystring: name …", which names a part of the request the user never sees.
+          errors.show({ [named ?? 'url']: named && detail?.message ? `${FIELD_LABELS[named]} ${detail.message}` : failure.message }, undefined, '');
           focusFirstInvalid(formElement);
         } else notify({ kind: 'error', text: describeError(failure) });
       }

@@ -236,6 +236,8 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByRole('button', { name: 'Create webhook' }).click();
     // It was shown under the URL, which was marked invalid, while the name was at fault.
     await waitForText(page.locator('#webhook-name-error'), 'name must NOT have more than 200 characters');
+    // It said "invalid querystring: name must …", the API's words.
+    expect(await page.locator('#webhook-name-error').innerText()).toBe('Name must NOT have more than 200 characters');
     expect(await page.locator('#webhook-url-error').textContent()).toBe('');
     expect(await page.getByLabel('URL').getAttribute('aria-invalid')).toBeNull();
     expect(await page.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
@@ -245,6 +247,7 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await page.getByLabel('Description').fill('d'.repeat(2001));
     await page.getByRole('button', { name: 'Create webhook' }).click();
     await waitForText(page.locator('#webhook-description-error'), 'description must NOT have more than 2000 characters');
+    expect(await page.locator('#webhook-description-error').innerText()).toBe('Description must NOT have more than 2000 characters');
     await waitForFocus(page, '#webhook-description');
     expect((await api.get('/v1/users/me/webhooks')).body.data).toEqual([]);
     await page.getByLabel('Description').fill('');
@@ -367,7 +370,9 @@ describe.each(DIALECTS)('web console: field errors (%s)', BROWSER_SUITE, (dialec
     await stream.fill('s'.repeat(201));
     await page.getByRole('button', { name: 'Subscribe' }).click();
     // It was said above Subscribe only, with no field marked and the focus left on the button.
-    await waitForText(page.locator('#sub-event-error'), 'event_name must NOT have more than 200 characters');
+    await waitForText(page.locator('#sub-event-error'), 'must NOT have more than 200 characters');
+    // It said "invalid querystring: event_name must …", the API's words for a field labelled Stream.
+    expect(await page.locator('#sub-event-error').innerText()).toBe('Stream must NOT have more than 200 characters');
     expect(await stream.getAttribute('aria-invalid')).toBe('true');
     await waitForFocus(page, '#sub-event');
     expect(await page.getByLabel('Emitter').inputValue()).toBe('dc_*');
