@@ -110,6 +110,11 @@ export function WorkflowCreate() {
         } catch {
           return { problem: `The configured props of step ${label} are not valid JSON.`, field: `step-props-${step.key}` };
         }
+        // The server refused an array or a bare value as "invalid body: steps.0.configured_props must be object".
+        const props = entry.configured_props;
+        if (typeof props !== 'object' || props === null || Array.isArray(props)) {
+          return { problem: `The configured props of step ${label} must be a JSON object: { "prop": value, … }.`, field: `step-props-${step.key}` };
+        }
       }
       built.push(entry);
     }

@@ -128,6 +128,11 @@ describe.each(DIALECTS)('web console: creating a workflow (%s)', BROWSER_SUITE, 
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await waitForText(alert, 'The configured props of step step_1 are not valid JSON.');
     await waitForFocus(page, 'li[aria-label="Step 1"] textarea[aria-invalid="true"]');
+    // JSON, but no object: the server's "invalid body: steps.0.configured_props must be object" named no step the form shows.
+    await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('[1, 2]');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await waitForText(alert, 'The configured props of step step_1 must be a JSON object: { "prop": value, … }.');
+    await waitForFocus(page, 'li[aria-label="Step 1"] textarea[aria-invalid="true"]');
 
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Configured props (JSON, optional)').fill('');
     await page.getByRole('listitem', { name: 'Step 1' }).getByLabel('Code').fill('export default { async run() { this is not javascript } }');
