@@ -173,9 +173,6 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
         .where('key', '=', write.key)
         .execute();
     }
-    // A ttl of under half a millisecond expires as it is written: gone now, as the worker's next load would find it.
-    const expired = change.writes.filter((w) => w.op !== 'delete' && (expiry(w.ttlSeconds) ?? Number.POSITIVE_INFINITY) <= nowMs).map((w) => w.key);
-    for (const part of chunks(expired)) added -= total(await deleteKeys(part));
     // A set that leaves the count as it was is still checked: a store filled past the limit before commits checked
     // it stays closed to sets.
     if (!change.cleared && !sets.length && added === 0) continue;

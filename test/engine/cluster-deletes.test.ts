@@ -65,60 +65,51 @@ describe.skipIf(!DIALECTS.includes('postgres'))('deletes across nodes (PostgreSQ
     expect(said).toEqual(['source deleted before the commit; nothing of the batch is committed']);
   });
 
-  it('a client waiting on node A for a workflow deleted through node B hears so at once, not after the run timeout', async () => {
+  /**
+   * A custom-response workflow whose first step delays 25 s (shorter than the 35 s node A's client waits, so it
+   * waits on for the reply), requested on node A (api only) and delayed on node B: its request, and its run's id.
+   */
+  async function waitingOnDelayedRun(name: string) {
     const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
     const created = await client(nodeA.url, key).post('/v1/workflows', {
-      name: 'deleted elsewhere',
+      name,
       trigger: { type: 'http', custom_response: true },
       steps: [
-        // Shorter than the 35 s node A's client waits: it waits on for the reply (a longer one answers it at once).
         { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
         { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
       ],
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const workflow = created.body.data;
-    // Node A (api only) holds the request; node B runs the workflow, which delays.
     const waiting = request('POST', workflow.trigger.endpoint_url, { body: {} });
     const delayed = await waitFor(
       () => client(nodeB.url, key).get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
       (res) => res.body.data.length === 1,
       { what: 'the run delayed on node B' },
     );
-    expect((await client(nodeB.url, key).delete(`/v1/workflows/${workflow.id}`)).status).toBe(204);
+    return { onNodeB: client(nodeB.url, key), workflowId: workflow.id as string, waiting, runId: delayed.body.data[0].id as string };
+  }
+
+  it('a client waiting on node A for a workflow deleted through node B hears so at once, not after the run timeout', async () => {
+    const { onNodeB, workflowId, waiting, runId } = await waitingOnDelayedRun('deleted elsewhere');
+    expect((await onNodeB.delete(`/v1/workflows/${workflowId}`)).status).toBe(204);
     // Without the signal node A would answer after timeout_seconds + 5 s (35 s), past this test's time.
     const answer = await waiting;
     expect([answer.status, answer.body]).toEqual([
       504,
-      { error: `the workflow was deleted before responding; run ${delayed.body.data[0].id} was deleted with it`, code: 'no_response' },
+      { error: `the workflow was deleted before responding; run ${runId} was deleted with it`, code: 'no_response' },
     ]);
   }, 20_000);
 
   it('a client waiting on node A for a workflow switched to custom_response false through node B hears so at once', async () => {
-    const key = (await nodeA.createUser({ plan: 'paid' })).apiKey;
-    const created = await client(nodeA.url, key).post('/v1/workflows', {
-      name: 'switched off elsewhere',
-      trigger: { type: 'http', custom_response: true },
-      steps: [
-        { name: 'wait', component_code: 'module.exports = { async run({ $ }) { $.flow.delay(25000); } };' },
-        { name: 'reply', component_code: 'module.exports = { async run({ $ }) { await $.respond({ status: 200, body: "late" }); } };' },
-      ],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const workflow = created.body.data;
-    const waiting = request('POST', workflow.trigger.endpoint_url, { body: {} });
-    const delayed = await waitFor(
-      () => client(nodeB.url, key).get(`/v1/workflows/${workflow.id}/runs?status=delayed`),
-      (res) => res.body.data.length === 1,
-      { what: 'the run delayed on node B' },
-    );
-    const put = await client(nodeB.url, key).put(`/v1/workflows/${workflow.id}`, { trigger: { type: 'http', custom_response: false } });
+    const { onNodeB, workflowId, waiting, runId } = await waitingOnDelayedRun('switched off elsewhere');
+    const put = await onNodeB.put(`/v1/workflows/${workflowId}`, { trigger: { type: 'http', custom_response: false } });
     expect(put.status).toBe(200);
     const answer = await waiting;
     expect([answer.status, answer.body]).toEqual([
       504,
       {
-        error: `the workflow was changed before responding: its trigger is no longer {"type":"http","custom_response":true}, so its steps' $.respond() answers no request; run ${delayed.body.data[0].id} goes on`,
+        error: `the workflow was changed before responding: its trigger is no longer {"type":"http","custom_response":true}, so its steps' $.respond() answers no request; run ${runId} goes on`,
         code: 'no_response',
       },
     ]);

@@ -76,9 +76,12 @@ describe.each(DIALECTS)('the data store byte count on %s', (dialect) => {
     // A clear starts the count over from what the same commit sets.
     await write(store, [{ key: 'a', op: 'set', value: 'b' }], T0 + 1000, true);
     expect(await sizes(store, T0 + 1000)).toEqual({ count: 4, summed: 4 });
-    // A ttl that rounds to no time at all: expired as it is written, so not counted.
+    // A ttl that rounds to no time at all keeps its record 1 ms: counted as it is written, and swept from the count by
+    // the next write after it expired.
     await write(store, [{ key: 't', op: 'set', value: 'v', ttlSeconds: 0.0001 }], T0 + 1000);
-    expect(await sizes(store, T0 + 1000)).toEqual({ count: 4, summed: 4 });
+    expect(await sizes(store, T0 + 1000)).toEqual({ count: 8, summed: 8 });
+    await write(store, [{ key: 'none', op: 'delete' }], T0 + 1001);
+    expect(await sizes(store, T0 + 1001)).toEqual({ count: 4, summed: 4 });
   });
 
   it('takes the limit at a commit of two writers that each fitted what they loaded: the second to commit fails', async () => {
