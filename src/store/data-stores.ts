@@ -143,8 +143,6 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     if (change.cleared) await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).execute();
     else added -= total(await expiredRecordsSweep(trx, storeId, nowMs).execute());
     const expiry = (ttlSeconds: number | null | undefined) => expiryAt(nowMs, ttlSeconds);
-    const deleteKeys = (keys: string[]) =>
-      trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', keys).returning(recordBytes).execute();
     for (const part of chunks(sets)) {
       const keys = part.map((w) => w.key);
       added -= total(await trx.selectFrom('data_store_records').select(recordBytes).where('store_id', '=', storeId).where('key', 'in', keys).execute());
@@ -160,7 +158,7 @@ export async function writeDataStores(trx: Transaction<Database>, userId: string
     }
     const deletes = change.writes.filter((w) => w.op === 'delete').map((w) => w.key);
     for (const part of chunks(deletes)) {
-      const removed = await deleteKeys(part);
+      const removed = await trx.deleteFrom('data_store_records').where('store_id', '=', storeId).where('key', 'in', part).returning(recordBytes).execute();
       deletedRecords += removed.length;
       added -= total(removed);
     }

@@ -185,3 +185,16 @@ export function describeErrorWithDetails(error: unknown): string {
     .filter((text): text is string => typeof text === 'string' && text !== '' && !error.message.includes(text));
   return describeError(error, details);
 }
+
+/**
+ * The first field of a form a 400 names in its details, with the refusal said under the field's label ("Name must NOT
+ * have more than 200 characters"), not as the API's "invalid querystring: name …", which names a part of the request
+ * the user never sees. Undefined for another failure, or a 400 that names none of `labels`' fields.
+ */
+export function refusedField<F extends string>(failure: unknown, labels: Record<F, string>): { field: F; said: string } | undefined {
+  if (!(failure instanceof ApiError) || failure.status !== 400) return undefined;
+  const detail = failure.details.find((d) => d.field !== undefined && Object.hasOwn(labels, d.field));
+  if (!detail) return undefined;
+  const field = detail.field as F;
+  return { field, said: detail.message ? `${labels[field]} ${detail.message}` : failure.message };
+}

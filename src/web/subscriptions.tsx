@@ -1,6 +1,6 @@
 // The subscriptions page: which emitter's stream goes to which listener, by name; create and delete them.
 import { useState } from 'preact/hooks';
-import { ApiError, api, describeError, get, getEveryPage, query } from './api';
+import { ApiError, api, describeError, get, getEveryPage, query, refusedField } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { useNotify } from './notices';
 import type { Source, Subscription, Webhook, Workflow } from './types';
@@ -93,11 +93,9 @@ export function SubscriptionsPage() {
         const said = failure instanceof ApiError ? failure.message : describeError(failure);
         const named = failure instanceof ApiError && failure.status === 404 ? /^(emitter|listener) "/.exec(said)?.[1] : undefined;
         // A 400 names the query's field (an event_name longer than 200 characters): shown on that field too.
-        const detail = failure instanceof ApiError && failure.status === 400 ? failure.details.find((d) => d.field && d.field in form) : undefined;
-        const field = detail?.field as keyof typeof FIELD_LABELS | undefined;
+        const refused = refusedField(failure, FIELD_LABELS);
         if (named) errors.show({ [`${named}_id`]: said }, undefined, '');
-        // Said with the field's label ("Stream must NOT have …"), not the API's "invalid querystring: event_name …".
-        else if (field) errors.show({ [field]: detail?.message ? `${FIELD_LABELS[field]} ${detail.message}` : said }, undefined, '');
+        else if (refused) errors.show({ [refused.field]: refused.said }, undefined, '');
         else errors.show({}, describeError(failure), '');
         focusFirstInvalid(formElement);
       }

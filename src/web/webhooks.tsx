@@ -1,6 +1,6 @@
 // The webhooks page: list, create (the signing secret is shown once), turn back on after a 410, and delete the account's webhooks.
 import { useState } from 'preact/hooks';
-import { ApiError, del, describeError, getEveryPage, patch, post, query } from './api';
+import { ApiError, del, describeError, getEveryPage, patch, post, query, refusedField } from './api';
 import { ConfirmDialog } from './confirm-dialog';
 import { CopyButton } from './copy-button';
 import { formatTime } from './format';
@@ -55,11 +55,8 @@ export function WebhooksPage() {
       } catch (failure) {
         if (failure instanceof ApiError && failure.status === 400) {
           // On the field the refusal names (a name or description too long); one naming none is about the URL.
-          const detail = failure.details.find((d) => FIELDS.includes(d.field as Field));
-          const named = detail?.field as Field | undefined;
-          // Said with the field's label ("Name must NOT have more than 200 characters"), not as the API's
-          // "invalid querystring: name …", which names a part of the request the user never sees.
-          errors.show({ [named ?? 'url']: named && detail?.message ? `${FIELD_LABELS[named]} ${detail.message}` : failure.message }, undefined, '');
+          const refused = refusedField(failure, FIELD_LABELS);
+          errors.show({ [refused?.field ?? 'url']: refused?.said ?? failure.message }, undefined, '');
           focusFirstInvalid(formElement);
         } else notify({ kind: 'error', text: describeError(failure) });
       }
