@@ -9,6 +9,17 @@ import { proxyInFrontOf } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { account, emitsOf, openStream } from './helpers.js';
 
+/** Waits until `stream` is open and has the event `before` the source then emitted: its node hears the source. */
+async function firstEventThrough(a: Awaited<ReturnType<typeof account>>, source: string, stream: ReturnType<typeof openStream>): Promise<void> {
+  await stream.opened;
+  await a.runAndWait(source, emitsOf([{ event: 'before' }]));
+  await waitFor(
+    async () => stream.messages.length,
+    (n) => n === 1,
+    { what: 'the first event' },
+  );
+}
+
 describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (PostgreSQL)', () => {
   let first: TestServer;
   let second: TestServer;
@@ -129,13 +140,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     const early = openStream(streamUrl, a.key);
     let late: ReturnType<typeof openStream> | undefined;
     try {
-      await early.opened;
-      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
-      await waitFor(
-        async () => early.messages.length,
-        (n) => n === 1,
-        { what: 'the first event' },
-      );
+      await firstEventThrough(a, source, early);
       // A client that has had no event yet: it is owed what was committed after it connected.
       late = openStream(streamUrl, a.key);
       await late.opened;
@@ -175,13 +180,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     const source = await a.deploy();
     const stream = openStream(`${cutOff.url}/v1/sources/${source}/sse`, a.key);
     try {
-      await stream.opened;
-      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
-      await waitFor(
-        async () => stream.messages.length,
-        (n) => n === 1,
-        { what: 'the first event' },
-      );
+      await firstEventThrough(a, source, stream);
       proxy.cut();
       const during = ['during 1', 'during 2', 'during 3', 'during 4', 'during 5', 'during 6'];
       await a.runAndWait(source, emitsOf(during.map((event) => ({ event }))));
@@ -213,13 +212,7 @@ describe.skipIf(!DIALECTS.includes('postgres'))('live streams across nodes (Post
     const deaf = await startTestServer('postgres', { role: 'api', databaseUrl: through.toString() }, { listenCheckMs: 500, logger });
     const stream = openStream(`${deaf.url}/v1/sources/${source}/sse`, a.key);
     try {
-      await stream.opened;
-      await a.runAndWait(source, emitsOf([{ event: 'before' }]));
-      await waitFor(
-        async () => stream.messages.length,
-        (n) => n === 1,
-        { what: 'the first event' },
-      );
+      await firstEventThrough(a, source, stream);
       const before = lines.length;
       expect(proxy.freezeOne(await listenerPort(first.databaseUrl!, 'silent-listen', 'tributary_events'))).toBe(true);
       // Announced on a connection whose notifications no longer arrive, and which says nothing of it.
